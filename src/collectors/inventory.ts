@@ -1,0 +1,48 @@
+/**
+ * The server-list collector: pure — a decoded server list and the previous inventory in, metric updates
+ * and the new inventory out. Servers that disappeared are reported so that their firewall and graph
+ * series are removed too, never left stale.
+ */
+import type { Metrics } from '../metrics/definitions.js';
+import type { ServerList, ServerRecord } from '../upstream/decode.js';
+
+/** The latest server list, keyed by server id. */
+export type Inventory = Map<string, ServerRecord>;
+
+function infoLabels(server: ServerRecord) {
+  return {
+    server_id: server.serverId,
+    hostname: server.hostname,
+    ip: server.ip,
+    os: server.os,
+    processor: server.processor,
+    memory: server.memory,
+    location: server.location,
+    status: server.status,
+  };
+}
+
+/**
+ * Applies a server list to the metrics. Returns the new inventory and the ids of servers that were in
+ * `previous` but are gone now.
+ */
+export function collectServerList(list: ServerList, previous: Inventory, metrics: Metrics): { inventory: Inventory; removed: string[] } {
+  const inventory: Inventory = new Map(list.servers.map((s) => [s.serverId, s]));
+  const removed: string[] = [];
+  for (const [id, old] of previous) {
+    const now = inventory.get(id);
+    // Any label change makes a new series: remove the old one exactly.
+    if (!now || JSON.stringify(infoLabels(now)) !== JSON.stringify(infoLabels(old))) metrics.serverInfo.remove(infoLabels(old));
+    if (!now) {
+      metrics.serverIps.remove({ server_id: id });
+      removed.push(id);
+    }
+  }
+  for (const server of list.servers) {
+    metrics.serverInfo.set(infoLabels(server), 1);
+    metrics.serverIps.set({ server_id: server.serverId }, server.ips.length);
+  }
+  metrics.servers.set(list.servers.length);
+  metrics.serverRecordsSkipped.set(list.skipped);
+  return { inventory, removed };
+}

@@ -1,0 +1,159 @@
+/**
+ * Loading the configuration: YAML text (or a file) plus environment overrides → `Config`, or a
+ * ConfigError listing one line per problem, each naming the key and what was expected.
+ */
+import { readFileSync } from 'node:fs';
+import { Ajv, type ErrorObject } from 'ajv';
+import ms from 'ms';
+import cron from 'node-cron';
+import { parse as parseYaml } from 'yaml';
+import { ConfigError, InsecureUrlError } from '../errors.js';
+import { checkBaseUrl } from '../upstream/client.js';
+import { JOB_NAMES, configFileSchema, type Config } from './schema.js';
+
+/** Environment variables that override file values (secrets belong here or in files, not in YAML). */
+export interface ConfigEnv {
+  BAREMETAL_API_URL?: string;
+  BAREMETAL_API_KEY?: string;
+}
+
+const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true });
+const validateFile = ajv.compile(configFileSchema);
+
+/** `/upstream/timeout` → `upstream.timeout`, plus the offending key for additionalProperties. */
+function describe(error: ErrorObject): string {
+  const path = error.instancePath.replace(/^\//, '').replaceAll('/', '.');
+  if (error.keyword === 'additionalProperties') {
+    const key = [path, String(error.params.additionalProperty)].filter(Boolean).join('.');
+    return `${key}: unknown key`;
+  }
+  if (error.keyword === 'enum') {
+    return `${path}: must be one of ${(error.params.allowedValues as unknown[]).map(String).join(', ')}`;
+  }
+  return `${path || '(top level)'}: ${error.message ?? 'invalid'}`;
+}
+
+/** Parses "10s", "5m", "250ms" into milliseconds; undefined when it is not a positive duration. */
+export function parseDuration(text: string): number | undefined {
+  const value = ms(text as ms.StringValue);
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : undefined;
+}
+
+/** Splits "host:port" or "[::1]:port" (port 0 allowed: pick a free one). */
+export function parseListenAddress(text: string): { host: string; port: number } | undefined {
+  const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(text);
+  if (!match) return undefined;
+  const port = Number(match[3]);
+  if (port > 65535) return undefined;
+  return { host: match[1] ?? (match[2] || '0.0.0.0'), port };
+}
+
+/**
+ * Validates parsed YAML (`raw`) with `env` overrides and returns the normalized Config.
+ * `readFile` reads `api_key_file` (injectable for tests). Throws ConfigError with every problem found.
+ */
+export function buildConfig(
+  raw: unknown,
+  env: ConfigEnv = {},
+  readFile: (path: string) => string = (p) => readFileSync(p, 'utf8'),
+): Config {
+  const doc = (raw ?? {}) as Record<string, unknown>;
+  if (typeof doc !== 'object' || Array.isArray(doc)) throw new ConfigError(['(top level): must be a mapping']);
+  if (!validateFile(doc)) throw new ConfigError((validateFile.errors ?? []).map(describe));
+  const file = doc as unknown as FileShape;
+  const problems: string[] = [];
+
+  const baseUrl = env.BAREMETAL_API_URL || file.upstream.base_url;
+  if (!baseUrl) problems.push('upstream.base_url: required (or set BAREMETAL_API_URL)');
+  else {
+    try {
+      checkBaseUrl(baseUrl);
+    } catch (error) {
+      problems.push(`upstream.base_url: ${error instanceof InsecureUrlError ? error.message : 'must be an absolute http(s) URL'}`);
+    }
+  }
+
+  let apiKey = env.BAREMETAL_API_KEY || '';
+  if (!apiKey && file.upstream.api_key_file) {
+    try {
+      apiKey = readFile(file.upstream.api_key_file).trim();
+      if (!apiKey) problems.push(`upstream.api_key_file: file ${file.upstream.api_key_file} is empty`);
+    } catch (error) {
+      problems.push(`upstream.api_key_file: cannot read ${file.upstream.api_key_file} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+  }
+  if (!apiKey) apiKey = file.upstream.api_key ?? '';
+  if (!apiKey && !problems.some((p) => p.startsWith('upstream.api_key_file'))) {
+    problems.push('upstream.api_key: required (set BAREMETAL_API_KEY or upstream.api_key_file)');
+  }
+
+  const timeoutMs = parseDuration(file.upstream.timeout);
+  if (timeoutMs === undefined) problems.push(`upstream.timeout: must be a duration such as "10s" (got ${JSON.stringify(file.upstream.timeout)})`);
+
+  const listen = parseListenAddress(file.web.listen_address);
+  if (!listen) problems.push(`web.listen_address: must be "host:port" (got ${JSON.stringify(file.web.listen_address)})`);
+
+  for (const job of JOB_NAMES) {
+    const expression = file.schedules[job];
+    if (!cron.validate(expression)) problems.push(`schedules.${job}: must be a cron expression, seconds allowed (got ${JSON.stringify(expression)})`);
+  }
+
+  if (problems.length > 0) throw new ConfigError(problems);
+  return {
+    upstream: {
+      baseUrl: baseUrl!,
+      apiKey,
+      ...(file.upstream.ca_file ? { caFile: file.upstream.ca_file } : {}),
+      timeoutMs: timeoutMs!,
+      concurrency: file.upstream.concurrency,
+      retries: file.upstream.retries,
+    },
+    web: listen!,
+    stateDir: file.state_dir,
+    logLevel: file.log_level,
+    schedules: file.schedules,
+    graphs: { types: file.graphs.types, scales: file.graphs.scales, maxWidth: file.graphs.max_width },
+    services: { colocationIds: file.services.colocation_ids, transitIds: file.services.transit_ids },
+  };
+}
+
+/** Parses YAML text; a syntax error becomes a ConfigError naming the line. */
+export function parseConfigText(text: string, env: ConfigEnv = {}, readFile?: (path: string) => string): Config {
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (error) {
+    throw new ConfigError([`(yaml): ${(error as Error).message.split('\n')[0]}`], { cause: error });
+  }
+  return buildConfig(raw, env, readFile);
+}
+
+/** Reads and validates the config file at `path` with `env` overrides. Throws ConfigError. */
+export function loadConfig(path: string, env: ConfigEnv = process.env): Config {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ConfigError([`(file): cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`]);
+  }
+  return parseConfigText(text, env);
+}
+
+/** The file's shape after Ajv filled in defaults. */
+interface FileShape {
+  upstream: {
+    base_url?: string;
+    api_key?: string;
+    api_key_file?: string;
+    ca_file?: string;
+    timeout: string;
+    concurrency: number;
+    retries: number;
+  };
+  web: { listen_address: string };
+  state_dir: string;
+  log_level: string;
+  schedules: Config['schedules'];
+  graphs: { types: Config['graphs']['types']; scales: Config['graphs']['scales']; max_width: number };
+  services: { colocation_ids: string[]; transit_ids: string[] };
+}

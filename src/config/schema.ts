@@ -1,0 +1,102 @@
+/**
+ * The configuration: its file shape (JSON Schema, with defaults), the normalized `Config` the rest of the
+ * code receives, and the checks JSON Schema cannot express (cron expressions, durations, URLs).
+ * One source of truth: every key, its default and unit is here; docs/configuration in the README mirrors it.
+ */
+import { GRAPH_SCALES, GRAPH_TYPES, type GraphScale, type GraphType } from '../upstream/params.js';
+
+/** Default schedules (node-cron, six fields: seconds first). */
+export const DEFAULT_SCHEDULES = {
+  servers: '0 */5 * * * *',
+  firewall: '30 * * * * *',
+  graphs: '15 */5 * * * *',
+  catalog: '45 7 */6 * * *',
+} as const;
+
+/** Poll jobs, each with its own schedule. */
+export type JobName = keyof typeof DEFAULT_SCHEDULES;
+export const JOB_NAMES = Object.keys(DEFAULT_SCHEDULES) as JobName[];
+
+/** JSON Schema of the YAML file. Unknown keys are errors; defaults are filled in by Ajv. */
+export const configFileSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    upstream: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        base_url: { type: 'string', minLength: 1 },
+        api_key: { type: 'string', minLength: 1 },
+        api_key_file: { type: 'string', minLength: 1 },
+        ca_file: { type: 'string', minLength: 1 },
+        timeout: { type: 'string', default: '10s' },
+        concurrency: { type: 'integer', minimum: 1, maximum: 256, default: 16 },
+        retries: { type: 'integer', minimum: 0, maximum: 10, default: 2 },
+      },
+    },
+    web: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        listen_address: { type: 'string', default: '0.0.0.0:9877' },
+      },
+    },
+    state_dir: { type: 'string', minLength: 1, default: './data' },
+    log_level: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
+    schedules: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: Object.fromEntries(
+        Object.entries(DEFAULT_SCHEDULES).map(([job, cron]) => [job, { type: 'string', default: cron }]),
+      ),
+    },
+    graphs: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        types: { type: 'array', items: { enum: [...GRAPH_TYPES] }, uniqueItems: true, default: ['port_bits'] },
+        scales: { type: 'array', items: { enum: [...GRAPH_SCALES] }, uniqueItems: true, default: ['day'] },
+        max_width: { type: 'integer', minimum: 16, maximum: 4096, default: 2000 },
+      },
+    },
+    services: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        colocation_ids: { type: 'array', items: { type: 'string', minLength: 1 }, uniqueItems: true, default: [] },
+        transit_ids: { type: 'array', items: { type: 'string', minLength: 1 }, uniqueItems: true, default: [] },
+      },
+    },
+  },
+} as const;
+
+/** The validated, normalized configuration handed to `main.ts`'s dependencies. */
+export interface Config {
+  upstream: {
+    /** base address of the API, without `/api/v1` */
+    baseUrl: string;
+    /** the secret key (per the API contract, §5); never logged */
+    apiKey: string;
+    /** extra PEM CA bundle for a provider behind a private CA */
+    caFile?: string;
+    /** connect, headers and body timeout, each, in milliseconds */
+    timeoutMs: number;
+    /** upstream requests in flight at once, across all jobs */
+    concurrency: number;
+    /** retries of a failed read (writes are never retried) */
+    retries: number;
+  };
+  web: { host: string; port: number };
+  /** directory for graph images (and later the journal) */
+  stateDir: string;
+  logLevel: string;
+  schedules: Record<JobName, string>;
+  graphs: { types: GraphType[]; scales: GraphScale[]; maxWidth: number };
+  services: { colocationIds: string[]; transitIds: string[] };
+}

@@ -1,0 +1,150 @@
+/**
+ * Builds the daemon's dependencies from a Config and starts it: registry and metrics, upstream client,
+ * graph store, poll jobs and their schedule, the exposition cache and the HTTP app. `main.ts` calls this;
+ * integration tests call it too, with an injected logger and clock.
+ */
+import { readFileSync } from 'node:fs';
+import type { FastifyInstance } from 'fastify';
+import pino, { type Logger } from 'pino';
+import { Registry } from 'prom-client';
+import type { Dispatcher } from 'undici';
+import { buildApp } from './app.js';
+import type { Config, JobName } from './config/schema.js';
+import { GraphStore } from './graphs/store.js';
+import { createMetrics, type Metrics } from './metrics/definitions.js';
+import { ExpositionCache } from './metrics/exposition.js';
+import { Poller } from './scheduler/jobs.js';
+import { Scheduler } from './scheduler/scheduler.js';
+import { UpstreamClient } from './upstream/client.js';
+
+/** The package version, read from package.json beside dist/ or src/. */
+export const VERSION: string = (() => {
+  try {
+    return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+  } catch {
+    return '0.0.0';
+  }
+})();
+
+/** Paths pino removes from every log line: the API key must never be logged. */
+export const REDACT_PATHS = [
+  'apiKey',
+  'api_key',
+  '*.apiKey',
+  '*.api_key',
+  'headers.authorization',
+  'req.headers.authorization',
+  'req.headers.http_authorization',
+  '*.headers.authorization',
+];
+
+/** A pino logger with the redaction paths set. */
+export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
+  return pino({ level, redact: { paths: REDACT_PATHS, censor: '[REDACTED]' } }, destination);
+}
+
+export interface DaemonOptions {
+  logger?: Logger;
+  /** ms since epoch; injectable for tests */
+  now?: () => number;
+  /** replaces the upstream Agent (tests: undici MockAgent) */
+  dispatcher?: Dispatcher;
+  /** start the cron schedule (default true; tests drive jobs by hand) */
+  schedule?: boolean;
+  /** run servers → firewall → graphs, catalog at start (default true) */
+  initialPolls?: boolean;
+  /** smallest delay before a read is retried, ms */
+  retryMinDelayMs?: number;
+  /** listen on config.web (default true) */
+  listen?: boolean;
+}
+
+export interface Daemon {
+  app: FastifyInstance;
+  /** base URL the daemon listens on, when it listens */
+  url: string;
+  registry: Registry;
+  metrics: Metrics;
+  poller: Poller;
+  exposition: ExpositionCache;
+  client: UpstreamClient;
+  graphStore: GraphStore;
+  /** resolves when the initial polls have finished */
+  ready: Promise<void>;
+  /** stops the schedule, waits for runs in progress, closes HTTP and the upstream pool */
+  stop(): Promise<void>;
+}
+
+export async function startDaemon(config: Config, options: DaemonOptions = {}): Promise<Daemon> {
+  const logger = options.logger ?? createLogger(config.logLevel);
+  const now = options.now ?? Date.now;
+  const registry = new Registry();
+  const metrics = createMetrics(registry, { defaultMetrics: true, version: VERSION });
+  const exposition = new ExpositionCache({ registry, now, beforeRender: (ms) => metrics.renderedAt.set(ms / 1000) });
+  const client = new UpstreamClient({
+    baseUrl: config.upstream.baseUrl,
+    apiKey: config.upstream.apiKey,
+    timeoutMs: config.upstream.timeoutMs,
+    concurrency: config.upstream.concurrency,
+    retries: config.upstream.retries,
+    ...(options.retryMinDelayMs !== undefined ? { retryMinDelayMs: options.retryMinDelayMs } : {}),
+    ...(config.upstream.caFile ? { ca: readFileSync(config.upstream.caFile, 'utf8') } : {}),
+    ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+    onRequest: ({ operation, outcome, durationSeconds }) => {
+      metrics.apiRequests.inc({ operation, outcome });
+      metrics.apiRequestDuration.observe({ operation }, durationSeconds);
+      metrics.apiUp.set(outcome === 'success' ? 1 : 0);
+      exposition.markDirty();
+    },
+  });
+  const graphStore = new GraphStore(config.stateDir);
+  const loaded = await graphStore.load();
+  if (loaded > 0) logger.info({ images: loaded }, 'graph images loaded from the state directory');
+  metrics.graphImages.set(graphStore.size);
+  const poller = new Poller({
+    client,
+    metrics,
+    logger,
+    graphStore,
+    config,
+    now,
+    onFinished: () => exposition.renderSoon(),
+  });
+  const scheduler = new Scheduler(poller.jobs, config.schedules);
+  const app = buildApp({ logger, exposition, graphStore, graphMaxWidth: config.graphs.maxWidth });
+
+  await exposition.render();
+  exposition.start();
+  let url = '';
+  if (options.listen !== false) {
+    url = await app.listen({ host: config.web.host, port: config.web.port });
+    logger.info({ url }, 'listening');
+  } else await app.ready();
+
+  const initial = async () => {
+    if (options.initialPolls === false) return;
+    await poller.run('servers');
+    await Promise.all((['firewall', 'graphs', 'catalog'] as JobName[]).map((job) => poller.run(job)));
+  };
+  const ready = initial();
+  if (options.schedule !== false) scheduler.start();
+
+  return {
+    app,
+    url,
+    registry,
+    metrics,
+    poller,
+    exposition,
+    client,
+    graphStore,
+    ready,
+    stop: async () => {
+      await scheduler.stop();
+      await ready.catch(() => undefined);
+      exposition.stop();
+      await app.close();
+      await client.close();
+    },
+  };
+}

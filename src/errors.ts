@@ -1,0 +1,162 @@
+/**
+ * The error catalogue. Every error this project raises on purpose is one of these classes, each with a
+ * stable `code` (documented in docs/errors.md; a unit test checks the two agree), an HTTP status where one
+ * applies, and the original `cause` kept. Messages carry context — the operation, the path, the status,
+ * the API's own message — and never the API key or a token.
+ */
+
+/** Base class: `code` is stable and unique per class; `statusCode` is the HTTP status this project answers with. */
+export class BaremetalError extends Error {
+  readonly code: string = 'BM_ERR';
+  readonly statusCode: number = 500;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** A configuration file or environment value is invalid; `problems` has one line per key. */
+export class ConfigError extends BaremetalError {
+  override readonly code = 'BM_ERR_CONFIG';
+  constructor(readonly problems: string[], options?: { cause?: unknown }) {
+    super(`invalid configuration:\n  ${problems.join('\n  ')}`, options);
+  }
+}
+
+/** A parameter for an upstream operation failed validation; no request was sent. */
+export class InvalidParameterError extends BaremetalError {
+  override readonly code = 'BM_ERR_INVALID_PARAMETER';
+  override readonly statusCode = 400;
+  constructor(
+    readonly operation: string,
+    readonly parameter: string,
+    detail: string,
+  ) {
+    super(`${operation}: invalid parameter "${parameter}": ${detail}`);
+  }
+}
+
+/** The upstream base URL is not HTTPS and not loopback (per the API contract, §5.4: HTTPS only). */
+export class InsecureUrlError extends BaremetalError {
+  override readonly code = 'BM_ERR_INSECURE_URL';
+  constructor(readonly url: string) {
+    super(`refusing plain-HTTP upstream "${url}": the API requires HTTPS (only loopback hosts may use http://)`);
+  }
+}
+
+/** Context common to every failure of one upstream request. */
+export interface UpstreamContext {
+  /** operation name, e.g. `firewallHistoryDedicated` */
+  operation: string;
+  /** request path, e.g. `/api/v1/dedicated/firewall` */
+  path: string;
+  /** HTTP status of the reply, when one arrived */
+  status?: number;
+}
+
+/** Base class of every upstream failure; `retryable` says whether a read may be retried. */
+export class UpstreamError extends BaremetalError {
+  override readonly code: string = 'BM_ERR_UPSTREAM';
+  override readonly statusCode: number = 502;
+  readonly retryable: boolean = false;
+  /** label value for `baremetal_api_requests_total{outcome}` */
+  readonly outcome: string = 'error';
+  readonly operation: string;
+  readonly path: string;
+  readonly status: number | undefined;
+  constructor(ctx: UpstreamContext, detail: string, options?: { cause?: unknown }) {
+    super(`${ctx.operation} [POST] "${ctx.path}": ${ctx.status === undefined ? '' : `${ctx.status} `}${detail}`, options);
+    this.operation = ctx.operation;
+    this.path = ctx.path;
+    this.status = ctx.status;
+  }
+}
+
+/** The API answered `{error: true, message}` (per the API contract, §7), whatever the HTTP status. */
+export class ApiError extends UpstreamError {
+  override readonly code = 'BM_ERR_API';
+  override readonly outcome = 'api_error';
+  constructor(
+    ctx: UpstreamContext,
+    /** the API's own `message` */
+    readonly apiMessage: string,
+  ) {
+    super(ctx, `API error: ${apiMessage}`);
+    // A 5xx with the API's error shape is still a server-side hiccup worth retrying for reads.
+    this.retryable = ctx.status !== undefined && ctx.status >= 500;
+  }
+  override readonly retryable: boolean;
+}
+
+/** A non-2xx reply without the API's error shape. 5xx and 429 are retryable for reads. */
+export class HttpStatusError extends UpstreamError {
+  override readonly code = 'BM_ERR_HTTP_STATUS';
+  override readonly outcome = 'http_error';
+  override readonly retryable: boolean;
+  constructor(ctx: UpstreamContext & { status: number }, readonly bodyExcerpt: string) {
+    super(ctx, `unexpected HTTP status${bodyExcerpt ? `: ${bodyExcerpt}` : ''}`);
+    this.retryable = ctx.status >= 500 || ctx.status === 429;
+  }
+}
+
+/** The reply was not JSON, or JSON of the wrong shape; `bodyExcerpt` holds its first 200 characters. */
+export class InvalidReplyError extends UpstreamError {
+  override readonly code = 'BM_ERR_INVALID_REPLY';
+  override readonly outcome = 'invalid_reply';
+  override readonly retryable: boolean;
+  constructor(ctx: UpstreamContext, detail: string, readonly bodyExcerpt: string) {
+    super(ctx, `invalid reply: ${detail}${bodyExcerpt ? ` (body starts: ${JSON.stringify(bodyExcerpt)})` : ''}`);
+    // A proxy's HTML 502 page is transient; a 200 with a wrong shape is not.
+    this.retryable = ctx.status === undefined || ctx.status >= 500 || ctx.status === 429;
+  }
+}
+
+/** Connect, headers or body timeout elapsed. */
+export class UpstreamTimeoutError extends UpstreamError {
+  override readonly code = 'BM_ERR_TIMEOUT';
+  override readonly outcome = 'timeout';
+  override readonly retryable = true;
+}
+
+/** TLS handshake or certificate verification failed. Not retried: it will fail again. */
+export class UpstreamTlsError extends UpstreamError {
+  override readonly code = 'BM_ERR_TLS';
+  override readonly outcome = 'tls_error';
+}
+
+/** Connection refused, reset or closed early. */
+export class UpstreamConnectionError extends UpstreamError {
+  override readonly code = 'BM_ERR_CONNECTION';
+  override readonly outcome = 'connection_error';
+  override readonly retryable = true;
+}
+
+/** A graph reply's `base64` did not decode to a valid image. */
+export class GraphDecodeError extends BaremetalError {
+  override readonly code = 'BM_ERR_GRAPH_DECODE';
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super(`graph image rejected: ${detail}`, options);
+  }
+}
+
+/** A request to this daemon's HTTP API named something that does not exist. */
+export class NotFoundError extends BaremetalError {
+  override readonly code = 'BM_ERR_NOT_FOUND';
+  override readonly statusCode = 404;
+}
+
+/** Every error class, for the catalogue test. */
+export const errorClasses = {
+  ConfigError,
+  InvalidParameterError,
+  InsecureUrlError,
+  UpstreamError,
+  ApiError,
+  HttpStatusError,
+  InvalidReplyError,
+  UpstreamTimeoutError,
+  UpstreamTlsError,
+  UpstreamConnectionError,
+  GraphDecodeError,
+  NotFoundError,
+} as const;

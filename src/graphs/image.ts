@@ -1,0 +1,51 @@
+/**
+ * Checking and resizing graph images with sharp. A graph reply's bytes are accepted only when sharp
+ * decodes every pixel; anything not PNG is converted to PNG so `/graphs` always serves `image/png`.
+ */
+import sharp, { type Metadata } from 'sharp';
+import { GraphDecodeError } from '../errors.js';
+
+/** Largest accepted image side in pixels and size in bytes (a graph is a few hundred pixels wide). */
+export const MAX_SIDE = 8192;
+export const MAX_BYTES = 8 * 1024 * 1024;
+
+/** A checked image: PNG bytes and their pixel size. */
+export interface CheckedImage {
+  png: Buffer;
+  width: number;
+  height: number;
+  /** format the API sent (png, gif, jpeg, …) */
+  sourceFormat: string;
+}
+
+/** Decodes and checks `bytes`; returns PNG bytes. Throws GraphDecodeError naming the problem. */
+export async function checkImage(bytes: Buffer): Promise<CheckedImage> {
+  if (bytes.length === 0) throw new GraphDecodeError('empty image');
+  if (bytes.length > MAX_BYTES) throw new GraphDecodeError(`image of ${bytes.length} bytes exceeds ${MAX_BYTES}`);
+  let meta: Metadata;
+  try {
+    meta = await sharp(bytes, { failOn: 'warning' }).metadata();
+  } catch (error) {
+    throw new GraphDecodeError(`not an image (${(error as Error).message})`, { cause: error });
+  }
+  const { format, width, height } = meta;
+  if (!width || !height || width > MAX_SIDE || height > MAX_SIDE) {
+    throw new GraphDecodeError(`image size ${width}x${height} outside 1..${MAX_SIDE}`);
+  }
+  try {
+    // Decode every pixel: a truncated PNG has a valid header but fails here.
+    if (format === 'png') {
+      await sharp(bytes, { failOn: 'warning' }).stats();
+      return { png: bytes, width, height, sourceFormat: format };
+    }
+    const png = await sharp(bytes, { failOn: 'warning' }).png().toBuffer();
+    return { png, width, height, sourceFormat: format ?? 'unknown' };
+  } catch (error) {
+    throw new GraphDecodeError(`corrupt ${format} image (${(error as Error).message})`, { cause: error });
+  }
+}
+
+/** Resizes a PNG to `width` pixels wide, keeping the aspect ratio, never enlarging. */
+export async function resizePng(png: Buffer, width: number): Promise<Buffer> {
+  return sharp(png).resize({ width, withoutEnlargement: true }).png().toBuffer();
+}

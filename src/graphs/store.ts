@@ -1,0 +1,107 @@
+/**
+ * The latest graph image per (server, type, scale), in memory and on disk under
+ * `<state_dir>/graphs/dedicated/<server_id>/<type>-<scale>.png`, so a restart serves them at once.
+ */
+import { createHash } from 'node:crypto';
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import sharp from 'sharp';
+import { GRAPH_SCALES, GRAPH_TYPES, type GraphScale, type GraphType } from '../upstream/params.js';
+
+/** Identifies one graph of one server. */
+export interface GraphKey {
+  serverId: string;
+  type: GraphType;
+  scale: GraphScale;
+}
+
+/** A held image with what HTTP caching needs. */
+export interface StoredGraph extends GraphKey {
+  png: Buffer;
+  /** strong ETag, quoted */
+  etag: string;
+  /** Unix time in milliseconds the image was fetched */
+  updatedAt: number;
+  width: number;
+  height: number;
+}
+
+/** Server ids become directory names: only these characters are accepted. */
+const SAFE_ID = /^[A-Za-z0-9._-]{1,128}$/;
+const FILE = /^(port_[a-z]+)-(day|week|month)\.png$/;
+
+const keyOf = (k: GraphKey) => `${k.serverId}/${k.type}/${k.scale}`;
+const etagOf = (png: Buffer) => `"${createHash('sha1').update(png).digest('base64url')}"`;
+
+export class GraphStore {
+  readonly #graphs = new Map<string, StoredGraph>();
+  readonly #dir: string;
+
+  /** `stateDir`: the daemon's state directory; images go below `graphs/dedicated`. */
+  constructor(stateDir: string) {
+    this.#dir = join(stateDir, 'graphs', 'dedicated');
+  }
+
+  get size(): number {
+    return this.#graphs.size;
+  }
+
+  get(key: GraphKey): StoredGraph | undefined {
+    return this.#graphs.get(keyOf(key));
+  }
+
+  /** Every held image, ordered by server, type and scale. */
+  list(): StoredGraph[] {
+    return [...this.#graphs.values()].sort((a, b) => keyOf(a).localeCompare(keyOf(b)));
+  }
+
+  /** Holds a checked PNG and writes it to disk (atomically: temp file, then rename). */
+  async put(key: GraphKey, image: { png: Buffer; width: number; height: number }, updatedAt: number): Promise<StoredGraph> {
+    const stored: StoredGraph = { ...key, ...image, etag: etagOf(image.png), updatedAt };
+    this.#graphs.set(keyOf(key), stored);
+    if (SAFE_ID.test(key.serverId)) {
+      const dir = join(this.#dir, key.serverId);
+      await mkdir(dir, { recursive: true });
+      const file = join(dir, `${key.type}-${key.scale}.png`);
+      await writeFile(`${file}.tmp`, image.png);
+      await rename(`${file}.tmp`, file);
+    }
+    return stored;
+  }
+
+  /** Drops every image of a server that is gone, from memory and disk. */
+  async removeServer(serverId: string): Promise<void> {
+    for (const [k, graph] of this.#graphs) if (graph.serverId === serverId) this.#graphs.delete(k);
+    if (SAFE_ID.test(serverId)) await rm(join(this.#dir, serverId), { recursive: true, force: true });
+  }
+
+  /** Loads the images a previous run left on disk. Unreadable files are skipped. Returns how many loaded. */
+  async load(): Promise<number> {
+    let servers: string[];
+    try {
+      servers = await readdir(this.#dir);
+    } catch {
+      return 0;
+    }
+    let loaded = 0;
+    for (const serverId of servers.filter((s) => SAFE_ID.test(s))) {
+      for (const name of await readdir(join(this.#dir, serverId)).catch(() => [] as string[])) {
+        const match = FILE.exec(name);
+        if (!match || !(GRAPH_TYPES as readonly string[]).includes(match[1]!)) continue;
+        const file = join(this.#dir, serverId, name);
+        try {
+          const png = await readFile(file);
+          const { width = 0, height = 0 } = await sharp(png).metadata();
+          const { mtimeMs } = await stat(file);
+          const key = { serverId, type: match[1] as GraphType, scale: match[2] as GraphScale };
+          if (!(GRAPH_SCALES as readonly string[]).includes(key.scale)) continue;
+          this.#graphs.set(keyOf(key), { ...key, png, width, height, etag: etagOf(png), updatedAt: Math.floor(mtimeMs) });
+          loaded++;
+        } catch {
+          // A half-written or corrupt file from a crash: the next poll replaces it.
+        }
+      }
+    }
+    return loaded;
+  }
+}

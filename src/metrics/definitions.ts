@@ -1,0 +1,135 @@
+/**
+ * Every metric this exporter exposes, its help text and labels, in one place. Built on a Registry passed
+ * in (tests use a fresh one each time). The README's metrics table mirrors this file.
+ */
+import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
+
+/** Appended to the help of polled values: a scrape never calls the API (see metrics/exposition.ts). */
+export const CACHED = 'Cached: as of the last poll, rendered at most metrics_refresh_interval (15s) before the scrape.';
+
+/** Builds every metric on `registry`. `defaultMetrics` adds Node's process_* and nodejs_* metrics. */
+export function createMetrics(registry: Registry, options: { defaultMetrics?: boolean; version?: string } = {}) {
+  const registers = [registry];
+  if (options.defaultMetrics) collectDefaultMetrics({ register: registry });
+  const metrics = {
+    buildInfo: new Gauge({
+      name: 'baremetal_exporter_build_info',
+      help: 'Always 1; labels carry the exporter version and the Node.js version.',
+      labelNames: ['version', 'nodejs'] as const,
+      registers,
+    }),
+    apiUp: new Gauge({
+      name: 'baremetal_api_up',
+      help: `1 when the last request to the hosting API succeeded, 0 when it failed. ${CACHED}`,
+      registers,
+    }),
+    apiRequests: new Counter({
+      name: 'baremetal_api_requests_total',
+      help: `HTTP requests (attempts, retries included) sent to the hosting API, by operation and outcome (success, api_error, http_error, invalid_reply, timeout, tls_error, connection_error). ${CACHED}`,
+      labelNames: ['operation', 'outcome'] as const,
+      registers,
+    }),
+    apiRequestDuration: new Histogram({
+      name: 'baremetal_api_request_duration_seconds',
+      help: `Duration of one HTTP request to the hosting API in seconds, from send to body read, by operation. ${CACHED}`,
+      labelNames: ['operation'] as const,
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    }),
+    pollLastSuccess: new Gauge({
+      name: 'baremetal_poll_last_success_timestamp_seconds',
+      help: `Unix time in seconds at which the poll job last finished with outcome success or partial. ${CACHED}`,
+      labelNames: ['job'] as const,
+      registers,
+    }),
+    pollDuration: new Gauge({
+      name: 'baremetal_poll_duration_seconds',
+      help: `Duration in seconds of the last finished run of the poll job. ${CACHED}`,
+      labelNames: ['job'] as const,
+      registers,
+    }),
+    pollRuns: new Counter({
+      name: 'baremetal_poll_runs_total',
+      help: `Runs of each poll job by outcome: success, partial (some items failed), failure, skipped (previous run still going). ${CACHED}`,
+      labelNames: ['job', 'outcome'] as const,
+      registers,
+    }),
+    pollItemsFailed: new Gauge({
+      name: 'baremetal_poll_items_failed',
+      help: `Items (servers, services, images) that failed in the last run of the poll job. ${CACHED}`,
+      labelNames: ['job'] as const,
+      registers,
+    }),
+    servers: new Gauge({
+      name: 'baremetal_servers',
+      help: `Dedicated servers in the latest server list. ${CACHED}`,
+      registers,
+    }),
+    serverRecordsSkipped: new Gauge({
+      name: 'baremetal_server_records_skipped',
+      help: `Records of the latest server list that had no usable server id (or a duplicate one) and were ignored. ${CACHED}`,
+      registers,
+    }),
+    serverInfo: new Gauge({
+      name: 'baremetal_server_info',
+      help: `Always 1 per dedicated server; labels carry its inventory data (empty when the API did not send a field). ${CACHED}`,
+      labelNames: ['server_id', 'hostname', 'ip', 'os', 'processor', 'memory', 'location', 'status'] as const,
+      registers,
+    }),
+    serverIps: new Gauge({
+      name: 'baremetal_server_ips',
+      help: `IP addresses assigned to the dedicated server according to its record. ${CACHED}`,
+      labelNames: ['server_id'] as const,
+      registers,
+    }),
+    attackEvents: new Gauge({
+      name: 'baremetal_firewall_attack_events',
+      help: `Firewall (DDoS) events per IP in the latest hour-scale history of the service (service_type dedicated, colocation or transit). ${CACHED}`,
+      labelNames: ['service_type', 'service_id', 'ip'] as const,
+      registers,
+    }),
+    attackEventsTotal: new Counter({
+      name: 'baremetal_firewall_attack_events_total',
+      help: `Distinct firewall (DDoS) events seen per IP since the exporter started, deduplicated by event id. ${CACHED}`,
+      labelNames: ['service_type', 'service_id', 'ip'] as const,
+      registers,
+    }),
+    firewallHistoryUp: new Gauge({
+      name: 'baremetal_firewall_history_up',
+      help: `1 when the latest firewall-history poll of the service succeeded, 0 when it failed (then its event values are from the poll before). ${CACHED}`,
+      labelNames: ['service_type', 'service_id'] as const,
+      registers,
+    }),
+    graphLastSuccess: new Gauge({
+      name: 'baremetal_graph_last_success_timestamp_seconds',
+      help: `Unix time in seconds at which the graph image (graph = type, scale) of the server was last fetched and decoded. ${CACHED}`,
+      labelNames: ['server_id', 'graph', 'scale'] as const,
+      registers,
+    }),
+    graphImages: new Gauge({
+      name: 'baremetal_graph_images',
+      help: `Graph images held by the exporter and served under /graphs. ${CACHED}`,
+      registers,
+    }),
+    catalogOperatingSystems: new Gauge({
+      name: 'baremetal_catalog_operating_systems',
+      help: `Installable operating systems in the latest OS list. ${CACHED}`,
+      registers,
+    }),
+    catalogLocations: new Gauge({
+      name: 'baremetal_catalog_locations',
+      help: `Locations in the latest reseller location list. ${CACHED}`,
+      registers,
+    }),
+    renderedAt: new Gauge({
+      name: 'baremetal_metrics_rendered_timestamp_seconds',
+      help: 'Unix time in seconds at which this exposition was rendered; a scrape serves the last rendering.',
+      registers,
+    }),
+  };
+  metrics.buildInfo.set({ version: options.version ?? '0.0.0', nodejs: process.version }, 1);
+  return metrics;
+}
+
+/** Every metric of the exporter, by role. */
+export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,85 @@
+/**
+ * Allowed parameter values of the API and their validation, done before any request is sent.
+ * Every list here is quoted from the API contract, §2 and §4.
+ */
+import { execFile } from 'node:child_process';
+import validator from 'validator';
+import { InvalidParameterError } from '../errors.js';
+
+/** Graph `type` values (contract §4, Graphs). */
+export const GRAPH_TYPES = ['port_bits', 'port_percent', 'port_errors', 'port_upkts'] as const;
+export type GraphType = (typeof GRAPH_TYPES)[number];
+/** Graph `scale` values (contract §4, Graphs). */
+export const GRAPH_SCALES = ['day', 'week', 'month'] as const;
+export type GraphScale = (typeof GRAPH_SCALES)[number];
+/** Firewall history `scale` values (contract §4, Firewall history). */
+export const FIREWALL_SCALES = ['hour', 'day', 'week'] as const;
+export type FirewallScale = (typeof FIREWALL_SCALES)[number];
+/** Firewall sensitivity values (contract §2). */
+export const SENSITIVITIES = ['low', 'medium', 'normal', 'high'] as const;
+export type Sensitivity = (typeof SENSITIVITIES)[number];
+/** Firewall state: `1` = Always On, `0` = Redirect On Attack (contract §2). */
+export const FIREWALL_STATES = ['1', '0'] as const;
+export type FirewallState = (typeof FIREWALL_STATES)[number];
+/** Cancellation `type` values (contract §3). */
+export const CANCELLATION_TYPES = ['immediate', 'end', 'delete'] as const;
+export type CancellationType = (typeof CANCELLATION_TYPES)[number];
+/** Service kinds that have a firewall history (contract §4). */
+export const SERVICE_TYPES = ['dedicated', 'colocation', 'transit'] as const;
+export type ServiceType = (typeof SERVICE_TYPES)[number];
+
+/** Throws InvalidParameterError unless `value` is a non-empty identifier (no whitespace, ≤ 128 chars). */
+export function requireId(operation: string, name: string, value: string): string {
+  if (typeof value !== 'string' || value.trim() === '') {
+    throw new InvalidParameterError(operation, name, 'must be a non-empty identifier');
+  }
+  if (value.length > 128 || /\s/.test(value)) {
+    throw new InvalidParameterError(operation, name, 'must be at most 128 characters without whitespace');
+  }
+  return value;
+}
+
+/** Throws InvalidParameterError unless `value` is one of `allowed`. */
+export function requireOneOf<T extends string>(
+  operation: string,
+  name: string,
+  value: string,
+  allowed: readonly T[],
+): T {
+  if (!(allowed as readonly string[]).includes(value)) {
+    throw new InvalidParameterError(operation, name, `must be one of ${allowed.join(', ')} (got ${JSON.stringify(value)})`);
+  }
+  return value as T;
+}
+
+/** Throws InvalidParameterError unless `value` is an IPv4 or IPv6 address. */
+export function requireIp(operation: string, value: string): string {
+  if (typeof value !== 'string' || !validator.isIP(value)) {
+    throw new InvalidParameterError(operation, 'ip', `must be an IPv4 or IPv6 address (got ${JSON.stringify(value)})`);
+  }
+  return value;
+}
+
+/** Throws InvalidParameterError unless `value` is a fully qualified hostname (contract §4, Reverse DNS). */
+export function requireHostname(operation: string, value: string): string {
+  const name = typeof value === 'string' ? value.replace(/\.$/, '') : '';
+  if (!validator.isFQDN(name, { require_tld: true, allow_underscores: false, allow_trailing_dot: false })) {
+    throw new InvalidParameterError(operation, 'content', `must be a fully valid hostname (got ${JSON.stringify(value)})`);
+  }
+  return value;
+}
+
+/**
+ * Rejects a `post_installation` script that `bash -n` finds a syntax error in (contract §4, rule 4).
+ * Resolves with the script; rejects with InvalidParameterError carrying bash's first line of complaint.
+ */
+export function requireBashSyntax(operation: string, script: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = execFile('bash', ['-n'], { timeout: 10_000 }, (error, _stdout, stderr) => {
+      if (!error) return resolve(script);
+      const line = String(stderr).split('\n').find((l) => l.trim() !== '') ?? error.message;
+      reject(new InvalidParameterError(operation, 'post_installation', `bash -n rejects the script: ${line.replace(/^bash: /, '')}`));
+    });
+    child.stdin?.end(script);
+  });
+}

@@ -1,0 +1,20 @@
+/** Reseller operations (contract §4): cancellation of a server and the list of locations. */
+import type { UpstreamClient } from './client.js';
+import { decodeActionResult, decodeLocations, type ActionResult, type Location } from './decode.js';
+import { CANCELLATION_TYPES, requireId, requireOneOf, type CancellationType } from './params.js';
+
+/** Schedules (`immediate`, `end`) or withdraws (`delete`) cancellation of a server (contract §3). Never retried. */
+export async function setCancellation(client: UpstreamClient, serverId: string, type: CancellationType): Promise<ActionResult> {
+  const operation = 'cancellation';
+  const body = {
+    server_id: requireId(operation, 'server_id', serverId),
+    type: requireOneOf(operation, 'type', type, CANCELLATION_TYPES),
+  };
+  return decodeActionResult(await client.json({ operation, path: '/api/v1/reseller/billing/cancellation', body, read: false }));
+}
+
+/** Lists locations (reseller; record fields undocumented, contract §2). */
+export async function listLocations(client: UpstreamClient): Promise<Location[]> {
+  const req = { operation: 'locations', path: '/api/v1/reseller/locations', body: {}, read: true };
+  return decodeLocations(await client.json(req), req);
+}
