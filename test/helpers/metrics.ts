@@ -1,0 +1,23 @@
+import { Registry } from 'prom-client';
+import { createMetrics, type Metrics } from '../../src/metrics/definitions.js';
+
+/** Fresh metrics on a fresh registry (never the global one). */
+export function freshMetrics(): { registry: Registry; metrics: Metrics } {
+  const registry = new Registry();
+  return { registry, metrics: createMetrics(registry) };
+}
+
+/** Value of one series, or undefined when the series does not exist. */
+export async function valueOf(registry: Registry, name: string, labels: Record<string, string> = {}): Promise<number | undefined> {
+  const metric = registry.getSingleMetric(name);
+  if (!metric) throw new Error(`no metric ${name}`);
+  const { values } = await metric.get();
+  const found = values.find((v) => Object.entries(labels).every(([k, l]) => String((v.labels as Record<string, unknown>)[k]) === l) && Object.keys(v.labels).length >= Object.keys(labels).length);
+  return found?.value;
+}
+
+/** Label sets of every series of a metric. */
+export async function seriesOf(registry: Registry, name: string): Promise<Array<Record<string, string | number>>> {
+  const { values } = await registry.getSingleMetric(name)!.get();
+  return values.map((v) => v.labels as Record<string, string | number>);
+}

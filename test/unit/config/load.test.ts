@@ -1,0 +1,94 @@
+import { describe, expect, it } from 'vitest';
+import { parseConfigText } from '../../../src/config/load.js';
+import { DEFAULT_SCHEDULES } from '../../../src/config/schema.js';
+import { ConfigError } from '../../../src/errors.js';
+
+const env = { BAREMETAL_API_KEY: 'env-key' };
+const minimal = 'upstream:\n  base_url: https://api.provider.test\n';
+
+function problems(text: string, environment: Record<string, string> = env, readFile?: (p: string) => string): string[] {
+  try {
+    parseConfigText(text, environment, readFile);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as ConfigError).problems;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('config', () => {
+  it('fills in every default', () => {
+    const config = parseConfigText(minimal, env);
+    expect(config).toEqual({
+      upstream: { baseUrl: 'https://api.provider.test', apiKey: 'env-key', timeoutMs: 10_000, concurrency: 16, retries: 2 },
+      web: { host: '0.0.0.0', port: 9877 },
+      stateDir: './data',
+      logLevel: 'info',
+      schedules: DEFAULT_SCHEDULES,
+      graphs: { types: ['port_bits'], scales: ['day'], maxWidth: 2000 },
+      services: { colocationIds: [], transitIds: [] },
+    });
+  });
+
+  it('reads every key', () => {
+    const config = parseConfigText(
+      `upstream:
+  base_url: https://api.provider.test
+  api_key_file: /run/secrets/key
+  ca_file: /etc/ssl/provider-ca.pem
+  timeout: 2500ms
+  concurrency: 4
+  retries: 0
+web: { listen_address: "127.0.0.1:9100" }
+state_dir: /var/lib/bmx
+schedules: { servers: "*/10 * * * * *", firewall: "0 * * * *", graphs: "0 */5 * * * *", catalog: "0 0 * * *" }
+graphs: { types: [port_bits, port_errors], scales: [day, month] }
+services: { colocation_ids: [c1], transit_ids: [t1, t2] }
+`,
+      {},
+      (path) => (path === '/run/secrets/key' ? 'file-key\n' : ''),
+    );
+    expect(config.upstream).toEqual({ baseUrl: 'https://api.provider.test', apiKey: 'file-key', caFile: '/etc/ssl/provider-ca.pem', timeoutMs: 2500, concurrency: 4, retries: 0 });
+    expect(config.web).toEqual({ host: '127.0.0.1', port: 9100 });
+    expect(config.graphs.types).toEqual(['port_bits', 'port_errors']);
+    expect(config.services).toEqual({ colocationIds: ['c1'], transitIds: ['t1', 't2'] });
+  });
+
+  it('lets BAREMETAL_API_URL and BAREMETAL_API_KEY override the file', () => {
+    const config = parseConfigText('upstream: { base_url: "https://a.test", api_key: file-key }', { BAREMETAL_API_URL: 'https://b.test', BAREMETAL_API_KEY: 'env-key' });
+    expect(config.upstream).toMatchObject({ baseUrl: 'https://b.test', apiKey: 'env-key' });
+  });
+
+  it('accepts an IPv6 listen address', () => {
+    expect(parseConfigText(`${minimal}web: { listen_address: "[::1]:9877" }`, env).web).toEqual({ host: '::1', port: 9877 });
+  });
+
+  it.each([
+    ['an unknown key', `${minimal}  colour: blue\n`, ['upstream.colour: unknown key']],
+    ['an unknown top-level key', `${minimal}servers: 3\n`, ['servers: unknown key']],
+    ['a missing base URL', 'state_dir: x\n', ['upstream.base_url: required (or set BAREMETAL_API_URL)']],
+    ['plain http to a remote host', 'upstream: { base_url: "http://api.provider.test" }', ['upstream.base_url: refusing plain-HTTP upstream "http://api.provider.test": the API requires HTTPS (only loopback hosts may use http://)']],
+    ['a bad timeout', `${minimal}  timeout: soon\n`, ['upstream.timeout: must be a duration such as "10s" (got "soon")']],
+    ['a concurrency of 0', `${minimal}  concurrency: 0\n`, ['upstream.concurrency: must be >= 1']],
+    ['a bad cron', `${minimal}schedules: { firewall: "every minute" }\n`, ['schedules.firewall: must be a cron expression, seconds allowed (got "every minute")']],
+    ['a bad graph type', `${minimal}graphs: { types: [port_bytes] }\n`, ['graphs.types.0: must be one of port_bits, port_percent, port_errors, port_upkts']],
+    ['a bad listen address', `${minimal}web: { listen_address: "9877" }\n`, ['web.listen_address: must be "host:port" (got "9877")']],
+    ['invalid YAML', 'upstream: [', [expect.stringMatching(/^\(yaml\): /)]],
+    ['a YAML list at the top', '- a\n', ['(top level): must be a mapping']],
+  ])('reports %s', (_name, text, expected) => {
+    expect(problems(text)).toEqual(expected);
+  });
+
+  it('reports a missing key and an unreadable key file', () => {
+    expect(problems(minimal, {})).toEqual(['upstream.api_key: required (set BAREMETAL_API_KEY or upstream.api_key_file)']);
+    expect(
+      problems(`${minimal}  api_key_file: /nope\n`, {}, () => {
+        throw Object.assign(new Error('x'), { code: 'ENOENT' });
+      }),
+    ).toEqual(['upstream.api_key_file: cannot read /nope (ENOENT)']);
+  });
+
+  it('lists every problem at once, one per line', () => {
+    expect(problems('upstream: { timeout: x }\nweb: { listen_address: y }\n', {})).toHaveLength(4);
+  });
+});

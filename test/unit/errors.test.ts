@@ -1,0 +1,42 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import * as errors from '../../src/errors.js';
+
+const ctx = { operation: 'op', path: '/p', status: 500 };
+const instances = {
+  ConfigError: new errors.ConfigError(['a: b']),
+  InvalidParameterError: new errors.InvalidParameterError('op', 'p', 'bad'),
+  InsecureUrlError: new errors.InsecureUrlError('http://x'),
+  UpstreamError: new errors.UpstreamError(ctx, 'x'),
+  ApiError: new errors.ApiError(ctx, 'x'),
+  HttpStatusError: new errors.HttpStatusError({ ...ctx, status: 502 }, 'x'),
+  InvalidReplyError: new errors.InvalidReplyError(ctx, 'x', ''),
+  UpstreamTimeoutError: new errors.UpstreamTimeoutError(ctx, 'x'),
+  UpstreamTlsError: new errors.UpstreamTlsError(ctx, 'x'),
+  UpstreamConnectionError: new errors.UpstreamConnectionError(ctx, 'x'),
+  GraphDecodeError: new errors.GraphDecodeError('x'),
+  NotFoundError: new errors.NotFoundError('x'),
+} satisfies Record<keyof typeof errors.errorClasses, Error>;
+
+describe('error catalogue', () => {
+  const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
+
+  it('has one instance per class in errorClasses', () => {
+    expect(Object.keys(instances).sort()).toEqual(Object.keys(errors.errorClasses).sort());
+  });
+
+  it('gives every class a unique code', () => {
+    const codes = Object.values(instances).map((e) => e.code);
+    expect(new Set(codes).size).toBe(codes.length);
+  });
+
+  it.each(Object.entries(instances))('documents %s with its code and class in docs/errors.md', (name, error) => {
+    expect(doc).toContain(`| \`${error.code}\` | \`${name}\` |`);
+    expect(error.name).toBe(name);
+  });
+
+  it('keeps the cause', () => {
+    const cause = new Error('root');
+    expect(new errors.UpstreamTlsError(ctx, 'x', { cause }).cause).toBe(cause);
+  });
+});

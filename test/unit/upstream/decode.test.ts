@@ -1,0 +1,115 @@
+import { describe, expect, it } from 'vitest';
+import { InvalidReplyError } from '../../../src/errors.js';
+import { decodeFirewallHistory, decodeGraph, decodeLocations, decodeOperatingSystems, decodeServer, decodeServerList } from '../../../src/upstream/decode.js';
+
+const ctx = { operation: 'op', path: '/api/v1/x', status: 200 };
+
+describe('server records', () => {
+  it('reads the public client spellings (OS, processor, IP, memory) and keeps the raw record', () => {
+    const raw = { server_id: 42, hostname: 'a.example.net', IP: '192.0.2.10', OS: 'Debian 12', processor: 'EPYC', memory: '64 GB', extra: { x: 1 } };
+    const server = decodeServer(raw, ctx);
+    expect(server).toEqual({
+      serverId: '42',
+      hostname: 'a.example.net',
+      ip: '192.0.2.10',
+      ips: ['192.0.2.10'],
+      os: 'Debian 12',
+      processor: 'EPYC',
+      memory: '64 GB',
+      location: '',
+      status: '',
+      raw,
+    });
+  });
+
+  it.each([
+    ['id/name/main_ip/cpu/ram', { id: '7', name: 'b', main_ip: '192.0.2.1', cpu: 'Xeon', ram: '32 GB', location: 'ams1', status: 'online' }, { serverId: '7', hostname: 'b', ip: '192.0.2.1', processor: 'Xeon', memory: '32 GB', location: 'ams1', status: 'online' }],
+    ['lower-case ip and os', { server_id: '8', ip: '2001:db8::5', os: 'FreeBSD' }, { serverId: '8', ip: '2001:db8::5', os: 'FreeBSD', hostname: '' }],
+    ['a record wrapped in {server}', { server: { server_id: '9' } }, { serverId: '9' }],
+  ])('%s', (_name, raw, expected) => {
+    expect(decodeServer(raw, ctx)).toMatchObject(expected);
+  });
+
+  it('collects IP lists from arrays, objects and comma strings, deduplicated, main IP first', () => {
+    const server = decodeServer({ id: '1', IP: '192.0.2.1', ips: ['192.0.2.1', { ip: '192.0.2.2' }, 'junk'], additional_ips: '192.0.2.3, 192.0.2.4' }, ctx);
+    expect(server.ips).toEqual(['192.0.2.1', '192.0.2.2', '192.0.2.3', '192.0.2.4']);
+  });
+
+  it('throws InvalidReplyError when get-one has no id', () => {
+    expect(() => decodeServer({ hostname: 'x' }, ctx)).toThrow(InvalidReplyError);
+  });
+});
+
+describe('server lists', () => {
+  it.each([
+    ['an array', [{ server_id: '1' }, { server_id: '2' }]],
+    ['an object wrapping {servers}', { success: true, servers: [{ server_id: '1' }, { server_id: '2' }] }],
+    ['an object wrapping {data}', { data: [{ id: '1' }, { id: '2' }] }],
+    ['a map keyed by id', { '1': { hostname: 'a' }, '2': { hostname: 'b' } }],
+  ])('accepts %s', (_name, reply) => {
+    expect(decodeServerList(reply, ctx).servers.map((s) => s.serverId)).toEqual(['1', '2']);
+  });
+
+  it('skips records without an id and duplicates, counting them', () => {
+    const list = decodeServerList([{ server_id: '1' }, { hostname: 'no id' }, 'text', { server_id: '1' }], ctx);
+    expect(list).toMatchObject({ skipped: 3, servers: [{ serverId: '1' }] });
+  });
+
+  it.each([['a number', 42], ['a string', 'servers'], ['a map of scalars', { a: 1 }], ['null', null]])('rejects %s', (_name, reply) => {
+    expect(() => decodeServerList(reply, ctx)).toThrow(InvalidReplyError);
+  });
+});
+
+describe('firewall history', () => {
+  const event = { id: 991, ip: '192.0.2.1', raw: '2026-11-21 udp flood', time: 1763700000, mbps: 1200, attack_type: 'udp', nested: { a: 1 } };
+  const decoded = { id: '991', ip: '192.0.2.1', raw: '2026-11-21 udp flood', fields: { time: 1763700000, mbps: 1200, attack_type: 'udp' } };
+
+  it.each([
+    ['an array of events', { success: true, firewall: [event] }, [decoded]],
+    ['a string holding JSON of one', { success: true, firewall: JSON.stringify([event]) }, [decoded]],
+    ['an empty string', { success: true, firewall: '' }, []],
+    ['null', { success: true, firewall: null }, []],
+    ['an empty array', { success: true, firewall: [] }, []],
+    ['a missing firewall field', { success: true }, []],
+    ['a JSON string of null', { success: true, firewall: 'null' }, []],
+  ])('accepts %s', (_name, reply, expected) => {
+    expect(decodeFirewallHistory(reply, ctx)).toEqual(expected);
+  });
+
+  it('gives an event without id a stable digest id', () => {
+    const [a] = decodeFirewallHistory({ success: true, firewall: [{ ip: '192.0.2.1', raw: 'x' }] }, ctx);
+    const [b] = decodeFirewallHistory({ success: true, firewall: [{ ip: '192.0.2.1', raw: 'x' }] }, ctx);
+    expect(a!.id).toMatch(/^[0-9a-f]{16}$/);
+    expect(a!.id).toBe(b!.id);
+  });
+
+  it.each([
+    ['success false', { success: false, firewall: [] }, /expected \{success: true, firewall\}/],
+    ['a number', { success: true, firewall: 42 }, /not a list of events/],
+    ['an object', { success: true, firewall: { id: 1 } }, /not a list of events/],
+    ['a string that is not JSON', { success: true, firewall: 'attack!' }, /a string but not JSON/],
+    ['an array of strings', { success: true, firewall: ['a'] }, /not an object/],
+    ['a bare array reply', [], /expected \{success: true, firewall\}/],
+  ])('rejects %s', (_name, reply, message) => {
+    expect(() => decodeFirewallHistory(reply, ctx)).toThrow(message);
+  });
+});
+
+describe('other replies', () => {
+  it('decodes graph base64, also as a data URL', () => {
+    expect(decodeGraph({ success: true, base64: 'aGVsbG8=' }, ctx).toString()).toBe('hello');
+    expect(decodeGraph({ success: true, base64: 'data:image/png;base64,aGVs\nbG8=' }, ctx).toString()).toBe('hello');
+  });
+  it.each([[{ success: true }], [{ success: true, base64: '' }], [{ success: true, base64: '!!!' }], [{ success: false, base64: 'aGVsbG8=' }]])('rejects graph reply %j', (reply) => {
+    expect(() => decodeGraph(reply, ctx)).toThrow(InvalidReplyError);
+  });
+  it('decodes the OS list and drops entries without id', () => {
+    expect(decodeOperatingSystems([{ id: '1', name: 'Debian', arch: 'amd64', type: 'unix', price_per_core: '0' }, { name: 'x' }], ctx)).toEqual([
+      { id: '1', name: 'Debian', arch: 'amd64', type: 'unix', pricePerCore: '0' },
+    ]);
+  });
+  it('decodes locations as an array or a map', () => {
+    expect(decodeLocations([{ id: 'ams1', name: 'Amsterdam' }], ctx).map((l) => [l.id, l.name])).toEqual([['ams1', 'Amsterdam']]);
+    expect(decodeLocations({ ams1: 'Amsterdam' }, ctx).map((l) => [l.id, l.name])).toEqual([['ams1', 'Amsterdam']]);
+  });
+});
