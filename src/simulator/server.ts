@@ -22,6 +22,8 @@ export interface Faults {
   malformedRate?: number;
   /** restrict faults (other than latency) to these paths */
   paths?: string[];
+  /** restrict faults (other than latency) to requests for these server, colocation or transit ids */
+  ids?: string[];
 }
 
 /** One request the simulator received. The key is never recorded, only which header carried it. */
@@ -191,6 +193,7 @@ export async function startSimulator(options: SimulatorServerOptions = {}): Prom
     const key = header === 'none' ? undefined : request.headers[header];
     if (key !== apiKey) return fail(reply, 401, 'Invalid API key.');
     if (faults.paths && !faults.paths.includes(request.url)) return;
+    if (faults.ids && !faults.ids.includes(params.server_id ?? params.colocation_id ?? params.transit_id ?? '')) return;
     const roll = random();
     const html = faults.htmlErrorRate ?? 0;
     const error = html + (faults.errorRate ?? 0);

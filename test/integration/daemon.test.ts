@@ -1,0 +1,160 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { buildConfig } from '../../src/config/load.js';
+import { startDaemon, type Daemon } from '../../src/daemon.js';
+import { startSimulator, type Simulator, type SimulatorServerOptions } from '../../src/simulator/server.js';
+import { captureLogger } from '../helpers/logger.js';
+import { seriesOf, valueOf } from '../helpers/metrics.js';
+import { tempDir } from '../helpers/tmp.js';
+
+const KEY = 'integration-key-5f1c2d9e';
+const NOW = Date.UTC(2026, 10, 21, 12, 0, 0);
+
+let sim: Simulator | undefined;
+let daemon: Daemon | undefined;
+afterEach(async () => {
+  await daemon?.stop();
+  await sim?.close();
+  daemon = sim = undefined;
+});
+
+async function setup(simOptions: SimulatorServerOptions = {}, stateDir = tempDir()) {
+  const log = captureLogger('debug');
+  sim = await startSimulator({ apiKey: KEY, servers: 6, colocations: 2, transits: 1, attackRate: 0.25, seed: 11, now: () => NOW, ...simOptions });
+  const config = buildConfig(
+    {
+      upstream: { base_url: sim.url, concurrency: 4, retries: 1 },
+      web: { listen_address: '127.0.0.1:0' },
+      state_dir: stateDir,
+      graphs: { types: ['port_bits', 'port_errors'], scales: ['day'] },
+      services: { colocation_ids: ['colo-1', 'colo-2'], transit_ids: ['transit-1'] },
+    },
+    { BAREMETAL_API_KEY: KEY },
+  );
+  daemon = await startDaemon(config, { logger: log.logger, now: () => NOW, schedule: false, initialPolls: false, listen: false, retryMinDelayMs: 1 });
+  return { daemon, sim, log, stateDir };
+}
+
+describe('daemon against the simulator', () => {
+  it('exposes the simulator state: server count and events per IP of every service', async () => {
+    const { daemon, sim } = await setup();
+    expect(await daemon.poller.run('servers')).toBe('success');
+    expect(await daemon.poller.run('firewall')).toBe('success');
+    expect(await valueOf(daemon.registry, 'baremetal_servers')).toBe(6);
+
+    let attacked = 0;
+    for (const service of sim.state.services.values()) {
+      for (const ip of service.ips) {
+        const expected = sim.state.eventsFor(ip, 3600).length;
+        attacked += expected > 0 ? 1 : 0;
+        const labels = { service_type: service.serviceType, service_id: service.serviceId, ip };
+        const value = await valueOf(daemon.registry, 'baremetal_firewall_attack_events', labels);
+        // Colocation and transit IPs are known only from their events.
+        expect(value ?? 0, `${service.serviceType}/${service.serviceId} ${ip}`).toBe(expected);
+        expect(await valueOf(daemon.registry, 'baremetal_firewall_attack_events_total', labels) ?? 0).toBe(expected);
+      }
+    }
+    expect(attacked).toBeGreaterThan(0);
+    expect((await seriesOf(daemon.registry, 'baremetal_firewall_history_up')).length).toBe(6 + 2 + 1);
+    expect(sim.callsTo('/api/v1/dedicated/firewall').every((c) => c.params.scale === 'hour')).toBe(true);
+  });
+
+  it('serves the exposition rendered after the polls, with every core metric', async () => {
+    const { daemon } = await setup();
+    for (const job of ['servers', 'firewall', 'graphs', 'catalog'] as const) await daemon.poller.run(job);
+    await daemon.exposition.render();
+    const body = (await daemon.app.inject('/metrics')).body;
+    for (const name of [
+      'baremetal_api_up 1',
+      'baremetal_api_requests_total{operation="list_servers",outcome="success"} 1',
+      'baremetal_api_request_duration_seconds_count{operation="graphs"} 12',
+      'baremetal_poll_last_success_timestamp_seconds{job="firewall"} 1795262400',
+      'baremetal_poll_duration_seconds{job="graphs"}',
+      'baremetal_poll_runs_total{job="catalog",outcome="success"} 1',
+      'baremetal_servers 6',
+      'baremetal_server_info{server_id="100001",hostname="srv100001.example.net",ip="198.18.0.1"',
+      'baremetal_firewall_attack_events{service_type="transit",service_id="transit-1"',
+      'baremetal_firewall_history_up{service_type="colocation",service_id="colo-2"} 1',
+      'baremetal_graph_last_success_timestamp_seconds{server_id="100006",graph="port_errors",scale="day"} 1795262400',
+      'baremetal_graph_images 12',
+      'baremetal_catalog_operating_systems 5',
+      'baremetal_catalog_locations 4',
+    ]) expect(body).toContain(name);
+    const png = await daemon.app.inject('/graphs/dedicated/100003/port_errors/day.png');
+    expect(png.statusCode).toBe(200);
+    expect(png.headers['content-type']).toBe('image/png');
+  });
+
+  it('removes every series of a server that disappears, and its graphs', async () => {
+    const { daemon, sim, stateDir } = await setup({ attackRate: 0 });
+    sim.state.startAttack(sim.state.servers.get('100002')!.ips[0]!);
+    for (const job of ['servers', 'firewall', 'graphs'] as const) await daemon.poller.run(job);
+    expect(existsSync(join(stateDir, 'graphs/dedicated/100002/port_bits-day.png'))).toBe(true);
+    sim.state.removeServer('100002');
+    await daemon.poller.run('servers');
+    for (const metric of ['baremetal_server_info', 'baremetal_server_ips', 'baremetal_graph_last_success_timestamp_seconds']) {
+      expect((await seriesOf(daemon.registry, metric)).map((l) => l.server_id), metric).not.toContain('100002');
+    }
+    for (const metric of ['baremetal_firewall_attack_events', 'baremetal_firewall_attack_events_total', 'baremetal_firewall_history_up']) {
+      expect((await seriesOf(daemon.registry, metric)).map((l) => l.service_id), metric).not.toContain('100002');
+    }
+    expect(await valueOf(daemon.registry, 'baremetal_servers')).toBe(5);
+    expect((await daemon.app.inject('/graphs/dedicated/100002/port_bits/day.png')).statusCode).toBe(404);
+    expect(existsSync(join(stateDir, 'graphs/dedicated/100002'))).toBe(false);
+  });
+
+  it('fails only the server whose history reply is malformed; the job is partial', async () => {
+    const { daemon } = await setup({ faults: { malformedRate: 1, ids: ['100004'], paths: ['/api/v1/dedicated/firewall'] } });
+    await daemon.poller.run('servers');
+    expect(await daemon.poller.run('firewall')).toBe('partial');
+    const up = Object.fromEntries((await daemon.registry.getSingleMetric('baremetal_firewall_history_up')!.get()).values.map((v) => [v.labels.service_id, v.value]));
+    expect(up).toEqual({ '100001': 1, '100002': 1, '100003': 1, '100004': 0, '100005': 1, '100006': 1, 'colo-1': 1, 'colo-2': 1, 'transit-1': 1 });
+    expect(await valueOf(daemon.registry, 'baremetal_poll_items_failed', { job: 'firewall' })).toBe(1);
+    expect(await valueOf(daemon.registry, 'baremetal_api_requests_total', { operation: 'firewall_history_dedicated', outcome: 'invalid_reply' })).toBe(1);
+  });
+
+  it('fails only the image that does not decode', async () => {
+    const { daemon } = await setup({ faults: { malformedRate: 1, ids: ['100003'], paths: ['/api/v1/dedicated/graphs'] } });
+    await daemon.poller.run('servers');
+    expect(await daemon.poller.run('graphs')).toBe('partial');
+    expect(daemon.graphStore.size).toBe(10);
+    expect(daemon.graphStore.list().map((g) => g.serverId)).not.toContain('100003');
+  });
+
+  it('retries reads through transient HTML 502s and counts each attempt', async () => {
+    const { daemon, sim } = await setup({ faults: { htmlErrorRate: 1, paths: ['/api/v1/dedicated'] } });
+    expect(await daemon.poller.run('servers')).toBe('failure');
+    expect(sim.callsTo('/api/v1/dedicated')).toHaveLength(2);
+    expect(await valueOf(daemon.registry, 'baremetal_api_up')).toBe(0);
+    expect(await valueOf(daemon.registry, 'baremetal_api_requests_total', { operation: 'list_servers', outcome: 'http_error' })).toBe(2);
+    sim.setFaults({});
+    expect(await daemon.poller.run('servers')).toBe('success');
+    expect(await valueOf(daemon.registry, 'baremetal_api_up')).toBe(1);
+  });
+
+  it('serves graphs kept on disk at once after a restart', async () => {
+    const stateDir = tempDir();
+    const first = await setup({}, stateDir);
+    await first.daemon.poller.run('servers');
+    await first.daemon.poller.run('graphs');
+    await first.daemon.stop();
+    await first.sim.close();
+    daemon = sim = undefined;
+    const second = await setup({}, stateDir);
+    expect((await second.daemon.app.inject('/graphs/dedicated/100001/port_bits/day.png')).statusCode).toBe(200);
+    expect(second.sim.callsTo('/api/v1/dedicated/graphs')).toHaveLength(0);
+  });
+
+  it('never writes the API key to a log line, an error or /metrics', async () => {
+    const { daemon, log, sim } = await setup({ faults: { errorRate: 0.5, htmlErrorRate: 0.2 } });
+    for (const job of ['servers', 'firewall', 'graphs', 'catalog'] as const) await daemon.poller.run(job);
+    sim.setFaults({});
+    await daemon.poller.run('servers');
+    await daemon.exposition.render();
+    expect(log.lines.length).toBeGreaterThan(5);
+    expect(log.lines.some((l) => l.includes('"level":40'))).toBe(true);
+    expect(log.lines.join('\n')).not.toContain(KEY);
+    expect((await daemon.app.inject('/metrics')).body).not.toContain(KEY);
+  });
+});

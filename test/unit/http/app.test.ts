@@ -1,0 +1,95 @@
+import sharp from 'sharp';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { buildApp } from '../../../src/app.js';
+import { GraphStore } from '../../../src/graphs/store.js';
+import { ExpositionCache } from '../../../src/metrics/exposition.js';
+import { pngOf } from '../../helpers/images.js';
+import { captureLogger } from '../../helpers/logger.js';
+import { freshMetrics } from '../../helpers/metrics.js';
+import { tempDir } from '../../helpers/tmp.js';
+
+let app: ReturnType<typeof buildApp>;
+let store: GraphStore;
+let exposition: ExpositionCache;
+let metrics: ReturnType<typeof freshMetrics>['metrics'];
+
+beforeEach(async () => {
+  const fresh = freshMetrics();
+  metrics = fresh.metrics;
+  exposition = new ExpositionCache({ registry: fresh.registry });
+  store = new GraphStore(tempDir());
+  await store.put({ serverId: '100001', type: 'port_bits', scale: 'day' }, { png: await pngOf(400, 100), width: 400, height: 100 }, Date.UTC(2026, 10, 21, 12));
+  app = buildApp({ logger: captureLogger().logger, exposition, graphStore: store, graphMaxWidth: 2000 });
+});
+afterEach(() => app.close());
+
+describe('GET /metrics', () => {
+  it('serves the last rendering, not the live registry', async () => {
+    metrics.servers.set(3);
+    await exposition.render();
+    metrics.servers.set(99);
+    const res = await app.inject('/metrics');
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
+    expect(res.body).toContain('\nbaremetal_servers 3\n');
+    await exposition.render();
+    expect((await app.inject('/metrics')).body).toContain('\nbaremetal_servers 99\n');
+  });
+});
+
+describe('GET /graphs', () => {
+  it('lists the held images', async () => {
+    const res = await app.inject('/graphs');
+    expect(res.json()).toEqual({
+      graphs: [
+        { server_id: '100001', type: 'port_bits', scale: 'day', url: '/graphs/dedicated/100001/port_bits/day.png', width: 400, height: 100, bytes: expect.any(Number), updated_at: '2026-11-21T12:00:00.000Z' },
+      ],
+    });
+  });
+
+  it('serves a PNG with caching headers, and 304 on a matching If-None-Match', async () => {
+    const res = await app.inject('/graphs/dedicated/100001/port_bits/day.png');
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toBe('image/png');
+    expect(res.headers['last-modified']).toBe('Sat, 21 Nov 2026 12:00:00 GMT');
+    expect(res.headers['cache-control']).toBe('public, max-age=60');
+    expect((await sharp(res.rawPayload).metadata()).width).toBe(400);
+    const etag = String(res.headers.etag);
+    const cached = await app.inject({ url: '/graphs/dedicated/100001/port_bits/day.png', headers: { 'if-none-match': etag } });
+    expect(cached.statusCode).toBe(304);
+    expect(cached.body).toBe('');
+  });
+
+  it('resizes with ?width= and gives the resized image its own ETag', async () => {
+    const res = await app.inject('/graphs/dedicated/100001/port_bits/day.png?width=100');
+    expect(res.statusCode).toBe(200);
+    expect(await sharp(res.rawPayload).metadata()).toMatchObject({ width: 100, height: 25 });
+    expect(res.headers.etag).not.toBe(store.list()[0]!.etag);
+  });
+
+  it.each([
+    { url: '/graphs/dedicated/100001/port_bytes/day.png', status: 404, message: 'unknown graph type "port_bytes": expected one of port_bits, port_percent, port_errors, port_upkts' },
+    { url: '/graphs/dedicated/100001/port_bits/year.png', status: 404, message: 'unknown graph "year.png": expected <scale>.png with scale one of day, week, month' },
+    { url: '/graphs/dedicated/100001/port_bits/day.jpg', status: 404, message: 'unknown graph "day.jpg": expected <scale>.png with scale one of day, week, month' },
+    { url: '/graphs/dedicated/999/port_bits/day.png', status: 404, message: 'no port_bits day graph held for server "999"' },
+    { url: '/graphs/dedicated/100001/port_errors/day.png', status: 404, message: 'no port_errors day graph held for server "100001"' },
+    { url: '/graphs/dedicated/100001/port_bits/day.png?width=5', status: 400, message: 'querystring/width must be >= 16' },
+    { url: '/graphs/dedicated/100001/port_bits/day.png?width=99999', status: 400, message: 'querystring/width must be <= 2000' },
+    { url: '/graphs/dedicated/100001/port_bits/day.png?width=wide', status: 400, message: 'querystring/width must be integer' },
+    { url: '/nope', status: 404, message: 'no route GET /nope' },
+  ])('$url → $status with a JSON error', async ({ url, status, message }) => {
+    const res = await app.inject(url);
+    expect(res.statusCode).toBe(status);
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    expect(res.json()).toMatchObject({ statusCode: status, message });
+  });
+});
+
+describe('GET /healthz and /', () => {
+  it('answers', async () => {
+    expect((await app.inject('/healthz')).json()).toEqual({ status: 'ok' });
+    const index = await app.inject('/');
+    expect(index.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(index.body).toContain('<a href="metrics">');
+  });
+});
