@@ -11,6 +11,7 @@ import type { Dispatcher } from 'undici';
 import { buildApp } from './app.js';
 import type { Config, JobName } from './config/schema.js';
 import { GraphStore } from './graphs/store.js';
+import { createApiObserver } from './metrics/api-observer.js';
 import { createMetrics, type Metrics } from './metrics/definitions.js';
 import { ExpositionCache } from './metrics/exposition.js';
 import { Poller } from './scheduler/jobs.js';
@@ -90,12 +91,7 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
     ...(options.retryMinDelayMs !== undefined ? { retryMinDelayMs: options.retryMinDelayMs } : {}),
     ...(config.upstream.caFile ? { ca: readFileSync(config.upstream.caFile, 'utf8') } : {}),
     ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
-    onRequest: ({ operation, outcome, durationSeconds }) => {
-      metrics.apiRequests.inc({ operation, outcome });
-      metrics.apiRequestDuration.observe({ operation }, durationSeconds);
-      metrics.apiUp.set(outcome === 'success' ? 1 : 0);
-      exposition.markDirty();
-    },
+    onRequest: createApiObserver(metrics, () => exposition.markDirty()),
   });
   const graphStore = new GraphStore(config.stateDir);
   const loaded = await graphStore.load();

@@ -26,10 +26,22 @@ export interface PollerDeps {
   onFinished?: (job: JobName, outcome: RunOutcome) => void;
 }
 
-/** Runs `fn` over `items` at once (the client's limit bounds concurrency); counts failures. */
-async function each<T>(items: readonly T[], fn: (item: T) => Promise<void>): Promise<WorkResult> {
-  const results = await Promise.allSettled(items.map(fn));
-  return { items: items.length, failed: results.filter((r) => r.status === 'rejected').length };
+/**
+ * Runs `fn` over `items` with `width` workers pulling from one cursor; counts failures. A worker pool
+ * rather than one promise per item: 10,000 servers would otherwise hold 10,000 pending closures (and
+ * their garbage) while the client's shared limit lets only a few through.
+ */
+async function each<T>(items: readonly T[], width: number, fn: (item: T) => Promise<void>): Promise<WorkResult> {
+  let cursor = 0;
+  let failed = 0;
+  const worker = async () => {
+    while (cursor < items.length) {
+      const item = items[cursor++]!;
+      await fn(item).catch(() => failed++);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(width, items.length) }, worker));
+  return { items: items.length, failed };
 }
 
 /** Holds the latest inventory and builds the four poll jobs. */
@@ -102,7 +114,7 @@ export class Poller {
   /** `firewall` job: hour-scale history of every service; each fails alone. */
   async pollFirewall(): Promise<WorkResult> {
     const { client, metrics, logger } = this.#deps;
-    return each(this.services(), async (ref) => {
+    return each(this.services(), client.concurrency, async (ref) => {
       try {
         const events = await getFirewallHistory(client, ref.serviceType, ref.serviceId, 'hour');
         // The server may have been removed while this request was in flight.
@@ -123,7 +135,7 @@ export class Poller {
     const keys = [...this.inventory.keys()].flatMap((serverId) =>
       config.graphs.types.flatMap((type) => config.graphs.scales.map((scale) => ({ serverId, type, scale }))),
     );
-    const result = await each(keys, async (key) => {
+    const result = await each(keys, client.concurrency, async (key) => {
       try {
         const image = await checkImage(await getGraph(client, key.serverId, key.type, key.scale));
         if (!this.inventory.has(key.serverId)) return;
@@ -145,7 +157,7 @@ export class Poller {
       async () => metrics.catalogOperatingSystems.set((await listOperatingSystems(client)).length),
       async () => metrics.catalogLocations.set((await listLocations(client)).length),
     ];
-    return each(tasks, async (task) => {
+    return each(tasks, tasks.length, async (task) => {
       try {
         await task();
       } catch (error) {

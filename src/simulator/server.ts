@@ -12,7 +12,7 @@ import { LOCATIONS, OPERATING_SYSTEMS, SimulatorState, type SimService, type Sim
 
 /** Injected faults; rates are probabilities in [0, 1] applied per request, in this order. */
 export interface Faults {
-  /** added delay per request, in milliseconds */
+  /** time from a request's arrival to its reply, in milliseconds (processing included) */
   latencyMs?: number;
   /** HTML 502 page, as a proxy in front of the API would send */
   htmlErrorRate?: number;
@@ -183,13 +183,23 @@ export async function startSimulator(options: SimulatorServerOptions = {}): Prom
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
   });
+  // Latency is the time from a request's arrival to its reply: parsing and handling happen inside it,
+  // as they would on a real server far away, rather than being added after it.
+  const arrivals = new WeakMap<object, number>();
+  app.addHook('onRequest', async (request) => {
+    arrivals.set(request, performance.now());
+  });
+  app.addHook('onSend', async (request, _reply, payload) => {
+    const wait = (faults.latencyMs ?? 0) - (performance.now() - (arrivals.get(request) ?? 0));
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    return payload;
+  });
   app.addHook('preHandler', async (request, reply) => {
     const header = request.headers.authorization !== undefined ? 'authorization' : request.headers.http_authorization !== undefined ? 'http_authorization' : 'none';
     const params: Params = {};
     for (const [k, v] of Object.entries((request.body ?? {}) as Record<string, unknown>)) params[k] = String(v);
     calls.push({ at: state.now(), path: request.url.split('?')[0]!, params, authHeader: header });
     if (calls.length > maxCalls) calls.splice(0, calls.length - maxCalls);
-    if (faults.latencyMs) await new Promise((r) => setTimeout(r, faults.latencyMs));
     const key = header === 'none' ? undefined : request.headers[header];
     if (key !== apiKey) return fail(reply, 401, 'Invalid API key.');
     if (faults.paths && !faults.paths.includes(request.url)) return;

@@ -116,6 +116,11 @@ export class UpstreamClient {
       });
   }
 
+  /** Requests in flight at once, at most. */
+  get concurrency(): number {
+    return this.#options.concurrency;
+  }
+
   /** Requests waiting for a slot under the concurrency limit. */
   get pendingCount(): number {
     return this.#limit.pendingCount;

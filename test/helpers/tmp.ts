@@ -1,11 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach } from 'vitest';
+import { afterAll, afterEach } from 'vitest';
 
-/** A fresh temporary directory, removed after the test. */
-export function tempDir(prefix = 'bmx-'): string {
+/** A fresh temporary directory, removed after the test (or, with `scope: 'all'`, after the file's tests). */
+export function tempDir(prefix = 'bmx-', scope: 'each' | 'all' = 'each'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  (scope === 'all' ? afterAll : afterEach)(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
 }

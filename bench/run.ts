@@ -1,0 +1,129 @@
+/**
+ * `npm run bench`: one full `servers` + `firewall` poll cycle of the daemon against the simulator (in a
+ * child process, so its CPU is not the daemon's), then /metrics latency against fastify serving the same
+ * bytes from a static buffer, in the same run. Prints one table; exits 1 when a target is missed.
+ *
+ *   node bench/run.ts [--servers 10000] [--ips 2] [--latency 5] [--concurrency 16] [--scrapes 300]
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import Fastify from 'fastify';
+import { Agent, request } from 'undici';
+import { buildConfig } from '../dist/config/load.js';
+import { createLogger, startDaemon } from '../dist/daemon.js';
+
+const { values } = parseArgs({
+  options: {
+    servers: { type: 'string', default: '10000' },
+    ips: { type: 'string', default: '2' },
+    latency: { type: 'string', default: '5' },
+    concurrency: { type: 'string', default: '16' },
+    scrapes: { type: 'string', default: '300' },
+  },
+});
+const servers = Number(values.servers);
+const latencyMs = Number(values.latency);
+const concurrency = Number(values.concurrency);
+const scrapes = Number(values.scrapes);
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+// 1. The simulator, in its own process.
+const sim = spawn(
+  process.execPath,
+  ['dist/main.js', 'simulate', '--port', '0', '--servers', String(servers), '--ips-per-server', values.ips!, '--latency', String(latencyMs), '--colocations', '0', '--transits', '0', '--api-key', 'bench-key'],
+  { stdio: ['ignore', 'pipe', 'inherit'] },
+);
+let simOutput = '';
+sim.stdout!.on('data', (d) => (simOutput += String(d)));
+const simUrl = await new Promise<string>((resolve, reject) => {
+  const timer = setTimeout(() => reject(new Error(`simulator did not start: ${simOutput}`)), 30_000);
+  sim.stdout!.on('data', () => {
+    const match = /listening on (\S+)/.exec(simOutput);
+    if (match) {
+      clearTimeout(timer);
+      resolve(match[1]!);
+    }
+  });
+});
+
+// 2. The daemon, in this process, driven by hand.
+const stateDir = mkdtempSync(join(tmpdir(), 'bmx-bench-'));
+const config = buildConfig(
+  { upstream: { base_url: simUrl, concurrency, timeout: '30s' }, web: { listen_address: '127.0.0.1:0' }, state_dir: stateDir },
+  { BAREMETAL_API_KEY: 'bench-key' },
+);
+const daemon = await startDaemon(config, { logger: createLogger('error'), schedule: false, initialPolls: false });
+
+const loop = monitorEventLoopDelay({ resolution: 5 });
+loop.enable();
+const started = performance.now();
+const serversOutcome = await daemon.poller.run('servers');
+const firewallOutcome = await daemon.poller.run('firewall');
+const cycleMs = performance.now() - started;
+const exposition = await daemon.exposition.render();
+loop.disable();
+const rssMb = process.memoryUsage().rss / 2 ** 20;
+const requests = 1 + servers;
+const boundMs = (requests * latencyMs) / concurrency;
+const series = exposition.body.toString().split('\n').filter((l) => l && !l.startsWith('#')).length;
+
+// 3. Scrapes: the daemon's /metrics against fastify serving the same bytes from a static buffer.
+const baseline = Fastify();
+const staticBody = Buffer.from(exposition.body);
+baseline.get('/metrics', (_req, reply) => reply.type(exposition.contentType).send(staticBody));
+const baselineUrl = await baseline.listen({ host: '127.0.0.1', port: 0 });
+const agent = new Agent({ connections: 1 });
+async function scrape(url: string): Promise<number> {
+  const t = performance.now();
+  const res = await request(`${url}/metrics`, { dispatcher: agent });
+  await res.body.arrayBuffer();
+  return performance.now() - t;
+}
+const daemonTimes: number[] = [];
+const baselineTimes: number[] = [];
+for (let i = 0; i < 10; i++) {
+  await scrape(daemon.url);
+  await scrape(baselineUrl);
+}
+for (let i = 0; i < scrapes; i++) {
+  daemonTimes.push(await scrape(daemon.url));
+  baselineTimes.push(await scrape(baselineUrl));
+}
+daemonTimes.sort((a, b) => a - b);
+baselineTimes.sort((a, b) => a - b);
+
+const rows = [
+  { what: 'servers+firewall cycle', measured: cycleMs, unit: 'ms', reference: `bound ${boundMs.toFixed(0)} ms (${requests} req × ${latencyMs} ms ÷ ${concurrency})`, target: 1.25 * boundMs, rule: '≤ 1.25 × bound' },
+  { what: '/metrics p50', measured: percentile(daemonTimes, 50), unit: 'ms', reference: `static ${percentile(baselineTimes, 50).toFixed(2)} ms`, target: 2 * percentile(baselineTimes, 50), rule: '≤ 2 × static' },
+  { what: '/metrics p99', measured: percentile(daemonTimes, 99), unit: 'ms', reference: `static ${percentile(baselineTimes, 99).toFixed(2)} ms`, target: 2 * percentile(baselineTimes, 99), rule: '≤ 2 × static' },
+  { what: 'RSS after cycle', measured: rssMb, unit: 'MB', reference: '—', target: 256, rule: '≤ 256 MB' },
+  { what: 'event-loop delay p99 (cycle)', measured: loop.percentile(99) / 1e6, unit: 'ms', reference: `max ${(loop.max / 1e6).toFixed(1)} ms`, target: 20, rule: '≤ 20 ms' },
+];
+
+console.log(`\nbaremetal-exporter bench — ${servers} servers × ${values.ips} IPs, ${latencyMs} ms simulated latency, concurrency ${concurrency}, ${series} series (${(exposition.body.length / 2 ** 20).toFixed(1)} MiB exposition), Node ${process.version}`);
+console.log(`poll outcomes: servers ${serversOutcome}, firewall ${firewallOutcome}; ${scrapes} scrapes each\n`);
+console.log('| measure | measured | compared with | target | result |');
+console.log('|---|---|---|---|---|');
+let missed = 0;
+for (const row of rows) {
+  const ok = row.measured <= row.target;
+  if (!ok) missed++;
+  console.log(`| ${row.what} | ${row.measured.toFixed(row.unit === 'MB' ? 0 : 2)} ${row.unit} | ${row.reference} | ${row.rule} (${row.target.toFixed(2)} ${row.unit}) | ${ok ? 'PASS' : 'MISS'} |`);
+}
+if (serversOutcome !== 'success' || firewallOutcome !== 'success') missed++;
+
+await agent.close();
+await baseline.close();
+await daemon.stop();
+sim.kill('SIGTERM');
+await once(sim, 'exit');
+rmSync(stateDir, { recursive: true, force: true });
+process.exitCode = missed ? 1 : 0;

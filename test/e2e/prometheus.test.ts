@@ -1,0 +1,112 @@
+import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildConfig } from '../../src/config/load.js';
+import { startDaemon, type Daemon } from '../../src/daemon.js';
+import { startSimulator, type Simulator } from '../../src/simulator/server.js';
+import { requireBinary } from '../helpers/binaries.js';
+import { captureLogger } from '../helpers/logger.js';
+import { eventually, freePort, startProcess } from '../helpers/processes.js';
+import { tempDir } from '../helpers/tmp.js';
+
+const prometheus = requireBinary('/usr/bin/prometheus', 'prometheus');
+const promtool = requireBinary('/usr/bin/promtool', 'prometheus');
+const skip = prometheus.skip || promtool.skip;
+
+interface Sample {
+  metric: Record<string, string>;
+  value: [number, string];
+}
+
+describe.skipIf(skip)('a real Prometheus scrapes the daemon running on the simulator', () => {
+  let sim: Simulator;
+  let daemon: Daemon;
+  let prom: ReturnType<typeof startProcess>;
+  let promUrl: string;
+  let attackedIp: string;
+
+  const query = async (expr: string): Promise<Sample[]> => {
+    const res = await request(`${promUrl}/api/v1/query?query=${encodeURIComponent(expr)}`);
+    const body = (await res.body.json()) as { status: string; data: { result: Sample[] } };
+    if (body.status !== 'success') throw new Error(`query ${expr} failed: ${JSON.stringify(body)}`);
+    return body.data.result;
+  };
+
+  beforeAll(async () => {
+    const dir = tempDir('bmx-e2e-', 'all');
+    // The simulator's clock stands still, so its history cannot change between a scrape and an assertion.
+    let simNow = Date.now();
+    sim = await startSimulator({ apiKey: 'e2e-key', servers: 5, colocations: 1, transits: 1, attackRate: 0, seed: 5, now: () => simNow });
+    attackedIp = sim.state.servers.get('100003')!.ips[1]!;
+    sim.state.startAttack(attackedIp);
+    simNow += 10 * 60_000;
+    const config = buildConfig(
+      {
+        upstream: { base_url: sim.url },
+        web: { listen_address: '127.0.0.1:0' },
+        state_dir: join(dir, 'state'),
+        schedules: { servers: '*/5 * * * * *', firewall: '*/2 * * * * *', graphs: '*/30 * * * * *', catalog: '0 0 * * * *' },
+        services: { colocation_ids: ['colo-1'], transit_ids: ['transit-1'] },
+      },
+      { BAREMETAL_API_KEY: 'e2e-key' },
+    );
+    daemon = await startDaemon(config, { logger: captureLogger('warn').logger });
+    await daemon.ready;
+    const port = await freePort();
+    promUrl = `http://127.0.0.1:${port}`;
+    const target = new URL(daemon.url).host;
+    writeFileSync(
+      join(dir, 'prometheus.yml'),
+      `global: { scrape_interval: 1s, evaluation_interval: 1s }\nscrape_configs:\n  - job_name: baremetal\n    static_configs: [{ targets: ['${target}'] }]\n`,
+    );
+    prom = startProcess(prometheus.skip ? '' : prometheus.path, [
+      `--config.file=${join(dir, 'prometheus.yml')}`,
+      `--storage.tsdb.path=${join(dir, 'tsdb')}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+      '--log.level=warn',
+    ]);
+    await eventually(`Prometheus to scrape the daemon (${prom.output()})`, async () => ((await query('up{job="baremetal"} == 1')).length === 1 ? true : undefined));
+  });
+
+  afterAll(async () => {
+    await prom?.stop();
+    await daemon?.stop();
+    await sim?.close();
+  });
+
+  it('stores baremetal_servers equal to the simulator server count', async () => {
+    const [sample] = await eventually('baremetal_servers', async () => {
+      const r = await query('baremetal_servers');
+      return r.length ? r : undefined;
+    });
+    expect(Number(sample!.value[1])).toBe(sim.state.servers.size);
+  });
+
+  it('stores attack events for the attacked IP only, equal to the simulator history', async () => {
+    const attacked = await eventually('attack series', async () => {
+      const r = await query('baremetal_firewall_attack_events > 0');
+      return r.length ? r : undefined;
+    });
+    expect(attacked.map((s) => s.metric.ip)).toEqual([attackedIp]);
+    expect(attacked[0]!.metric).toMatchObject({ service_type: 'dedicated', service_id: '100003', job: 'baremetal' });
+    // One event a minute since the attack began ten minutes ago.
+    expect(Number(attacked[0]!.value[1])).toBe(11);
+    expect(sim.state.eventsFor(attackedIp, 3600)).toHaveLength(11);
+    const all = await query('baremetal_firewall_attack_events');
+    expect(all.length).toBe(10);
+    expect((await query('baremetal_firewall_history_up == 1')).length).toBe(5 + 1 + 1);
+  });
+
+  it('scrapes an exposition that promtool check metrics finds no problem in', async () => {
+    const body = await (await request(`${daemon.url}/metrics`)).body.text();
+    const result = await new Promise<{ code: number; output: string }>((resolve) => {
+      const child = execFile(promtool.skip ? '' : promtool.path, ['check', 'metrics'], (error, stdout, stderr) =>
+        resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, output: stdout + stderr }),
+      );
+      child.stdin!.end(body);
+    });
+    expect(result).toEqual({ code: 0, output: '' });
+  });
+});
