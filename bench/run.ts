@@ -3,7 +3,11 @@
  * child process, so its CPU is not the daemon's), then /metrics latency against fastify serving the same
  * bytes from a static buffer, in the same run. Prints one table; exits 1 when a target is missed.
  *
- *   node bench/run.ts [--servers 10000] [--ips 2] [--latency 5] [--concurrency 16] [--scrapes 300]
+ *   node --max-semi-space-size=8 bench/run.ts [--servers 10000] [--ips 2] [--latency 5] [--concurrency 16] [--scrapes 300]
+ *
+ * The daemon runs in this process, so this process gets the V8 flag the CLI's shebang gives the daemon.
+ * The "floor" row is a bare undici loop making the same requests to the same simulator: what the
+ * simulator and loopback allow, for reading the cycle rows.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -62,15 +66,42 @@ const config = buildConfig(
 );
 const daemon = await startDaemon(config, { logger: createLogger('error'), schedule: false, initialPolls: false });
 
+async function cycle(): Promise<{ ms: number; outcomes: string[] }> {
+  const started = performance.now();
+  const outcomes = [await daemon.poller.run('servers'), await daemon.poller.run('firewall')];
+  return { ms: performance.now() - started, outcomes };
+}
 const loop = monitorEventLoopDelay({ resolution: 5 });
 loop.enable();
-const started = performance.now();
-const serversOutcome = await daemon.poller.run('servers');
-const firewallOutcome = await daemon.poller.run('firewall');
-const cycleMs = performance.now() - started;
+const cold = await cycle();
 const exposition = await daemon.exposition.render();
 loop.disable();
 const rssMb = process.memoryUsage().rss / 2 ** 20;
+// The steady state: every minute in production the same servers are polled again.
+const warm = await cycle();
+await daemon.exposition.render();
+
+// The floor: the same requests from a bare undici loop, no daemon.
+const floorAgent = new Agent({ connections: concurrency });
+const floorStarted = performance.now();
+let next = -1;
+await Promise.all(
+  Array.from({ length: concurrency }, async () => {
+    while (next < servers) {
+      const i = next++;
+      const body = i < 0 ? '' : `server_id=${100001 + i}&scale=hour`;
+      const res = await request(`${simUrl}/api/v1/dedicated${i < 0 ? '' : '/firewall'}`, {
+        method: 'POST',
+        dispatcher: floorAgent,
+        headers: { authorization: 'bench-key', 'content-type': 'application/x-www-form-urlencoded' },
+        body,
+      });
+      await res.body.text();
+    }
+  }),
+);
+const floorMs = performance.now() - floorStarted;
+await floorAgent.close();
 const requests = 1 + servers;
 const boundMs = (requests * latencyMs) / concurrency;
 const series = exposition.body.toString().split('\n').filter((l) => l && !l.startsWith('#')).length;
@@ -101,7 +132,8 @@ daemonTimes.sort((a, b) => a - b);
 baselineTimes.sort((a, b) => a - b);
 
 const rows = [
-  { what: 'servers+firewall cycle', measured: cycleMs, unit: 'ms', reference: `bound ${boundMs.toFixed(0)} ms (${requests} req × ${latencyMs} ms ÷ ${concurrency})`, target: 1.25 * boundMs, rule: '≤ 1.25 × bound' },
+  { what: 'servers+firewall cycle (first)', measured: cold.ms, unit: 'ms', reference: `bound ${boundMs.toFixed(0)} ms (${requests} req × ${latencyMs} ms ÷ ${concurrency})`, target: 1.25 * boundMs, rule: '≤ 1.25 × bound' },
+  { what: 'servers+firewall cycle (steady)', measured: warm.ms, unit: 'ms', reference: `bound ${boundMs.toFixed(0)} ms; floor ${floorMs.toFixed(0)} ms (bare undici loop)`, target: 1.25 * boundMs, rule: '≤ 1.25 × bound' },
   { what: '/metrics p50', measured: percentile(daemonTimes, 50), unit: 'ms', reference: `static ${percentile(baselineTimes, 50).toFixed(2)} ms`, target: 2 * percentile(baselineTimes, 50), rule: '≤ 2 × static' },
   { what: '/metrics p99', measured: percentile(daemonTimes, 99), unit: 'ms', reference: `static ${percentile(baselineTimes, 99).toFixed(2)} ms`, target: 2 * percentile(baselineTimes, 99), rule: '≤ 2 × static' },
   { what: 'RSS after cycle', measured: rssMb, unit: 'MB', reference: '—', target: 256, rule: '≤ 256 MB' },
@@ -109,7 +141,7 @@ const rows = [
 ];
 
 console.log(`\nbaremetal-exporter bench — ${servers} servers × ${values.ips} IPs, ${latencyMs} ms simulated latency, concurrency ${concurrency}, ${series} series (${(exposition.body.length / 2 ** 20).toFixed(1)} MiB exposition), Node ${process.version}`);
-console.log(`poll outcomes: servers ${serversOutcome}, firewall ${firewallOutcome}; ${scrapes} scrapes each\n`);
+console.log(`poll outcomes: first ${cold.outcomes.join('/')}, steady ${warm.outcomes.join('/')}; ${scrapes} scrapes each\n`);
 console.log('| measure | measured | compared with | target | result |');
 console.log('|---|---|---|---|---|');
 let missed = 0;
@@ -118,7 +150,7 @@ for (const row of rows) {
   if (!ok) missed++;
   console.log(`| ${row.what} | ${row.measured.toFixed(row.unit === 'MB' ? 0 : 2)} ${row.unit} | ${row.reference} | ${row.rule} (${row.target.toFixed(2)} ${row.unit}) | ${ok ? 'PASS' : 'MISS'} |`);
 }
-if (serversOutcome !== 'success' || firewallOutcome !== 'success') missed++;
+if ([...cold.outcomes, ...warm.outcomes].some((o) => o !== 'success')) missed++;
 
 await agent.close();
 await baseline.close();

@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=8
 /**
  * The command line: `run --config FILE` (the daemon), `demo` (simulator + daemon on loopback),
  * `simulate` (the simulator alone). Composition root: parses arguments, loads config, starts, and stops

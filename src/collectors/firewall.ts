@@ -14,7 +14,10 @@ export interface ServiceRef {
 }
 
 interface ServiceSeries {
-  ips: Set<string>;
+  /** events per IP as last exposed; the keys are the IPs exposed */
+  counts: Map<string, number>;
+  /** last value of history_up */
+  up: boolean;
   /** event ids of the latest successful history, for deduplication */
   seenIds: Set<string>;
 }
@@ -43,9 +46,9 @@ export function collectFirewallHistory(
   knownIps: readonly string[] = [],
 ): number {
   const key = FirewallSeriesState.key(ref);
-  const previous = state.services.get(key) ?? { ips: new Set<string>(), seenIds: new Set<string>() };
+  const previous = state.services.get(key) ?? { counts: new Map<string, number>(), up: false, seenIds: new Set<string>() };
   const counts = new Map<string, number>(knownIps.map((ip) => [ip, 0]));
-  if (ref.serviceType !== 'dedicated') for (const ip of previous.ips) counts.set(ip, 0);
+  if (ref.serviceType !== 'dedicated') for (const ip of previous.counts.keys()) counts.set(ip, 0);
   const seenIds = new Set<string>();
   let fresh = 0;
   for (const event of events) {
@@ -57,31 +60,35 @@ export function collectFirewallHistory(
       fresh++;
     }
   }
-  for (const ip of previous.ips) {
+  for (const ip of previous.counts.keys()) {
     if (!counts.has(ip)) {
       metrics.attackEvents.remove(labels(ref, ip));
       metrics.attackEventsTotal.remove(labels(ref, ip));
     }
   }
+  // Unchanged values are not set again: most IPs stay at 0 poll after poll.
   for (const [ip, count] of counts) {
-    metrics.attackEvents.set(labels(ref, ip), count);
+    const before = previous.counts.get(ip);
+    if (before !== count) metrics.attackEvents.set(labels(ref, ip), count);
     // Expose the counter from 0 so that rate() and increase() see the first event.
-    if (!previous.ips.has(ip)) metrics.attackEventsTotal.inc(labels(ref, ip), 0);
+    if (before === undefined) metrics.attackEventsTotal.inc(labels(ref, ip), 0);
   }
-  metrics.firewallHistoryUp.set({ service_type: ref.serviceType, service_id: ref.serviceId }, 1);
-  state.services.set(key, { ips: new Set(counts.keys()), seenIds });
+  if (!previous.up) metrics.firewallHistoryUp.set({ service_type: ref.serviceType, service_id: ref.serviceId }, 1);
+  state.services.set(key, { counts, up: true, seenIds });
   return fresh;
 }
 
 /** A failed poll of one service: history_up 0; its event series keep the values of the poll before. */
-export function collectFirewallFailure(metrics: Metrics, ref: ServiceRef): void {
+export function collectFirewallFailure(state: FirewallSeriesState, metrics: Metrics, ref: ServiceRef): void {
   metrics.firewallHistoryUp.set({ service_type: ref.serviceType, service_id: ref.serviceId }, 0);
+  const series = state.services.get(FirewallSeriesState.key(ref));
+  if (series) series.up = false;
 }
 
 /** Removes every series of a service that is gone (server deleted, id removed from the config). */
 export function removeFirewallService(state: FirewallSeriesState, metrics: Metrics, ref: ServiceRef): void {
   const key = FirewallSeriesState.key(ref);
-  for (const ip of state.services.get(key)?.ips ?? []) {
+  for (const ip of state.services.get(key)?.counts.keys() ?? []) {
     metrics.attackEvents.remove(labels(ref, ip));
     metrics.attackEventsTotal.remove(labels(ref, ip));
   }

@@ -30,19 +30,26 @@ export function collectServerList(list: ServerList, previous: Inventory, metrics
   const inventory: Inventory = new Map(list.servers.map((s) => [s.serverId, s]));
   const removed: string[] = [];
   for (const [id, old] of previous) {
-    const now = inventory.get(id);
-    // Any label change makes a new series: remove the old one exactly.
-    if (!now || JSON.stringify(infoLabels(now)) !== JSON.stringify(infoLabels(old))) metrics.serverInfo.remove(infoLabels(old));
-    if (!now) {
+    if (!inventory.has(id)) {
+      metrics.serverInfo.remove(infoLabels(old));
       metrics.serverIps.remove({ server_id: id });
       removed.push(id);
     }
   }
+  // Only new or changed servers touch prom-client: at 10,000 servers an unchanged list costs no label hashing.
   for (const server of list.servers) {
-    metrics.serverInfo.set(infoLabels(server), 1);
+    const old = previous.get(server.serverId);
+    const labels = infoLabels(server);
+    if (old && sameLabels(infoLabels(old), labels) && old.ips.length === server.ips.length) continue;
+    if (old) metrics.serverInfo.remove(infoLabels(old));
+    metrics.serverInfo.set(labels, 1);
     metrics.serverIps.set({ server_id: server.serverId }, server.ips.length);
   }
   metrics.servers.set(list.servers.length);
   metrics.serverRecordsSkipped.set(list.skipped);
   return { inventory, removed };
+}
+
+function sameLabels(a: ReturnType<typeof infoLabels>, b: ReturnType<typeof infoLabels>): boolean {
+  return (Object.keys(a) as Array<keyof typeof a>).every((k) => a[k] === b[k]);
 }

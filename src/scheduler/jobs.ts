@@ -122,7 +122,7 @@ export class Poller {
         const knownIps = ref.serviceType === 'dedicated' ? this.inventory.get(ref.serviceId)?.ips : [];
         collectFirewallHistory(this.firewallState, metrics, ref, events, knownIps);
       } catch (error) {
-        collectFirewallFailure(metrics, ref);
+        collectFirewallFailure(this.firewallState, metrics, ref);
         logger.warn({ service_type: ref.serviceType, service_id: ref.serviceId, err: error }, 'firewall history poll failed');
         throw error;
       }

@@ -46,10 +46,14 @@ describe('firewall collector', () => {
 
   it('marks a failed poll with history_up 0 and keeps the previous values', async () => {
     const { registry, metrics } = freshMetrics();
-    collectFirewallHistory(new FirewallSeriesState(), metrics, server, [ev('a', '192.0.2.1')]);
-    collectFirewallFailure(metrics, server);
+    const state = new FirewallSeriesState();
+    collectFirewallHistory(state, metrics, server, [ev('a', '192.0.2.1')]);
+    collectFirewallFailure(state, metrics, server);
     expect(await valueOf(registry, 'baremetal_firewall_history_up', { service_type: 'dedicated', service_id: '1' })).toBe(0);
     expect(await valueOf(registry, 'baremetal_firewall_attack_events', l(server, '192.0.2.1'))).toBe(1);
+    collectFirewallHistory(state, metrics, server, [ev('a', '192.0.2.1'), ev('b', '192.0.2.1')]);
+    expect(await valueOf(registry, 'baremetal_firewall_history_up', { service_type: 'dedicated', service_id: '1' })).toBe(1);
+    expect(await valueOf(registry, 'baremetal_firewall_attack_events', l(server, '192.0.2.1'))).toBe(2);
   });
 
   it('removes every series of a service that is gone', async () => {
