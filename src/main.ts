@@ -4,7 +4,7 @@
  * `simulate` (the simulator alone). Composition root: parses arguments, loads config, starts, and stops
  * cleanly on SIGTERM/SIGINT.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { buildConfig, loadConfig } from './config/load.js';
 import { startDaemon, VERSION } from './daemon.js';
@@ -20,6 +20,7 @@ Usage:
       --host H (127.0.0.1)  --port N (8443; 0 = any)  --api-key K (demo-key; env BAREMETAL_API_KEY)
       --servers N (20)  --ips-per-server N (2)  --colocations N (2)  --transits N (1)  --seed N (1)
       --attack-rate P (0.03)  --latency MS (0)  --error-rate P  --html-error-rate P  --malformed-rate P
+      --tls-cert FILE --tls-key FILE   serve HTTPS (PEM)
 `;
 
 function onStop(stop: () => Promise<void>): void {
@@ -59,8 +60,11 @@ async function simulate(args: string[]): Promise<void> {
       'error-rate': { type: 'string' },
       'html-error-rate': { type: 'string' },
       'malformed-rate': { type: 'string' },
+      'tls-cert': { type: 'string' },
+      'tls-key': { type: 'string' },
     },
   });
+  if (Boolean(values['tls-cert']) !== Boolean(values['tls-key'])) throw new BaremetalError('simulate: --tls-cert and --tls-key go together');
   const options: SimulatorServerOptions = {
     host: values.host ?? '127.0.0.1',
     port: num(values.port, 8443),
@@ -77,6 +81,7 @@ async function simulate(args: string[]): Promise<void> {
       htmlErrorRate: num(values['html-error-rate'], 0),
       malformedRate: num(values['malformed-rate'], 0),
     },
+    ...(values['tls-cert'] && values['tls-key'] ? { tls: { cert: readFileSync(values['tls-cert']), key: readFileSync(values['tls-key']) } } : {}),
   };
   for (const [key, value] of Object.entries({ ...options, ...options.faults })) {
     if (typeof value === 'number' && !Number.isFinite(value)) throw new BaremetalError(`--${key}: expected a number`);
