@@ -4,6 +4,7 @@
  * integration tests call it too, with an injected logger and clock.
  */
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { Registry } from 'prom-client';
@@ -11,6 +12,9 @@ import type { Dispatcher } from 'undici';
 import { buildApp } from './app.js';
 import type { Config, JobName } from './config/schema.js';
 import { GraphStore } from './graphs/store.js';
+import { authEnabled } from './http/auth.js';
+import { Journal } from './journal/journal.js';
+import { RemediationEngine } from './remediation/engine.js';
 import { createApiObserver } from './metrics/api-observer.js';
 import { createMetrics, type Metrics } from './metrics/definitions.js';
 import { ExpositionCache } from './metrics/exposition.js';
@@ -58,6 +62,8 @@ export interface DaemonOptions {
   retryMinDelayMs?: number;
   /** listen on config.web (default true) */
   listen?: boolean;
+  /** how often pending firewall changes are checked, ms (default 1000) */
+  remediationTickMs?: number;
 }
 
 export interface Daemon {
@@ -67,6 +73,8 @@ export interface Daemon {
   registry: Registry;
   metrics: Metrics;
   poller: Poller;
+  engine: RemediationEngine;
+  journal: Journal;
   exposition: ExpositionCache;
   client: UpstreamClient;
   graphStore: GraphStore;
@@ -107,7 +115,17 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
     onFinished: () => exposition.renderSoon(),
   });
   const scheduler = new Scheduler(poller.jobs, config.schedules);
-  const app = buildApp({ logger, exposition, graphStore, graphMaxWidth: config.graphs.maxWidth });
+  const journal = Journal.open(join(config.stateDir, 'journal.db'));
+  const engine = new RemediationEngine({ journal, client, metrics, logger, targets: poller, config: config.remediation, now });
+  if (!authEnabled(config.remediation)) logger.warn('remediation is disabled: no credentials configured (remediation.auth); the action endpoints answer 403');
+  else logger.info({ dry_run: config.remediation.dryRun, rules: config.remediation.rules.length, budget_per_hour: config.remediation.budgetPerHour }, 'remediation enabled');
+  const app = buildApp({
+    logger,
+    exposition,
+    graphStore,
+    graphMaxWidth: config.graphs.maxWidth,
+    remediation: { engine, journal, client, metrics, config: config.remediation },
+  });
 
   await exposition.render();
   exposition.start();
@@ -123,7 +141,10 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
     await Promise.all((['firewall', 'graphs', 'catalog'] as JobName[]).map((job) => poller.run(job)));
   };
   const ready = initial();
-  if (options.schedule !== false) scheduler.start();
+  if (options.schedule !== false) {
+    scheduler.start();
+    engine.start(options.remediationTickMs);
+  }
 
   return {
     app,
@@ -131,15 +152,20 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
     registry,
     metrics,
     poller,
+    engine,
+    journal,
     exposition,
     client,
     graphStore,
     ready,
     stop: async () => {
       await scheduler.stop();
+      await engine.stop();
       await ready.catch(() => undefined);
       exposition.stop();
+      // Closing HTTP waits for requests in flight, webhooks with their upstream calls and journal writes.
       await app.close();
+      journal.close();
       await client.close();
     },
   };

@@ -145,6 +145,36 @@ export class NotFoundError extends BaremetalError {
   override readonly statusCode = 404;
 }
 
+/** The journal (SQLite) cannot be opened, read or written: the request fails with 503 so that it is retried. */
+export class JournalError extends BaremetalError {
+  override readonly code = 'BM_ERR_JOURNAL';
+  override readonly statusCode = 503;
+}
+
+/** The daemon cannot decide yet (no server list read so far): 503, so Alertmanager retries. */
+export class NotReadyError extends BaremetalError {
+  override readonly code = 'BM_ERR_NOT_READY';
+  override readonly statusCode = 503;
+}
+
+/** A request body or query that names a field wrongly, e.g. an alert without the label a rule needs. */
+export class BadRequestError extends BaremetalError {
+  override readonly code = 'BM_ERR_BAD_REQUEST';
+  override readonly statusCode = 400;
+}
+
+/** Missing or wrong credentials (401), or none configured at all (403, remediation disabled). */
+export class AuthError extends BaremetalError {
+  override readonly code: string = 'BM_ERR_UNAUTHORIZED';
+  override readonly statusCode: number = 401;
+}
+
+/** No credentials are configured, so the protected endpoints are disabled. */
+export class ForbiddenError extends AuthError {
+  override readonly code = 'BM_ERR_FORBIDDEN';
+  override readonly statusCode = 403;
+}
+
 /** Every error class, for the catalogue test. */
 export const errorClasses = {
   ConfigError,
@@ -159,4 +189,9 @@ export const errorClasses = {
   UpstreamConnectionError,
   GraphDecodeError,
   NotFoundError,
+  JournalError,
+  NotReadyError,
+  BadRequestError,
+  AuthError,
+  ForbiddenError,
 } as const;

@@ -9,7 +9,7 @@ import cron from 'node-cron';
 import { parse as parseYaml } from 'yaml';
 import { ConfigError, InsecureUrlError } from '../errors.js';
 import { checkBaseUrl } from '../upstream/client.js';
-import { JOB_NAMES, configFileSchema, type Config } from './schema.js';
+import { DEFAULT_COOLDOWN_MS, JOB_NAMES, configFileSchema, type ActionName, type Config, type RemediationRule } from './schema.js';
 
 /** Environment variables that override file values (secrets belong here or in files, not in YAML). */
 export interface ConfigEnv {
@@ -98,6 +98,8 @@ export function buildConfig(
     if (!cron.validate(expression)) problems.push(`schedules.${job}: must be a cron expression, seconds allowed (got ${JSON.stringify(expression)})`);
   }
 
+  const remediation = buildRemediation(file.remediation, problems, readFile);
+
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     upstream: {
@@ -114,7 +116,53 @@ export function buildConfig(
     schedules: file.schedules,
     graphs: { types: file.graphs.types, scales: file.graphs.scales, maxWidth: file.graphs.max_width },
     services: { colocationIds: file.services.colocation_ids, transitIds: file.services.transit_ids },
+    remediation,
   };
+}
+
+const BCRYPT_HASH = /^\$2[aby]?\$\d{2}\$[./A-Za-z0-9]{53}$/;
+
+function buildRemediation(raw: FileShape['remediation'], problems: string[], readFile: (path: string) => string): Config['remediation'] {
+  const bearerTokens: string[] = [];
+  raw.auth.bearer_token_files.forEach((path, i) => {
+    try {
+      const token = readFile(path).trim();
+      if (token.length < 16) problems.push(`remediation.auth.bearer_token_files.${i}: the token in ${path} is shorter than 16 characters`);
+      else bearerTokens.push(token);
+    } catch (error) {
+      problems.push(`remediation.auth.bearer_token_files.${i}: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+  });
+  for (const [user, hash] of Object.entries(raw.auth.basic_auth_users)) {
+    if (!BCRYPT_HASH.test(hash)) problems.push(`remediation.auth.basic_auth_users.${user}: must be a bcrypt hash ($2b$…), never a plain password`);
+  }
+  const rules = raw.rules.map((rule, i): RemediationRule => {
+    const at = `remediation.rules.${i}`;
+    const holdMs = rule.hold === '0' || rule.hold === '0s' ? 0 : parseDuration(rule.hold);
+    if (holdMs === undefined) problems.push(`${at}.hold: must be a duration such as "5m" (got ${JSON.stringify(rule.hold)})`);
+    let cooldownMs = DEFAULT_COOLDOWN_MS[rule.action];
+    if (rule.cooldown !== undefined) {
+      const parsed = parseDuration(rule.cooldown);
+      if (parsed === undefined) problems.push(`${at}.cooldown: must be a duration such as "30m" (got ${JSON.stringify(rule.cooldown)})`);
+      // The API itself refuses a second firewall-state change within 2 minutes (contract §8).
+      else cooldownMs = rule.action === 'firewall_state' ? Math.max(parsed, DEFAULT_COOLDOWN_MS.firewall_state) : parsed;
+    }
+    if (rule.action === 'firewall_sensitivity' && !rule.sensitivity) problems.push(`${at}.sensitivity: required for action firewall_sensitivity`);
+    return {
+      alertname: rule.alertname,
+      matchers: rule.matchers,
+      action: rule.action,
+      serverIdLabel: rule.server_id_label,
+      ipLabel: rule.ip_label,
+      firingState: String(rule.firing_state) as '0' | '1',
+      resolvedState: String(rule.resolved_state) as '0' | '1',
+      ...(rule.sensitivity ? { sensitivity: rule.sensitivity } : {}),
+      holdMs: holdMs ?? 0,
+      cooldownMs,
+      requireOwnedIp: rule.require_owned_ip,
+    };
+  });
+  return { dryRun: raw.dry_run, budgetPerHour: raw.budget_per_hour, bearerTokens, basicAuthUsers: raw.auth.basic_auth_users, rules };
 }
 
 /** Parses YAML text; a syntax error becomes a ConfigError naming the line. */
@@ -156,4 +204,22 @@ interface FileShape {
   schedules: Config['schedules'];
   graphs: { types: Config['graphs']['types']; scales: Config['graphs']['scales']; max_width: number };
   services: { colocation_ids: string[]; transit_ids: string[] };
+  remediation: {
+    dry_run: boolean;
+    budget_per_hour: number;
+    auth: { bearer_token_files: string[]; basic_auth_users: Record<string, string> };
+    rules: Array<{
+      alertname: string;
+      matchers: Record<string, string>;
+      action: ActionName;
+      server_id_label: string;
+      ip_label: string;
+      firing_state: string | number;
+      resolved_state: string | number;
+      sensitivity?: 'low' | 'medium' | 'normal' | 'high';
+      hold: string;
+      cooldown?: string;
+      require_owned_ip: boolean;
+    }>;
+  };
 }

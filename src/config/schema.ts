@@ -17,6 +17,10 @@ export const DEFAULT_SCHEDULES = {
 export type JobName = keyof typeof DEFAULT_SCHEDULES;
 export const JOB_NAMES = Object.keys(DEFAULT_SCHEDULES) as JobName[];
 
+/** Remediation actions a rule or an operator can ask for. */
+export const ACTIONS = ['powercycle', 'poweron', 'poweroff', 'firewall_state', 'firewall_sensitivity'] as const;
+export type ActionName = (typeof ACTIONS)[number];
+
 /** JSON Schema of the YAML file. Unknown keys are errors; defaults are filled in by Ajv. */
 export const configFileSchema = {
   type: 'object',
@@ -73,8 +77,77 @@ export const configFileSchema = {
         transit_ids: { type: 'array', items: { type: 'string', minLength: 1 }, uniqueItems: true, default: [] },
       },
     },
+    remediation: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        dry_run: { type: 'boolean', default: true },
+        budget_per_hour: { type: 'integer', minimum: 0, maximum: 10000, default: 10 },
+        auth: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          properties: {
+            bearer_token_files: { type: 'array', items: { type: 'string', minLength: 1 }, default: [] },
+            basic_auth_users: { type: 'object', additionalProperties: { type: 'string' }, default: {} },
+          },
+        },
+        rules: {
+          type: 'array',
+          default: [],
+          items: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['alertname', 'action'],
+            properties: {
+              alertname: { type: 'string', minLength: 1 },
+              matchers: { type: 'object', additionalProperties: { type: 'string' }, default: {} },
+              action: { enum: [...ACTIONS] },
+              server_id_label: { type: 'string', minLength: 1, default: 'server_id' },
+              ip_label: { type: 'string', minLength: 1, default: 'ip' },
+              firing_state: { enum: ['0', '1', 0, 1], default: '1' },
+              resolved_state: { enum: ['0', '1', 0, 1], default: '0' },
+              sensitivity: { enum: ['low', 'medium', 'normal', 'high'] },
+              hold: { type: 'string', default: '0s' },
+              cooldown: { type: 'string' },
+              require_owned_ip: { type: 'boolean', default: true },
+            },
+          },
+        },
+      },
+    },
   },
 } as const;
+
+/** Default cooldown per action, in ms: power 30 minutes; firewall state the API's 2 minutes (contract §8). */
+export const DEFAULT_COOLDOWN_MS: Record<ActionName, number> = {
+  powercycle: 30 * 60_000,
+  poweron: 30 * 60_000,
+  poweroff: 30 * 60_000,
+  firewall_state: 2 * 60_000,
+  firewall_sensitivity: 2 * 60_000,
+};
+
+/** One remediation rule, normalized. */
+export interface RemediationRule {
+  alertname: string;
+  /** extra label equality matchers */
+  matchers: Record<string, string>;
+  action: ActionName;
+  serverIdLabel: string;
+  ipLabel: string;
+  firingState: '0' | '1';
+  resolvedState: '0' | '1';
+  /** sensitivity set on firing, for `firewall_sensitivity` rules */
+  sensitivity?: 'low' | 'medium' | 'normal' | 'high';
+  /** delay before the resolved state is applied, ms */
+  holdMs: number;
+  /** minimum time between two executions on one target, ms */
+  cooldownMs: number;
+  /** the IP must belong to the server (its record or its firewall history) */
+  requireOwnedIp: boolean;
+}
 
 /** The validated, normalized configuration handed to `main.ts`'s dependencies. */
 export interface Config {
@@ -99,4 +172,15 @@ export interface Config {
   schedules: Record<JobName, string>;
   graphs: { types: GraphType[]; scales: GraphScale[]; maxWidth: number };
   services: { colocationIds: string[]; transitIds: string[] };
+  remediation: {
+    /** decide and journal, never call the API (default true) */
+    dryRun: boolean;
+    /** actions sent upstream per rolling hour, all kinds together */
+    budgetPerHour: number;
+    /** bearer tokens read from `bearer_token_files`; never logged */
+    bearerTokens: string[];
+    /** user → bcrypt hash */
+    basicAuthUsers: Record<string, string>;
+    rules: RemediationRule[];
+  };
 }

@@ -121,6 +121,35 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       help: `Locations in the latest reseller location list. ${CACHED}`,
       registers,
     }),
+    actionRequests: new Counter({
+      name: 'baremetal_action_requests_total',
+      help: `Remediation requests (alerts and operator calls) by action and decision: executed, dry_run, denied_unknown_target, denied_budget, cooldown, duplicate, deferred, failed. ${CACHED}`,
+      labelNames: ['action', 'decision'] as const,
+      registers,
+    }),
+    actionPending: new Gauge({
+      name: 'baremetal_action_pending',
+      help: `Remediation changes waiting to be applied (firewall state inside its hold or 2-minute window). ${CACHED}`,
+      labelNames: ['action'] as const,
+      registers,
+    }),
+    firewallDesiredState: new Gauge({
+      name: 'baremetal_firewall_desired_state',
+      help: `Firewall state the daemon wants for the IP: 1 Always On, 0 Redirect On Attack. ${CACHED}`,
+      labelNames: ['server_id', 'ip'] as const,
+      registers,
+    }),
+    actionBudgetRemaining: new Gauge({
+      name: 'baremetal_action_budget_remaining',
+      help: `Upstream remediation calls still allowed in the rolling hour (remediation.budget_per_hour minus calls made). ${CACHED}`,
+      registers,
+    }),
+    alertsReceived: new Counter({
+      name: 'baremetal_alerts_received_total',
+      help: `Alerts received by the Alertmanager webhook receiver, by status (firing, resolved) and whether a remediation rule matched (matched, unmatched). ${CACHED}`,
+      labelNames: ['status', 'rule'] as const,
+      registers,
+    }),
     renderedAt: new Gauge({
       name: 'baremetal_metrics_rendered_timestamp_seconds',
       help: 'Unix time in seconds at which this exposition was rendered; a scrape serves the last rendering.',

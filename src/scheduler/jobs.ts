@@ -9,6 +9,7 @@ import type { Config, JobName } from '../config/schema.js';
 import { checkImage } from '../graphs/image.js';
 import type { GraphStore } from '../graphs/store.js';
 import type { Metrics } from '../metrics/definitions.js';
+import type { TargetDirectory } from '../remediation/engine.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { getGraph, listOperatingSystems, listServers } from '../upstream/dedicated.js';
 import { getFirewallHistory } from '../upstream/firewall.js';
@@ -44,8 +45,8 @@ async function each<T>(items: readonly T[], width: number, fn: (item: T) => Prom
   return { items: items.length, failed };
 }
 
-/** Holds the latest inventory and builds the four poll jobs. */
-export class Poller {
+/** Holds the latest inventory and builds the four poll jobs; answers the remediation guards' questions. */
+export class Poller implements TargetDirectory {
   inventory: Inventory = new Map();
   /** true once a server list has been read */
   serversKnown = false;
@@ -76,6 +77,16 @@ export class Poller {
         }),
       ]),
     );
+  }
+
+  hasServer(serverId: string): boolean {
+    return this.inventory.has(serverId);
+  }
+
+  /** The IP is in the server's record or was seen in its firewall history. */
+  ownsIp(serverId: string, ip: string): boolean {
+    if (this.inventory.get(serverId)?.ips.includes(ip)) return true;
+    return this.firewallState.services.get(FirewallSeriesState.key({ serviceType: 'dedicated', serviceId: serverId }))?.counts.has(ip) ?? false;
   }
 
   /** Runs one job now (through its overlap guard). */

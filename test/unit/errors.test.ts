@@ -16,6 +16,11 @@ const instances = {
   UpstreamConnectionError: new errors.UpstreamConnectionError(ctx, 'x'),
   GraphDecodeError: new errors.GraphDecodeError('x'),
   NotFoundError: new errors.NotFoundError('x'),
+  JournalError: new errors.JournalError('x'),
+  NotReadyError: new errors.NotReadyError('x'),
+  BadRequestError: new errors.BadRequestError('x'),
+  AuthError: new errors.AuthError('x'),
+  ForbiddenError: new errors.ForbiddenError('x'),
 } satisfies Record<keyof typeof errors.errorClasses, Error>;
 
 describe('error catalogue', () => {

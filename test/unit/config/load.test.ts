@@ -27,6 +27,7 @@ describe('config', () => {
       schedules: DEFAULT_SCHEDULES,
       graphs: { types: ['port_bits'], scales: ['day'], maxWidth: 2000 },
       services: { colocationIds: [], transitIds: [] },
+      remediation: { dryRun: true, budgetPerHour: 10, bearerTokens: [], basicAuthUsers: {}, rules: [] },
     });
   });
 

@@ -1,0 +1,102 @@
+/**
+ * Operator endpoints, through the same guards as alerts: `POST /api/v1/actions/{powercycle,poweron,
+ * poweroff,firewall-state,firewall-sensitivity}`, `GET /api/v1/actions` (the journal, newest first) and
+ * `GET /api/v1/servers/:server_id/console.jnlp` (the KVM/IPMI console as a download, contract §4 rule 5).
+ * An optional `Idempotency-Key` header makes a retried operator call act once.
+ */
+import type { FastifyInstance } from 'fastify';
+import { DEFAULT_COOLDOWN_MS, type ActionName } from '../../config/schema.js';
+import type { Journal } from '../../journal/journal.js';
+import type { RemediationEngine } from '../../remediation/engine.js';
+import type { UpstreamClient } from '../../upstream/client.js';
+import { getConsole } from '../../upstream/dedicated.js';
+import { SENSITIVITIES } from '../../upstream/params.js';
+
+const serverId = { type: 'string', minLength: 1, maxLength: 128, pattern: '^\\S+$' } as const;
+const ip = { type: 'string', anyOf: [{ format: 'ipv4' }, { format: 'ipv6' }] } as const;
+
+const BODIES: Record<string, { action: ActionName; schema: object }> = {
+  powercycle: { action: 'powercycle', schema: { required: ['server_id'], properties: { server_id: serverId } } },
+  poweron: { action: 'poweron', schema: { required: ['server_id'], properties: { server_id: serverId } } },
+  poweroff: { action: 'poweroff', schema: { required: ['server_id'], properties: { server_id: serverId } } },
+  'firewall-state': {
+    action: 'firewall_state',
+    schema: { required: ['server_id', 'ip', 'state'], properties: { server_id: serverId, ip, state: { enum: ['0', '1', 0, 1] } } },
+  },
+  'firewall-sensitivity': {
+    action: 'firewall_sensitivity',
+    schema: { required: ['server_id', 'ip', 'sensitivity'], properties: { server_id: serverId, ip, sensitivity: { enum: [...SENSITIVITIES] } } },
+  },
+};
+
+interface ActionBody {
+  server_id: string;
+  ip?: string;
+  state?: string | number;
+  sensitivity?: string;
+}
+
+export function actionRoutes(app: FastifyInstance, deps: { engine: RemediationEngine; journal: Journal; client: UpstreamClient }): void {
+  for (const [path, { action, schema }] of Object.entries(BODIES)) {
+    app.post<{ Body: ActionBody; Headers: { 'idempotency-key'?: string } }>(
+      `/api/v1/actions/${path}`,
+      {
+        schema: {
+          body: { type: 'object', additionalProperties: false, ...schema },
+          headers: { type: 'object', properties: { 'idempotency-key': { type: 'string', minLength: 1, maxLength: 200 } } },
+        },
+      },
+      async (request) => {
+        const body = request.body;
+        const key = request.headers['idempotency-key'];
+        const value = body.state !== undefined ? String(body.state) : body.sensitivity;
+        const result = await deps.engine.request({
+          source: 'operator',
+          action,
+          serverId: body.server_id,
+          ...(body.ip !== undefined ? { ip: body.ip } : {}),
+          ...(value !== undefined ? { value } : {}),
+          cooldownMs: DEFAULT_COOLDOWN_MS[action],
+          requireOwnedIp: true,
+          ...(key ? { idempotencyKey: `operator:${action}:${key}` } : {}),
+        });
+        return { action, server_id: body.server_id, ip: body.ip ?? null, ...result };
+      },
+    );
+  }
+
+  app.get<{ Querystring: { server_id?: string; action?: ActionName; limit: number } }>(
+    '/api/v1/actions',
+    {
+      schema: {
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            server_id: serverId,
+            action: { enum: ['powercycle', 'poweron', 'poweroff', 'firewall_state', 'firewall_sensitivity'] },
+            limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
+          },
+        },
+      },
+    },
+    async (request) => {
+      const { server_id, action, limit } = request.query;
+      return { actions: deps.journal.list({ ...(server_id ? { serverId: server_id } : {}), ...(action ? { action } : {}), limit }) };
+    },
+  );
+
+  app.get<{ Params: { server_id: string } }>(
+    '/api/v1/servers/:server_id/console.jnlp',
+    { schema: { params: { type: 'object', properties: { server_id: serverId } } } },
+    async (request, reply) => {
+      const { server_id } = request.params;
+      const jnlp = await getConsole(deps.client, server_id);
+      return reply
+        .type('application/octet-stream')
+        .header('content-disposition', `attachment; filename="console-${server_id.replace(/[^A-Za-z0-9._-]/g, '_')}.jnlp"`)
+        .header('cache-control', 'no-store')
+        .send(jnlp);
+    },
+  );
+}

@@ -1,0 +1,69 @@
+/**
+ * `POST /api/v1/alertmanager`: the Alertmanager webhook receiver (payload `version: "4"`). Each alert of
+ * the group is matched against the rules separately. 200 for every accepted payload whatever the
+ * decisions (Alertmanager must not retry a denied action); 400 naming the field for a malformed one;
+ * 503 when the journal cannot be written or no server list is known yet (Alertmanager retries).
+ */
+import type { FastifyInstance } from 'fastify';
+import type { RemediationRule } from '../../config/schema.js';
+import type { RemediationEngine } from '../../remediation/engine.js';
+import { matches, requestsFor, type WebhookAlert } from '../../remediation/rules.js';
+import type { Metrics } from '../../metrics/definitions.js';
+
+const labelMap = { type: 'object', additionalProperties: { type: 'string' } } as const;
+
+/** JSON Schema of the webhook body (Alertmanager's documented webhook payload, version 4). */
+export const webhookSchema = {
+  type: 'object',
+  required: ['version', 'status', 'alerts'],
+  properties: {
+    version: { const: '4' },
+    groupKey: { type: 'string' },
+    truncatedAlerts: { type: 'integer' },
+    status: { enum: ['firing', 'resolved'] },
+    receiver: { type: 'string' },
+    groupLabels: labelMap,
+    commonLabels: labelMap,
+    commonAnnotations: labelMap,
+    externalURL: { type: 'string' },
+    alerts: {
+      type: 'array',
+      maxItems: 1000,
+      items: {
+        type: 'object',
+        required: ['status', 'labels', 'startsAt', 'fingerprint'],
+        properties: {
+          status: { enum: ['firing', 'resolved'] },
+          labels: { ...labelMap, required: ['alertname'] },
+          annotations: labelMap,
+          startsAt: { type: 'string', minLength: 1 },
+          endsAt: { type: 'string' },
+          generatorURL: { type: 'string' },
+          fingerprint: { type: 'string', minLength: 1 },
+        },
+      },
+    },
+  },
+} as const;
+
+export function alertmanagerRoutes(
+  app: FastifyInstance,
+  deps: { engine: RemediationEngine; rules: RemediationRule[]; metrics: Metrics },
+): void {
+  app.post<{ Body: { receiver?: string; alerts: WebhookAlert[] } }>('/api/v1/alertmanager', { schema: { body: webhookSchema } }, async (request) => {
+    const { alerts } = request.body;
+    // Validate every alert against the rules before acting on any, so a bad payload changes nothing.
+    const perAlert = alerts.map((alert, i) => ({ alert, requests: requestsFor(alert, i, deps.rules) }));
+    const results = [];
+    for (const { alert, requests } of perAlert) {
+      const matched = deps.rules.some((rule) => matches(rule, alert));
+      deps.metrics.alertsReceived.inc({ status: alert.status, rule: matched ? 'matched' : 'unmatched' });
+      for (const req of requests) {
+        const result = await deps.engine.request(req);
+        results.push({ fingerprint: alert.fingerprint, alertname: alert.labels.alertname, status: alert.status, action: req.action, server_id: req.serverId, ip: req.ip ?? null, ...result });
+      }
+    }
+    request.log.info({ receiver: request.body.receiver, alerts: alerts.length, results: results.map((r) => `${r.action}:${r.decision}`) }, 'webhook processed');
+    return { status: 'accepted', alerts: alerts.length, results };
+  });
+}
