@@ -1,0 +1,46 @@
+import { afterEach } from 'vitest';
+import type { Config, RemediationRule } from '../../src/config/schema.js';
+import { Journal } from '../../src/journal/journal.js';
+import { RemediationEngine, type TargetDirectory } from '../../src/remediation/engine.js';
+import { startSimulator, type Simulator } from '../../src/simulator/server.js';
+import { UpstreamClient } from '../../src/upstream/client.js';
+import { captureLogger } from './logger.js';
+import { freshMetrics } from './metrics.js';
+
+export const TOKEN = 'test-bearer-token-0123456789';
+
+/** A rule with the defaults the config loader fills in. */
+export function rule(overrides: Partial<RemediationRule> & Pick<RemediationRule, 'alertname' | 'action'>): RemediationRule {
+  return { matchers: {}, serverIdLabel: 'server_id', ipLabel: 'ip', firingState: '1', resolvedState: '0', holdMs: 0, cooldownMs: overrides.action === 'firewall_state' ? 120_000 : 1_800_000, requireOwnedIp: true, ...overrides };
+}
+
+/** The inventory as the simulator has it (what the poller would report after a servers poll). */
+export function simulatorTargets(sim: Simulator, known = true): TargetDirectory {
+  return {
+    serversKnown: known,
+    hasServer: (id) => sim.state.servers.has(id),
+    ownsIp: (id, ip) => sim.state.servers.get(id)?.ips.includes(ip) ?? false,
+  };
+}
+
+/**
+ * An engine on a fresh journal, talking to a simulator, with one clock for both. Everything is closed
+ * after the test.
+ */
+export async function engineHarness(remediation: Partial<Config['remediation']> = {}, journalPath = ':memory:') {
+  const clock = { now: Date.UTC(2026, 10, 21, 12) };
+  const sim = await startSimulator({ apiKey: 'k', servers: 3, attackRate: 0, now: () => clock.now });
+  const client = new UpstreamClient({ baseUrl: sim.url, apiKey: 'k', timeoutMs: 2000, concurrency: 4, retries: 0 });
+  const journal = Journal.open(journalPath);
+  const { registry, metrics } = freshMetrics();
+  const log = captureLogger();
+  const config: Config['remediation'] = { dryRun: false, budgetPerHour: 10, bearerTokens: [TOKEN], basicAuthUsers: {}, rules: [], ...remediation };
+  const engine = new RemediationEngine({ journal, client, metrics, logger: log.logger, targets: simulatorTargets(sim), config, now: () => clock.now });
+  afterEach(async () => {
+    await engine.stop();
+    journal.close();
+    await client.close();
+    await sim.close();
+  });
+  return { clock, sim, client, journal, registry, metrics, engine, config, log };
+}
