@@ -116,7 +116,9 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
   });
   const scheduler = new Scheduler(poller.jobs, config.schedules);
   const journal = Journal.open(join(config.stateDir, 'journal.db'));
-  const engine = new RemediationEngine({ journal, client, metrics, logger, targets: poller, config: config.remediation, now });
+  // A decision shows in /metrics within a second; a burst of alerts costs one rendering.
+  const onDecision = () => exposition.renderSoon(1000);
+  const engine = new RemediationEngine({ journal, client, metrics, logger, targets: poller, config: config.remediation, now, onDecision });
   if (!authEnabled(config.remediation)) logger.warn('remediation is disabled: no credentials configured (remediation.auth); the action endpoints answer 403');
   else logger.info({ dry_run: config.remediation.dryRun, rules: config.remediation.rules.length, budget_per_hour: config.remediation.budgetPerHour }, 'remediation enabled');
   const app = buildApp({

@@ -4,12 +4,15 @@
  * `simulate` (the simulator alone). Composition root: parses arguments, loads config, starts, and stops
  * cleanly on SIGTERM/SIGINT.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { buildConfig, loadConfig } from './config/load.js';
 import { startDaemon, VERSION } from './daemon.js';
 import { BaremetalError } from './errors.js';
 import { startSimulator, type SimulatorServerOptions } from './simulator/server.js';
+
+/** The demo's webhook token: public on purpose (README), and the demo never leaves dry run. */
+const DEMO_TOKEN = 'demo-remediation-token';
 
 const USAGE = `baremetal-exporter ${VERSION}
 
@@ -98,6 +101,8 @@ async function demo(args: string[]): Promise<void> {
   sim.state.startAttack(attacked, 6 * 3600);
   const stateDir = './data/demo';
   mkdirSync(stateDir, { recursive: true });
+  // A documented token so that a new user can post a sample alert (README, "Remediation"); dry run only.
+  writeFileSync(`${stateDir}/demo-token`, `${DEMO_TOKEN}\n`, { mode: 0o600 });
   const config = buildConfig({
     upstream: { base_url: sim.url, timeout: '5s', concurrency: 8 },
     web: { listen_address: `127.0.0.1:${values.port ?? '9877'}` },
@@ -105,6 +110,14 @@ async function demo(args: string[]): Promise<void> {
     schedules: { servers: '*/30 * * * * *', firewall: '*/15 * * * * *', graphs: '0 * * * * *', catalog: '0 */10 * * * *' },
     graphs: { types: ['port_bits', 'port_errors'], scales: ['day', 'week'] },
     services: { colocation_ids: ['colo-1', 'colo-2'], transit_ids: ['transit-1'] },
+    remediation: {
+      dry_run: true,
+      auth: { bearer_token_files: [`${stateDir}/demo-token`] },
+      rules: [
+        { alertname: 'BaremetalIpUnderAttack', matchers: { severity: 'critical' }, action: 'firewall_state', firing_state: 1, resolved_state: 0, hold: '5m' },
+        { alertname: 'BaremetalServerUnreachable', action: 'powercycle', cooldown: '30m' },
+      ],
+    },
   }, { BAREMETAL_API_KEY: 'demo-key' });
   const daemon = await startDaemon(config);
   await daemon.ready;
@@ -117,6 +130,7 @@ async function demo(args: string[]): Promise<void> {
       `  metrics:          ${daemon.url}/metrics`,
       `  a graph:          ${daemon.url}/graphs/dedicated/${first}/port_bits/day.png`,
       `  all graphs:       ${daemon.url}/graphs`,
+      `  remediation:      ${daemon.url}/api/v1/actions   (dry run; header "Authorization: Bearer ${DEMO_TOKEN}")`,
       'Ctrl-C stops.',
       '',
     ].join('\n'),

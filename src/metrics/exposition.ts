@@ -26,7 +26,7 @@ export class ExpositionCache {
   #current: Exposition | undefined;
   #dirty = true;
   #rendering: Promise<Exposition> | undefined;
-  #soon: NodeJS.Immediate | undefined;
+  #soon: NodeJS.Timeout | undefined;
   #timer: NodeJS.Timeout | undefined;
   readonly #options: ExpositionCacheOptions;
 
@@ -44,7 +44,7 @@ export class ExpositionCache {
   stop(): void {
     clearInterval(this.#timer);
     this.#timer = undefined;
-    if (this.#soon) clearImmediate(this.#soon);
+    clearTimeout(this.#soon);
     this.#soon = undefined;
   }
 
@@ -53,13 +53,13 @@ export class ExpositionCache {
     this.#dirty = true;
   }
 
-  /** Render on the next turn of the event loop, coalescing calls made in the same turn. */
-  renderSoon(): void {
+  /** Render within `delayMs` (default: the next turn of the event loop), coalescing the calls meanwhile. */
+  renderSoon(delayMs = 0): void {
     this.#dirty = true;
-    this.#soon ??= setImmediate(() => {
+    this.#soon ??= setTimeout(() => {
       this.#soon = undefined;
       void this.render();
-    });
+    }, delayMs).unref();
   }
 
   /** Renders now (one rendering at a time) and returns the new exposition. */

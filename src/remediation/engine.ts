@@ -56,6 +56,8 @@ export interface EngineDeps {
   config: Config['remediation'];
   /** ms since epoch */
   now?: () => number;
+  /** called after every decision (the daemon re-renders the exposition) */
+  onDecision?: () => void;
 }
 
 const HOUR = 3_600_000;
@@ -298,6 +300,7 @@ export class RemediationEngine {
   #count(action: string, result: ActionResult): ActionResult {
     this.#d.metrics.actionRequests.inc({ action, decision: result.decision });
     this.#refreshGauges();
+    this.#d.onDecision?.();
     return result;
   }
 

@@ -82,7 +82,9 @@ export function actionRoutes(app: FastifyInstance, deps: { engine: RemediationEn
     },
     async (request) => {
       const { server_id, action, limit } = request.query;
-      return { actions: deps.journal.list({ ...(server_id ? { serverId: server_id } : {}), ...(action ? { action } : {}), limit }) };
+      const entries = deps.journal.list({ ...(server_id ? { serverId: server_id } : {}), ...(action ? { action } : {}), limit });
+      const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+      return { actions: entries.map((e) => ({ ...e, createdAt: iso(e.createdAt), completedAt: iso(e.completedAt) })) };
     },
   );
 

@@ -1,0 +1,126 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildConfig } from '../../src/config/load.js';
+import { startDaemon, type Daemon } from '../../src/daemon.js';
+import { startSimulator, type Simulator } from '../../src/simulator/server.js';
+import { requireBinary } from '../helpers/binaries.js';
+import { captureLogger } from '../helpers/logger.js';
+import { eventually, freePort, startProcess } from '../helpers/processes.js';
+import { TOKEN } from '../helpers/remediation.js';
+import { tempDir } from '../helpers/tmp.js';
+
+const alertmanager = requireBinary('/usr/bin/prometheus-alertmanager', 'prometheus-alertmanager');
+
+describe.skipIf(alertmanager.skip)('two unclustered Alertmanagers drive the webhook receiver', () => {
+  let sim: Simulator;
+  let daemon: Daemon;
+  const managers: Array<ReturnType<typeof startProcess> & { url: string }> = [];
+  // The daemon and the simulator share a clock that the test can move past the API's 2-minute window.
+  let offset = 0;
+  const now = () => Date.now() + offset;
+  const attackedIp = '198.18.0.5';
+
+  const post = async (url: string, alerts: object[]) => {
+    const res = await request(`${url}/api/v2/alerts`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(alerts) });
+    const text = await res.body.text();
+    if (res.statusCode !== 200) throw new Error(`Alertmanager ${url} answered ${res.statusCode}: ${text}`);
+  };
+  const toBoth = (alerts: object[]) => Promise.all(managers.map((m) => post(m.url, alerts)));
+  const stateCalls = (state: string) => sim.callsTo('/api/v1/dedicated/firewall/state', { ip: attackedIp, state });
+  const journalFor = (alertname: string) => daemon.journal.list({ limit: 1000 }).filter((e) => e.alertname === alertname);
+  const settle = () => new Promise((r) => setTimeout(r, 2500));
+
+  beforeAll(async () => {
+    const dir = tempDir('bmx-am-', 'all');
+    writeFileSync(join(dir, 'token'), `${TOKEN}\n`);
+    sim = await startSimulator({ apiKey: 'am-key', servers: 3, attackRate: 0, now });
+    const config = buildConfig(
+      {
+        upstream: { base_url: sim.url },
+        web: { listen_address: '127.0.0.1:0' },
+        state_dir: join(dir, 'state'),
+        schedules: { servers: '*/10 * * * * *', firewall: '*/10 * * * * *', graphs: '0 0 * * * *', catalog: '0 0 * * * *' },
+        remediation: {
+          dry_run: false,
+          auth: { bearer_token_files: [join(dir, 'token')] },
+          rules: [
+            { alertname: 'BaremetalIpUnderAttack', matchers: { severity: 'critical' }, action: 'firewall_state', firing_state: 1, resolved_state: 0, hold: '5s' },
+            { alertname: 'BaremetalServerUnreachable', action: 'powercycle', cooldown: '30m' },
+          ],
+        },
+      },
+      { BAREMETAL_API_KEY: 'am-key' },
+    );
+    daemon = await startDaemon(config, { logger: captureLogger('warn').logger, now, remediationTickMs: 200 });
+    await daemon.ready;
+    for (const name of ['am1', 'am2']) {
+      const port = await freePort();
+      writeFileSync(
+        join(dir, `${name}.yml`),
+        `route:
+  receiver: baremetal
+  group_by: [alertname, server_id, ip]
+  group_wait: 1s
+  group_interval: 1s
+  repeat_interval: 2s
+receivers:
+  - name: baremetal
+    webhook_configs:
+      - url: ${daemon.url}/api/v1/alertmanager
+        send_resolved: true
+        http_config:
+          authorization:
+            credentials_file: ${join(dir, 'token')}
+`,
+      );
+      const process = startProcess(alertmanager.skip ? '' : alertmanager.path, [
+        `--config.file=${join(dir, `${name}.yml`)}`,
+        `--storage.path=${join(dir, name)}`,
+        `--web.listen-address=127.0.0.1:${port}`,
+        '--cluster.listen-address=',
+        '--log.level=warn',
+      ]);
+      const url = `http://127.0.0.1:${port}`;
+      managers.push({ ...process, url });
+      await eventually(`${name} to start (${process.output()})`, async () => ((await request(`${url}/-/ready`)).statusCode === 200 ? true : undefined));
+    }
+  });
+
+  afterAll(async () => {
+    await Promise.all(managers.map((m) => m.stop()));
+    await daemon?.stop();
+    await sim?.close();
+  });
+
+  it('switches the attacked IP to Always On once, and back once after the hold and the window', async () => {
+    const startsAt = new Date().toISOString();
+    const labels = { alertname: 'BaremetalIpUnderAttack', severity: 'critical', server_id: '100003', ip: attackedIp };
+    await toBoth([{ labels, annotations: { summary: 'attack' }, startsAt }]);
+    await eventually('the firing notifications of both Alertmanagers', async () => (journalFor('BaremetalIpUnderAttack').length >= 2 ? true : undefined));
+    await settle();
+    expect(stateCalls('1')).toHaveLength(1);
+    expect(journalFor('BaremetalIpUnderAttack').filter((e) => e.decision === 'executed')).toHaveLength(1);
+
+    await toBoth([{ labels, annotations: { summary: 'attack' }, startsAt, endsAt: new Date().toISOString() }]);
+    await eventually('the resolved notifications', async () => (journalFor('BaremetalIpUnderAttack').some((e) => e.decision === 'deferred' && e.value === '0') ? true : undefined));
+    await settle();
+    expect(stateCalls('0')).toHaveLength(0);
+    offset += 2 * 60_000 + 10_000;
+    await eventually('the resolved state to be applied', async () => (stateCalls('0').length > 0 ? true : undefined));
+    await settle();
+    expect(stateCalls('0')).toHaveLength(1);
+    expect(stateCalls('1')).toHaveLength(1);
+    expect(sim.state.firewallSetting(attackedIp).state).toBe('0');
+  });
+
+  it('power-cycles once for an alert both Alertmanagers deliver', async () => {
+    const startsAt = new Date().toISOString();
+    await toBoth([{ labels: { alertname: 'BaremetalServerUnreachable', server_id: '100002' }, annotations: {}, startsAt }]);
+    await eventually('both deliveries', async () => (journalFor('BaremetalServerUnreachable').length >= 2 ? true : undefined));
+    await settle();
+    expect(sim.callsTo('/api/v1/dedicated/powercycle', { server_id: '100002' })).toHaveLength(1);
+    expect(journalFor('BaremetalServerUnreachable').map((e) => e.decision).sort()).toEqual(expect.arrayContaining(['duplicate', 'executed']));
+  });
+});
