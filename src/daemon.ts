@@ -114,7 +114,7 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
     now,
     onFinished: () => exposition.renderSoon(),
   });
-  const scheduler = new Scheduler(poller.jobs, config.schedules);
+  const scheduler = new Scheduler(poller.jobs, config.schedules, (poll, seconds) => metrics.pollInterval.set({ poll }, seconds));
   const journal = Journal.open(join(config.stateDir, 'journal.db'));
   // A decision shows in /metrics within a second; a burst of alerts costs one rendering.
   const onDecision = () => exposition.renderSoon(1000);

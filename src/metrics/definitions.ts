@@ -38,26 +38,32 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
     }),
     pollLastSuccess: new Gauge({
       name: 'baremetal_poll_last_success_timestamp_seconds',
-      help: `Unix time in seconds at which the poll job last finished with outcome success or partial. ${CACHED}`,
-      labelNames: ['job'] as const,
+      help: `Unix time in seconds at which the poll job last finished with outcome success or partial. The label is poll, not job, which Prometheus reserves for the scrape job. ${CACHED}`,
+      labelNames: ['poll'] as const,
       registers,
     }),
     pollDuration: new Gauge({
       name: 'baremetal_poll_duration_seconds',
       help: `Duration in seconds of the last finished run of the poll job. ${CACHED}`,
-      labelNames: ['job'] as const,
+      labelNames: ['poll'] as const,
       registers,
     }),
     pollRuns: new Counter({
       name: 'baremetal_poll_runs_total',
       help: `Runs of each poll job by outcome: success, partial (some items failed), failure, skipped (previous run still going). ${CACHED}`,
-      labelNames: ['job', 'outcome'] as const,
+      labelNames: ['poll', 'outcome'] as const,
+      registers,
+    }),
+    pollInterval: new Gauge({
+      name: 'baremetal_poll_interval_seconds',
+      help: 'Seconds between two scheduled runs of the poll job (from its cron schedule); alerts call a poll stale after 3 of these.',
+      labelNames: ['poll'] as const,
       registers,
     }),
     pollItemsFailed: new Gauge({
       name: 'baremetal_poll_items_failed',
       help: `Items (servers, services, images) that failed in the last run of the poll job. ${CACHED}`,
-      labelNames: ['job'] as const,
+      labelNames: ['poll'] as const,
       registers,
     }),
     servers: new Gauge({

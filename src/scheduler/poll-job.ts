@@ -48,7 +48,7 @@ export class PollJob {
   run(): Promise<RunOutcome> {
     const { metrics, name, logger } = this.#options;
     if (this.#running) {
-      metrics.pollRuns.inc({ job: name, outcome: 'skipped' });
+      metrics.pollRuns.inc({ poll: name, outcome: 'skipped' });
       logger.warn({ job: name }, 'poll skipped: previous run still in progress');
       return Promise.resolve('skipped');
     }
@@ -72,10 +72,10 @@ export class PollJob {
       logger.error({ job: name, err: error }, 'poll failed');
     }
     const finished = now();
-    metrics.pollDuration.set({ job: name }, (finished - started) / 1000);
-    metrics.pollRuns.inc({ job: name, outcome });
-    metrics.pollItemsFailed.set({ job: name }, outcome === 'failure' && result.items === 0 ? 1 : result.failed);
-    if (outcome !== 'failure') metrics.pollLastSuccess.set({ job: name }, finished / 1000);
+    metrics.pollDuration.set({ poll: name }, (finished - started) / 1000);
+    metrics.pollRuns.inc({ poll: name, outcome });
+    metrics.pollItemsFailed.set({ poll: name }, outcome === 'failure' && result.items === 0 ? 1 : result.failed);
+    if (outcome !== 'failure') metrics.pollLastSuccess.set({ poll: name }, finished / 1000);
     logger.info({ job: name, outcome, items: result.items, failed: result.failed, ms: finished - started }, 'poll finished');
     onFinished?.(outcome);
     return outcome;

@@ -8,16 +8,23 @@ export class Scheduler {
   readonly #jobs: Map<JobName, PollJob>;
   readonly #schedules: Record<JobName, string>;
 
-  constructor(jobs: Map<JobName, PollJob>, schedules: Record<JobName, string>) {
+  readonly #onInterval: ((job: JobName, seconds: number) => void) | undefined;
+
+  /** `onInterval` learns each job's period (seconds between its next two runs) when it starts. */
+  constructor(jobs: Map<JobName, PollJob>, schedules: Record<JobName, string>, onInterval?: (job: JobName, seconds: number) => void) {
     this.#jobs = jobs;
     this.#schedules = schedules;
+    this.#onInterval = onInterval;
   }
 
   /** Starts one cron task per job. */
   start(): void {
     for (const [name, job] of this.#jobs) {
       // noOverlap stays off: PollJob skips and counts an overlapping tick itself.
-      this.#tasks.push(cron.schedule(this.#schedules[name], () => job.run(), { name: `baremetal-${name}` }));
+      const task = cron.schedule(this.#schedules[name], () => job.run(), { name: `baremetal-${name}` });
+      this.#tasks.push(task);
+      const [next, after] = task.getNextRuns(2);
+      if (next && after) this.#onInterval?.(name, (after.getTime() - next.getTime()) / 1000);
     }
   }
 

@@ -69,9 +69,9 @@ describe('daemon against the simulator', () => {
       'baremetal_api_up 1',
       'baremetal_api_requests_total{operation="list_servers",outcome="success"} 1',
       'baremetal_api_request_duration_seconds_count{operation="graphs"} 12',
-      'baremetal_poll_last_success_timestamp_seconds{job="firewall"} 1795262400',
-      'baremetal_poll_duration_seconds{job="graphs"}',
-      'baremetal_poll_runs_total{job="catalog",outcome="success"} 1',
+      'baremetal_poll_last_success_timestamp_seconds{poll="firewall"} 1795262400',
+      'baremetal_poll_duration_seconds{poll="graphs"}',
+      'baremetal_poll_runs_total{poll="catalog",outcome="success"} 1',
       'baremetal_servers 6',
       'baremetal_server_info{server_id="100001",hostname="srv100001.example.net",ip="198.18.0.1"',
       'baremetal_firewall_attack_events{service_type="transit",service_id="transit-1"',
@@ -110,7 +110,7 @@ describe('daemon against the simulator', () => {
     expect(await daemon.poller.run('firewall')).toBe('partial');
     const up = Object.fromEntries((await daemon.registry.getSingleMetric('baremetal_firewall_history_up')!.get()).values.map((v) => [v.labels.service_id, v.value]));
     expect(up).toEqual({ '100001': 1, '100002': 1, '100003': 1, '100004': 0, '100005': 1, '100006': 1, 'colo-1': 1, 'colo-2': 1, 'transit-1': 1 });
-    expect(await valueOf(daemon.registry, 'baremetal_poll_items_failed', { job: 'firewall' })).toBe(1);
+    expect(await valueOf(daemon.registry, 'baremetal_poll_items_failed', { poll: 'firewall' })).toBe(1);
     expect(await valueOf(daemon.registry, 'baremetal_api_requests_total', { operation: 'firewall_history_dedicated', outcome: 'invalid_reply' })).toBe(1);
   });
 

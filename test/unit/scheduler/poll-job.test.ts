@@ -36,10 +36,10 @@ describe('poll job', () => {
     gate.resolve();
     expect(await first).toBe('success');
     expect(maxConcurrent).toBe(1);
-    expect(await valueOf(registry, 'baremetal_poll_runs_total', { job: 'firewall', outcome: 'skipped' })).toBe(2);
-    expect(await valueOf(registry, 'baremetal_poll_runs_total', { job: 'firewall', outcome: 'success' })).toBe(1);
-    expect(await valueOf(registry, 'baremetal_poll_duration_seconds', { job: 'firewall' })).toBe(2.5);
-    expect(await valueOf(registry, 'baremetal_poll_last_success_timestamp_seconds', { job: 'firewall' })).toBe(1002.5);
+    expect(await valueOf(registry, 'baremetal_poll_runs_total', { poll: 'firewall', outcome: 'skipped' })).toBe(2);
+    expect(await valueOf(registry, 'baremetal_poll_runs_total', { poll: 'firewall', outcome: 'success' })).toBe(1);
+    expect(await valueOf(registry, 'baremetal_poll_duration_seconds', { poll: 'firewall' })).toBe(2.5);
+    expect(await valueOf(registry, 'baremetal_poll_last_success_timestamp_seconds', { poll: 'firewall' })).toBe(1002.5);
     expect(await job.run()).toBe('success');
   });
 
@@ -51,8 +51,8 @@ describe('poll job', () => {
     const { registry, metrics } = freshMetrics();
     const job = new PollJob({ name: 'graphs', metrics, logger: captureLogger().logger, now: () => 5000, work: async () => result });
     expect(await job.run()).toBe(outcome);
-    expect(await valueOf(registry, 'baremetal_poll_items_failed', { job: 'graphs' })).toBe(result.failed);
-    expect(await valueOf(registry, 'baremetal_poll_last_success_timestamp_seconds', { job: 'graphs' })).toBe(stamped ? 5 : undefined);
+    expect(await valueOf(registry, 'baremetal_poll_items_failed', { poll: 'graphs' })).toBe(result.failed);
+    expect(await valueOf(registry, 'baremetal_poll_last_success_timestamp_seconds', { poll: 'graphs' })).toBe(stamped ? 5 : undefined);
   });
 
   it('counts a thrown error as a failure and logs it', async () => {
@@ -60,7 +60,7 @@ describe('poll job', () => {
     const { logger, lines } = captureLogger();
     const job = new PollJob({ name: 'servers', metrics, logger, work: async () => Promise.reject(new Error('list_servers failed')) });
     expect(await job.run()).toBe('failure');
-    expect(await valueOf(registry, 'baremetal_poll_runs_total', { job: 'servers', outcome: 'failure' })).toBe(1);
+    expect(await valueOf(registry, 'baremetal_poll_runs_total', { poll: 'servers', outcome: 'failure' })).toBe(1);
     expect(lines.some((line) => line.includes('list_servers failed'))).toBe(true);
   });
 });
