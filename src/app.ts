@@ -1,24 +1,27 @@
 /**
  * buildApp(deps) → a fastify instance with every route of the daemon. It never listens itself, so tests
  * drive it with `app.inject()`. Every error reply is JSON: `{statusCode, code, error, message}`.
+ *
+ * Three scopes: health probes (always open), the read-only routes — status page, /metrics, /graphs —
+ * (open unless `web.auth` is set), and the remediation routes (always behind `remediation.auth`).
  */
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import type { Config } from './config/schema.js';
 import { BaremetalError } from './errors.js';
 import type { GraphStore } from './graphs/store.js';
-import { graphRoutes } from './http/routes/graphs.js';
-import { healthRoutes } from './http/routes/health.js';
-import { indexRoutes } from './http/routes/index-page.js';
-import { metricsRoutes } from './http/routes/metrics.js';
-import { createAuthCheck } from './http/auth.js';
+import { createAuthCheck, type AuthConfig } from './http/auth.js';
 import { actionRoutes } from './http/routes/actions.js';
 import { alertmanagerRoutes } from './http/routes/alertmanager.js';
-import type { Config } from './config/schema.js';
+import { graphRoutes } from './http/routes/graphs.js';
+import { healthRoutes, type Readiness } from './http/routes/health.js';
+import { metricsRoutes } from './http/routes/metrics.js';
+import { statusPageRoutes, type StatusView } from './http/routes/status-page.js';
 import type { Journal } from './journal/journal.js';
 import type { Metrics } from './metrics/definitions.js';
+import type { ExpositionCache } from './metrics/exposition.js';
 import type { RemediationEngine } from './remediation/engine.js';
 import type { UpstreamClient } from './upstream/client.js';
-import type { ExpositionCache } from './metrics/exposition.js';
 
 export interface AppDeps {
   logger: Logger;
@@ -26,6 +29,12 @@ export interface AppDeps {
   graphStore: GraphStore;
   /** largest `?width=` of a graph, in pixels */
   graphMaxWidth: number;
+  /** credentials for the read-only routes; none = open */
+  webAuth?: AuthConfig;
+  /** reasons the daemon is not ready (empty = ready); default: always ready */
+  readiness?: Readiness;
+  /** the status page's data; without it `/` is not served */
+  statusView?: () => Promise<StatusView>;
   /** the action endpoints; absent in tests of the read-only routes */
   remediation?: {
     engine: RemediationEngine;
@@ -34,9 +43,11 @@ export interface AppDeps {
     metrics: Metrics;
     config: Config['remediation'];
   };
+  /** serve HTTPS with these PEM contents */
+  https?: { key: string | Buffer; cert: string | Buffer };
 }
 
-/** Request bodies this daemon accepts are small JSON documents (webhooks): 1 MiB at most. */
+/** Request bodies this daemon accepts are small JSON documents (webhooks): 1 MiB at most, on every route. */
 export const BODY_LIMIT = 1024 * 1024;
 
 const STATUS_TEXT: Record<number, string> = {
@@ -57,7 +68,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     logController: new LogController({ disableRequestLogging: true }),
     // Unknown body fields and query parameters are errors, not silently dropped.
     ajv: { customOptions: { removeAdditional: false } },
-  });
+    ...(deps.https ? { https: deps.https } : {}),
+  }) as unknown as FastifyInstance;
   app.setErrorHandler((error, request, reply) => {
     const status = error instanceof BaremetalError ? error.statusCode : (error as { statusCode?: number }).statusCode ?? 500;
     if (status >= 500) request.log.error({ err: error }, 'request failed');
@@ -72,15 +84,20 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send({ statusCode: 404, code: 'BM_ERR_NOT_FOUND', error: 'Not Found', message: `no route ${request.method} ${request.url.split('?')[0]}` }),
   );
-  indexRoutes(app);
-  healthRoutes(app);
-  metricsRoutes(app, deps);
-  graphRoutes(app, { graphStore: deps.graphStore, maxWidth: deps.graphMaxWidth });
+
+  healthRoutes(app, { readiness: deps.readiness ?? (() => []) });
+
+  void app.register(async (scope) => {
+    if (deps.webAuth) scope.addHook('onRequest', createAuthCheck(deps.webAuth, 'allow'));
+    if (deps.statusView) statusPageRoutes(scope, { statusView: deps.statusView });
+    metricsRoutes(scope, deps);
+    graphRoutes(scope, { graphStore: deps.graphStore, maxWidth: deps.graphMaxWidth });
+  });
+
   const remediation = deps.remediation;
   if (remediation) {
-    // Encapsulated: the credentials check guards these routes only; /metrics and /graphs stay open.
     void app.register(async (scope) => {
-      scope.addHook('onRequest', createAuthCheck(remediation.config));
+      scope.addHook('onRequest', createAuthCheck(remediation.config, 'forbid'));
       alertmanagerRoutes(scope, { engine: remediation.engine, rules: remediation.config.rules, metrics: remediation.metrics });
       actionRoutes(scope, remediation);
     });

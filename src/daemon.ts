@@ -4,6 +4,7 @@
  * integration tests call it too, with an injected logger and clock.
  */
 import { readFileSync } from 'node:fs';
+import type { Server as HttpsServer } from 'node:https';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
@@ -13,6 +14,8 @@ import { buildApp } from './app.js';
 import type { Config, JobName } from './config/schema.js';
 import { GraphStore } from './graphs/store.js';
 import { authEnabled } from './http/auth.js';
+import { statusViewOf } from './http/status-view.js';
+import { readTls, watchTls } from './http/tls.js';
 import { Journal } from './journal/journal.js';
 import { RemediationEngine } from './remediation/engine.js';
 import { createApiObserver } from './metrics/api-observer.js';
@@ -80,6 +83,8 @@ export interface Daemon {
   graphStore: GraphStore;
   /** resolves when the initial polls have finished */
   ready: Promise<void>;
+  /** re-reads the TLS files (SIGHUP); false without TLS or when reading failed */
+  reloadTls(): boolean;
   /** stops the schedule, waits for runs in progress, closes HTTP and the upstream pool */
   stop(): Promise<void>;
 }
@@ -105,6 +110,8 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
   const loaded = await graphStore.load();
   if (loaded > 0) logger.info({ images: loaded }, 'graph images loaded from the state directory');
   metrics.graphImages.set(graphStore.size);
+  /** jobs that have finished at least once (readiness) */
+  const finishedOnce = new Set<JobName>();
   const poller = new Poller({
     client,
     metrics,
@@ -112,7 +119,10 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
     graphStore,
     config,
     now,
-    onFinished: () => exposition.renderSoon(),
+    onFinished: (job) => {
+      finishedOnce.add(job);
+      exposition.renderSoon();
+    },
   });
   const scheduler = new Scheduler(poller.jobs, config.schedules, (poll, seconds) => metrics.pollInterval.set({ poll }, seconds));
   const journal = Journal.open(join(config.stateDir, 'journal.db'));
@@ -121,13 +131,24 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
   const engine = new RemediationEngine({ journal, client, metrics, logger, targets: poller, config: config.remediation, now, onDecision });
   if (!authEnabled(config.remediation)) logger.warn('remediation is disabled: no credentials configured (remediation.auth); the action endpoints answer 403');
   else logger.info({ dry_run: config.remediation.dryRun, rules: config.remediation.rules.length, budget_per_hour: config.remediation.budgetPerHour }, 'remediation enabled');
+  if (config.upstream.apiKeySource === 'yaml') logger.warn('the API key sits in the config file itself: prefer upstream.api_key_file or BAREMETAL_API_KEY');
+  const readiness = () => {
+    const reasons = (['servers', 'firewall'] as JobName[]).filter((job) => !finishedOnce.has(job)).map((job) => `the first ${job} poll has not finished`);
+    if (!journal.healthy()) reasons.push('the journal is unavailable');
+    return reasons;
+  };
   const app = buildApp({
     logger,
     exposition,
     graphStore,
     graphMaxWidth: config.graphs.maxWidth,
+    webAuth: config.web.auth,
+    readiness,
+    statusView: statusViewOf({ version: VERSION, poller, graphStore, journal, metrics, now }),
     remediation: { engine, journal, client, metrics, config: config.remediation },
+    ...(config.web.tls ? { https: readTls(config.web.tls) } : {}),
   });
+  const tls = config.web.tls ? watchTls(app.server as HttpsServer, config.web.tls, logger) : undefined;
 
   await exposition.render();
   exposition.start();
@@ -160,7 +181,9 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
     client,
     graphStore,
     ready,
+    reloadTls: () => tls?.reload() ?? false,
     stop: async () => {
+      tls?.stop();
       await scheduler.stop();
       await engine.stop();
       await ready.catch(() => undefined);

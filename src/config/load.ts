@@ -74,7 +74,9 @@ export function buildConfig(
   }
 
   let apiKey = env.BAREMETAL_API_KEY || '';
+  let apiKeySource: Config['upstream']['apiKeySource'] = 'env';
   if (!apiKey && file.upstream.api_key_file) {
+    apiKeySource = 'file';
     try {
       apiKey = readFile(file.upstream.api_key_file).trim();
       if (!apiKey) problems.push(`upstream.api_key_file: file ${file.upstream.api_key_file} is empty`);
@@ -82,7 +84,10 @@ export function buildConfig(
       problems.push(`upstream.api_key_file: cannot read ${file.upstream.api_key_file} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
     }
   }
-  if (!apiKey) apiKey = file.upstream.api_key ?? '';
+  if (!apiKey && file.upstream.api_key) {
+    apiKey = file.upstream.api_key;
+    apiKeySource = 'yaml';
+  }
   if (!apiKey && !problems.some((p) => p.startsWith('upstream.api_key_file'))) {
     problems.push('upstream.api_key: required (set BAREMETAL_API_KEY or upstream.api_key_file)');
   }
@@ -99,6 +104,16 @@ export function buildConfig(
   }
 
   const remediation = buildRemediation(file.remediation, problems, readFile);
+  const webAuth = readCredentials('web.auth', file.web.auth, problems, readFile);
+  if (file.web.tls) {
+    for (const key of ['cert_file', 'key_file'] as const) {
+      try {
+        readFile(file.web.tls[key]);
+      } catch (error) {
+        problems.push(`web.tls.${key}: cannot read ${file.web.tls[key]} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+      }
+    }
+  }
 
   if (problems.length > 0) throw new ConfigError(problems);
   return {
@@ -109,8 +124,13 @@ export function buildConfig(
       timeoutMs: timeoutMs!,
       concurrency: file.upstream.concurrency,
       retries: file.upstream.retries,
+      apiKeySource,
     },
-    web: listen!,
+    web: {
+      ...listen!,
+      ...(file.web.tls ? { tls: { certFile: file.web.tls.cert_file, keyFile: file.web.tls.key_file } } : {}),
+      auth: webAuth,
+    },
     stateDir: file.state_dir,
     logLevel: file.log_level,
     schedules: file.schedules,
@@ -122,20 +142,31 @@ export function buildConfig(
 
 const BCRYPT_HASH = /^\$2[aby]?\$\d{2}\$[./A-Za-z0-9]{53}$/;
 
-function buildRemediation(raw: FileShape['remediation'], problems: string[], readFile: (path: string) => string): Config['remediation'] {
+/** Reads bearer-token files and checks bcrypt hashes of a credentials block at `at` (remediation.auth, web.auth). */
+function readCredentials(
+  at: string,
+  raw: { bearer_token_files: string[]; basic_auth_users: Record<string, string> },
+  problems: string[],
+  readFile: (path: string) => string,
+): { bearerTokens: string[]; basicAuthUsers: Record<string, string> } {
   const bearerTokens: string[] = [];
-  raw.auth.bearer_token_files.forEach((path, i) => {
+  raw.bearer_token_files.forEach((path, i) => {
     try {
       const token = readFile(path).trim();
-      if (token.length < 16) problems.push(`remediation.auth.bearer_token_files.${i}: the token in ${path} is shorter than 16 characters`);
+      if (token.length < 16) problems.push(`${at}.bearer_token_files.${i}: the token in ${path} is shorter than 16 characters`);
       else bearerTokens.push(token);
     } catch (error) {
-      problems.push(`remediation.auth.bearer_token_files.${i}: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+      problems.push(`${at}.bearer_token_files.${i}: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
     }
   });
-  for (const [user, hash] of Object.entries(raw.auth.basic_auth_users)) {
-    if (!BCRYPT_HASH.test(hash)) problems.push(`remediation.auth.basic_auth_users.${user}: must be a bcrypt hash ($2b$…), never a plain password`);
+  for (const [user, hash] of Object.entries(raw.basic_auth_users)) {
+    if (!BCRYPT_HASH.test(hash)) problems.push(`${at}.basic_auth_users.${user}: must be a bcrypt hash ($2b$…), never a plain password`);
   }
+  return { bearerTokens, basicAuthUsers: raw.basic_auth_users };
+}
+
+function buildRemediation(raw: FileShape['remediation'], problems: string[], readFile: (path: string) => string): Config['remediation'] {
+  const { bearerTokens, basicAuthUsers } = readCredentials('remediation.auth', raw.auth, problems, readFile);
   const rules = raw.rules.map((rule, i): RemediationRule => {
     const at = `remediation.rules.${i}`;
     const holdMs = rule.hold === '0' || rule.hold === '0s' ? 0 : parseDuration(rule.hold);
@@ -162,7 +193,7 @@ function buildRemediation(raw: FileShape['remediation'], problems: string[], rea
       requireOwnedIp: rule.require_owned_ip,
     };
   });
-  return { dryRun: raw.dry_run, budgetPerHour: raw.budget_per_hour, bearerTokens, basicAuthUsers: raw.auth.basic_auth_users, rules };
+  return { dryRun: raw.dry_run, budgetPerHour: raw.budget_per_hour, bearerTokens, basicAuthUsers, rules };
 }
 
 /** Parses YAML text; a syntax error becomes a ConfigError naming the line. */
@@ -198,7 +229,11 @@ interface FileShape {
     concurrency: number;
     retries: number;
   };
-  web: { listen_address: string };
+  web: {
+    listen_address: string;
+    tls?: { cert_file: string; key_file: string };
+    auth: { bearer_token_files: string[]; basic_auth_users: Record<string, string> };
+  };
   state_dir: string;
   log_level: string;
   schedules: Config['schedules'];

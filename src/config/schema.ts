@@ -46,6 +46,21 @@ export const configFileSchema = {
       default: {},
       properties: {
         listen_address: { type: 'string', default: '0.0.0.0:9877' },
+        tls: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['cert_file', 'key_file'],
+          properties: { cert_file: { type: 'string', minLength: 1 }, key_file: { type: 'string', minLength: 1 } },
+        },
+        auth: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          properties: {
+            bearer_token_files: { type: 'array', items: { type: 'string', minLength: 1 }, default: [] },
+            basic_auth_users: { type: 'object', additionalProperties: { type: 'string' }, default: {} },
+          },
+        },
       },
     },
     state_dir: { type: 'string', minLength: 1, default: './data' },
@@ -164,8 +179,17 @@ export interface Config {
     concurrency: number;
     /** retries of a failed read (writes are never retried) */
     retries: number;
+    /** where the key came from: `env`, `file` (api_key_file) or `yaml` (discouraged) */
+    apiKeySource: 'env' | 'file' | 'yaml';
   };
-  web: { host: string; port: number };
+  web: {
+    host: string;
+    port: number;
+    /** serve HTTPS with these PEM files (reloaded on change and on SIGHUP) */
+    tls?: { certFile: string; keyFile: string };
+    /** credentials for /metrics, /graphs and the status page; none configured = open */
+    auth: { bearerTokens: string[]; basicAuthUsers: Record<string, string> };
+  };
   /** directory for graph images (and later the journal) */
   stateDir: string;
   logLevel: string;

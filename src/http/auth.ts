@@ -23,12 +23,23 @@ const REMEMBER_MS = 5 * 60_000;
 /** True when any credentials are configured; without them the action endpoints answer 403. */
 export const authEnabled = (auth: AuthConfig) => auth.bearerTokens.length > 0 || Object.keys(auth.basicAuthUsers).length > 0;
 
-/** Builds the fastify preHandler that checks credentials. Throws AuthError (401) or ForbiddenError (403). */
-export function createAuthCheck(auth: AuthConfig, now: () => number = Date.now): (request: FastifyRequest) => Promise<void> {
+/**
+ * Builds the fastify hook that checks credentials. Throws AuthError (401), or ForbiddenError (403) when no
+ * credentials are configured and `unconfigured` is `forbid` (remediation); with `allow` (web.auth) the
+ * routes are then open.
+ */
+export function createAuthCheck(
+  auth: AuthConfig,
+  unconfigured: 'forbid' | 'allow',
+  now: () => number = Date.now,
+): (request: FastifyRequest) => Promise<void> {
   const tokens = auth.bearerTokens.map(digest);
   const remembered = new Map<string, number>();
   return async (request) => {
-    if (!authEnabled(auth)) throw new ForbiddenError('remediation is disabled: no credentials configured (remediation.auth)');
+    if (!authEnabled(auth)) {
+      if (unconfigured === 'allow') return;
+      throw new ForbiddenError('remediation is disabled: no credentials configured (remediation.auth)');
+    }
     const header = request.headers.authorization ?? '';
     const [scheme = '', credentials = ''] = header.split(/\s+/, 2);
     if (/^bearer$/i.test(scheme) && credentials) {

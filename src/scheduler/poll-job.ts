@@ -24,8 +24,20 @@ export interface PollJobOptions {
   onFinished?: (outcome: RunOutcome) => void;
 }
 
+/** The last finished run of a job (for the status page and readiness). */
+export interface LastRun {
+  outcome: Exclude<RunOutcome, 'skipped'>;
+  /** ms since epoch */
+  finishedAt: number;
+  durationMs: number;
+}
+
 export class PollJob {
   readonly name: string;
+  /** the last finished run, if any */
+  last: LastRun | undefined;
+  /** ms since epoch of the last run with outcome success or partial */
+  lastSuccessAt: number | undefined;
   #running: Promise<RunOutcome> | undefined;
   readonly #options: PollJobOptions;
 
@@ -76,6 +88,8 @@ export class PollJob {
     metrics.pollRuns.inc({ poll: name, outcome });
     metrics.pollItemsFailed.set({ poll: name }, outcome === 'failure' && result.items === 0 ? 1 : result.failed);
     if (outcome !== 'failure') metrics.pollLastSuccess.set({ poll: name }, finished / 1000);
+    this.last = { outcome, finishedAt: finished, durationMs: finished - started };
+    if (outcome !== 'failure') this.lastSuccessAt = finished;
     logger.info({ job: name, outcome, items: result.items, failed: result.failed, ms: finished - started }, 'poll finished');
     onFinished?.(outcome);
     return outcome;

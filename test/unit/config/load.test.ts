@@ -20,8 +20,8 @@ describe('config', () => {
   it('fills in every default', () => {
     const config = parseConfigText(minimal, env);
     expect(config).toEqual({
-      upstream: { baseUrl: 'https://api.provider.test', apiKey: 'env-key', timeoutMs: 10_000, concurrency: 16, retries: 2 },
-      web: { host: '0.0.0.0', port: 9877 },
+      upstream: { baseUrl: 'https://api.provider.test', apiKey: 'env-key', timeoutMs: 10_000, concurrency: 16, retries: 2, apiKeySource: 'env' },
+      web: { host: '0.0.0.0', port: 9877, auth: { bearerTokens: [], basicAuthUsers: {} } },
       stateDir: './data',
       logLevel: 'info',
       schedules: DEFAULT_SCHEDULES,
@@ -49,8 +49,8 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
       {},
       (path) => (path === '/run/secrets/key' ? 'file-key\n' : ''),
     );
-    expect(config.upstream).toEqual({ baseUrl: 'https://api.provider.test', apiKey: 'file-key', caFile: '/etc/ssl/provider-ca.pem', timeoutMs: 2500, concurrency: 4, retries: 0 });
-    expect(config.web).toEqual({ host: '127.0.0.1', port: 9100 });
+    expect(config.upstream).toEqual({ baseUrl: 'https://api.provider.test', apiKey: 'file-key', caFile: '/etc/ssl/provider-ca.pem', timeoutMs: 2500, concurrency: 4, retries: 0, apiKeySource: 'file' });
+    expect(config.web).toEqual({ host: '127.0.0.1', port: 9100, auth: { bearerTokens: [], basicAuthUsers: {} } });
     expect(config.graphs.types).toEqual(['port_bits', 'port_errors']);
     expect(config.services).toEqual({ colocationIds: ['c1'], transitIds: ['t1', 't2'] });
   });
@@ -61,7 +61,7 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
   });
 
   it('accepts an IPv6 listen address', () => {
-    expect(parseConfigText(`${minimal}web: { listen_address: "[::1]:9877" }`, env).web).toEqual({ host: '::1', port: 9877 });
+    expect(parseConfigText(`${minimal}web: { listen_address: "[::1]:9877" }`, env).web).toMatchObject({ host: '::1', port: 9877 });
   });
 
   it.each([
@@ -87,6 +87,33 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
         throw Object.assign(new Error('x'), { code: 'ENOENT' });
       }),
     ).toEqual(['upstream.api_key_file: cannot read /nope (ENOENT)']);
+  });
+
+  it('notes where the key came from, so that a key in the YAML itself can be warned about', () => {
+    expect(parseConfigText('upstream: { base_url: "https://a.test", api_key: in-yaml }', {}).upstream).toMatchObject({ apiKey: 'in-yaml', apiKeySource: 'yaml' });
+  });
+
+  it('reads web TLS files and web auth credentials', () => {
+    const files: Record<string, string> = { '/c.pem': 'CERT', '/k.pem': 'KEY', '/t': 'a-metrics-token-0123456789\n' };
+    const config = parseConfigText(
+      `${minimal}web: { tls: { cert_file: /c.pem, key_file: /k.pem }, auth: { bearer_token_files: [/t], basic_auth_users: { prom: "$2b$10$abcdefghijklmnopqrstuuQ1ZbQm0x1yq0bYlU3m7jkJp2xQ2Jz9y" } } }\n`,
+      env,
+      (p) => files[p] ?? (() => { throw Object.assign(new Error('x'), { code: 'ENOENT' }); })(),
+    );
+    expect(config.web.tls).toEqual({ certFile: '/c.pem', keyFile: '/k.pem' });
+    expect(config.web.auth.bearerTokens).toEqual(['a-metrics-token-0123456789']);
+  });
+
+  it.each([
+    ['a plain password', `${minimal}web: { auth: { basic_auth_users: { prom: hunter2 } } }\n`, 'web.auth.basic_auth_users.prom: must be a bcrypt hash ($2b$…), never a plain password'],
+    ['an unreadable certificate', `${minimal}web: { tls: { cert_file: /nope.pem, key_file: /nope.key } }\n`, 'web.tls.cert_file: cannot read /nope.pem (ENOENT)'],
+    ['a short remediation token', `${minimal}remediation: { auth: { bearer_token_files: [/short] } }\n`, 'remediation.auth.bearer_token_files.0: the token in /short is shorter than 16 characters'],
+    ['a rule without sensitivity', `${minimal}remediation: { rules: [{ alertname: A, action: firewall_sensitivity }] }\n`, 'remediation.rules.0.sensitivity: required for action firewall_sensitivity'],
+    ['a bad hold', `${minimal}remediation: { rules: [{ alertname: A, action: firewall_state, hold: soon }] }\n`, 'remediation.rules.0.hold: must be a duration such as "5m" (got "soon")'],
+    ['an unknown action', `${minimal}remediation: { rules: [{ alertname: A, action: reboot }] }\n`, 'remediation.rules.0.action: must be one of powercycle, poweron, poweroff, firewall_state, firewall_sensitivity'],
+  ])('reports %s', (_name, text, expected) => {
+    const files: Record<string, string> = { '/short': 'abc' };
+    expect(problems(text, env, (p) => files[p] ?? (() => { throw Object.assign(new Error('x'), { code: 'ENOENT' }); })())).toContain(expected);
   });
 
   it('lists every problem at once, one per line', () => {

@@ -85,11 +85,41 @@ describe('GET /graphs', () => {
   });
 });
 
-describe('GET /healthz and /', () => {
-  it('answers', async () => {
+describe('GET /healthz and /readyz', () => {
+  it('answers /healthz while the process serves', async () => {
     expect((await app.inject('/healthz')).json()).toEqual({ status: 'ok' });
-    const index = await app.inject('/');
-    expect(index.headers['content-type']).toBe('text/html; charset=utf-8');
-    expect(index.body).toContain('<a href="metrics">');
+  });
+
+  it('answers /readyz 503 with the reasons until ready, then 200', async () => {
+    const reasons = ['the first firewall poll has not finished'];
+    const probed = buildApp({ logger: captureLogger().logger, exposition, graphStore: store, graphMaxWidth: 2000, readiness: () => reasons });
+    const before = await probed.inject('/readyz');
+    expect(before.statusCode).toBe(503);
+    expect(before.json()).toEqual({ status: 'not ready', reasons });
+    reasons.length = 0;
+    expect((await probed.inject('/readyz')).json()).toEqual({ status: 'ready' });
+    await probed.close();
+  });
+});
+
+describe('web.auth', () => {
+  it('guards /metrics and /graphs when configured, leaving the probes open', async () => {
+    const guarded = buildApp({
+      logger: captureLogger().logger,
+      exposition,
+      graphStore: store,
+      graphMaxWidth: 2000,
+      webAuth: { bearerTokens: ['metrics-token-0123456789'], basicAuthUsers: {} },
+    });
+    expect((await guarded.inject('/metrics')).statusCode).toBe(401);
+    expect((await guarded.inject('/graphs')).statusCode).toBe(401);
+    expect((await guarded.inject({ url: '/metrics', headers: { authorization: 'Bearer metrics-token-0123456789' } })).statusCode).toBe(200);
+    expect((await guarded.inject('/healthz')).statusCode).toBe(200);
+    expect((await guarded.inject('/readyz')).statusCode).toBe(200);
+    await guarded.close();
+  });
+
+  it('leaves /metrics open when no credentials are configured', async () => {
+    expect((await app.inject('/metrics')).statusCode).toBe(200);
   });
 });

@@ -1,0 +1,90 @@
+/**
+ * `GET /`: the status page — one server-rendered HTML page with no build step and no external assets: API
+ * health, the last run of each poll, servers with their IPs under attack highlighted, the latest graph
+ * thumbnails (resized by sharp through `/graphs/…?width=`), and the last remediation decisions. It
+ * refreshes itself every 30 seconds. Every value is HTML-escaped; a strict CSP forbids scripts.
+ */
+import escapeHtml from 'escape-html';
+import type { FastifyInstance } from 'fastify';
+import type { StoredGraph } from '../../graphs/store.js';
+import type { JournalEntry } from '../../journal/journal.js';
+import { graphPath } from './graphs.js';
+
+/** What the page shows; the daemon builds it from the poller, the metrics, the graph store and the journal. */
+export interface StatusView {
+  version: string;
+  /** 1, 0, or undefined before the first request */
+  apiUp: number | undefined;
+  polls: Array<{ poll: string; outcome: string | undefined; finishedAt: number | undefined; lastSuccessAt: number | undefined; durationMs: number | undefined }>;
+  servers: Array<{ serverId: string; hostname: string; location: string; status: string; ips: Array<{ ip: string; events: number }> }>;
+  services: Array<{ serviceType: string; serviceId: string; ips: Array<{ ip: string; events: number }> }>;
+  graphs: StoredGraph[];
+  actions: JournalEntry[];
+  /** ms since epoch */
+  now: number;
+}
+
+const e = (value: unknown) => escapeHtml(String(value ?? ''));
+const time = (ms: number | undefined) => (ms === undefined ? '—' : new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z'));
+
+const STYLE = `
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5rem;color:#1d2330;background:#f7f8fa}
+h1{font-size:1.4rem;margin:0 0 .2rem}h2{font-size:1.1rem;margin:1.6rem 0 .5rem}
+table{border-collapse:collapse;background:#fff;min-width:40%}td,th{border:1px solid #d8dce3;padding:.25rem .6rem;text-align:left;vertical-align:top}
+th{background:#eef1f5}.ok{color:#137333;font-weight:600}.bad{color:#b3261e;font-weight:600}
+.attack{background:#fde7e6;color:#b3261e;font-weight:600}.muted{color:#6b7280}
+.thumbs{display:flex;flex-wrap:wrap;gap:.8rem}.thumbs figure{margin:0;background:#fff;border:1px solid #d8dce3;padding:.4rem}
+.thumbs figcaption{font-size:12px;color:#6b7280}`;
+
+function ipCells(ips: Array<{ ip: string; events: number }>): string {
+  return ips.map((i) => (i.events > 0 ? `<span class="attack" data-attacked="${e(i.ip)}">${e(i.ip)} (${i.events} events)</span>` : `<span>${e(i.ip)}</span>`)).join('<br>');
+}
+
+/** Renders the page. Pure: the same view gives the same bytes. */
+export function renderStatusPage(view: StatusView): string {
+  const attacked = [...view.servers.flatMap((s) => s.ips), ...view.services.flatMap((s) => s.ips)].filter((i) => i.events > 0).length;
+  const servers = [...view.servers].sort((a, b) => Number(b.ips.some((i) => i.events > 0)) - Number(a.ips.some((i) => i.events > 0)) || a.serverId.localeCompare(b.serverId));
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="30">
+<meta name="viewport" content="width=device-width, initial-scale=1"><title>baremetal-exporter status</title>
+<style>${STYLE}</style></head>
+<body>
+<h1>baremetal-exporter</h1>
+<p class="muted">version ${e(view.version)} · rendered ${e(time(view.now))} · <a href="metrics">/metrics</a> · <a href="graphs">/graphs</a> · <a href="readyz">/readyz</a></p>
+<p>Hosting API: ${view.apiUp === undefined ? '<span class="muted">no request yet</span>' : view.apiUp === 1 ? '<span class="ok" id="api-up">up</span>' : '<span class="bad" id="api-up">down</span>'}
+ · servers: <strong>${view.servers.length}</strong> · IPs under attack: <strong id="attacked-count">${attacked}</strong></p>
+<h2>Polls</h2>
+<table><tr><th>poll</th><th>last outcome</th><th>finished</th><th>duration</th><th>last success</th></tr>
+${view.polls.map((p) => `<tr><td>${e(p.poll)}</td><td class="${p.outcome === 'failure' ? 'bad' : 'ok'}">${e(p.outcome ?? '—')}</td><td>${e(time(p.finishedAt))}</td><td>${p.durationMs === undefined ? '—' : `${e(p.durationMs)} ms`}</td><td>${e(time(p.lastSuccessAt))}</td></tr>`).join('\n')}
+</table>
+<h2>Servers</h2>
+<table id="servers"><tr><th>server</th><th>hostname</th><th>location</th><th>status</th><th>IPs (events in the last hour)</th></tr>
+${servers.map((s) => `<tr><td>${e(s.serverId)}</td><td>${e(s.hostname)}</td><td>${e(s.location)}</td><td>${e(s.status)}</td><td>${ipCells(s.ips)}</td></tr>`).join('\n')}
+</table>
+${view.services.length ? `<h2>Colocation and transit</h2>
+<table><tr><th>type</th><th>service</th><th>IPs seen (events in the last hour)</th></tr>
+${view.services.map((s) => `<tr><td>${e(s.serviceType)}</td><td>${e(s.serviceId)}</td><td>${ipCells(s.ips) || '<span class="muted">no events</span>'}</td></tr>`).join('\n')}
+</table>` : ''}
+<h2>Latest graphs</h2>
+<div class="thumbs">
+${view.graphs.map((g) => `<figure><a href="${e(graphPath(g.serverId, g.type, g.scale))}"><img src="${e(graphPath(g.serverId, g.type, g.scale))}?width=240" width="240" alt="${e(`${g.serverId} ${g.type} ${g.scale}`)}"></a><figcaption>${e(g.serverId)} · ${e(g.type)} · ${e(g.scale)} · ${e(time(g.updatedAt))}</figcaption></figure>`).join('\n') || '<p class="muted">no graph fetched yet</p>'}
+</div>
+<h2>Last remediation decisions</h2>
+${view.actions.length ? `<table><tr><th>time</th><th>source</th><th>action</th><th>target</th><th>decision</th><th>message</th></tr>
+${view.actions.map((a) => `<tr><td>${e(time(a.createdAt))}</td><td>${e(a.source)}</td><td>${e(a.action)}${a.value ? ` (${e(a.value)})` : ''}</td><td>${e(a.serverId)}${a.ip ? ` ${e(a.ip)}` : ''}</td><td>${e(a.decision)}</td><td>${e(a.message)}</td></tr>`).join('\n')}
+</table>` : '<p class="muted">none</p>'}
+</body></html>`;
+}
+
+export function statusPageRoutes(app: FastifyInstance, deps: { statusView: () => Promise<StatusView> }): void {
+  app.get('/', async (_request, reply) =>
+    reply
+      .type('text/html; charset=utf-8')
+      .header('content-security-policy', "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+      .header('x-content-type-options', 'nosniff')
+      .header('x-frame-options', 'DENY')
+      .header('referrer-policy', 'no-referrer')
+      .header('cache-control', 'no-store')
+      .send(renderStatusPage(await deps.statusView())),
+  );
+}

@@ -1,0 +1,40 @@
+/**
+ * The daemon's own TLS: PEM files read at start, and read again when they change (polled every 10 s, which
+ * also sees a Kubernetes secret's symlink swap) or on SIGHUP; a reload that fails keeps the old pair.
+ */
+import { readFileSync, unwatchFile, watchFile } from 'node:fs';
+import type { Server } from 'node:https';
+import type { Logger } from 'pino';
+
+export interface TlsFiles {
+  certFile: string;
+  keyFile: string;
+}
+
+export function readTls(files: TlsFiles): { cert: Buffer; key: Buffer } {
+  return { cert: readFileSync(files.certFile), key: readFileSync(files.keyFile) };
+}
+
+/** Watches the files; returns `reload()` (for SIGHUP) and `stop()`. */
+export function watchTls(server: Server, files: TlsFiles, logger: Logger): { reload: () => boolean; stop: () => void } {
+  const reload = () => {
+    try {
+      server.setSecureContext(readTls(files));
+      logger.info({ cert_file: files.certFile }, 'TLS certificate reloaded');
+      return true;
+    } catch (error) {
+      logger.error({ err: error, cert_file: files.certFile }, 'TLS reload failed; keeping the previous certificate');
+      return false;
+    }
+  };
+  const onChange = (current: { mtimeMs: number }, previous: { mtimeMs: number }) => {
+    if (current.mtimeMs !== previous.mtimeMs) reload();
+  };
+  for (const file of [files.certFile, files.keyFile]) watchFile(file, { interval: 10_000, persistent: false }, onChange);
+  return {
+    reload,
+    stop: () => {
+      for (const file of [files.certFile, files.keyFile]) unwatchFile(file, onChange);
+    },
+  };
+}
