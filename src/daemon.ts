@@ -189,7 +189,10 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
       await ready.catch(() => undefined);
       exposition.stop();
       // Closing HTTP waits for requests in flight, webhooks with their upstream calls and journal writes.
-      await app.close();
+      // Node closes only the connections idle when close() starts; a keep-alive connection whose request
+      // finishes later would hold the server open until its timeout, so close those as they go idle.
+      const sweep = setInterval(() => (app.server as { closeIdleConnections?: () => void }).closeIdleConnections?.(), 100);
+      await app.close().finally(() => clearInterval(sweep));
       journal.close();
       await client.close();
     },

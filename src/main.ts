@@ -8,7 +8,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { buildConfig, loadConfig } from './config/load.js';
 import { startDaemon, VERSION } from './daemon.js';
-import { BaremetalError } from './errors.js';
+import { BaremetalError, ConfigError } from './errors.js';
 import { startSimulator, type SimulatorServerOptions } from './simulator/server.js';
 
 /** The demo's webhook token: public on purpose (README), and the demo never leaves dry run. */
@@ -18,6 +18,7 @@ const USAGE = `baremetal-exporter ${VERSION}
 
 Usage:
   baremetal-exporter run --config FILE        run the exporter (env: BAREMETAL_API_URL, BAREMETAL_API_KEY)
+  baremetal-exporter check-config FILE        validate a config file (exit 1 listing the problems)
   baremetal-exporter demo [--port N]          the simulator and the exporter on loopback, until Ctrl-C
   baremetal-exporter simulate [options]       the API simulator alone
       --host H (127.0.0.1)  --port N (8443; 0 = any)  --api-key K (demo-key; env BAREMETAL_API_KEY)
@@ -26,14 +27,24 @@ Usage:
       --tls-cert FILE --tls-key FILE   serve HTTPS (PEM)
 `;
 
+/** How long a stop may take (in-flight upstream calls, journal writes) before the process exits anyway, ms. */
+const SHUTDOWN_TIMEOUT_MS = 30_000;
+
 function onStop(stop: () => Promise<void>): void {
   let stopping = false;
   const handler = (signal: string) => {
     if (stopping) return;
     stopping = true;
     process.stderr.write(`${signal} received, stopping\n`);
+    const timer = setTimeout(() => {
+      process.stderr.write(`stop did not finish within ${SHUTDOWN_TIMEOUT_MS / 1000}s; exiting\n`);
+      process.exit(1);
+    }, SHUTDOWN_TIMEOUT_MS).unref();
     stop().then(
-      () => process.exit(0),
+      () => {
+        clearTimeout(timer);
+        process.exit(0);
+      },
       (error: unknown) => {
         process.stderr.write(`error while stopping: ${(error as Error).message}\n`);
         process.exit(1);
@@ -146,6 +157,25 @@ async function run(args: string[]): Promise<void> {
   if (!values.config) throw new BaremetalError('run: --config FILE is required');
   const daemon = await startDaemon(loadConfig(values.config));
   onStop(() => daemon.stop());
+  process.on('SIGHUP', () => daemon.reloadTls());
+}
+
+/** `check-config FILE`: validates a config (with the environment's overrides); exit 1 listing the problems. */
+function checkConfig(args: string[]): void {
+  const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
+  if (positionals.length !== 1) throw new BaremetalError('check-config: exactly one FILE expected');
+  try {
+    const config = loadConfig(positionals[0]!);
+    process.stdout.write(
+      `${positionals[0]}: valid — API ${config.upstream.baseUrl} (key from ${config.upstream.apiKeySource}), listen ${config.web.host}:${config.web.port}${config.web.tls ? ' (TLS)' : ''}, ` +
+        `remediation ${config.remediation.dryRun ? 'dry run' : 'live'} with ${config.remediation.rules.length} rule(s)\n`,
+    );
+    if (config.upstream.apiKeySource === 'yaml') process.stdout.write('warning: the API key sits in the config file; prefer upstream.api_key_file or BAREMETAL_API_KEY\n');
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`${positionals[0]}: ${error.message}\n`);
+    process.exitCode = 1;
+  }
 }
 
 async function main(argv: string[]): Promise<void> {
@@ -157,6 +187,8 @@ async function main(argv: string[]): Promise<void> {
       return demo(args);
     case 'simulate':
       return simulate(args);
+    case 'check-config':
+      return checkConfig(args);
     case '--version':
       process.stdout.write(`${VERSION}\n`);
       return;

@@ -1,0 +1,126 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Agent, request } from 'undici';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Journal } from '../../src/journal/journal.js';
+import { startSimulator, type Simulator } from '../../src/simulator/server.js';
+import { makeTestPki } from '../helpers/certs.js';
+import { runCli, spawnCli } from '../helpers/cli.js';
+import { eventually, freePort } from '../helpers/processes.js';
+import { TOKEN } from '../helpers/remediation.js';
+import { tempDir } from '../helpers/tmp.js';
+
+let sim: Simulator | undefined;
+let stopChild: (() => void) | undefined;
+afterEach(async () => {
+  stopChild?.();
+  await sim?.close();
+  sim = undefined;
+  stopChild = undefined;
+});
+
+describe('check-config', () => {
+  it.each([
+    { name: 'a good file', yaml: 'upstream: { base_url: "https://api.provider.test", api_key: k }\n', code: 0, out: /valid — API https:\/\/api.provider.test \(key from yaml\)[\s\S]*warning: the API key sits in the config file/ },
+    { name: 'a bad file', yaml: 'upstream: { base_url: "http://api.provider.test", timeout: never, api_key: k }\nweb: { listen_address: nope }\n', code: 1, out: /upstream\.base_url: refusing plain-HTTP[\s\S]*upstream\.timeout: must be a duration[\s\S]*web\.listen_address: must be "host:port"/ },
+    { name: 'unknown keys', yaml: 'upstreams: {}\n', code: 1, out: /upstreams: unknown key/ },
+  ])('$name → exit $code', async ({ yaml, code, out }) => {
+    const file = join(tempDir(), 'config.yml');
+    writeFileSync(file, yaml);
+    const result = await runCli(['check-config', file], { BAREMETAL_API_KEY: '' });
+    expect(result.code).toBe(code);
+    expect(result.stdout + result.stderr).toMatch(out);
+  });
+});
+
+async function startRun(extra: string, env: Record<string, string> = {}, simLatencyPaths: string[] = []) {
+  const dir = tempDir();
+  sim = await startSimulator({ apiKey: 'cli-key-7f3a9c2e5b', servers: 3 });
+  if (simLatencyPaths.length) sim.setFaults({ latencyMs: 1500, paths: simLatencyPaths });
+  writeFileSync(join(dir, 'token'), TOKEN);
+  const port = await freePort();
+  const file = join(dir, 'config.yml');
+  writeFileSync(
+    file,
+    `upstream: { base_url: "${sim.url}" }
+web: { listen_address: "127.0.0.1:${port}" ${extra} }
+state_dir: ${join(dir, 'state')}
+log_level: debug
+remediation: { dry_run: false, auth: { bearer_token_files: [${join(dir, 'token')}] } }
+`,
+  );
+  const run = spawnCli(['run', '--config', file], { BAREMETAL_API_KEY: 'cli-key-7f3a9c2e5b', ...env });
+  stopChild = () => run.child.kill('SIGKILL');
+  return { dir, port, run, sim };
+}
+
+describe('run', () => {
+  it('serves /metrics over TLS to a client trusting the CA, and refuses plain HTTP', async () => {
+    const pki = makeTestPki();
+    const dir = tempDir();
+    writeFileSync(join(dir, 'cert.pem'), pki.cert);
+    writeFileSync(join(dir, 'key.pem'), pki.key);
+    const { port, run } = await startRun(`, tls: { cert_file: ${join(dir, 'cert.pem')}, key_file: ${join(dir, 'key.pem')} }`);
+    const trusting = new Agent({ connect: { ca: pki.ca } });
+    const body = await eventually(`TLS /metrics (${run.output()})`, async () => {
+      const res = await request(`https://127.0.0.1:${port}/metrics`, { dispatcher: trusting });
+      const text = await res.body.text();
+      return res.statusCode === 200 && text.includes('baremetal_servers 3') ? text : undefined;
+    });
+    expect(body).toContain('baremetal_api_up 1');
+    await expect(request(`https://127.0.0.1:${port}/metrics`).then((r) => r.body.text())).rejects.toThrow(/certificate|self-signed|issuer/i);
+    const plain = await request(`http://127.0.0.1:${port}/metrics`).then(
+      (r) => r.statusCode,
+      () => 'refused',
+    );
+    expect(plain).not.toBe(200);
+    await trusting.close();
+  });
+
+  it('answers /readyz 503 until the first servers and firewall polls finished, then 200', async () => {
+    const { port, run } = await startRun('', {}, ['/api/v1/dedicated/firewall']);
+    const before = await eventually(`listening (${run.output()})`, async () => request(`http://127.0.0.1:${port}/readyz`).then((r) => r.body.json() as Promise<{ status: string; reasons?: string[] }>));
+    expect(before).toMatchObject({ status: 'not ready', reasons: expect.arrayContaining(['the first firewall poll has not finished']) });
+    await eventually('ready', async () => ((await request(`http://127.0.0.1:${port}/readyz`)).statusCode === 200 ? true : undefined));
+  });
+
+  it('on SIGTERM lets an action in flight finish, completes its journal entry, and exits 0', async () => {
+    const { port, run, dir } = await startRun('', {}, ['/api/v1/dedicated/powercycle']);
+    await eventually('ready', async () => ((await request(`http://127.0.0.1:${port}/readyz`)).statusCode === 200 ? true : undefined));
+    const action = request(`http://127.0.0.1:${port}/api/v1/actions/powercycle`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ server_id: '100002' }),
+    }).then(async (r) => ({ status: r.statusCode, body: (await r.body.json()) as { decision: string } }));
+    await eventually('the call to reach the simulator', async () => (sim!.callsTo('/api/v1/dedicated/powercycle').length ? true : undefined));
+    run.child.kill('SIGTERM');
+    expect(await action).toEqual({ status: 200, body: expect.objectContaining({ decision: 'executed' }) });
+    expect(await run.exited).toBe(0);
+    const journal = Journal.open(join(dir, 'state', 'journal.db'));
+    expect(journal.list({ limit: 5 })).toEqual([expect.objectContaining({ action: 'powercycle', decision: 'executed', upstreamOutcome: 'success', completedAt: expect.any(Number) })]);
+    journal.close();
+  });
+
+  it('never prints the API key: logs, error replies and /metrics of a run with failures', async () => {
+    const { port, run } = await startRun('');
+    sim!.setFaults({ errorRate: 0.4, htmlErrorRate: 0.2, malformedRate: 0.2 });
+    await eventually('ready', async () => ((await request(`http://127.0.0.1:${port}/readyz`)).statusCode === 200 ? true : undefined));
+    const replies: string[] = [];
+    for (const [method, path, body] of [
+      ['GET', '/metrics', undefined],
+      ['GET', '/graphs/dedicated/100001/port_bits/day.png?width=1', undefined],
+      ['GET', '/api/v1/servers/100001/console.jnlp', undefined],
+      ['POST', '/api/v1/actions/powercycle', '{"server_id":"100001"}'],
+      ['POST', '/api/v1/alertmanager', '{"version":"3"}'],
+      ['POST', '/api/v1/actions/firewall-state', '{"server_id":"100001","ip":"198.18.0.1","state":1}'],
+    ] as const) {
+      const res = await request(`http://127.0.0.1:${port}${path}`, { method, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, ...(body ? { body } : {}) });
+      replies.push(await res.body.text());
+    }
+    run.child.kill('SIGTERM');
+    await run.exited;
+    const everything = `${run.output()}\n${replies.join('\n')}`;
+    expect(run.output()).toMatch(/"level":(40|50)/);
+    expect(everything).not.toContain('cli-key-7f3a9c2e5b');
+  });
+});
