@@ -37,7 +37,7 @@ th{background:#eef1f5}.ok{color:#137333;font-weight:600}.bad{color:#b3261e;font-
 .thumbs figcaption{font-size:12px;color:#6b7280}`;
 
 function ipCells(ips: Array<{ ip: string; events: number }>): string {
-  return ips.map((i) => (i.events > 0 ? `<span class="attack" data-attacked="${e(i.ip)}">${e(i.ip)} (${i.events} events)</span>` : `<span>${e(i.ip)}</span>`)).join('<br>');
+  return ips.map((i) => (i.events > 0 ? `<span class="attack" data-attacked="${e(i.ip)}">${e(i.ip)} (${i.events} event${i.events === 1 ? "" : "s"})</span>` : `<span>${e(i.ip)}</span>`)).join('<br>');
 }
 
 /** Renders the page. Pure: the same view gives the same bytes. */
@@ -47,6 +47,7 @@ export function renderStatusPage(view: StatusView): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="30">
 <meta name="viewport" content="width=device-width, initial-scale=1"><title>baremetal-exporter status</title>
+<link rel="icon" href="data:,">
 <style>${STYLE}</style></head>
 <body>
 <h1>baremetal-exporter</h1>
@@ -80,7 +81,7 @@ export function statusPageRoutes(app: FastifyInstance, deps: { statusView: () =>
   app.get('/', async (_request, reply) =>
     reply
       .type('text/html; charset=utf-8')
-      .header('content-security-policy', "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+      .header('content-security-policy', "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
       .header('x-content-type-options', 'nosniff')
       .header('x-frame-options', 'DENY')
       .header('referrer-policy', 'no-referrer')
