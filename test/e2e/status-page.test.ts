@@ -52,7 +52,7 @@ describe.skipIf(browserBinary.skip)('the status page in a real headless Chromium
     expect(await page.locator('#api-up').textContent()).toBe('up');
     const images = page.locator('.thumbs img');
     expect(await images.count()).toBe(3);
-    const widths = await images.evaluateAll((nodes) => nodes.map((n) => (n as HTMLImageElement).naturalWidth));
+    const widths = await images.evaluateAll((nodes) => nodes.map((n) => (n as unknown as { naturalWidth: number }).naturalWidth));
     expect(widths.every((w) => w > 0)).toBe(true);
     if (process.env.BAREMETAL_SCREENSHOT) await page.screenshot({ path: process.env.BAREMETAL_SCREENSHOT, fullPage: true });
     expect(problems).toEqual([]);
