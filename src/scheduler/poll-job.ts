@@ -61,7 +61,7 @@ export class PollJob {
     const { metrics, name, logger } = this.#options;
     if (this.#running) {
       metrics.pollRuns.inc({ poll: name, outcome: 'skipped' });
-      logger.warn({ job: name }, 'poll skipped: previous run still in progress');
+      logger.warn({ poll: name }, 'poll skipped: previous run still in progress');
       return Promise.resolve('skipped');
     }
     this.#running = this.#execute().finally(() => {
@@ -81,7 +81,7 @@ export class PollJob {
       outcome = result.failed === 0 ? 'success' : result.failed < result.items ? 'partial' : 'failure';
     } catch (error) {
       outcome = 'failure';
-      logger.error({ job: name, err: error }, 'poll failed');
+      logger.error({ poll: name, err: error }, 'poll failed');
     }
     const finished = now();
     metrics.pollDuration.set({ poll: name }, (finished - started) / 1000);
@@ -90,7 +90,7 @@ export class PollJob {
     if (outcome !== 'failure') metrics.pollLastSuccess.set({ poll: name }, finished / 1000);
     this.last = { outcome, finishedAt: finished, durationMs: finished - started };
     if (outcome !== 'failure') this.lastSuccessAt = finished;
-    logger.info({ job: name, outcome, items: result.items, failed: result.failed, ms: finished - started }, 'poll finished');
+    logger.info({ poll: name, outcome, items: result.items, failed: result.failed, ms: finished - started }, 'poll finished');
     onFinished?.(outcome);
     return outcome;
   }
