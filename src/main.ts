@@ -4,6 +4,7 @@
  * `simulate` (the simulator alone). Composition root: parses arguments, loads config, starts, and stops
  * cleanly on SIGTERM/SIGINT.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { buildConfig, loadConfig } from './config/load.js';
@@ -107,7 +108,9 @@ async function simulate(args: string[]): Promise<void> {
 
 async function demo(args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { port: { type: 'string' } } });
-  const sim = await startSimulator({ servers: 12, colocations: 2, transits: 1, attackRate: 0.05, seed: 42 });
+  // The simulator's key: BAREMETAL_API_KEY when set, else a random one; either way it is never printed.
+  const apiKey = process.env.BAREMETAL_API_KEY || randomBytes(16).toString('hex');
+  const sim = await startSimulator({ apiKey, servers: 12, colocations: 2, transits: 1, attackRate: 0.05, seed: 42 });
   const attacked = [...sim.state.servers.values()][0]!.ips[0]!;
   sim.state.startAttack(attacked, 6 * 3600);
   const stateDir = './data/demo';
@@ -129,7 +132,7 @@ async function demo(args: string[]): Promise<void> {
         { alertname: 'BaremetalServerUnreachable', action: 'powercycle', cooldown: '30m' },
       ],
     },
-  }, { BAREMETAL_API_KEY: 'demo-key' });
+  }, { BAREMETAL_API_KEY: apiKey });
   const daemon = await startDaemon(config);
   await daemon.ready;
   const first = [...daemon.poller.inventory.keys()][0] ?? '100001';
@@ -137,7 +140,7 @@ async function demo(args: string[]): Promise<void> {
     [
       '',
       'baremetal-exporter demo: the exporter polls an embedded simulator of the hosting API.',
-      `  simulator (API):  ${sim.url}   (key: demo-key; ${sim.state.servers.size} servers, IP ${attacked} under attack)`,
+      `  simulator (API):  ${sim.url}   (${sim.state.servers.size} servers, IP ${attacked} under attack)`,
       `  metrics:          ${daemon.url}/metrics`,
       `  a graph:          ${daemon.url}/graphs/dedicated/${first}/port_bits/day.png`,
       `  all graphs:       ${daemon.url}/graphs`,

@@ -23,9 +23,9 @@ export function runCli(args: string[], env: Record<string, string> = {}): Promis
 }
 
 /** Starts the CLI in the background; `output()` is everything it printed so far. */
-export function spawnCli(args: string[], env: Record<string, string> = {}): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+export function spawnCli(args: string[], env: Record<string, string> = {}, cwd?: string): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
   requireBuiltCli();
-  const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], ...(cwd ? { cwd } : {}) });
   let output = '';
   child.stdout!.on('data', (d) => (output += String(d)));
   child.stderr!.on('data', (d) => (output += String(d)));

@@ -124,3 +124,25 @@ describe('run', () => {
     expect(everything).not.toContain('cli-key-7f3a9c2e5b');
   });
 });
+
+describe('demo', () => {
+  it('serves metrics and a graph, and never prints the API key in logs, replies or /metrics', async () => {
+    const key = 'demo-leak-check-4b1d8e6f0a';
+    const port = await freePort();
+    const dir = tempDir();
+    const demo = spawnCli(['demo', '--port', String(port)], { BAREMETAL_API_KEY: key }, dir);
+    stopChild = () => demo.child.kill('SIGKILL');
+    await eventually(`the demo banner (${demo.output()})`, async () => (demo.output().includes('Ctrl-C stops.') ? true : undefined));
+    const replies: string[] = [];
+    for (const path of ['/metrics', '/graphs', '/graphs/dedicated/100001/port_bits/day.png?width=3', '/api/v1/actions', '/', '/readyz', '/nope']) {
+      const res = await request(`http://127.0.0.1:${port}${path}`);
+      replies.push(`${res.statusCode} ${await res.body.text()}`);
+    }
+    expect(replies[0]).toMatch(/^200 [\s\S]*baremetal_servers 12\n/);
+    expect((await request(`http://127.0.0.1:${port}/graphs/dedicated/100001/port_bits/day.png`)).headers['content-type']).toBe('image/png');
+    demo.child.kill('SIGTERM');
+    expect(await demo.exited).toBe(0);
+    expect(demo.output()).toContain('"msg":"poll finished"');
+    expect(`${demo.output()}\n${replies.join('\n')}`).not.toContain(key);
+  });
+});
