@@ -21,6 +21,17 @@ export const JOB_NAMES = Object.keys(DEFAULT_SCHEDULES) as JobName[];
 export const ACTIONS = ['powercycle', 'poweron', 'poweroff', 'firewall_state', 'firewall_sensitivity'] as const;
 export type ActionName = (typeof ACTIONS)[number];
 
+/** Credentials as Alertmanager's http_config and Prometheus's scrape config send them (web.auth, remediation.auth). */
+const credentialsSchema = {
+  type: 'object',
+  additionalProperties: false,
+  default: {},
+  properties: {
+    bearer_token_files: { type: 'array', items: { type: 'string', minLength: 1 }, default: [] },
+    basic_auth_users: { type: 'object', additionalProperties: { type: 'string' }, default: {} },
+  },
+} as const;
+
 /** JSON Schema of the YAML file. Unknown keys are errors; defaults are filled in by Ajv. */
 export const configFileSchema = {
   type: 'object',
@@ -52,15 +63,7 @@ export const configFileSchema = {
           required: ['cert_file', 'key_file'],
           properties: { cert_file: { type: 'string', minLength: 1 }, key_file: { type: 'string', minLength: 1 } },
         },
-        auth: {
-          type: 'object',
-          additionalProperties: false,
-          default: {},
-          properties: {
-            bearer_token_files: { type: 'array', items: { type: 'string', minLength: 1 }, default: [] },
-            basic_auth_users: { type: 'object', additionalProperties: { type: 'string' }, default: {} },
-          },
-        },
+        auth: credentialsSchema,
       },
     },
     state_dir: { type: 'string', minLength: 1, default: './data' },
@@ -99,15 +102,7 @@ export const configFileSchema = {
       properties: {
         dry_run: { type: 'boolean', default: true },
         budget_per_hour: { type: 'integer', minimum: 0, maximum: 10000, default: 10 },
-        auth: {
-          type: 'object',
-          additionalProperties: false,
-          default: {},
-          properties: {
-            bearer_token_files: { type: 'array', items: { type: 'string', minLength: 1 }, default: [] },
-            basic_auth_users: { type: 'object', additionalProperties: { type: 'string' }, default: {} },
-          },
-        },
+        auth: credentialsSchema,
         rules: {
           type: 'array',
           default: [],

@@ -7,7 +7,8 @@ import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
 import { requireBinary } from '../helpers/binaries.js';
 import { captureLogger } from '../helpers/logger.js';
-import { eventually, freePort, startProcess } from '../helpers/processes.js';
+import { startAlertmanager } from '../helpers/alertmanager.js';
+import { eventually, type startProcess } from '../helpers/processes.js';
 import { TOKEN } from '../helpers/remediation.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -56,35 +57,15 @@ describe.skipIf(alertmanager.skip)('two unclustered Alertmanagers drive the webh
     daemon = await startDaemon(config, { logger: captureLogger('warn').logger, now, remediationTickMs: 200 });
     await daemon.ready;
     for (const name of ['am1', 'am2']) {
-      const port = await freePort();
-      writeFileSync(
-        join(dir, `${name}.yml`),
-        `route:
-  receiver: baremetal
-  group_by: [alertname, server_id, ip]
-  group_wait: 1s
-  group_interval: 1s
-  repeat_interval: 2s
-receivers:
-  - name: baremetal
-    webhook_configs:
-      - url: ${daemon.url}/api/v1/alertmanager
-        send_resolved: true
-        http_config:
-          authorization:
-            credentials_file: ${join(dir, 'token')}
-`,
+      managers.push(
+        await startAlertmanager(alertmanager.skip ? '' : alertmanager.path, {
+          dir,
+          name,
+          webhookUrl: `${daemon.url}/api/v1/alertmanager`,
+          tokenFile: join(dir, 'token'),
+          route: '  receiver: baremetal\n  group_by: [alertname, server_id, ip]\n  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 2s',
+        }),
       );
-      const process = startProcess(alertmanager.skip ? '' : alertmanager.path, [
-        `--config.file=${join(dir, `${name}.yml`)}`,
-        `--storage.path=${join(dir, name)}`,
-        `--web.listen-address=127.0.0.1:${port}`,
-        '--cluster.listen-address=',
-        '--log.level=warn',
-      ]);
-      const url = `http://127.0.0.1:${port}`;
-      managers.push({ ...process, url });
-      await eventually(`${name} to start (${process.output()})`, async () => ((await request(`${url}/-/ready`)).statusCode === 200 ? true : undefined));
     }
   });
 

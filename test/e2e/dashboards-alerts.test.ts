@@ -8,6 +8,7 @@ import { startSimulator, type Simulator } from '../../src/simulator/server.js';
 import { requireBinary } from '../helpers/binaries.js';
 import { dashboards, substitute } from '../helpers/dashboards.js';
 import { captureLogger } from '../helpers/logger.js';
+import { startAlertmanager } from '../helpers/alertmanager.js';
 import { eventually, freePort, startProcess } from '../helpers/processes.js';
 import { TOKEN } from '../helpers/remediation.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -63,38 +64,21 @@ describe.skipIf(prometheus.skip || alertmanager.skip)('dashboards and alerts aga
     daemon = await startDaemon(config, { logger: captureLogger('warn').logger, remediationTickMs: 250 });
     await daemon.ready;
 
-    const amPort = await freePort();
-    writeFileSync(
-      join(dir, 'alertmanager.yml'),
-      `route:
-  receiver: ignore
+    const am = await startAlertmanager(alertmanager.skip ? '' : alertmanager.path, {
+      dir,
+      name: 'alertmanager',
+      webhookUrl: `${daemon.url}/api/v1/alertmanager`,
+      tokenFile: join(dir, 'token'),
+      route: `  receiver: ignore
   group_wait: 1s
   group_interval: 1s
   repeat_interval: 1h
   routes:
     - matchers: ['alertname="BaremetalIpUnderAttack"']
       receiver: baremetal
-      group_by: [alertname, server_id, ip]
-receivers:
-  - name: ignore
-  - name: baremetal
-    webhook_configs:
-      - url: ${daemon.url}/api/v1/alertmanager
-        send_resolved: true
-        http_config:
-          authorization:
-            credentials_file: ${join(dir, 'token')}
-`,
-    );
-    processes.push(
-      startProcess(alertmanager.skip ? '' : alertmanager.path, [
-        `--config.file=${join(dir, 'alertmanager.yml')}`,
-        `--storage.path=${join(dir, 'am')}`,
-        `--web.listen-address=127.0.0.1:${amPort}`,
-        '--cluster.listen-address=',
-        '--log.level=warn',
-      ]),
-    );
+      group_by: [alertname, server_id, ip]`,
+    });
+    processes.push(am);
     const promPort = await freePort();
     promUrl = `http://127.0.0.1:${promPort}`;
     writeFileSync(
@@ -102,7 +86,7 @@ receivers:
       `global: { scrape_interval: 1s, evaluation_interval: 1s }
 rule_files: ['${resolve('alerts/baremetal.rules.yml')}']
 alerting:
-  alertmanagers: [{ static_configs: [{ targets: ['127.0.0.1:${amPort}'] }] }]
+  alertmanagers: [{ static_configs: [{ targets: ['127.0.0.1:${am.port}'] }] }]
 scrape_configs:
   - job_name: baremetal
     static_configs: [{ targets: ['${new URL(daemon.url).host}'] }]

@@ -1,0 +1,39 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { eventually, freePort, startProcess } from './processes.js';
+
+/**
+ * Starts an unclustered Alertmanager on a free loopback port whose `route` (YAML, indented two spaces)
+ * sends to a receiver `baremetal`: the daemon's webhook with bearer auth from `tokenFile`. Resolves when
+ * it answers /-/ready.
+ */
+export async function startAlertmanager(binary: string, options: { dir: string; name: string; webhookUrl: string; tokenFile: string; route: string }) {
+  const port = await freePort();
+  const file = join(options.dir, `${options.name}.yml`);
+  writeFileSync(
+    file,
+    `route:
+${options.route}
+receivers:
+  - name: ignore
+  - name: baremetal
+    webhook_configs:
+      - url: ${options.webhookUrl}
+        send_resolved: true
+        http_config:
+          authorization:
+            credentials_file: ${options.tokenFile}
+`,
+  );
+  const process = startProcess(binary, [
+    `--config.file=${file}`,
+    `--storage.path=${join(options.dir, options.name)}`,
+    `--web.listen-address=127.0.0.1:${port}`,
+    '--cluster.listen-address=',
+    '--log.level=warn',
+  ]);
+  const url = `http://127.0.0.1:${port}`;
+  await eventually(`${options.name} to start (${process.output()})`, async () => ((await request(`${url}/-/ready`)).statusCode === 200 ? true : undefined));
+  return { ...process, url, port };
+}
