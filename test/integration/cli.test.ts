@@ -75,6 +75,20 @@ describe('run', () => {
     );
     expect(plain).not.toBe(200);
     await trusting.close();
+
+    // A renewed certificate from another CA is served after SIGHUP, without a restart.
+    const renewed = makeTestPki();
+    writeFileSync(join(dir, 'cert.pem'), renewed.cert);
+    writeFileSync(join(dir, 'key.pem'), renewed.key);
+    run.child.kill('SIGHUP');
+    const trustingRenewed = new Agent({ connect: { ca: renewed.ca } });
+    await eventually(`the renewed certificate (${run.output()})`, async () => {
+      const res = await request(`https://127.0.0.1:${port}/healthz`, { dispatcher: trustingRenewed });
+      await res.body.text();
+      return res.statusCode === 200 ? true : undefined;
+    });
+    expect(run.output()).toContain('TLS certificate reloaded');
+    await trustingRenewed.close();
   });
 
   it('answers /readyz 503 until the first servers and firewall polls finished, then 200', async () => {
