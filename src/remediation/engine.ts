@@ -1,6 +1,6 @@
 /**
- * The remediation engine: guards, desired firewall state and execution. Every request is checked —
- * target exists, idempotency, cooldown, budget, dry run — before any upstream call, journaled before
+ * The remediation engine: desired firewall state and execution. Every request passes the guards
+ * (guards.ts: idempotency, target exists, cooldown, budget; then dry run) before any upstream call, journaled before
  * the call and completed after it. Firewall state is desired state: a change inside the hold or the
  * API's 2-minute window (contract §8) is kept pending and applied when due; the latest wins.
  */
@@ -13,6 +13,7 @@ import type { UpstreamClient } from '../upstream/client.js';
 import { power } from '../upstream/dedicated.js';
 import { setFirewallSensitivity, setFirewallState } from '../upstream/firewall.js';
 import type { Sensitivity } from '../upstream/params.js';
+import { budgetLeft, checkCooldown, checkDelivery, checkTarget } from './guards.js';
 
 /** What the engine needs to know of the inventory (the poller provides it). */
 export interface TargetDirectory {
@@ -60,7 +61,6 @@ export interface EngineDeps {
   onDecision?: () => void;
 }
 
-const HOUR = 3_600_000;
 /** The API's refusal inside its 2-minute window (contract §7). */
 const WINDOW_REFUSAL = /2 minutes/i;
 /** A failing deferred change is retried this often, this many times. */
@@ -118,20 +118,12 @@ export class RemediationEngine {
       return this.#count(req.action, { id, decision, message });
     };
 
-    if (req.idempotencyKey !== undefined) {
-      const first = journal.delivery(req.idempotencyKey);
-      if (first !== undefined) return decide('duplicate', `already acted on this delivery (journal entry ${first})`);
-    }
-    if (!targets.hasServer(req.serverId)) return decide('denied_unknown_target', `server ${req.serverId} is not in the latest server list`);
-    if (req.ip !== undefined && req.requireOwnedIp && !targets.ownsIp(req.serverId, req.ip)) {
-      return decide('denied_unknown_target', `IP ${req.ip} does not belong to server ${req.serverId}`);
-    }
+    const denial = checkDelivery(journal, req) ?? checkTarget(targets, req);
+    if (denial) return decide(denial.decision, denial.message);
+    // Firewall state is desired state: a change inside its window is deferred, not denied.
     if (req.action === 'firewall_state') return this.#requestFirewallState(req, entry);
-
-    const last = journal.lastSent(req.action, req.serverId, req.ip ?? null);
-    if (last !== undefined && now - last < req.cooldownMs) {
-      return decide('cooldown', `${req.action} on ${target(req)} ran ${Math.round((now - last) / 1000)}s ago; cooldown ${req.cooldownMs / 1000}s`);
-    }
+    const cooling = checkCooldown(journal, req, now);
+    if (cooling) return decide(cooling.decision, cooling.message);
     if (config.dryRun) return this.#claimed(req, entry, 'dry_run', 'dry run: nothing sent upstream');
     if (this.#budgetLeft(now) <= 0) {
       this.#d.logger.warn({ action: req.action, server_id: req.serverId }, 'remediation budget exhausted: action denied');
@@ -149,9 +141,8 @@ export class RemediationEngine {
     return this.#ticking;
   }
 
-  /** Budget left in the rolling hour. */
   #budgetLeft(now: number): number {
-    return this.#d.config.budgetPerHour - this.#d.journal.sentSince(now - HOUR);
+    return budgetLeft(this.#d.journal, this.#d.config.budgetPerHour, now);
   }
 
   /** Journals the decision and claims the delivery key in one transaction. */
@@ -310,5 +301,3 @@ export class RemediationEngine {
     metrics.actionBudgetRemaining.set(Math.max(0, this.#budgetLeft(this.#now())));
   }
 }
-
-const target = (req: ActionRequest) => (req.ip ? `${req.serverId}/${req.ip}` : req.serverId);

@@ -1,0 +1,43 @@
+/**
+ * The guards a remediation request passes before any upstream call, in the order the engine applies
+ * them. Each returns the denial (decision and message for the journal) or undefined to let it through.
+ */
+import type { Decision, Journal } from '../journal/journal.js';
+import type { ActionRequest, TargetDirectory } from './engine.js';
+
+/** A request stopped by a guard. */
+export interface Denial {
+  decision: Decision;
+  message: string;
+}
+
+const HOUR = 3_600_000;
+
+/** Idempotency: the delivery (alert identity or Idempotency-Key) was already acted on. */
+export function checkDelivery(journal: Journal, req: ActionRequest): Denial | undefined {
+  if (req.idempotencyKey === undefined) return undefined;
+  const first = journal.delivery(req.idempotencyKey);
+  return first === undefined ? undefined : { decision: 'duplicate', message: `already acted on this delivery (journal entry ${first})` };
+}
+
+/** The server is in the latest server list, and the IP (if any) belongs to it unless the rule says otherwise. */
+export function checkTarget(targets: TargetDirectory, req: ActionRequest): Denial | undefined {
+  if (!targets.hasServer(req.serverId)) return { decision: 'denied_unknown_target', message: `server ${req.serverId} is not in the latest server list` };
+  if (req.ip !== undefined && req.requireOwnedIp && !targets.ownsIp(req.serverId, req.ip)) {
+    return { decision: 'denied_unknown_target', message: `IP ${req.ip} does not belong to server ${req.serverId}` };
+  }
+  return undefined;
+}
+
+/** Cooldown per (action, target): the last upstream call of the same action on the same target. */
+export function checkCooldown(journal: Journal, req: ActionRequest, now: number): Denial | undefined {
+  const last = journal.lastSent(req.action, req.serverId, req.ip ?? null);
+  if (last === undefined || now - last >= req.cooldownMs) return undefined;
+  const target = req.ip ? `${req.serverId}/${req.ip}` : req.serverId;
+  return { decision: 'cooldown', message: `${req.action} on ${target} ran ${Math.round((now - last) / 1000)}s ago; cooldown ${req.cooldownMs / 1000}s` };
+}
+
+/** Upstream calls still allowed in the rolling hour before `now`. */
+export function budgetLeft(journal: Journal, budgetPerHour: number, now: number): number {
+  return budgetPerHour - journal.sentSince(now - HOUR);
+}
