@@ -64,11 +64,17 @@ export class UpstreamError extends BaremetalError {
   readonly operation: string;
   readonly path: string;
   readonly status: number | undefined;
-  constructor(ctx: UpstreamContext, detail: string, options?: { cause?: unknown }) {
+  /**
+   * Whether the request may have reached the API and been acted on although no reply says so (a timeout or a
+   * connection lost after the body was sent). For a write this makes the outcome `unknown`, not `failed`.
+   */
+  readonly outcomeUnknown: boolean;
+  constructor(ctx: UpstreamContext, detail: string, options?: { cause?: unknown; outcomeUnknown?: boolean }) {
     super(`${ctx.operation} [POST] "${ctx.path}": ${ctx.status === undefined ? '' : `${ctx.status} `}${detail}`, options);
     this.operation = ctx.operation;
     this.path = ctx.path;
     this.status = ctx.status;
+    this.outcomeUnknown = options?.outcomeUnknown ?? false;
   }
 }
 
@@ -116,6 +122,35 @@ export class UpstreamTimeoutError extends UpstreamError {
   override readonly code = 'BM_ERR_TIMEOUT';
   override readonly outcome = 'timeout';
   override readonly retryable = true;
+}
+
+/** The reply body exceeded `upstream.max_response_bytes`; it was aborted while streaming, never buffered whole. */
+export class ResponseTooLargeError extends UpstreamError {
+  override readonly code = 'BM_ERR_TOO_LARGE';
+  override readonly outcome = 'too_large';
+}
+
+/**
+ * The API answered 429, or 503 with `Retry-After`: it asks us to slow down. Every request to this upstream
+ * pauses until `retryAt` (ms since epoch); reads are not retried before then.
+ */
+export class RateLimitedError extends UpstreamError {
+  override readonly code = 'BM_ERR_RATE_LIMITED';
+  override readonly outcome = 'rate_limited';
+  constructor(
+    ctx: UpstreamContext,
+    /** ms since epoch until which the upstream is paused */
+    readonly retryAt: number,
+    options?: { cause?: unknown },
+  ) {
+    super(ctx, `rate limited: paused until ${new Date(retryAt).toISOString()}`, options);
+  }
+}
+
+/** The request was cancelled before it finished: its poll run reached its deadline, or the daemon is stopping. */
+export class UpstreamCancelledError extends UpstreamError {
+  override readonly code = 'BM_ERR_CANCELLED';
+  override readonly outcome = 'cancelled';
 }
 
 /** TLS handshake or certificate verification failed. Not retried: it will fail again. */
@@ -187,6 +222,9 @@ export const errorClasses = {
   UpstreamTimeoutError,
   UpstreamTlsError,
   UpstreamConnectionError,
+  ResponseTooLargeError,
+  RateLimitedError,
+  UpstreamCancelledError,
   GraphDecodeError,
   NotFoundError,
   JournalError,

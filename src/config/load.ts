@@ -95,6 +95,9 @@ export function buildConfig(
   const timeoutMs = parseDuration(file.upstream.timeout);
   if (timeoutMs === undefined) problems.push(`upstream.timeout: must be a duration such as "10s" (got ${JSON.stringify(file.upstream.timeout)})`);
 
+  const ipRetentionMs = parseDuration(file.firewall.ip_retention);
+  if (ipRetentionMs === undefined) problems.push(`firewall.ip_retention: must be a duration such as "24h" (got ${JSON.stringify(file.firewall.ip_retention)})`);
+
   const listen = parseListenAddress(file.web.listen_address);
   if (!listen) problems.push(`web.listen_address: must be "host:port" (got ${JSON.stringify(file.web.listen_address)})`);
 
@@ -124,6 +127,7 @@ export function buildConfig(
       timeoutMs: timeoutMs!,
       concurrency: file.upstream.concurrency,
       retries: file.upstream.retries,
+      maxResponseBytes: file.upstream.max_response_bytes,
       apiKeySource,
     },
     web: {
@@ -136,6 +140,7 @@ export function buildConfig(
     schedules: file.schedules,
     graphs: { types: file.graphs.types, scales: file.graphs.scales, maxWidth: file.graphs.max_width },
     services: { colocationIds: file.services.colocation_ids, transitIds: file.services.transit_ids },
+    firewall: { maxIpsPerService: file.firewall.max_ips_per_service, ipRetentionMs: ipRetentionMs ?? 0 },
     remediation,
   };
 }
@@ -193,7 +198,9 @@ function buildRemediation(raw: FileShape['remediation'], problems: string[], rea
       requireOwnedIp: rule.require_owned_ip,
     };
   });
-  return { dryRun: raw.dry_run, budgetPerHour: raw.budget_per_hour, bearerTokens, basicAuthUsers, rules };
+  const journalRetentionMs = parseDuration(raw.journal_retention);
+  if (journalRetentionMs === undefined) problems.push(`remediation.journal_retention: must be a duration such as "30d" (got ${JSON.stringify(raw.journal_retention)})`);
+  return { dryRun: raw.dry_run, journalRetentionMs: journalRetentionMs ?? 0, budgetPerHour: raw.budget_per_hour, bearerTokens, basicAuthUsers, rules };
 }
 
 /** Parses YAML text; a syntax error becomes a ConfigError naming the line. */
@@ -228,6 +235,7 @@ interface FileShape {
     timeout: string;
     concurrency: number;
     retries: number;
+    max_response_bytes: number;
   };
   web: {
     listen_address: string;
@@ -239,8 +247,10 @@ interface FileShape {
   schedules: Config['schedules'];
   graphs: { types: Config['graphs']['types']; scales: Config['graphs']['scales']; max_width: number };
   services: { colocation_ids: string[]; transit_ids: string[] };
+  firewall: { max_ips_per_service: number; ip_retention: string };
   remediation: {
     dry_run: boolean;
+    journal_retention: string;
     budget_per_hour: number;
     auth: { bearer_token_files: string[]; basic_auth_users: Record<string, string> };
     rules: Array<{

@@ -49,6 +49,7 @@ export const configFileSchema = {
         timeout: { type: 'string', default: '10s' },
         concurrency: { type: 'integer', minimum: 1, maximum: 256, default: 16 },
         retries: { type: 'integer', minimum: 0, maximum: 10, default: 2 },
+        max_response_bytes: { type: 'integer', minimum: 1024, maximum: 1073741824, default: 33554432 },
       },
     },
     web: {
@@ -95,12 +96,22 @@ export const configFileSchema = {
         transit_ids: { type: 'array', items: { type: 'string', minLength: 1 }, uniqueItems: true, default: [] },
       },
     },
+    firewall: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        max_ips_per_service: { type: 'integer', minimum: 1, maximum: 65536, default: 1024 },
+        ip_retention: { type: 'string', default: '24h' },
+      },
+    },
     remediation: {
       type: 'object',
       additionalProperties: false,
       default: {},
       properties: {
         dry_run: { type: 'boolean', default: true },
+        journal_retention: { type: 'string', default: '30d' },
         budget_per_hour: { type: 'integer', minimum: 0, maximum: 10000, default: 10 },
         auth: credentialsSchema,
         rules: {
@@ -174,6 +185,8 @@ export interface Config {
     concurrency: number;
     /** retries of a failed read (writes are never retried) */
     retries: number;
+    /** largest reply body accepted, in bytes; a larger one is aborted (outcome `too_large`) */
+    maxResponseBytes: number;
     /** where the key came from: `env`, `file` (api_key_file) or `yaml` (discouraged) */
     apiKeySource: 'env' | 'file' | 'yaml';
   };
@@ -191,9 +204,17 @@ export interface Config {
   schedules: Record<JobName, string>;
   graphs: { types: GraphType[]; scales: GraphScale[]; maxWidth: number };
   services: { colocationIds: string[]; transitIds: string[] };
+  firewall: {
+    /** IP series per service at most; events of further IPs count for the service but create no series */
+    maxIpsPerService: number;
+    /** a colocation or transit IP with no events for this long loses its series, ms */
+    ipRetentionMs: number;
+  };
   remediation: {
     /** decide and journal, never call the API (default true) */
     dryRun: boolean;
+    /** journal rows older than this are pruned, ms */
+    journalRetentionMs: number;
     /** actions sent upstream per rolling hour, all kinds together */
     budgetPerHour: number;
     /** bearer tokens read from `bearer_token_files`; never logged */
