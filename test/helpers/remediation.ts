@@ -34,7 +34,7 @@ export async function engineHarness(remediation: Partial<Config['remediation']> 
   const journal = Journal.open(journalPath);
   const { registry, metrics } = freshMetrics();
   const log = captureLogger();
-  const config: Config['remediation'] = { dryRun: false, budgetPerHour: 10, bearerTokens: [TOKEN], basicAuthUsers: {}, rules: [], ...remediation };
+  const config: Config['remediation'] = { dryRun: false, journalRetentionMs: 30 * 86_400_000, budgetPerHour: 10, bearerTokens: [TOKEN], basicAuthUsers: {}, rules: [], ...remediation };
   const engine = new RemediationEngine({ journal, client, metrics, logger: log.logger, targets: simulatorTargets(sim), config, now: () => clock.now });
   afterEach(async () => {
     await engine.stop();

@@ -20,14 +20,15 @@ describe('config', () => {
   it('fills in every default', () => {
     const config = parseConfigText(minimal, env);
     expect(config).toEqual({
-      upstream: { baseUrl: 'https://api.provider.test', apiKey: 'env-key', timeoutMs: 10_000, concurrency: 16, retries: 2, apiKeySource: 'env' },
+      upstream: { baseUrl: 'https://api.provider.test', apiKey: 'env-key', timeoutMs: 10_000, concurrency: 16, retries: 2, maxResponseBytes: 32 * 1024 * 1024, apiKeySource: 'env' },
       web: { host: '0.0.0.0', port: 9877, auth: { bearerTokens: [], basicAuthUsers: {} } },
       stateDir: './data',
       logLevel: 'info',
       schedules: DEFAULT_SCHEDULES,
       graphs: { types: ['port_bits'], scales: ['day'], maxWidth: 2000 },
       services: { colocationIds: [], transitIds: [] },
-      remediation: { dryRun: true, budgetPerHour: 10, bearerTokens: [], basicAuthUsers: {}, rules: [] },
+      firewall: { maxIpsPerService: 1024, ipRetentionMs: 24 * 3_600_000 },
+      remediation: { dryRun: true, journalRetentionMs: 30 * 86_400_000, budgetPerHour: 10, bearerTokens: [], basicAuthUsers: {}, rules: [] },
     });
   });
 
@@ -49,7 +50,7 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
       {},
       (path) => (path === '/run/secrets/key' ? 'file-key\n' : ''),
     );
-    expect(config.upstream).toEqual({ baseUrl: 'https://api.provider.test', apiKey: 'file-key', caFile: '/etc/ssl/provider-ca.pem', timeoutMs: 2500, concurrency: 4, retries: 0, apiKeySource: 'file' });
+    expect(config.upstream).toEqual({ baseUrl: 'https://api.provider.test', apiKey: 'file-key', caFile: '/etc/ssl/provider-ca.pem', timeoutMs: 2500, concurrency: 4, retries: 0, maxResponseBytes: 32 * 1024 * 1024, apiKeySource: 'file' });
     expect(config.web).toEqual({ host: '127.0.0.1', port: 9100, auth: { bearerTokens: [], basicAuthUsers: {} } });
     expect(config.graphs.types).toEqual(['port_bits', 'port_errors']);
     expect(config.services).toEqual({ colocationIds: ['c1'], transitIds: ['t1', 't2'] });
@@ -73,6 +74,9 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
     ['a concurrency of 0', `${minimal}  concurrency: 0\n`, ['upstream.concurrency: must be >= 1']],
     ['a bad cron', `${minimal}schedules: { firewall: "every minute" }\n`, ['schedules.firewall: must be a cron expression, seconds allowed (got "every minute")']],
     ['a bad graph type', `${minimal}graphs: { types: [port_bytes] }\n`, ['graphs.types.0: must be one of port_bits, port_percent, port_errors, port_upkts']],
+    ['a bad IP retention', `${minimal}firewall: { ip_retention: forever }\n`, ['firewall.ip_retention: must be a duration such as "24h" (got "forever")']],
+    ['a bad journal retention', `${minimal}remediation: { journal_retention: "0" }\n`, ['remediation.journal_retention: must be a duration such as "30d" (got "0")']],
+    ['a reply cap below 1 KiB', `${minimal}  max_response_bytes: 10\n`, ['upstream.max_response_bytes: must be >= 1024']],
     ['a bad listen address', `${minimal}web: { listen_address: "9877" }\n`, ['web.listen_address: must be "host:port" (got "9877")']],
     ['invalid YAML', 'upstream: [', [expect.stringMatching(/^\(yaml\): /)]],
     ['a YAML list at the top', '- a\n', ['(top level): must be a mapping']],
