@@ -4,7 +4,8 @@
  * fault knobs (latency, error rate, malformed replies, HTML error pages) and a record of the calls it
  * received. Used by `demo`, the tests and the benchmark.
  */
-import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import { Readable } from 'node:stream';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import validator from 'validator';
 import { renderGraph } from './graphs.js';
 import { seededRandom } from './prng.js';
@@ -20,6 +21,30 @@ export interface Faults {
   errorRate?: number;
   /** 200 with a body that is not valid JSON or not the documented shape */
   malformedRate?: number;
+  /**
+   * A deterministic misbehaviour for every matching request (after the rates above did not apply):
+   * - `success_false`: 200 `{success: false, message}` — the API refusing without the error shape;
+   * - `error_true`: 200 `{error: true, message}` (contract §7);
+   * - `echo_key`: 500 `{error: true, message}` whose message echoes the key, JSON-escaped PHP-style (`\/`);
+   * - `huge`: 200 with a JSON body of `hugeBytes` bytes, streamed (never held in memory);
+   * - `drip`: the normal reply, its body sent one byte every `dripIntervalMs`;
+   * - `rate_limited`: `rateLimitStatus` (429) with `Retry-After: retryAfter`;
+   * - `act_then_drop`: the operation is carried out, then the connection is destroyed without a reply;
+   * - `act_then_hang`: the operation is carried out, the reply is held back `hangMs`.
+   */
+  mode?: 'success_false' | 'error_true' | 'echo_key' | 'huge' | 'drip' | 'rate_limited' | 'act_then_drop' | 'act_then_hang';
+  /** apply `mode` to this many matching requests only, then behave (default: every one) */
+  modeCount?: number;
+  /** size of a `huge` body, bytes (default 64 MiB) */
+  hugeBytes?: number;
+  /** pause between two bytes of a `drip` body, ms (default 2000) */
+  dripIntervalMs?: number;
+  /** `Retry-After` value of a `rate_limited` reply: seconds or an HTTP date (default "30") */
+  retryAfter?: string;
+  /** status of a `rate_limited` reply (default 429) */
+  rateLimitStatus?: 429 | 503;
+  /** how long `act_then_hang` holds the reply back, ms (default 60000) */
+  hangMs?: number;
   /** restrict faults (other than latency) to these paths */
   paths?: string[];
   /** restrict faults (other than latency) to requests for these server, colocation or transit ids */
@@ -170,12 +195,69 @@ function routes(state: SimulatorState, seed: number): Record<string, Handler> {
   };
 }
 
+/** `{"success":true,"firewall":"xxxx…"}` of `bytes` bytes, generated while it is sent. */
+function hugeBody(bytes: number): Readable {
+  const head = '{"success":true,"firewall":"';
+  const tail = '"}';
+  let left = Math.max(0, bytes - head.length - tail.length);
+  const chunk = Buffer.alloc(64 * 1024, 'x');
+  let started = false;
+  return new Readable({
+    read() {
+      if (!started) {
+        started = true;
+        this.push(head);
+        return;
+      }
+      if (left <= 0) {
+        this.push(tail);
+        this.push(null);
+        return;
+      }
+      const n = Math.min(left, chunk.length);
+      left -= n;
+      this.push(n === chunk.length ? chunk : chunk.subarray(0, n));
+    },
+  });
+}
+
+/** The body `text`, one byte every `intervalMs` (stops when the client goes away). */
+function drip(text: string, intervalMs: number, reply: FastifyReply): Readable {
+  const bytes = Buffer.from(text);
+  let i = 0;
+  let timer: NodeJS.Timeout | undefined;
+  reply.header('content-length', bytes.length);
+  const stream = new Readable({
+    read() {
+      if (i >= bytes.length) return void this.push(null);
+      timer = setTimeout(() => this.push(bytes.subarray(i, ++i)), i === 0 ? 0 : intervalMs);
+    },
+    destroy(error, callback) {
+      clearTimeout(timer);
+      callback(error);
+    },
+  });
+  return stream;
+}
+
+/** Waits `ms`, or until the client closes the connection. */
+function holdBack(request: FastifyRequest, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    request.raw.socket.once('close', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
 /** Starts a simulator on loopback (default port 0) and resolves once it listens. */
 export async function startSimulator(options: SimulatorServerOptions = {}): Promise<Simulator> {
   const apiKey = options.apiKey ?? 'demo-key';
   const state = new SimulatorState(options);
   const random = seededRandom((options.seed ?? 1) * 7919);
   let faults: Faults = { ...options.faults };
+  let modeUsed = 0;
   const calls: SimulatorCall[] = [];
   const maxCalls = options.maxRecordedCalls ?? 100_000;
   const app: FastifyInstance = Fastify({ logger: false, ...(options.tls ? { https: options.tls } : {}) });
@@ -189,9 +271,18 @@ export async function startSimulator(options: SimulatorServerOptions = {}): Prom
   app.addHook('onRequest', async (request) => {
     arrivals.set(request, performance.now());
   });
-  app.addHook('onSend', async (request, _reply, payload) => {
+  /** Requests the current `mode` applies to after the handler ran (act_then_*, drip). */
+  const afterHandler = new WeakMap<object, NonNullable<Faults['mode']>>();
+  app.addHook('onSend', async (request, reply, payload) => {
     const wait = (faults.latencyMs ?? 0) - (performance.now() - (arrivals.get(request) ?? 0));
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    const mode = afterHandler.get(request);
+    if (mode === 'act_then_drop') {
+      request.raw.socket.destroy();
+      return payload;
+    }
+    if (mode === 'act_then_hang') await holdBack(request, faults.hangMs ?? 60_000);
+    if (mode === 'drip') return drip(String(payload), faults.dripIntervalMs ?? 2000, reply);
     return payload;
   });
   app.addHook('preHandler', async (request, reply) => {
@@ -211,6 +302,24 @@ export async function startSimulator(options: SimulatorServerOptions = {}): Prom
     if (roll < html) return reply.code(502).type('text/html').send(HTML_502);
     if (roll < error) return fail(reply, 500, 'An unexpected error occurred.');
     if (roll < malformed) return reply.code(200).type('application/json').send(random() < 0.5 ? '{"success":true,"firewall":[{"id":' : '42');
+    const mode = faults.mode;
+    if (!mode || (faults.modeCount !== undefined && modeUsed >= faults.modeCount)) return;
+    modeUsed++;
+    switch (mode) {
+      case 'success_false':
+        return reply.code(200).send({ success: false, message: 'The request could not be completed.' });
+      case 'error_true':
+        return fail(reply, 200, 'An unexpected error occurred.');
+      case 'echo_key':
+        // PHP's json_encode escapes "/" as "\/": the key comes back in a spelling a plain search misses.
+        return reply.code(500).type('application/json').send(`{"error":true,"message":"Invalid key ${JSON.stringify(apiKey).slice(1, -1).replaceAll('/', '\\/')} for this operation."}`);
+      case 'huge':
+        return reply.code(200).type('application/json').send(hugeBody(faults.hugeBytes ?? 64 * 1024 * 1024));
+      case 'rate_limited':
+        return reply.code(faults.rateLimitStatus ?? 429).header('retry-after', faults.retryAfter ?? '30').send({ error: true, message: 'Too many requests.' });
+      default:
+        afterHandler.set(request, mode);
+    }
   });
   for (const [path, handler] of Object.entries(routes(state, options.seed ?? 1))) {
     app.post(path, async (request, reply) => handler((request.body ?? {}) as Params, reply));
@@ -229,6 +338,7 @@ export async function startSimulator(options: SimulatorServerOptions = {}): Prom
     callsTo: (path, params = {}) => calls.filter((c) => c.path === path && Object.entries(params).every(([k, v]) => c.params[k] === v)),
     setFaults: (next) => {
       faults = { ...next };
+      modeUsed = 0;
     },
     close: () => app.close(),
   };

@@ -59,6 +59,8 @@ export interface UpstreamRequest {
   path: string;
   body: Record<string, string | undefined>;
   read: boolean;
+  /** cancels the request (and its retries): a poll run's deadline, or shutdown */
+  signal?: AbortSignal;
 }
 
 const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
