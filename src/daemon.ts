@@ -101,6 +101,7 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
     timeoutMs: config.upstream.timeoutMs,
     concurrency: config.upstream.concurrency,
     retries: config.upstream.retries,
+    maxResponseBytes: config.upstream.maxResponseBytes,
     ...(options.retryMinDelayMs !== undefined ? { retryMinDelayMs: options.retryMinDelayMs } : {}),
     ...(config.upstream.caFile ? { ca: readFileSync(config.upstream.caFile, 'utf8') } : {}),
     ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),

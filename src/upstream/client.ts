@@ -1,9 +1,11 @@
 /**
- * The transport to the hosting API: one undici Agent with bounded connections and timeouts, POST with a
- * form-encoded body and `Authorization: <key>` (per the API contract, §4–§5, and the public client's
- * observed behaviour), a shared concurrency limit, retries with backoff and jitter for reads only, and
- * every failure mapped to a typed UpstreamError. Bytes in, errors out: the resource modules beside this
- * file decide what the bytes mean.
+ * The transport to the hosting API: one undici Agent with bounded connections, POST with a form-encoded body
+ * and `Authorization: <key>` (per the API contract, §4–§5, and the public client's observed behaviour), a
+ * shared concurrency limit, retries with backoff and jitter for reads only, and every failure mapped to a
+ * typed UpstreamError. Every reply is bounded: a total deadline per attempt (headers and body together) and a
+ * maximum body size, enforced while streaming. A `429`, or a `503` with `Retry-After`, pauses every request of
+ * this client for that long. Every text that comes back passes the scrubber before anything keeps it.
+ * Bytes in, errors out: the resource modules beside this file decide what the bytes mean.
  */
 import { rootCertificates } from 'node:tls';
 import pLimit, { type LimitFunction } from 'p-limit';
@@ -14,12 +16,16 @@ import {
   HttpStatusError,
   InsecureUrlError,
   InvalidReplyError,
+  RateLimitedError,
+  ResponseTooLargeError,
+  UpstreamCancelledError,
   UpstreamConnectionError,
   UpstreamError,
   UpstreamTimeoutError,
   UpstreamTlsError,
   type UpstreamContext,
 } from '../errors.js';
+import { createScrubber, type Scrubber } from '../scrub.js';
 
 /** How many characters of an unexpected body an error keeps. */
 export const EXCERPT_LENGTH = 200;
@@ -37,8 +43,10 @@ export interface UpstreamClientOptions {
   baseUrl: string;
   /** the secret key; sent as `Authorization: <key>`, never logged or put in an error */
   apiKey: string;
-  /** connect, headers and body timeout, each, in milliseconds */
+  /** total deadline of one attempt (connect, headers and body together), in milliseconds */
   timeoutMs: number;
+  /** largest reply body read, in bytes (default 32 MiB); a larger one is aborted while streaming */
+  maxResponseBytes?: number;
   /** requests in flight at once, shared by every caller of this client */
   concurrency: number;
   /** retries of a failed read; writes are never retried */
@@ -51,7 +59,17 @@ export interface UpstreamClientOptions {
   dispatcher?: Dispatcher;
   /** called after every HTTP attempt */
   onRequest?: (event: RequestEvent) => void;
+  /** ms since epoch (Retry-After pauses); injectable for tests */
+  now?: () => number;
 }
+
+/** Default of `upstream.max_response_bytes`. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
+/** A Retry-After pause is clamped to this range, ms: an absurd or missing value must not stop polling for days. */
+export const MIN_PAUSE_MS = 1_000;
+export const MAX_PAUSE_MS = 3_600_000;
+/** The pause after a 429 without a (readable) Retry-After, ms. */
+export const DEFAULT_PAUSE_MS = 30_000;
 
 /** A request: which operation, which path, which body parameters; `read` enables retries. */
 export interface UpstreamRequest {
@@ -78,15 +96,54 @@ export function checkBaseUrl(baseUrl: string): string {
 
 const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT']);
 const TLS_CODES = /^(ERR_TLS_|ERR_SSL_|CERT_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_(GET|VERIFY)_|ERR_OSSL_)/;
+/** Failures before a connection existed: the request certainly never reached the API. */
+const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_DESTROYED', 'UND_ERR_CLOSED']);
 
-/** Maps an error thrown by undici to a typed UpstreamError. */
-export function classifyTransportError(error: unknown, ctx: UpstreamContext): UpstreamError {
+/** Why an attempt's signal fired: the attempt's own deadline, or the caller's signal. */
+type AbortReason = 'deadline' | 'cancelled';
+
+/**
+ * Maps an error thrown by undici to a typed UpstreamError. `aborted` says why the attempt was aborted, if it
+ * was. A failure after the connection existed (a timeout, a reset) leaves a write's outcome unknown.
+ */
+export function classifyTransportError(error: unknown, ctx: UpstreamContext, aborted?: AbortReason): UpstreamError {
   const err = error as NodeJS.ErrnoException;
   const code = String(err?.code ?? (err?.cause as NodeJS.ErrnoException | undefined)?.code ?? '');
   const detail = `${code ? `${code}: ` : ''}${err?.message ?? String(error)}`;
-  if (TIMEOUT_CODES.has(code) || err?.name === 'TimeoutError') return new UpstreamTimeoutError(ctx, `timed out (${detail})`, { cause: error });
+  if (aborted === 'cancelled') return new UpstreamCancelledError(ctx, 'cancelled', { cause: error, outcomeUnknown: true });
   if (TLS_CODES.test(code)) return new UpstreamTlsError(ctx, `TLS failure (${detail})`, { cause: error });
-  return new UpstreamConnectionError(ctx, `connection failed (${detail})`, { cause: error });
+  const outcomeUnknown = !NOT_SENT_CODES.has(code);
+  if (aborted === 'deadline') return new UpstreamTimeoutError(ctx, 'timed out (deadline of the attempt elapsed)', { cause: error, outcomeUnknown });
+  if (TIMEOUT_CODES.has(code) || err?.name === 'TimeoutError') return new UpstreamTimeoutError(ctx, `timed out (${detail})`, { cause: error, outcomeUnknown });
+  return new UpstreamConnectionError(ctx, `connection failed (${detail})`, { cause: error, outcomeUnknown });
+}
+
+/**
+ * A `Retry-After` value (RFC 9110 §10.2.3: delay-seconds or an HTTP date) → ms from `now`, clamped to
+ * MIN_PAUSE_MS…MAX_PAUSE_MS; DEFAULT_PAUSE_MS when absent or unreadable.
+ */
+export function retryAfterMs(value: string | string[] | undefined, now: number): number {
+  const text = (Array.isArray(value) ? value[0] : value)?.trim() ?? '';
+  let ms = DEFAULT_PAUSE_MS;
+  if (/^\d{1,10}$/.test(text)) ms = Number(text) * 1000;
+  else if (text !== '' && Number.isFinite(Date.parse(text))) ms = Date.parse(text) - now;
+  return Math.min(MAX_PAUSE_MS, Math.max(MIN_PAUSE_MS, ms));
+}
+
+/** Resolves after `ms`, or rejects with the signal's reason when it fires first. */
+function wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 /** The HTTP client of the hosting API. Build one per process; `close()` it on shutdown. */
@@ -97,11 +154,20 @@ export class UpstreamClient {
   readonly #ownsDispatcher: boolean;
   readonly #limit: LimitFunction;
   readonly #options: UpstreamClientOptions;
+  readonly #maxBytes: number;
+  readonly #now: () => number;
+  /** Removes the key from every text the upstream sends (plain, JSON-escaped, URL-encoded). */
+  readonly scrub: Scrubber;
+  /** ms since epoch until which every request waits (a Retry-After pause); 0 = not paused */
+  #pausedUntil = 0;
 
   constructor(options: UpstreamClientOptions) {
     this.baseUrl = checkBaseUrl(options.baseUrl);
     this.#apiKey = options.apiKey;
     this.#options = options;
+    this.#maxBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    this.#now = options.now ?? Date.now;
+    this.scrub = createScrubber([options.apiKey]);
     this.#limit = pLimit(options.concurrency);
     this.#ownsDispatcher = !options.dispatcher;
     this.#dispatcher =
@@ -128,22 +194,34 @@ export class UpstreamClient {
     return this.#limit.pendingCount;
   }
 
-  /** Sends the request and returns the parsed JSON reply. Throws UpstreamError. */
-  async json(req: UpstreamRequest): Promise<unknown> {
-    return this.#withRetry(req, async () => {
-      const { status, text } = await this.#send(req);
-      return this.#parseJson(req, status, text);
+  /** ms since epoch until which requests wait after a Retry-After; 0 when not paused. */
+  get pausedUntil(): number {
+    return this.#pausedUntil > this.#now() ? this.#pausedUntil : 0;
+  }
+
+  /**
+   * Sends the request and returns the parsed JSON reply, or `decode(reply, ctx)` of it: decoding runs inside
+   * the attempt, so an unreadable reply is reported (outcome `invalid_reply`) like any other failure.
+   * Throws UpstreamError.
+   */
+  async json(req: UpstreamRequest): Promise<unknown>;
+  async json<T>(req: UpstreamRequest, decode: (reply: unknown, ctx: UpstreamContext) => T): Promise<T>;
+  async json<T>(req: UpstreamRequest, decode?: (reply: unknown, ctx: UpstreamContext) => T): Promise<T | unknown> {
+    return this.#withRetry(req, async (signal) => {
+      const { status, text } = await this.#send(req, signal);
+      const parsed = this.#parseJson(req, status, text);
+      return decode ? decode(parsed, { operation: req.operation, path: req.path, status }) : parsed;
     });
   }
 
-  /** Sends the request and returns the raw text of a 2xx reply (the console's XML). Throws UpstreamError. */
+  /** Sends the request and returns the (scrubbed) text of a 2xx reply (the console's XML). Throws UpstreamError. */
   async text(req: UpstreamRequest): Promise<string> {
-    return this.#withRetry(req, async () => {
-      const { status, text } = await this.#send(req);
+    return this.#withRetry(req, async (signal) => {
+      const { status, text } = await this.#send(req, signal);
       const ctx = { operation: req.operation, path: req.path, status };
       const apiError = parseApiError(text);
-      if (apiError !== undefined) throw new ApiError(ctx, this.#scrub(apiError));
-      if (status < 200 || status >= 300) throw new HttpStatusError(ctx, this.#excerpt(text));
+      if (apiError !== undefined) throw new ApiError(ctx, apiError);
+      if (status < 200 || status >= 300) throw new HttpStatusError(ctx, excerpt(text));
       return text;
     });
   }
@@ -152,8 +230,12 @@ export class UpstreamClient {
     if (this.#ownsDispatcher) await this.#dispatcher.close();
   }
 
-  async #withRetry<T>(req: UpstreamRequest, attempt: () => Promise<T>): Promise<T> {
-    const timed = () => this.#limit(() => this.#observe(req.operation, attempt));
+  async #withRetry<T>(req: UpstreamRequest, attempt: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const ctx = { operation: req.operation, path: req.path };
+    const timed = async () => {
+      await this.#waitForPause(req, ctx);
+      return this.#limit(() => this.#observe(req, attempt));
+    };
     if (!req.read || this.#options.retries === 0) return timed();
     return pRetry(timed, {
       retries: this.#options.retries,
@@ -161,28 +243,59 @@ export class UpstreamClient {
       maxTimeout: 5_000,
       factor: 2,
       randomize: true,
-      shouldRetry: ({ error }) => error instanceof UpstreamError && error.retryable,
+      // A cancelled read is not retried; the wait for a Retry-After pause is itself cancellable.
+      shouldRetry: ({ error }) => !req.signal?.aborted && error instanceof UpstreamError && (error.retryable || error instanceof RateLimitedError),
     });
   }
 
-  async #observe<T>(operation: string, attempt: () => Promise<T>): Promise<T> {
+  /**
+   * A read waits out a Retry-After pause (cancellable by its signal); a write is refused at once without being
+   * sent: an action must not fire minutes after it was decided.
+   */
+  async #waitForPause(req: UpstreamRequest, ctx: UpstreamContext): Promise<void> {
+    const until = this.pausedUntil;
+    if (until === 0) return;
+    if (!req.read) throw new RateLimitedError(ctx, until);
+    try {
+      await wait(until - this.#now(), req.signal);
+    } catch (error) {
+      throw new UpstreamCancelledError(ctx, 'cancelled while the API asked us to wait', { cause: error });
+    }
+  }
+
+  /** Runs one attempt under its own deadline (and the caller's signal) and reports it to the observer. */
+  async #observe<T>(req: UpstreamRequest, attempt: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const started = performance.now();
     let outcome = 'success';
+    const controller = new AbortController();
+    const deadline = setTimeout(() => controller.abort('deadline' satisfies AbortReason), this.#options.timeoutMs);
+    const onCancel = () => controller.abort('cancelled' satisfies AbortReason);
+    if (req.signal?.aborted) onCancel();
+    else req.signal?.addEventListener('abort', onCancel, { once: true });
     try {
-      return await attempt();
+      return await attempt(controller.signal);
     } catch (error) {
       outcome = error instanceof UpstreamError ? error.outcome : 'error';
       throw error;
     } finally {
-      this.#options.onRequest?.({ operation, outcome, durationSeconds: (performance.now() - started) / 1000 });
+      clearTimeout(deadline);
+      req.signal?.removeEventListener('abort', onCancel);
+      this.#options.onRequest?.({ operation: req.operation, outcome, durationSeconds: (performance.now() - started) / 1000 });
     }
   }
 
-  async #send(req: UpstreamRequest): Promise<{ status: number; text: string }> {
+  /**
+   * One HTTP exchange: the body is read as a stream and aborted past `maxResponseBytes`; the text returned is
+   * already scrubbed. A 429 (or 503 with Retry-After) starts a pause and throws RateLimitedError.
+   */
+  async #send(req: UpstreamRequest, signal: AbortSignal): Promise<{ status: number; text: string }> {
     const form = new URLSearchParams();
     for (const [key, value] of Object.entries(req.body)) if (value !== undefined) form.set(key, value);
+    const ctx: UpstreamContext = { operation: req.operation, path: req.path };
+    const reason = () => (signal.aborted ? (signal.reason as AbortReason) : undefined);
+    let res: Dispatcher.ResponseData;
     try {
-      const res = await request(`${this.baseUrl}${req.path}`, {
+      res = await request(`${this.baseUrl}${req.path}`, {
         method: 'POST',
         dispatcher: this.#dispatcher,
         headers: {
@@ -191,14 +304,44 @@ export class UpstreamClient {
           accept: 'application/json',
         },
         body: form.toString(),
+        signal,
         headersTimeout: this.#options.timeoutMs,
         bodyTimeout: this.#options.timeoutMs,
       });
-      // Always drain the body, whatever the status, so the connection goes back to the pool.
-      return { status: res.statusCode, text: await res.body.text() };
     } catch (error) {
-      throw classifyTransportError(error, { operation: req.operation, path: req.path });
+      throw classifyTransportError(error, ctx, reason());
     }
+    ctx.status = res.statusCode;
+    const retryAfter = res.headers['retry-after'];
+    if (res.statusCode === 429 || (res.statusCode === 503 && retryAfter !== undefined)) {
+      await res.body.dump().catch(() => undefined);
+      const until = this.#now() + retryAfterMs(retryAfter, this.#now());
+      this.#pausedUntil = Math.max(this.#pausedUntil, until);
+      throw new RateLimitedError(ctx, until);
+    }
+    const declared = Number(res.headers['content-length']);
+    if (Number.isFinite(declared) && declared > this.#maxBytes) {
+      // dump() reads at most a small amount, then closes the connection.
+      await res.body.dump().catch(() => undefined);
+      throw new ResponseTooLargeError(ctx, `reply of ${declared} bytes exceeds upstream.max_response_bytes (${this.#maxBytes})`);
+    }
+    // Read whatever the status, so the connection goes back to the pool; stop at the size cap.
+    const chunks: Buffer[] = [];
+    let size = 0;
+    try {
+      for await (const chunk of res.body as AsyncIterable<Buffer>) {
+        size += chunk.length;
+        // Leaving the loop by a throw destroys the stream and its connection.
+        if (size > this.#maxBytes) {
+          throw new ResponseTooLargeError(ctx, `reply exceeds upstream.max_response_bytes (${this.#maxBytes}); aborted after ${size} bytes`);
+        }
+        chunks.push(chunk);
+      }
+    } catch (error) {
+      if (error instanceof UpstreamError) throw error;
+      throw classifyTransportError(error, ctx, reason());
+    }
+    return { status: res.statusCode, text: this.scrub(Buffer.concat(chunks, size).toString('utf8')) };
   }
 
   #parseJson(req: UpstreamRequest, status: number, text: string): unknown {
@@ -207,24 +350,18 @@ export class UpstreamClient {
     try {
       parsed = JSON.parse(text);
     } catch {
-      if (status < 200 || status >= 300) throw new HttpStatusError(ctx, this.#excerpt(text));
-      throw new InvalidReplyError(ctx, 'not JSON', this.#excerpt(text));
+      if (status < 200 || status >= 300) throw new HttpStatusError(ctx, excerpt(text));
+      throw new InvalidReplyError(ctx, 'not JSON', excerpt(text));
     }
     const apiError = errorMessageOf(parsed);
-    if (apiError !== undefined) throw new ApiError(ctx, this.#scrub(apiError));
-    if (status < 200 || status >= 300) throw new HttpStatusError(ctx, this.#excerpt(text));
+    if (apiError !== undefined) throw new ApiError(ctx, apiError);
+    if (status < 200 || status >= 300) throw new HttpStatusError(ctx, excerpt(text));
     return parsed;
   }
-
-  #excerpt(text: string): string {
-    return this.#scrub(text.slice(0, EXCERPT_LENGTH));
-  }
-
-  /** An upstream that echoes the key back must not get it into our errors. */
-  #scrub(text: string): string {
-    return this.#apiKey ? text.replaceAll(this.#apiKey, '[REDACTED]') : text;
-  }
 }
+
+/** The start of a (scrubbed) reply, for an error message. */
+const excerpt = (text: string): string => text.slice(0, EXCERPT_LENGTH);
 
 /** `{error: true, message}` → message (contract §7); anything else → undefined. */
 function errorMessageOf(parsed: unknown): string | undefined {

@@ -8,6 +8,9 @@ import {
   HttpStatusError,
   InsecureUrlError,
   InvalidReplyError,
+  RateLimitedError,
+  ResponseTooLargeError,
+  UpstreamCancelledError,
   UpstreamConnectionError,
   UpstreamTimeoutError,
   UpstreamTlsError,
@@ -141,6 +144,22 @@ describe('error kinds', () => {
     expect(error.message).toContain('[REDACTED]');
   });
 
+  // A key with the characters that change under escaping: "/" (PHP's json_encode writes "\/"), "+" and "=".
+  const SLASHY = 'sk/live+0123456789=abcdef';
+  const escapedSlash = JSON.stringify(SLASHY).slice(1, -1).replaceAll('/', '\\/');
+  it.each([
+    { name: 'an API error echoing it JSON-escaped with \\/', status: 403, body: `{"error":true,"message":"bad key ${escapedSlash}"}` },
+    { name: 'an API error echoing it URL-encoded', status: 403, body: `{"error":true,"message":"bad key ${encodeURIComponent(SLASHY)}"}` },
+    { name: 'a proxy page with it past the 200-character excerpt boundary', status: 502, body: `${'x'.repeat(190)}${SLASHY} and more` },
+    { name: 'a wrong-shape 200 reply holding it (decode error excerpt)', status: 200, body: `{"unexpected":"${escapedSlash}"}` },
+  ])('scrubs the key from $name', async ({ status, body }) => {
+    agent.get(BASE).intercept({ path: '/api/v1/dedicated', method: 'POST' }).reply(status, body, { headers: { 'content-type': 'application/json' } });
+    const error = (await listServers(client({ apiKey: SLASHY, retries: 0 })).catch((e: unknown) => e)) as Error;
+    expect(error).toBeInstanceOf(Error);
+    const everything = `${error.message} ${JSON.stringify(error)}`;
+    for (const form of [SLASHY, escapedSlash, encodeURIComponent(SLASHY), SLASHY.slice(0, 12)]) expect(everything).not.toContain(form);
+  });
+
   it('maps a refused connection to UpstreamConnectionError', async () => {
     agent.get(BASE).intercept({ path: '/api/v1/dedicated', method: 'POST' }).replyWithError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })).times(3);
     const error = await listServers(client()).catch((e: unknown) => e);
@@ -193,7 +212,91 @@ describe('against real sockets', () => {
     server.closeAllConnections();
     await c.close();
     expect(error).toBeInstanceOf(UpstreamTimeoutError);
-    expect((error as Error).message).toMatch(/^list_servers \[POST\] "\/api\/v1\/dedicated": timed out \(UND_ERR_HEADERS_TIMEOUT/);
+    expect((error as Error).message).toMatch(/^list_servers \[POST\] "\/api\/v1\/dedicated": timed out \(/);
+  });
+
+  /** A server whose every reply is written by `handle`; counts the requests it saw. */
+  async function serve(handle: (res: import('node:http').ServerResponse, n: number) => void): Promise<{ url: string; requests: () => number }> {
+    let n = 0;
+    server = createServer((req, res) => {
+      req.resume();
+      handle(res, ++n);
+    });
+    server.listen(0, '127.0.0.1');
+    await new Promise((r) => server!.once('listening', r));
+    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests: () => n };
+  }
+
+  it('ends an attempt whose body trickles in at the total deadline, however often bytes arrive', async () => {
+    const timers: NodeJS.Timeout[] = [];
+    const { url } = await serve((res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      // One byte every 50 ms: undici's per-chunk body timeout (300 ms) alone would never fire.
+      const drip = () => timers.push(setTimeout(() => (res.write(' '), drip()), 50));
+      drip();
+    });
+    const c = new UpstreamClient({ baseUrl: url, apiKey: KEY, timeoutMs: 300, concurrency: 1, retries: 0 });
+    const error = await setFirewallState(c, { serverId: '1', ip: '203.0.113.7', state: '1' }).catch((e: unknown) => e);
+    timers.forEach(clearTimeout);
+    server!.closeAllConnections();
+    await c.close();
+    expect(error).toBeInstanceOf(UpstreamTimeoutError);
+    // The body was being answered: the write may have acted.
+    expect((error as UpstreamTimeoutError).outcomeUnknown).toBe(true);
+  });
+
+  it.each([
+    { name: 'a declared length over the cap', chunked: false },
+    { name: 'a chunked body that grows past the cap', chunked: true },
+  ])('aborts $name with ResponseTooLargeError', async ({ chunked }) => {
+    let written = 0;
+    const { url } = await serve((res) => {
+      const total = 10 * 1024 * 1024;
+      res.writeHead(200, chunked ? { 'content-type': 'application/json' } : { 'content-type': 'application/json', 'content-length': total });
+      const chunk = Buffer.alloc(64 * 1024, 'x');
+      const pump = () => {
+        while (written < total && !res.destroyed) {
+          written += chunk.length;
+          if (!res.write(chunk)) return void res.once('drain', pump);
+        }
+        res.end();
+      };
+      pump();
+    });
+    const seen: RequestEvent[] = [];
+    const c = new UpstreamClient({ baseUrl: url, apiKey: KEY, timeoutMs: 5000, concurrency: 1, retries: 0, maxResponseBytes: 256 * 1024, onRequest: (e) => seen.push(e) });
+    const error = await listServers(c).catch((e: unknown) => e);
+    server!.closeAllConnections();
+    await c.close();
+    expect(error).toBeInstanceOf(ResponseTooLargeError);
+    expect(seen.map((e) => e.outcome)).toEqual(['too_large']);
+    // Streaming stopped early: far less than the 10 MiB the server meant to send was read.
+    expect(written).toBeLessThan(10 * 1024 * 1024);
+  });
+
+  it('pauses every request after a 429 with Retry-After: a write is refused unsent, a read waits (and can be cancelled)', async () => {
+    const { url, requests } = await serve((res) => {
+      res.writeHead(429, { 'retry-after': '120', 'content-type': 'application/json' });
+      res.end('{"error":true,"message":"Too many requests."}');
+    });
+    const clock = { now: 1_000_000 };
+    const c = new UpstreamClient({ baseUrl: url, apiKey: KEY, timeoutMs: 2000, concurrency: 2, retries: 3, retryMinDelayMs: 1, now: () => clock.now });
+    const cancel = new AbortController();
+    const read = c.json({ operation: 'list_servers', path: '/api/v1/dedicated', body: {}, read: true, signal: cancel.signal });
+    // Let the first attempt come back with the 429, then cancel the read waiting in the pause.
+    while (requests() === 0 || c.pausedUntil === 0) await new Promise((r) => setTimeout(r, 5));
+    cancel.abort();
+    const first = await read.catch((e: unknown) => e);
+    // The read retried into the pause and waited there until it was cancelled: one request reached the server.
+    expect(first).toBeInstanceOf(UpstreamCancelledError);
+    expect(c.pausedUntil).toBe(1_000_000 + 120_000);
+    const write = await setFirewallState(c, { serverId: '1', ip: '203.0.113.7', state: '1' }).catch((e: unknown) => e);
+    expect(write).toBeInstanceOf(RateLimitedError);
+    expect((write as RateLimitedError).outcomeUnknown).toBe(false);
+    expect(requests()).toBe(1);
+    clock.now += 120_001;
+    expect(c.pausedUntil).toBe(0);
+    await c.close();
   });
 
   it('rejects a certificate from an unknown CA, and accepts it with the CA file', async () => {

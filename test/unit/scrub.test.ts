@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { createScrubber, REDACTED, scrubbedExcerpt, secretForms } from '../../src/scrub.js';
+
+const KEY = 'sk/live+key=0123"456';
+
+describe('scrubber', () => {
+  const scrub = createScrubber([KEY, 'bearer-token-0123456789']);
+
+  it.each([
+    ['plain', `key ${KEY} end`],
+    ['JSON-escaped', `key ${JSON.stringify(KEY).slice(1, -1)} end`],
+    ['JSON-escaped with \\/ (PHP)', `key ${JSON.stringify(KEY).slice(1, -1).replaceAll('/', '\\/')} end`],
+    ['URL-encoded (upper-case escapes)', `key ${encodeURIComponent(KEY)} end`],
+    ['URL-encoded (lower-case escapes)', `key ${encodeURIComponent(KEY).replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase())} end`],
+    ['form-encoded', `key ${new URLSearchParams({ k: KEY }).toString().slice(2)} end`],
+    ['twice in one text', `${KEY} and ${KEY}`],
+    ['a second secret (a token)', 'Bearer bearer-token-0123456789'],
+  ])('removes the %s spelling', (_name, text) => {
+    const out = scrub(text);
+    expect(out).toContain(REDACTED);
+    for (const form of secretForms(KEY)) expect(out).not.toContain(form);
+    expect(out).not.toContain('bearer-token-0123456789');
+  });
+
+  it('leaves text without a secret unchanged', () => {
+    expect(scrub('nothing to see: sk/live')).toBe('nothing to see: sk/live');
+  });
+
+  it('scrubs before it truncates, so no prefix of the key survives the cut', () => {
+    const text = `${'x'.repeat(195)}${KEY}`;
+    const cut = scrubbedExcerpt(scrub, text, 200);
+    expect(cut).toBe(`${'x'.repeat(195)}${REDACTED.slice(0, 5)}`);
+    expect(cut).not.toContain(KEY.slice(0, 5));
+  });
+
+  it('ignores empty secrets', () => {
+    expect(createScrubber(['', ''])('text')).toBe('text');
+  });
+});
