@@ -20,6 +20,7 @@ import Fastify from 'fastify';
 import { Agent, request } from 'undici';
 import { buildConfig } from '../dist/config/load.js';
 import { createLogger, startDaemon } from '../dist/daemon.js';
+import { measureHugeReply } from './huge-reply.ts';
 
 const { values } = parseArgs({
   options: {
@@ -139,6 +140,17 @@ const rows = [
   { what: 'RSS after cycle', measured: rssMb, unit: 'MB', reference: '—', target: 256, rule: '≤ 256 MB' },
   { what: 'event-loop delay p99 (cycle)', measured: loop.percentile(99) / 1e6, unit: 'ms', reference: `max ${(loop.max / 1e6).toFixed(1)} ms`, target: 20, rule: '≤ 20 ms' },
 ];
+
+// 4. Faults: one 400 MB reply is refused at the size cap without buffering it.
+const huge = await measureHugeReply();
+rows.push({
+  what: 'peak RSS growth, one 400 MB reply refused',
+  measured: huge.peakMb - huge.baselineMb,
+  unit: 'MB',
+  reference: `outcome ${huge.outcome} after ${huge.ms.toFixed(0)} ms; RSS ${huge.baselineMb.toFixed(0)} → ${huge.peakMb.toFixed(0)} MB (cap 32 MiB)`,
+  target: 96,
+  rule: '≤ 96 MB',
+});
 
 console.log(`\nbaremetal-exporter bench — ${servers} servers × ${values.ips} IPs, ${latencyMs} ms simulated latency, concurrency ${concurrency}, ${series} series (${(exposition.body.length / 2 ** 20).toFixed(1)} MiB exposition), Node ${process.version}`);
 console.log(`poll outcomes: first ${cold.outcomes.join('/')}, steady ${warm.outcomes.join('/')}; ${scrapes} scrapes each\n`);
