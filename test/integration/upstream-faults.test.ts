@@ -1,0 +1,114 @@
+/**
+ * The fault matrix, upstream side: the daemon against the simulator with one misbehaviour each — a huge
+ * reply, a throttling API, an API that echoes the key — and what must (not) happen. Rows of the other
+ * sides (polls, HTTP, remediation) live in the neighbouring *-faults test files.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { buildConfig } from '../../src/config/load.js';
+import { startDaemon, type Daemon } from '../../src/daemon.js';
+import { startSimulator, type Faults, type Simulator } from '../../src/simulator/server.js';
+import { secretForms } from '../../src/scrub.js';
+import { captureLogger } from '../helpers/logger.js';
+import { valueOf } from '../helpers/metrics.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/** A key with "/" and "+": its JSON-escaped (PHP `\/`) and URL-encoded spellings differ from the plain one. */
+const KEY = 'integration/key+5f1c2d9e/0a';
+const TOKEN = 'upstream-faults-token-0123456789';
+const HISTORY = '/api/v1/dedicated/firewall';
+
+let sim: Simulator | undefined;
+let daemon: Daemon | undefined;
+afterEach(async () => {
+  await daemon?.stop();
+  await sim?.close();
+  daemon = sim = undefined;
+});
+
+async function setup(faults: Faults = {}) {
+  const log = captureLogger('debug');
+  const stateDir = tempDir();
+  writeFileSync(join(stateDir, 'token'), TOKEN);
+  sim = await startSimulator({ apiKey: KEY, servers: 4, colocations: 0, transits: 0, attackRate: 0.25, seed: 5, faults });
+  const config = buildConfig(
+    {
+      upstream: { base_url: sim.url, concurrency: 2, retries: 2, timeout: '5s' },
+      web: { listen_address: '127.0.0.1:0' },
+      state_dir: stateDir,
+      remediation: { dry_run: false, auth: { bearer_token_files: [join(stateDir, 'token')] } },
+    },
+    { BAREMETAL_API_KEY: KEY },
+  );
+  daemon = await startDaemon(config, { logger: log.logger, schedule: false, initialPolls: false, listen: false, retryMinDelayMs: 1 });
+  return { daemon, sim, log };
+}
+
+const requests = (d: Daemon, operation: string, outcome: string) => valueOf(d.registry, 'baremetal_api_requests_total', { operation, outcome });
+
+describe('upstream faults', () => {
+  it('refuses a 400 MB server list at the size cap: the poll fails with too_large, memory stays bounded, /metrics answers', async () => {
+    const { daemon } = await setup({ mode: 'huge', hugeBytes: 400 * 1024 * 1024, paths: ['/api/v1/dedicated'] });
+    globalThis.gc?.();
+    const before = process.memoryUsage().rss;
+    let peak = before;
+    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 5);
+    expect(await daemon.poller.run('servers')).toBe('failure');
+    clearInterval(sampler);
+    expect(await requests(daemon, 'list_servers', 'too_large')).toBe(1);
+    // Not retried: a reply that is too large will be too large again.
+    expect(await requests(daemon, 'list_servers', 'success')).toBeUndefined();
+    // Buffered whole, the reply alone would add 400 MB (and twice that as a string).
+    expect((peak - before) / 2 ** 20).toBeLessThan(256);
+    const res = await daemon.app.inject({ method: 'GET', url: '/metrics' });
+    expect(res.statusCode).toBe(200);
+  });
+
+  it.each([
+    { name: '429 with Retry-After in seconds', faults: { mode: 'rate_limited', retryAfter: '1', rateLimitStatus: 429 } satisfies Faults },
+    { name: '503 with Retry-After as an HTTP date', faults: { mode: 'rate_limited', retryAfter: new Date(Date.now() + 1000).toUTCString(), rateLimitStatus: 503 } satisfies Faults },
+  ])('pauses every request after $name instead of hammering the API', async ({ faults }) => {
+    const { daemon, sim } = await setup();
+    expect(await daemon.poller.run('servers')).toBe('success');
+    sim.setFaults({ ...faults, modeCount: 1, paths: [HISTORY] });
+    expect(await daemon.poller.run('firewall')).toBe('success');
+    const calls = sim.callsTo(HISTORY);
+    const limited = calls[0]!;
+    // Every later request of the run — the retry of the throttled one included — waited out the pause; only
+    // the one the second worker had already sent (concurrency 2) may have arrived meanwhile.
+    const during = calls.slice(1).filter((c) => c.at < limited.at + 1000 - 5);
+    expect(during.length).toBeLessThanOrEqual(1);
+    expect(calls.length).toBe(4 + 1);
+    expect(await requests(daemon, 'firewall_history_dedicated', 'rate_limited')).toBe(1);
+  });
+
+  it.each([
+    { name: 'a firewall history error', faults: { mode: 'echo_key', paths: [HISTORY] } satisfies Faults },
+    { name: 'a firewall-state action error', faults: { mode: 'echo_key', paths: ['/api/v1/dedicated/firewall/state'] } satisfies Faults },
+  ])('keeps the key out of logs, metrics, the journal, the actions API and the status page after $name', async ({ faults }) => {
+    const { daemon, sim, log } = await setup();
+    expect(await daemon.poller.run('servers')).toBe('success');
+    sim.setFaults(faults);
+    await daemon.poller.run('firewall');
+    const [server] = sim.state.servers.values();
+    const action = await daemon.app.inject({
+      method: 'POST',
+      url: '/api/v1/actions/firewall-state',
+      headers: { authorization: `Bearer ${TOKEN}` },
+      payload: { server_id: server!.serverId, ip: server!.ips[0], state: '1' },
+    });
+    expect(action.statusCode).toBe(200);
+    await daemon.exposition.render();
+    const texts = [
+      log.lines.join('\n'),
+      action.body,
+      (await daemon.app.inject({ method: 'GET', url: '/metrics' })).body,
+      (await daemon.app.inject({ method: 'GET', url: '/api/v1/actions', headers: { authorization: `Bearer ${TOKEN}` } })).body,
+      (await daemon.app.inject({ method: 'GET', url: '/' })).body,
+      JSON.stringify(daemon.journal.list({ limit: 100 })),
+    ].join('\n');
+    expect(texts).toContain('[REDACTED]');
+    for (const form of secretForms(KEY)) expect(texts).not.toContain(form);
+  });
+});
