@@ -36,7 +36,7 @@ export interface PollerDeps {
  * item is taken and the items in flight are no longer waited for: they and the items never started are
  * counted as cancelled (each in-flight one is passed to `onError` with the abort reason).
  */
-async function each<T>(
+export async function each<T>(
   items: readonly T[],
   width: number,
   signal: AbortSignal,
