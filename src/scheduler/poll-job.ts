@@ -4,6 +4,7 @@
  * run's AbortSignal and counted), and reports on itself: duration, outcome, last success, failed and
  * cancelled items.
  */
+import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics/definitions.js';
 
@@ -131,6 +132,9 @@ export class PollJob {
     const { metrics, name, logger, work, onFinished, deadlineMs } = this.#options;
     const now = this.#options.now ?? Date.now;
     const controller = (this.#controller = new AbortController());
+    // Every request in flight listens on the run's signal (the worker pool and undici, one each): as many
+    // as twice upstream.concurrency, above Node's leak warning at 10 but bounded by the pool's width.
+    setMaxListeners(0, controller.signal);
     this.#cancelReason = undefined;
     const timer = deadlineMs === undefined ? undefined : setTimeout(() => this.#abort('deadline'), deadlineMs);
     const started = now();
