@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { PollJob, abortable, runDeadlineMs, type WorkResult } from '../../../src/scheduler/poll-job.js';
 import { each } from '../../../src/scheduler/jobs.js';
-import { schedulePeriodMs } from '../../../src/scheduler/scheduler.js';
+import { Scheduler, schedulePeriodMs } from '../../../src/scheduler/scheduler.js';
 import { captureLogger } from '../../helpers/logger.js';
 import { freshMetrics, valueOf } from '../../helpers/metrics.js';
 
@@ -110,6 +110,25 @@ describe('poll job deadline and cancel', () => {
     expect(await run).toBe('partial');
     expect(lines.some((l) => l.includes('the daemon is stopping'))).toBe(true);
     await job.cancel();
+  });
+});
+
+describe('scheduler stop', () => {
+  it('cancels every run in progress, scheduled or started by hand, and resolves when they have ended', async () => {
+    const { registry, metrics } = freshMetrics();
+    const logger = captureLogger().logger;
+    const stuck = (name: 'servers' | 'firewall') =>
+      new PollJob({ name, metrics, logger, work: async (signal) => (await untilAborted(signal), { items: 3, failed: 0, cancelled: 3 }) });
+    const jobs = new Map([
+      ['servers', stuck('servers')],
+      ['firewall', stuck('firewall')],
+    ] as const);
+    const scheduler = new Scheduler(jobs, { servers: '0 0 1 1 *', firewall: '0 0 1 1 *', graphs: '0 0 1 1 *', catalog: '0 0 1 1 *' });
+    const runs = [jobs.get('servers')!.run(), jobs.get('firewall')!.run()];
+    await scheduler.stop();
+    expect([...jobs.values()].map((j) => j.running)).toEqual([false, false]);
+    expect(await Promise.all(runs)).toEqual(['failure', 'failure']);
+    expect(await valueOf(registry, 'baremetal_poll_items_cancelled', { poll: 'firewall' })).toBe(3);
   });
 });
 
