@@ -85,7 +85,7 @@ export interface Daemon {
   ready: Promise<void>;
   /** re-reads the TLS files (SIGHUP); false without TLS or when reading failed */
   reloadTls(): boolean;
-  /** stops the schedule, waits for runs in progress, closes HTTP and the upstream pool */
+  /** stops the schedule, cancels poll runs in progress, closes HTTP and the upstream pool */
   stop(): Promise<void>;
 }
 
@@ -95,6 +95,7 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
   const registry = new Registry();
   const metrics = createMetrics(registry, { defaultMetrics: true, version: VERSION });
   const exposition = new ExpositionCache({ registry, now, beforeRender: (ms) => metrics.renderedAt.set(ms / 1000) });
+  const apiObserver = createApiObserver(metrics, () => exposition.markDirty());
   const client = new UpstreamClient({
     baseUrl: config.upstream.baseUrl,
     apiKey: config.upstream.apiKey,
@@ -105,7 +106,7 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
     ...(options.retryMinDelayMs !== undefined ? { retryMinDelayMs: options.retryMinDelayMs } : {}),
     ...(config.upstream.caFile ? { ca: readFileSync(config.upstream.caFile, 'utf8') } : {}),
     ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
-    onRequest: createApiObserver(metrics, () => exposition.markDirty()),
+    onRequest: apiObserver.onRequest,
   });
   const graphStore = new GraphStore(config.stateDir);
   const loaded = await graphStore.load();
@@ -120,7 +121,8 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
     graphStore,
     config,
     now,
-    onFinished: (job) => {
+    onFinished: (job, outcome) => {
+      apiObserver.onPollFinished(job, outcome);
       finishedOnce.add(job);
       exposition.renderSoon();
     },
@@ -159,9 +161,12 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
     logger.info({ url }, 'listening');
   } else await app.ready();
 
+  /** set by stop(): the initial polls start nothing more */
+  let stopping = false;
   const initial = async () => {
     if (options.initialPolls === false) return;
     await poller.run('servers');
+    if (stopping) return;
     await Promise.all((['firewall', 'graphs', 'catalog'] as JobName[]).map((job) => poller.run(job)));
   };
   const ready = initial();
@@ -184,7 +189,9 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
     ready,
     reloadTls: () => tls?.reload() ?? false,
     stop: async () => {
+      stopping = true;
       tls?.stop();
+      // Cancels the poll runs in progress (their upstream requests are aborted) and waits for them to end.
       await scheduler.stop();
       await engine.stop();
       await ready.catch(() => undefined);

@@ -2,7 +2,11 @@
  * The firewall-history collector: pure — the events of one service's hour-scale history in, attack
  * series out. It remembers, per service, the IPs it exposes and the event ids of the latest history so
  * that `_total` counts each event once and both sets stay bounded by what the API currently reports.
+ * Upstream data never decides the cardinality alone: an `ip` that is not an IP address creates no series,
+ * a service has at most `maxIpsPerService` IP series, and a colocation or transit IP without events for
+ * `ipRetentionMs` loses its series.
  */
+import { isIP } from 'node:net';
 import type { Metrics } from '../metrics/definitions.js';
 import type { FirewallEvent } from '../upstream/decode.js';
 import type { ServiceType } from '../upstream/params.js';
@@ -13,9 +17,19 @@ export interface ServiceRef {
   serviceId: string;
 }
 
+/** Bounds on the series one service's history may create (config `firewall`). */
+export interface FirewallLimits {
+  /** IP series per service at most */
+  maxIpsPerService: number;
+  /** a colocation or transit IP with no events for this long loses its series, ms */
+  ipRetentionMs: number;
+}
+
 interface ServiceSeries {
   /** events per IP as last exposed; the keys are the IPs exposed */
   counts: Map<string, number>;
+  /** colocation and transit: ms (collector clock) of the last history with events for the exposed IP */
+  lastEventAt: Map<string, number>;
   /** last value of history_up */
   up: boolean;
   /** event ids of the latest successful history, for deduplication */
@@ -30,37 +44,73 @@ export class FirewallSeriesState {
   }
 }
 
+/** What a history is collected with besides its events. */
+export interface HistoryContext {
+  limits: FirewallLimits;
+  /** ms since epoch, the poll's clock */
+  now: number;
+  /** the service's IPs from elsewhere (a dedicated server's record): exposed first, with 0 events */
+  knownIps?: readonly string[];
+}
+
 const labels = (ref: ServiceRef, ip: string) => ({ service_type: ref.serviceType, service_id: ref.serviceId, ip });
 
 /**
- * Applies a successful history. `knownIps` are the service's IPs from elsewhere (a dedicated server's
- * record): they are exposed with 0 events. IPs of dedicated servers that are neither known nor in the
- * history any more are removed; colocation and transit IPs, known only from events, are kept at 0.
- * Returns the number of events new to `_total`.
+ * The IPs to expose, at most `limits.maxIpsPerService`: known IPs first, then the IPs of this history by
+ * event count (first seen first on a tie), then — colocation and transit only — IPs seen before whose
+ * last events are within the retention, most recent first.
  */
-export function collectFirewallHistory(
-  state: FirewallSeriesState,
-  metrics: Metrics,
-  ref: ServiceRef,
-  events: FirewallEvent[],
-  knownIps: readonly string[] = [],
-): number {
+function chooseIps(
+  previous: ServiceSeries | undefined,
+  perIp: Map<string, number>,
+  retained: boolean,
+  { limits, now, knownIps = [] }: HistoryContext,
+): string[] {
+  const chosen = new Set<string>();
+  const add = (ip: string) => chosen.size < limits.maxIpsPerService && chosen.add(ip);
+  for (const ip of knownIps) if (isIP(ip) !== 0) add(ip);
+  for (const [ip] of [...perIp].sort((a, b) => b[1] - a[1])) add(ip);
+  if (retained && previous) {
+    const recent = [...previous.lastEventAt].filter(([, at]) => now - at < limits.ipRetentionMs).sort((a, b) => b[1] - a[1]);
+    for (const [ip] of recent) add(ip);
+  }
+  return [...chosen];
+}
+
+/**
+ * Applies a successful history. Events whose `ip` is not an IP address, or whose IP is beyond the
+ * service's cap, still belong to the history (deduplication, the return value) but create no series;
+ * each distinct one is counted in `firewallEventsDropped`. IPs of dedicated servers that are neither known
+ * nor in the history any more are removed; colocation and transit IPs are kept at 0 until they have had
+ * no events for `limits.ipRetentionMs`. Returns the number of events new to this service.
+ */
+export function collectFirewallHistory(state: FirewallSeriesState, metrics: Metrics, ref: ServiceRef, events: FirewallEvent[], context: HistoryContext): number {
   const key = FirewallSeriesState.key(ref);
-  const previous = state.services.get(key) ?? { counts: new Map<string, number>(), up: false, seenIds: new Set<string>() };
-  const counts = new Map<string, number>(knownIps.map((ip) => [ip, 0]));
-  if (ref.serviceType !== 'dedicated') for (const ip of previous.counts.keys()) counts.set(ip, 0);
+  const previous = state.services.get(key);
+  const retained = ref.serviceType !== 'dedicated';
+  const perIp = new Map<string, number>();
   const seenIds = new Set<string>();
-  let fresh = 0;
+  const fresh: FirewallEvent[] = [];
   for (const event of events) {
-    counts.set(event.ip, (counts.get(event.ip) ?? 0) + 1);
+    if (isIP(event.ip) !== 0) perIp.set(event.ip, (perIp.get(event.ip) ?? 0) + 1);
     if (seenIds.has(event.id)) continue;
     seenIds.add(event.id);
-    if (!previous.seenIds.has(event.id)) {
-      metrics.attackEventsTotal.inc(labels(ref, event.ip));
-      fresh++;
+    if (!previous?.seenIds.has(event.id)) fresh.push(event);
+  }
+  const counts = new Map(chooseIps(previous, perIp, retained, context).map((ip) => [ip, perIp.get(ip) ?? 0]));
+  const lastEventAt = new Map<string, number>();
+  if (retained) {
+    for (const ip of counts.keys()) {
+      const at = perIp.has(ip) ? context.now : previous?.lastEventAt.get(ip);
+      if (at !== undefined) lastEventAt.set(ip, at);
     }
   }
-  for (const ip of previous.counts.keys()) {
+  for (const event of fresh) {
+    if (isIP(event.ip) === 0) metrics.firewallEventsDropped.inc({ reason: 'invalid_ip' });
+    else if (!counts.has(event.ip)) metrics.firewallEventsDropped.inc({ reason: 'ip_limit' });
+    else metrics.attackEventsTotal.inc(labels(ref, event.ip));
+  }
+  for (const ip of previous?.counts.keys() ?? []) {
     if (!counts.has(ip)) {
       metrics.attackEvents.remove(labels(ref, ip));
       metrics.attackEventsTotal.remove(labels(ref, ip));
@@ -68,14 +118,14 @@ export function collectFirewallHistory(
   }
   // Unchanged values are not set again: most IPs stay at 0 poll after poll.
   for (const [ip, count] of counts) {
-    const before = previous.counts.get(ip);
+    const before = previous?.counts.get(ip);
     if (before !== count) metrics.attackEvents.set(labels(ref, ip), count);
     // Expose the counter from 0 so that rate() and increase() see the first event.
     if (before === undefined) metrics.attackEventsTotal.inc(labels(ref, ip), 0);
   }
-  if (!previous.up) metrics.firewallHistoryUp.set({ service_type: ref.serviceType, service_id: ref.serviceId }, 1);
-  state.services.set(key, { counts, up: true, seenIds });
-  return fresh;
+  if (!previous?.up) metrics.firewallHistoryUp.set({ service_type: ref.serviceType, service_id: ref.serviceId }, 1);
+  state.services.set(key, { counts, lastEventAt, up: true, seenIds });
+  return fresh.length;
 }
 
 /** A failed poll of one service: history_up 0; its event series keep the values of the poll before. */

@@ -75,6 +75,25 @@ export class GraphStore {
     if (SAFE_ID.test(serverId)) await rm(join(this.#dir, serverId), { recursive: true, force: true });
   }
 
+  /**
+   * Drops every image of a server not in `serverIds`, from memory and disk (also directories that held
+   * nothing loadable), e.g. servers deleted while the daemon was down. Returns the keys dropped from memory.
+   */
+  async retainServers(serverIds: ReadonlySet<string>): Promise<GraphKey[]> {
+    const dropped: GraphKey[] = [];
+    for (const [k, graph] of this.#graphs) {
+      if (serverIds.has(graph.serverId)) continue;
+      this.#graphs.delete(k);
+      dropped.push({ serverId: graph.serverId, type: graph.type, scale: graph.scale });
+    }
+    const onDisk = await readdir(this.#dir).catch(() => [] as string[]);
+    // Only names this store could have written: anything else in the directory is not ours to delete.
+    for (const serverId of onDisk.filter((s) => SAFE_ID.test(s) && !serverIds.has(s))) {
+      await rm(join(this.#dir, serverId), { recursive: true, force: true });
+    }
+    return dropped;
+  }
+
   /** Loads the images a previous run left on disk. Unreadable files are skipped. Returns how many loaded. */
   async load(): Promise<number> {
     let servers: string[];

@@ -20,7 +20,7 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
     }),
     apiUp: new Gauge({
       name: 'baremetal_api_up',
-      help: `1 when the last request to the hosting API succeeded, 0 when it failed. ${CACHED}`,
+      help: `1 when the hosting API is up: 0 when the last servers poll failed, or when every request of the current cycle failed (a cycle is the requests since the last servers poll finished, judged as each poll run ends; cancelled requests do not count). One failing server among many leaves it at 1. ${CACHED}`,
       registers,
     }),
     apiRequests: new Counter({
@@ -66,6 +66,12 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['poll'] as const,
       registers,
     }),
+    pollItemsCancelled: new Gauge({
+      name: 'baremetal_poll_items_cancelled',
+      help: `Items (servers, services, images) of the last run of the poll job left unfinished because the run reached its deadline (its schedule period less a margin of a tenth, at most 1s) or the daemon stopped; their requests were aborted. The run's outcome counts them as not done (partial or failure). ${CACHED}`,
+      labelNames: ['poll'] as const,
+      registers,
+    }),
     servers: new Gauge({
       name: 'baremetal_servers',
       help: `Dedicated servers in the latest server list. ${CACHED}`,
@@ -98,6 +104,12 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       name: 'baremetal_firewall_attack_events_total',
       help: `Distinct firewall (DDoS) events seen per IP since the exporter started, deduplicated by event id. ${CACHED}`,
       labelNames: ['service_type', 'service_id', 'ip'] as const,
+      registers,
+    }),
+    firewallEventsDropped: new Counter({
+      name: 'baremetal_firewall_events_dropped_total',
+      help: `Distinct firewall events (by event id) that created no series, by reason: invalid_ip (the event's ip is not an IP address) or ip_limit (the service already has firewall.max_ips_per_service IP series). ${CACHED}`,
+      labelNames: ['reason'] as const,
       registers,
     }),
     firewallHistoryUp: new Gauge({
@@ -163,6 +175,8 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
     }),
   };
   metrics.buildInfo.set({ version: options.version ?? '0.0.0', nodejs: process.version }, 1);
+  // Exposed from 0 so that rate() and increase() see the first drop.
+  for (const reason of ['invalid_ip', 'ip_limit'] as const) metrics.firewallEventsDropped.inc({ reason }, 0);
   return metrics;
 }
 

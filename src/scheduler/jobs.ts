@@ -7,21 +7,23 @@ import { collectFirewallFailure, collectFirewallHistory, FirewallSeriesState, re
 import { collectServerList, type Inventory } from '../collectors/inventory.js';
 import type { Config, JobName } from '../config/schema.js';
 import { checkImage } from '../graphs/image.js';
-import type { GraphStore } from '../graphs/store.js';
+import type { GraphKey, GraphStore } from '../graphs/store.js';
 import type { Metrics } from '../metrics/definitions.js';
 import type { TargetDirectory } from '../remediation/engine.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { getGraph, listOperatingSystems, listServers } from '../upstream/dedicated.js';
 import { getFirewallHistory } from '../upstream/firewall.js';
 import { listLocations } from '../upstream/reseller.js';
-import { PollJob, type RunOutcome, type WorkResult } from './poll-job.js';
+import { abortable, PollJob, runDeadlineMs, type RunOutcome, type WorkResult } from './poll-job.js';
+import { schedulePeriodMs } from './scheduler.js';
 
 export interface PollerDeps {
   client: UpstreamClient;
   metrics: Metrics;
   logger: Logger;
   graphStore: GraphStore;
-  config: Pick<Config, 'graphs' | 'services'>;
+  /** `schedules` gives each run its deadline (the period of the job's schedule, also for runs started by hand) */
+  config: Pick<Config, 'graphs' | 'services' | 'firewall' | 'schedules'>;
   /** milliseconds since the epoch */
   now?: () => number;
   onFinished?: (job: JobName, outcome: RunOutcome) => void;
@@ -30,19 +32,34 @@ export interface PollerDeps {
 /**
  * Runs `fn` over `items` with `width` workers pulling from one cursor; counts failures. A worker pool
  * rather than one promise per item: 10,000 servers would otherwise hold 10,000 pending closures (and
- * their garbage) while the client's shared limit lets only a few through.
+ * their garbage) while the client's shared limit lets only a few through. Once `signal` aborts, no new
+ * item is taken and the items in flight are no longer waited for: they and the items never started are
+ * counted as cancelled (each in-flight one is passed to `onError` with the abort reason).
  */
-async function each<T>(items: readonly T[], width: number, fn: (item: T) => Promise<void>): Promise<WorkResult> {
+export async function each<T>(
+  items: readonly T[],
+  width: number,
+  signal: AbortSignal,
+  fn: (item: T) => Promise<void>,
+  onError: (item: T, error: unknown) => void,
+): Promise<WorkResult> {
   let cursor = 0;
   let failed = 0;
+  let cancelled = 0;
   const worker = async () => {
-    while (cursor < items.length) {
+    while (cursor < items.length && !signal.aborted) {
       const item = items[cursor++]!;
-      await fn(item).catch(() => failed++);
+      try {
+        await abortable(fn(item), signal);
+      } catch (error) {
+        if (signal.aborted) cancelled++;
+        else failed++;
+        onError(item, error);
+      }
     }
   };
   await Promise.all(Array.from({ length: Math.min(width, items.length) }, worker));
-  return { items: items.length, failed };
+  return { items: items.length, failed, cancelled: cancelled + items.length - cursor };
 }
 
 /** Holds the latest inventory and builds the four poll jobs; answers the remediation guards' questions. */
@@ -58,11 +75,11 @@ export class Poller implements TargetDirectory {
   constructor(deps: PollerDeps) {
     this.#deps = deps;
     this.#now = deps.now ?? Date.now;
-    const work: Record<JobName, () => Promise<WorkResult>> = {
-      servers: () => this.pollServers(),
-      firewall: () => this.pollFirewall(),
-      graphs: () => this.pollGraphs(),
-      catalog: () => this.pollCatalog(),
+    const work: Record<JobName, (signal: AbortSignal) => Promise<WorkResult>> = {
+      servers: (signal) => this.pollServers(signal),
+      firewall: (signal) => this.pollFirewall(signal),
+      graphs: (signal) => this.pollGraphs(signal),
+      catalog: (signal) => this.pollCatalog(signal),
     };
     this.jobs = new Map(
       (Object.keys(work) as JobName[]).map((name) => [
@@ -73,6 +90,7 @@ export class Poller implements TargetDirectory {
           metrics: deps.metrics,
           logger: deps.logger,
           now: this.#now,
+          deadlineMs: runDeadlineMs(schedulePeriodMs(deps.config.schedules[name])),
           onFinished: (outcome) => deps.onFinished?.(name, outcome),
         }),
       ]),
@@ -104,77 +122,91 @@ export class Poller implements TargetDirectory {
     ];
   }
 
-  /** `servers` job: the server list; series of servers that disappeared are removed. */
-  async pollServers(): Promise<WorkResult> {
+  /**
+   * `servers` job: the server list; series of servers that disappeared are removed. The first list also
+   * retires the images of servers deleted while the daemon was down (loaded from disk at start).
+   */
+  async pollServers(signal: AbortSignal = new AbortController().signal): Promise<WorkResult> {
     const { client, metrics, graphStore } = this.#deps;
-    const list = await listServers(client);
+    const list = await abortable(listServers(client, signal), signal);
     const { inventory, removed } = collectServerList(list, this.inventory, metrics);
+    const first = !this.serversKnown;
     this.inventory = inventory;
     this.serversKnown = true;
     for (const serverId of removed) {
       removeFirewallService(this.firewallState, metrics, { serviceType: 'dedicated', serviceId: serverId });
-      for (const graph of graphStore.list().filter((g) => g.serverId === serverId)) {
-        metrics.graphLastSuccess.remove({ server_id: serverId, graph: graph.type, scale: graph.scale });
-      }
+      for (const graph of graphStore.list().filter((g) => g.serverId === serverId)) this.#removeGraphSeries(graph);
       await graphStore.removeServer(serverId);
     }
+    if (first) for (const graph of await graphStore.retainServers(new Set(inventory.keys()))) this.#removeGraphSeries(graph);
     metrics.graphImages.set(graphStore.size);
     return { items: 1, failed: 0 };
   }
 
-  /** `firewall` job: hour-scale history of every service; each fails alone. */
-  async pollFirewall(): Promise<WorkResult> {
-    const { client, metrics, logger } = this.#deps;
-    return each(this.services(), client.concurrency, async (ref) => {
-      try {
-        const events = await getFirewallHistory(client, ref.serviceType, ref.serviceId, 'hour');
-        // The server may have been removed while this request was in flight.
-        if (ref.serviceType === 'dedicated' && !this.inventory.has(ref.serviceId)) return;
-        const knownIps = ref.serviceType === 'dedicated' ? this.inventory.get(ref.serviceId)?.ips : [];
-        collectFirewallHistory(this.firewallState, metrics, ref, events, knownIps);
-      } catch (error) {
-        collectFirewallFailure(this.firewallState, metrics, ref);
-        logger.warn({ service_type: ref.serviceType, service_id: ref.serviceId, err: error }, 'firewall history poll failed');
-        throw error;
-      }
+  #removeGraphSeries(graph: GraphKey): void {
+    this.#deps.metrics.graphLastSuccess.remove({ server_id: graph.serverId, graph: graph.type, scale: graph.scale });
+  }
+
+  /** `firewall` job: hour-scale history of every service; each fails (or is cancelled) alone. */
+  async pollFirewall(signal: AbortSignal = new AbortController().signal): Promise<WorkResult> {
+    const { client, metrics, logger, config } = this.#deps;
+    const fetchOne = async (ref: ServiceRef) => {
+      const events = await getFirewallHistory(client, ref.serviceType, ref.serviceId, 'hour', undefined, signal);
+      // A reply that arrives after the run was cancelled is not applied: the run has already ended.
+      signal.throwIfAborted();
+      // The server may have been removed while this request was in flight.
+      if (ref.serviceType === 'dedicated' && !this.inventory.has(ref.serviceId)) return;
+      const knownIps = ref.serviceType === 'dedicated' ? (this.inventory.get(ref.serviceId)?.ips ?? []) : [];
+      collectFirewallHistory(this.firewallState, metrics, ref, events, { limits: config.firewall, now: this.#now(), knownIps });
+    };
+    return each(this.services(), client.concurrency, signal, fetchOne, (ref, error) => {
+      collectFirewallFailure(this.firewallState, metrics, ref);
+      const fields = { service_type: ref.serviceType, service_id: ref.serviceId };
+      if (signal.aborted) logger.warn(fields, 'firewall history poll cancelled');
+      else logger.warn({ ...fields, err: error }, 'firewall history poll failed');
     });
   }
 
   /** `graphs` job: the configured types × scales for every server; a corrupt image fails only itself. */
-  async pollGraphs(): Promise<WorkResult> {
+  async pollGraphs(signal: AbortSignal = new AbortController().signal): Promise<WorkResult> {
     const { client, metrics, logger, graphStore, config } = this.#deps;
     const keys = [...this.inventory.keys()].flatMap((serverId) =>
       config.graphs.types.flatMap((type) => config.graphs.scales.map((scale) => ({ serverId, type, scale }))),
     );
-    const result = await each(keys, client.concurrency, async (key) => {
-      try {
-        const image = await checkImage(await getGraph(client, key.serverId, key.type, key.scale));
-        if (!this.inventory.has(key.serverId)) return;
-        const stored = await graphStore.put(key, image, this.#now());
-        metrics.graphLastSuccess.set({ server_id: key.serverId, graph: key.type, scale: key.scale }, stored.updatedAt / 1000);
-      } catch (error) {
-        logger.warn({ server_id: key.serverId, graph: key.type, scale: key.scale, err: error }, 'graph poll failed');
-        throw error;
-      }
+    const fetchOne = async (key: GraphKey) => {
+      const image = await checkImage(await getGraph(client, key.serverId, key.type, key.scale, signal));
+      signal.throwIfAborted();
+      if (!this.inventory.has(key.serverId)) return;
+      const stored = await graphStore.put(key, image, this.#now());
+      metrics.graphLastSuccess.set({ server_id: key.serverId, graph: key.type, scale: key.scale }, stored.updatedAt / 1000);
+    };
+    const result = await each(keys, client.concurrency, signal, fetchOne, (key, error) => {
+      const fields = { server_id: key.serverId, graph: key.type, scale: key.scale };
+      if (signal.aborted) logger.warn(fields, 'graph poll cancelled');
+      else logger.warn({ ...fields, err: error }, 'graph poll failed');
     });
     metrics.graphImages.set(graphStore.size);
     return result;
   }
 
   /** `catalog` job: OS list and locations (rarely changes). */
-  async pollCatalog(): Promise<WorkResult> {
+  async pollCatalog(signal: AbortSignal = new AbortController().signal): Promise<WorkResult> {
     const { client, metrics, logger } = this.#deps;
     const tasks: Array<() => Promise<void>> = [
-      async () => metrics.catalogOperatingSystems.set((await listOperatingSystems(client)).length),
-      async () => metrics.catalogLocations.set((await listLocations(client)).length),
+      async () => {
+        const systems = await listOperatingSystems(client, signal);
+        signal.throwIfAborted();
+        metrics.catalogOperatingSystems.set(systems.length);
+      },
+      async () => {
+        const locations = await listLocations(client, signal);
+        signal.throwIfAborted();
+        metrics.catalogLocations.set(locations.length);
+      },
     ];
-    return each(tasks, tasks.length, async (task) => {
-      try {
-        await task();
-      } catch (error) {
-        logger.warn({ err: error }, 'catalog poll failed');
-        throw error;
-      }
+    return each(tasks, tasks.length, signal, (task) => task(), (_task, error) => {
+      if (signal.aborted) logger.warn('catalog poll cancelled');
+      else logger.warn({ err: error }, 'catalog poll failed');
     });
   }
 }

@@ -1,25 +1,36 @@
 /**
  * One poll job: runs its work, never two runs at once (a tick that finds the previous run still going is
- * skipped and counted), and reports on itself: duration, outcome, last success, failed items.
+ * skipped and counted), never longer than its deadline (what is unfinished then is cancelled through the
+ * run's AbortSignal and counted), and reports on itself: duration, outcome, last success, failed and
+ * cancelled items.
  */
+import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics/definitions.js';
 
-/** What a job's work reports: how many items it handled and how many of them failed. */
+/** What a job's work reports: how many items it handled, how many failed, how many were cancelled. */
 export interface WorkResult {
   items: number;
   failed: number;
+  /** items not finished because the run's signal was aborted (deadline or stop); default 0 */
+  cancelled?: number;
 }
 
 export type RunOutcome = 'success' | 'partial' | 'failure' | 'skipped';
 
+/** Why a run's signal was aborted. */
+export type CancelReason = 'deadline' | 'stop';
+
 export interface PollJobOptions {
   name: string;
-  work: () => Promise<WorkResult>;
+  /** the job's work; every upstream call it makes carries `signal` and it stops taking new items once aborted */
+  work: (signal: AbortSignal) => Promise<WorkResult>;
   metrics: Metrics;
   logger: Logger;
   /** milliseconds since the epoch; injectable for tests */
   now?: () => number;
+  /** a run is cancelled this many milliseconds after it started (see `runDeadlineMs`); none when undefined */
+  deadlineMs?: number;
   /** called after every finished (not skipped) run, e.g. to re-render the exposition */
   onFinished?: (outcome: RunOutcome) => void;
 }
@@ -30,6 +41,39 @@ export interface LastRun {
   /** ms since epoch */
   finishedAt: number;
   durationMs: number;
+  /** items cancelled at the deadline or by stop */
+  cancelled: number;
+}
+
+/**
+ * The deadline of a run for a job scheduled every `periodMs`: the period less a margin (a tenth of it, at
+ * most one second) so the run has ended and released its overlap guard when the next tick comes.
+ */
+export function runDeadlineMs(periodMs: number): number {
+  return Math.max(1, periodMs - Math.min(1000, Math.floor(periodMs / 10)));
+}
+
+/**
+ * Settles as `promise` does, or rejects with the signal's reason as soon as it aborts. The promise is
+ * left to settle by itself (its rejection is handled): the caller stops waiting, not the work.
+ */
+export function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  promise.catch(() => undefined);
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error as Error);
+      },
+    );
+  });
 }
 
 export class PollJob {
@@ -39,6 +83,8 @@ export class PollJob {
   /** ms since epoch of the last run with outcome success or partial */
   lastSuccessAt: number | undefined;
   #running: Promise<RunOutcome> | undefined;
+  #controller: AbortController | undefined;
+  #cancelReason: CancelReason | undefined;
   readonly #options: PollJobOptions;
 
   constructor(options: PollJobOptions) {
@@ -70,27 +116,57 @@ export class PollJob {
     return this.#running;
   }
 
+  /** Cancels the run in progress, if any (shutdown); resolves when it has ended. */
+  async cancel(reason: CancelReason = 'stop'): Promise<void> {
+    this.#abort(reason);
+    await this.#running;
+  }
+
+  #abort(reason: CancelReason): void {
+    if (!this.#controller || this.#controller.signal.aborted) return;
+    this.#cancelReason = reason;
+    this.#controller.abort();
+  }
+
   async #execute(): Promise<RunOutcome> {
-    const { metrics, name, logger, work, onFinished } = this.#options;
+    const { metrics, name, logger, work, onFinished, deadlineMs } = this.#options;
     const now = this.#options.now ?? Date.now;
+    const controller = (this.#controller = new AbortController());
+    // Every request in flight listens on the run's signal (the worker pool and undici, one each): as many
+    // as twice upstream.concurrency, above Node's leak warning at 10 but bounded by the pool's width.
+    setMaxListeners(0, controller.signal);
+    this.#cancelReason = undefined;
+    const timer = deadlineMs === undefined ? undefined : setTimeout(() => this.#abort('deadline'), deadlineMs);
     const started = now();
     let outcome: RunOutcome;
     let result: WorkResult = { items: 0, failed: 0 };
     try {
-      result = await work();
-      outcome = result.failed === 0 ? 'success' : result.failed < result.items ? 'partial' : 'failure';
+      result = await work(controller.signal);
+      const unfinished = result.failed + (result.cancelled ?? 0);
+      outcome = unfinished === 0 ? 'success' : unfinished < result.items ? 'partial' : 'failure';
     } catch (error) {
       outcome = 'failure';
-      logger.error({ poll: name, err: error }, 'poll failed');
+      // A job of one item (the server list) throws when that item was cancelled.
+      if (controller.signal.aborted) result = { items: 1, failed: 0, cancelled: 1 };
+      else logger.error({ poll: name, err: error }, 'poll failed');
+    } finally {
+      clearTimeout(timer);
+      this.#controller = undefined;
     }
+    const cancelled = result.cancelled ?? 0;
     const finished = now();
     metrics.pollDuration.set({ poll: name }, (finished - started) / 1000);
     metrics.pollRuns.inc({ poll: name, outcome });
     metrics.pollItemsFailed.set({ poll: name }, outcome === 'failure' && result.items === 0 ? 1 : result.failed);
+    metrics.pollItemsCancelled.set({ poll: name }, cancelled);
     if (outcome !== 'failure') metrics.pollLastSuccess.set({ poll: name }, finished / 1000);
-    this.last = { outcome, finishedAt: finished, durationMs: finished - started };
+    this.last = { outcome, finishedAt: finished, durationMs: finished - started, cancelled };
     if (outcome !== 'failure') this.lastSuccessAt = finished;
-    logger.info({ poll: name, outcome, items: result.items, failed: result.failed, ms: finished - started }, 'poll finished');
+    const fields = { poll: name, outcome, items: result.items, failed: result.failed, cancelled, ms: finished - started };
+    if (cancelled > 0) {
+      const why = this.#cancelReason === 'deadline' ? `its deadline of ${deadlineMs} ms passed` : 'the daemon is stopping';
+      logger.warn(fields, `poll run cancelled: ${why}; unfinished items are counted in baremetal_poll_items_cancelled`);
+    } else logger.info(fields, 'poll finished');
     onFinished?.(outcome);
     return outcome;
   }

@@ -3,6 +3,22 @@ import cron, { type ScheduledTask } from 'node-cron';
 import type { JobName } from '../config/schema.js';
 import type { PollJob } from './poll-job.js';
 
+/**
+ * The period of a cron schedule: milliseconds between its next two runs. One source for the
+ * `baremetal_poll_interval_seconds` gauge and for a run's deadline. Throws for an invalid expression
+ * (config validation has checked it before).
+ */
+export function schedulePeriodMs(expression: string): number {
+  const task = cron.createTask(expression, () => undefined);
+  try {
+    const [next, after] = task.getNextRuns(2);
+    if (!next || !after) throw new TypeError(`the schedule "${expression}" has no two next runs`);
+    return after.getTime() - next.getTime();
+  } finally {
+    void task.destroy();
+  }
+}
+
 export class Scheduler {
   readonly #tasks: ScheduledTask[] = [];
   readonly #jobs: Map<JobName, PollJob>;
@@ -23,15 +39,17 @@ export class Scheduler {
       // noOverlap stays off: PollJob skips and counts an overlapping tick itself.
       const task = cron.schedule(this.#schedules[name], () => job.run(), { name: `baremetal-${name}` });
       this.#tasks.push(task);
-      const [next, after] = task.getNextRuns(2);
-      if (next && after) this.#onInterval?.(name, (after.getTime() - next.getTime()) / 1000);
+      this.#onInterval?.(name, schedulePeriodMs(this.#schedules[name]) / 1000);
     }
   }
 
-  /** Stops the cron tasks and waits for runs in progress to finish. */
+  /**
+   * Stops the cron tasks and cancels the runs in progress (scheduled or started by hand); resolves when
+   * they have ended. Their unfinished items are counted as cancelled.
+   */
   async stop(): Promise<void> {
     await Promise.all(this.#tasks.map((t) => t.destroy()));
     this.#tasks.length = 0;
-    await Promise.allSettled([...this.#jobs.values()].map((j) => j.current));
+    await Promise.allSettled([...this.#jobs.values()].map((j) => j.cancel('stop')));
   }
 }

@@ -98,6 +98,8 @@ export class SimulatorState {
   readonly firewall = new Map<string, FirewallSetting>();
   /** attacks started by hand (tests, demo): IP → [start, end) in ms */
   readonly forcedAttacks = new Map<string, { from: number; until: number }>();
+  /** events added by hand to a service's history (`type/id` → events), whatever their time or ip */
+  readonly injectedEvents = new Map<string, SimEvent[]>();
   readonly now: () => number;
   readonly #ipIndex = new Map<string, number>();
   readonly #o: Required<Omit<SimulatorOptions, 'now'>>;
@@ -157,6 +159,24 @@ export class SimulatorState {
     this.services.delete(`dedicated/${serverId}`);
   }
 
+  /**
+   * Adds events to every history of a service until `clearInjectedEvents`, whatever the window or their
+   * time (tests of hostile upstream data: junk strings as `ip`, thousands of IPs). Missing fields get
+   * harmless values; `ip` is sent as given.
+   */
+  injectEvents(serviceType: SimService['serviceType'], serviceId: string, events: Array<Partial<SimEvent> & { id: string; ip: string }>): void {
+    const key = `${serviceType}/${serviceId}`;
+    const time = Math.floor(this.now() / 1000);
+    const full = events.map((e) => ({ raw: `${e.ip} injected`, time, attack_type: 'udp_flood', mbps: 0, kpps: 0, ...e }));
+    this.injectedEvents.set(key, [...(this.injectedEvents.get(key) ?? []), ...full]);
+  }
+
+  /** Removes the injected events of one service, or of every service. */
+  clearInjectedEvents(serviceType?: SimService['serviceType'], serviceId?: string): void {
+    if (serviceType === undefined) this.injectedEvents.clear();
+    else this.injectedEvents.delete(`${serviceType}/${serviceId}`);
+  }
+
   service(serviceType: SimService['serviceType'], serviceId: string): SimService | undefined {
     return this.services.get(`${serviceType}/${serviceId}`);
   }
@@ -214,9 +234,11 @@ export class SimulatorState {
     return events;
   }
 
-  /** Firewall history of a service: every IP, or only `ip` (contract §4, rule 2). */
+  /** Firewall history of a service: every IP, or only `ip` (contract §4, rule 2); injected events included. */
   history(service: SimService, windowSeconds: number, ip?: string): SimEvent[] {
-    return (ip ? [ip] : service.ips).flatMap((i) => this.eventsFor(i, windowSeconds));
+    const events = (ip ? [ip] : service.ips).flatMap((i) => this.eventsFor(i, windowSeconds));
+    const injected = this.injectedEvents.get(`${service.serviceType}/${service.serviceId}`) ?? [];
+    return injected.length === 0 ? events : [...events, ...injected.filter((e) => ip === undefined || e.ip === ip)];
   }
 
   firewallSetting(ip: string): FirewallSetting {

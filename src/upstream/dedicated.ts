@@ -29,9 +29,9 @@ import {
 
 const DEDICATED = '/api/v1/dedicated';
 
-/** Lists every dedicated server (contract §4, rule 1: no `server_id`). */
-export async function listServers(client: UpstreamClient): Promise<ServerList> {
-  const req = { operation: 'list_servers', path: DEDICATED, body: {}, read: true };
+/** Lists every dedicated server (contract §4, rule 1: no `server_id`). `signal` cancels the request. */
+export async function listServers(client: UpstreamClient, signal?: AbortSignal): Promise<ServerList> {
+  const req = { operation: 'list_servers', path: DEDICATED, body: {}, read: true, ...(signal ? { signal } : {}) };
   return decodeServerList(await client.json(req), req);
 }
 
@@ -57,15 +57,15 @@ export const powerCycle = (client: UpstreamClient, serverId: string) => power(cl
 export const powerOn = (client: UpstreamClient, serverId: string) => power(client, 'poweron', serverId);
 export const powerOff = (client: UpstreamClient, serverId: string) => power(client, 'poweroff', serverId);
 
-/** Fetches a port-traffic graph and returns the image bytes (base64-decoded, not yet checked). */
-export async function getGraph(client: UpstreamClient, serverId: string, type: GraphType, scale: GraphScale): Promise<Buffer> {
+/** Fetches a port-traffic graph and returns the image bytes (base64-decoded, not yet checked). `signal` cancels the request. */
+export async function getGraph(client: UpstreamClient, serverId: string, type: GraphType, scale: GraphScale, signal?: AbortSignal): Promise<Buffer> {
   const operation = 'graphs';
   const body = {
     server_id: requireId(operation, 'server_id', serverId),
     type: requireOneOf(operation, 'type', type, GRAPH_TYPES),
     scale: requireOneOf(operation, 'scale', scale, GRAPH_SCALES),
   };
-  const req = { operation, path: `${DEDICATED}/graphs`, body, read: true };
+  const req = { operation, path: `${DEDICATED}/graphs`, body, read: true, ...(signal ? { signal } : {}) };
   return decodeGraph(await client.json(req), req);
 }
 
@@ -76,9 +76,9 @@ export async function getConsole(client: UpstreamClient, serverId: string): Prom
   return client.text({ operation, path: `${DEDICATED}/console`, body, read: false });
 }
 
-/** Lists installable operating systems (contract §2, §4). */
-export async function listOperatingSystems(client: UpstreamClient): Promise<OperatingSystem[]> {
-  const req = { operation: 'list_operating_systems', path: `${DEDICATED}/provision/os_ids`, body: {}, read: true };
+/** Lists installable operating systems (contract §2, §4). `signal` cancels the request. */
+export async function listOperatingSystems(client: UpstreamClient, signal?: AbortSignal): Promise<OperatingSystem[]> {
+  const req = { operation: 'list_operating_systems', path: `${DEDICATED}/provision/os_ids`, body: {}, read: true, ...(signal ? { signal } : {}) };
   return decodeOperatingSystems(await client.json(req), req);
 }
 

@@ -27,6 +27,7 @@ export const FIREWALL_HISTORY = {
 /**
  * Fetches the firewall history of a service for `scale`, for one `ip` or (omitted) all its IPs
  * (contract §4, rule 2). Returns the decoded events; throws InvalidReplyError for an unreadable reply.
+ * `signal` cancels the request (a poll run's deadline, shutdown).
  */
 export async function getFirewallHistory(
   client: UpstreamClient,
@@ -34,6 +35,7 @@ export async function getFirewallHistory(
   id: string,
   scale: FirewallScale,
   ip?: string,
+  signal?: AbortSignal,
 ): Promise<FirewallEvent[]> {
   const spec = FIREWALL_HISTORY[serviceType];
   const body = {
@@ -41,7 +43,7 @@ export async function getFirewallHistory(
     scale: requireOneOf(spec.operation, 'scale', scale, FIREWALL_SCALES),
     ip: ip === undefined ? undefined : requireIp(spec.operation, ip),
   };
-  const req = { operation: spec.operation, path: spec.path, body, read: true };
+  const req = { operation: spec.operation, path: spec.path, body, read: true, ...(signal ? { signal } : {}) };
   return decodeFirewallHistory(await client.json(req), req);
 }
 

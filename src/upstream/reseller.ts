@@ -13,8 +13,8 @@ export async function setCancellation(client: UpstreamClient, serverId: string, 
   return decodeActionResult(await client.json({ operation, path: '/api/v1/reseller/billing/cancellation', body, read: false }));
 }
 
-/** Lists locations (reseller; record fields undocumented, contract §2). */
-export async function listLocations(client: UpstreamClient): Promise<Location[]> {
-  const req = { operation: 'locations', path: '/api/v1/reseller/locations', body: {}, read: true };
+/** Lists locations (reseller; record fields undocumented, contract §2). `signal` cancels the request. */
+export async function listLocations(client: UpstreamClient, signal?: AbortSignal): Promise<Location[]> {
+  const req = { operation: 'locations', path: '/api/v1/reseller/locations', body: {}, read: true, ...(signal ? { signal } : {}) };
   return decodeLocations(await client.json(req), req);
 }

@@ -1,0 +1,234 @@
+/**
+ * The poll side of the fault matrix (issue 8): a daemon against the simulator with one fault per row,
+ * each with what it must lead to — series bounded, stale state retired, `baremetal_api_up` telling the
+ * truth, a slow reply cut at the run's deadline. Polls are driven by hand; the clock is injected.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { buildConfig } from '../../src/config/load.js';
+import { startDaemon, type Daemon } from '../../src/daemon.js';
+import { startSimulator, type Simulator } from '../../src/simulator/server.js';
+import { captureLogger } from '../helpers/logger.js';
+import { seriesOf, valueOf } from '../helpers/metrics.js';
+import { tempDir } from '../helpers/tmp.js';
+
+const KEY = 'poll-faults-key-7d2a91c4';
+const START = Date.UTC(2026, 10, 21, 12, 0, 0);
+const HOUR = 3600_000;
+
+let sim: Simulator | undefined;
+let daemon: Daemon | undefined;
+afterEach(async () => {
+  await daemon?.stop();
+  await sim?.close();
+  daemon = sim = undefined;
+});
+
+/** What a row works with: the simulator, a way to (re)start the daemon, and the injected clock. */
+interface Fixture {
+  sim: Simulator;
+  start(): Promise<Daemon>;
+  stateDir: string;
+  clock: { now: number };
+}
+
+async function fixture(file: Record<string, unknown> = {}): Promise<Fixture> {
+  const clock = { now: START };
+  const stateDir = tempDir();
+  sim = await startSimulator({ apiKey: KEY, servers: 6, colocations: 2, transits: 1, attackRate: 0, seed: 5, now: () => clock.now });
+  const config = buildConfig(
+    {
+      upstream: { base_url: sim.url, concurrency: 4, retries: 0 },
+      web: { listen_address: '127.0.0.1:0' },
+      state_dir: stateDir,
+      graphs: { types: ['port_bits'], scales: ['day'] },
+      services: { colocation_ids: ['colo-1', 'colo-2'], transit_ids: ['transit-1'] },
+      ...file,
+    },
+    { BAREMETAL_API_KEY: KEY },
+  );
+  const start = async () => {
+    daemon = await startDaemon(config, { logger: captureLogger().logger, now: () => clock.now, schedule: false, initialPolls: false, listen: false, retryMinDelayMs: 1 });
+    return daemon;
+  };
+  return { sim, start, stateDir, clock };
+}
+
+const metric = (d: Daemon, name: string, labels: Record<string, string> = {}) => valueOf(d.registry, name, labels);
+const seriesFor = async (d: Daemon, name: string, serviceId: string) => (await seriesOf(d.registry, name)).filter((s) => s.service_id === serviceId).length;
+
+interface Row {
+  name: string;
+  /** config file keys besides the defaults of `fixture` */
+  file?: Record<string, unknown>;
+  /** drives the fault and returns what was observed */
+  scenario: (f: Fixture) => Promise<Record<string, unknown>>;
+  expected: Record<string, unknown>;
+}
+
+const rows: Row[] = [
+  {
+    name: '20k junk IPs and 300 real ones in one colocation history → at most max_ips_per_service series, each dropped event counted once, series gone after recovery + retention',
+    file: { firewall: { max_ips_per_service: 50, ip_retention: '1h' } },
+    scenario: async ({ sim, start, clock }) => {
+      const d = await start();
+      sim.state.injectEvents('colocation', 'colo-1', [
+        ...Array.from({ length: 20_000 }, (_, i) => ({ id: `junk-${i}`, ip: `junk-${i}` })),
+        ...Array.from({ length: 300 }, (_, i) => ({ id: `flood-${i}`, ip: `10.9.${i >> 8}.${i & 255}` })),
+      ]);
+      await d.poller.run('servers');
+      const first = await d.poller.run('firewall');
+      const during = await seriesFor(d, 'baremetal_firewall_attack_events', 'colo-1');
+      await d.poller.run('firewall');
+      sim.state.clearInjectedEvents();
+      clock.now += 30 * 60_000;
+      await d.poller.run('firewall');
+      const withinRetention = await seriesFor(d, 'baremetal_firewall_attack_events', 'colo-1');
+      clock.now += HOUR;
+      await d.poller.run('firewall');
+      return {
+        first,
+        during,
+        invalidIp: await metric(d, 'baremetal_firewall_events_dropped_total', { reason: 'invalid_ip' }),
+        ipLimit: await metric(d, 'baremetal_firewall_events_dropped_total', { reason: 'ip_limit' }),
+        withinRetention,
+        afterRetention: await seriesFor(d, 'baremetal_firewall_attack_events', 'colo-1'),
+        totalsAfterRetention: await seriesFor(d, 'baremetal_firewall_attack_events_total', 'colo-1'),
+        up: await metric(d, 'baremetal_firewall_history_up', { service_id: 'colo-1' }),
+      };
+    },
+    expected: { first: 'success', during: 50, invalidIp: 20_000, ipLimit: 250, withinRetention: 50, afterRetention: 0, totalsAfterRetention: 0, up: 1 },
+  },
+  {
+    name: 'servers deleted while the daemon was down → their images (disk and memory) removed after the first server list',
+    scenario: async ({ sim, start, stateDir }) => {
+      const first = await start();
+      await first.poller.run('servers');
+      await first.poller.run('graphs');
+      await first.stop();
+      daemon = undefined;
+      sim.state.removeServer('100002');
+      sim.state.removeServer('100005');
+      const d = await start();
+      const servedBefore = (await d.app.inject('/graphs/dedicated/100002/port_bits/day.png')).statusCode;
+      const imagesBefore = d.graphStore.size;
+      await d.poller.run('servers');
+      return {
+        servedBefore,
+        imagesBefore,
+        servedAfter: (await d.app.inject('/graphs/dedicated/100002/port_bits/day.png')).statusCode,
+        keptServed: (await d.app.inject('/graphs/dedicated/100001/port_bits/day.png')).statusCode,
+        onDisk: ['100001', '100002', '100005'].map((id) => existsSync(join(stateDir, 'graphs/dedicated', id))),
+        images: d.graphStore.list().map((g) => g.serverId),
+        imagesMetric: await metric(d, 'baremetal_graph_images'),
+      };
+    },
+    expected: {
+      servedBefore: 200,
+      imagesBefore: 6,
+      servedAfter: 404,
+      keptServed: 200,
+      onDisk: [true, false, false],
+      images: ['100001', '100003', '100004', '100006'],
+      imagesMetric: 4,
+    },
+  },
+  {
+    name: 'server list 100% failing while other calls succeed → baremetal_api_up 0 after every run',
+    scenario: async ({ sim, start }) => {
+      const d = await start();
+      await d.poller.run('servers');
+      const before = await metric(d, 'baremetal_api_up');
+      sim.setFaults({ errorRate: 1, paths: ['/api/v1/dedicated'] });
+      const outcomes: string[] = [];
+      const up: Array<number | undefined> = [];
+      for (const job of ['servers', 'firewall', 'graphs', 'catalog', 'firewall'] as const) {
+        outcomes.push(await d.poller.run(job));
+        up.push(await metric(d, 'baremetal_api_up'));
+      }
+      sim.setFaults({});
+      await d.poller.run('servers');
+      return { before, outcomes, up, recovered: await metric(d, 'baremetal_api_up') };
+    },
+    expected: { before: 1, outcomes: ['failure', 'success', 'success', 'success', 'success'], up: [0, 0, 0, 0, 0], recovered: 1 },
+  },
+  {
+    name: 'one failing server among many → api_up 1, firewall_history_up 0 for it',
+    scenario: async ({ sim, start }) => {
+      const d = await start();
+      sim.setFaults({ errorRate: 1, ids: ['100004'], paths: ['/api/v1/dedicated/firewall'] });
+      await d.poller.run('servers');
+      const outcome = await d.poller.run('firewall');
+      const up = Object.fromEntries((await d.registry.getSingleMetric('baremetal_firewall_history_up')!.get()).values.map((v) => [v.labels.service_id, v.value]));
+      return { outcome, apiUp: await metric(d, 'baremetal_api_up'), failing: up['100004'], others: Object.values(up).filter((v) => v === 1).length, itemsFailed: await metric(d, 'baremetal_poll_items_failed', { poll: 'firewall' }) };
+    },
+    expected: { outcome: 'partial', apiUp: 1, failing: 0, others: 8, itemsFailed: 1 },
+  },
+  {
+    name: 'every request of the cycle failing after a good server list → api_up 0 once the run ends',
+    scenario: async ({ sim, start }) => {
+      const d = await start();
+      await d.poller.run('servers');
+      sim.setFaults({ htmlErrorRate: 1 });
+      const outcome = await d.poller.run('firewall');
+      return { outcome, apiUp: await metric(d, 'baremetal_api_up') };
+    },
+    expected: { outcome: 'failure', apiUp: 0 },
+  },
+  {
+    name: 'a slow-drip history reply → the firewall run ends at its deadline, counted, the next run runs',
+    // Period 1 s, so the deadline is 900 ms; the dripped reply would take about 3 s.
+    file: { schedules: { firewall: '* * * * * *' } },
+    scenario: async ({ sim, start }) => {
+      const d = await start();
+      await d.poller.run('servers');
+      sim.setFaults({ mode: 'drip', dripIntervalMs: 100, modeCount: 1, paths: ['/api/v1/colocation/firewall'], ids: ['colo-1'] });
+      const first = await d.poller.run('firewall');
+      const cancelled = await metric(d, 'baremetal_poll_items_cancelled', { poll: 'firewall' });
+      const colo1 = await metric(d, 'baremetal_firewall_history_up', { service_id: 'colo-1' });
+      const lastSuccess = await metric(d, 'baremetal_poll_last_success_timestamp_seconds', { poll: 'firewall' });
+      const next = await d.poller.run('firewall');
+      return {
+        first,
+        cancelled,
+        colo1,
+        lastSuccess,
+        next,
+        cancelledAfter: await metric(d, 'baremetal_poll_items_cancelled', { poll: 'firewall' }),
+        colo1After: await metric(d, 'baremetal_firewall_history_up', { service_id: 'colo-1' }),
+        runs: await metric(d, 'baremetal_poll_runs_total', { poll: 'firewall', outcome: 'partial' }),
+        skipped: await metric(d, 'baremetal_poll_runs_total', { poll: 'firewall', outcome: 'skipped' }),
+      };
+    },
+    expected: { first: 'partial', cancelled: 1, colo1: 0, lastSuccess: START / 1000, next: 'success', cancelledAfter: 0, colo1After: 1, runs: 1, skipped: undefined },
+  },
+  {
+    name: 'daemon.stop() during a run stuck on a slow-drip reply → stop resolves, the run is cancelled and counted',
+    scenario: async ({ sim, start }) => {
+      const d = await start();
+      await d.poller.run('servers');
+      sim.setFaults({ mode: 'drip', dripIntervalMs: 100, paths: ['/api/v1/transit/firewall'] });
+      const run = d.poller.run('firewall');
+      // Stop once the dripping request is the only one left: every other history has been applied.
+      // (Real HTTP has no clock to inject: a bounded wait, at most 10 s.)
+      for (let i = 0; i < 1000 && (await seriesOf(d.registry, 'baremetal_firewall_history_up')).length < 8; i++) await new Promise((r) => setTimeout(r, 10));
+      await d.stop();
+      daemon = undefined;
+      return {
+        stopped: true,
+        outcome: await run,
+        cancelled: await metric(d, 'baremetal_poll_items_cancelled', { poll: 'firewall' }),
+        transit: await metric(d, 'baremetal_firewall_history_up', { service_id: 'transit-1' }),
+      };
+    },
+    expected: { stopped: true, outcome: 'partial', cancelled: 1, transit: 0 },
+  },
+];
+
+describe('poll faults', () => {
+  it.each(rows)('$name', async ({ file, scenario, expected }) => {
+    const f = await fixture(file);
+    expect(await scenario(f)).toEqual(expected);
+  });
+});
