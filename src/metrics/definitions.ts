@@ -25,7 +25,7 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
     }),
     apiRequests: new Counter({
       name: 'baremetal_api_requests_total',
-      help: `HTTP requests (attempts, retries included) sent to the hosting API, by operation and outcome (success, api_error, http_error, invalid_reply, timeout, tls_error, connection_error). ${CACHED}`,
+      help: `HTTP requests (attempts, retries included) sent to the hosting API, by operation and outcome (success, api_error, http_error, invalid_reply, timeout, tls_error, connection_error, too_large, rate_limited, cancelled). ${CACHED}`,
       labelNames: ['operation', 'outcome'] as const,
       registers,
     }),

@@ -115,6 +115,15 @@ describe('run', () => {
     journal.close();
   });
 
+  it('on SIGTERM during a slow-drip history reply cancels the poll and exits 0', async () => {
+    const { run } = await startRun('');
+    sim!.setFaults({ mode: 'drip', dripIntervalMs: 2000, paths: ['/api/v1/dedicated/firewall'], ids: ['100002'] });
+    await eventually('the dripping request', async () => (sim!.callsTo('/api/v1/dedicated/firewall', { server_id: '100002' }).length ? true : undefined));
+    run.child.kill('SIGTERM');
+    expect(await run.exited).toBe(0);
+    expect(run.output()).toContain('poll run cancelled: the daemon is stopping');
+  });
+
   it('never prints the API key: logs, error replies and /metrics of a run with failures', async () => {
     const { port, run } = await startRun('');
     sim!.setFaults({ errorRate: 0.4, htmlErrorRate: 0.2, malformedRate: 0.2 });
