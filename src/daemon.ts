@@ -17,7 +17,7 @@ import { authEnabled } from './http/auth.js';
 import { statusViewOf } from './http/status-view.js';
 import { readTls, watchTls } from './http/tls.js';
 import { Journal } from './journal/journal.js';
-import { lockStateDir } from './journal/state-lock.js';
+import { lockStateDir, type StateLock } from './journal/state-lock.js';
 import { RemediationEngine } from './remediation/engine.js';
 import { createApiObserver } from './metrics/api-observer.js';
 import { createMetrics, type Metrics } from './metrics/definitions.js';
@@ -94,21 +94,24 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
   // One daemon per state_dir: two would act twice on one journal. Throws StateDirLockedError naming the holder.
   const lock = lockStateDir(config.stateDir);
   try {
-    return await start(config, options, lock.release);
+    return await start(config, options, lock);
   } catch (error) {
     lock.release();
     throw error;
   }
 }
 
-async function start(config: Config, options: DaemonOptions, releaseLock: () => void): Promise<Daemon> {
+async function start(config: Config, options: DaemonOptions, lock: StateLock): Promise<Daemon> {
   const logger = options.logger ?? createLogger(config.logLevel);
   const now = options.now ?? Date.now;
   const registry = new Registry();
   const metrics = createMetrics(registry, { defaultMetrics: true, version: VERSION });
   // Opened first: a journal that cannot be opened (corrupt, zero-length, unwritable) disables remediation
   // only; the file is left as it is for the operator to inspect.
-  const journal = Journal.openOrUnavailable(join(config.stateDir, 'journal.db'));
+  const journal = Journal.openOrUnavailable(
+    join(config.stateDir, 'journal.db'),
+    lock.problem && `state_dir is not writable, so it cannot be locked against a second daemon: ${lock.problem}`,
+  );
   const exposition = new ExpositionCache({
     registry,
     now,
@@ -217,7 +220,7 @@ async function start(config: Config, options: DaemonOptions, releaseLock: () => 
       await app.close().finally(() => clearInterval(sweep));
       journal.close();
       await client.close();
-      releaseLock();
+      lock.release();
     },
   };
 }

@@ -118,10 +118,11 @@ export class Journal {
 
   /**
    * Opens the journal at `path`, or returns an unavailable journal when it cannot be opened: every method
-   * of that one throws JournalError naming `reason` (the action endpoints answer 503), the rest of the
-   * daemon runs on. The file is left as it is.
+   * of that one throws JournalError naming the reason (the action endpoints answer 503), the rest of the
+   * daemon runs on. The file is left as it is. `refuse` makes it unavailable without trying (a reason).
    */
-  static openOrUnavailable(path: string): Journal {
+  static openOrUnavailable(path: string, refuse?: string): Journal {
+    if (refuse !== undefined) return new Journal(undefined, refuse);
     try {
       return Journal.open(path);
     } catch (error) {

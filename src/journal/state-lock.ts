@@ -37,8 +37,13 @@ function holderOf(path: string): number | undefined {
 /** A held lock; `release()` removes the file (idempotent). */
 export interface StateLock {
   path: string;
+  /** set when the lock file could not be written (read-only state_dir): no lock is held, remediation must stay off */
+  problem?: string;
   release(): void;
 }
+
+/** Errors that mean the directory cannot be written, rather than that someone else holds the lock. */
+const UNWRITABLE = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'EDQUOT']);
 
 /** Takes the lock on `stateDir` (created if missing). Throws StateDirLockedError naming the holder's PID. */
 export function lockStateDir(stateDir: string): StateLock {
@@ -53,7 +58,10 @@ export function lockStateDir(stateDir: string): StateLock {
       writeFileSync(path, `${process.pid}\n`, { flag: 'wx', mode: 0o644 });
       break;
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const code = (error as NodeJS.ErrnoException).code ?? '';
+      // Monitoring must go on with a read-only state_dir; the journal cannot be written there either.
+      if (UNWRITABLE.has(code)) return { path, problem: `cannot write the lock file ${path} (${code})`, release: () => undefined };
+      if (code !== 'EEXIST') throw error;
       const pid = holderOf(path);
       if (pid !== undefined && pid !== process.pid && alive(pid)) throw new StateDirLockedError(stateDir, pid);
       if (attempt > 0) throw new StateDirLockedError(stateDir, pid ?? 0);
