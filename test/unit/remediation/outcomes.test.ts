@@ -168,3 +168,16 @@ describe('exactly once', () => {
     journal.close();
   });
 });
+
+describe('the console descriptor', () => {
+  it.each([
+    { name: 'before the first server list: 503', known: false, serverId: '100001', error: 'NotReadyError', rows: 0 },
+    { name: 'an unknown server: 404, journaled', known: true, serverId: '999', error: 'NotFoundError', rows: 1 },
+  ])('$name', async ({ known, serverId, error, rows }) => {
+    const h = await engineHarness();
+    const engine = new RemediationEngine({ journal: h.journal, client: h.client, metrics: h.metrics, logger: h.log.logger, targets: simulatorTargets(h.sim, known), config: h.config, now: () => h.clock.now });
+    await expect(engine.console(serverId)).rejects.toMatchObject({ name: error });
+    expect(h.journal.list({ limit: 5 })).toHaveLength(rows);
+    expect(h.sim.calls).toEqual([]);
+  });
+});
