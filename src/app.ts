@@ -57,6 +57,7 @@ const STATUS_TEXT: Record<number, string> = {
   404: 'Not Found',
   413: 'Payload Too Large',
   415: 'Unsupported Media Type',
+  422: 'Unprocessable Entity',
   503: 'Service Unavailable',
 };
 

@@ -17,6 +17,7 @@ import { authEnabled } from './http/auth.js';
 import { statusViewOf } from './http/status-view.js';
 import { readTls, watchTls } from './http/tls.js';
 import { Journal } from './journal/journal.js';
+import { lockStateDir, type StateLock } from './journal/state-lock.js';
 import { RemediationEngine } from './remediation/engine.js';
 import { createApiObserver } from './metrics/api-observer.js';
 import { createMetrics, type Metrics } from './metrics/definitions.js';
@@ -90,11 +91,35 @@ export interface Daemon {
 }
 
 export async function startDaemon(config: Config, options: DaemonOptions = {}): Promise<Daemon> {
+  // One daemon per state_dir: two would act twice on one journal. Throws StateDirLockedError naming the holder.
+  const lock = lockStateDir(config.stateDir);
+  try {
+    return await start(config, options, lock);
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
+}
+
+async function start(config: Config, options: DaemonOptions, lock: StateLock): Promise<Daemon> {
   const logger = options.logger ?? createLogger(config.logLevel);
   const now = options.now ?? Date.now;
   const registry = new Registry();
   const metrics = createMetrics(registry, { defaultMetrics: true, version: VERSION });
-  const exposition = new ExpositionCache({ registry, now, beforeRender: (ms) => metrics.renderedAt.set(ms / 1000) });
+  // Opened first: a journal that cannot be opened (corrupt, zero-length, unwritable) disables remediation
+  // only; the file is left as it is for the operator to inspect.
+  const journal = Journal.openOrUnavailable(
+    join(config.stateDir, 'journal.db'),
+    lock.problem && `state_dir is not writable, so it cannot be locked against a second daemon: ${lock.problem}`,
+  );
+  const exposition = new ExpositionCache({
+    registry,
+    now,
+    beforeRender: (ms) => {
+      metrics.renderedAt.set(ms / 1000);
+      metrics.journalUp.set(journal.healthy() ? 1 : 0);
+    },
+  });
   const apiObserver = createApiObserver(metrics, () => exposition.markDirty());
   const client = new UpstreamClient({
     baseUrl: config.upstream.baseUrl,
@@ -128,7 +153,6 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
     },
   });
   const scheduler = new Scheduler(poller.jobs, config.schedules, (poll, seconds) => metrics.pollInterval.set({ poll }, seconds));
-  const journal = Journal.open(join(config.stateDir, 'journal.db'));
   // A decision shows in /metrics within a second; a burst of alerts costs one rendering.
   const onDecision = () => exposition.renderSoon(1000);
   const engine = new RemediationEngine({ journal, client, metrics, logger, targets: poller, config: config.remediation, now, onDecision });
@@ -137,7 +161,8 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
   if (config.upstream.apiKeySource === 'yaml') logger.warn('the API key sits in the config file itself: prefer upstream.api_key_file or BAREMETAL_API_KEY');
   const readiness = () => {
     const reasons = (['servers', 'firewall'] as JobName[]).filter((job) => !finishedOnce.has(job)).map((job) => `the first ${job} poll has not finished`);
-    if (!journal.healthy()) reasons.push('the journal is unavailable');
+    const problem = journal.problem ?? (journal.healthy() ? undefined : 'it does not answer');
+    if (problem !== undefined) reasons.push(`the journal is unavailable (remediation disabled): ${problem}`);
     return reasons;
   };
   const app = buildApp({
@@ -203,6 +228,7 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
       await app.close().finally(() => clearInterval(sweep));
       journal.close();
       await client.close();
+      lock.release();
     },
   };
 }

@@ -210,6 +210,24 @@ export class ForbiddenError extends AuthError {
   override readonly statusCode = 403;
 }
 
+/** An `Idempotency-Key` was used before for a request with a different body (action, target or value). */
+export class IdempotencyMismatchError extends BaremetalError {
+  override readonly code = 'BM_ERR_IDEMPOTENCY_MISMATCH';
+  override readonly statusCode = 422;
+}
+
+/** Another running daemon holds the lock on `state_dir`; this one refuses to start. */
+export class StateDirLockedError extends BaremetalError {
+  override readonly code = 'BM_ERR_STATE_DIR_LOCKED';
+  constructor(
+    readonly stateDir: string,
+    /** PID of the process holding the lock */
+    readonly holderPid: number,
+  ) {
+    super(`state_dir ${stateDir} is locked by another baremetal-exporter (PID ${holderPid}); two daemons on one state_dir would act twice`);
+  }
+}
+
 /** Every error class, for the catalogue test. */
 export const errorClasses = {
   ConfigError,
@@ -232,4 +250,6 @@ export const errorClasses = {
   BadRequestError,
   AuthError,
   ForbiddenError,
+  IdempotencyMismatchError,
+  StateDirLockedError,
 } as const;

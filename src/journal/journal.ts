@@ -5,13 +5,12 @@
  * survives restarts. Every method is synchronous: a check and the write it guards cannot interleave
  * with another request.
  */
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
-import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
+import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
 import { JournalError } from '../errors.js';
+import { openDatabase } from './open.js';
 
 /** Decisions, as journaled and counted in `baremetal_action_requests_total{decision}`. */
-export const DECISIONS = ['executed', 'dry_run', 'denied_unknown_target', 'denied_budget', 'cooldown', 'duplicate', 'deferred', 'failed'] as const;
+export const DECISIONS = ['executed', 'dry_run', 'denied_unknown_target', 'denied_budget', 'cooldown', 'duplicate', 'deferred', 'failed', 'unknown'] as const;
 export type Decision = (typeof DECISIONS)[number];
 
 /** A journal row. Times are Unix milliseconds. `decision` is `executing` while the upstream call runs. */
@@ -19,7 +18,7 @@ export interface JournalEntry {
   id: number;
   createdAt: number;
   completedAt: number | null;
-  /** `alert` (Alertmanager), `operator` (action endpoint) or `pending` (a deferred firewall change applied) */
+  /** `alert` (Alertmanager), `operator` (action endpoint or console download) or `pending` (a deferred firewall change applied) */
   source: 'alert' | 'operator' | 'pending';
   action: string;
   serverId: string;
@@ -52,42 +51,18 @@ export interface DesiredFirewall {
   cooldownMs: number;
 }
 
-const MIGRATIONS = [
-  `CREATE TABLE actions (
-     id INTEGER PRIMARY KEY AUTOINCREMENT,
-     created_at INTEGER NOT NULL,
-     completed_at INTEGER,
-     source TEXT NOT NULL,
-     action TEXT NOT NULL,
-     server_id TEXT NOT NULL,
-     ip TEXT,
-     value TEXT,
-     alertname TEXT,
-     fingerprint TEXT,
-     starts_at TEXT,
-     decision TEXT NOT NULL,
-     upstream_outcome TEXT,
-     message TEXT
-   );
-   CREATE INDEX actions_target ON actions (action, server_id, ip, created_at);
-   CREATE INDEX actions_created ON actions (created_at);
-   CREATE TABLE deliveries (key TEXT PRIMARY KEY, action_id INTEGER NOT NULL, created_at INTEGER NOT NULL);
-   CREATE TABLE firewall_desired (
-     server_id TEXT NOT NULL,
-     ip TEXT NOT NULL,
-     desired_state TEXT NOT NULL,
-     due_at INTEGER NOT NULL,
-     pending INTEGER NOT NULL,
-     attempts INTEGER NOT NULL DEFAULT 0,
-     applied_state TEXT,
-     applied_at INTEGER,
-     cooldown_ms INTEGER NOT NULL,
-     PRIMARY KEY (server_id, ip)
-   );`,
-];
+/**
+ * Decisions that mean an upstream call was made or may have been (they count against the budget and the
+ * cooldown): a `failed` or `unknown` power cycle may still have cycled the server.
+ */
+const SENT = "('executing', 'executed', 'failed', 'unknown')";
 
-/** Decisions that mean an upstream call was made (they count against the budget and the cooldown). */
-const SENT = "('executing', 'executed', 'failed')";
+/** A claimed delivery key: the row that acted on it and a digest of the request that claimed it. */
+export interface Delivery {
+  actionId: number;
+  /** null for keys claimed before digests were stored */
+  digest: string | null;
+}
 
 type Row = Record<string, SQLInputValue>;
 
@@ -121,48 +96,69 @@ const toDesired = (r: Row): DesiredFirewall => ({
 });
 
 export class Journal {
-  readonly #db: DatabaseSync;
+  readonly #db: DatabaseSync | undefined;
+  /** why the journal did not open: remediation stays disabled until a restart */
+  readonly #openFailure: string | undefined;
+  /** the last write's failure (disk full, read-only file), cleared by the next write that succeeds */
+  #writeFailure: string | undefined;
 
-  private constructor(db: DatabaseSync) {
+  private constructor(db: DatabaseSync | undefined, openFailure?: string) {
     this.#db = db;
+    this.#openFailure = openFailure;
   }
 
   /** Opens (creating and migrating) the journal at `path` (`:memory:` for tests). Throws JournalError. */
   static open(path: string): Journal {
     try {
-      if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-      const db = new DatabaseSync(path);
-      db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;');
-      const version = Number((db.prepare('PRAGMA user_version').get() as Row).user_version);
-      for (let v = version; v < MIGRATIONS.length; v++) {
-        db.exec('BEGIN');
-        db.exec(MIGRATIONS[v]!);
-        db.exec(`PRAGMA user_version = ${v + 1}`);
-        db.exec('COMMIT');
-      }
-      return new Journal(db);
+      return new Journal(openDatabase(path));
     } catch (error) {
       throw new JournalError(`cannot open the journal at ${path}: ${(error as Error).message}`, { cause: error });
     }
   }
 
-  /** Runs `fn` in one transaction. Throws JournalError when SQLite fails. */
+  /**
+   * Opens the journal at `path`, or returns an unavailable journal when it cannot be opened: every method
+   * of that one throws JournalError naming the reason (the action endpoints answer 503), the rest of the
+   * daemon runs on. The file is left as it is. `refuse` makes it unavailable without trying (a reason).
+   */
+  static openOrUnavailable(path: string, refuse?: string): Journal {
+    if (refuse !== undefined) return new Journal(undefined, refuse);
+    try {
+      return Journal.open(path);
+    } catch (error) {
+      return new Journal(undefined, (error as Error).message);
+    }
+  }
+
+  /** Why the journal could not be opened (remediation is disabled), or undefined when it is open. */
+  get unavailable(): string | undefined {
+    return this.#openFailure;
+  }
+
+  /** What is wrong with the journal now (it did not open, or its last write failed), for /readyz. */
+  get problem(): string | undefined {
+    return this.#openFailure ?? (this.#writeFailure === undefined ? undefined : `its last write failed: ${this.#writeFailure}`);
+  }
+
+  /** Runs `fn` in one transaction, which holds the database's write lock from its start (BEGIN IMMEDIATE):
+   * a check and the write it guards cannot interleave with another process's. Throws JournalError. */
   transaction<T>(fn: () => T): T {
-    this.#guard(() => this.#db.exec('BEGIN IMMEDIATE'));
+    const db = this.#open();
+    this.#write(() => db.exec('BEGIN IMMEDIATE'));
     try {
       const result = fn();
-      this.#guard(() => this.#db.exec('COMMIT'));
+      this.#write(() => db.exec('COMMIT'));
       return result;
     } catch (error) {
-      if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
+      if (db.isTransaction) db.exec('ROLLBACK');
       throw error;
     }
   }
 
   /** Inserts a row and returns its id. */
   insert(entry: NewEntry): number {
-    return this.#guard(() => {
-      const result = this.#db
+    return this.#write((db) => {
+      const result = db
         .prepare(
           `INSERT INTO actions (created_at, source, action, server_id, ip, value, alertname, fingerprint, starts_at, decision, message)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -174,90 +170,141 @@ export class Journal {
 
   /** Completes a row after its upstream call (or a later decision). */
   complete(id: number, update: { decision: Decision; upstreamOutcome?: string | null; message?: string | null; at: number }): void {
-    this.#guard(() =>
-      this.#db
+    this.#write((db) =>
+      db
         .prepare('UPDATE actions SET decision = ?, upstream_outcome = ?, message = ?, completed_at = ? WHERE id = ?')
         .run(update.decision, update.upstreamOutcome ?? null, update.message ?? null, update.at, id),
     );
   }
 
-  /** Records that `key` was acted on; false when it already was (a duplicate delivery). */
-  claimDelivery(key: string, actionId: number, at: number): boolean {
-    return this.#guard(() => this.#db.prepare('INSERT OR IGNORE INTO deliveries (key, action_id, created_at) VALUES (?, ?, ?)').run(key, actionId, at).changes === 1);
+  /**
+   * Records that `key` was acted on by row `actionId`; false when it already was (the unique key decides).
+   * Call it inside the transaction that checked `delivery(key)`, so that check and claim are one.
+   */
+  claimDelivery(key: string, digest: string, actionId: number, at: number): boolean {
+    return this.#write(
+      (db) => db.prepare('INSERT INTO deliveries (key, action_id, created_at, request_digest, seen_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING').run(key, actionId, at, digest, at).changes === 1,
+    );
   }
 
-  /** The row that acted on `key`, if any. */
-  delivery(key: string): number | undefined {
-    const row = this.#guard(() => this.#db.prepare('SELECT action_id FROM deliveries WHERE key = ?').get(key) as Row | undefined);
-    return row ? Number(row.action_id) : undefined;
+  /** The claim of `key`, if any; `seenAt` (ms) marks it as seen again, which keeps it from being pruned. */
+  delivery(key: string, seenAt?: number): Delivery | undefined {
+    const row = this.#guard((db) => db.prepare('SELECT action_id, request_digest FROM deliveries WHERE key = ?').get(key) as Row | undefined);
+    if (!row) return undefined;
+    if (seenAt !== undefined) this.#write((db) => db.prepare('UPDATE deliveries SET seen_at = ? WHERE key = ?').run(seenAt, key));
+    return { actionId: Number(row.action_id), digest: row.request_digest as string | null };
   }
 
   /** Upstream calls made since `since` (ms), all actions together: the budget's use. */
   sentSince(since: number): number {
-    return this.#guard(() => Number((this.#db.prepare(`SELECT count(*) AS n FROM actions WHERE created_at >= ? AND decision IN ${SENT}`).get(since) as Row).n));
+    return this.#guard((db) => Number((db.prepare(`SELECT count(*) AS n FROM actions WHERE created_at >= ? AND decision IN ${SENT}`).get(since) as Row).n));
   }
 
   /** Time (ms) of the last upstream call of `action` on the target, if any. */
   lastSent(action: string, serverId: string, ip: string | null): number | undefined {
     const row = this.#guard(
-      () =>
-        this.#db
-          .prepare(`SELECT max(created_at) AS at FROM actions WHERE action = ? AND server_id = ? AND ip IS ? AND decision IN ('executing', 'executed')`)
+      (db) =>
+        db
+          .prepare(`SELECT max(created_at) AS at FROM actions WHERE action = ? AND server_id = ? AND ip IS ? AND decision IN ${SENT}`)
           .get(action, serverId, ip) as Row,
     );
     return row.at === null ? undefined : Number(row.at);
   }
 
   get(id: number): JournalEntry | undefined {
-    const row = this.#guard(() => this.#db.prepare('SELECT * FROM actions WHERE id = ?').get(id) as Row | undefined);
+    const row = this.#guard((db) => db.prepare('SELECT * FROM actions WHERE id = ?').get(id) as Row | undefined);
     return row ? toEntry(row) : undefined;
   }
 
   /** Newest first, optionally for one server and/or action; `limit` rows at most. */
   list(filter: { serverId?: string; action?: string; limit: number }): JournalEntry[] {
-    return this.#guard(() =>
+    return this.#guard((db) =>
       (
-        this.#db
+        db
           .prepare('SELECT * FROM actions WHERE (? IS NULL OR server_id = ?) AND (? IS NULL OR action = ?) ORDER BY id DESC LIMIT ?')
           .all(filter.serverId ?? null, filter.serverId ?? null, filter.action ?? null, filter.action ?? null, filter.limit) as Row[]
       ).map(toEntry),
     );
   }
 
-  /** Rows left `executing` by a crash: their outcome is unknown; they become `failed`. Returns how many. */
-  recoverInterrupted(at: number): number {
-    return this.#guard(
-      () =>
-        Number(
-          this.#db
-            .prepare("UPDATE actions SET decision = 'failed', upstream_outcome = 'unknown', message = 'interrupted: the daemon stopped during the upstream call', completed_at = ? WHERE decision = 'executing'")
-            .run(at).changes,
-        ),
+  /**
+   * Rows left `executing` by a crash: the call may have reached the API and been acted on, so their
+   * decision is `unknown` (they keep counting for cooldown and budget). Returns the rows changed.
+   */
+  recoverInterrupted(at: number): JournalEntry[] {
+    return this.#write((db) =>
+      (
+        db
+          .prepare(
+            "UPDATE actions SET decision = 'unknown', upstream_outcome = 'interrupted', message = 'interrupted: the daemon stopped during the upstream call; the API may have acted', completed_at = ? WHERE decision = 'executing' RETURNING *",
+          )
+          .all(at) as Row[]
+      ).map(toEntry),
     );
   }
 
+  /** Rows per action and decision (rows still `executing` left out), to rebuild counters at start. */
+  decisionCounts(): Array<{ action: string; decision: Decision; count: number }> {
+    return this.#guard((db) =>
+      (db.prepare("SELECT action, decision, count(*) AS n FROM actions WHERE decision != 'executing' GROUP BY action, decision").all() as Row[]).map((r) => ({
+        action: String(r.action),
+        decision: r.decision as Decision,
+        count: Number(r.n),
+      })),
+    );
+  }
+
+  /** Time (ms) of the latest `failed` and `unknown` row per action. */
+  lastFailures(): Array<{ action: string; decision: 'failed' | 'unknown'; at: number }> {
+    return this.#guard((db) =>
+      (
+        db.prepare("SELECT action, decision, max(coalesce(completed_at, created_at)) AS at FROM actions WHERE decision IN ('failed', 'unknown') GROUP BY action, decision").all() as Row[]
+      ).map((r) => ({ action: String(r.action), decision: r.decision as 'failed' | 'unknown', at: Number(r.at) })),
+    );
+  }
+
+  /**
+   * Deletes up to `batch` rows created before `before` (ms), and delivery keys not seen since then. Never
+   * a row still `executing` or one a remaining delivery key points to. Returns the rows deleted; call
+   * again (yielding in between) until it returns less than `batch`.
+   */
+  prune(before: number, batch: number): number {
+    return this.#write((db) => {
+      const keys = Number(db.prepare('DELETE FROM deliveries WHERE rowid IN (SELECT rowid FROM deliveries WHERE coalesce(seen_at, created_at) < ? LIMIT ?)').run(before, batch).changes);
+      const rows = Number(
+        db
+          .prepare(
+            `DELETE FROM actions WHERE id IN (SELECT id FROM actions WHERE created_at < ? AND decision != 'executing'
+               AND NOT EXISTS (SELECT 1 FROM deliveries WHERE deliveries.action_id = actions.id) ORDER BY id LIMIT ?)`,
+          )
+          .run(before, batch).changes,
+      );
+      return Math.max(keys, rows);
+    });
+  }
+
   desired(serverId: string, ip: string): DesiredFirewall | undefined {
-    const row = this.#guard(() => this.#db.prepare('SELECT * FROM firewall_desired WHERE server_id = ? AND ip = ?').get(serverId, ip) as Row | undefined);
+    const row = this.#guard((db) => db.prepare('SELECT * FROM firewall_desired WHERE server_id = ? AND ip = ?').get(serverId, ip) as Row | undefined);
     return row ? toDesired(row) : undefined;
   }
 
   /** Every IP with a desired state (for the desired-state gauge after a restart). */
   allDesired(): DesiredFirewall[] {
-    return this.#guard(() => (this.#db.prepare('SELECT * FROM firewall_desired').all() as Row[]).map(toDesired));
+    return this.#guard((db) => (db.prepare('SELECT * FROM firewall_desired').all() as Row[]).map(toDesired));
   }
 
   /** Pending changes due at or before `at`, oldest due first. */
   dueDesired(at: number): DesiredFirewall[] {
-    return this.#guard(() => (this.#db.prepare('SELECT * FROM firewall_desired WHERE pending = 1 AND due_at <= ? ORDER BY due_at').all(at) as Row[]).map(toDesired));
+    return this.#guard((db) => (db.prepare('SELECT * FROM firewall_desired WHERE pending = 1 AND due_at <= ? ORDER BY due_at').all(at) as Row[]).map(toDesired));
   }
 
   pendingCount(): number {
-    return this.#guard(() => Number((this.#db.prepare('SELECT count(*) AS n FROM firewall_desired WHERE pending = 1').get() as Row).n));
+    return this.#guard((db) => Number((db.prepare('SELECT count(*) AS n FROM firewall_desired WHERE pending = 1').get() as Row).n));
   }
 
   saveDesired(d: DesiredFirewall): void {
-    this.#guard(() =>
-      this.#db
+    this.#write((db) =>
+      db
         .prepare(
           `INSERT INTO firewall_desired (server_id, ip, desired_state, due_at, pending, attempts, applied_state, applied_at, cooldown_ms)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -269,8 +316,29 @@ export class Journal {
     );
   }
 
-  /** True while the database answers a trivial query (for readiness). */
+  /**
+   * Marks the desired-state rows of servers not in the server list as missing since `at` (keeping an
+   * earlier mark), clears the mark of servers back in it, and deletes the rows missing since before
+   * `retireBefore`. Returns the rows deleted.
+   */
+  retireMissing(isListed: (serverId: string) => boolean, at: number, retireBefore: number): Array<{ serverId: string; ip: string }> {
+    return this.#write((db) => {
+      for (const r of db.prepare('SELECT DISTINCT server_id, missing_since FROM firewall_desired').all() as Row[]) {
+        const serverId = String(r.server_id);
+        const listed = isListed(serverId);
+        if (listed && r.missing_since !== null) db.prepare('UPDATE firewall_desired SET missing_since = NULL WHERE server_id = ?').run(serverId);
+        if (!listed && r.missing_since === null) db.prepare('UPDATE firewall_desired SET missing_since = ? WHERE server_id = ?').run(at, serverId);
+      }
+      return (db.prepare('DELETE FROM firewall_desired WHERE missing_since IS NOT NULL AND missing_since < ? RETURNING server_id, ip').all(retireBefore) as Row[]).map((r) => ({
+        serverId: String(r.server_id),
+        ip: String(r.ip),
+      }));
+    });
+  }
+
+  /** True while the journal is open, answers a trivial query and its last write succeeded (readiness). */
   healthy(): boolean {
+    if (!this.#db || this.#writeFailure !== undefined) return false;
     try {
       this.#db.prepare('SELECT 1').get();
       return true;
@@ -280,15 +348,33 @@ export class Journal {
   }
 
   close(): void {
-    if (this.#db.isOpen) this.#db.close();
+    if (this.#db?.isOpen) this.#db.close();
   }
 
-  #guard<T>(fn: () => T): T {
+  #open(): DatabaseSync {
+    if (!this.#db) throw new JournalError(`the journal is unavailable: ${this.#openFailure ?? 'not open'}`);
+    return this.#db;
+  }
+
+  #guard<T>(fn: (db: DatabaseSync) => T): T {
+    const db = this.#open();
     try {
-      return fn();
+      return fn(db);
     } catch (error) {
       if (error instanceof JournalError) throw error;
       throw new JournalError(`journal write or read failed: ${(error as Error).message}`, { cause: error });
+    }
+  }
+
+  /** A write: its failure (disk full, read-only file) makes the journal unhealthy until a write succeeds. */
+  #write<T>(fn: (db: DatabaseSync) => T): T {
+    try {
+      const result = this.#guard(fn);
+      this.#writeFailure = undefined;
+      return result;
+    } catch (error) {
+      if (this.#db) this.#writeFailure = (error as Error).message;
+      throw error;
     }
   }
 }

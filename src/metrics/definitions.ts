@@ -141,8 +141,19 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
     }),
     actionRequests: new Counter({
       name: 'baremetal_action_requests_total',
-      help: `Remediation requests (alerts and operator calls) by action and decision: executed, dry_run, denied_unknown_target, denied_budget, cooldown, duplicate, deferred, failed. ${CACHED}`,
+      help: `Remediation requests (alerts and operator calls) by action and decision: executed, dry_run, denied_unknown_target, denied_budget, cooldown, duplicate, deferred, failed, unknown (the API may have acted: timeout, connection lost or crash mid-call). Rebuilt from the journal at start. ${CACHED}`,
       labelNames: ['action', 'decision'] as const,
+      registers,
+    }),
+    actionLastFailure: new Gauge({
+      name: 'baremetal_action_last_failure_timestamp_seconds',
+      help: `Unix time in seconds of the latest remediation request with decision failed or unknown, by action and decision; rebuilt from the journal at start. ${CACHED}`,
+      labelNames: ['action', 'decision'] as const,
+      registers,
+    }),
+    journalUp: new Gauge({
+      name: 'baremetal_journal_up',
+      help: '1 when the remediation journal is open and its last write succeeded; 0 when it is unavailable (remediation disabled, the action endpoints answer 503; /readyz names the reason).',
       registers,
     }),
     actionPending: new Gauge({

@@ -1,24 +1,30 @@
 /**
  * The remediation engine: desired firewall state and execution. Every request passes the guards
- * (guards.ts: idempotency, target exists, cooldown, budget; then dry run) before any upstream call, journaled before
- * the call and completed after it. Firewall state is desired state: a change inside the hold or the
- * API's 2-minute window (contract §8) is kept pending and applied when due; the latest wins.
+ * (guards.ts: idempotency, target exists, cooldown, budget; then dry run) and is journaled, with its
+ * delivery key claimed, in one journal transaction before any upstream call; the row is completed after
+ * the call with what the API said: `executed` only on an explicit success, `failed` when it said no,
+ * `unknown` when it may have acted without saying so. Firewall state is desired state: a change inside
+ * the hold or the API's 2-minute window (contract §8) is kept pending and applied when due; the latest
+ * wins; a failed change stays pending and is retried with backoff.
  */
 import type { Logger } from 'pino';
 import type { ActionName, Config } from '../config/schema.js';
-import { ApiError, NotReadyError, UpstreamError } from '../errors.js';
+import { ApiError, JournalError, NotFoundError, NotReadyError } from '../errors.js';
 import type { Decision, DesiredFirewall, Journal, NewEntry } from '../journal/journal.js';
 import type { Metrics } from '../metrics/definitions.js';
 import type { UpstreamClient } from '../upstream/client.js';
-import { power } from '../upstream/dedicated.js';
+import { getConsole, power } from '../upstream/dedicated.js';
 import { setFirewallSensitivity, setFirewallState } from '../upstream/firewall.js';
 import type { Sensitivity } from '../upstream/params.js';
 import { budgetLeft, checkCooldown, checkDelivery, checkTarget } from './guards.js';
+import { Housekeeping } from './housekeeping.js';
+import { failureDecision, failureOutcome, requestDigest, retryDelay } from './outcome.js';
 
 /** What the engine needs to know of the inventory (the poller provides it). */
 export interface TargetDirectory {
   /** false until the first server list was read */
   readonly serversKnown: boolean;
+  /** the server is in the latest server list */
   hasServer(serverId: string): boolean;
   /** the IP is in the server's record or in its firewall history */
   ownsIp(serverId: string, ip: string): boolean;
@@ -63,13 +69,16 @@ export interface EngineDeps {
 
 /** The API's refusal inside its 2-minute window (contract §7). */
 const WINDOW_REFUSAL = /2 minutes/i;
-/** A failing deferred change is retried this often, this many times. */
-const RETRY_MS = 60_000;
-const MAX_ATTEMPTS = 5;
+/** A pending change the budget holds back is looked at again after this long, ms. */
+const BUDGET_RETRY_MS = 60_000;
+
+/** What the decision transaction found: a final decision, or a claimed row whose call is to be made. */
+type Decided = ActionResult & { send: boolean };
 
 export class RemediationEngine {
   readonly #d: EngineDeps;
   readonly #now: () => number;
+  readonly #housekeeping: Housekeeping;
   /** IPs whose firewall state call is in flight: `server/ip` */
   readonly #inFlight = new Set<string>();
   #timer: NodeJS.Timeout | undefined;
@@ -78,13 +87,23 @@ export class RemediationEngine {
   constructor(deps: EngineDeps) {
     this.#d = deps;
     this.#now = deps.now ?? Date.now;
-    const interrupted = deps.journal.recoverInterrupted(this.#now());
-    if (interrupted > 0) deps.logger.warn({ interrupted }, 'journal rows left executing by a previous run marked failed');
-    for (const d of deps.journal.allDesired()) deps.metrics.firewallDesiredState.set({ server_id: d.serverId, ip: d.ip }, Number(d.desiredState));
+    this.#housekeeping = new Housekeeping(deps);
+    const { journal, logger, metrics } = deps;
+    if (journal.unavailable !== undefined) {
+      logger.error({ reason: journal.unavailable }, 'remediation disabled: the journal is unavailable; polling and /metrics go on, the action endpoints answer 503');
+      return;
+    }
+    for (const row of journal.recoverInterrupted(this.#now())) {
+      logger.warn({ journal_id: row.id, action: row.action, server_id: row.serverId, ip: row.ip }, 'journal row left executing by a previous run: outcome unknown (the API may have acted); it counts for cooldown and budget');
+    }
+    // Decision metrics are rebuilt from the journal, so a restart loses none (failed and unknown included).
+    for (const c of journal.decisionCounts()) metrics.actionRequests.inc({ action: c.action, decision: c.decision }, c.count);
+    for (const f of journal.lastFailures()) metrics.actionLastFailure.set({ action: f.action, decision: f.decision }, f.at / 1000);
+    for (const d of journal.allDesired()) metrics.firewallDesiredState.set({ server_id: d.serverId, ip: d.ip }, Number(d.desiredState));
     this.#refreshGauges();
   }
 
-  /** Starts applying due firewall changes every `intervalMs` (unref'd). */
+  /** Starts applying due firewall changes every `intervalMs` (unref'd), and the housekeeping. */
   start(intervalMs = 1000): void {
     this.#timer ??= setInterval(() => void this.tick(), intervalMs).unref();
   }
@@ -96,10 +115,10 @@ export class RemediationEngine {
     await this.#ticking;
   }
 
-  /** Decides on one request; executes it when every guard allows. Throws NotReadyError, JournalError. */
+  /** Decides on one request; executes it when every guard allows. Throws JournalError, NotReadyError, IdempotencyMismatchError. */
   async request(req: ActionRequest): Promise<ActionResult> {
-    const { targets, journal, config } = this.#d;
-    if (!targets.serversKnown) throw new NotReadyError('no server list read yet: cannot check the target, retry later');
+    const { journal, config } = this.#d;
+    this.#requireUsable();
     const now = this.#now();
     const entry: NewEntry = {
       createdAt: now,
@@ -113,51 +132,94 @@ export class RemediationEngine {
       startsAt: req.alert?.startsAt ?? null,
       decision: 'executing',
     };
-    const decide = (decision: Decision, message: string): ActionResult => {
+    const digest = requestDigest(req);
+    const decide = (decision: Decision | 'executing', message: string, claim: boolean): Decided => {
       const id = journal.insert({ ...entry, decision, message });
-      return this.#count(req.action, { id, decision, message });
+      if (claim && req.idempotencyKey !== undefined) journal.claimDelivery(req.idempotencyKey, digest, id, now);
+      return decision === 'executing' ? { id, decision: 'executed', message: '', send: true } : { id, decision, message, send: false };
     };
-
-    const denial = checkDelivery(journal, req) ?? checkTarget(targets, req);
-    if (denial) return decide(denial.decision, denial.message);
-    // Firewall state is desired state: a change inside its window is deferred, not denied.
-    if (req.action === 'firewall_state') return this.#requestFirewallState(req, entry);
-    const cooling = checkCooldown(journal, req, now);
-    if (cooling) return decide(cooling.decision, cooling.message);
-    if (config.dryRun) return this.#claimed(req, entry, 'dry_run', 'dry run: nothing sent upstream');
-    if (this.#budgetLeft(now) <= 0) {
-      this.#d.logger.warn({ action: req.action, server_id: req.serverId }, 'remediation budget exhausted: action denied');
-      return decide('denied_budget', `budget of ${config.budgetPerHour} actions per hour is used up`);
+    let desiredRecorded = false;
+    // One transaction checks and claims: a second request (or daemon) for the same key waits for it.
+    const decided = journal.transaction((): Decided => {
+      const denial = checkDelivery(journal, req, digest, now) ?? checkTarget(this.#d.targets, req);
+      if (denial) return decide(denial.decision, denial.message, false);
+      // Firewall state is desired state: a change inside its window is deferred, not denied.
+      if (req.action === 'firewall_state') {
+        desiredRecorded = true;
+        return this.#decideFirewallState(req, now, decide);
+      }
+      const cooling = checkCooldown(journal, req, now);
+      if (cooling) return decide(cooling.decision, cooling.message, false);
+      if (config.dryRun) return decide('dry_run', 'dry run: nothing sent upstream', true);
+      if (this.#budgetLeft(now) <= 0) {
+        this.#d.logger.warn({ action: req.action, server_id: req.serverId }, 'remediation budget exhausted: action denied');
+        return decide('denied_budget', `budget of ${config.budgetPerHour} actions per hour is used up`, false);
+      }
+      return decide('executing', '', true);
+    });
+    if (desiredRecorded) {
+      this.#d.metrics.firewallDesiredState.set({ server_id: req.serverId, ip: req.ip! }, Number(req.value));
     }
-    const claimed = this.#claimed(req, entry, 'executing', null);
-    return this.#execute(claimed.id, req.action, () => this.#send(req));
+    if (!decided.send) return this.#count(req.action, decided);
+    if (req.action === 'firewall_state') return this.#applyFirewall(journal.desired(req.serverId, req.ip!)!, decided.id);
+    return this.#execute(decided.id, req.action, () => this.#send(req));
   }
 
-  /** Applies the pending firewall changes that are due. Called by the ticker; safe to call directly. */
+  /**
+   * The KVM/IPMI console descriptor of a server in the server list, journaled (source `operator`, action
+   * `console`). Throws JournalError, NotReadyError, NotFoundError (unknown server), UpstreamError.
+   */
+  async console(serverId: string): Promise<string> {
+    const { journal, targets } = this.#d;
+    this.#requireUsable();
+    const now = this.#now();
+    const entry: NewEntry = { createdAt: now, source: 'operator', action: 'console', serverId, ip: null, value: null, alertname: null, fingerprint: null, startsAt: null, decision: 'executing' };
+    if (!targets.hasServer(serverId)) {
+      const message = `server ${serverId} is not in the latest server list`;
+      this.#count('console', { id: journal.insert({ ...entry, decision: 'denied_unknown_target', message }), decision: 'denied_unknown_target', message });
+      throw new NotFoundError(message);
+    }
+    const id = journal.insert(entry);
+    try {
+      const xml = await getConsole(this.#d.client, serverId);
+      const message = `console descriptor sent (${Buffer.byteLength(xml)} bytes)`;
+      journal.complete(id, { decision: 'executed', upstreamOutcome: 'success', message, at: this.#now() });
+      this.#count('console', { id, decision: 'executed', message });
+      return xml;
+    } catch (error) {
+      // Reading a descriptor changes nothing upstream: a failure is `failed`, never `unknown`.
+      const at = this.#now();
+      const message = error instanceof Error ? error.message : String(error);
+      journal.complete(id, { decision: 'failed', upstreamOutcome: failureOutcome(error), message, at });
+      this.#count('console', { id, decision: 'failed', message }, at);
+      throw error;
+    }
+  }
+
+  /** Applies the pending firewall changes that are due, and the housekeeping. Called by the ticker; safe to call directly. */
   tick(): Promise<void> {
-    this.#ticking ??= this.#applyDue().finally(() => {
-      this.#ticking = undefined;
-    });
+    if (this.#d.journal.unavailable !== undefined) return Promise.resolve();
+    this.#ticking ??= this.#applyDue()
+      .then(() => this.#housekeeping.run(this.#now()))
+      .catch((error: unknown) => this.#d.logger.error({ err: error }, 'applying pending firewall changes failed'))
+      .finally(() => {
+        this.#ticking = undefined;
+      });
     return this.#ticking;
+  }
+
+  /** Throws when no decision can be made: the journal is unavailable, or no server list was read yet. */
+  #requireUsable(): void {
+    const unavailable = this.#d.journal.unavailable;
+    if (unavailable !== undefined) throw new JournalError(`remediation is disabled: the journal is unavailable: ${unavailable}`);
+    if (!this.#d.targets.serversKnown) throw new NotReadyError('no server list read yet: cannot check the target, retry later');
   }
 
   #budgetLeft(now: number): number {
     return budgetLeft(this.#d.journal, this.#d.config.budgetPerHour, now);
   }
 
-  /** Journals the decision and claims the delivery key in one transaction. */
-  #claimed(req: ActionRequest, entry: NewEntry, decision: Decision | 'executing', message: string | null): ActionResult {
-    const { journal } = this.#d;
-    const id = journal.transaction(() => {
-      const rowId = journal.insert({ ...entry, decision, message });
-      if (req.idempotencyKey !== undefined) journal.claimDelivery(req.idempotencyKey, rowId, entry.createdAt);
-      return rowId;
-    });
-    if (decision === 'executing') return { id, decision: 'executed', message: '' };
-    return this.#count(req.action, { id, decision, message: message ?? '' });
-  }
-
-  /** Runs the upstream call of journal row `id` and completes the row. */
+  /** Runs the upstream call of journal row `id` and completes the row with what the API said. */
   async #execute(id: number, action: string, call: () => Promise<{ message: string }>): Promise<ActionResult> {
     try {
       const result = await call();
@@ -165,10 +227,11 @@ export class RemediationEngine {
       return this.#count(action, { id, decision: 'executed', message: result.message });
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      const outcome = error instanceof UpstreamError ? error.code : 'error';
-      this.#d.journal.complete(id, { decision: 'failed', upstreamOutcome: outcome, message, at: this.#now() });
-      this.#d.logger.error({ action, journal_id: id, err: error }, 'remediation action failed');
-      return this.#count(action, { id, decision: 'failed', message });
+      const decision = failureDecision(error);
+      const at = this.#now();
+      this.#d.journal.complete(id, { decision, upstreamOutcome: failureOutcome(error), message, at });
+      this.#d.logger.error({ action, journal_id: id, decision, err: error }, decision === 'unknown' ? 'remediation action outcome unknown: the API may have acted' : 'remediation action failed');
+      return this.#count(action, { id, decision, message }, at);
     }
   }
 
@@ -186,43 +249,40 @@ export class RemediationEngine {
     }
   }
 
-  /** Records the wanted state; applies it now when due and allowed, else leaves it pending. */
-  async #requestFirewallState(req: ActionRequest, entry: NewEntry): Promise<ActionResult> {
-    const { journal, config, metrics } = this.#d;
-    const now = entry.createdAt;
+  /** Inside the decision transaction: records the wanted state; claims the call when due and allowed, else leaves it pending. */
+  #decideFirewallState(req: ActionRequest, now: number, decide: (decision: Decision | 'executing', message: string, claim: boolean) => Decided): Decided {
+    const { journal, config } = this.#d;
     const ip = req.ip!;
     const state = req.value as '0' | '1';
-    metrics.firewallDesiredState.set({ server_id: req.serverId, ip }, Number(state));
-    if (config.dryRun) return this.#claimed(req, entry, 'dry_run', `dry run: desired state ${state} recorded, nothing sent upstream`);
+    if (config.dryRun) return decide('dry_run', `dry run: desired state ${state} recorded, nothing sent upstream`, true);
 
     const previous = journal.desired(req.serverId, ip);
     const cooldownMs = Math.max(req.cooldownMs, previous?.cooldownMs ?? 0);
-    const windowOpensAt = previous?.appliedAt == null ? now : previous.appliedAt + cooldownMs;
-    const dueAt = Math.max(now + (req.holdMs ?? 0), windowOpensAt);
+    const lastSent = journal.lastSent('firewall_state', req.serverId, ip);
+    // The window opens 2 minutes after the last call (applied or not); a failing change keeps its backoff.
+    const windowOpensAt = Math.max(lastSent === undefined ? now : lastSent + cooldownMs, previous?.appliedAt == null ? now : previous.appliedAt + cooldownMs);
+    const backoff = previous?.pending && previous.attempts > 0 ? previous.dueAt : now;
+    const dueAt = Math.max(now + (req.holdMs ?? 0), windowOpensAt, backoff);
     const desired: DesiredFirewall = {
       serverId: req.serverId,
       ip,
       desiredState: state,
       dueAt,
-      pending: previous?.appliedState !== state,
-      attempts: 0,
+      // After a failed or unknown attempt the API's state is not known for sure: send, even the applied state.
+      pending: previous?.appliedState !== state || (previous.pending && previous.attempts > 0),
+      attempts: previous?.pending ? previous.attempts : 0,
       appliedState: previous?.appliedState ?? null,
       appliedAt: previous?.appliedAt ?? null,
       cooldownMs,
     };
-    const key = `${req.serverId}/${ip}`;
-    if (!desired.pending) {
-      journal.saveDesired(desired);
-      return this.#claimed(req, entry, 'duplicate', `IP ${ip} is already in state ${state}; nothing to do`);
-    }
-    if (dueAt > now || this.#inFlight.has(key) || this.#budgetLeft(now) <= 0) {
-      journal.saveDesired(desired);
-      const why = this.#inFlight.has(key) ? 'another change of this IP is in flight' : dueAt > now ? `due at ${new Date(dueAt).toISOString()} (hold or 2-minute window)` : 'budget used up; retried when it allows';
-      return this.#claimed(req, entry, 'deferred', `state ${state} pending: ${why}`);
-    }
     journal.saveDesired(desired);
-    const claimed = this.#claimed(req, entry, 'executing', null);
-    return this.#applyFirewall(desired, claimed.id);
+    if (!desired.pending) return decide('duplicate', `IP ${ip} is already in state ${state}; nothing to do`, true);
+    const inFlight = this.#inFlight.has(`${req.serverId}/${ip}`);
+    if (dueAt > now || inFlight || this.#budgetLeft(now) <= 0) {
+      const why = inFlight ? 'another change of this IP is in flight' : dueAt > now ? `due at ${new Date(dueAt).toISOString()} (hold, 2-minute window or retry backoff)` : 'budget used up; retried when it allows';
+      return decide('deferred', `state ${state} pending: ${why}`, true);
+    }
+    return decide('executing', '', true);
   }
 
   /** Sends a desired firewall state (journal row `id` is already written) and records the outcome. */
@@ -249,11 +309,15 @@ export class RemediationEngine {
         journal.complete(id, { decision: 'deferred', upstreamOutcome: error.code, message, at });
         return this.#count('firewall_state', { id, decision: 'deferred', message });
       }
+      // Failed or unknown: the change stays pending and is sent again after the window, with backoff.
+      // Re-sending the same state is harmless if the unknown call did apply it.
+      const decision = failureDecision(error);
       const attempts = latest.attempts + 1;
-      journal.saveDesired({ ...latest, attempts, pending: attempts < MAX_ATTEMPTS, dueAt: at + RETRY_MS });
-      journal.complete(id, { decision: 'failed', upstreamOutcome: error instanceof UpstreamError ? error.code : 'error', message, at });
-      logger.error({ server_id: d.serverId, ip: d.ip, attempts, err: error }, 'firewall state change failed');
-      return this.#count('firewall_state', { id, decision: 'failed', message });
+      const retryAt = at + retryDelay(attempts, latest.cooldownMs);
+      journal.saveDesired({ ...latest, attempts, pending: latest.appliedState !== latest.desiredState || decision === 'unknown', dueAt: retryAt });
+      journal.complete(id, { decision, upstreamOutcome: failureOutcome(error), message, at });
+      logger.error({ server_id: d.serverId, ip: d.ip, attempts, decision, retry_at: new Date(retryAt).toISOString(), err: error }, 'firewall state change failed; it stays pending and is retried');
+      return this.#count('firewall_state', { id, decision, message }, at);
     } finally {
       this.#inFlight.delete(key);
     }
@@ -268,19 +332,20 @@ export class RemediationEngine {
     for (const d of due) {
       if (this.#inFlight.has(`${d.serverId}/${d.ip}`)) continue;
       const base: NewEntry = { createdAt: now, source: 'pending', action: 'firewall_state', serverId: d.serverId, ip: d.ip, value: d.desiredState, alertname: null, fingerprint: null, startsAt: null, decision: 'executing' };
-      if (d.desiredState === d.appliedState) {
+      if (d.desiredState === d.appliedState && d.attempts === 0) {
         // Firing then resolved inside one window: the IP is already where it should end. No call.
         journal.saveDesired({ ...d, pending: false });
         this.#count('firewall_state', { id: journal.insert({ ...base, decision: 'duplicate', message: `collapsed: IP ${d.ip} is already in state ${d.desiredState}` }), decision: 'duplicate', message: '' });
         continue;
       }
-      if (d.appliedAt !== null && now - d.appliedAt < d.cooldownMs) {
-        journal.saveDesired({ ...d, dueAt: d.appliedAt + d.cooldownMs });
+      const lastSent = Math.max(d.appliedAt ?? -Infinity, journal.lastSent('firewall_state', d.serverId, d.ip) ?? -Infinity);
+      if (now - lastSent < d.cooldownMs) {
+        journal.saveDesired({ ...d, dueAt: lastSent + d.cooldownMs });
         continue;
       }
       if (this.#budgetLeft(now) <= 0) {
         logger.warn({ server_id: d.serverId, ip: d.ip }, 'remediation budget exhausted: pending firewall change waits');
-        journal.saveDesired({ ...d, dueAt: now + RETRY_MS });
+        journal.saveDesired({ ...d, dueAt: now + BUDGET_RETRY_MS });
         continue;
       }
       await this.#applyFirewall(d, journal.insert(base));
@@ -288,8 +353,11 @@ export class RemediationEngine {
     this.#refreshGauges();
   }
 
-  #count(action: string, result: ActionResult): ActionResult {
-    this.#d.metrics.actionRequests.inc({ action, decision: result.decision });
+  /** Counts a decision; `failedAt` (ms) marks a failed or unknown one for BaremetalRemediationFailed. */
+  #count(action: string, result: ActionResult, failedAt?: number): ActionResult {
+    const { metrics } = this.#d;
+    metrics.actionRequests.inc({ action, decision: result.decision });
+    if (failedAt !== undefined) metrics.actionLastFailure.set({ action, decision: result.decision }, failedAt / 1000);
     this.#refreshGauges();
     this.#d.onDecision?.();
     return result;

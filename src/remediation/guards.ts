@@ -1,7 +1,9 @@
 /**
  * The guards a remediation request passes before any upstream call, in the order the engine applies
  * them. Each returns the denial (decision and message for the journal) or undefined to let it through.
+ * The engine runs them and the claim of the delivery key inside one journal transaction.
  */
+import { IdempotencyMismatchError } from '../errors.js';
 import type { Decision, Journal } from '../journal/journal.js';
 import type { ActionRequest, TargetDirectory } from './engine.js';
 
@@ -13,11 +15,19 @@ export interface Denial {
 
 const HOUR = 3_600_000;
 
-/** Idempotency: the delivery (alert identity or Idempotency-Key) was already acted on. */
-export function checkDelivery(journal: Journal, req: ActionRequest): Denial | undefined {
+/**
+ * Idempotency: the delivery (alert identity or Idempotency-Key) was already acted on. An operator's key
+ * reused for a request with another action, target or value (`digest`) throws IdempotencyMismatchError:
+ * a mistyped retry must not look done. (An alert's key names its fingerprint, so its target cannot change.)
+ */
+export function checkDelivery(journal: Journal, req: ActionRequest, digest: string, now: number): Denial | undefined {
   if (req.idempotencyKey === undefined) return undefined;
-  const first = journal.delivery(req.idempotencyKey);
-  return first === undefined ? undefined : { decision: 'duplicate', message: `already acted on this delivery (journal entry ${first})` };
+  const first = journal.delivery(req.idempotencyKey, now);
+  if (first === undefined) return undefined;
+  if (req.source === 'operator' && first.digest !== null && first.digest !== digest) {
+    throw new IdempotencyMismatchError(`Idempotency-Key was already used for a different request (journal entry ${first.actionId}); use a new key for a new request`);
+  }
+  return { decision: 'duplicate', message: `already acted on this delivery (journal entry ${first.actionId})` };
 }
 
 /** The server is in the latest server list, and the IP (if any) belongs to it unless the rule says otherwise. */

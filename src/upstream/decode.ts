@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import validator from 'validator';
-import { InvalidReplyError, type UpstreamContext } from '../errors.js';
+import { ApiError, InvalidReplyError, type UpstreamContext } from '../errors.js';
 
 /** A dedicated server as far as the exporter needs it; every string may be empty. */
 export interface ServerRecord {
@@ -244,18 +244,22 @@ export function decodeLocations(reply: unknown, ctx: UpstreamContext): Location[
   });
 }
 
-/** The result of an action (power, DNS, cancellation, firewall settings): success flag and message. */
+/** The result of an action (power, DNS, cancellation, firewall settings) the API confirmed: its message. */
 export interface ActionResult {
-  success: boolean;
   message: string;
   raw: unknown;
 }
 
-/** Decodes an action reply; the shape is undocumented for most actions (contract §4), so be lenient. */
-export function decodeActionResult(reply: unknown): ActionResult {
-  if (isObject(reply)) {
-    const success = reply.success !== false && reply.error !== true;
-    return { success, message: pick(reply, ['message', 'msg', 'result', 'status']), raw: reply };
+/**
+ * Decodes an action reply. An action is done only when the API says so (contract §7: "success replies …
+ * carry `success` = true"): `{success: true}` is the one success. `{success: false, message}` is an
+ * ApiError carrying the API's message; any other shape (no `success`, a string, an array) is an
+ * InvalidReplyError. (`{error: true}` never gets here: the client raises it as an ApiError.)
+ */
+export function decodeActionResult(reply: unknown, ctx: UpstreamContext): ActionResult {
+  if (isObject(reply) && reply.success === true) return { message: pick(reply, ['message', 'msg', 'result', 'status']), raw: reply };
+  if (isObject(reply) && reply.success === false) {
+    throw new ApiError(ctx, pick(reply, ['message', 'msg', 'error', 'result']) || '"success": false without a message');
   }
-  return { success: true, message: text(reply), raw: reply };
+  throw new InvalidReplyError(ctx, 'expected {success: true, message}: the outcome of the action is not confirmed', excerpt(reply));
 }

@@ -3,6 +3,7 @@
  * OS list, provisioning and reverse DNS. Each validates its parameters before sending anything
  * (InvalidParameterError) and throws UpstreamError on failure.
  */
+import { InvalidReplyError } from '../errors.js';
 import type { UpstreamClient } from './client.js';
 import {
   decodeActionResult,
@@ -49,8 +50,8 @@ const POWER_OPERATIONS = { powercycle: 'power_cycle', poweron: 'power_on', power
 /** Sends a power action for `serverId` (contract §4). The reply's shape is undocumented. */
 export async function power(client: UpstreamClient, action: PowerAction, serverId: string): Promise<ActionResult> {
   const operation = POWER_OPERATIONS[action];
-  const body = { server_id: requireId(operation, 'server_id', serverId) };
-  return decodeActionResult(await client.json({ operation, path: `${DEDICATED}/${action}`, body, read: false }));
+  const req = { operation, path: `${DEDICATED}/${action}`, body: { server_id: requireId(operation, 'server_id', serverId) }, read: false };
+  return decodeActionResult(await client.json(req), req);
 }
 
 export const powerCycle = (client: UpstreamClient, serverId: string) => power(client, 'powercycle', serverId);
@@ -101,8 +102,13 @@ export async function provision(
     osid: requireId(operation, 'osid', params.osid),
     post_installation: params.postInstallation === undefined ? undefined : await requireBashSyntax(operation, params.postInstallation),
   };
-  const reply = (await client.json({ operation, path: `${DEDICATED}/provision`, body, read: false })) as { root_password?: unknown };
-  return { rootPassword: typeof reply?.root_password === 'string' ? reply.root_password : '' };
+  const req = { operation, path: `${DEDICATED}/provision`, body, read: false };
+  const reply = (await client.json(req)) as { error?: unknown; root_password?: unknown } | null;
+  // Contract §7: the provisioning reply's success is `error: false`. No excerpt: the reply holds a password.
+  if (reply?.error !== false || typeof reply.root_password !== 'string') {
+    throw new InvalidReplyError(req, 'expected {error: false, root_password}: the outcome of the installation is not confirmed', '');
+  }
+  return { rootPassword: reply.root_password };
 }
 
 /** Sets the PTR record of `ip` on a server to `hostname` (contract §4, Reverse DNS; `type` is always `ptr`). */
@@ -117,5 +123,6 @@ export async function setReverseDns(
     type: 'ptr',
     content: requireHostname(operation, params.hostname),
   };
-  return decodeActionResult(await client.json({ operation, path: `${DEDICATED}/dns`, body, read: false }));
+  const req = { operation, path: `${DEDICATED}/dns`, body, read: false };
+  return decodeActionResult(await client.json(req), req);
 }

@@ -65,7 +65,8 @@ export async function setFirewallSensitivity(
     ip: requireIp(operation, params.ip),
     sensitivity: requireOneOf(operation, 'sensitivity', params.sensitivity, SENSITIVITIES),
   };
-  return decodeActionResult(await client.json({ operation, path: '/api/v1/dedicated/firewall/sensitivity', body, read: false }));
+  const req = { operation, path: '/api/v1/dedicated/firewall/sensitivity', body, read: false };
+  return decodeActionResult(await client.json(req), req);
 }
 
 /**
@@ -82,5 +83,6 @@ export async function setFirewallState(
     ip: requireIp(operation, params.ip),
     state: requireOneOf(operation, 'state', params.state, FIREWALL_STATES),
   };
-  return decodeActionResult(await client.json({ operation, path: '/api/v1/dedicated/firewall/state', body, read: false }));
+  const req = { operation, path: '/api/v1/dedicated/firewall/state', body, read: false };
+  return decodeActionResult(await client.json(req), req);
 }

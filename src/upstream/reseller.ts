@@ -10,7 +10,8 @@ export async function setCancellation(client: UpstreamClient, serverId: string, 
     server_id: requireId(operation, 'server_id', serverId),
     type: requireOneOf(operation, 'type', type, CANCELLATION_TYPES),
   };
-  return decodeActionResult(await client.json({ operation, path: '/api/v1/reseller/billing/cancellation', body, read: false }));
+  const req = { operation, path: '/api/v1/reseller/billing/cancellation', body, read: false };
+  return decodeActionResult(await client.json(req), req);
 }
 
 /** Lists locations (reseller; record fields undocumented, contract §2). `signal` cancels the request. */

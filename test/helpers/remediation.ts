@@ -27,10 +27,10 @@ export function simulatorTargets(sim: Simulator, known = true): TargetDirectory 
  * An engine on a fresh journal, talking to a simulator, with one clock for both. Everything is closed
  * after the test.
  */
-export async function engineHarness(remediation: Partial<Config['remediation']> = {}, journalPath = ':memory:') {
+export async function engineHarness(remediation: Partial<Config['remediation']> = {}, journalPath = ':memory:', clientTimeoutMs = 2000) {
   const clock = { now: Date.UTC(2026, 10, 21, 12) };
   const sim = await startSimulator({ apiKey: 'k', servers: 3, attackRate: 0, now: () => clock.now });
-  const client = new UpstreamClient({ baseUrl: sim.url, apiKey: 'k', timeoutMs: 2000, concurrency: 4, retries: 0 });
+  const client = new UpstreamClient({ baseUrl: sim.url, apiKey: 'k', timeoutMs: clientTimeoutMs, concurrency: 4, retries: 0 });
   const journal = Journal.open(journalPath);
   const { registry, metrics } = freshMetrics();
   const log = captureLogger();

@@ -24,6 +24,8 @@ const instances = {
   BadRequestError: new errors.BadRequestError('x'),
   AuthError: new errors.AuthError('x'),
   ForbiddenError: new errors.ForbiddenError('x'),
+  IdempotencyMismatchError: new errors.IdempotencyMismatchError('x'),
+  StateDirLockedError: new errors.StateDirLockedError('/d', 1),
 } satisfies Record<keyof typeof errors.errorClasses, Error>;
 
 describe('error catalogue', () => {

@@ -2,14 +2,14 @@
  * Operator endpoints, through the same guards as alerts: `POST /api/v1/actions/{powercycle,poweron,
  * poweroff,firewall-state,firewall-sensitivity}`, `GET /api/v1/actions` (the journal, newest first) and
  * `GET /api/v1/servers/:server_id/console.jnlp` (the KVM/IPMI console as a download, contract §4 rule 5).
- * An optional `Idempotency-Key` header makes a retried operator call act once.
+ * An optional `Idempotency-Key` header makes a retried operator call act once; the same key with another
+ * body is refused (422). Every endpoint answers 503 while the journal is unavailable.
  */
 import type { FastifyInstance } from 'fastify';
 import { DEFAULT_COOLDOWN_MS, type ActionName } from '../../config/schema.js';
 import type { Journal } from '../../journal/journal.js';
 import type { RemediationEngine } from '../../remediation/engine.js';
 import type { UpstreamClient } from '../../upstream/client.js';
-import { getConsole } from '../../upstream/dedicated.js';
 import { SENSITIVITIES } from '../../upstream/params.js';
 
 const serverId = { type: 'string', minLength: 1, maxLength: 128, pattern: '^\\S+$' } as const;
@@ -58,7 +58,8 @@ export function actionRoutes(app: FastifyInstance, deps: { engine: RemediationEn
           ...(value !== undefined ? { value } : {}),
           cooldownMs: DEFAULT_COOLDOWN_MS[action],
           requireOwnedIp: true,
-          ...(key ? { idempotencyKey: `operator:${action}:${key}` } : {}),
+          // The key alone identifies the request; reused for another action, target or value it is a 422.
+          ...(key ? { idempotencyKey: `operator:${key}` } : {}),
         });
         return { action, server_id: body.server_id, ip: body.ip ?? null, ...result };
       },
@@ -93,7 +94,8 @@ export function actionRoutes(app: FastifyInstance, deps: { engine: RemediationEn
     { schema: { params: { type: 'object', properties: { server_id: serverId } } } },
     async (request, reply) => {
       const { server_id } = request.params;
-      const jnlp = await getConsole(deps.client, server_id);
+      // Checked against the server list (404 unknown, 503 before the first list) and journaled.
+      const jnlp = await deps.engine.console(server_id);
       return reply
         .type('application/octet-stream')
         .header('content-disposition', `attachment; filename="console-${server_id.replace(/[^A-Za-z0-9._-]/g, '_')}.jnlp"`)

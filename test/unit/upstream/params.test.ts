@@ -21,7 +21,7 @@ beforeEach(() => {
     .intercept({ path: () => true, method: 'POST' })
     .reply(200, (opts) => {
       sent.push(String(opts.path));
-      return { success: true, firewall: [], base64: 'iVBORw0KGgo=' };
+      return { success: true, error: false, root_password: 'pw', firewall: [], base64: 'iVBORw0KGgo=' };
     })
     .persist();
   client = new UpstreamClient({ baseUrl: BASE, apiKey: 'k', timeoutMs: 1000, concurrency: 1, retries: 0, dispatcher: agent });

@@ -1,0 +1,111 @@
+/**
+ * Opening the journal database: the file-header check that keeps a file that is not a SQLite database
+ * from being replaced, an integrity check, and the schema migrations (append only: a released migration
+ * is never edited; a new one is added at the end).
+ */
+import { closeSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+
+/** The first 16 bytes of every SQLite 3 database file. */
+const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
+
+export const MIGRATIONS = [
+  `CREATE TABLE actions (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     created_at INTEGER NOT NULL,
+     completed_at INTEGER,
+     source TEXT NOT NULL,
+     action TEXT NOT NULL,
+     server_id TEXT NOT NULL,
+     ip TEXT,
+     value TEXT,
+     alertname TEXT,
+     fingerprint TEXT,
+     starts_at TEXT,
+     decision TEXT NOT NULL,
+     upstream_outcome TEXT,
+     message TEXT
+   );
+   CREATE INDEX actions_target ON actions (action, server_id, ip, created_at);
+   CREATE INDEX actions_created ON actions (created_at);
+   CREATE TABLE deliveries (key TEXT PRIMARY KEY, action_id INTEGER NOT NULL, created_at INTEGER NOT NULL);
+   CREATE TABLE firewall_desired (
+     server_id TEXT NOT NULL,
+     ip TEXT NOT NULL,
+     desired_state TEXT NOT NULL,
+     due_at INTEGER NOT NULL,
+     pending INTEGER NOT NULL,
+     attempts INTEGER NOT NULL DEFAULT 0,
+     applied_state TEXT,
+     applied_at INTEGER,
+     cooldown_ms INTEGER NOT NULL,
+     PRIMARY KEY (server_id, ip)
+   );`,
+  // 2: a digest of the request per delivery key (a key reused for another request is refused), when the
+  // key was last seen (pruning keeps keys Alertmanager still redelivers), and since when a desired
+  // state's server is missing from the server list (retired after 24 h).
+  `ALTER TABLE deliveries ADD COLUMN request_digest TEXT;
+   ALTER TABLE deliveries ADD COLUMN seen_at INTEGER;
+   CREATE INDEX deliveries_action ON deliveries (action_id);
+   CREATE INDEX deliveries_seen ON deliveries (seen_at);
+   ALTER TABLE firewall_desired ADD COLUMN missing_since INTEGER;`,
+];
+
+/**
+ * Why the file at `path` must not be opened as a journal, or undefined when it may (it is a SQLite
+ * database, or it does not exist yet). A zero-length file is refused: SQLite would silently start a new,
+ * empty database in it, losing every delivery key and pending change.
+ */
+export function refuseFile(path: string): string | undefined {
+  let size: number;
+  try {
+    size = statSync(path).size;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  if (size === 0) return `${path} is empty (zero length), not a SQLite database; move it away to start a new journal`;
+  const head = Buffer.alloc(SQLITE_HEADER.length);
+  const fd = openSync(path, 'r');
+  try {
+    readSync(fd, head, 0, head.length, 0);
+  } finally {
+    closeSync(fd);
+  }
+  if (!head.equals(SQLITE_HEADER)) return `${path} is not a SQLite database (wrong file header); move it away to start a new journal`;
+  return undefined;
+}
+
+/** Opens `path` (`:memory:` for tests), checks it and applies the migrations. Throws on any failure. */
+export function openDatabase(path: string): DatabaseSync {
+  if (path !== ':memory:') {
+    mkdirSync(dirname(path), { recursive: true });
+    const refused = refuseFile(path);
+    if (refused) throw new Error(refused);
+  }
+  const db = new DatabaseSync(path);
+  try {
+    db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;');
+    // A truncated or damaged file may pass the header check; quick_check reads every page once.
+    const check = db.prepare('PRAGMA quick_check(1)').get() as { quick_check?: unknown } | undefined;
+    if (check?.quick_check !== 'ok') throw new Error(`integrity check failed: ${String(check?.quick_check)}`);
+    const version = Number((db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version);
+    if (version > MIGRATIONS.length) throw new Error(`schema version ${version} is newer than this exporter knows (${MIGRATIONS.length})`);
+    for (let v = version; v < MIGRATIONS.length; v++) {
+      db.exec('BEGIN IMMEDIATE');
+      try {
+        db.exec(MIGRATIONS[v]!);
+        db.exec(`PRAGMA user_version = ${v + 1}`);
+        db.exec('COMMIT');
+      } catch (error) {
+        db.exec('ROLLBACK');
+        throw error;
+      }
+    }
+    return db;
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}

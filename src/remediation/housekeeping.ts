@@ -1,0 +1,79 @@
+/**
+ * Keeps the journal bounded: desired firewall state of servers gone from the server list for 24 h is
+ * retired (rows and `baremetal_firewall_desired_state` series), and journal rows older than
+ * `remediation.journal_retention` are pruned in small batches, yielding between them so that a large
+ * backlog never blocks the event loop. Rows a delivery key or a pending change still needs are kept
+ * (journal.ts, `prune`).
+ */
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import type { Config } from '../config/schema.js';
+import type { Journal } from '../journal/journal.js';
+import type { Metrics } from '../metrics/definitions.js';
+import type { TargetDirectory } from './engine.js';
+
+/** Desired state of a server missing from the server list this long is retired, ms. */
+export const RETIRE_AFTER_MS = 24 * 3_600_000;
+/** Rows deleted per statement when pruning. */
+export const PRUNE_BATCH = 500;
+/** How often the server list is compared with the desired state, ms. */
+const RETIRE_EVERY_MS = 60_000;
+/** How often old rows are pruned, ms. */
+const PRUNE_EVERY_MS = 3_600_000;
+
+/** What the housekeeping needs of the engine's dependencies. */
+export interface HousekeepingDeps {
+  journal: Journal;
+  metrics: Metrics;
+  logger: Logger;
+  targets: TargetDirectory;
+  config: Config['remediation'];
+}
+
+export class Housekeeping {
+  readonly #d: HousekeepingDeps;
+  #retiredAt = -Infinity;
+  #prunedAt = -Infinity;
+
+  constructor(deps: HousekeepingDeps) {
+    this.#d = deps;
+  }
+
+  /** Runs what is due at `now` (ms). */
+  async run(now: number): Promise<void> {
+    if (now - this.#retiredAt >= RETIRE_EVERY_MS) {
+      this.#retiredAt = now;
+      this.retire(now);
+    }
+    if (now - this.#prunedAt >= PRUNE_EVERY_MS) {
+      this.#prunedAt = now;
+      await this.prune(now);
+    }
+  }
+
+  /** Marks desired state of unlisted servers, and retires what has been missing for RETIRE_AFTER_MS. Returns the rows retired. */
+  retire(now: number): number {
+    const { journal, metrics, logger, targets } = this.#d;
+    // Before the first server list every server would look gone.
+    if (!targets.serversKnown) return 0;
+    const retired = journal.retireMissing((id) => targets.hasServer(id), now, now - RETIRE_AFTER_MS);
+    for (const r of retired) metrics.firewallDesiredState.remove({ server_id: r.serverId, ip: r.ip });
+    if (retired.length > 0) logger.info({ retired: retired.length }, 'desired firewall state of servers gone from the server list for 24h retired');
+    return retired.length;
+  }
+
+  /** Deletes rows older than the retention, PRUNE_BATCH per statement. Returns the rows deleted. */
+  async prune(now: number): Promise<number> {
+    const { journal, logger, config } = this.#d;
+    const before = now - config.journalRetentionMs;
+    let total = 0;
+    for (;;) {
+      const n = journal.prune(before, PRUNE_BATCH);
+      total += n;
+      if (n < PRUNE_BATCH) break;
+      await yieldToLoop();
+    }
+    if (total > 0) logger.info({ pruned: total, retention_ms: config.journalRetentionMs }, 'journal rows older than the retention pruned');
+    return total;
+  }
+}

@@ -1,0 +1,181 @@
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { JournalError, StateDirLockedError } from '../../../src/errors.js';
+import { Journal, type NewEntry } from '../../../src/journal/journal.js';
+import { LOCK_FILE, lockStateDir } from '../../../src/journal/state-lock.js';
+import { Housekeeping, PRUNE_BATCH, RETIRE_AFTER_MS } from '../../../src/remediation/housekeeping.js';
+import { captureLogger } from '../../helpers/logger.js';
+import { freshMetrics, valueOf } from '../../helpers/metrics.js';
+import { tempDir } from '../../helpers/tmp.js';
+
+const DAY = 86_400_000;
+const row = (createdAt: number, over: Partial<NewEntry> = {}): NewEntry => ({ createdAt, source: 'alert', action: 'powercycle', serverId: '100001', ip: null, value: null, alertname: null, fingerprint: null, startsAt: null, decision: 'executed', ...over });
+
+/** A valid journal file with one row, then damaged by `damage`. */
+function truncatedJournal(path: string): void {
+  const j = Journal.open(path);
+  for (let i = 0; i < 200; i++) j.insert(row(i, { message: 'x'.repeat(200) }));
+  j.close();
+  const bytes = readFileSync(path);
+  writeFileSync(path, bytes.subarray(0, Math.floor(bytes.length / 2)));
+}
+
+describe('opening the journal', () => {
+  it.each([
+    { name: 'a zero-length file', make: (p: string) => writeFileSync(p, ''), message: /is empty \(zero length\), not a SQLite database/ },
+    { name: 'garbage', make: (p: string) => writeFileSync(p, 'this is not a database at all, just text\n'.repeat(100)), message: /not a SQLite database \(wrong file header\)/ },
+    { name: 'a truncated database', make: truncatedJournal, message: /cannot open the journal/ },
+    { name: 'a directory in its place', make: (p: string) => mkdirSync(p), message: /cannot open the journal/ },
+  ])('refuses $name and leaves it unchanged', ({ make, message }) => {
+    const path = join(tempDir(), 'journal.db');
+    make(path);
+    const before = (() => {
+      try {
+        return readFileSync(path);
+      } catch {
+        return 'directory';
+      }
+    })();
+    expect(() => Journal.open(path)).toThrow(message);
+    const journal = Journal.openOrUnavailable(path);
+    expect(journal.unavailable).toMatch(message);
+    expect(journal.healthy()).toBe(false);
+    expect(() => journal.list({ limit: 1 })).toThrow(JournalError);
+    expect(() => journal.insert(row(0))).toThrow(/the journal is unavailable/);
+    const after = (() => {
+      try {
+        return readFileSync(path);
+      } catch {
+        return 'directory';
+      }
+    })();
+    expect(after).toEqual(before);
+  });
+
+  it.skipIf(process.getuid?.() === 0)('refuses a directory it cannot write', () => {
+    const dir = join(tempDir(), 'ro');
+    mkdirSync(dir);
+    chmodSync(dir, 0o500);
+    expect(Journal.openOrUnavailable(join(dir, 'journal.db')).unavailable).toMatch(/cannot open the journal/);
+    chmodSync(dir, 0o700);
+  });
+
+  it('migrates a version 1 journal, keeping its rows', () => {
+    const path = join(tempDir(), 'journal.db');
+    const j = Journal.open(path);
+    j.insert(row(1));
+    j.close();
+    const again = Journal.open(path);
+    expect(again.list({ limit: 5 })).toHaveLength(1);
+    again.close();
+  });
+});
+
+describe('pruning', () => {
+  it('deletes old rows in batches, never a row a delivery key, a pending change or a running call needs', async () => {
+    const journal = Journal.open(':memory:');
+    const now = 100 * DAY;
+    const old = now - 31 * DAY;
+    for (let i = 0; i < 2 * PRUNE_BATCH + 7; i++) journal.insert(row(old + i));
+    const keyed = journal.insert(row(old, { serverId: 'keyed' }));
+    journal.claimDelivery('alert:still-redelivered', 'd', keyed, old);
+    journal.delivery('alert:still-redelivered', now - DAY); // seen again yesterday
+    const staleKeyed = journal.insert(row(old, { serverId: 'stale-keyed' }));
+    journal.claimDelivery('alert:gone', 'd', staleKeyed, old);
+    journal.insert(row(old, { serverId: 'running', decision: 'executing' }));
+    journal.insert(row(now - DAY, { serverId: 'recent' }));
+    journal.saveDesired({ serverId: '100001', ip: '198.18.0.1', desiredState: '1', dueAt: old, pending: true, attempts: 0, appliedState: null, appliedAt: null, cooldownMs: 120_000 });
+    const { metrics } = freshMetrics();
+    const housekeeping = new Housekeeping({ journal, metrics, logger: captureLogger().logger, targets: { serversKnown: true, hasServer: () => true, ownsIp: () => true }, config: { journalRetentionMs: 30 * DAY } as never });
+    expect(await housekeeping.prune(now)).toBe(2 * PRUNE_BATCH + 7 + 1);
+    expect(journal.list({ limit: 100 }).map((e) => e.serverId).sort()).toEqual(['keyed', 'recent', 'running']);
+    expect(journal.delivery('alert:gone')).toBeUndefined();
+    expect(journal.dueDesired(now)).toHaveLength(1);
+    journal.close();
+  });
+});
+
+describe('retiring desired state of servers gone from the list', () => {
+  it('keeps it for 24 h after the server left the list, then removes rows and series', async () => {
+    const journal = Journal.open(':memory:');
+    const { metrics, registry } = freshMetrics();
+    const listed = new Set(['100001', '100002']);
+    const targets = { serversKnown: true, hasServer: (id: string) => listed.has(id), ownsIp: () => true };
+    const housekeeping = new Housekeeping({ journal, metrics, logger: captureLogger().logger, targets, config: { journalRetentionMs: 30 * DAY } as never });
+    for (const serverId of listed) {
+      journal.saveDesired({ serverId, ip: `198.18.0.${serverId.slice(-1)}`, desiredState: '1', dueAt: 0, pending: false, attempts: 0, appliedState: '1', appliedAt: 0, cooldownMs: 120_000 });
+      metrics.firewallDesiredState.set({ server_id: serverId, ip: `198.18.0.${serverId.slice(-1)}` }, 1);
+    }
+    let now = DAY;
+    listed.delete('100002');
+    expect(housekeeping.retire(now)).toBe(0);
+    now += RETIRE_AFTER_MS - 1;
+    expect(housekeeping.retire(now)).toBe(0);
+    now += 2;
+    expect(housekeeping.retire(now)).toBe(1);
+    expect(journal.allDesired().map((d) => d.serverId)).toEqual(['100001']);
+    expect(await valueOf(registry, 'baremetal_firewall_desired_state', { server_id: '100002', ip: '198.18.0.2' })).toBeUndefined();
+    expect(await valueOf(registry, 'baremetal_firewall_desired_state', { server_id: '100001', ip: '198.18.0.1' })).toBe(1);
+    journal.close();
+  });
+
+  it('forgets the mark when the server comes back', () => {
+    const journal = Journal.open(':memory:');
+    let listed = false;
+    const housekeeping = new Housekeeping({ journal, metrics: freshMetrics().metrics, logger: captureLogger().logger, targets: { serversKnown: true, hasServer: () => listed, ownsIp: () => true }, config: { journalRetentionMs: DAY } as never });
+    journal.saveDesired({ serverId: '1', ip: '198.18.0.1', desiredState: '1', dueAt: 0, pending: false, attempts: 0, appliedState: '1', appliedAt: 0, cooldownMs: 1 });
+    housekeeping.retire(0);
+    listed = true;
+    housekeeping.retire(DAY);
+    listed = false;
+    expect(housekeeping.retire(DAY + 1)).toBe(0);
+    expect(housekeeping.retire(2 * DAY)).toBe(0);
+    expect(housekeeping.retire(2 * DAY + 2)).toBe(1);
+    journal.close();
+  });
+});
+
+describe('the state_dir lock', () => {
+  const deadPid = () => spawnSync(process.execPath, ['-e', '0']).pid!;
+
+  it.each([
+    { name: 'a lock of a dead process', content: () => `${deadPid()}\n` },
+    { name: 'a lock file with garbage', content: () => 'not a pid' },
+    { name: 'an empty lock file', content: () => '' },
+    { name: 'our own PID from an earlier life (PID 1 in a container)', content: () => `${process.pid}\n` },
+  ])('takes over $name', ({ content }) => {
+    const dir = tempDir();
+    writeFileSync(join(dir, LOCK_FILE), content());
+    const lock = lockStateDir(dir);
+    expect(readFileSync(join(dir, LOCK_FILE), 'utf8')).toBe(`${process.pid}\n`);
+    lock.release();
+  });
+
+  it.each([
+    { name: 'a live process', holder: () => String(process.ppid), pid: () => process.ppid },
+    { name: 'this process already', holder: undefined, pid: () => process.pid },
+  ])('refuses a lock held by $name, naming its PID', ({ holder, pid }) => {
+    const dir = tempDir();
+    const first = holder ? undefined : lockStateDir(dir);
+    if (holder) writeFileSync(join(dir, LOCK_FILE), holder());
+    const error = (() => {
+      try {
+        lockStateDir(dir);
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(error).toBeInstanceOf(StateDirLockedError);
+    expect((error as StateDirLockedError).message).toContain(`(PID ${pid()})`);
+    first?.release();
+  });
+
+  it('removes its file on release, and a released lock can be taken again', () => {
+    const dir = tempDir();
+    lockStateDir(dir).release();
+    lockStateDir(dir).release();
+    expect(() => readFileSync(join(dir, LOCK_FILE))).toThrow(/ENOENT/);
+  });
+});
