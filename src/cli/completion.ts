@@ -53,7 +53,7 @@ export function bashCompletion(): string {
   const valueOptions = Object.entries(OPTIONS).flatMap(([name, o]) => (o.type === 'string' ? [`--${name}`, ...(o.short ? [`-${o.short}`] : [])] : []));
   const arms = table().map(([prefix, words]) => `    ${prefix === '' ? "''" : `'${prefix}'|'${prefix} '*`}) words='${words.join(' ')}' ;;`);
   const valueArms = Object.entries(VALUES).map(([opt, words]) => `    ${opt}) COMPREPLY=($(compgen -W '${words.join(' ')}' -- "$cur")); return ;;`);
-  const lastArms = LAST_ARG.map(([prefix, words]) => `    '${prefix} '*' '*' '*) words='${words.join(' ')}' ;;`);
+  const lastArms = LAST_ARG.map(([prefix, words]) => `    '${prefix} '*' '*) words='${words.join(' ')}' ;;`);
   return `# bash completion for baremetal-exporter; install: source <(baremetal-exporter completion bash)
 _baremetal_exporter() {
   local cur="\${COMP_WORDS[COMP_CWORD]}" prev="\${COMP_WORDS[COMP_CWORD-1]}" path='' words='' i w skip=0
