@@ -20,6 +20,7 @@ const USAGE = `baremetal-exporter ${VERSION}
 Usage:
   baremetal-exporter run --config FILE        run the exporter (env: BAREMETAL_API_URL, BAREMETAL_API_KEY)
   baremetal-exporter check-config FILE        validate a config file (exit 1 listing the problems)
+  baremetal-exporter api <command> [options]  every operation of the hosting API (api --help); completion bash
   baremetal-exporter demo [--port N]          the simulator and the exporter on loopback, until Ctrl-C
   baremetal-exporter simulate [options]       the API simulator alone
       --host H (127.0.0.1)  --port N (8443; 0 = any)  --api-key K (demo-key; env BAREMETAL_API_KEY)
@@ -192,6 +193,12 @@ async function main(argv: string[]): Promise<void> {
       return simulate(args);
     case 'check-config':
       return checkConfig(args);
+    case 'api':
+      process.exitCode = await (await import('./cli/api.js')).runApi(args);
+      return;
+    case 'completion':
+      process.exitCode = await (await import('./cli/completion.js')).runCompletion(args);
+      return;
     case '--version':
       process.stdout.write(`${VERSION}\n`);
       return;

@@ -18,8 +18,8 @@ export interface JournalEntry {
   id: number;
   createdAt: number;
   completedAt: number | null;
-  /** `alert` (Alertmanager), `operator` (action endpoint or console download) or `pending` (a deferred firewall change applied) */
-  source: 'alert' | 'operator' | 'pending';
+  /** `alert` (Alertmanager), `operator` (action endpoint or console download), `pending` (a deferred firewall change applied) or `cli` (`api` command) */
+  source: 'alert' | 'operator' | 'pending' | 'cli';
   action: string;
   serverId: string;
   ip: string | null;

@@ -1,0 +1,184 @@
+/**
+ * `baremetal-exporter api …`: every operation of the hosting API from the command line. Parses arguments
+ * (node:util parseArgs, strict), resolves the command in the tree of commands.ts, loads the config as the
+ * daemon does (`--config.file FILE`, or BAREMETAL_API_URL and BAREMETAL_API_KEY), runs the command and
+ * renders its result. Returns the exit code: 0 success, 1 API or network error, 2 usage or validation
+ * error, 3 refused by a safety check; errors go to stderr as one line.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { buildConfig, loadConfig } from '../config/load.js';
+import type { Config } from '../config/schema.js';
+import { Journal } from '../journal/journal.js';
+import { UpstreamClient } from '../upstream/client.js';
+import { LEAVES, type Leaf } from './commands.js';
+import type { CliIo, CommandContext } from './context.js';
+import { EXIT, exitCodeOf, oneLine, usage } from './exit.js';
+import { OUTPUT_FORMATS, render, type OutputFormat } from './output.js';
+
+interface OptionSpec {
+  type: 'string' | 'boolean';
+  short?: string;
+  /** the value's placeholder in help */
+  arg?: string;
+  help: string;
+}
+
+/** Every option of `api`; which command accepts which is said by COMMON, WRITE and each leaf's `options`. */
+export const OPTIONS: Record<string, OptionSpec> = {
+  'config.file': { type: 'string', arg: 'FILE', help: 'config file, as for "run" (default: BAREMETAL_API_URL and BAREMETAL_API_KEY)' },
+  account: { type: 'string', arg: 'NAME', help: 'account to use; only "default" until several accounts are supported' },
+  output: { type: 'string', short: 'o', arg: 'table|json|yaml', help: 'output format (default table)' },
+  help: { type: 'boolean', short: 'h', help: 'show this help' },
+  'dry-run': { type: 'boolean', help: 'print the request (path and parameters, never the key) and send nothing' },
+  yes: { type: 'boolean', short: 'y', help: 'confirm without a terminal (needed for destructive writes when stdin is not a TTY)' },
+  out: { type: 'string', arg: 'FILE', help: 'write the file here (mode 0600)' },
+  type: { type: 'string', arg: 'T', help: 'graph type: port_bits, port_percent, port_errors, port_upkts' },
+  scale: { type: 'string', arg: 'S', help: 'graph: day, week, month; firewall history: hour, day, week' },
+  ip: { type: 'string', arg: 'IP', help: 'only this IP (default: every IP of the service)' },
+  os: { type: 'string', arg: 'OS_ID', help: 'an id of "api os list" (checked before sending)' },
+  'post-install': { type: 'string', arg: 'SCRIPT.sh', help: 'post-install BASH script (checked with bash -n before sending)' },
+  'password-file': { type: 'string', arg: 'FILE', help: 'write the root password here (created 0600; an existing file is never overwritten)' },
+  'show-password': { type: 'boolean', help: 'put the root password in the output even when stdout is not a terminal' },
+  wait: { type: 'boolean', help: 'inside the 2-minute window: wait until the next change is possible and retry once' },
+};
+const COMMON = ['config.file', 'account', 'output', 'help'];
+const WRITE = ['dry-run', 'yes'];
+
+/** Options a leaf accepts. */
+export const optionsOf = (leaf: Leaf): string[] => [...leaf.options, ...(leaf.write ? WRITE : []), ...COMMON];
+
+const flagText = (name: string) => {
+  const spec = OPTIONS[name]!;
+  return `${spec.short ? `-${spec.short}, ` : ''}--${name}${spec.arg ? ` ${spec.arg}` : ''}`;
+};
+const optionLines = (names: string[]) => {
+  const width = Math.max(...names.map((n) => flagText(n).length));
+  return names.map((n) => `  ${flagText(n).padEnd(width)}  ${OPTIONS[n]!.help}`).join('\n');
+};
+const synopsis = (leaf: Leaf) => [...leaf.path, ...leaf.args, ...(leaf.synopsis ? [leaf.synopsis] : [])].join(' ');
+const usageOf = (leaf: Leaf) => `baremetal-exporter api ${synopsis(leaf)} [options]`;
+
+/** Help of a leaf: usage, summary, its options, an example. */
+export function leafHelp(leaf: Leaf): string {
+  return `Usage: ${usageOf(leaf)}\n\n${leaf.summary}\n\nOptions:\n${optionLines(optionsOf(leaf))}\n\nExample:\n  ${leaf.example}\n`;
+}
+
+/** Help of a group (`[]` is `api` itself): its commands, an example, and for `api` the exit codes. */
+export function groupHelp(prefix: string[]): string {
+  const leaves = LEAVES.filter((l) => prefix.every((w, i) => l.path[i] === w));
+  const lines = leaves.map((l) => [synopsis(l), l.summary] as const);
+  const width = Math.max(...lines.map(([u]) => u.length));
+  const root = prefix.length === 0;
+  return [
+    `Usage: baremetal-exporter api ${prefix.length ? `${prefix.join(' ')} ` : ''}<command> [options]`,
+    '',
+    root ? 'Every operation of the hosting API, validated before anything is sent. Commands:' : 'Commands:',
+    ...lines.map(([u, s]) => `  ${u.padEnd(width)}  ${s}`),
+    '',
+    `Common options:\n${optionLines(COMMON)}`,
+    ...(root ? ['', `Writes also take:\n${optionLines(WRITE)}`, '', 'Exit codes: 0 success, 1 API or network error, 2 usage or validation error, 3 refused by a safety check.'] : []),
+    '',
+    `Example:\n  ${leaves[0]!.example}`,
+    `"baremetal-exporter api ${prefix.length ? `${prefix.join(' ')} ` : ''}<command> --help" shows a command's options.`,
+    '',
+  ].join('\n');
+}
+
+/** The leaf named by the leading positionals, or the deepest group they name. */
+export function resolve(positionals: string[]): { leaf: Leaf; args: string[] } | { group: string[]; unknown?: string } {
+  const leaf = LEAVES.find((l) => l.path.every((w, i) => positionals[i] === w));
+  if (leaf) return { leaf, args: positionals.slice(leaf.path.length) };
+  const group: string[] = [];
+  for (const word of positionals) {
+    if (!LEAVES.some((l) => [...group, word].every((w, i) => l.path[i] === w))) return { group, unknown: word };
+    group.push(word);
+  }
+  return { group };
+}
+
+/** The process's own streams, clock and sleep. */
+export function processIo(): CliIo {
+  return {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    stdin: process.stdin,
+    stdinIsTTY: process.stdin.isTTY === true,
+    stdoutIsTTY: process.stdout.isTTY === true,
+    env: process.env,
+    now: Date.now,
+    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+  };
+}
+
+/** The config as the daemon reads it; without a file, a minimal one from the environment. */
+function loadCliConfig(file: string | undefined, env: NodeJS.ProcessEnv): Config {
+  if (file !== undefined) return loadConfig(file, env);
+  if (!env.BAREMETAL_API_URL || !env.BAREMETAL_API_KEY) throw usage('no API configured: give --config.file FILE, or set BAREMETAL_API_URL and BAREMETAL_API_KEY');
+  return buildConfig({}, { BAREMETAL_API_URL: env.BAREMETAL_API_URL, BAREMETAL_API_KEY: env.BAREMETAL_API_KEY });
+}
+
+/** Runs `baremetal-exporter api <argv…>`; resolves with the exit code. */
+export async function runApi(argv: string[], io: CliIo = processIo()): Promise<number> {
+  let client: UpstreamClient | undefined;
+  let journal: Journal | undefined;
+  try {
+    const options = Object.fromEntries(Object.entries(OPTIONS).map(([name, o]) => [name, { type: o.type, ...(o.short ? { short: o.short } : {}) }]));
+    const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
+    const found = resolve(positionals);
+    if ('group' in found) {
+      const help = groupHelp(found.group);
+      if (values.help === true && found.unknown === undefined) {
+        io.stdout.write(help);
+        return EXIT.ok;
+      }
+      const next = [...new Set(LEAVES.filter((l) => found.group.every((w, i) => l.path[i] === w)).map((l) => l.path[found.group.length]!))];
+      const where = ['api', ...found.group].join(' ');
+      throw usage(`${where}: ${found.unknown !== undefined ? `unknown command "${found.unknown}"` : 'a command is required'}; one of ${next.join(', ')} (see "baremetal-exporter ${where} --help")`);
+    }
+    const { leaf, args } = found;
+    if (values.help === true) {
+      io.stdout.write(leafHelp(leaf));
+      return EXIT.ok;
+    }
+    const allowed = optionsOf(leaf);
+    const extra = Object.keys(values).find((name) => !allowed.includes(name));
+    if (extra !== undefined) throw usage(`${leaf.path.join(' ')}: unknown option --${extra} (see --help)`);
+    if (args.length !== leaf.args.length) throw usage(`${leaf.path.join(' ')}: expected ${leaf.args.length} argument(s): ${usageOf(leaf)}`);
+    const format = (values.output ?? 'table') as OutputFormat;
+    if (!OUTPUT_FORMATS.includes(format)) throw usage(`--output must be one of ${OUTPUT_FORMATS.join(', ')} (got ${JSON.stringify(values.output)})`);
+    if (values.account !== undefined && values.account !== 'default') throw usage(`--account ${String(values.account)}: only "default" exists until several accounts are supported`);
+    const file = values['config.file'] as string | undefined;
+    const config = loadCliConfig(file, io.env);
+    client = new UpstreamClient({
+      baseUrl: config.upstream.baseUrl,
+      apiKey: config.upstream.apiKey,
+      timeoutMs: config.upstream.timeoutMs,
+      concurrency: config.upstream.concurrency,
+      retries: config.upstream.retries,
+      maxResponseBytes: config.upstream.maxResponseBytes,
+      ...(config.upstream.caFile ? { ca: readFileSync(config.upstream.caFile, 'utf8') } : {}),
+    });
+    // Only a state directory that already holds the daemon's journal: the CLI never creates one.
+    const journalPath = file !== undefined ? join(config.stateDir, 'journal.db') : undefined;
+    const ctx: CommandContext = {
+      io,
+      values,
+      args,
+      format,
+      config,
+      client,
+      journal: () => (journal ??= journalPath !== undefined && existsSync(journalPath) ? Journal.open(journalPath) : undefined),
+    };
+    io.stdout.write(render(format, await leaf.run(ctx)));
+    return EXIT.ok;
+  } catch (error) {
+    const line = oneLine(error);
+    io.stderr.write(`baremetal-exporter api: ${client ? client.scrub(line) : line}\n`);
+    return exitCodeOf(error);
+  } finally {
+    journal?.close();
+    await client?.close();
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * `baremetal-exporter completion bash`: a bash completion script generated from the command tree, so it
+ * never drifts from the commands. Completes command words, the enum positionals and option names and the
+ * values of --output, --type and --scale. Install: `source <(baremetal-exporter completion bash)`.
+ */
+import type { Writable } from 'node:stream';
+import { CANCELLATION_TYPES, FIREWALL_STATES, GRAPH_SCALES, GRAPH_TYPES, SENSITIVITIES, SERVICE_TYPES } from '../upstream/params.js';
+import { OPTIONS, optionsOf } from './api.js';
+import { LEAVES } from './commands.js';
+import { EXIT, usage, oneLine, exitCodeOf } from './exit.js';
+import { OUTPUT_FORMATS } from './output.js';
+
+/** The top-level commands of main.ts. */
+const TOP = ['run', 'check-config', 'demo', 'simulate', 'api', 'completion', '--help', '--version'];
+
+/** Words offered after a prefix of non-option words (longest prefix wins). */
+function table(): Array<[string, string[]]> {
+  const entries = new Map<string, Set<string>>([['', new Set(TOP)], ['completion', new Set(['bash'])]]);
+  const add = (prefix: string[], words: readonly string[]) => {
+    const key = prefix.join(' ');
+    const set = entries.get(key) ?? new Set<string>();
+    for (const w of words) set.add(w);
+    entries.set(key, set);
+  };
+  add(['api'], ['--help']);
+  for (const leaf of LEAVES) {
+    const path = ['api', ...leaf.path];
+    path.forEach((word, i) => i > 0 && add(path.slice(0, i), [word]));
+    add(path, optionsOf(leaf).map((o) => `--${o}`));
+  }
+  // Enum positionals right after a command's path.
+  add(['api', 'firewall', 'history'], SERVICE_TYPES);
+  add(['api', 'cancellation'], CANCELLATION_TYPES);
+  return [...entries].map(([k, v]) => [k, [...v]] as [string, string[]]).sort((a, b) => b[0].length - a[0].length);
+}
+
+/** Values of options that take a fixed set (after `--output`, `--type`, `--scale`). */
+const VALUES: Record<string, readonly string[]> = {
+  '--output': OUTPUT_FORMATS,
+  '-o': OUTPUT_FORMATS,
+  '--type': GRAPH_TYPES,
+  '--scale': [...new Set([...GRAPH_SCALES, 'hour'])],
+};
+
+/** Values completed at the last positional of these commands. */
+const LAST_ARG: Array<[string, readonly string[]]> = [
+  ['api firewall sensitivity', SENSITIVITIES],
+  ['api firewall state', FIREWALL_STATES],
+];
+
+/** The bash completion script. */
+export function bashCompletion(): string {
+  const valueOptions = Object.entries(OPTIONS).flatMap(([name, o]) => (o.type === 'string' ? [`--${name}`, ...(o.short ? [`-${o.short}`] : [])] : []));
+  const arms = table().map(([prefix, words]) => `    ${prefix === '' ? "''" : `'${prefix}'|'${prefix} '*`}) words='${words.join(' ')}' ;;`);
+  const valueArms = Object.entries(VALUES).map(([opt, words]) => `    ${opt}) COMPREPLY=($(compgen -W '${words.join(' ')}' -- "$cur")); return ;;`);
+  const lastArms = LAST_ARG.map(([prefix, words]) => `    '${prefix} '*' '*) words='${words.join(' ')}' ;;`);
+  return `# bash completion for baremetal-exporter; install: source <(baremetal-exporter completion bash)
+_baremetal_exporter() {
+  local cur="\${COMP_WORDS[COMP_CWORD]}" prev="\${COMP_WORDS[COMP_CWORD-1]}" path='' words='' i w skip=0
+  case "$prev" in
+${valueArms.join('\n')}
+  esac
+  for ((i = 1; i < COMP_CWORD; i++)); do
+    w="\${COMP_WORDS[i]}"
+    if ((skip)); then skip=0; continue; fi
+    case " ${valueOptions.join(' ')} " in *" $w "*) skip=1; continue ;; esac
+    [[ $w == -* ]] && continue
+    path="\${path:+$path }$w"
+  done
+  case "$path" in
+${lastArms.join('\n')}
+${arms.join('\n')}
+  esac
+  COMPREPLY=($(compgen -W "$words" -- "$cur"))
+}
+complete -o default -F _baremetal_exporter baremetal-exporter
+`;
+}
+
+/** Runs `completion <shell>`; resolves with the exit code. */
+export async function runCompletion(args: string[], io: { stdout: Writable; stderr: Writable } = process): Promise<number> {
+  try {
+    if (args.length !== 1 || args[0] !== 'bash') throw usage('completion: the supported shell is bash: "baremetal-exporter completion bash"');
+    io.stdout.write(bashCompletion());
+    return EXIT.ok;
+  } catch (error) {
+    io.stderr.write(`baremetal-exporter: ${oneLine(error)}\n`);
+    return exitCodeOf(error);
+  }
+}

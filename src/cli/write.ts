@@ -1,0 +1,82 @@
+/**
+ * The one path every write takes: validate by planning the request (dry-run client), print it and stop
+ * for `--dry-run`, run checks that need the API (reads), ask for confirmation, then send — journaled as a
+ * `cli` action when the daemon's journal is there, so its budget and cooldowns see it. The outcome is what
+ * the API said: a reply with `success: false` is a failure.
+ */
+import { failureDecision, failureOutcome } from '../remediation/outcome.js';
+import type { UpstreamClient } from '../upstream/client.js';
+import type { ActionResult } from '../upstream/decode.js';
+import { confirm } from './confirm.js';
+import { flag, type CommandContext } from './context.js';
+import { plan, type PlannedRequest } from './dry-run.js';
+import { CliExit, EXIT } from './exit.js';
+import { keyValues, type Rendered } from './output.js';
+
+export interface WriteAction<T> {
+  /** journal `action` (the daemon's names where they exist: powercycle, firewall_state, …) */
+  action: string;
+  serverId: string;
+  ip?: string;
+  /** the value asked for (firewall state, sensitivity, OS id, PTR hostname, cancellation type) */
+  value?: string;
+  /** when set, the write needs confirmation: what it does, e.g. "power off server 100001" */
+  confirm?: string;
+  /** the upstream call (one of src/upstream/*) */
+  call: (client: UpstreamClient) => Promise<T>;
+  /** local checks after the request was validated; run for --dry-run too */
+  validate?: () => void;
+  /** checks after validation and before confirmation; not run for --dry-run (it sends nothing) */
+  before?: () => Promise<void>;
+  /** wraps the journaled send (the firewall window's wait-and-retry) */
+  around?: (send: () => Promise<T>) => Promise<T>;
+}
+
+export type WriteOutcome<T> = { planned: PlannedRequest } | { result: T };
+
+/** A dry run's output: the request that would be sent (path and parameters, never the key). */
+export function renderPlanned(planned: PlannedRequest): Rendered {
+  return {
+    data: { dryRun: true, operation: planned.operation, method: 'POST', path: planned.path, params: planned.params },
+    table: `dry run: nothing sent; would send ${planned.operation}: POST ${planned.path}\n${keyValues(Object.entries(planned.params))}`,
+  };
+}
+
+/** Runs `write` as described above. Throws CliExit (refusals), InvalidParameterError, UpstreamError. */
+export async function runWrite<T>(ctx: CommandContext, write: WriteAction<T>): Promise<WriteOutcome<T>> {
+  const planned = await plan(ctx.client.baseUrl, write.call);
+  write.validate?.();
+  if (flag(ctx, 'dry-run')) return { planned };
+  await write.before?.();
+  if (write.confirm !== undefined) {
+    await confirm({ what: write.confirm, serverId: write.serverId, yes: flag(ctx, 'yes'), interactive: ctx.io.stdinIsTTY, input: ctx.io.stdin, output: ctx.io.stderr });
+  }
+  const send = () => journaled(ctx, write, planned.operation);
+  return { result: await (write.around ? write.around(send) : send()) };
+}
+
+async function journaled<T>(ctx: CommandContext, write: WriteAction<T>, operation: string): Promise<T> {
+  const journal = ctx.journal();
+  const id = journal?.insert({
+    createdAt: ctx.io.now(),
+    source: 'cli',
+    action: write.action,
+    serverId: write.serverId,
+    ip: write.ip ?? null,
+    value: write.value ?? null,
+    alertname: null,
+    fingerprint: null,
+    startsAt: null,
+    decision: 'executing',
+  });
+  try {
+    const result = await write.call(ctx.client);
+    // The action functions throw unless the API confirmed the action (decodeActionResult).
+    const action = result as Partial<ActionResult>;
+    if (id !== undefined) journal!.complete(id, { decision: 'executed', upstreamOutcome: 'success', message: typeof action?.message === 'string' ? action.message : null, at: ctx.io.now() });
+    return result;
+  } catch (error) {
+    if (id !== undefined) journal!.complete(id, { decision: failureDecision(error), upstreamOutcome: failureOutcome(error), message: (error as Error).message, at: ctx.io.now() });
+    throw error;
+  }
+}
