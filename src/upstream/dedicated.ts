@@ -33,14 +33,14 @@ const DEDICATED = '/api/v1/dedicated';
 /** Lists every dedicated server (contract §4, rule 1: no `server_id`). `signal` cancels the request. */
 export async function listServers(client: UpstreamClient, signal?: AbortSignal): Promise<ServerList> {
   const req = { operation: 'list_servers', path: DEDICATED, body: {}, read: true, ...(signal ? { signal } : {}) };
-  return decodeServerList(await client.json(req), req);
+  return client.json(req, decodeServerList);
 }
 
 /** Fetches one server's record (contract §4, rule 1: with `server_id`). */
 export async function getServer(client: UpstreamClient, serverId: string): Promise<ServerRecord> {
   const operation = 'get_server';
   const req = { operation, path: DEDICATED, body: { server_id: requireId(operation, 'server_id', serverId) }, read: true };
-  return decodeServer(await client.json(req), req);
+  return client.json(req, decodeServer);
 }
 
 /** The three power operations; `powerCycle` = off then on. Never retried. */
@@ -51,7 +51,7 @@ const POWER_OPERATIONS = { powercycle: 'power_cycle', poweron: 'power_on', power
 export async function power(client: UpstreamClient, action: PowerAction, serverId: string): Promise<ActionResult> {
   const operation = POWER_OPERATIONS[action];
   const req = { operation, path: `${DEDICATED}/${action}`, body: { server_id: requireId(operation, 'server_id', serverId) }, read: false };
-  return decodeActionResult(await client.json(req), req);
+  return client.json(req, decodeActionResult);
 }
 
 export const powerCycle = (client: UpstreamClient, serverId: string) => power(client, 'powercycle', serverId);
@@ -67,7 +67,7 @@ export async function getGraph(client: UpstreamClient, serverId: string, type: G
     scale: requireOneOf(operation, 'scale', scale, GRAPH_SCALES),
   };
   const req = { operation, path: `${DEDICATED}/graphs`, body, read: true, ...(signal ? { signal } : {}) };
-  return decodeGraph(await client.json(req), req);
+  return client.json(req, decodeGraph);
 }
 
 /** Fetches the KVM/IPMI console launch descriptor (XML, a JNLP file; contract §4, rule 5). */
@@ -80,7 +80,7 @@ export async function getConsole(client: UpstreamClient, serverId: string): Prom
 /** Lists installable operating systems (contract §2, §4). `signal` cancels the request. */
 export async function listOperatingSystems(client: UpstreamClient, signal?: AbortSignal): Promise<OperatingSystem[]> {
   const req = { operation: 'list_operating_systems', path: `${DEDICATED}/provision/os_ids`, body: {}, read: true, ...(signal ? { signal } : {}) };
-  return decodeOperatingSystems(await client.json(req), req);
+  return client.json(req, decodeOperatingSystems);
 }
 
 /** Reply of a provisioning request (contract §4): the new root password. Never logged. */
@@ -124,5 +124,5 @@ export async function setReverseDns(
     content: requireHostname(operation, params.hostname),
   };
   const req = { operation, path: `${DEDICATED}/dns`, body, read: false };
-  return decodeActionResult(await client.json(req), req);
+  return client.json(req, decodeActionResult);
 }

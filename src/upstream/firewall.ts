@@ -44,7 +44,7 @@ export async function getFirewallHistory(
     ip: ip === undefined ? undefined : requireIp(spec.operation, ip),
   };
   const req = { operation: spec.operation, path: spec.path, body, read: true, ...(signal ? { signal } : {}) };
-  return decodeFirewallHistory(await client.json(req), req);
+  return client.json(req, decodeFirewallHistory);
 }
 
 export const getDedicatedFirewallHistory = (c: UpstreamClient, serverId: string, scale: FirewallScale, ip?: string) =>
@@ -66,7 +66,7 @@ export async function setFirewallSensitivity(
     sensitivity: requireOneOf(operation, 'sensitivity', params.sensitivity, SENSITIVITIES),
   };
   const req = { operation, path: '/api/v1/dedicated/firewall/sensitivity', body, read: false };
-  return decodeActionResult(await client.json(req), req);
+  return client.json(req, decodeActionResult);
 }
 
 /**
@@ -84,5 +84,5 @@ export async function setFirewallState(
     state: requireOneOf(operation, 'state', params.state, FIREWALL_STATES),
   };
   const req = { operation, path: '/api/v1/dedicated/firewall/state', body, read: false };
-  return decodeActionResult(await client.json(req), req);
+  return client.json(req, decodeActionResult);
 }

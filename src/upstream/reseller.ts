@@ -11,11 +11,11 @@ export async function setCancellation(client: UpstreamClient, serverId: string, 
     type: requireOneOf(operation, 'type', type, CANCELLATION_TYPES),
   };
   const req = { operation, path: '/api/v1/reseller/billing/cancellation', body, read: false };
-  return decodeActionResult(await client.json(req), req);
+  return client.json(req, decodeActionResult);
 }
 
 /** Lists locations (reseller; record fields undocumented, contract §2). `signal` cancels the request. */
 export async function listLocations(client: UpstreamClient, signal?: AbortSignal): Promise<Location[]> {
   const req = { operation: 'locations', path: '/api/v1/reseller/locations', body: {}, read: true, ...(signal ? { signal } : {}) };
-  return decodeLocations(await client.json(req), req);
+  return client.json(req, decodeLocations);
 }
