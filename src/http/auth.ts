@@ -8,9 +8,9 @@
  * - a `Basic` header when no basic-auth user is configured is refused without hashing;
  * - bcrypt runs in a worker thread behind a bounded queue (`BcryptPool`); when the queue is full the request
  *   is refused at once, without hashing;
- * - a verified pair is remembered (by digest) for five minutes, as prometheus/exporter-toolkit caches its
- *   bcrypt results, so Prometheus and Alertmanager pay bcrypt's cost once, not on every request, and are
- *   never queued behind a flood of wrong passwords;
+ * - a verified pair is remembered (by digest) until it has not been used for five minutes, as
+ *   prometheus/exporter-toolkit caches its bcrypt results, so Prometheus and Alertmanager pay bcrypt's cost
+ *   once, not on every request, and are never queued behind a flood of wrong passwords;
  * - an unknown user is compared with the configured hash of the lowest cost, through the same queue: it
  *   costs what the cheapest known user costs, never more, and answers in the same time.
  */
@@ -26,7 +26,7 @@ export interface AuthConfig {
   basicAuthUsers: Record<string, string>;
 }
 
-/** How long a verified basic-auth pair is accepted without bcrypt, in milliseconds. */
+/** How long a verified basic-auth pair is accepted without bcrypt after its last use, in milliseconds. */
 export const REMEMBER_MS = 5 * 60_000;
 /** Verified pairs remembered at most (only correct passwords enter, so this is never reached in practice). */
 const REMEMBER_MAX = 1024;
@@ -74,6 +74,7 @@ export function createAuthCheck(
       for (const [k, until] of remembered) if (until <= t) remembered.delete(k);
       if (remembered.size >= REMEMBER_MAX) remembered.delete(remembered.keys().next().value!);
     }
+    remembered.delete(key);
     remembered.set(key, t + REMEMBER_MS);
   };
   const busy = (): never => {
@@ -105,7 +106,12 @@ export function createAuthCheck(
       const user = colon < 0 ? decoded : decoded.slice(0, colon);
       const password = colon < 0 ? '' : decoded.slice(colon + 1);
       const key = digest(`${user}\u0000${password}`).toString('hex');
-      if ((remembered.get(key) ?? 0) > now()) return;
+      if ((remembered.get(key) ?? 0) > now()) {
+        // Sliding: a client that keeps using its credentials (Prometheus every scrape) never needs bcrypt
+        // again, so a flood of wrong passwords filling the queue cannot lock it out.
+        remember(key);
+        return;
+      }
       const hash = users.get(user);
       const ok = await verifier.compare(password, hash ?? decoy);
       if (ok === 'busy') busy();
