@@ -12,9 +12,12 @@
  *   prometheus/exporter-toolkit caches its bcrypt results, so Prometheus and Alertmanager pay bcrypt's cost
  *   once, not on every request, and are never queued behind a flood of wrong passwords;
  * - an unknown user is compared with the configured hash of the lowest cost, through the same queue: it
- *   costs what the cheapest known user costs, never more, and answers in the same time.
+ *   costs what the cheapest known user costs, never more, and answers in the same time;
+ * - every refusal is answered `FAILURE_DELAY_MS` late (a timer, no CPU), so a client looping on wrong
+ *   credentials makes a few requests a second per connection instead of thousands.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import bcrypt from 'bcryptjs';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import { AuthError, ForbiddenError } from '../errors.js';
@@ -30,6 +33,11 @@ export interface AuthConfig {
 export const REMEMBER_MS = 5 * 60_000;
 /** Verified pairs remembered at most (only correct passwords enter, so this is never reached in practice). */
 const REMEMBER_MAX = 1024;
+/**
+ * A refusal (401) is answered this late, in milliseconds: it costs a timer, and it slows a client that loops
+ * on wrong credentials from thousands of requests a second to five per connection.
+ */
+export const FAILURE_DELAY_MS = 200;
 /** At most one warning per this many milliseconds about refused checks, in milliseconds. */
 const BUSY_WARNING_MS = 60_000;
 
@@ -46,6 +54,8 @@ export interface AuthCheckOptions {
   now?: () => number;
   /** receives one warning a minute while checks are refused because the queue is full */
   logger?: FastifyBaseLogger;
+  /** waits before a refusal is answered (default: a timer of `FAILURE_DELAY_MS`) */
+  delay?: () => Promise<unknown>;
 }
 
 /**
@@ -58,7 +68,7 @@ export function createAuthCheck(
   unconfigured: 'forbid' | 'allow',
   options: AuthCheckOptions,
 ): (request: FastifyRequest) => Promise<void> {
-  const { verifier, now = Date.now, logger } = options;
+  const { verifier, now = Date.now, logger, delay = () => sleep(FAILURE_DELAY_MS) } = options;
   const tokens = auth.bearerTokens.map(digest);
   const users = new Map(Object.entries(auth.basicAuthUsers));
   // The hash an unknown user is compared with: the cheapest configured one, so that an unknown user
@@ -77,14 +87,14 @@ export function createAuthCheck(
     remembered.delete(key);
     remembered.set(key, t + REMEMBER_MS);
   };
-  const busy = (): never => {
+  const uncheckedRefusal = () => {
     refusedSinceWarning++;
     if (now() - lastWarning >= BUSY_WARNING_MS) {
       logger?.warn({ refused: refusedSinceWarning }, 'basic-auth checks refused without a check: too many wrong or new passwords at once');
       lastWarning = now();
       refusedSinceWarning = 0;
     }
-    throw new AuthError('credentials not checked: too many password checks in progress; retry later');
+    return new AuthError('credentials not checked: too many password checks in progress; retry later');
   };
 
   return async (request) => {
@@ -114,12 +124,17 @@ export function createAuthCheck(
       }
       const hash = users.get(user);
       const ok = await verifier.compare(password, hash ?? decoy);
-      if (ok === 'busy') busy();
+      if (ok === 'busy') {
+        const error = uncheckedRefusal();
+        await delay();
+        throw error;
+      }
       if (ok && hash !== undefined) {
         remember(key);
         return;
       }
     }
+    await delay();
     throw new AuthError(header ? 'invalid credentials' : 'credentials required: bearer token or basic auth');
   };
 }

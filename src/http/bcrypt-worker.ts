@@ -3,8 +3,22 @@
  * bcrypt's deliberate CPU cost is paid off the event loop. Erasable TypeScript only (no enums, no
  * parameter properties): Node runs this file as it is under vitest and as compiled JS from dist/.
  */
+import { setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
 import bcrypt from 'bcryptjs';
+
+/** The worker's nice value: the lowest priority, so the event loop always gets the CPU first. */
+export const WORKER_NICE = 19;
+
+// On Linux a priority set for "the calling process" (0) applies to the calling thread only: this worker.
+// Elsewhere it would lower the whole process, so it is done on Linux only.
+if (process.platform === 'linux') {
+  try {
+    setPriority(0, WORKER_NICE);
+  } catch {
+    // Not permitted (a seccomp profile): the queue bound still holds.
+  }
+}
 
 /** One comparison asked of the worker. */
 export interface CompareRequest {

@@ -1,7 +1,7 @@
 import bcrypt from 'bcryptjs';
 import type { FastifyRequest } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createAuthCheck, REMEMBER_MS, type AuthConfig } from '../../../src/http/auth.js';
+import { createAuthCheck, FAILURE_DELAY_MS, REMEMBER_MS, type AuthConfig } from '../../../src/http/auth.js';
 import { BcryptPool, type PasswordVerifier } from '../../../src/http/bcrypt-pool.js';
 import { captureLogger } from '../../helpers/logger.js';
 
@@ -26,6 +26,12 @@ function countingVerifier(answer?: 'busy'): PasswordVerifier & { hashes: string[
   };
 }
 
+/** Counts the waits before refusals instead of waiting. */
+const delays: number[] = [];
+const delay = async () => {
+  delays.push(FAILURE_DELAY_MS);
+};
+
 /** Runs the check; resolves to the 401/403 message, or 'ok'. */
 async function outcome(check: (r: FastifyRequest) => Promise<void>, authorization?: string): Promise<string> {
   try {
@@ -42,7 +48,7 @@ describe('basic auth without hashing', () => {
     { name: 'only bearer tokens configured (remediation.auth)', auth: { bearerTokens: [TOKEN], basicAuthUsers: {} }, unconfigured: 'forbid' as const },
   ])('rejects every Basic header without a bcrypt call: $name', async ({ auth, unconfigured }) => {
     const verifier = countingVerifier();
-    const check = createAuthCheck(auth, unconfigured, { verifier });
+    const check = createAuthCheck(auth, unconfigured, { verifier, delay });
     for (const header of [basic('admin', 'admin'), basic('', ''), 'Basic', 'Basic !!!not-base64', 'basic YTpi']) {
       expect(await outcome(check, header), header).toMatch(/^401 /);
     }
@@ -55,7 +61,7 @@ describe('basic auth without hashing', () => {
     { name: 'remediation disabled', unconfigured: 'forbid' as const, expected: '403 remediation is disabled: no credentials configured (remediation.auth)' },
   ])('does not hash when nothing is configured: $name', async ({ unconfigured, expected }) => {
     const verifier = countingVerifier();
-    const check = createAuthCheck({ bearerTokens: [], basicAuthUsers: {} }, unconfigured, { verifier });
+    const check = createAuthCheck({ bearerTokens: [], basicAuthUsers: {} }, unconfigured, { verifier, delay });
     expect(await outcome(check, basic('admin', 'admin'))).toBe(expected);
     expect(verifier.hashes).toEqual([]);
   });
@@ -67,7 +73,7 @@ describe('basic auth with users', () => {
   it('remembers a verified pair while it is used: bcrypt runs once, then again only after five idle minutes', async () => {
     const clock = { now: 1_000_000 };
     const verifier = countingVerifier();
-    const check = createAuthCheck(auth, 'allow', { verifier, now: () => clock.now });
+    const check = createAuthCheck(auth, 'allow', { verifier, delay, now: () => clock.now });
     for (let i = 0; i < 20; i++) {
       expect(await outcome(check, basic('prometheus', PASSWORD))).toBe('ok');
       clock.now += 60_000;
@@ -80,7 +86,7 @@ describe('basic auth with users', () => {
 
   it('never remembers a failed pair: each wrong password is one comparison', async () => {
     const verifier = countingVerifier();
-    const check = createAuthCheck(auth, 'allow', { verifier });
+    const check = createAuthCheck(auth, 'allow', { verifier, delay });
     for (let i = 0; i < 3; i++) expect(await outcome(check, basic('prometheus', 'wrong'))).toBe('401 invalid credentials');
     expect(verifier.hashes).toEqual([HASH4, HASH4, HASH4]);
   });
@@ -93,7 +99,7 @@ describe('basic auth with users', () => {
     { name: 'no colon', header: `Basic ${Buffer.from('prometheus').toString('base64')}`, hash: HASH4 },
   ])('takes the same path for $name: one comparison, never with a costlier hash than the cheapest user', async ({ header, hash }) => {
     const verifier = countingVerifier();
-    const check = createAuthCheck(auth, 'allow', { verifier });
+    const check = createAuthCheck(auth, 'allow', { verifier, delay });
     expect(await outcome(check, header)).toBe('401 invalid credentials');
     expect(verifier.hashes).toEqual([hash]);
     expect(bcrypt.getRounds(verifier.hashes[0]!)).toBeLessThanOrEqual(bcrypt.getRounds(HASH5));
@@ -103,7 +109,7 @@ describe('basic auth with users', () => {
     const clock = { now: 0 };
     const log = captureLogger();
     const verifier = countingVerifier('busy');
-    const check = createAuthCheck(auth, 'allow', { verifier, now: () => clock.now, logger: log.logger });
+    const check = createAuthCheck(auth, 'allow', { verifier, delay, now: () => clock.now, logger: log.logger });
     for (let i = 0; i < 3; i++) {
       expect(await outcome(check, basic('prometheus', PASSWORD))).toBe('401 credentials not checked: too many password checks in progress; retry later');
     }
@@ -112,6 +118,21 @@ describe('basic auth with users', () => {
     const warnings = log.lines.map((l) => JSON.parse(l)).filter((l) => l.level === 40);
     expect(warnings.map((w) => w.refused)).toEqual([1, 3]);
     expect(log.lines.join('\n')).not.toContain(PASSWORD);
+  });
+});
+
+describe('refusals', () => {
+  it.each([
+    { name: 'no credentials', header: undefined, waits: 1 },
+    { name: 'a wrong token', header: 'Bearer wrong', waits: 1 },
+    { name: 'Basic with no basic-auth user', header: basic('admin', 'admin'), waits: 1 },
+    { name: 'an unknown scheme', header: 'Digest x', waits: 1 },
+    { name: 'the right token', header: `Bearer ${TOKEN}`, waits: 0 },
+  ])('wait FAILURE_DELAY_MS before answering: $name → $waits', async ({ header, waits }) => {
+    delays.length = 0;
+    const check = createAuthCheck({ bearerTokens: [TOKEN], basicAuthUsers: {} }, 'forbid', { verifier: countingVerifier(), delay });
+    await outcome(check, header);
+    expect(delays).toEqual(Array(waits).fill(FAILURE_DELAY_MS));
   });
 });
 
