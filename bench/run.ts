@@ -8,6 +8,10 @@
  * The daemon runs in this process, so this process gets the V8 flag the CLI's shebang gives the daemon.
  * The "floor" row is a bare undici loop making the same requests to the same simulator: what the
  * simulator and loopback allow, for reading the cycle rows.
+ *
+ * The flood rows: /metrics latency with `web.auth` set (one basic-auth user; or only bearer tokens), idle
+ * and while `--flood` loops in another process (bench/flood.ts) send wrong `Authorization: Basic …`
+ * headers; the scraper's own credentials were verified before, as Prometheus's would be.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -17,8 +21,11 @@ import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import Fastify from 'fastify';
+import bcrypt from 'bcryptjs';
 import { Agent, request } from 'undici';
+import { buildApp } from '../dist/app.js';
 import { buildConfig } from '../dist/config/load.js';
+import { BcryptPool } from '../dist/http/bcrypt-pool.js';
 import { createLogger, startDaemon } from '../dist/daemon.js';
 import { measureHugeReply } from './huge-reply.ts';
 
@@ -29,6 +36,7 @@ const { values } = parseArgs({
     latency: { type: 'string', default: '5' },
     concurrency: { type: 'string', default: '16' },
     scrapes: { type: 'string', default: '300' },
+    flood: { type: 'string', default: '16' },
   },
 });
 const servers = Number(values.servers);
@@ -113,9 +121,10 @@ const staticBody = Buffer.from(exposition.body);
 baseline.get('/metrics', (_req, reply) => reply.type(exposition.contentType).send(staticBody));
 const baselineUrl = await baseline.listen({ host: '127.0.0.1', port: 0 });
 const agent = new Agent({ connections: 1 });
-async function scrape(url: string): Promise<number> {
+async function scrape(url: string, headers: Record<string, string> = {}): Promise<number> {
   const t = performance.now();
-  const res = await request(`${url}/metrics`, { dispatcher: agent });
+  const res = await request(`${url}/metrics`, { dispatcher: agent, headers });
+  if (res.statusCode !== 200) throw new Error(`/metrics answered ${res.statusCode}`);
   await res.body.arrayBuffer();
   return performance.now() - t;
 }
@@ -132,6 +141,54 @@ for (let i = 0; i < scrapes; i++) {
 daemonTimes.sort((a, b) => a - b);
 baselineTimes.sort((a, b) => a - b);
 
+// 4. /metrics behind web.auth, idle and under a flood of wrong Basic credentials from another process.
+const floodLoops = Number(values.flood);
+const PASSWORD = 'bench-password-0123';
+const TOKEN = 'bench-token-0123456789';
+const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+/** `scrapes` scrapes, and more until 5 s have passed, so that the flood reaches its steady state. */
+async function latencies(url: string, headers: Record<string, string>): Promise<number[]> {
+  const times: number[] = [];
+  const started = performance.now();
+  while (times.length < scrapes || performance.now() - started < 5000) times.push(await scrape(url, headers));
+  return times.sort((a, b) => a - b);
+}
+async function underFlood(what: string, webAuth: { bearerTokens: string[]; basicAuthUsers: Record<string, string> }, scraper: Record<string, string>) {
+  const pool = new BcryptPool();
+  const app = buildApp({ logger: createLogger('error'), exposition: daemon.exposition, graphStore: daemon.graphStore, graphMaxWidth: 2000, webAuth, passwordVerifier: pool });
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  for (let i = 0; i < 10; i++) await scrape(url, scraper);
+  const idle = await latencies(url, scraper);
+  const flood = spawn(process.execPath, ['bench/flood.ts', `${url}/metrics`, String(floodLoops), basic('prometheus', 'wrong-password')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  flood.stdout!.on('data', (d) => (out += String(d)));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`flood did not start: ${out}`)), 30_000);
+    flood.stdout!.on('data', () => out.includes('started') && (clearTimeout(timer), resolve()));
+  });
+  const floodStarted = performance.now();
+  const loaded = await latencies(url, scraper);
+  const flooded = performance.now() - floodStarted;
+  flood.kill('SIGTERM');
+  await once(flood, 'exit');
+  const { requests: floodRequests } = JSON.parse(out.trim().split('\n').pop()!) as { requests: number };
+  await app.close();
+  await pool.close();
+  const note = `idle %s ms; ${floodLoops} loops, ${floodRequests} wrong requests in ${(flooded / 1000).toFixed(1)} s, bcrypt ran ${pool.compared}×, ${pool.refused} refused unchecked`;
+  return [50, 99].map((p) => ({
+    what: `/metrics p${p}, wrong-Basic flood, ${what}`,
+    measured: percentile(loaded, p),
+    unit: 'ms',
+    reference: note.replace('%s', percentile(idle, p).toFixed(2)),
+    target: 2 * percentile(idle, p),
+    rule: '≤ 2 × idle',
+  }));
+}
+const floodRows = [
+  ...(await underFlood('basic user', { bearerTokens: [], basicAuthUsers: { prometheus: bcrypt.hashSync(PASSWORD, 10) } }, { authorization: basic('prometheus', PASSWORD) })),
+  ...(await underFlood('bearer only', { bearerTokens: [TOKEN], basicAuthUsers: {} }, { authorization: `Bearer ${TOKEN}` })),
+];
+
 const rows = [
   { what: 'servers+firewall cycle (first)', measured: cold.ms, unit: 'ms', reference: `bound ${boundMs.toFixed(0)} ms (${requests} req × ${latencyMs} ms ÷ ${concurrency})`, target: 1.25 * boundMs, rule: '≤ 1.25 × bound' },
   { what: 'servers+firewall cycle (steady)', measured: warm.ms, unit: 'ms', reference: `bound ${boundMs.toFixed(0)} ms; floor ${floorMs.toFixed(0)} ms (bare undici loop)`, target: 1.25 * boundMs, rule: '≤ 1.25 × bound' },
@@ -139,6 +196,7 @@ const rows = [
   { what: '/metrics p99', measured: percentile(daemonTimes, 99), unit: 'ms', reference: `static ${percentile(baselineTimes, 99).toFixed(2)} ms`, target: 2 * percentile(baselineTimes, 99), rule: '≤ 2 × static' },
   { what: 'RSS after cycle', measured: rssMb, unit: 'MB', reference: '—', target: 256, rule: '≤ 256 MB' },
   { what: 'event-loop delay p99 (cycle)', measured: loop.percentile(99) / 1e6, unit: 'ms', reference: `max ${(loop.max / 1e6).toFixed(1)} ms`, target: 20, rule: '≤ 20 ms' },
+  ...floodRows,
 ];
 
 // 4. Faults: one 400 MB reply is refused at the size cap without buffering it.

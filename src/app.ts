@@ -10,7 +10,9 @@ import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
 import { BaremetalError } from './errors.js';
 import type { GraphStore } from './graphs/store.js';
-import { createAuthCheck, type AuthConfig } from './http/auth.js';
+import { authEnabled, createAuthCheck, type AuthConfig } from './http/auth.js';
+import { BcryptPool, type PasswordVerifier } from './http/bcrypt-pool.js';
+import { applyServerLimits, serverLimitOptions } from './http/server-limits.js';
 import { actionRoutes } from './http/routes/actions.js';
 import { alertmanagerRoutes } from './http/routes/alertmanager.js';
 import { graphRoutes } from './http/routes/graphs.js';
@@ -33,8 +35,11 @@ export interface AppDeps {
   webAuth?: AuthConfig;
   /** reasons the daemon is not ready (empty = ready); default: always ready */
   readiness?: Readiness;
-  /** the status page's data; without it `/` is not served */
-  statusView?: () => Promise<StatusView>;
+  /**
+   * the status page's data; without it `/` is not served. `actions` is false when the page is open (no
+   * web.auth): remediation decisions are then left out, not only hidden
+   */
+  statusView?: (options: { actions: boolean }) => Promise<StatusView>;
   /** the action endpoints; absent in tests of the read-only routes */
   remediation?: {
     engine: RemediationEngine;
@@ -45,6 +50,8 @@ export interface AppDeps {
   };
   /** serve HTTPS with these PEM contents */
   https?: { key: string | Buffer; cert: string | Buffer };
+  /** checks basic-auth passwords; default: a `BcryptPool` (worker thread, bounded queue) closed with the app */
+  passwordVerifier?: PasswordVerifier;
 }
 
 /** Request bodies this daemon accepts are small JSON documents (webhooks): 1 MiB at most, on every route. */
@@ -67,10 +74,20 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     bodyLimit: BODY_LIMIT,
     // Scrapes every few seconds would drown the log; failures are logged by the error handler.
     logController: new LogController({ disableRequestLogging: true }),
-    // Unknown body fields and query parameters are errors, not silently dropped.
-    ajv: { customOptions: { removeAdditional: false } },
-    ...(deps.https ? { https: deps.https } : {}),
+    // Unknown body fields and query parameters are errors, not silently dropped; and a value of the wrong
+    // type is an error, not converted (fastify's default `coerceTypes: 'array'` would turn 100001 into
+    // "100001" and ["100001"] into "100001"). Query values are strings: routes convert them explicitly.
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false } },
+    ...serverLimitOptions(deps.https),
   }) as unknown as FastifyInstance;
+  applyServerLimits(app.server);
+  let verifier = deps.passwordVerifier;
+  if (!verifier) {
+    const pool = new BcryptPool();
+    app.addHook('onClose', () => pool.close());
+    verifier = pool;
+  }
+  const authOptions = { verifier, logger: deps.logger as FastifyBaseLogger };
   app.setErrorHandler((error, request, reply) => {
     const status = error instanceof BaremetalError ? error.statusCode : (error as { statusCode?: number }).statusCode ?? 500;
     if (status >= 500) request.log.error({ err: error }, 'request failed');
@@ -89,8 +106,10 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   healthRoutes(app, { readiness: deps.readiness ?? (() => []) });
 
   void app.register(async (scope) => {
-    if (deps.webAuth) scope.addHook('onRequest', createAuthCheck(deps.webAuth, 'allow'));
-    if (deps.statusView) statusPageRoutes(scope, { statusView: deps.statusView });
+    if (deps.webAuth) scope.addHook('onRequest', createAuthCheck(deps.webAuth, 'allow', authOptions));
+    // With no web.auth the page is open to anyone who reaches the port: it leaves the journal out.
+    const actions = deps.webAuth !== undefined && authEnabled(deps.webAuth);
+    if (deps.statusView) statusPageRoutes(scope, { statusView: () => deps.statusView!({ actions }) });
     metricsRoutes(scope, deps);
     graphRoutes(scope, { graphStore: deps.graphStore, maxWidth: deps.graphMaxWidth });
   });
@@ -98,7 +117,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   const remediation = deps.remediation;
   if (remediation) {
     void app.register(async (scope) => {
-      scope.addHook('onRequest', createAuthCheck(remediation.config, 'forbid'));
+      scope.addHook('onRequest', createAuthCheck(remediation.config, 'forbid', authOptions));
       alertmanagerRoutes(scope, { engine: remediation.engine, rules: remediation.config.rules, metrics: remediation.metrics });
       actionRoutes(scope, remediation);
     });

@@ -1,13 +1,27 @@
 /**
- * Credentials for the action endpoints, as Alertmanager's `http_config` sends them: a bearer token
- * (`authorization.credentials_file`) or basic auth (`basic_auth`) checked against bcrypt hashes.
- * Token comparison is constant-time over digests; a verified basic-auth pair is remembered (by digest)
- * for five minutes so that bcrypt's cost is paid once, not on every webhook.
+ * Credentials for the action endpoints and (web.auth) the read-only routes, as Alertmanager's and
+ * Prometheus's `http_config` send them: a bearer token (`authorization.credentials_file`) or basic auth
+ * (`basic_auth`) checked against bcrypt hashes.
+ *
+ * Cost is bounded, because an unauthenticated client chooses how often this runs:
+ * - token comparison is constant-time over digests, and costs microseconds;
+ * - a `Basic` header when no basic-auth user is configured is refused without hashing;
+ * - bcrypt runs in a worker thread behind a bounded queue (`BcryptPool`); when the queue is full the request
+ *   is refused at once, without hashing;
+ * - a verified pair is remembered (by digest) until it has not been used for five minutes, as
+ *   prometheus/exporter-toolkit caches its bcrypt results, so Prometheus and Alertmanager pay bcrypt's cost
+ *   once, not on every request, and are never queued behind a flood of wrong passwords;
+ * - an unknown user is compared with the configured hash of the lowest cost, through the same queue: it
+ *   costs what the cheapest known user costs, never more, and answers in the same time;
+ * - every refusal is answered `FAILURE_DELAY_MS` late (a timer, no CPU), so a client looping on wrong
+ *   credentials makes a few requests a second per connection instead of thousands.
  */
-import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import bcrypt from 'bcryptjs';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import { AuthError, ForbiddenError } from '../errors.js';
+import type { PasswordVerifier } from './bcrypt-pool.js';
 
 export interface AuthConfig {
   bearerTokens: string[];
@@ -15,13 +29,34 @@ export interface AuthConfig {
   basicAuthUsers: Record<string, string>;
 }
 
+/** How long a verified basic-auth pair is accepted without bcrypt after its last use, in milliseconds. */
+export const REMEMBER_MS = 5 * 60_000;
+/** Verified pairs remembered at most (only correct passwords enter, so this is never reached in practice). */
+const REMEMBER_MAX = 1024;
+/**
+ * A refusal (401) is answered this late, in milliseconds: it costs a timer, and it slows a client that loops
+ * on wrong credentials from thousands of requests a second to five per connection.
+ */
+export const FAILURE_DELAY_MS = 200;
+/** At most one warning per this many milliseconds about refused checks, in milliseconds. */
+const BUSY_WARNING_MS = 60_000;
+
 const digest = (text: string) => createHash('sha256').update(text).digest();
-/** A hash of a random password, made once: unknown users cost as much as known ones. */
-let dummyHash: string | undefined;
-const REMEMBER_MS = 5 * 60_000;
 
 /** True when any credentials are configured; without them the action endpoints answer 403. */
 export const authEnabled = (auth: AuthConfig) => auth.bearerTokens.length > 0 || Object.keys(auth.basicAuthUsers).length > 0;
+
+/** What the check needs besides the credentials. */
+export interface AuthCheckOptions {
+  /** compares passwords with bcrypt hashes; the app passes one `BcryptPool` shared by every scope */
+  verifier: PasswordVerifier;
+  /** ms since epoch */
+  now?: () => number;
+  /** receives one warning a minute while checks are refused because the queue is full */
+  logger?: FastifyBaseLogger;
+  /** waits before a refusal is answered (default: a timer of `FAILURE_DELAY_MS`) */
+  delay?: () => Promise<unknown>;
+}
 
 /**
  * Builds the fastify hook that checks credentials. Throws AuthError (401), or ForbiddenError (403) when no
@@ -31,10 +66,37 @@ export const authEnabled = (auth: AuthConfig) => auth.bearerTokens.length > 0 ||
 export function createAuthCheck(
   auth: AuthConfig,
   unconfigured: 'forbid' | 'allow',
-  now: () => number = Date.now,
+  options: AuthCheckOptions,
 ): (request: FastifyRequest) => Promise<void> {
+  const { verifier, now = Date.now, logger, delay = () => sleep(FAILURE_DELAY_MS) } = options;
   const tokens = auth.bearerTokens.map(digest);
+  const users = new Map(Object.entries(auth.basicAuthUsers));
+  // The hash an unknown user is compared with: the cheapest configured one, so that an unknown user
+  // costs no more than a known one and takes the same path.
+  const decoy = [...users.values()].sort((a, b) => bcrypt.getRounds(a) - bcrypt.getRounds(b))[0];
   const remembered = new Map<string, number>();
+  let refusedSinceWarning = 0;
+  let lastWarning = -Infinity;
+
+  const remember = (key: string) => {
+    const t = now();
+    if (remembered.size >= REMEMBER_MAX) {
+      for (const [k, until] of remembered) if (until <= t) remembered.delete(k);
+      if (remembered.size >= REMEMBER_MAX) remembered.delete(remembered.keys().next().value!);
+    }
+    remembered.delete(key);
+    remembered.set(key, t + REMEMBER_MS);
+  };
+  const uncheckedRefusal = () => {
+    refusedSinceWarning++;
+    if (now() - lastWarning >= BUSY_WARNING_MS) {
+      logger?.warn({ refused: refusedSinceWarning }, 'basic-auth checks refused without a check: too many wrong or new passwords at once');
+      lastWarning = now();
+      refusedSinceWarning = 0;
+    }
+    return new AuthError('credentials not checked: too many password checks in progress; retry later');
+  };
+
   return async (request) => {
     if (!authEnabled(auth)) {
       if (unconfigured === 'allow') return;
@@ -48,20 +110,31 @@ export function createAuthCheck(
       let ok = false;
       for (const token of tokens) ok = timingSafeEqual(token, presented) || ok;
       if (ok) return;
-    } else if (/^basic$/i.test(scheme) && credentials) {
+    } else if (/^basic$/i.test(scheme) && credentials && decoy !== undefined) {
       const decoded = Buffer.from(credentials, 'base64').toString('utf8');
       const colon = decoded.indexOf(':');
       const user = colon < 0 ? decoded : decoded.slice(0, colon);
       const password = colon < 0 ? '' : decoded.slice(colon + 1);
       const key = digest(`${user}\u0000${password}`).toString('hex');
-      if ((remembered.get(key) ?? 0) > now()) return;
-      const known = Object.hasOwn(auth.basicAuthUsers, user);
-      const hash = known ? auth.basicAuthUsers[user]! : (dummyHash ??= bcrypt.hashSync(randomUUID(), 10));
-      if ((await bcrypt.compare(password, hash)) && known) {
-        remembered.set(key, now() + REMEMBER_MS);
+      if ((remembered.get(key) ?? 0) > now()) {
+        // Sliding: a client that keeps using its credentials (Prometheus every scrape) never needs bcrypt
+        // again, so a flood of wrong passwords filling the queue cannot lock it out.
+        remember(key);
+        return;
+      }
+      const hash = users.get(user);
+      const ok = await verifier.compare(password, hash ?? decoy);
+      if (ok === 'busy') {
+        const error = uncheckedRefusal();
+        await delay();
+        throw error;
+      }
+      if (ok && hash !== undefined) {
+        remember(key);
         return;
       }
     }
+    await delay();
     throw new AuthError(header ? 'invalid credentials' : 'credentials required: bearer token or basic auth');
   };
 }

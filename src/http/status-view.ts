@@ -16,8 +16,9 @@ export interface StatusSources {
   maxGraphs?: number;
 }
 
-export function statusViewOf(s: StatusSources): () => Promise<StatusView> {
-  return async () => {
+/** `actions: false` (an open page) leaves the journal out: it is not even read. */
+export function statusViewOf(s: StatusSources): (options: { actions: boolean }) => Promise<StatusView> {
+  return async (options) => {
     const apiUp = (await s.metrics.apiUp.get()).values[0]?.value;
     const series = s.poller.firewallState.services;
     const ipsOf = (key: string, known: string[] = []) => {
@@ -25,11 +26,14 @@ export function statusViewOf(s: StatusSources): () => Promise<StatusView> {
       const ips = new Set([...known, ...counts.keys()]);
       return [...ips].map((ip) => ({ ip, events: counts.get(ip) ?? 0 }));
     };
-    let actions: StatusView['actions'] = [];
-    try {
-      actions = s.journal.list({ limit: 10 });
-    } catch {
-      // The page still shows the rest when the journal is unavailable (/readyz says so).
+    let actions: StatusView['actions'];
+    if (options.actions) {
+      try {
+        actions = s.journal.list({ limit: 10 });
+      } catch {
+        // The page still shows the rest when the journal is unavailable (/readyz says so).
+        actions = [];
+      }
     }
     return {
       version: s.version,

@@ -11,8 +11,8 @@ import type { Journal } from '../../journal/journal.js';
 import type { RemediationEngine } from '../../remediation/engine.js';
 import type { UpstreamClient } from '../../upstream/client.js';
 import { SENSITIVITIES } from '../../upstream/params.js';
+import { idSchema as serverId, queryInteger, queryIntegerSchema } from '../schemas.js';
 
-const serverId = { type: 'string', minLength: 1, maxLength: 128, pattern: '^\\S+$' } as const;
 const ip = { type: 'string', anyOf: [{ format: 'ipv4' }, { format: 'ipv6' }] } as const;
 
 const BODIES: Record<string, { action: ActionName; schema: object }> = {
@@ -21,6 +21,8 @@ const BODIES: Record<string, { action: ActionName; schema: object }> = {
   poweroff: { action: 'poweroff', schema: { required: ['server_id'], properties: { server_id: serverId } } },
   'firewall-state': {
     action: 'firewall_state',
+    // The README documents `"state": 0 or 1`; the strings "0"/"1" are the API's own form. Exactly these four
+    // JSON values are accepted (an enum, not a coercion): `true`, `"01"` or `[1]` are 400.
     schema: { required: ['server_id', 'ip', 'state'], properties: { server_id: serverId, ip, state: { enum: ['0', '1', 0, 1] } } },
   },
   'firewall-sensitivity': {
@@ -66,7 +68,7 @@ export function actionRoutes(app: FastifyInstance, deps: { engine: RemediationEn
     );
   }
 
-  app.get<{ Querystring: { server_id?: string; action?: ActionName; limit: number } }>(
+  app.get<{ Querystring: { server_id?: string; action?: ActionName; limit?: string } }>(
     '/api/v1/actions',
     {
       schema: {
@@ -76,13 +78,14 @@ export function actionRoutes(app: FastifyInstance, deps: { engine: RemediationEn
           properties: {
             server_id: serverId,
             action: { enum: ['powercycle', 'poweron', 'poweroff', 'firewall_state', 'firewall_sensitivity'] },
-            limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
+            limit: queryIntegerSchema,
           },
         },
       },
     },
     async (request) => {
-      const { server_id, action, limit } = request.query;
+      const { server_id, action } = request.query;
+      const limit = queryInteger('limit', request.query.limit, { min: 1, max: 1000 }) ?? 100;
       const entries = deps.journal.list({ ...(server_id ? { serverId: server_id } : {}), ...(action ? { action } : {}), limit });
       const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
       return { actions: entries.map((e) => ({ ...e, createdAt: iso(e.createdAt), completedAt: iso(e.completedAt) })) };

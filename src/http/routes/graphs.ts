@@ -8,6 +8,7 @@ import { NotFoundError } from '../../errors.js';
 import { resizePng } from '../../graphs/image.js';
 import type { GraphStore } from '../../graphs/store.js';
 import { GRAPH_SCALES, GRAPH_TYPES, type GraphScale, type GraphType } from '../../upstream/params.js';
+import { queryInteger, queryIntegerSchema } from '../schemas.js';
 
 /** URL path of a graph image. */
 export const graphPath = (serverId: string, type: string, scale: string) =>
@@ -27,19 +28,21 @@ export function graphRoutes(app: FastifyInstance, deps: { graphStore: GraphStore
     })),
   }));
 
-  app.get<{ Params: { server_id: string; type: string; file: string }; Querystring: { width?: number } }>(
+  app.get<{ Params: { server_id: string; type: string; file: string }; Querystring: { width?: string } }>(
     '/graphs/dedicated/:server_id/:type/:file',
     {
       schema: {
         querystring: {
           type: 'object',
           additionalProperties: false,
-          properties: { width: { type: 'integer', minimum: 16, maximum: deps.maxWidth } },
+          properties: { width: queryIntegerSchema },
         },
       },
     },
     async (request, reply) => {
       const { server_id: serverId, type, file } = request.params;
+      // Checked first: a bad width is the caller's mistake whatever is held.
+      const width = queryInteger('width', request.query.width, { min: 16, max: deps.maxWidth });
       const scale = file.replace(/\.png$/, '');
       if (!(GRAPH_TYPES as readonly string[]).includes(type)) {
         throw new NotFoundError(`unknown graph type "${type}": expected one of ${GRAPH_TYPES.join(', ')}`);
@@ -49,7 +52,6 @@ export function graphRoutes(app: FastifyInstance, deps: { graphStore: GraphStore
       }
       const graph = deps.graphStore.get({ serverId, type: type as GraphType, scale: scale as GraphScale });
       if (!graph) throw new NotFoundError(`no ${type} ${scale} graph held for server "${serverId}"`);
-      const width = request.query.width;
       const etag = width ? `${graph.etag.slice(0, -1)}-w${width}"` : graph.etag;
       reply
         .header('etag', etag)

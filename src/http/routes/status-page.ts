@@ -1,8 +1,9 @@
 /**
  * `GET /`: the status page — one server-rendered HTML page with no build step and no external assets: API
  * health, the last run of each poll, servers with their IPs under attack highlighted, the latest graph
- * thumbnails (resized by sharp through `/graphs/…?width=`), and the last remediation decisions. It
- * refreshes itself every 30 seconds. Every value is HTML-escaped; a strict CSP forbids scripts.
+ * thumbnails (resized by sharp through `/graphs/…?width=`), and — only behind web.auth — the last
+ * remediation decisions. It refreshes itself every 30 seconds. Every value is HTML-escaped; a strict CSP
+ * forbids scripts.
  */
 import escapeHtml from 'escape-html';
 import type { FastifyInstance } from 'fastify';
@@ -19,10 +20,14 @@ export interface StatusView {
   servers: Array<{ serverId: string; hostname: string; location: string; status: string; ips: Array<{ ip: string; events: number }> }>;
   services: Array<{ serviceType: string; serviceId: string; ips: Array<{ ip: string; events: number }> }>;
   graphs: StoredGraph[];
-  actions: JournalEntry[];
+  /** the latest remediation decisions; undefined when the page is open to anyone (no web.auth) */
+  actions: JournalEntry[] | undefined;
   /** ms since epoch */
   now: number;
 }
+
+/** Shown instead of the decisions on an open page. */
+export const HIDDEN_ACTIONS = 'remediation decisions are shown when web.auth is set';
 
 const e = (value: unknown) => escapeHtml(String(value ?? ''));
 const time = (ms: number | undefined) => (ms === undefined ? '—' : new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z'));
@@ -71,7 +76,7 @@ ${view.services.map((s) => `<tr><td>${e(s.serviceType)}</td><td>${e(s.serviceId)
 ${view.graphs.map((g) => `<figure><a href="${e(graphPath(g.serverId, g.type, g.scale))}"><img src="${e(graphPath(g.serverId, g.type, g.scale))}?width=240" width="240" alt="${e(`${g.serverId} ${g.type} ${g.scale}`)}"></a><figcaption>${e(g.serverId)} · ${e(g.type)} · ${e(g.scale)} · ${e(time(g.updatedAt))}</figcaption></figure>`).join('\n') || '<p class="muted">no graph fetched yet</p>'}
 </div>
 <h2>Last remediation decisions</h2>
-${view.actions.length ? `<table><tr><th>time</th><th>source</th><th>action</th><th>target</th><th>decision</th><th>message</th></tr>
+${view.actions === undefined ? `<p class="muted">${HIDDEN_ACTIONS}</p>` : view.actions.length ? `<table><tr><th>time</th><th>source</th><th>action</th><th>target</th><th>decision</th><th>message</th></tr>
 ${view.actions.map((a) => `<tr><td>${e(time(a.createdAt))}</td><td>${e(a.source)}</td><td>${e(a.action)}${a.value ? ` (${e(a.value)})` : ''}</td><td>${e(a.serverId)}${a.ip ? ` ${e(a.ip)}` : ''}</td><td>${e(a.decision)}</td><td>${e(a.message)}</td></tr>`).join('\n')}
 </table>` : '<p class="muted">none</p>'}
 </body></html>`;

@@ -1,5 +1,13 @@
+import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { renderStatusPage, type StatusView } from '../../../src/http/routes/status-page.js';
+import { buildApp } from '../../../src/app.js';
+import { GraphStore } from '../../../src/graphs/store.js';
+import type { AuthConfig } from '../../../src/http/auth.js';
+import { HIDDEN_ACTIONS, renderStatusPage, type StatusView } from '../../../src/http/routes/status-page.js';
+import type { JournalEntry } from '../../../src/journal/journal.js';
+import { ExpositionCache } from '../../../src/metrics/exposition.js';
+import { captureLogger } from '../../helpers/logger.js';
+import { tempDir } from '../../helpers/tmp.js';
 
 const view = (over: Partial<StatusView> = {}): StatusView => ({
   version: '1.2.3',
@@ -37,5 +45,52 @@ describe('status page', () => {
     expect(html).toContain('no request yet');
     expect(html).toContain('no graph fetched yet');
     expect(html).toContain('<h2>Last remediation decisions</h2>\n<p class="muted">none</p>');
+  });
+});
+
+describe('remediation decisions on the status page', () => {
+  const decision = {
+    id: 1, createdAt: Date.UTC(2026, 10, 21, 11), completedAt: Date.UTC(2026, 10, 21, 11), source: 'alert', action: 'powercycle', serverId: '100001',
+    ip: null, value: null, decision: 'executed', message: 'power cycle requested', idempotencyKey: null,
+  } as unknown as JournalEntry;
+  const build = (webAuth?: AuthConfig) => {
+    const asked: boolean[] = [];
+    const app = buildApp({
+      logger: captureLogger().logger,
+      exposition: new ExpositionCache({ registry: new Registry() }),
+      graphStore: new GraphStore(tempDir()),
+      graphMaxWidth: 2000,
+      ...(webAuth ? { webAuth } : {}),
+      statusView: async ({ actions }) => {
+        asked.push(actions);
+        return view({ actions: actions ? [decision] : undefined });
+      },
+    });
+    return { app, asked };
+  };
+
+  it.each([
+    { name: 'no web.auth', webAuth: undefined, headers: {}, actions: false },
+    { name: 'web.auth with nothing configured (the default)', webAuth: { bearerTokens: [], basicAuthUsers: {} }, headers: {}, actions: false },
+    { name: 'web.auth set, an authenticated user', webAuth: { bearerTokens: ['page-token-0123456789'], basicAuthUsers: {} }, headers: { authorization: 'Bearer page-token-0123456789' }, actions: true },
+  ])('$name → decisions shown: $actions', async ({ webAuth, headers, actions }) => {
+    const { app, asked } = build(webAuth);
+    const res = await app.inject({ url: '/', headers });
+    await app.close();
+    expect(res.statusCode).toBe(200);
+    expect(asked).toEqual([actions]);
+    expect(res.body.includes('power cycle requested')).toBe(actions);
+    expect(res.body.includes(HIDDEN_ACTIONS)).toBe(!actions);
+  });
+
+  it('keeps the page closed to an unauthenticated user when web.auth is set', async () => {
+    const { app, asked } = build({ bearerTokens: ['page-token-0123456789'], basicAuthUsers: {} });
+    expect((await app.inject('/')).statusCode).toBe(401);
+    await app.close();
+    expect(asked).toEqual([]);
+  });
+
+  it('renders the note instead of the table', () => {
+    expect(renderStatusPage(view({ actions: undefined }))).toContain(`<h2>Last remediation decisions</h2>\n<p class="muted">${HIDDEN_ACTIONS}</p>`);
   });
 });

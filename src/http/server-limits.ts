@@ -1,0 +1,49 @@
+/**
+ * Limits of the daemon's own HTTP server, so that a client trickling its headers or body (slowloris), or
+ * opening connections by the thousand, is closed within seconds and cannot take the file descriptors
+ * `/metrics`, the polls and the journal need. Node checks the header and request deadlines every
+ * `CONNECTIONS_CHECK_MS`, so a trickling client is closed at most that long after its deadline.
+ */
+import type { Server } from 'node:net';
+
+/** The whole header block of a request must arrive within this, in milliseconds (answered 408, then closed). */
+export const HEADERS_TIMEOUT_MS = 5_000;
+/**
+ * The whole request, headers and body, must arrive within this, in milliseconds (answered 408, then closed).
+ * A body is at most 1 MiB (`BODY_LIMIT`): a client on any working network sends it well within this.
+ */
+export const REQUEST_TIMEOUT_MS = 10_000;
+/** How often Node checks the two deadlines above, in milliseconds (Node's default is 30 s). */
+export const CONNECTIONS_CHECK_MS = 1_000;
+/** A keep-alive connection waiting for its next request is closed after this, in milliseconds. */
+export const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+/**
+ * A connection on which nothing moves for this long, in either direction, is destroyed, in milliseconds:
+ * a client that stops reading its reply. Longer than a webhook's handler may wait for the upstream
+ * (`upstream.timeout`, 10 s by default), so that a slow power-cycle is not cut off mid-call.
+ */
+export const IDLE_TIMEOUT_MS = 60_000;
+/** TLS handshakes must finish within this, in milliseconds (Node's default is 120 s). */
+export const TLS_HANDSHAKE_TIMEOUT_MS = 5_000;
+/**
+ * Connections open at once at most; further ones are closed as soon as they are accepted. Below the common
+ * 1,024 file-descriptor limit, leaving room for upstream connections, the journal and graph files.
+ */
+export const MAX_CONNECTIONS = 512;
+
+/** The options of fastify's factory that carry these limits; `https` gets the limits merged in. */
+export function serverLimitOptions<T extends object>(https?: T) {
+  const nodeOptions = { headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, connectionsCheckingInterval: CONNECTIONS_CHECK_MS };
+  return {
+    // fastify sets these on the server after creating it (its defaults: no request timeout, 72 s keep-alive).
+    requestTimeout: REQUEST_TIMEOUT_MS,
+    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+    connectionTimeout: IDLE_TIMEOUT_MS,
+    ...(https ? { https: { ...https, ...nodeOptions, handshakeTimeout: TLS_HANDSHAKE_TIMEOUT_MS } } : { http: nodeOptions }),
+  };
+}
+
+/** Sets what only the created server takes: the connection cap. */
+export function applyServerLimits(server: Server): void {
+  server.maxConnections = MAX_CONNECTIONS;
+}
