@@ -24,7 +24,8 @@ import { createMetrics, type Metrics } from './metrics/definitions.js';
 import { ExpositionCache } from './metrics/exposition.js';
 import { Poller } from './scheduler/jobs.js';
 import { Scheduler } from './scheduler/scheduler.js';
-import { UpstreamClient } from './upstream/client.js';
+import type { UpstreamClient } from './upstream/client.js';
+import { clientFromConfig } from './upstream/from-config.js';
 
 /** The package version, read from package.json beside dist/ or src/. */
 export const VERSION: string = (() => {
@@ -121,15 +122,8 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
     },
   });
   const apiObserver = createApiObserver(metrics, () => exposition.markDirty());
-  const client = new UpstreamClient({
-    baseUrl: config.upstream.baseUrl,
-    apiKey: config.upstream.apiKey,
-    timeoutMs: config.upstream.timeoutMs,
-    concurrency: config.upstream.concurrency,
-    retries: config.upstream.retries,
-    maxResponseBytes: config.upstream.maxResponseBytes,
+  const client = clientFromConfig(config.upstream, {
     ...(options.retryMinDelayMs !== undefined ? { retryMinDelayMs: options.retryMinDelayMs } : {}),
-    ...(config.upstream.caFile ? { ca: readFileSync(config.upstream.caFile, 'utf8') } : {}),
     ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
     onRequest: apiObserver.onRequest,
   });

@@ -5,13 +5,14 @@
  * renders its result. Returns the exit code: 0 success, 1 API or network error, 2 usage or validation
  * error, 3 refused by a safety check; errors go to stderr as one line.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildConfig, loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { Journal } from '../journal/journal.js';
-import { UpstreamClient } from '../upstream/client.js';
+import type { UpstreamClient } from '../upstream/client.js';
+import { clientFromConfig } from '../upstream/from-config.js';
 import { LEAVES, type Leaf } from './commands.js';
 import type { CliIo, CommandContext } from './context.js';
 import { EXIT, exitCodeOf, oneLine, usage } from './exit.js';
@@ -151,15 +152,7 @@ export async function runApi(argv: string[], io: CliIo = processIo()): Promise<n
     if (values.account !== undefined && values.account !== 'default') throw usage(`--account ${String(values.account)}: only "default" exists until several accounts are supported`);
     const file = values['config.file'] as string | undefined;
     const config = loadCliConfig(file, io.env);
-    client = new UpstreamClient({
-      baseUrl: config.upstream.baseUrl,
-      apiKey: config.upstream.apiKey,
-      timeoutMs: config.upstream.timeoutMs,
-      concurrency: config.upstream.concurrency,
-      retries: config.upstream.retries,
-      maxResponseBytes: config.upstream.maxResponseBytes,
-      ...(config.upstream.caFile ? { ca: readFileSync(config.upstream.caFile, 'utf8') } : {}),
-    });
+    client = clientFromConfig(config.upstream);
     // Only a state directory that already holds the daemon's journal: the CLI never creates one.
     const journalPath = file !== undefined ? join(config.stateDir, 'journal.db') : undefined;
     const ctx: CommandContext = {

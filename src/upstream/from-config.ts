@@ -1,0 +1,22 @@
+/** The upstream client built from the `upstream` config block: one place for the daemon and the `api` command. */
+import { readFileSync } from 'node:fs';
+import type { Config } from '../config/schema.js';
+import { UpstreamClient, type UpstreamClientOptions } from './client.js';
+
+/**
+ * A client for `upstream` (base URL, key, deadline, concurrency, retries, reply cap, CA file read from disk).
+ * `extra` adds what the caller owns: the request observer, a test dispatcher, retry delays. Throws when
+ * `ca_file` cannot be read (the config check has read it once already).
+ */
+export function clientFromConfig(upstream: Config['upstream'], extra: Partial<UpstreamClientOptions> = {}): UpstreamClient {
+  return new UpstreamClient({
+    baseUrl: upstream.baseUrl,
+    apiKey: upstream.apiKey,
+    timeoutMs: upstream.timeoutMs,
+    concurrency: upstream.concurrency,
+    retries: upstream.retries,
+    maxResponseBytes: upstream.maxResponseBytes,
+    ...(upstream.caFile ? { ca: readFileSync(upstream.caFile, 'utf8') } : {}),
+    ...extra,
+  });
+}
