@@ -26,6 +26,7 @@ Usage:
       --servers N (20)  --ips-per-server N (2)  --colocations N (2)  --transits N (1)  --seed N (1)
       --attack-rate P (0.03)  --latency MS (0)  --error-rate P  --html-error-rate P  --malformed-rate P
       --tls-cert FILE --tls-key FILE   serve HTTPS (PEM)
+  baremetal-exporter --version | -v           the version and the Node.js runtime
 `;
 
 /** How long a stop may take (in-flight upstream calls, journal writes) before the process exits anyway, ms. */
@@ -193,7 +194,8 @@ async function main(argv: string[]): Promise<void> {
     case 'check-config':
       return checkConfig(args);
     case '--version':
-      process.stdout.write(`${VERSION}\n`);
+    case '-v':
+      process.stdout.write(`baremetal-exporter ${VERSION} (node ${process.version}, ${process.platform}-${process.arch})\n`);
       return;
     default:
       process.stdout.write(USAGE);
