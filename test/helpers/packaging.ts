@@ -1,5 +1,8 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, readFileSync } from 'node:fs';
+import { accessSync, constants, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { onTestFinished } from 'vitest';
 import { fileURLToPath } from 'node:url';
 
 /** The repository root (the worktree under test). */
@@ -111,6 +114,16 @@ export function startGroup(command: string, args: string[], options: { cwd: stri
       return code;
     },
   };
+}
+
+/**
+ * A temporary directory for the running test, removed when it finishes (pass or fail). Unlike
+ * helpers/tmp.ts's `tempDir`, whose `afterEach` registered inside a test does not run for that test.
+ */
+export function testDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
 }
 
 /** GET on loopback; the body when the status is 200, else undefined (for `eventually`). */

@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CLI, requireBuiltCli, runCli } from '../helpers/cli.js';
 import { eventually, freePort } from '../helpers/processes.js';
-import { bodyOf, NODE_NEEDED, PKG, ROOT, runCommand, startGroup, stockEnv, systemOldNode } from '../helpers/packaging.js';
+import { bodyOf, NODE_NEEDED, PKG, ROOT, runCommand, startGroup, stockEnv, systemOldNode, testDir } from '../helpers/packaging.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const NODE24_DIR = dirname(process.execPath);
@@ -86,7 +86,7 @@ describe('the systemd unit', () => {
   // systemd-analyze checks that ExecStart's binary exists: point the Node path at this test's Node 24, change
   // nothing else, and require a clean verdict (no unknown keys, no bad values).
   it.skipIf(!hasSystemdAnalyze)(`passes systemd-analyze verify${hasSystemdAnalyze ? '' : ` (skipped: ${systemdAnalyze} not found — Debian's systemd package)`}`, async () => {
-    const dir = tempDir('bmx-unit-');
+    const dir = testDir('bmx-unit-');
     const file = join(dir, 'baremetal-exporter.service');
     writeFileSync(file, unit.replaceAll(NODE, process.execPath));
     const result = await runCommand(systemdAnalyze, ['verify', '--man=no', file], { timeoutMs: 30_000 });
@@ -108,7 +108,7 @@ function copyWorkingTree(dest: string): void {
 describe.skipIf('skip' in oldNode)(`a stock machine: the machine's Node first on PATH (${'skip' in oldNode ? oldNode.skip : oldNode.path})`, () => {
   it('`npm ci && npm run demo` in a fresh copy serves baremetal_servers on the project\'s Node 24', { timeout: 300_000 }, async () => {
     const node = oldNode as { path: string; version: string };
-    const dir = tempDir('bmx-clone-');
+    const dir = testDir('bmx-clone-');
     copyWorkingTree(dir);
     const env = stockEnv([dirname(node.path)]);
     expect(execFileSync('node', ['-p', 'process.versions.node'], { env, encoding: 'utf8' }).trim()).toBe(node.version);
