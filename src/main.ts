@@ -1,214 +1,29 @@
 #!/usr/bin/env -S node --max-semi-space-size=8
 /**
- * The command line: `run --config FILE` (the daemon), `demo` (simulator + daemon on loopback),
- * `simulate` (the simulator alone). Composition root: parses arguments, loads config, starts, and stops
- * cleanly on SIGTERM/SIGINT.
+ * The launcher: checks the Node.js version before anything else loads, then starts the command line
+ * (`cli.ts`). Static ESM imports are resolved before any code runs, so this file imports nothing of the app:
+ * on an older Node the app's first `node:sqlite` import would die with a stack trace instead of one line.
+ * The version needed is package.json's `engines.node` (one source of truth; a test checks its `>=X.Y.Z` shape).
  */
-import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
-import { buildConfig, loadConfig } from './config/load.js';
-import { startDaemon, VERSION } from './daemon.js';
-import { BaremetalError, ConfigError } from './errors.js';
-import { startSimulator, type SimulatorServerOptions } from './simulator/server.js';
+import { readFileSync } from 'node:fs';
 
-/** The demo's webhook token: public on purpose (README), and the demo never leaves dry run. */
-const DEMO_TOKEN = 'demo-remediation-token';
-
-const USAGE = `baremetal-exporter ${VERSION}
-
-Usage:
-  baremetal-exporter run --config FILE        run the exporter (env: BAREMETAL_API_URL, BAREMETAL_API_KEY)
-  baremetal-exporter check-config FILE        validate a config file (exit 1 listing the problems)
-  baremetal-exporter api <command> [options]  every operation of the hosting API (api --help); completion bash
-  baremetal-exporter demo [--port N]          the simulator and the exporter on loopback, until Ctrl-C
-  baremetal-exporter simulate [options]       the API simulator alone
-      --host H (127.0.0.1)  --port N (8443; 0 = any)  --api-key K (demo-key; env BAREMETAL_API_KEY)
-      --servers N (20)  --ips-per-server N (2)  --colocations N (2)  --transits N (1)  --seed N (1)
-      --attack-rate P (0.03)  --latency MS (0)  --error-rate P  --html-error-rate P  --malformed-rate P
-      --tls-cert FILE --tls-key FILE   serve HTTPS (PEM)
-`;
-
-/** How long a stop may take (in-flight upstream calls, journal writes) before the process exits anyway, ms. */
-const SHUTDOWN_TIMEOUT_MS = 30_000;
-
-function onStop(stop: () => Promise<void>): void {
-  let stopping = false;
-  const handler = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    process.stderr.write(`${signal} received, stopping\n`);
-    const timer = setTimeout(() => {
-      process.stderr.write(`stop did not finish within ${SHUTDOWN_TIMEOUT_MS / 1000}s; exiting\n`);
-      process.exit(1);
-    }, SHUTDOWN_TIMEOUT_MS).unref();
-    stop().then(
-      () => {
-        clearTimeout(timer);
-        process.exit(0);
-      },
-      (error: unknown) => {
-        process.stderr.write(`error while stopping: ${(error as Error).message}\n`);
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => handler('SIGTERM'));
-  process.on('SIGINT', () => handler('SIGINT'));
-}
-
-const num = (value: string | undefined, fallback: number) => (value === undefined ? fallback : Number(value));
-
-async function simulate(args: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args,
-    options: {
-      host: { type: 'string' },
-      port: { type: 'string' },
-      'api-key': { type: 'string' },
-      servers: { type: 'string' },
-      'ips-per-server': { type: 'string' },
-      colocations: { type: 'string' },
-      transits: { type: 'string' },
-      seed: { type: 'string' },
-      'attack-rate': { type: 'string' },
-      latency: { type: 'string' },
-      'error-rate': { type: 'string' },
-      'html-error-rate': { type: 'string' },
-      'malformed-rate': { type: 'string' },
-      'tls-cert': { type: 'string' },
-      'tls-key': { type: 'string' },
-    },
-  });
-  if (Boolean(values['tls-cert']) !== Boolean(values['tls-key'])) throw new BaremetalError('simulate: --tls-cert and --tls-key go together');
-  const options: SimulatorServerOptions = {
-    host: values.host ?? '127.0.0.1',
-    port: num(values.port, 8443),
-    apiKey: values['api-key'] ?? process.env.BAREMETAL_API_KEY ?? 'demo-key',
-    servers: num(values.servers, 20),
-    ipsPerServer: num(values['ips-per-server'], 2),
-    colocations: num(values.colocations, 2),
-    transits: num(values.transits, 1),
-    seed: num(values.seed, 1),
-    attackRate: num(values['attack-rate'], 0.03),
-    faults: {
-      latencyMs: num(values.latency, 0),
-      errorRate: num(values['error-rate'], 0),
-      htmlErrorRate: num(values['html-error-rate'], 0),
-      malformedRate: num(values['malformed-rate'], 0),
-    },
-    ...(values['tls-cert'] && values['tls-key'] ? { tls: { cert: readFileSync(values['tls-cert']), key: readFileSync(values['tls-key']) } } : {}),
-  };
-  for (const [key, value] of Object.entries({ ...options, ...options.faults })) {
-    if (typeof value === 'number' && !Number.isFinite(value)) throw new BaremetalError(`--${key}: expected a number`);
+/** True when dotted version `found` is older than `needed` (numeric parts, missing parts count as 0). */
+function isOlder(found: string, needed: string): boolean {
+  const a = found.split('.').map(Number);
+  const b = needed.split('.').map(Number);
+  for (let i = 0; i < b.length; i++) {
+    if ((a[i] ?? 0) !== b[i]) return (a[i] ?? 0) < b[i]!;
   }
-  const sim = await startSimulator(options);
-  process.stdout.write(`simulator listening on ${sim.url}\n`);
-  onStop(() => sim.close());
+  return false;
 }
 
-async function demo(args: string[]): Promise<void> {
-  const { values } = parseArgs({ args, options: { port: { type: 'string' } } });
-  // The simulator's key: BAREMETAL_API_KEY when set, else a random one; either way it is never printed.
-  const apiKey = process.env.BAREMETAL_API_KEY || randomBytes(16).toString('hex');
-  const sim = await startSimulator({ apiKey, servers: 12, colocations: 2, transits: 1, attackRate: 0.05, seed: 42 });
-  const attacked = [...sim.state.servers.values()][0]!.ips[0]!;
-  sim.state.startAttack(attacked, 6 * 3600);
-  const stateDir = './data/demo';
-  mkdirSync(stateDir, { recursive: true });
-  // A documented token so that a new user can post a sample alert (README, "Remediation"); dry run only.
-  writeFileSync(`${stateDir}/demo-token`, `${DEMO_TOKEN}\n`, { mode: 0o600 });
-  const config = buildConfig({
-    upstream: { base_url: sim.url, timeout: '5s', concurrency: 8 },
-    web: { listen_address: `127.0.0.1:${values.port ?? '9877'}` },
-    state_dir: stateDir,
-    schedules: { servers: '*/30 * * * * *', firewall: '*/15 * * * * *', graphs: '0 * * * * *', catalog: '0 */10 * * * *' },
-    graphs: { types: ['port_bits', 'port_errors'], scales: ['day', 'week'] },
-    services: { colocation_ids: ['colo-1', 'colo-2'], transit_ids: ['transit-1'] },
-    remediation: {
-      dry_run: true,
-      auth: { bearer_token_files: [`${stateDir}/demo-token`] },
-      rules: [
-        { alertname: 'BaremetalIpUnderAttack', matchers: { severity: 'critical' }, action: 'firewall_state', firing_state: 1, resolved_state: 0, hold: '5m' },
-        { alertname: 'BaremetalServerUnreachable', action: 'powercycle', cooldown: '30m' },
-      ],
-    },
-  }, { BAREMETAL_API_KEY: apiKey });
-  const daemon = await startDaemon(config);
-  await daemon.ready;
-  const first = [...daemon.poller.inventory.keys()][0] ?? '100001';
-  process.stdout.write(
-    [
-      '',
-      'baremetal-exporter demo: the exporter polls an embedded simulator of the hosting API.',
-      `  simulator (API):  ${sim.url}   (${sim.state.servers.size} servers, IP ${attacked} under attack)`,
-      `  metrics:          ${daemon.url}/metrics`,
-      `  a graph:          ${daemon.url}/graphs/dedicated/${first}/port_bits/day.png`,
-      `  all graphs:       ${daemon.url}/graphs`,
-      `  remediation:      ${daemon.url}/api/v1/actions   (dry run; header "Authorization: Bearer ${DEMO_TOKEN}")`,
-      'Ctrl-C stops.',
-      '',
-    ].join('\n'),
+const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { engines?: { node?: string } };
+const needed = /^>=(\d+\.\d+\.\d+)$/.exec(pkg.engines?.node ?? '')?.[1];
+if (needed !== undefined && isOlder(process.versions.node, needed)) {
+  process.stderr.write(
+    `baremetal-exporter: Node.js ${process.versions.node} (${process.execPath}) is too old, ${needed} or newer is needed: install Node.js 24 LTS (https://nodejs.org/en/download; docs/deploying.md)\n`,
   );
-  onStop(async () => {
-    await daemon.stop();
-    await sim.close();
-  });
+  process.exit(2);
 }
 
-async function run(args: string[]): Promise<void> {
-  const { values } = parseArgs({ args, options: { config: { type: 'string', short: 'c' } } });
-  if (!values.config) throw new BaremetalError('run: --config FILE is required');
-  const daemon = await startDaemon(loadConfig(values.config));
-  onStop(() => daemon.stop());
-  process.on('SIGHUP', () => daemon.reloadTls());
-}
-
-/** `check-config FILE`: validates a config (with the environment's overrides); exit 1 listing the problems. */
-function checkConfig(args: string[]): void {
-  const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
-  if (positionals.length !== 1) throw new BaremetalError('check-config: exactly one FILE expected');
-  try {
-    const config = loadConfig(positionals[0]!);
-    process.stdout.write(
-      `${positionals[0]}: valid — API ${config.upstream.baseUrl} (key from ${config.upstream.apiKeySource}), listen ${config.web.host}:${config.web.port}${config.web.tls ? ' (TLS)' : ''}, ` +
-        `remediation ${config.remediation.dryRun ? 'dry run' : 'live'} with ${config.remediation.rules.length} rule(s)\n`,
-    );
-    if (config.upstream.apiKeySource === 'yaml') process.stdout.write('warning: the API key sits in the config file; prefer upstream.api_key_file or BAREMETAL_API_KEY\n');
-  } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    process.stderr.write(`${positionals[0]}: ${error.message}\n`);
-    process.exitCode = 1;
-  }
-}
-
-async function main(argv: string[]): Promise<void> {
-  const [command, ...args] = argv;
-  switch (command) {
-    case 'run':
-      return run(args);
-    case 'demo':
-      return demo(args);
-    case 'simulate':
-      return simulate(args);
-    case 'check-config':
-      return checkConfig(args);
-    case 'api':
-      process.exitCode = await (await import('./cli/api.js')).runApi(args);
-      return;
-    case 'completion':
-      process.exitCode = await (await import('./cli/completion.js')).runCompletion(args);
-      return;
-    case '--version':
-      process.stdout.write(`${VERSION}\n`);
-      return;
-    default:
-      process.stdout.write(USAGE);
-      if (command !== undefined && command !== '--help' && command !== 'help') process.exitCode = 2;
-  }
-}
-
-main(process.argv.slice(2)).catch((error: unknown) => {
-  process.stderr.write(`baremetal-exporter: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exit(error instanceof BaremetalError || (error as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? 2 : 1);
-});
+await import('./cli.js');

@@ -87,7 +87,8 @@ describe('run', () => {
       await res.body.text();
       return res.statusCode === 200 ? true : undefined;
     });
-    expect(run.output()).toContain('TLS certificate reloaded');
+    // The log line and the TLS reply travel on different pipes: under load the reply may be read first.
+    await eventually(`the reload log line (${run.output()})`, async () => (run.output().includes('TLS certificate reloaded') ? true : undefined), 10_000);
     await trustingRenewed.close();
   });
 
