@@ -136,6 +136,11 @@ async function demo(args: string[]): Promise<void> {
     },
   }, { BAREMETAL_API_KEY: apiKey });
   const daemon = await startDaemon(config);
+  // Registered before the initial polls finish: a Ctrl-C during them stops both cleanly.
+  onStop(async () => {
+    await daemon.stop();
+    await sim.close();
+  });
   await daemon.ready;
   const first = [...daemon.poller.inventory.keys()][0] ?? '100001';
   process.stdout.write(
@@ -151,10 +156,6 @@ async function demo(args: string[]): Promise<void> {
       '',
     ].join('\n'),
   );
-  onStop(async () => {
-    await daemon.stop();
-    await sim.close();
-  });
 }
 
 async function run(args: string[]): Promise<void> {
