@@ -28,6 +28,17 @@ describe('the committed renderings', () => {
   });
 });
 
+it('names only alerts that ship in examples/alertmanager.yml (routes and inhibit rules)', () => {
+  const shipped = new Set(rules(renderRules(defaultConfig)).flatMap((r) => (r.alert ? [r.alert] : [])));
+  const text = readFileSync('examples/alertmanager.yml', 'utf8');
+  const named = [...text.matchAll(/alertname=~?"([^"]+)"/g)].flatMap(([, value]) => {
+    const group = /^Baremetal\((.+)\)$/.exec(value!);
+    return group ? group[1]!.split('|').map((n) => `Baremetal${n}`) : value!.split('|');
+  });
+  expect(named.length).toBeGreaterThan(10);
+  for (const name of named) expect(shipped.has(name), name).toBe(true);
+});
+
 describe('rendering with another config', () => {
   const config = resolveConfig({
     selector: 'namespace="monitoring",job="baremetal-exporter"',
