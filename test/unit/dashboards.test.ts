@@ -100,3 +100,13 @@ it('marks every panel the MEANINGFUL list names (the list is not stale)', () => 
   const titles = new Set(dashboards().flatMap((d) => d.dashboard.panels.map((p) => p.title)));
   for (const title of MEANINGFUL) expect(titles.has(title), title).toBe(true);
 });
+
+it('ships a Grafana provisioning example: a file provider and a Prometheus data source', () => {
+  const read = (file: string) => parse(readFileSync(new URL(`../../examples/grafana/${file}`, import.meta.url), 'utf8'));
+  const provider = (read('dashboards.yml') as { apiVersion: number; providers: Array<{ type: string; options: { path: string } }> });
+  expect(provider.apiVersion).toBe(1);
+  expect(provider.providers).toEqual([expect.objectContaining({ type: 'file', options: expect.objectContaining({ path: expect.stringMatching(/^\//) }) })]);
+  const sources = (read('datasources.yml') as { datasources: Array<{ type: string; isDefault?: boolean }> }).datasources;
+  // The dashboards' datasource variable lists data sources of this type and starts on the default one.
+  expect(sources.filter((d) => d.type === 'prometheus' && d.isDefault)).toHaveLength(1);
+});
