@@ -1,13 +1,12 @@
 import { readFileSync } from 'node:fs';
-import { Ajv } from 'ajv';
+import type { Dashboard as GrafanaDashboard } from '@grafana/schema';
 import { Registry } from 'prom-client';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
+import { defaultConfig } from '../../mixin/config.ts';
+import { dashboards as sources } from '../../mixin/dashboards/index.ts';
 import { createMetrics } from '../../src/metrics/definitions.js';
 import { dashboards } from '../helpers/dashboards.js';
-
-const schema = JSON.parse(readFileSync(new URL('../../dashboards/dashboard.schema.json', import.meta.url), 'utf8'));
-const validate = new Ajv({ allErrors: true, strict: false }).compile(schema);
 
 /** Every series name the exporter can expose, plus the recording rules. */
 function knownNames(): Set<string> {
@@ -23,9 +22,17 @@ function knownNames(): Set<string> {
   return names;
 }
 
-describe.each(dashboards())('dashboard $file', ({ dashboard }) => {
-  it('matches the dashboard schema (importable with a ${DS_PROMETHEUS} input)', () => {
-    expect(validate(dashboard), JSON.stringify(validate.errors, null, 1)).toBe(true);
+/** Panels whose value has a meaning an operator reads at a glance: each needs thresholds or value mappings. */
+const MEANINGFUL = ['API up', 'IPs under attack now', 'Pending actions', 'Remediation budget left', 'Budget left', 'Oldest poll', 'Journal', 'Graph age'];
+
+// Grafana's own schema: the sources are typed as @grafana/schema's Dashboard (tsc checks mixin/ through this
+// import), and test/unit/mixin.test.ts proves each committed JSON is exactly their rendering.
+const typed: GrafanaDashboard[] = sources(defaultConfig).map((d) => d.dashboard);
+
+describe.each(dashboards())('dashboard $file', ({ file, dashboard }) => {
+  it("is the rendering of a mixin source typed as Grafana's Dashboard", () => {
+    expect(typed.map((d) => d.uid)).toContain(dashboard.uid);
+    expect(sources(defaultConfig).find((s) => s.file === file)?.dashboard).toEqual(dashboard);
   });
 
   it('has unique panel ids', () => {
@@ -33,12 +40,44 @@ describe.each(dashboards())('dashboard $file', ({ dashboard }) => {
     expect(new Set(ids).size).toBe(ids.length);
   });
 
-  it('uses only variables it defines (or Grafana built-ins)', () => {
-    const defined = new Set([...dashboard.templating.list.map((v) => v.name), '__rate_interval', '__interval', '__range', 'DS_PROMETHEUS']);
-    for (const panel of dashboard.panels) {
-      const text = JSON.stringify([panel.targets ?? [], panel.options?.content ?? '']);
-      for (const [, name] of text.matchAll(/\$\{?(\w+)/g)) expect(defined.has(name!), `${panel.title}: $${name}`).toBe(true);
+  it('provisions from a file: a datasource variable, used by every panel, query and variable; no ${DS_PROMETHEUS}', () => {
+    expect(JSON.stringify(dashboard)).not.toContain('DS_PROMETHEUS');
+    expect(dashboard.templating.list.find((v) => v.name === 'datasource')).toMatchObject({ type: 'datasource', query: 'prometheus' });
+    for (const variable of dashboard.templating.list.filter((v) => v.type === 'query')) expect(variable.datasource?.uid, variable.name).toBe('${datasource}');
+    for (const panel of dashboard.panels.filter((p) => p.type !== 'text')) {
+      expect(panel.datasource, panel.title).toEqual({ type: 'prometheus', uid: '${datasource}' });
+      for (const target of panel.targets ?? []) expect(target.datasource, `${panel.title} ${target.refId}`).toEqual(panel.datasource);
     }
+  });
+
+  it('filters every series selector by the job and instance variables', () => {
+    expect(dashboard.templating.list.map((v) => v.name)).toEqual(expect.arrayContaining(['job', 'instance']));
+    for (const panel of dashboard.panels) {
+      for (const target of panel.targets ?? []) {
+        const metrics = [...target.expr.matchAll(/\b(baremetal[_:][a-z0-9_:]+)(\{[^}]*\})?/g)];
+        expect(metrics.length, `${panel.title}: ${target.expr}`).toBeGreaterThan(0);
+        for (const [whole, , matchers = ''] of metrics) {
+          expect(matchers, `${panel.title}: ${whole}`).toContain('job=~"$job"');
+          expect(matchers, `${panel.title}: ${whole}`).toContain('instance=~"$instance"');
+        }
+      }
+    }
+  });
+
+  it('gives every timeseries and stat panel a unit, and meaningful values thresholds or mappings', () => {
+    for (const panel of dashboard.panels.filter((p) => p.type === 'timeseries' || p.type === 'stat')) {
+      expect(panel.fieldConfig?.defaults.unit, panel.title).toMatch(/^\w+$/);
+    }
+    for (const panel of dashboard.panels.filter((p) => MEANINGFUL.includes(p.title))) {
+      const { thresholds, mappings } = panel.fieldConfig!.defaults;
+      expect((thresholds?.steps.length ?? 0) > 1 || (mappings?.length ?? 0) > 0, panel.title).toBe(true);
+    }
+  });
+
+  it('uses only variables it defines (or Grafana built-ins)', () => {
+    const defined = new Set([...dashboard.templating.list.map((v) => v.name), '__rate_interval', '__interval', '__range', '__all']);
+    const text = JSON.stringify([dashboard.panels, dashboard.templating]);
+    for (const [, name] of text.matchAll(/\$\{?(\w+)/g)) expect(defined.has(name!), `$${name}`).toBe(true);
   });
 
   it('queries only metrics the exporter exposes or the rules record', () => {
@@ -54,4 +93,20 @@ describe.each(dashboards())('dashboard $file', ({ dashboard }) => {
 it('gives every dashboard its own uid', () => {
   const uids = dashboards().map((d) => d.dashboard.uid);
   expect(new Set(uids).size).toBe(uids.length);
+  expect(uids).toHaveLength(3);
+});
+
+it('marks every panel the MEANINGFUL list names (the list is not stale)', () => {
+  const titles = new Set(dashboards().flatMap((d) => d.dashboard.panels.map((p) => p.title)));
+  for (const title of MEANINGFUL) expect(titles.has(title), title).toBe(true);
+});
+
+it('ships a Grafana provisioning example: a file provider and a Prometheus data source', () => {
+  const read = (file: string) => parse(readFileSync(new URL(`../../examples/grafana/${file}`, import.meta.url), 'utf8'));
+  const provider = (read('dashboards.yml') as { apiVersion: number; providers: Array<{ type: string; options: { path: string } }> });
+  expect(provider.apiVersion).toBe(1);
+  expect(provider.providers).toEqual([expect.objectContaining({ type: 'file', options: expect.objectContaining({ path: expect.stringMatching(/^\//) }) })]);
+  const sources = (read('datasources.yml') as { datasources: Array<{ type: string; isDefault?: boolean }> }).datasources;
+  // The dashboards' datasource variable lists data sources of this type and starts on the default one.
+  expect(sources.filter((d) => d.type === 'prometheus' && d.isDefault)).toHaveLength(1);
 });
