@@ -6,7 +6,7 @@
  */
 import type { RemediationRule } from '../config/schema.js';
 import { BadRequestError } from '../errors.js';
-import type { ActionRequest } from './engine.js';
+import type { ActionRequest } from './types.js';
 
 /** One alert of a webhook payload (Alertmanager webhook `version: "4"`). */
 export interface WebhookAlert {

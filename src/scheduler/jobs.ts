@@ -9,7 +9,7 @@ import type { Config, JobName } from '../config/schema.js';
 import { checkImage } from '../graphs/image.js';
 import type { GraphKey, GraphStore } from '../graphs/store.js';
 import type { Metrics } from '../metrics/definitions.js';
-import type { TargetDirectory } from '../remediation/engine.js';
+import type { TargetDirectory } from '../remediation/types.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { getGraph, listOperatingSystems, listServers } from '../upstream/dedicated.js';
 import { getFirewallHistory } from '../upstream/firewall.js';
