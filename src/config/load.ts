@@ -8,7 +8,7 @@ import ms from 'ms';
 import cron from 'node-cron';
 import { parse as parseYaml } from 'yaml';
 import { ConfigError, InsecureUrlError } from '../errors.js';
-import { checkBaseUrl } from '../upstream/client.js';
+import { checkBaseUrl } from '../upstream/base-url.js';
 import { DEFAULT_COOLDOWN_MS, JOB_NAMES, configFileSchema, type ActionName, type Config, type RemediationRule } from './schema.js';
 
 /** Environment variables that override file values (secrets belong here or in files, not in YAML). */
