@@ -63,7 +63,7 @@ describe('authentication', () => {
   it('answers 403 on every action endpoint when no credentials are configured, and keeps /metrics open', async () => {
     const { app } = await setup({ bearerTokens: [], basicAuthUsers: {} });
     for (const [method, url] of [['POST', '/api/v1/alertmanager'], ['POST', '/api/v1/actions/powercycle'], ['GET', '/api/v1/actions'], ['GET', '/api/v1/servers/100001/console.jnlp']] as const) {
-      const res = await app.inject({ method, url, headers: bearer, payload: method === 'POST' ? {} : undefined });
+      const res = await app.inject({ method, url, headers: bearer, ...(method === 'POST' ? { payload: {} } : {}) });
       expect(res.statusCode, url).toBe(403);
       expect(res.json().code).toBe('BM_ERR_FORBIDDEN');
     }
