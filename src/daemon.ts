@@ -22,7 +22,7 @@ import { RemediationEngine } from './remediation/engine.js';
 import { createApiObserver } from './metrics/api-observer.js';
 import { createMetrics, type Metrics } from './metrics/definitions.js';
 import { ExpositionCache } from './metrics/exposition.js';
-import { Poller } from './scheduler/jobs.js';
+import { PollJobs } from './scheduler/jobs.js';
 import { Scheduler } from './scheduler/scheduler.js';
 import type { UpstreamClient } from './upstream/client.js';
 import { clientFromConfig } from './upstream/from-config.js';
@@ -52,7 +52,8 @@ export interface Daemon {
   url: string;
   registry: Registry;
   metrics: Metrics;
-  poller: Poller;
+  /** the poll jobs and the latest inventory */
+  poller: PollJobs;
   engine: RemediationEngine;
   journal: Journal;
   exposition: ExpositionCache;
@@ -108,7 +109,7 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
   metrics.graphImages.set(graphStore.size);
   /** jobs that have finished at least once (readiness) */
   const finishedOnce = new Set<JobName>();
-  const poller = new Poller({
+  const poller = new PollJobs({
     client,
     metrics,
     logger,

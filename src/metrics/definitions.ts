@@ -176,8 +176,8 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
     }),
     alertsReceived: new Counter({
       name: 'baremetal_alerts_received_total',
-      help: `Alerts received by the Alertmanager webhook receiver, by status (firing, resolved) and whether a remediation rule matched (matched, unmatched). ${CACHED}`,
-      labelNames: ['status', 'rule'] as const,
+      help: `Alerts received by the Alertmanager webhook receiver, by status (firing, resolved) and matched (true when a remediation rule matched the alert, else false). ${CACHED}`,
+      labelNames: ['status', 'matched'] as const,
       registers,
     }),
     renderedAt: new Gauge({

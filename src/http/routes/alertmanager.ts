@@ -22,7 +22,7 @@ export function alertmanagerRoutes(
     const results = [];
     for (const { alert, requests } of perAlert) {
       const matched = deps.rules.some((rule) => matches(rule, alert));
-      deps.metrics.alertsReceived.inc({ status: alert.status, rule: matched ? 'matched' : 'unmatched' });
+      deps.metrics.alertsReceived.inc({ status: alert.status, matched: String(matched) });
       for (const req of requests) {
         const result = await deps.engine.request(req);
         results.push({ fingerprint: alert.fingerprint, alertname: alert.labels.alertname, status: alert.status, action: req.action, server_id: req.serverId, ip: req.ip ?? null, ...result });

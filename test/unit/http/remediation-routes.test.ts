@@ -177,3 +177,19 @@ describe('operator endpoints', () => {
     expect(res.body).toContain('<jnlp');
   });
 });
+
+describe('baremetal_alerts_received_total', () => {
+  it.each([
+    { name: 'an alert a rule matches', alerts: [attack()], expected: { 'firing/true': 1 } },
+    { name: 'an alert no rule matches', alerts: [alert({ alertname: 'SomethingElse', server_id: '100001' })], expected: { 'firing/false': 1 } },
+    { name: 'one of each, resolved', alerts: [attack('resolved'), alert({ alertname: 'SomethingElse' }, 'resolved', 'f2')], expected: { 'resolved/true': 1, 'resolved/false': 1 } },
+  ])('counts $name by status and matched', async ({ alerts, expected }) => {
+    const { app, registry } = await setup();
+    const res = await app.inject({ method: 'POST', url: '/api/v1/alertmanager', headers: bearer, payload: payload(...alerts) });
+    expect(res.statusCode).toBe(200);
+    const counted = Object.fromEntries(
+      (await registry.getSingleMetric('baremetal_alerts_received_total')!.get()).values.map((v) => [`${v.labels.status}/${v.labels.matched}`, v.value]),
+    );
+    expect(counted).toEqual(expected);
+  });
+});
