@@ -26,7 +26,8 @@ import { Agent, request } from 'undici';
 import { buildApp } from '../dist/app.js';
 import { buildConfig } from '../dist/config/load.js';
 import { BcryptPool } from '../dist/http/bcrypt-pool.js';
-import { createLogger, startDaemon } from '../dist/daemon.js';
+import { startDaemon } from '../dist/daemon.js';
+import { createLogger } from '../dist/logger.js';
 import { measureHugeReply } from './huge-reply.ts';
 
 const { values } = parseArgs({

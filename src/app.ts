@@ -5,10 +5,11 @@
  * Three scopes: health probes (always open), the read-only routes — status page, /metrics, /graphs —
  * (open unless `web.auth` is set), and the remediation routes (always behind `remediation.auth`).
  */
+import { STATUS_CODES } from 'node:http';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
-import { BaremetalError } from './errors.js';
+import { BaremetalError, INTERNAL_ERROR_CODE } from './errors.js';
 import type { GraphStore } from './graphs/store.js';
 import { authEnabled, createAuthCheck, type AuthConfig } from './http/auth.js';
 import { BcryptPool, type PasswordVerifier } from './http/bcrypt-pool.js';
@@ -57,17 +58,6 @@ export interface AppDeps {
 /** Request bodies this daemon accepts are small JSON documents (webhooks): 1 MiB at most, on every route. */
 export const BODY_LIMIT = 1024 * 1024;
 
-const STATUS_TEXT: Record<number, string> = {
-  400: 'Bad Request',
-  401: 'Unauthorized',
-  403: 'Forbidden',
-  404: 'Not Found',
-  413: 'Payload Too Large',
-  415: 'Unsupported Media Type',
-  422: 'Unprocessable Entity',
-  503: 'Service Unavailable',
-};
-
 export function buildApp(deps: AppDeps): FastifyInstance {
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
@@ -94,13 +84,14 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     if (status === 401) void reply.header('www-authenticate', 'Bearer realm="baremetal-exporter", Basic realm="baremetal-exporter"');
     return reply.code(status).send({
       statusCode: status,
-      code: (error as { code?: string }).code ?? 'BM_ERR_INTERNAL',
-      error: STATUS_TEXT[status] ?? (status >= 500 ? 'Internal Server Error' : 'Bad Request'),
+      code: (error as { code?: string }).code ?? INTERNAL_ERROR_CODE,
+      // The standard reason phrase of the status (a 502 says "Bad Gateway").
+      error: STATUS_CODES[status] ?? (status >= 500 ? STATUS_CODES[500] : STATUS_CODES[400]),
       message: status >= 500 && !(error instanceof BaremetalError) ? 'internal error' : (error as Error).message,
     });
   });
   app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({ statusCode: 404, code: 'BM_ERR_NOT_FOUND', error: 'Not Found', message: `no route ${request.method} ${request.url.split('?')[0]}` }),
+    reply.code(404).send({ statusCode: 404, code: 'BM_ERR_NOT_FOUND', error: STATUS_CODES[404], message: `no route ${request.method} ${request.url.split('?')[0]}` }),
   );
 
   healthRoutes(app, { readiness: deps.readiness ?? (() => []) });

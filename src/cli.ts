@@ -8,9 +8,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { buildConfig, loadConfig } from './config/load.js';
-import { startDaemon, VERSION } from './daemon.js';
+import { startDaemon } from './daemon.js';
 import { BaremetalError, ConfigError } from './errors.js';
 import { startSimulator, type SimulatorServerOptions } from './simulator/server.js';
+import { VERSION } from './version.js';
 
 /** The demo's webhook token: public on purpose (README), and the demo never leaves dry run. */
 const DEMO_TOKEN = 'demo-remediation-token';

@@ -3,11 +3,10 @@
  * graph store, poll jobs and their schedule, the exposition cache and the HTTP app. `main.ts` calls this;
  * integration tests call it too, with an injected logger and clock.
  */
-import { readFileSync } from 'node:fs';
 import type { Server as HttpsServer } from 'node:https';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import type { Dispatcher } from 'undici';
 import { buildApp } from './app.js';
@@ -18,40 +17,16 @@ import { statusViewOf } from './http/status-view.js';
 import { readTls, watchTls } from './http/tls.js';
 import { Journal } from './journal/journal.js';
 import { lockStateDir, type StateLock } from './journal/state-lock.js';
+import { createLogger } from './logger.js';
 import { RemediationEngine } from './remediation/engine.js';
 import { createApiObserver } from './metrics/api-observer.js';
 import { createMetrics, type Metrics } from './metrics/definitions.js';
 import { ExpositionCache } from './metrics/exposition.js';
-import { Poller } from './scheduler/jobs.js';
+import { PollJobs } from './scheduler/jobs.js';
 import { Scheduler } from './scheduler/scheduler.js';
 import type { UpstreamClient } from './upstream/client.js';
 import { clientFromConfig } from './upstream/from-config.js';
-
-/** The package version, read from package.json beside dist/ or src/. */
-export const VERSION: string = (() => {
-  try {
-    return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-  } catch {
-    return '0.0.0';
-  }
-})();
-
-/** Paths pino removes from every log line: the API key must never be logged. */
-export const REDACT_PATHS = [
-  'apiKey',
-  'api_key',
-  '*.apiKey',
-  '*.api_key',
-  'headers.authorization',
-  'req.headers.authorization',
-  'req.headers.http_authorization',
-  '*.headers.authorization',
-];
-
-/** A pino logger with the redaction paths set. */
-export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
-  return pino({ level, redact: { paths: REDACT_PATHS, censor: '[REDACTED]' } }, destination);
-}
+import { VERSION } from './version.js';
 
 export interface DaemonOptions {
   logger?: Logger;
@@ -77,7 +52,8 @@ export interface Daemon {
   url: string;
   registry: Registry;
   metrics: Metrics;
-  poller: Poller;
+  /** the poll jobs and the latest inventory */
+  poller: PollJobs;
   engine: RemediationEngine;
   journal: Journal;
   exposition: ExpositionCache;
@@ -133,7 +109,7 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
   metrics.graphImages.set(graphStore.size);
   /** jobs that have finished at least once (readiness) */
   const finishedOnce = new Set<JobName>();
-  const poller = new Poller({
+  const poller = new PollJobs({
     client,
     metrics,
     logger,

@@ -5,6 +5,9 @@
  * the API's own message — and never the API key or a token.
  */
 
+/** The code of an error reply for a failure that is none of these classes (a bug): 500, message "internal error". */
+export const INTERNAL_ERROR_CODE = 'BM_ERR_INTERNAL';
+
 /** Base class: `code` is stable and unique per class; `statusCode` is the HTTP status this project answers with. */
 export class BaremetalError extends Error {
   readonly code: string = 'BM_ERR';
@@ -230,6 +233,7 @@ export class StateDirLockedError extends BaremetalError {
 
 /** Every error class, for the catalogue test. */
 export const errorClasses = {
+  BaremetalError,
   ConfigError,
   InvalidParameterError,
   InsecureUrlError,

@@ -23,7 +23,7 @@ export function remediation(): Dashboard {
       panel({
         id: 3, type: 'table', title: 'Alerts received (1h)', grid: [14, 0, 10, 4],
         description: 'Webhook alerts in the last hour by status and whether a rule matched.',
-        queries: [{ expr: `sum by (status, rule) (increase(${sel('baremetal_alerts_received_total')}[1h]))`, table: true }],
+        queries: [{ expr: `sum by (status, matched) (increase(${sel('baremetal_alerts_received_total')}[1h]))`, table: true }],
         fieldConfig: { defaults: { unit: 'short', decimals: 0 }, overrides: [] },
       }),
       panel({

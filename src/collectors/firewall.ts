@@ -1,6 +1,6 @@
 /**
- * The firewall-history collector: pure — the events of one service's hour-scale history in, attack
- * series out. It remembers, per service, the IPs it exposes and the event ids of the latest history so
+ * The firewall-history collector: the events of one service's hour-scale history in; it updates the
+ * attack series of the registry and its own series state (`FirewallSeriesState`), and does no I/O. It remembers, per service, the IPs it exposes and the event ids of the latest history so
  * that `_total` counts each event once and both sets stay bounded by what the API currently reports.
  * Upstream data never decides the cardinality alone: an `ip` that is not an IP address creates no series,
  * a service has at most `maxIpsPerService` IP series, and a colocation or transit IP without events for

@@ -1,6 +1,6 @@
 /**
- * The server-list collector: pure — a decoded server list and the previous inventory in, metric updates
- * and the new inventory out. Servers that disappeared are reported so that their firewall and graph
+ * The server-list collector: a decoded server list and the previous inventory in; it updates the server
+ * series of the registry and returns the new inventory, and does no I/O. Servers that disappeared are reported so that their firewall and graph
  * series are removed too, never left stale.
  */
 import type { Metrics } from '../metrics/definitions.js';

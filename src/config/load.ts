@@ -1,6 +1,9 @@
 /**
- * Loading the configuration: YAML text (or a file) plus environment overrides → `Config`, or a
- * ConfigError listing one line per problem, each naming the key and what was expected.
+ * Loading the configuration: YAML text (or a file) plus environment overrides → `Config`, or a ConfigError
+ * listing every problem at once, one line each, naming the key and what was expected: the schema's findings
+ * (unknown keys, types, ranges) and the checks JSON Schema cannot express (an `http://` URL to a remote host,
+ * unreadable key or token files, cron expressions, durations, the listen address) together. A key the schema
+ * already rejected is not checked again.
  */
 import { readFileSync } from 'node:fs';
 import { Ajv, type ErrorObject } from 'ajv';
@@ -8,29 +11,31 @@ import ms from 'ms';
 import cron from 'node-cron';
 import { parse as parseYaml } from 'yaml';
 import { ConfigError, InsecureUrlError } from '../errors.js';
-import { checkBaseUrl } from '../upstream/client.js';
-import { DEFAULT_COOLDOWN_MS, JOB_NAMES, configFileSchema, type ActionName, type Config, type RemediationRule } from './schema.js';
+import { checkBaseUrl } from '../upstream/base-url.js';
+import { ACTIONS, DEFAULT_COOLDOWN_MS, JOB_NAMES, configFileSchema, type Config, type ConfigFile, type Credentials, type RemediationRule } from './schema.js';
 
 /** Environment variables that override file values (secrets belong here or in files, not in YAML). */
 export interface ConfigEnv {
-  BAREMETAL_API_URL?: string;
-  BAREMETAL_API_KEY?: string;
+  BAREMETAL_API_URL?: string | undefined;
+  BAREMETAL_API_KEY?: string | undefined;
 }
 
-const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true });
-const validateFile = ajv.compile(configFileSchema);
+type ReadFile = (path: string) => string;
 
-/** `/upstream/timeout` → `upstream.timeout`, plus the offending key for additionalProperties. */
-function describe(error: ErrorObject): string {
+const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true });
+const validateFile = ajv.compile<ConfigFile>(configFileSchema);
+
+/** The key an Ajv error is about (`upstream.timeout`; for an unknown key, that key) and its line. */
+function describe(error: ErrorObject): { key: string; line: string } {
   const path = error.instancePath.replace(/^\//, '').replaceAll('/', '.');
   if (error.keyword === 'additionalProperties') {
     const key = [path, String(error.params.additionalProperty)].filter(Boolean).join('.');
-    return `${key}: unknown key`;
+    return { key, line: `${key}: unknown key` };
   }
   if (error.keyword === 'enum') {
-    return `${path}: must be one of ${(error.params.allowedValues as unknown[]).map(String).join(', ')}`;
+    return { key: path, line: `${path}: must be one of ${(error.params.allowedValues as unknown[]).map(String).join(', ')}` };
   }
-  return `${path || '(top level)'}: ${error.message ?? 'invalid'}`;
+  return { key: path, line: `${path || '(top level)'}: ${error.message ?? 'invalid'}` };
 }
 
 /** Parses "10s", "5m", "250ms" into milliseconds; undefined when it is not a positive duration. */
@@ -48,24 +53,91 @@ export function parseListenAddress(text: string): { host: string; port: number }
   return { host: match[1] ?? (match[2] || '0.0.0.0'), port };
 }
 
+const errno = (error: unknown) => (error as NodeJS.ErrnoException).code ?? 'error';
+
+/**
+ * The semantic checks, run on the document whatever the schema found: each reads a value only if it has
+ * the type the schema asks for and the schema found nothing wrong at that key, so one problem is one line.
+ */
+class Checks {
+  readonly problems: string[] = [];
+  readonly #doc: Record<string, unknown>;
+  readonly #rejected: string[];
+
+  constructor(doc: Record<string, unknown>, rejectedKeys: string[]) {
+    this.#doc = doc;
+    this.#rejected = rejectedKeys;
+  }
+
+  /** The schema rejected `key` (dotted) or an object it sits in. */
+  rejected(key: string): boolean {
+    return this.#rejected.some((k) => k === key || key.startsWith(`${k}.`));
+  }
+
+  /** The value at `key` unless the schema rejected it or an object it sits in. */
+  value(key: string): unknown {
+    if (this.rejected(key)) return undefined;
+    let node: unknown = this.#doc;
+    for (const part of key.split('.')) node = node !== null && typeof node === 'object' ? (node as Record<string, unknown>)[part] : undefined;
+    return node;
+  }
+
+  text(key: string): string | undefined {
+    const value = this.value(key);
+    return typeof value === 'string' ? value : undefined;
+  }
+
+  duration(key: string, example: string): number | undefined {
+    const text = this.text(key);
+    if (text === undefined) return undefined;
+    const value = parseDuration(text);
+    if (value === undefined) this.problems.push(`${key}: must be a duration such as "${example}" (got ${JSON.stringify(text)})`);
+    return value;
+  }
+
+  /** Reads bearer-token files and checks bcrypt hashes of a credentials block at `key` (remediation.auth, web.auth). */
+  credentials(key: string, readFile: ReadFile): Credentials {
+    const bearerTokens: string[] = [];
+    const files = this.value(`${key}.bearer_token_files`);
+    (Array.isArray(files) ? files : []).forEach((path: unknown, i) => {
+      if (typeof path !== 'string') return;
+      try {
+        const token = readFile(path).trim();
+        if (token.length < 16) this.problems.push(`${key}.bearer_token_files.${i}: the token in ${path} is shorter than 16 characters`);
+        else bearerTokens.push(token);
+      } catch (error) {
+        this.problems.push(`${key}.bearer_token_files.${i}: cannot read ${path} (${errno(error)})`);
+      }
+    });
+    const users = this.value(`${key}.basic_auth_users`);
+    const basicAuthUsers = users !== null && typeof users === 'object' ? (users as Record<string, string>) : {};
+    for (const [user, hash] of Object.entries(basicAuthUsers)) {
+      if (typeof hash === 'string' && !BCRYPT_HASH.test(hash)) this.problems.push(`${key}.basic_auth_users.${user}: must be a bcrypt hash ($2b$…), never a plain password`);
+    }
+    return { bearerTokens, basicAuthUsers };
+  }
+}
+
+const BCRYPT_HASH = /^\$2[aby]?\$\d{2}\$[./A-Za-z0-9]{53}$/;
+
 /**
  * Validates parsed YAML (`raw`) with `env` overrides and returns the normalized Config.
- * `readFile` reads `api_key_file` (injectable for tests). Throws ConfigError with every problem found.
+ * `readFile` reads key, token and TLS files (injectable for tests). Throws ConfigError with every problem found.
  */
-export function buildConfig(
-  raw: unknown,
-  env: ConfigEnv = {},
-  readFile: (path: string) => string = (p) => readFileSync(p, 'utf8'),
-): Config {
+export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFile = (p) => readFileSync(p, 'utf8')): Config {
   const doc = (raw ?? {}) as Record<string, unknown>;
   if (typeof doc !== 'object' || Array.isArray(doc)) throw new ConfigError(['(top level): must be a mapping']);
-  if (!validateFile(doc)) throw new ConfigError((validateFile.errors ?? []).map(describe));
-  const file = doc as unknown as FileShape;
-  const problems: string[] = [];
+  // Ajv fills in defaults even where it finds errors, so the checks below see the same document either way.
+  const valid = validateFile(doc);
+  const schemaErrors = valid ? [] : (validateFile.errors ?? []).map(describe);
+  const checks = new Checks(doc, schemaErrors.map((e) => e.key));
+  const { problems } = checks;
 
-  const baseUrl = env.BAREMETAL_API_URL || file.upstream.base_url;
-  if (!baseUrl) problems.push('upstream.base_url: required (or set BAREMETAL_API_URL)');
-  else {
+  const fileUrl = checks.value('upstream.base_url');
+  const baseUrl = env.BAREMETAL_API_URL || (typeof fileUrl === 'string' ? fileUrl : undefined);
+  if (!baseUrl) {
+    if (!checks.rejected('upstream.base_url')) problems.push('upstream.base_url: required (or set BAREMETAL_API_URL)');
+  } else {
     try {
       checkBaseUrl(baseUrl);
     } catch (error) {
@@ -75,50 +147,58 @@ export function buildConfig(
 
   let apiKey = env.BAREMETAL_API_KEY || '';
   let apiKeySource: Config['upstream']['apiKeySource'] = 'env';
-  if (!apiKey && file.upstream.api_key_file) {
+  const keyFile = checks.text('upstream.api_key_file');
+  let keyFileFailed = false;
+  if (!apiKey && keyFile) {
     apiKeySource = 'file';
     try {
-      apiKey = readFile(file.upstream.api_key_file).trim();
-      if (!apiKey) problems.push(`upstream.api_key_file: file ${file.upstream.api_key_file} is empty`);
+      apiKey = readFile(keyFile).trim();
+      if (!apiKey) problems.push(`upstream.api_key_file: file ${keyFile} is empty`);
     } catch (error) {
-      problems.push(`upstream.api_key_file: cannot read ${file.upstream.api_key_file} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+      problems.push(`upstream.api_key_file: cannot read ${keyFile} (${errno(error)})`);
     }
+    keyFileFailed = !apiKey;
   }
-  if (!apiKey && file.upstream.api_key) {
-    apiKey = file.upstream.api_key;
+  const yamlKey = checks.text('upstream.api_key');
+  if (!apiKey && yamlKey) {
+    apiKey = yamlKey;
     apiKeySource = 'yaml';
   }
-  if (!apiKey && !problems.some((p) => p.startsWith('upstream.api_key_file'))) {
-    problems.push('upstream.api_key: required (set BAREMETAL_API_KEY or upstream.api_key_file)');
-  }
+  const keyRejected = checks.rejected('upstream.api_key') || checks.rejected('upstream.api_key_file');
+  if (!apiKey && !keyFileFailed && !keyRejected) problems.push('upstream.api_key: required (set BAREMETAL_API_KEY or upstream.api_key_file)');
 
-  const timeoutMs = parseDuration(file.upstream.timeout);
-  if (timeoutMs === undefined) problems.push(`upstream.timeout: must be a duration such as "10s" (got ${JSON.stringify(file.upstream.timeout)})`);
+  const timeoutMs = checks.duration('upstream.timeout', '10s');
+  const ipRetentionMs = checks.duration('firewall.ip_retention', '24h');
 
-  const ipRetentionMs = parseDuration(file.firewall.ip_retention);
-  if (ipRetentionMs === undefined) problems.push(`firewall.ip_retention: must be a duration such as "24h" (got ${JSON.stringify(file.firewall.ip_retention)})`);
-
-  const listen = parseListenAddress(file.web.listen_address);
-  if (!listen) problems.push(`web.listen_address: must be "host:port" (got ${JSON.stringify(file.web.listen_address)})`);
+  const listenText = checks.text('web.listen_address');
+  const listen = listenText === undefined ? undefined : parseListenAddress(listenText);
+  if (listenText !== undefined && !listen) problems.push(`web.listen_address: must be "host:port" (got ${JSON.stringify(listenText)})`);
 
   for (const job of JOB_NAMES) {
-    const expression = file.schedules[job];
-    if (!cron.validate(expression)) problems.push(`schedules.${job}: must be a cron expression, seconds allowed (got ${JSON.stringify(expression)})`);
-  }
-
-  const remediation = buildRemediation(file.remediation, problems, readFile);
-  const webAuth = readCredentials('web.auth', file.web.auth, problems, readFile);
-  if (file.web.tls) {
-    for (const key of ['cert_file', 'key_file'] as const) {
-      try {
-        readFile(file.web.tls[key]);
-      } catch (error) {
-        problems.push(`web.tls.${key}: cannot read ${file.web.tls[key]} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
-      }
+    const expression = checks.text(`schedules.${job}`);
+    if (expression !== undefined && !cron.validate(expression)) {
+      problems.push(`schedules.${job}: must be a cron expression, seconds allowed (got ${JSON.stringify(expression)})`);
     }
   }
 
-  if (problems.length > 0) throw new ConfigError(problems);
+  const remediationAuth = checks.credentials('remediation.auth', readFile);
+  const rules = checkRules(checks);
+  const journalRetentionMs = checks.duration('remediation.journal_retention', '30d');
+  const webAuth = checks.credentials('web.auth', readFile);
+  for (const key of ['cert_file', 'key_file'] as const) {
+    const path = checks.text(`web.tls.${key}`);
+    if (path === undefined) continue;
+    try {
+      readFile(path);
+    } catch (error) {
+      problems.push(`web.tls.${key}: cannot read ${path} (${errno(error)})`);
+    }
+  }
+
+  const all = [...schemaErrors.map((e) => e.line), ...problems];
+  if (all.length > 0) throw new ConfigError(all);
+  // No problem: the document is a valid ConfigFile and every value above was read.
+  const file = doc as ConfigFile;
   return {
     upstream: {
       baseUrl: baseUrl!,
@@ -140,71 +220,49 @@ export function buildConfig(
     schedules: file.schedules,
     graphs: { types: file.graphs.types, scales: file.graphs.scales, maxWidth: file.graphs.max_width },
     services: { colocationIds: file.services.colocation_ids, transitIds: file.services.transit_ids },
-    firewall: { maxIpsPerService: file.firewall.max_ips_per_service, ipRetentionMs: ipRetentionMs ?? 0 },
-    remediation,
+    firewall: { maxIpsPerService: file.firewall.max_ips_per_service, ipRetentionMs: ipRetentionMs! },
+    remediation: {
+      dryRun: file.remediation.dry_run,
+      journalRetentionMs: journalRetentionMs!,
+      budgetPerHour: file.remediation.budget_per_hour,
+      ...remediationAuth,
+      rules: file.remediation.rules.map((rule, i): RemediationRule => ({
+        alertname: rule.alertname,
+        matchers: rule.matchers,
+        action: rule.action,
+        serverIdLabel: rule.server_id_label,
+        ipLabel: rule.ip_label,
+        firingState: String(rule.firing_state) as '0' | '1',
+        resolvedState: String(rule.resolved_state) as '0' | '1',
+        ...(rule.sensitivity ? { sensitivity: rule.sensitivity } : {}),
+        ...rules[i]!,
+        requireOwnedIp: rule.require_owned_ip,
+      })),
+    },
   };
 }
 
-const BCRYPT_HASH = /^\$2[aby]?\$\d{2}\$[./A-Za-z0-9]{53}$/;
-
-/** Reads bearer-token files and checks bcrypt hashes of a credentials block at `at` (remediation.auth, web.auth). */
-function readCredentials(
-  at: string,
-  raw: { bearer_token_files: string[]; basic_auth_users: Record<string, string> },
-  problems: string[],
-  readFile: (path: string) => string,
-): { bearerTokens: string[]; basicAuthUsers: Record<string, string> } {
-  const bearerTokens: string[] = [];
-  raw.bearer_token_files.forEach((path, i) => {
-    try {
-      const token = readFile(path).trim();
-      if (token.length < 16) problems.push(`${at}.bearer_token_files.${i}: the token in ${path} is shorter than 16 characters`);
-      else bearerTokens.push(token);
-    } catch (error) {
-      problems.push(`${at}.bearer_token_files.${i}: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
-    }
-  });
-  for (const [user, hash] of Object.entries(raw.basic_auth_users)) {
-    if (!BCRYPT_HASH.test(hash)) problems.push(`${at}.basic_auth_users.${user}: must be a bcrypt hash ($2b$…), never a plain password`);
-  }
-  return { bearerTokens, basicAuthUsers: raw.basic_auth_users };
-}
-
-function buildRemediation(raw: FileShape['remediation'], problems: string[], readFile: (path: string) => string): Config['remediation'] {
-  const { bearerTokens, basicAuthUsers } = readCredentials('remediation.auth', raw.auth, problems, readFile);
-  const rules = raw.rules.map((rule, i): RemediationRule => {
+/** Checks each rule's durations and needs; returns its hold and cooldown in ms (0 where a problem was reported). */
+function checkRules(checks: Checks): Array<{ holdMs: number; cooldownMs: number }> {
+  const rules = checks.value('remediation.rules');
+  if (!Array.isArray(rules)) return [];
+  return rules.map((rule: Record<string, unknown> | null, i) => {
     const at = `remediation.rules.${i}`;
-    const holdMs = rule.hold === '0' || rule.hold === '0s' ? 0 : parseDuration(rule.hold);
-    if (holdMs === undefined) problems.push(`${at}.hold: must be a duration such as "5m" (got ${JSON.stringify(rule.hold)})`);
-    let cooldownMs = DEFAULT_COOLDOWN_MS[rule.action];
-    if (rule.cooldown !== undefined) {
-      const parsed = parseDuration(rule.cooldown);
-      if (parsed === undefined) problems.push(`${at}.cooldown: must be a duration such as "30m" (got ${JSON.stringify(rule.cooldown)})`);
-      // The API itself refuses a second firewall-state change within 2 minutes (contract §8).
-      else cooldownMs = rule.action === 'firewall_state' ? Math.max(parsed, DEFAULT_COOLDOWN_MS.firewall_state) : parsed;
-    }
-    if (rule.action === 'firewall_sensitivity' && !rule.sensitivity) problems.push(`${at}.sensitivity: required for action firewall_sensitivity`);
-    return {
-      alertname: rule.alertname,
-      matchers: rule.matchers,
-      action: rule.action,
-      serverIdLabel: rule.server_id_label,
-      ipLabel: rule.ip_label,
-      firingState: String(rule.firing_state) as '0' | '1',
-      resolvedState: String(rule.resolved_state) as '0' | '1',
-      ...(rule.sensitivity ? { sensitivity: rule.sensitivity } : {}),
-      holdMs: holdMs ?? 0,
-      cooldownMs,
-      requireOwnedIp: rule.require_owned_ip,
-    };
+    const action = checks.value(`${at}.action`);
+    const known = typeof action === 'string' && (ACTIONS as readonly string[]).includes(action) ? (action as keyof typeof DEFAULT_COOLDOWN_MS) : undefined;
+    const hold = checks.text(`${at}.hold`);
+    const holdMs = hold === '0' || hold === '0s' ? 0 : checks.duration(`${at}.hold`, '5m');
+    let cooldownMs = known ? DEFAULT_COOLDOWN_MS[known] : 0;
+    const cooldown = checks.duration(`${at}.cooldown`, '30m');
+    // The API itself refuses a second firewall-state change within 2 minutes (contract §8).
+    if (cooldown !== undefined) cooldownMs = known === 'firewall_state' ? Math.max(cooldown, DEFAULT_COOLDOWN_MS.firewall_state) : cooldown;
+    if (known === 'firewall_sensitivity' && rule?.sensitivity === undefined) checks.problems.push(`${at}.sensitivity: required for action firewall_sensitivity`);
+    return { holdMs: holdMs ?? 0, cooldownMs };
   });
-  const journalRetentionMs = parseDuration(raw.journal_retention);
-  if (journalRetentionMs === undefined) problems.push(`remediation.journal_retention: must be a duration such as "30d" (got ${JSON.stringify(raw.journal_retention)})`);
-  return { dryRun: raw.dry_run, journalRetentionMs: journalRetentionMs ?? 0, budgetPerHour: raw.budget_per_hour, bearerTokens, basicAuthUsers, rules };
 }
 
 /** Parses YAML text; a syntax error becomes a ConfigError naming the line. */
-export function parseConfigText(text: string, env: ConfigEnv = {}, readFile?: (path: string) => string): Config {
+export function parseConfigText(text: string, env: ConfigEnv = {}, readFile?: ReadFile): Config {
   let raw: unknown;
   try {
     raw = parseYaml(text);
@@ -220,51 +278,7 @@ export function loadConfig(path: string, env: ConfigEnv = process.env): Config {
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    throw new ConfigError([`(file): cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`]);
+    throw new ConfigError([`(file): cannot read ${path} (${errno(error)})`]);
   }
   return parseConfigText(text, env);
-}
-
-/** The file's shape after Ajv filled in defaults. */
-interface FileShape {
-  upstream: {
-    base_url?: string;
-    api_key?: string;
-    api_key_file?: string;
-    ca_file?: string;
-    timeout: string;
-    concurrency: number;
-    retries: number;
-    max_response_bytes: number;
-  };
-  web: {
-    listen_address: string;
-    tls?: { cert_file: string; key_file: string };
-    auth: { bearer_token_files: string[]; basic_auth_users: Record<string, string> };
-  };
-  state_dir: string;
-  log_level: string;
-  schedules: Config['schedules'];
-  graphs: { types: Config['graphs']['types']; scales: Config['graphs']['scales']; max_width: number };
-  services: { colocation_ids: string[]; transit_ids: string[] };
-  firewall: { max_ips_per_service: number; ip_retention: string };
-  remediation: {
-    dry_run: boolean;
-    journal_retention: string;
-    budget_per_hour: number;
-    auth: { bearer_token_files: string[]; basic_auth_users: Record<string, string> };
-    rules: Array<{
-      alertname: string;
-      matchers: Record<string, string>;
-      action: ActionName;
-      server_id_label: string;
-      ip_label: string;
-      firing_state: string | number;
-      resolved_state: string | number;
-      sensitivity?: 'low' | 'medium' | 'normal' | 'high';
-      hold: string;
-      cooldown?: string;
-      require_owned_ip: boolean;
-    }>;
-  };
 }

@@ -1,9 +1,16 @@
 /**
- * The configuration: its file shape (JSON Schema, with defaults), the normalized `Config` the rest of the
- * code receives, and the checks JSON Schema cannot express (cron expressions, durations, URLs).
- * One source of truth: every key, its default and unit is here; docs/configuration in the README mirrors it.
+ * The configuration, defined once: the YAML file's schema with every key's default, unit and description
+ * (TypeBox, i.e. JSON Schema), the file's type derived from it (`ConfigFile`), and the normalized `Config`
+ * the loader builds from it (durations in ms, secrets read from their files). The README's configuration
+ * table is generated from this schema (config/reference.ts) and a test fails when it drifts.
+ *
+ * A key with a default is listed as required: Ajv fills defaults before it checks `required`, so it is never
+ * missing, and the derived type says the value is always there.
  */
-import { GRAPH_SCALES, GRAPH_TYPES, type GraphScale, type GraphType } from '../upstream/params.js';
+import ms from 'ms';
+import { Type, type Static } from 'typebox';
+import { oneOf, stringMap, strictObject as strict } from '../json-schema.js';
+import { GRAPH_SCALES, GRAPH_TYPES, SENSITIVITIES } from '../upstream/params.js';
 
 /** Default schedules (node-cron, six fields: seconds first). */
 export const DEFAULT_SCHEDULES = {
@@ -21,127 +28,11 @@ export const JOB_NAMES = Object.keys(DEFAULT_SCHEDULES) as JobName[];
 export const ACTIONS = ['powercycle', 'poweron', 'poweroff', 'firewall_state', 'firewall_sensitivity'] as const;
 export type ActionName = (typeof ACTIONS)[number];
 
-/** Credentials as Alertmanager's http_config and Prometheus's scrape config send them (web.auth, remediation.auth). */
-const credentialsSchema = {
-  type: 'object',
-  additionalProperties: false,
-  default: {},
-  properties: {
-    bearer_token_files: { type: 'array', items: { type: 'string', minLength: 1 }, default: [] },
-    basic_auth_users: { type: 'object', additionalProperties: { type: 'string' }, default: {} },
-  },
-} as const;
-
-/** JSON Schema of the YAML file. Unknown keys are errors; defaults are filled in by Ajv. */
-export const configFileSchema = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    upstream: {
-      type: 'object',
-      additionalProperties: false,
-      default: {},
-      properties: {
-        base_url: { type: 'string', minLength: 1 },
-        api_key: { type: 'string', minLength: 1 },
-        api_key_file: { type: 'string', minLength: 1 },
-        ca_file: { type: 'string', minLength: 1 },
-        timeout: { type: 'string', default: '10s' },
-        concurrency: { type: 'integer', minimum: 1, maximum: 256, default: 16 },
-        retries: { type: 'integer', minimum: 0, maximum: 10, default: 2 },
-        max_response_bytes: { type: 'integer', minimum: 1024, maximum: 1073741824, default: 33554432 },
-      },
-    },
-    web: {
-      type: 'object',
-      additionalProperties: false,
-      default: {},
-      properties: {
-        listen_address: { type: 'string', default: '0.0.0.0:9877' },
-        tls: {
-          type: 'object',
-          additionalProperties: false,
-          required: ['cert_file', 'key_file'],
-          properties: { cert_file: { type: 'string', minLength: 1 }, key_file: { type: 'string', minLength: 1 } },
-        },
-        auth: credentialsSchema,
-      },
-    },
-    state_dir: { type: 'string', minLength: 1, default: './data' },
-    log_level: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
-    schedules: {
-      type: 'object',
-      additionalProperties: false,
-      default: {},
-      properties: Object.fromEntries(
-        Object.entries(DEFAULT_SCHEDULES).map(([job, cron]) => [job, { type: 'string', default: cron }]),
-      ),
-    },
-    graphs: {
-      type: 'object',
-      additionalProperties: false,
-      default: {},
-      properties: {
-        types: { type: 'array', items: { enum: [...GRAPH_TYPES] }, uniqueItems: true, default: ['port_bits'] },
-        scales: { type: 'array', items: { enum: [...GRAPH_SCALES] }, uniqueItems: true, default: ['day'] },
-        max_width: { type: 'integer', minimum: 16, maximum: 4096, default: 2000 },
-      },
-    },
-    services: {
-      type: 'object',
-      additionalProperties: false,
-      default: {},
-      properties: {
-        colocation_ids: { type: 'array', items: { type: 'string', minLength: 1 }, uniqueItems: true, default: [] },
-        transit_ids: { type: 'array', items: { type: 'string', minLength: 1 }, uniqueItems: true, default: [] },
-      },
-    },
-    firewall: {
-      type: 'object',
-      additionalProperties: false,
-      default: {},
-      properties: {
-        max_ips_per_service: { type: 'integer', minimum: 1, maximum: 65536, default: 1024 },
-        ip_retention: { type: 'string', default: '24h' },
-      },
-    },
-    remediation: {
-      type: 'object',
-      additionalProperties: false,
-      default: {},
-      properties: {
-        dry_run: { type: 'boolean', default: true },
-        journal_retention: { type: 'string', default: '30d' },
-        budget_per_hour: { type: 'integer', minimum: 0, maximum: 10000, default: 10 },
-        auth: credentialsSchema,
-        rules: {
-          type: 'array',
-          default: [],
-          items: {
-            type: 'object',
-            additionalProperties: false,
-            required: ['alertname', 'action'],
-            properties: {
-              alertname: { type: 'string', minLength: 1 },
-              matchers: { type: 'object', additionalProperties: { type: 'string' }, default: {} },
-              action: { enum: [...ACTIONS] },
-              server_id_label: { type: 'string', minLength: 1, default: 'server_id' },
-              ip_label: { type: 'string', minLength: 1, default: 'ip' },
-              firing_state: { enum: ['0', '1', 0, 1], default: '1' },
-              resolved_state: { enum: ['0', '1', 0, 1], default: '0' },
-              sensitivity: { enum: ['low', 'medium', 'normal', 'high'] },
-              hold: { type: 'string', default: '0s' },
-              cooldown: { type: 'string' },
-              require_owned_ip: { type: 'boolean', default: true },
-            },
-          },
-        },
-      },
-    },
-  },
-} as const;
-
-/** Default cooldown per action, in ms: power 30 minutes; firewall state the API's 2 minutes (contract §8). */
+/**
+ * Default cooldown per action, in ms: power 30 minutes; firewall state and sensitivity the API's 2 minutes
+ * (contract §8). A rule's `cooldown` replaces it (never below 2 minutes for firewall state); operator calls
+ * always use it. It depends on the action, so the schema's `cooldown` key names it in its description.
+ */
 export const DEFAULT_COOLDOWN_MS: Record<ActionName, number> = {
   powercycle: 30 * 60_000,
   poweron: 30 * 60_000,
@@ -150,18 +41,140 @@ export const DEFAULT_COOLDOWN_MS: Record<ActionName, number> = {
   firewall_sensitivity: 2 * 60_000,
 };
 
+const path = (description: string) => Type.String({ minLength: 1, description });
+const STATES = ['0', '1', 0, 1] as const;
+
+/** Credentials as Alertmanager's http_config and Prometheus's scrape config send them (web.auth, remediation.auth). */
+const credentials = (what: string) =>
+  strict(
+    {
+      bearer_token_files: Type.Array(Type.String({ minLength: 1 }), {
+        default: [],
+        description: `files each holding one bearer token (at least 16 characters) accepted for ${what}`,
+      }),
+      basic_auth_users: stringMap({ default: {}, description: `user → bcrypt hash (\`$2b$…\`, never a password) accepted for ${what}` }),
+    },
+    { default: {} },
+  );
+
+/** One remediation rule of the file. */
+export const ruleSchema = strict({
+  alertname: Type.String({ minLength: 1, description: 'the alert this rule acts on' }),
+  matchers: stringMap({ default: {}, description: 'extra label equalities the alert must have' }),
+  action: oneOf(ACTIONS, { description: `what to do: ${ACTIONS.join(', ')}` }),
+  server_id_label: Type.String({ minLength: 1, default: 'server_id', description: 'label carrying the server id' }),
+  ip_label: Type.String({ minLength: 1, default: 'ip', description: 'label carrying the IP (firewall actions)' }),
+  firing_state: oneOf(STATES, { default: '1', description: 'firewall state set on firing (1 = Always On)' }),
+  resolved_state: oneOf(STATES, { default: '0', description: 'firewall state set on resolved (0 = Redirect On Attack)' }),
+  sensitivity: Type.Optional(oneOf(SENSITIVITIES, { description: `sensitivity set on firing, required for firewall_sensitivity: ${SENSITIVITIES.join(', ')}` })),
+  hold: Type.String({ default: '0s', description: 'duration to wait after resolved before switching back' }),
+  cooldown: Type.Optional(
+    Type.String({
+      description: `duration between two executions on one target; default ${ms(DEFAULT_COOLDOWN_MS.powercycle)} for power actions, ${ms(DEFAULT_COOLDOWN_MS.firewall_state)} (the API minimum) for firewall actions`,
+    }),
+  ),
+  require_owned_ip: Type.Boolean({ default: true, description: 'the IP must belong to the server (its record or its firewall history)' }),
+});
+
+/** JSON Schema of the YAML file. Unknown keys are errors; defaults are filled in by Ajv. */
+export const configFileSchema = strict({
+  upstream: strict(
+    {
+      base_url: Type.Optional(path('API address without `/api/v1`; required (or env `BAREMETAL_API_URL`); `http://` only to a loopback host')),
+      api_key: Type.Optional(path('the secret key in the file itself (discouraged); env `BAREMETAL_API_KEY` wins')),
+      api_key_file: Type.Optional(path('a file holding the secret key (preferred); env `BAREMETAL_API_KEY` wins')),
+      ca_file: Type.Optional(path('extra PEM CA certificates trusted besides the system ones')),
+      timeout: Type.String({ default: '10s', description: 'total deadline of one attempt, headers and body together (`250ms`, `10s`, `1m`)' }),
+      concurrency: Type.Integer({ minimum: 1, maximum: 256, default: 16, description: 'upstream requests in flight at once, all jobs together' }),
+      retries: Type.Integer({ minimum: 0, maximum: 10, default: 2, description: 'retries of a failed read, with exponential backoff and jitter; writes are never retried' }),
+      max_response_bytes: Type.Integer({
+        minimum: 1024,
+        maximum: 1073741824,
+        default: 33554432,
+        description: 'largest reply body read, in bytes (32 MiB); a larger one is aborted while streaming (outcome `too_large`)',
+      }),
+    },
+    { default: {} },
+  ),
+  web: strict(
+    {
+      listen_address: Type.String({ default: '0.0.0.0:9877', description: '`host:port` of `/metrics`, `/graphs` and the status page' }),
+      tls: Type.Optional(
+        strict({
+          cert_file: path('PEM certificate of the daemon\'s own port; reloaded on change and SIGHUP'),
+          key_file: path('PEM key of the daemon\'s own port; reloaded on change and SIGHUP'),
+        }),
+      ),
+      auth: credentials('`/`, `/metrics` and `/graphs` (none: open)'),
+    },
+    { default: {} },
+  ),
+  state_dir: Type.String({ minLength: 1, default: './data', description: 'graph images and the remediation journal are kept under it across restarts' }),
+  log_level: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { default: 'info', description: 'pino level' }),
+  schedules: strict(
+    {
+      servers: Type.String({ default: DEFAULT_SCHEDULES.servers, description: 'cron (seconds field allowed) of the server-list poll' }),
+      firewall: Type.String({ default: DEFAULT_SCHEDULES.firewall, description: 'cron of the hour-scale firewall history of every server, colocation and transit service' }),
+      graphs: Type.String({ default: DEFAULT_SCHEDULES.graphs, description: 'cron of the graph images of every server' }),
+      catalog: Type.String({ default: DEFAULT_SCHEDULES.catalog, description: 'cron of the OS list and locations' }),
+    },
+    { default: {} },
+  ),
+  graphs: strict(
+    {
+      types: Type.Array(oneOf(GRAPH_TYPES), { uniqueItems: true, default: ['port_bits'], description: `graph types polled, of ${GRAPH_TYPES.join(', ')}` }),
+      scales: Type.Array(oneOf(GRAPH_SCALES), { uniqueItems: true, default: ['day'], description: `graph scales polled, of ${GRAPH_SCALES.join(', ')}` }),
+      max_width: Type.Integer({ minimum: 16, maximum: 4096, default: 2000, description: 'largest `?width=` of a graph, in pixels' }),
+    },
+    { default: {} },
+  ),
+  services: strict(
+    {
+      colocation_ids: Type.Array(Type.String({ minLength: 1 }), { uniqueItems: true, default: [], description: 'colocation services whose firewall history is polled' }),
+      transit_ids: Type.Array(Type.String({ minLength: 1 }), { uniqueItems: true, default: [], description: 'transit services whose firewall history is polled' }),
+    },
+    { default: {} },
+  ),
+  firewall: strict(
+    {
+      max_ips_per_service: Type.Integer({
+        minimum: 1,
+        maximum: 65536,
+        default: 1024,
+        description: 'IP series per service at most; events of further IPs count for the service but make no series',
+      }),
+      ip_retention: Type.String({ default: '24h', description: 'duration after which a colocation or transit IP with no events loses its series' }),
+    },
+    { default: {} },
+  ),
+  remediation: strict(
+    {
+      dry_run: Type.Boolean({ default: true, description: 'decide and journal, never call the API' }),
+      journal_retention: Type.String({ default: '30d', description: 'duration after which journal rows are pruned, in small batches' }),
+      budget_per_hour: Type.Integer({ minimum: 0, maximum: 10000, default: 10, description: 'upstream calls per rolling hour, all actions together' }),
+      auth: credentials('the remediation endpoints (none: they answer 403)'),
+      rules: Type.Array(ruleSchema, { default: [], description: 'alerts → actions; see Remediation' }),
+    },
+    { default: {} },
+  ),
+});
+
+/** The file after Ajv filled in the defaults. */
+export type ConfigFile = Static<typeof configFileSchema>;
+type RuleFile = Static<typeof ruleSchema>;
+
 /** One remediation rule, normalized. */
 export interface RemediationRule {
   alertname: string;
   /** extra label equality matchers */
-  matchers: Record<string, string>;
+  matchers: RuleFile['matchers'];
   action: ActionName;
   serverIdLabel: string;
   ipLabel: string;
   firingState: '0' | '1';
   resolvedState: '0' | '1';
   /** sensitivity set on firing, for `firewall_sensitivity` rules */
-  sensitivity?: 'low' | 'medium' | 'normal' | 'high';
+  sensitivity?: NonNullable<RuleFile['sensitivity']>;
   /** delay before the resolved state is applied, ms */
   holdMs: number;
   /** minimum time between two executions on one target, ms */
@@ -170,57 +183,46 @@ export interface RemediationRule {
   requireOwnedIp: boolean;
 }
 
-/** The validated, normalized configuration handed to `main.ts`'s dependencies. */
+/**
+ * The validated, normalized configuration handed to `main.ts`'s dependencies: what the file says (see the
+ * schema's descriptions) with durations in ms, the listen address split, and secrets read from their files.
+ */
 export interface Config {
   upstream: {
-    /** base address of the API, without `/api/v1` */
     baseUrl: string;
     /** the secret key (per the API contract, §5); never logged */
     apiKey: string;
-    /** extra PEM CA bundle for a provider behind a private CA */
     caFile?: string;
-    /** connect, headers and body timeout, each, in milliseconds */
     timeoutMs: number;
-    /** upstream requests in flight at once, across all jobs */
-    concurrency: number;
-    /** retries of a failed read (writes are never retried) */
-    retries: number;
-    /** largest reply body accepted, in bytes; a larger one is aborted (outcome `too_large`) */
-    maxResponseBytes: number;
+    concurrency: ConfigFile['upstream']['concurrency'];
+    retries: ConfigFile['upstream']['retries'];
+    maxResponseBytes: ConfigFile['upstream']['max_response_bytes'];
     /** where the key came from: `env`, `file` (api_key_file) or `yaml` (discouraged) */
     apiKeySource: 'env' | 'file' | 'yaml';
   };
   web: {
     host: string;
     port: number;
-    /** serve HTTPS with these PEM files (reloaded on change and on SIGHUP) */
     tls?: { certFile: string; keyFile: string };
     /** credentials for /metrics, /graphs and the status page; none configured = open */
-    auth: { bearerTokens: string[]; basicAuthUsers: Record<string, string> };
+    auth: Credentials;
   };
-  /** directory for graph images (and later the journal) */
   stateDir: string;
-  logLevel: string;
+  logLevel: ConfigFile['log_level'];
   schedules: Record<JobName, string>;
-  graphs: { types: GraphType[]; scales: GraphScale[]; maxWidth: number };
+  graphs: { types: ConfigFile['graphs']['types']; scales: ConfigFile['graphs']['scales']; maxWidth: number };
   services: { colocationIds: string[]; transitIds: string[] };
-  firewall: {
-    /** IP series per service at most; events of further IPs count for the service but create no series */
-    maxIpsPerService: number;
-    /** a colocation or transit IP with no events for this long loses its series, ms */
-    ipRetentionMs: number;
-  };
-  remediation: {
-    /** decide and journal, never call the API (default true) */
+  firewall: { maxIpsPerService: number; ipRetentionMs: number };
+  remediation: Credentials & {
     dryRun: boolean;
-    /** journal rows older than this are pruned, ms */
     journalRetentionMs: number;
-    /** actions sent upstream per rolling hour, all kinds together */
     budgetPerHour: number;
-    /** bearer tokens read from `bearer_token_files`; never logged */
-    bearerTokens: string[];
-    /** user → bcrypt hash */
-    basicAuthUsers: Record<string, string>;
     rules: RemediationRule[];
   };
+}
+
+/** A credentials block with its token files read: bearer tokens (never logged) and user → bcrypt hash. */
+export interface Credentials {
+  bearerTokens: string[];
+  basicAuthUsers: Record<string, string>;
 }

@@ -24,7 +24,7 @@ interface Job extends CompareRequest {
 
 interface Slot {
   worker: Worker;
-  job?: Job;
+  job?: Job | undefined;
 }
 
 /** Where the worker's code is: beside this module, as `.ts` under vitest and as `.js` once compiled. */

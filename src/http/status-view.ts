@@ -2,12 +2,12 @@
 import type { GraphStore } from '../graphs/store.js';
 import type { Journal } from '../journal/journal.js';
 import type { Metrics } from '../metrics/definitions.js';
-import type { Poller } from '../scheduler/jobs.js';
+import type { PollJobs } from '../scheduler/jobs.js';
 import type { StatusView } from './routes/status-page.js';
 
 export interface StatusSources {
   version: string;
-  poller: Poller;
+  poller: PollJobs;
   graphStore: GraphStore;
   journal: Journal;
   metrics: Metrics;

@@ -1,99 +1,23 @@
 /**
  * The remediation journal: SQLite through Node's built-in `node:sqlite`, WAL mode, in `<state_dir>/journal.db`.
+ * The queries live here; the row shapes in rows.ts, opening and migrations in open.ts.
  * Every action request is written before its upstream call and completed after it; deliveries already
  * acted on (idempotency keys) and the desired firewall state per IP live here too, so all of it
  * survives restarts. Every method is synchronous: a check and the write it guards cannot interleave
  * with another request.
  */
-import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
+import type { DatabaseSync } from 'node:sqlite';
 import { JournalError } from '../errors.js';
+import type { Decision } from '../remediation/decisions.js';
+import { toDesired, toEntry, type DesiredFirewall, type Delivery, type JournalEntry, type NewEntry, type Row } from './rows.js';
 import { openDatabase } from './open.js';
 
-/** Decisions, as journaled and counted in `baremetal_action_requests_total{decision}`. */
-export const DECISIONS = ['executed', 'dry_run', 'denied_unknown_target', 'denied_budget', 'cooldown', 'duplicate', 'deferred', 'failed', 'unknown'] as const;
-export type Decision = (typeof DECISIONS)[number];
-
-/** A journal row. Times are Unix milliseconds. `decision` is `executing` while the upstream call runs. */
-export interface JournalEntry {
-  id: number;
-  createdAt: number;
-  completedAt: number | null;
-  /** `alert` (Alertmanager), `operator` (action endpoint or console download), `pending` (a deferred firewall change applied) or `cli` (`api` command) */
-  source: 'alert' | 'operator' | 'pending' | 'cli';
-  action: string;
-  serverId: string;
-  ip: string | null;
-  /** firewall state or sensitivity asked for */
-  value: string | null;
-  alertname: string | null;
-  fingerprint: string | null;
-  startsAt: string | null;
-  decision: Decision | 'executing';
-  /** `success` or the upstream error code */
-  upstreamOutcome: string | null;
-  message: string | null;
-}
-
-export type NewEntry = Omit<JournalEntry, 'id' | 'completedAt' | 'upstreamOutcome' | 'message'> & { message?: string | null };
-
-/** The desired firewall state of one IP, with what was last applied. */
-export interface DesiredFirewall {
-  serverId: string;
-  ip: string;
-  desiredState: '0' | '1';
-  /** ms; the change may be applied from then on (hold, 2-minute window) */
-  dueAt: number;
-  pending: boolean;
-  attempts: number;
-  appliedState: '0' | '1' | null;
-  appliedAt: number | null;
-  /** minimum time between two applied changes, ms */
-  cooldownMs: number;
-}
 
 /**
  * Decisions that mean an upstream call was made or may have been (they count against the budget and the
  * cooldown): a `failed` or `unknown` power cycle may still have cycled the server.
  */
 const SENT = "('executing', 'executed', 'failed', 'unknown')";
-
-/** A claimed delivery key: the row that acted on it and a digest of the request that claimed it. */
-export interface Delivery {
-  actionId: number;
-  /** null for keys claimed before digests were stored */
-  digest: string | null;
-}
-
-type Row = Record<string, SQLInputValue>;
-
-const toEntry = (r: Row): JournalEntry => ({
-  id: Number(r.id),
-  createdAt: Number(r.created_at),
-  completedAt: r.completed_at === null ? null : Number(r.completed_at),
-  source: r.source as JournalEntry['source'],
-  action: String(r.action),
-  serverId: String(r.server_id),
-  ip: r.ip as string | null,
-  value: r.value as string | null,
-  alertname: r.alertname as string | null,
-  fingerprint: r.fingerprint as string | null,
-  startsAt: r.starts_at as string | null,
-  decision: r.decision as JournalEntry['decision'],
-  upstreamOutcome: r.upstream_outcome as string | null,
-  message: r.message as string | null,
-});
-
-const toDesired = (r: Row): DesiredFirewall => ({
-  serverId: String(r.server_id),
-  ip: String(r.ip),
-  desiredState: r.desired_state as '0' | '1',
-  dueAt: Number(r.due_at),
-  pending: Number(r.pending) === 1,
-  attempts: Number(r.attempts),
-  appliedState: r.applied_state as '0' | '1' | null,
-  appliedAt: r.applied_at === null ? null : Number(r.applied_at),
-  cooldownMs: Number(r.cooldown_ms),
-});
 
 export class Journal {
   readonly #db: DatabaseSync | undefined;
@@ -189,7 +113,7 @@ export class Journal {
 
   /** The claim of `key`, if any; `seenAt` (ms) marks it as seen again, which keeps it from being pruned. */
   delivery(key: string, seenAt?: number): Delivery | undefined {
-    const row = this.#guard((db) => db.prepare('SELECT action_id, request_digest FROM deliveries WHERE key = ?').get(key) as Row | undefined);
+    const row = this.#access((db) => db.prepare('SELECT action_id, request_digest FROM deliveries WHERE key = ?').get(key) as Row | undefined);
     if (!row) return undefined;
     if (seenAt !== undefined) this.#write((db) => db.prepare('UPDATE deliveries SET seen_at = ? WHERE key = ?').run(seenAt, key));
     return { actionId: Number(row.action_id), digest: row.request_digest as string | null };
@@ -197,12 +121,12 @@ export class Journal {
 
   /** Upstream calls made since `since` (ms), all actions together: the budget's use. */
   sentSince(since: number): number {
-    return this.#guard((db) => Number((db.prepare(`SELECT count(*) AS n FROM actions WHERE created_at >= ? AND decision IN ${SENT}`).get(since) as Row).n));
+    return this.#access((db) => Number((db.prepare(`SELECT count(*) AS n FROM actions WHERE created_at >= ? AND decision IN ${SENT}`).get(since) as Row).n));
   }
 
   /** Time (ms) of the last upstream call of `action` on the target, if any. */
   lastSent(action: string, serverId: string, ip: string | null): number | undefined {
-    const row = this.#guard(
+    const row = this.#access(
       (db) =>
         db
           .prepare(`SELECT max(created_at) AS at FROM actions WHERE action = ? AND server_id = ? AND ip IS ? AND decision IN ${SENT}`)
@@ -212,13 +136,13 @@ export class Journal {
   }
 
   get(id: number): JournalEntry | undefined {
-    const row = this.#guard((db) => db.prepare('SELECT * FROM actions WHERE id = ?').get(id) as Row | undefined);
+    const row = this.#access((db) => db.prepare('SELECT * FROM actions WHERE id = ?').get(id) as Row | undefined);
     return row ? toEntry(row) : undefined;
   }
 
   /** Newest first, optionally for one server and/or action; `limit` rows at most. */
   list(filter: { serverId?: string; action?: string; limit: number }): JournalEntry[] {
-    return this.#guard((db) =>
+    return this.#access((db) =>
       (
         db
           .prepare('SELECT * FROM actions WHERE (? IS NULL OR server_id = ?) AND (? IS NULL OR action = ?) ORDER BY id DESC LIMIT ?')
@@ -245,7 +169,7 @@ export class Journal {
 
   /** Rows per action and decision (rows still `executing` left out), to rebuild counters at start. */
   decisionCounts(): Array<{ action: string; decision: Decision; count: number }> {
-    return this.#guard((db) =>
+    return this.#access((db) =>
       (db.prepare("SELECT action, decision, count(*) AS n FROM actions WHERE decision != 'executing' GROUP BY action, decision").all() as Row[]).map((r) => ({
         action: String(r.action),
         decision: r.decision as Decision,
@@ -256,7 +180,7 @@ export class Journal {
 
   /** Time (ms) of the latest `failed` and `unknown` row per action. */
   lastFailures(): Array<{ action: string; decision: 'failed' | 'unknown'; at: number }> {
-    return this.#guard((db) =>
+    return this.#access((db) =>
       (
         db.prepare("SELECT action, decision, max(coalesce(completed_at, created_at)) AS at FROM actions WHERE decision IN ('failed', 'unknown') GROUP BY action, decision").all() as Row[]
       ).map((r) => ({ action: String(r.action), decision: r.decision as 'failed' | 'unknown', at: Number(r.at) })),
@@ -284,22 +208,22 @@ export class Journal {
   }
 
   desired(serverId: string, ip: string): DesiredFirewall | undefined {
-    const row = this.#guard((db) => db.prepare('SELECT * FROM firewall_desired WHERE server_id = ? AND ip = ?').get(serverId, ip) as Row | undefined);
+    const row = this.#access((db) => db.prepare('SELECT * FROM firewall_desired WHERE server_id = ? AND ip = ?').get(serverId, ip) as Row | undefined);
     return row ? toDesired(row) : undefined;
   }
 
   /** Every IP with a desired state (for the desired-state gauge after a restart). */
   allDesired(): DesiredFirewall[] {
-    return this.#guard((db) => (db.prepare('SELECT * FROM firewall_desired').all() as Row[]).map(toDesired));
+    return this.#access((db) => (db.prepare('SELECT * FROM firewall_desired').all() as Row[]).map(toDesired));
   }
 
   /** Pending changes due at or before `at`, oldest due first. */
   dueDesired(at: number): DesiredFirewall[] {
-    return this.#guard((db) => (db.prepare('SELECT * FROM firewall_desired WHERE pending = 1 AND due_at <= ? ORDER BY due_at').all(at) as Row[]).map(toDesired));
+    return this.#access((db) => (db.prepare('SELECT * FROM firewall_desired WHERE pending = 1 AND due_at <= ? ORDER BY due_at').all(at) as Row[]).map(toDesired));
   }
 
   pendingCount(): number {
-    return this.#guard((db) => Number((db.prepare('SELECT count(*) AS n FROM firewall_desired WHERE pending = 1').get() as Row).n));
+    return this.#access((db) => Number((db.prepare('SELECT count(*) AS n FROM firewall_desired WHERE pending = 1').get() as Row).n));
   }
 
   saveDesired(d: DesiredFirewall): void {
@@ -356,7 +280,8 @@ export class Journal {
     return this.#db;
   }
 
-  #guard<T>(fn: (db: DatabaseSync) => T): T {
+  /** Runs `fn` on the open database; any failure becomes a JournalError. */
+  #access<T>(fn: (db: DatabaseSync) => T): T {
     const db = this.#open();
     try {
       return fn(db);
@@ -369,7 +294,7 @@ export class Journal {
   /** A write: its failure (disk full, read-only file) makes the journal unhealthy until a write succeeds. */
   #write<T>(fn: (db: DatabaseSync) => T): T {
     try {
-      const result = this.#guard(fn);
+      const result = this.#access(fn);
       this.#writeFailure = undefined;
       return result;
     } catch (error) {

@@ -3,6 +3,7 @@
  * in (tests use a fresh one each time). The README's metrics table mirrors this file.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
+import { DECISIONS } from '../remediation/decisions.js';
 
 /** Appended to the help of polled values: a scrape never calls the API (see metrics/exposition.ts). */
 export const CACHED = 'Cached: as of the last poll; the exposition is re-rendered after each poll and at most 15s old.';
@@ -141,7 +142,7 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
     }),
     actionRequests: new Counter({
       name: 'baremetal_action_requests_total',
-      help: `Remediation requests (alerts and operator calls) by action and decision: executed, dry_run, denied_unknown_target, denied_budget, cooldown, duplicate, deferred, failed, unknown (the API may have acted: timeout, connection lost or crash mid-call). Rebuilt from the journal at start. ${CACHED}`,
+      help: `Remediation requests (alerts and operator calls) by action and decision: ${DECISIONS.join(', ')} (the API may have acted: timeout, connection lost or crash mid-call). Rebuilt from the journal at start. ${CACHED}`,
       labelNames: ['action', 'decision'] as const,
       registers,
     }),
@@ -175,8 +176,8 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
     }),
     alertsReceived: new Counter({
       name: 'baremetal_alerts_received_total',
-      help: `Alerts received by the Alertmanager webhook receiver, by status (firing, resolved) and whether a remediation rule matched (matched, unmatched). ${CACHED}`,
-      labelNames: ['status', 'rule'] as const,
+      help: `Alerts received by the Alertmanager webhook receiver, by status (firing, resolved) and matched (true when a remediation rule matched the alert, else false). ${CACHED}`,
+      labelNames: ['status', 'matched'] as const,
       registers,
     }),
     renderedAt: new Gauge({

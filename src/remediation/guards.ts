@@ -1,11 +1,12 @@
 /**
  * The guards a remediation request passes before any upstream call, in the order the engine applies
- * them. Each returns the denial (decision and message for the journal) or undefined to let it through.
+ * them (see engine.ts: delivery, target, then — for actions other than firewall state — cooldown, dry run, budget). Each returns the denial (decision and message for the journal) or undefined to let it through.
  * The engine runs them and the claim of the delivery key inside one journal transaction.
  */
 import { IdempotencyMismatchError } from '../errors.js';
-import type { Decision, Journal } from '../journal/journal.js';
-import type { ActionRequest, TargetDirectory } from './engine.js';
+import type { Journal } from '../journal/journal.js';
+import type { Decision } from './decisions.js';
+import type { ActionRequest, TargetDirectory } from './types.js';
 
 /** A request stopped by a guard. */
 export interface Denial {

@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import type { Journal } from '../journal/journal.js';
 import type { Metrics } from '../metrics/definitions.js';
-import type { TargetDirectory } from './engine.js';
+import type { TargetDirectory } from './types.js';
 
 /** Desired state of a server missing from the server list this long is retired, ms. */
 export const RETIRE_AFTER_MS = 24 * 3_600_000;
@@ -31,12 +31,12 @@ export interface HousekeepingDeps {
 }
 
 export class Housekeeping {
-  readonly #d: HousekeepingDeps;
+  readonly #deps: HousekeepingDeps;
   #retiredAt = -Infinity;
   #prunedAt = -Infinity;
 
   constructor(deps: HousekeepingDeps) {
-    this.#d = deps;
+    this.#deps = deps;
   }
 
   /** Runs what is due at `now` (ms). */
@@ -53,7 +53,7 @@ export class Housekeeping {
 
   /** Marks desired state of unlisted servers, and retires what has been missing for RETIRE_AFTER_MS. Returns the rows retired. */
   retire(now: number): number {
-    const { journal, metrics, logger, targets } = this.#d;
+    const { journal, metrics, logger, targets } = this.#deps;
     // Before the first server list every server would look gone.
     if (!targets.serversKnown) return 0;
     const retired = journal.retireMissing((id) => targets.hasServer(id), now, now - RETIRE_AFTER_MS);
@@ -64,7 +64,7 @@ export class Housekeeping {
 
   /** Deletes rows older than the retention, PRUNE_BATCH per statement. Returns the rows deleted. */
   async prune(now: number): Promise<number> {
-    const { journal, logger, config } = this.#d;
+    const { journal, logger, config } = this.#deps;
     const before = now - config.journalRetentionMs;
     let total = 0;
     for (;;) {

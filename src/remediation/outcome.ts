@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { InvalidParameterError, UpstreamError } from '../errors.js';
-import type { ActionRequest } from './engine.js';
+import type { ActionRequest } from './types.js';
 
 /**
  * `unknown` when the write may have reached the API and been acted on although no reply says so (a

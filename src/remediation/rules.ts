@@ -6,17 +6,8 @@
  */
 import type { RemediationRule } from '../config/schema.js';
 import { BadRequestError } from '../errors.js';
-import type { ActionRequest } from './engine.js';
-
-/** One alert of a webhook payload (Alertmanager webhook `version: "4"`). */
-export interface WebhookAlert {
-  status: 'firing' | 'resolved';
-  labels: Record<string, string>;
-  annotations: Record<string, string>;
-  startsAt: string;
-  endsAt: string;
-  fingerprint: string;
-}
+import type { ActionRequest } from './types.js';
+import type { WebhookAlert } from './webhook.js';
 
 export function matches(rule: RemediationRule, alert: WebhookAlert): boolean {
   return alert.labels.alertname === rule.alertname && Object.entries(rule.matchers).every(([k, v]) => alert.labels[k] === v);

@@ -1,6 +1,7 @@
 /**
- * The work of each poll job: fetch through the upstream modules, hand the data to the pure collectors,
- * keep the latest inventory. One failing server, service or image fails only itself.
+ * The work of each poll job: fetch through the upstream modules, hand the decoded data to the collectors
+ * (which update metrics and their series state, without I/O), keep the latest inventory. One failing
+ * server, service or image fails only itself.
  */
 import type { Logger } from 'pino';
 import { collectFirewallFailure, collectFirewallHistory, FirewallSeriesState, removeFirewallService, type ServiceRef } from '../collectors/firewall.js';
@@ -9,7 +10,7 @@ import type { Config, JobName } from '../config/schema.js';
 import { checkImage } from '../graphs/image.js';
 import type { GraphKey, GraphStore } from '../graphs/store.js';
 import type { Metrics } from '../metrics/definitions.js';
-import type { TargetDirectory } from '../remediation/engine.js';
+import type { TargetDirectory } from '../remediation/types.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { getGraph, listOperatingSystems, listServers } from '../upstream/dedicated.js';
 import { getFirewallHistory } from '../upstream/firewall.js';
@@ -17,7 +18,7 @@ import { listLocations } from '../upstream/reseller.js';
 import { abortable, PollJob, runDeadlineMs, type RunOutcome, type WorkResult } from './poll-job.js';
 import { schedulePeriodMs } from './scheduler.js';
 
-export interface PollerDeps {
+export interface PollJobsDeps {
   client: UpstreamClient;
   metrics: Metrics;
   logger: Logger;
@@ -62,17 +63,17 @@ export async function each<T>(
   return { items: items.length, failed, cancelled: cancelled + items.length - cursor };
 }
 
-/** Holds the latest inventory and builds the four poll jobs; answers the remediation guards' questions. */
-export class Poller implements TargetDirectory {
+/** The four poll jobs and the inventory they keep; answers the remediation guards' questions (TargetDirectory). */
+export class PollJobs implements TargetDirectory {
   inventory: Inventory = new Map();
   /** true once a server list has been read */
   serversKnown = false;
   readonly firewallState = new FirewallSeriesState();
   readonly jobs: Map<JobName, PollJob>;
-  readonly #deps: PollerDeps;
+  readonly #deps: PollJobsDeps;
   readonly #now: () => number;
 
-  constructor(deps: PollerDeps) {
+  constructor(deps: PollJobsDeps) {
     this.#deps = deps;
     this.#now = deps.now ?? Date.now;
     const work: Record<JobName, (signal: AbortSignal) => Promise<WorkResult>> = {

@@ -14,7 +14,6 @@ import { Agent, request, type Dispatcher } from 'undici';
 import {
   ApiError,
   HttpStatusError,
-  InsecureUrlError,
   InvalidReplyError,
   RateLimitedError,
   ResponseTooLargeError,
@@ -26,6 +25,7 @@ import {
   type UpstreamContext,
 } from '../errors.js';
 import { createScrubber, type Scrubber } from '../scrub.js';
+import { checkBaseUrl } from './base-url.js';
 
 /** How many characters of an unexpected body an error keeps. */
 export const EXCERPT_LENGTH = 200;
@@ -79,19 +79,6 @@ export interface UpstreamRequest {
   read: boolean;
   /** cancels the request (and its retries): a poll run's deadline, or shutdown */
   signal?: AbortSignal;
-}
-
-const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
-
-/**
- * Returns the normalized base URL (no trailing slash). Throws InsecureUrlError for http:// to a
- * non-loopback host and TypeError for something that is not an http(s) URL.
- */
-export function checkBaseUrl(baseUrl: string): string {
-  const url = new URL(baseUrl);
-  if (url.protocol === 'http:' && !LOOPBACK.test(url.hostname)) throw new InsecureUrlError(url.origin);
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new TypeError(`unsupported protocol ${url.protocol}`);
-  return url.href.replace(/\/+$/, '');
 }
 
 const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT']);

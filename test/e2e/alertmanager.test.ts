@@ -31,7 +31,33 @@ describe.skipIf(alertmanager.skip)('two unclustered Alertmanagers drive the webh
   const toBoth = (alerts: object[]) => Promise.all(managers.map((m) => post(m.url, alerts)));
   const stateCalls = (state: string) => sim.callsTo('/api/v1/dedicated/firewall/state', { ip: attackedIp, state });
   const journalFor = (alertname: string) => daemon.journal.list({ limit: 1000 }).filter((e) => e.alertname === alertname);
-  const settle = () => new Promise((r) => setTimeout(r, 2500));
+  /** Webhook notifications each Alertmanager has started, from its own `alertmanager_notifications_total`. */
+  const notifications = async () =>
+    Promise.all(
+      managers.map(async (m) => {
+        const text = await (await request(`${m.url}/metrics`)).body.text();
+        return text
+          .split('\n')
+          .filter((line) => line.startsWith('alertmanager_notifications_total{') && line.includes('integration="webhook"'))
+          .reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
+      }),
+    );
+  /**
+   * Waits, without a fixed sleep, until each Alertmanager has started `atLeast` more webhook notifications
+   * than `since`, and the receiver has journaled and finished every one of them (one row per delivery:
+   * one alert, one rule): whatever these deliveries were going to cause upstream has happened by then.
+   */
+  const settle = async (alertname: string, since: number[], rowsBefore: number, atLeast: number) => {
+    await eventually(`${atLeast} more notification(s) from each Alertmanager, all journaled`, async () => {
+      const now = await notifications();
+      const started = now.reduce((sum, n, i) => sum + n - since[i]!, 0);
+      const rows = journalFor(alertname);
+      const done = now.every((n, i) => n - since[i]! >= atLeast) && rows.length - rowsBefore >= started && rows.every((e) => e.decision !== 'executing');
+      return done ? true : undefined;
+    });
+    // A firewall change due now is applied by the next tick: run one to its end before asserting.
+    await daemon.engine.tick();
+  };
 
   beforeAll(async () => {
     const dir = tempDir('bmx-am-', 'all');
@@ -78,19 +104,24 @@ describe.skipIf(alertmanager.skip)('two unclustered Alertmanagers drive the webh
   it('switches the attacked IP to Always On once, and back once after the hold and the window', async () => {
     const startsAt = new Date().toISOString();
     const labels = { alertname: 'BaremetalIpUnderAttack', severity: 'critical', server_id: '100003', ip: attackedIp };
+    let since = await notifications();
     await toBoth([{ labels, annotations: { summary: 'attack' }, startsAt }]);
-    await eventually('the firing notifications of both Alertmanagers', async () => (journalFor('BaremetalIpUnderAttack').length >= 2 ? true : undefined));
-    await settle();
+    // The first delivery and one repeat (repeat_interval 2s) of each Alertmanager.
+    await settle('BaremetalIpUnderAttack', since, 0, 2);
     expect(stateCalls('1')).toHaveLength(1);
     expect(journalFor('BaremetalIpUnderAttack').filter((e) => e.decision === 'executed')).toHaveLength(1);
 
+    since = await notifications();
+    const rowsBefore = journalFor('BaremetalIpUnderAttack').length;
     await toBoth([{ labels, annotations: { summary: 'attack' }, startsAt, endsAt: new Date().toISOString() }]);
     await eventually('the resolved notifications', async () => (journalFor('BaremetalIpUnderAttack').some((e) => e.decision === 'deferred' && e.value === '0') ? true : undefined));
-    await settle();
+    await settle('BaremetalIpUnderAttack', since, rowsBefore, 1);
     expect(stateCalls('0')).toHaveLength(0);
     offset += 2 * 60_000 + 10_000;
     await eventually('the resolved state to be applied', async () => (stateCalls('0').length > 0 ? true : undefined));
-    await settle();
+    // The ticker applied it; one more whole tick shows nothing else was pending.
+    await daemon.engine.tick();
+    await daemon.engine.tick();
     expect(stateCalls('0')).toHaveLength(1);
     expect(stateCalls('1')).toHaveLength(1);
     expect(sim.state.firewallSetting(attackedIp).state).toBe('0');
@@ -98,9 +129,9 @@ describe.skipIf(alertmanager.skip)('two unclustered Alertmanagers drive the webh
 
   it('power-cycles once for an alert both Alertmanagers deliver', async () => {
     const startsAt = new Date().toISOString();
+    const since = await notifications();
     await toBoth([{ labels: { alertname: 'BaremetalServerUnreachable', server_id: '100002' }, annotations: {}, startsAt }]);
-    await eventually('both deliveries', async () => (journalFor('BaremetalServerUnreachable').length >= 2 ? true : undefined));
-    await settle();
+    await settle('BaremetalServerUnreachable', since, 0, 1);
     expect(sim.callsTo('/api/v1/dedicated/powercycle', { server_id: '100002' })).toHaveLength(1);
     expect(journalFor('BaremetalServerUnreachable').map((e) => e.decision).sort()).toEqual(expect.arrayContaining(['duplicate', 'executed']));
   });

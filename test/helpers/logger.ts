@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import type { Logger } from 'pino';
-import { createLogger } from '../../src/daemon.js';
+import { createLogger } from '../../src/logger.js';
 
 /** A logger (with the daemon's redaction) that keeps every line, for assertions. */
 export function captureLogger(level = 'debug'): { logger: Logger; lines: string[] } {

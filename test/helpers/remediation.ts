@@ -1,7 +1,8 @@
 import { afterEach } from 'vitest';
 import type { Config, RemediationRule } from '../../src/config/schema.js';
 import { Journal } from '../../src/journal/journal.js';
-import { RemediationEngine, type TargetDirectory } from '../../src/remediation/engine.js';
+import { RemediationEngine } from '../../src/remediation/engine.js';
+import type { TargetDirectory } from '../../src/remediation/types.js';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
 import { UpstreamClient } from '../../src/upstream/client.js';
 import { captureLogger } from './logger.js';

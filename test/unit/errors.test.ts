@@ -1,9 +1,11 @@
 import { readFileSync } from 'node:fs';
+import { STATUS_CODES } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import * as errors from '../../src/errors.js';
 
 const ctx = { operation: 'op', path: '/p', status: 500 };
 const instances = {
+  BaremetalError: new errors.BaremetalError('x'),
   ConfigError: new errors.ConfigError(['a: b']),
   InvalidParameterError: new errors.InvalidParameterError('op', 'p', 'bad'),
   InsecureUrlError: new errors.InsecureUrlError('http://x'),
@@ -40,9 +42,20 @@ describe('error catalogue', () => {
     expect(new Set(codes).size).toBe(codes.length);
   });
 
-  it.each(Object.entries(instances))('documents %s with its code and class in docs/errors.md', (name, error) => {
+  /** The HTTP status column of the row of `code`. */
+  const statusColumn = (code: string) => doc.split('\n').find((line) => line.startsWith(`| \`${code}\` |`))?.split(' | ')[2];
+
+  it.each(Object.entries(instances))('documents %s with its code, class and HTTP status in docs/errors.md', (name, error) => {
     expect(doc).toContain(`| \`${error.code}\` | \`${name}\` |`);
     expect(error.name).toBe(name);
+    const status = statusColumn(error.code);
+    // `—`: raised outside a request, so the class keeps the base's 500 (never an HTTP-facing status).
+    if (status === '—') expect(error.statusCode).toBe(500);
+    else expect(status).toBe(`${error.statusCode} ${STATUS_CODES[error.statusCode]}`);
+  });
+
+  it('documents the code of unexpected failures with its status', () => {
+    expect(statusColumn(errors.INTERNAL_ERROR_CODE)).toBe('500 Internal Server Error');
   });
 
   it('keeps the cause', () => {

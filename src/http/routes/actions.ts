@@ -6,45 +6,40 @@
  * body is refused (422). Every endpoint answers 503 while the journal is unavailable.
  */
 import type { FastifyInstance } from 'fastify';
-import { DEFAULT_COOLDOWN_MS, type ActionName } from '../../config/schema.js';
+import { Type, type Static, type TSchema } from 'typebox';
+import { ACTIONS, DEFAULT_COOLDOWN_MS, type ActionName } from '../../config/schema.js';
+import { oneOf, strictObject } from '../../json-schema.js';
 import type { Journal } from '../../journal/journal.js';
 import type { RemediationEngine } from '../../remediation/engine.js';
 import type { UpstreamClient } from '../../upstream/client.js';
 import { SENSITIVITIES } from '../../upstream/params.js';
-import { idSchema as serverId, queryInteger, queryIntegerSchema } from '../schemas.js';
+import { idSchema, queryInteger, queryIntegerSchema } from '../schemas.js';
 
-const ip = { type: 'string', anyOf: [{ format: 'ipv4' }, { format: 'ipv6' }] } as const;
+const ip = Type.Unsafe<string>({ type: 'string', anyOf: [{ format: 'ipv4' }, { format: 'ipv6' }] });
+const serverId = Type.Unsafe<string>(idSchema);
+const serverBody = strictObject({ server_id: serverId });
 
-const BODIES: Record<string, { action: ActionName; schema: object }> = {
-  powercycle: { action: 'powercycle', schema: { required: ['server_id'], properties: { server_id: serverId } } },
-  poweron: { action: 'poweron', schema: { required: ['server_id'], properties: { server_id: serverId } } },
-  poweroff: { action: 'poweroff', schema: { required: ['server_id'], properties: { server_id: serverId } } },
-  'firewall-state': {
-    action: 'firewall_state',
-    // The README documents `"state": 0 or 1`; the strings "0"/"1" are the API's own form. Exactly these four
-    // JSON values are accepted (an enum, not a coercion): `true`, `"01"` or `[1]` are 400.
-    schema: { required: ['server_id', 'ip', 'state'], properties: { server_id: serverId, ip, state: { enum: ['0', '1', 0, 1] } } },
-  },
-  'firewall-sensitivity': {
-    action: 'firewall_sensitivity',
-    schema: { required: ['server_id', 'ip', 'sensitivity'], properties: { server_id: serverId, ip, sensitivity: { enum: [...SENSITIVITIES] } } },
-  },
-};
+/** The body of each operator action, one per action of `ACTIONS`; unknown fields are errors. */
+const BODIES = {
+  powercycle: serverBody,
+  poweron: serverBody,
+  poweroff: serverBody,
+  // The README documents `"state": 0 or 1`; the strings "0"/"1" are the API's own form. Exactly these four
+  // JSON values are accepted (an enum, not a coercion): `true`, `"01"` or `[1]` are 400.
+  firewall_state: strictObject({ server_id: serverId, ip, state: oneOf(['0', '1', 0, 1]) }),
+  firewall_sensitivity: strictObject({ server_id: serverId, ip, sensitivity: oneOf(SENSITIVITIES) }),
+} satisfies Record<ActionName, TSchema>;
 
-interface ActionBody {
-  server_id: string;
-  ip?: string;
-  state?: string | number;
-  sensitivity?: string;
-}
+/** Any operator body, read field by field: a field its action does not have is absent. */
+type ActionBody = Static<typeof serverBody> & Partial<Static<typeof BODIES.firewall_state> & Static<typeof BODIES.firewall_sensitivity>>;
 
 export function actionRoutes(app: FastifyInstance, deps: { engine: RemediationEngine; journal: Journal; client: UpstreamClient }): void {
-  for (const [path, { action, schema }] of Object.entries(BODIES)) {
+  for (const action of ACTIONS) {
     app.post<{ Body: ActionBody; Headers: { 'idempotency-key'?: string } }>(
-      `/api/v1/actions/${path}`,
+      `/api/v1/actions/${action.replaceAll('_', '-')}`,
       {
         schema: {
-          body: { type: 'object', additionalProperties: false, ...schema },
+          body: BODIES[action],
           headers: { type: 'object', properties: { 'idempotency-key': { type: 'string', minLength: 1, maxLength: 200 } } },
         },
       },
@@ -76,8 +71,8 @@ export function actionRoutes(app: FastifyInstance, deps: { engine: RemediationEn
           type: 'object',
           additionalProperties: false,
           properties: {
-            server_id: serverId,
-            action: { enum: ['powercycle', 'poweron', 'poweroff', 'firewall_state', 'firewall_sensitivity'] },
+            server_id: idSchema,
+            action: { enum: [...ACTIONS] },
             limit: queryIntegerSchema,
           },
         },
@@ -94,7 +89,7 @@ export function actionRoutes(app: FastifyInstance, deps: { engine: RemediationEn
 
   app.get<{ Params: { server_id: string } }>(
     '/api/v1/servers/:server_id/console.jnlp',
-    { schema: { params: { type: 'object', properties: { server_id: serverId } } } },
+    { schema: { params: { type: 'object', properties: { server_id: idSchema } } } },
     async (request, reply) => {
       const { server_id } = request.params;
       // Checked against the server list (404 unknown, 503 before the first list) and journaled.

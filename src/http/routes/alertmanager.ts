@@ -7,57 +7,22 @@
 import type { FastifyInstance } from 'fastify';
 import type { RemediationRule } from '../../config/schema.js';
 import type { RemediationEngine } from '../../remediation/engine.js';
-import { matches, requestsFor, type WebhookAlert } from '../../remediation/rules.js';
+import { matches, requestsFor } from '../../remediation/rules.js';
+import { webhookSchema, type WebhookBody } from '../../remediation/webhook.js';
 import type { Metrics } from '../../metrics/definitions.js';
-
-const labelMap = { type: 'object', additionalProperties: { type: 'string' } } as const;
-
-/** JSON Schema of the webhook body (Alertmanager's documented webhook payload, version 4). */
-export const webhookSchema = {
-  type: 'object',
-  required: ['version', 'status', 'alerts'],
-  properties: {
-    version: { const: '4' },
-    groupKey: { type: 'string' },
-    truncatedAlerts: { type: 'integer' },
-    status: { enum: ['firing', 'resolved'] },
-    receiver: { type: 'string' },
-    groupLabels: labelMap,
-    commonLabels: labelMap,
-    commonAnnotations: labelMap,
-    externalURL: { type: 'string' },
-    alerts: {
-      type: 'array',
-      maxItems: 1000,
-      items: {
-        type: 'object',
-        required: ['status', 'labels', 'startsAt', 'fingerprint'],
-        properties: {
-          status: { enum: ['firing', 'resolved'] },
-          labels: { ...labelMap, required: ['alertname'] },
-          annotations: labelMap,
-          startsAt: { type: 'string', minLength: 1 },
-          endsAt: { type: 'string' },
-          generatorURL: { type: 'string' },
-          fingerprint: { type: 'string', minLength: 1 },
-        },
-      },
-    },
-  },
-} as const;
 
 export function alertmanagerRoutes(
   app: FastifyInstance,
   deps: { engine: RemediationEngine; rules: RemediationRule[]; metrics: Metrics },
 ): void {
-  app.post<{ Body: { receiver?: string; alerts: WebhookAlert[] } }>('/api/v1/alertmanager', { schema: { body: webhookSchema } }, async (request) => {
+  app.post<{ Body: WebhookBody }>('/api/v1/alertmanager', { schema: { body: webhookSchema } }, async (request) => {
     const { alerts } = request.body;
     // Validate every alert against the rules before acting on any, so a bad payload changes nothing.
     const perAlert = alerts.map((alert, i) => ({ alert, requests: requestsFor(alert, i, deps.rules) }));
     const results = [];
     for (const { alert, requests } of perAlert) {
       const matched = deps.rules.some((rule) => matches(rule, alert));
-      deps.metrics.alertsReceived.inc({ status: alert.status, rule: matched ? 'matched' : 'unmatched' });
+      deps.metrics.alertsReceived.inc({ status: alert.status, matched: String(matched) });
       for (const req of requests) {
         const result = await deps.engine.request(req);
         results.push({ fingerprint: alert.fingerprint, alertname: alert.labels.alertname, status: alert.status, action: req.action, server_id: req.serverId, ip: req.ip ?? null, ...result });

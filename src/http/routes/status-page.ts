@@ -8,7 +8,7 @@
 import escapeHtml from 'escape-html';
 import type { FastifyInstance } from 'fastify';
 import type { StoredGraph } from '../../graphs/store.js';
-import type { JournalEntry } from '../../journal/journal.js';
+import type { JournalEntry } from '../../journal/rows.js';
 import { graphPath } from './graphs.js';
 
 /** What the page shows; the daemon builds it from the poller, the metrics, the graph store and the journal. */

@@ -120,6 +120,31 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
     expect(problems(text, env, (p) => files[p] ?? (() => { throw Object.assign(new Error('x'), { code: 'ENOENT' }); })())).toContain(expected);
   });
 
+  it.each([
+    [
+      'an unknown key and an insecure URL',
+      'upstream: { base_url: "http://api.provider.test", colour: blue }\n',
+      ['upstream.colour: unknown key', 'upstream.base_url: refusing plain-HTTP upstream "http://api.provider.test": the API requires HTTPS (only loopback hosts may use http://)'],
+    ],
+    [
+      'a wrong type, a missing key file, a bad cron and a bad duration',
+      `${minimal}  concurrency: many\n  api_key_file: /nope\n  timeout: soon\nschedules: { graphs: "often" }\n`,
+      [
+        'upstream.concurrency: must be integer',
+        'upstream.api_key_file: cannot read /nope (ENOENT)',
+        'upstream.timeout: must be a duration such as "10s" (got "soon")',
+        'schedules.graphs: must be a cron expression, seconds allowed (got "often")',
+      ],
+    ],
+    ['a rule with an unknown key and a bad hold', `${minimal}remediation: { rules: [{ alertname: A, action: firewall_state, hold: soon, colour: red }] }\n`, ['remediation.rules.0.colour: unknown key', 'remediation.rules.0.hold: must be a duration such as "5m" (got "soon")']],
+    ['a key of the wrong type, reported once', `${minimal}  timeout: 10\n`, ['upstream.timeout: must be string']],
+  ])('reports schema and semantic problems together: %s', (_name, text, expected) => {
+    const noFile = () => {
+      throw Object.assign(new Error('x'), { code: 'ENOENT' });
+    };
+    expect(problems(text, text.includes('api_key_file') ? {} : env, noFile)).toEqual(expected);
+  });
+
   it('lists every problem at once, one per line', () => {
     expect(problems('upstream: { timeout: x }\nweb: { listen_address: y }\n', {})).toHaveLength(4);
   });

@@ -1,6 +1,7 @@
 import sharp from 'sharp';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildApp } from '../../../src/app.js';
+import { HttpStatusError, IdempotencyMismatchError, INTERNAL_ERROR_CODE, JournalError } from '../../../src/errors.js';
 import { GraphStore } from '../../../src/graphs/store.js';
 import { ExpositionCache } from '../../../src/metrics/exposition.js';
 import { pngOf } from '../../helpers/images.js';
@@ -168,5 +169,21 @@ describe('web.auth', () => {
 
   it('leaves /metrics open when no credentials are configured', async () => {
     expect((await app.inject('/metrics')).statusCode).toBe(200);
+  });
+});
+
+describe('error replies', () => {
+  it.each([
+    { name: 'an upstream failure', error: new HttpStatusError({ operation: 'op', path: '/p', status: 500 }, ''), status: 502, text: 'Bad Gateway', code: 'BM_ERR_HTTP_STATUS' },
+    { name: 'a journal failure', error: new JournalError('disk full'), status: 503, text: 'Service Unavailable', code: 'BM_ERR_JOURNAL' },
+    { name: 'a reused idempotency key', error: new IdempotencyMismatchError('reused'), status: 422, text: 'Unprocessable Entity', code: 'BM_ERR_IDEMPOTENCY_MISMATCH' },
+    { name: 'a bug', error: new TypeError('x is undefined'), status: 500, text: 'Internal Server Error', code: INTERNAL_ERROR_CODE },
+  ])('answer $name with the standard reason phrase of $status', async ({ error, status, text, code }) => {
+    app.get('/fails', async () => {
+      throw error;
+    });
+    const res = await app.inject('/fails');
+    expect(res.statusCode).toBe(status);
+    expect(res.json()).toMatchObject({ statusCode: status, error: text, code });
   });
 });

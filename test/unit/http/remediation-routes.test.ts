@@ -63,7 +63,7 @@ describe('authentication', () => {
   it('answers 403 on every action endpoint when no credentials are configured, and keeps /metrics open', async () => {
     const { app } = await setup({ bearerTokens: [], basicAuthUsers: {} });
     for (const [method, url] of [['POST', '/api/v1/alertmanager'], ['POST', '/api/v1/actions/powercycle'], ['GET', '/api/v1/actions'], ['GET', '/api/v1/servers/100001/console.jnlp']] as const) {
-      const res = await app.inject({ method, url, headers: bearer, payload: method === 'POST' ? {} : undefined });
+      const res = await app.inject({ method, url, headers: bearer, ...(method === 'POST' ? { payload: {} } : {}) });
       expect(res.statusCode, url).toBe(403);
       expect(res.json().code).toBe('BM_ERR_FORBIDDEN');
     }
@@ -175,5 +175,21 @@ describe('operator endpoints', () => {
     expect(res.headers['content-type']).toBe('application/octet-stream');
     expect(res.headers['content-disposition']).toBe('attachment; filename="console-100001.jnlp"');
     expect(res.body).toContain('<jnlp');
+  });
+});
+
+describe('baremetal_alerts_received_total', () => {
+  it.each([
+    { name: 'an alert a rule matches', alerts: [attack()], expected: { 'firing/true': 1 } },
+    { name: 'an alert no rule matches', alerts: [alert({ alertname: 'SomethingElse', server_id: '100001' })], expected: { 'firing/false': 1 } },
+    { name: 'one of each, resolved', alerts: [attack('resolved'), alert({ alertname: 'SomethingElse' }, 'resolved', 'f2')], expected: { 'resolved/true': 1, 'resolved/false': 1 } },
+  ])('counts $name by status and matched', async ({ alerts, expected }) => {
+    const { app, registry } = await setup();
+    const res = await app.inject({ method: 'POST', url: '/api/v1/alertmanager', headers: bearer, payload: payload(...alerts) });
+    expect(res.statusCode).toBe(200);
+    const counted = Object.fromEntries(
+      (await registry.getSingleMetric('baremetal_alerts_received_total')!.get()).values.map((v) => [`${v.labels.status}/${v.labels.matched}`, v.value]),
+    );
+    expect(counted).toEqual(expected);
   });
 });

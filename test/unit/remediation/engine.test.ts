@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { NotReadyError } from '../../../src/errors.js';
 import { Journal } from '../../../src/journal/journal.js';
-import { RemediationEngine, type ActionRequest } from '../../../src/remediation/engine.js';
+import { RemediationEngine } from '../../../src/remediation/engine.js';
+import type { ActionRequest } from '../../../src/remediation/types.js';
 import { captureLogger } from '../../helpers/logger.js';
 import { freshMetrics, valueOf } from '../../helpers/metrics.js';
 import { engineHarness, simulatorTargets } from '../../helpers/remediation.js';

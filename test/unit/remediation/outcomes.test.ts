@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { IdempotencyMismatchError, UpstreamConnectionError } from '../../../src/errors.js';
 import { Journal } from '../../../src/journal/journal.js';
-import { RemediationEngine, type ActionRequest } from '../../../src/remediation/engine.js';
+import { RemediationEngine } from '../../../src/remediation/engine.js';
+import type { ActionRequest } from '../../../src/remediation/types.js';
 import { failureDecision } from '../../../src/remediation/outcome.js';
 import type { Faults } from '../../../src/simulator/server.js';
 import { classifyTransportError } from '../../../src/upstream/client.js';

@@ -15,7 +15,8 @@ import {
   UpstreamTimeoutError,
   UpstreamTlsError,
 } from '../../../src/errors.js';
-import { UpstreamClient, checkBaseUrl, type RequestEvent } from '../../../src/upstream/client.js';
+import { checkBaseUrl } from '../../../src/upstream/base-url.js';
+import { UpstreamClient, type RequestEvent } from '../../../src/upstream/client.js';
 import { listServers, powerCycle } from '../../../src/upstream/dedicated.js';
 import { getDedicatedFirewallHistory, setFirewallState } from '../../../src/upstream/firewall.js';
 import { makeTestPki } from '../../helpers/certs.js';

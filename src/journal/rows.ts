@@ -1,0 +1,83 @@
+/**
+ * The journal's rows as the rest of the code sees them, and the mapping from SQLite rows to them. Times are
+ * Unix milliseconds.
+ */
+import type { SQLInputValue } from 'node:sqlite';
+import type { Decision } from '../remediation/decisions.js';
+
+/** A journal row. Times are Unix milliseconds. `decision` is `executing` while the upstream call runs. */
+export interface JournalEntry {
+  id: number;
+  createdAt: number;
+  completedAt: number | null;
+  /** `alert` (Alertmanager), `operator` (action endpoint or console download), `pending` (a deferred firewall change applied) or `cli` (`api` command) */
+  source: 'alert' | 'operator' | 'pending' | 'cli';
+  action: string;
+  serverId: string;
+  ip: string | null;
+  /** firewall state or sensitivity asked for */
+  value: string | null;
+  alertname: string | null;
+  fingerprint: string | null;
+  startsAt: string | null;
+  decision: Decision | 'executing';
+  /** `success` or the upstream error code */
+  upstreamOutcome: string | null;
+  message: string | null;
+}
+
+export type NewEntry = Omit<JournalEntry, 'id' | 'completedAt' | 'upstreamOutcome' | 'message'> & { message?: string | null };
+
+/** The desired firewall state of one IP, with what was last applied. */
+export interface DesiredFirewall {
+  serverId: string;
+  ip: string;
+  desiredState: '0' | '1';
+  /** ms; the change may be applied from then on (hold, 2-minute window) */
+  dueAt: number;
+  pending: boolean;
+  attempts: number;
+  appliedState: '0' | '1' | null;
+  appliedAt: number | null;
+  /** minimum time between two applied changes, ms */
+  cooldownMs: number;
+}
+
+/** A claimed delivery key: the row that acted on it and a digest of the request that claimed it. */
+export interface Delivery {
+  actionId: number;
+  /** null for keys claimed before digests were stored */
+  digest: string | null;
+}
+
+/** A row as node:sqlite returns it. */
+export type Row = Record<string, SQLInputValue>;
+
+export const toEntry = (r: Row): JournalEntry => ({
+  id: Number(r.id),
+  createdAt: Number(r.created_at),
+  completedAt: r.completed_at === null ? null : Number(r.completed_at),
+  source: r.source as JournalEntry['source'],
+  action: String(r.action),
+  serverId: String(r.server_id),
+  ip: r.ip as string | null,
+  value: r.value as string | null,
+  alertname: r.alertname as string | null,
+  fingerprint: r.fingerprint as string | null,
+  startsAt: r.starts_at as string | null,
+  decision: r.decision as JournalEntry['decision'],
+  upstreamOutcome: r.upstream_outcome as string | null,
+  message: r.message as string | null,
+});
+
+export const toDesired = (r: Row): DesiredFirewall => ({
+  serverId: String(r.server_id),
+  ip: String(r.ip),
+  desiredState: r.desired_state as '0' | '1',
+  dueAt: Number(r.due_at),
+  pending: Number(r.pending) === 1,
+  attempts: Number(r.attempts),
+  appliedState: r.applied_state as '0' | '1' | null,
+  appliedAt: r.applied_at === null ? null : Number(r.applied_at),
+  cooldownMs: Number(r.cooldown_ms),
+});

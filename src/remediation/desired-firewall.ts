@@ -1,0 +1,183 @@
+/**
+ * Desired firewall state: per IP the state the daemon wants, kept in the journal. A change inside the hold,
+ * the API's 2-minute window (contract §8) or a retry backoff is kept pending and applied when due; the
+ * latest wins; a failed change stays pending and is retried with backoff. The engine decides on a request
+ * and then hands firewall-state requests to this module (`decide` inside its transaction, `apply` after it);
+ * its ticker calls `applyDue`.
+ */
+import type { Logger } from 'pino';
+import type { Config } from '../config/schema.js';
+import { ApiError } from '../errors.js';
+import type { Journal } from '../journal/journal.js';
+import type { DesiredFirewall, NewEntry } from '../journal/rows.js';
+import type { UpstreamClient } from '../upstream/client.js';
+import { setFirewallState } from '../upstream/firewall.js';
+import type { Decision } from './decisions.js';
+import { failureDecision, failureOutcome, retryDelay } from './outcome.js';
+import type { ActionDecision, ActionRequest } from './types.js';
+
+/** The API's refusal inside its 2-minute window (contract §7). */
+const WINDOW_REFUSAL = /2 minutes/i;
+/** A pending change the budget holds back is looked at again after this long, ms. */
+const BUDGET_RETRY_MS = 60_000;
+
+/** What the decision transaction found: a final decision, or a claimed row whose call is to be made. */
+export type Decided = ActionDecision & { send: boolean };
+
+/** Journals a decision inside the engine's transaction; `executing` claims the upstream call. */
+export type DecideFn = (decision: Decision | 'executing', message: string, claim: boolean) => Decided;
+
+export interface DesiredFirewallDeps {
+  journal: Journal;
+  client: UpstreamClient;
+  logger: Logger;
+  config: Config['remediation'];
+  /** ms since epoch */
+  now: () => number;
+  /** upstream calls still allowed in the rolling hour before `now` */
+  budgetLeft: (now: number) => number;
+  /** counts a finished decision (metrics, gauges); `failedAt` (ms) marks a failed or unknown one */
+  record: (action: string, result: ActionDecision, failedAt?: number) => ActionDecision;
+}
+
+export class DesiredFirewallState {
+  readonly #deps: DesiredFirewallDeps;
+  /** IPs whose firewall state call is in flight: `server/ip` */
+  readonly #inFlight = new Set<string>();
+
+  constructor(deps: DesiredFirewallDeps) {
+    this.#deps = deps;
+  }
+
+  /** Inside the decision transaction: records the wanted state; claims the call when due and allowed, else leaves it pending. */
+  decide(req: ActionRequest, now: number, decide: DecideFn): Decided {
+    const { journal, config } = this.#deps;
+    const ip = req.ip!;
+    const state = req.value as '0' | '1';
+    if (config.dryRun) return decide('dry_run', `dry run: desired state ${state} recorded, nothing sent upstream`, true);
+
+    const previous = journal.desired(req.serverId, ip);
+    const cooldownMs = Math.max(req.cooldownMs, previous?.cooldownMs ?? 0);
+    const lastSent = journal.lastSent('firewall_state', req.serverId, ip);
+    // The window opens 2 minutes after the last call (applied or not); a failing change keeps its backoff.
+    const windowOpensAt = Math.max(
+      lastSent === undefined ? now : lastSent + cooldownMs,
+      previous?.appliedAt == null ? now : previous.appliedAt + cooldownMs,
+    );
+    const backoff = previous?.pending && previous.attempts > 0 ? previous.dueAt : now;
+    const dueAt = Math.max(now + (req.holdMs ?? 0), windowOpensAt, backoff);
+    const desired: DesiredFirewall = {
+      serverId: req.serverId,
+      ip,
+      desiredState: state,
+      dueAt,
+      // After a failed or unknown attempt the API's state is not known for sure: send, even the applied state.
+      pending: previous?.appliedState !== state || (previous.pending && previous.attempts > 0),
+      attempts: previous?.pending ? previous.attempts : 0,
+      appliedState: previous?.appliedState ?? null,
+      appliedAt: previous?.appliedAt ?? null,
+      cooldownMs,
+    };
+    journal.saveDesired(desired);
+    if (!desired.pending) return decide('duplicate', `IP ${ip} is already in state ${state}; nothing to do`, true);
+    const inFlight = this.#inFlight.has(`${req.serverId}/${ip}`);
+    if (dueAt > now || inFlight || this.#deps.budgetLeft(now) <= 0) {
+      const why = inFlight
+        ? 'another change of this IP is in flight'
+        : dueAt > now
+          ? `due at ${new Date(dueAt).toISOString()} (hold, 2-minute window or retry backoff)`
+          : 'budget used up; retried when it allows';
+      return decide('deferred', `state ${state} pending: ${why}`, true);
+    }
+    return decide('executing', '', true);
+  }
+
+  /** Sends a desired firewall state (journal row `id` is already written) and records the outcome. */
+  async apply(d: DesiredFirewall, id: number): Promise<ActionDecision> {
+    const { journal, client, logger, now, record } = this.#deps;
+    const key = `${d.serverId}/${d.ip}`;
+    this.#inFlight.add(key);
+    try {
+      const result = await setFirewallState(client, { serverId: d.serverId, ip: d.ip, state: d.desiredState });
+      const at = now();
+      // The desired state may have changed while the call was in flight: keep it pending then.
+      const latest = journal.desired(d.serverId, d.ip) ?? d;
+      const stillPending = latest.desiredState !== d.desiredState;
+      journal.saveDesired({
+        ...latest,
+        appliedState: d.desiredState,
+        appliedAt: at,
+        attempts: 0,
+        pending: stillPending,
+        dueAt: stillPending ? at + latest.cooldownMs : latest.dueAt,
+      });
+      journal.complete(id, { decision: 'executed', upstreamOutcome: 'success', message: result.message, at });
+      return record('firewall_state', { id, decision: 'executed', message: result.message });
+    } catch (error) {
+      const at = now();
+      const message = error instanceof Error ? error.message : String(error);
+      const latest = journal.desired(d.serverId, d.ip) ?? d;
+      if (error instanceof ApiError && WINDOW_REFUSAL.test(error.apiMessage)) {
+        // Changed elsewhere (or by a run before a crash) within the window: wait for it to open.
+        journal.saveDesired({ ...latest, pending: true, dueAt: at + latest.cooldownMs });
+        journal.complete(id, { decision: 'deferred', upstreamOutcome: error.code, message, at });
+        return record('firewall_state', { id, decision: 'deferred', message });
+      }
+      // Failed or unknown: the change stays pending and is sent again after the window, with backoff.
+      // Re-sending the same state is harmless if the unknown call did apply it.
+      const decision = failureDecision(error);
+      const attempts = latest.attempts + 1;
+      const retryAt = at + retryDelay(attempts, latest.cooldownMs);
+      journal.saveDesired({ ...latest, attempts, pending: latest.appliedState !== latest.desiredState || decision === 'unknown', dueAt: retryAt });
+      journal.complete(id, { decision, upstreamOutcome: failureOutcome(error), message, at });
+      logger.error(
+        { server_id: d.serverId, ip: d.ip, attempts, decision, retry_at: new Date(retryAt).toISOString(), err: error },
+        'firewall state change failed; it stays pending and is retried',
+      );
+      return record('firewall_state', { id, decision, message }, at);
+    } finally {
+      this.#inFlight.delete(key);
+    }
+  }
+
+  /** Applies the pending changes due now, one after the other. Returns how many were due. */
+  async applyDue(): Promise<number> {
+    const { journal, logger, record } = this.#deps;
+    const now = this.#deps.now();
+    const due = journal.dueDesired(now);
+    for (const d of due) {
+      if (this.#inFlight.has(`${d.serverId}/${d.ip}`)) continue;
+      const base: NewEntry = {
+        createdAt: now,
+        source: 'pending',
+        action: 'firewall_state',
+        serverId: d.serverId,
+        ip: d.ip,
+        value: d.desiredState,
+        alertname: null,
+        fingerprint: null,
+        startsAt: null,
+        decision: 'executing',
+      };
+      if (d.desiredState === d.appliedState && d.attempts === 0) {
+        // Firing then resolved inside one window: the IP is already where it should end. No call.
+        journal.saveDesired({ ...d, pending: false });
+        const message = `collapsed: IP ${d.ip} is already in state ${d.desiredState}`;
+        record('firewall_state', { id: journal.insert({ ...base, decision: 'duplicate', message }), decision: 'duplicate', message: '' });
+        continue;
+      }
+      const lastSent = Math.max(d.appliedAt ?? -Infinity, journal.lastSent('firewall_state', d.serverId, d.ip) ?? -Infinity);
+      if (now - lastSent < d.cooldownMs) {
+        journal.saveDesired({ ...d, dueAt: lastSent + d.cooldownMs });
+        continue;
+      }
+      if (this.#deps.budgetLeft(now) <= 0) {
+        logger.warn({ server_id: d.serverId, ip: d.ip }, 'remediation budget exhausted: pending firewall change waits');
+        journal.saveDesired({ ...d, dueAt: now + BUDGET_RETRY_MS });
+        continue;
+      }
+      await this.apply(d, journal.insert(base));
+    }
+    return due.length;
+  }
+}

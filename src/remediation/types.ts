@@ -1,0 +1,43 @@
+/**
+ * The shapes remediation modules share: what a request asks for, what a decision answers, and what the
+ * engine needs to know of the inventory. Kept apart from the engine so that rules, guards, outcomes,
+ * housekeeping and the scheduler depend on these types and not on each other.
+ */
+import type { ActionName } from '../config/schema.js';
+import type { Decision } from './decisions.js';
+
+/** What the engine needs to know of the inventory (the inventory poller provides it). */
+export interface TargetDirectory {
+  /** false until the first server list was read */
+  readonly serversKnown: boolean;
+  /** the server is in the latest server list */
+  hasServer(serverId: string): boolean;
+  /** the IP is in the server's record or in its firewall history */
+  ownsIp(serverId: string, ip: string): boolean;
+}
+
+/** One action to decide on. */
+export interface ActionRequest {
+  source: 'alert' | 'operator';
+  action: ActionName;
+  serverId: string;
+  ip?: string;
+  /** firewall state (`0`/`1`) or sensitivity */
+  value?: string;
+  /** minimum time between two executions on the target, ms */
+  cooldownMs: number;
+  /** firewall state: apply no earlier than this many ms from now */
+  holdMs?: number;
+  requireOwnedIp: boolean;
+  /** identity of the delivery (alert fingerprint + startsAt + status + action, or an Idempotency-Key) */
+  idempotencyKey?: string;
+  alert?: { alertname: string; fingerprint: string; startsAt: string };
+}
+
+/** The engine's answer to a request: its journal row, the decision and a message for the caller. */
+export interface ActionDecision {
+  /** the journal row */
+  id: number;
+  decision: Decision;
+  message: string;
+}
