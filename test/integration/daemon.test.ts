@@ -153,7 +153,7 @@ describe('daemon against the simulator', () => {
     await daemon.poller.run('servers');
     await daemon.exposition.render();
     expect(log.lines.length).toBeGreaterThan(5);
-    expect(log.lines.some((l) => l.includes('"level":40'))).toBe(true);
+    expect(log.lines.some((l) => l.includes('"level":"warn"'))).toBe(true);
     expect(log.lines.join('\n')).not.toContain(KEY);
     expect((await daemon.app.inject('/metrics')).body).not.toContain(KEY);
   });
