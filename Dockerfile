@@ -12,6 +12,10 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY tsconfig.json ./
 COPY src ./src
+COPY scripts ./scripts
+# The image context has no .git: `--build-arg BAREMETAL_REVISION=$(git rev-parse HEAD)` names the revision in
+# baremetal_exporter_build_info (else `unknown`).
+ARG BAREMETAL_REVISION="" BAREMETAL_BRANCH=""
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 FROM ${BASE_IMAGE}
@@ -37,4 +41,4 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/9877 && printf 'GET /healthz HTTP/1.0\\r\\nHost: 127.0.0.1\\r\\n\\r\\n' >&3 && read -r -t 4 status <&3 && [[ $status == HTTP/1.?' 200 '* ]]"]
 # The young-generation cap keeps RSS low for 10,000 servers (README, Benchmark).
 ENTRYPOINT ["node", "--max-semi-space-size=8", "dist/main.js", "run"]
-CMD ["--config", "/etc/baremetal-exporter/config.yml"]
+CMD ["--config.file=/etc/baremetal-exporter/config.yml"]

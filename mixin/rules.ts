@@ -59,7 +59,7 @@ sum by ${by()} (rate(${s('baremetal_api_requests_total')}[${w}]))
 `,
     },
     { record: names.pollAge, expr: `time() - ${s('baremetal_poll_last_success_timestamp_seconds')}` },
-    { record: names.ipsUnderAttack, expr: `count by ${by('service_type')} (${s('baremetal_firewall_attack_events')} > 0)` },
+    { record: names.ipsUnderAttack, expr: `count by ${by('service_type')} (${s('baremetal_firewall_attack_events_last_hour')} > 0)` },
     { record: names.actionRequests, expr: `sum by ${by('action', 'decision')} (increase(${s('baremetal_action_requests_total')}[1h]))` },
   ];
 
@@ -131,7 +131,7 @@ sum by ${by()} (rate(${s('baremetal_api_requests_total')}[${w}]))
     alert({
       alert: 'BaremetalIpUnderAttack',
       comment: 'The label server_id is what the remediation rule reads; the hour-scale history is already a\nsustained signal, so no "for".',
-      expr: `label_replace(${s('baremetal_firewall_attack_events', 'service_type="dedicated"')} > 0, "server_id", "$1", "service_id", "(.+)")`,
+      expr: `label_replace(${s('baremetal_firewall_attack_events_last_hour', 'service_type="dedicated"')} > 0, "server_id", "$1", "service_id", "(.+)")`,
       annotations: {
         summary: 'IP {{ $labels.ip }} of server {{ $labels.server_id }} is under attack',
         description: '{{ $value }} firewall (DDoS) events for {{ $labels.ip }} in the last hour.',
@@ -139,7 +139,7 @@ sum by ${by()} (rate(${s('baremetal_api_requests_total')}[${w}]))
     }, 'critical'),
     alert({
       alert: 'BaremetalServiceUnderAttack',
-      expr: `${s('baremetal_firewall_attack_events', 'service_type=~"colocation|transit"')} > 0`,
+      expr: `${s('baremetal_firewall_attack_events_last_hour', 'service_type=~"colocation|transit"')} > 0`,
       annotations: {
         summary: 'IP {{ $labels.ip }} of {{ $labels.service_type }} service {{ $labels.service_id }} is under attack',
         description: '{{ $value }} firewall (DDoS) events in the last hour. Colocation and transit IPs have no automatic remediation: page.',

@@ -7,9 +7,10 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { buildConfig, loadConfig } from './config/load.js';
+import { applyFlags, buildConfig, loadConfig } from './config/load.js';
 import { startDaemon } from './daemon.js';
 import { BaremetalError, ConfigError } from './errors.js';
+import { createLogger, LOG_FORMATS, type LogFormat } from './logger.js';
 import { startSimulator, type SimulatorServerOptions } from './simulator/server.js';
 import { VERSION } from './version.js';
 
@@ -19,7 +20,11 @@ const DEMO_TOKEN = 'demo-remediation-token';
 const USAGE = `baremetal-exporter ${VERSION}
 
 Usage:
-  baremetal-exporter run --config FILE        run the exporter (env: BAREMETAL_API_URL, BAREMETAL_API_KEY)
+  baremetal-exporter run --config.file=FILE   run the exporter (env: BAREMETAL_API_URL, BAREMETAL_API_KEY)
+      --config.file FILE (alias --config, -c)   the YAML configuration
+      --web.listen-address HOST:PORT            overrides web.listen_address
+      --log.level debug|info|warn|error         overrides log_level
+      --log.format logfmt|json                  log line format (default logfmt)
   baremetal-exporter check-config FILE        validate a config file (exit 1 listing the problems)
   baremetal-exporter api <command> [options]  every operation of the hosting API (api --help); completion bash
   baremetal-exporter demo [--port N]          the simulator and the exporter on loopback, until Ctrl-C
@@ -34,14 +39,18 @@ Usage:
 /** How long a stop may take (in-flight upstream calls, journal writes) before the process exits anyway, ms. */
 const SHUTDOWN_TIMEOUT_MS = 30_000;
 
-function onStop(stop: () => Promise<void>): void {
+/** Where the stop messages go: the daemon's logger (same format and timestamps as every line), else stderr. */
+type StopLog = { info(msg: string): void; error(msg: string): void };
+const STDERR: StopLog = { info: (msg) => process.stderr.write(`${msg}\n`), error: (msg) => process.stderr.write(`${msg}\n`) };
+
+function onStop(stop: () => Promise<void>, log: StopLog = STDERR): void {
   let stopping = false;
   const handler = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    process.stderr.write(`${signal} received, stopping\n`);
+    log.info(`${signal} received, stopping`);
     const timer = setTimeout(() => {
-      process.stderr.write(`stop did not finish within ${SHUTDOWN_TIMEOUT_MS / 1000}s; exiting\n`);
+      log.error(`stop did not finish within ${SHUTDOWN_TIMEOUT_MS / 1000}s; exiting`);
       process.exit(1);
     }, SHUTDOWN_TIMEOUT_MS).unref();
     stop().then(
@@ -50,7 +59,7 @@ function onStop(stop: () => Promise<void>): void {
         process.exit(0);
       },
       (error: unknown) => {
-        process.stderr.write(`error while stopping: ${(error as Error).message}\n`);
+        log.error(`error while stopping: ${(error as Error).message}`);
         process.exit(1);
       },
     );
@@ -159,11 +168,26 @@ async function demo(args: string[]): Promise<void> {
   );
 }
 
+/** `run`'s flags, named as exporter-toolkit and Prometheus name theirs; they override the config file. */
 async function run(args: string[]): Promise<void> {
-  const { values } = parseArgs({ args, options: { config: { type: 'string', short: 'c' } } });
-  if (!values.config) throw new BaremetalError('run: --config FILE is required');
-  const daemon = await startDaemon(loadConfig(values.config));
-  onStop(() => daemon.stop());
+  const { values } = parseArgs({
+    args,
+    options: {
+      'config.file': { type: 'string' },
+      config: { type: 'string', short: 'c' },
+      'web.listen-address': { type: 'string', multiple: true },
+      'log.level': { type: 'string' },
+      'log.format': { type: 'string' },
+    },
+  });
+  const file = values['config.file'] ?? values.config;
+  if (!file) throw new BaremetalError('run: --config.file=FILE is required');
+  const format = values['log.format'] ?? 'logfmt';
+  if (!(LOG_FORMATS as readonly string[]).includes(format)) throw new BaremetalError(`--log.format: must be one of ${LOG_FORMATS.join(', ')} (got ${JSON.stringify(format)})`);
+  const config = applyFlags(loadConfig(file), { listen: values['web.listen-address'], logLevel: values['log.level'] });
+  const logger = createLogger(config.logLevel, undefined, format as LogFormat);
+  const daemon = await startDaemon(config, { logger });
+  onStop(() => daemon.stop(), { info: (msg) => logger.info(msg), error: (msg) => logger.error(msg) });
   process.on('SIGHUP', () => daemon.reloadTls());
 }
 

@@ -107,8 +107,9 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
   const loaded = await graphStore.load();
   if (loaded > 0) logger.info({ images: loaded }, 'graph images loaded from the state directory');
   metrics.graphImages.set(graphStore.size);
-  /** jobs that have finished at least once (readiness) */
-  const finishedOnce = new Set<JobName>();
+  /** readiness: jobs that succeeded at least partly once, and why the others' last run failed outright */
+  const workedOnce = new Set<JobName>();
+  const lastProblem = new Map<JobName, string>();
   const poller = new PollJobs({
     client,
     metrics,
@@ -116,9 +117,12 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
     graphStore,
     config,
     now,
-    onFinished: (job, outcome) => {
+    onFinished: (job, outcome, problem) => {
       apiObserver.onPollFinished(job, outcome);
-      finishedOnce.add(job);
+      if (outcome === 'success' || outcome === 'partial') {
+        workedOnce.add(job);
+        lastProblem.delete(job);
+      } else if (outcome === 'failure') lastProblem.set(job, problem ?? 'it failed');
       exposition.renderSoon();
     },
   });
@@ -130,7 +134,11 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
   else logger.info({ dry_run: config.remediation.dryRun, rules: config.remediation.rules.length, budget_per_hour: config.remediation.budgetPerHour }, 'remediation enabled');
   if (config.upstream.apiKeySource === 'yaml') logger.warn('the API key sits in the config file itself: prefer upstream.api_key_file or BAREMETAL_API_KEY');
   const readiness = () => {
-    const reasons = (['servers', 'firewall'] as JobName[]).filter((job) => !finishedOnce.has(job)).map((job) => `the first ${job} poll has not finished`);
+    // Ready once the first servers and firewall polls worked at least partly: a poll that fails outright
+    // (a wrong key, the API down) keeps the daemon unready, naming the poll and the error.
+    const reasons = (['servers', 'firewall'] as JobName[])
+      .filter((job) => !workedOnce.has(job))
+      .map((job) => (lastProblem.has(job) ? `the ${job} poll has not succeeded yet: ${lastProblem.get(job)}` : `the first ${job} poll has not finished`));
     const problem = journal.problem ?? (journal.healthy() ? undefined : 'it does not answer');
     if (problem !== undefined) reasons.push(`the journal is unavailable (remediation disabled): ${problem}`);
     return reasons;

@@ -27,7 +27,7 @@ export function overview(config: MixinConfig): Dashboard {
       panel({
         id: 3, type: 'stat', title: 'IPs under attack now', grid: [8, 0, 4, 4],
         description: 'IPs with firewall events in the latest hour-scale history, all services.',
-        queries: [{ expr: `count(${sel('baremetal_firewall_attack_events')} > 0) or vector(0)` }],
+        queries: [{ expr: `count(${sel('baremetal_firewall_attack_events_last_hour')} > 0) or vector(0)` }],
         fieldConfig: { defaults: { unit: 'short', thresholds: steps('green', [1, 'red']) }, overrides: [] },
       }),
       pendingPanel(4, [12, 0, 4, 4], false),
@@ -78,7 +78,7 @@ export function overview(config: MixinConfig): Dashboard {
       panel({
         id: 12, type: 'table', title: 'IPs under attack', grid: [0, 20, 12, 8],
         description: 'Service, service id, IP and events in the last hour, for every IP with events now.',
-        queries: [{ expr: `sum by (service_type, service_id, ip) (${sel('baremetal_firewall_attack_events')} > 0)`, table: true }],
+        queries: [{ expr: `sum by (service_type, service_id, ip) (${sel('baremetal_firewall_attack_events_last_hour')} > 0)`, table: true }],
         fieldConfig: { defaults: { unit: 'short' }, overrides: [] },
       }),
       panel({

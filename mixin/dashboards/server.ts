@@ -36,7 +36,7 @@ export function server(): Dashboard {
       panel({
         id: 2, type: 'timeseries', title: 'Attack events per IP', grid: [0, 4, 12, 8],
         description: 'Firewall (DDoS) events per IP in the latest hour-scale history; BaremetalIpUnderAttack fires above 0.',
-        queries: [{ expr: sel('baremetal_firewall_attack_events', 'service_type="dedicated", service_id="$server_id"'), legend: '{{ip}}' }],
+        queries: [{ expr: sel('baremetal_firewall_attack_events_last_hour', 'service_type="dedicated", service_id="$server_id"'), legend: '{{ip}}' }],
         fieldConfig: { defaults: { unit: 'short', min: 0, thresholds: steps('green', [1, 'red']), custom: { thresholdsStyle: { mode: 'line' } } }, overrides: [] },
       }),
       panel({

@@ -261,6 +261,35 @@ function checkRules(checks: Checks): Array<{ holdMs: number; cooldownMs: number 
   });
 }
 
+/** Command-line flags that override the file (`--web.listen-address`, `--log.level`). */
+export interface ConfigFlags {
+  /** `--web.listen-address`, each `host:port`; one is supported */
+  listen?: string[] | undefined;
+  /** `--log.level` */
+  logLevel?: string | undefined;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** The config with the flags applied over the file's values; throws ConfigError naming the flag. */
+export function applyFlags(config: Config, flags: ConfigFlags): Config {
+  const problems: string[] = [];
+  let web = config.web;
+  if (flags.listen !== undefined && flags.listen.length > 0) {
+    if (flags.listen.length > 1) problems.push('--web.listen-address: given more than once; one address is supported');
+    const listen = parseListenAddress(flags.listen[0]!);
+    if (!listen) problems.push(`--web.listen-address: must be "host:port" (got ${JSON.stringify(flags.listen[0])})`);
+    else web = { ...web, ...listen };
+  }
+  let logLevel = config.logLevel;
+  if (flags.logLevel !== undefined) {
+    if ((LOG_LEVELS as readonly string[]).includes(flags.logLevel)) logLevel = flags.logLevel as Config['logLevel'];
+    else problems.push(`--log.level: must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(flags.logLevel)})`);
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return { ...config, web, logLevel };
+}
+
 /** Parses YAML text; a syntax error becomes a ConfigError naming the line. */
 export function parseConfigText(text: string, env: ConfigEnv = {}, readFile?: ReadFile): Config {
   let raw: unknown;

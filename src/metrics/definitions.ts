@@ -3,10 +3,32 @@
  * in (tests use a fresh one each time). The README's metrics table mirrors this file.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
+import { ACTIONS, JOB_NAMES } from '../config/schema.js';
 import { DECISIONS } from '../remediation/decisions.js';
+import { BUILD } from '../version.js';
 
 /** Appended to the help of polled values: a scrape never calls the API (see metrics/exposition.ts). */
 export const CACHED = 'Cached: as of the last poll; the exposition is re-rendered after each poll and at most 15s old.';
+
+/** The upstream operations the daemon itself calls (polls and remediation); the `api` command's others are not exported. */
+export const DAEMON_OPERATIONS = [
+  'list_servers',
+  'graphs',
+  'firewall_history_dedicated',
+  'firewall_history_colocation',
+  'firewall_history_transit',
+  'list_operating_systems',
+  'locations',
+  'power_cycle',
+  'power_on',
+  'power_off',
+  'firewall_state',
+  'firewall_sensitivity',
+] as const;
+/** `baremetal_api_requests_total{outcome}`: success and the `outcome` of each UpstreamError class (errors.ts). */
+export const REQUEST_OUTCOMES = ['success', 'api_error', 'http_error', 'invalid_reply', 'timeout', 'tls_error', 'connection_error', 'too_large', 'rate_limited', 'cancelled', 'error'] as const;
+/** `baremetal_poll_runs_total{outcome}` (RunOutcome). */
+const POLL_OUTCOMES = ['success', 'partial', 'failure', 'skipped'] as const;
 
 /** Builds every metric on `registry`. `defaultMetrics` adds Node's process_* and nodejs_* metrics. */
 export function createMetrics(registry: Registry, options: { defaultMetrics?: boolean; version?: string } = {}) {
@@ -15,8 +37,8 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
   const metrics = {
     buildInfo: new Gauge({
       name: 'baremetal_exporter_build_info',
-      help: 'Always 1; labels carry the exporter version and the Node.js version.',
-      labelNames: ['version', 'nodejs'] as const,
+      help: 'Always 1; labels carry the exporter version, the git revision and branch it was built from (unknown when not built from a checkout) and the Node.js version (nodejs, and goversion as other exporters name their runtime).',
+      labelNames: ['version', 'revision', 'branch', 'nodejs', 'goversion'] as const,
       registers,
     }),
     apiUp: new Gauge({
@@ -26,7 +48,7 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
     }),
     apiRequests: new Counter({
       name: 'baremetal_api_requests_total',
-      help: `HTTP requests (attempts, retries included) sent to the hosting API, by operation and outcome (success, api_error, http_error, invalid_reply, timeout, tls_error, connection_error, too_large, rate_limited, cancelled). ${CACHED}`,
+      help: `HTTP requests (attempts, retries included) sent to the hosting API, by operation and outcome (${REQUEST_OUTCOMES.join(', ')}). ${CACHED}`,
       labelNames: ['operation', 'outcome'] as const,
       registers,
     }),
@@ -96,7 +118,7 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       registers,
     }),
     attackEvents: new Gauge({
-      name: 'baremetal_firewall_attack_events',
+      name: 'baremetal_firewall_attack_events_last_hour',
       help: `Firewall (DDoS) events per IP in the latest hour-scale history of the service (service_type dedicated, colocation or transit). ${CACHED}`,
       labelNames: ['service_type', 'service_id', 'ip'] as const,
       registers,
@@ -186,9 +208,13 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       registers,
     }),
   };
-  metrics.buildInfo.set({ version: options.version ?? '0.0.0', nodejs: process.version }, 1);
-  // Exposed from 0 so that rate() and increase() see the first drop.
+  metrics.buildInfo.set({ version: options.version ?? '0.0.0', revision: BUILD.revision, branch: BUILD.branch, nodejs: process.version, goversion: `node${process.versions.node}` }, 1);
+  // Counters whose label values are known are exposed from 0, so that rate(), increase() and alerts on
+  // them see the first event after a start (a series that appears at 1 has no increase).
   for (const reason of ['invalid_ip', 'ip_limit'] as const) metrics.firewallEventsDropped.inc({ reason }, 0);
+  for (const action of ACTIONS) for (const decision of DECISIONS) metrics.actionRequests.inc({ action, decision }, 0);
+  for (const operation of DAEMON_OPERATIONS) for (const outcome of REQUEST_OUTCOMES) metrics.apiRequests.inc({ operation, outcome }, 0);
+  for (const poll of JOB_NAMES) for (const outcome of POLL_OUTCOMES) metrics.pollRuns.inc({ poll, outcome }, 0);
   return metrics;
 }
 

@@ -27,7 +27,7 @@ export interface PollJobsDeps {
   config: Pick<Config, 'graphs' | 'services' | 'firewall' | 'schedules'>;
   /** milliseconds since the epoch */
   now?: () => number;
-  onFinished?: (job: JobName, outcome: RunOutcome) => void;
+  onFinished?: (job: JobName, outcome: RunOutcome, problem?: string) => void;
 }
 
 /**
@@ -92,7 +92,7 @@ export class PollJobs implements TargetDirectory {
           logger: deps.logger,
           now: this.#now,
           deadlineMs: runDeadlineMs(schedulePeriodMs(deps.config.schedules[name])),
-          onFinished: (outcome) => deps.onFinished?.(name, outcome),
+          onFinished: (outcome, problem) => deps.onFinished?.(name, outcome, problem),
         }),
       ]),
     );

@@ -32,7 +32,8 @@ export interface PollJobOptions {
   /** a run is cancelled this many milliseconds after it started (see `runDeadlineMs`); none when undefined */
   deadlineMs?: number;
   /** called after every finished (not skipped) run, e.g. to re-render the exposition */
-  onFinished?: (outcome: RunOutcome) => void;
+  /** called when a run ends; `problem` says why a run failed outright (the error's message, never a secret) */
+  onFinished?: (outcome: RunOutcome, problem?: string) => void;
 }
 
 /** The last finished run of a job (for the status page and readiness). */
@@ -140,6 +141,7 @@ export class PollJob {
     const started = now();
     let outcome: RunOutcome;
     let result: WorkResult = { items: 0, failed: 0 };
+    let problem: string | undefined;
     try {
       result = await work(controller.signal);
       const unfinished = result.failed + (result.cancelled ?? 0);
@@ -149,6 +151,7 @@ export class PollJob {
       // A job of one item (the server list) throws when that item was cancelled.
       if (controller.signal.aborted) result = { items: 1, failed: 0, cancelled: 1 };
       else logger.error({ poll: name, err: error }, 'poll failed');
+      problem = error instanceof Error ? error.message : String(error);
     } finally {
       clearTimeout(timer);
       this.#controller = undefined;
@@ -167,7 +170,8 @@ export class PollJob {
       const why = this.#cancelReason === 'deadline' ? `its deadline of ${deadlineMs} ms passed` : 'the daemon is stopping';
       logger.warn(fields, `poll run cancelled: ${why}; unfinished items are counted in baremetal_poll_items_cancelled`);
     } else logger.info(fields, 'poll finished');
-    onFinished?.(outcome);
+    if (outcome === 'failure') problem ??= cancelled > 0 ? 'its run was cancelled' : `all ${result.items} items failed`;
+    onFinished?.(outcome, problem);
     return outcome;
   }
 }

@@ -86,7 +86,7 @@ describe.skipIf(skip)('a real Prometheus scrapes the daemon running on the simul
 
   it('stores attack events for the attacked IP only, equal to the simulator history', async () => {
     const attacked = await eventually('attack series', async () => {
-      const r = await query('baremetal_firewall_attack_events > 0');
+      const r = await query('baremetal_firewall_attack_events_last_hour > 0');
       return r.length ? r : undefined;
     });
     expect(attacked.map((s) => s.metric.ip)).toEqual([attackedIp]);
@@ -94,7 +94,7 @@ describe.skipIf(skip)('a real Prometheus scrapes the daemon running on the simul
     // One event a minute since the attack began ten minutes ago.
     expect(Number(attacked[0]!.value[1])).toBe(11);
     expect(sim.state.eventsFor(attackedIp, 3600)).toHaveLength(11);
-    const all = await query('baremetal_firewall_attack_events');
+    const all = await query('baremetal_firewall_attack_events_last_hour');
     expect(all.length).toBe(10);
     expect((await query('baremetal_firewall_history_up == 1')).length).toBe(5 + 1 + 1);
   });

@@ -49,7 +49,7 @@ describe('daemon against the simulator', () => {
         const expected = sim.state.eventsFor(ip, 3600).length;
         attacked += expected > 0 ? 1 : 0;
         const labels = { service_type: service.serviceType, service_id: service.serviceId, ip };
-        const value = await valueOf(daemon.registry, 'baremetal_firewall_attack_events', labels);
+        const value = await valueOf(daemon.registry, 'baremetal_firewall_attack_events_last_hour', labels);
         // Colocation and transit IPs are known only from their events.
         expect(value ?? 0, `${service.serviceType}/${service.serviceId} ${ip}`).toBe(expected);
         expect(await valueOf(daemon.registry, 'baremetal_firewall_attack_events_total', labels) ?? 0).toBe(expected);
@@ -74,7 +74,7 @@ describe('daemon against the simulator', () => {
       'baremetal_poll_runs_total{poll="catalog",outcome="success"} 1',
       'baremetal_servers 6',
       'baremetal_server_info{server_id="100001",hostname="srv100001.example.net",ip="198.18.0.1"',
-      'baremetal_firewall_attack_events{service_type="transit",service_id="transit-1"',
+      'baremetal_firewall_attack_events_last_hour{service_type="transit",service_id="transit-1"',
       'baremetal_firewall_history_up{service_type="colocation",service_id="colo-2"} 1',
       'baremetal_graph_last_success_timestamp_seconds{server_id="100006",graph="port_errors",scale="day"} 1795262400',
       'baremetal_graph_images 12',
@@ -96,7 +96,7 @@ describe('daemon against the simulator', () => {
     for (const metric of ['baremetal_server_info', 'baremetal_server_ips', 'baremetal_graph_last_success_timestamp_seconds']) {
       expect((await seriesOf(daemon.registry, metric)).map((l) => l.server_id), metric).not.toContain('100002');
     }
-    for (const metric of ['baremetal_firewall_attack_events', 'baremetal_firewall_attack_events_total', 'baremetal_firewall_history_up']) {
+    for (const metric of ['baremetal_firewall_attack_events_last_hour', 'baremetal_firewall_attack_events_total', 'baremetal_firewall_history_up']) {
       expect((await seriesOf(daemon.registry, metric)).map((l) => l.service_id), metric).not.toContain('100002');
     }
     expect(await valueOf(daemon.registry, 'baremetal_servers')).toBe(5);
@@ -153,7 +153,7 @@ describe('daemon against the simulator', () => {
     await daemon.poller.run('servers');
     await daemon.exposition.render();
     expect(log.lines.length).toBeGreaterThan(5);
-    expect(log.lines.some((l) => l.includes('"level":40'))).toBe(true);
+    expect(log.lines.some((l) => l.includes('"level":"warn"'))).toBe(true);
     expect(log.lines.join('\n')).not.toContain(KEY);
     expect((await daemon.app.inject('/metrics')).body).not.toContain(KEY);
   });

@@ -111,7 +111,7 @@ function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
 }
 
 const powercycles = () => sim.callsTo('/api/v1/dedicated/powercycle').length;
-const errorLines = (from: number) => log.lines.slice(from).filter((line) => JSON.parse(line).level >= 50);
+const errorLines = (from: number) => log.lines.slice(from).filter((line) => ["error", "fatal"].includes(JSON.parse(line).level));
 const alert = (serverId: unknown, fingerprint: string) =>
   JSON.stringify({
     version: '4',

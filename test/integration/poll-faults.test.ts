@@ -79,12 +79,12 @@ const rows: Row[] = [
       ]);
       await d.poller.run('servers');
       const first = await d.poller.run('firewall');
-      const during = await seriesFor(d, 'baremetal_firewall_attack_events', 'colo-1');
+      const during = await seriesFor(d, 'baremetal_firewall_attack_events_last_hour', 'colo-1');
       await d.poller.run('firewall');
       sim.state.clearInjectedEvents();
       clock.now += 30 * 60_000;
       await d.poller.run('firewall');
-      const withinRetention = await seriesFor(d, 'baremetal_firewall_attack_events', 'colo-1');
+      const withinRetention = await seriesFor(d, 'baremetal_firewall_attack_events_last_hour', 'colo-1');
       clock.now += HOUR;
       await d.poller.run('firewall');
       return {
@@ -93,7 +93,7 @@ const rows: Row[] = [
         invalidIp: await metric(d, 'baremetal_firewall_events_dropped_total', { reason: 'invalid_ip' }),
         ipLimit: await metric(d, 'baremetal_firewall_events_dropped_total', { reason: 'ip_limit' }),
         withinRetention,
-        afterRetention: await seriesFor(d, 'baremetal_firewall_attack_events', 'colo-1'),
+        afterRetention: await seriesFor(d, 'baremetal_firewall_attack_events_last_hour', 'colo-1'),
         totalsAfterRetention: await seriesFor(d, 'baremetal_firewall_attack_events_total', 'colo-1'),
         up: await metric(d, 'baremetal_firewall_history_up', { service_id: 'colo-1' }),
       };
@@ -201,7 +201,7 @@ const rows: Row[] = [
         skipped: await metric(d, 'baremetal_poll_runs_total', { poll: 'firewall', outcome: 'skipped' }),
       };
     },
-    expected: { first: 'partial', cancelled: 1, colo1: 0, lastSuccess: START / 1000, next: 'success', cancelledAfter: 0, colo1After: 1, runs: 1, skipped: undefined },
+    expected: { first: 'partial', cancelled: 1, colo1: 0, lastSuccess: START / 1000, next: 'success', cancelledAfter: 0, colo1After: 1, runs: 1, skipped: 0 },
   },
   {
     name: 'daemon.stop() during a run stuck on a slow-drip reply → stop resolves, the run is cancelled and counted',

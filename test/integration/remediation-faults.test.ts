@@ -131,7 +131,7 @@ describe('a broken journal degrades, it does not kill', () => {
         before = 'directory';
       }
     });
-    expect(log.lines.some((l) => l.includes('"level":50') && l.includes('remediation disabled: the journal is unavailable'))).toBe(true);
+    expect(log.lines.some((l) => l.includes('"level":"error"') && l.includes('remediation disabled: the journal is unavailable'))).toBe(true);
     const metrics = await d.app.inject({ method: 'GET', url: '/metrics' });
     expect(metrics.statusCode).toBe(200);
     expect(metrics.body).toContain('baremetal_journal_up 0');

@@ -78,7 +78,8 @@ describe('deploy/kubernetes', () => {
   it("gives the daemon a valid config whose api_key_file is in the Secret's mount", () => {
     const deployment = byKind('Deployment');
     const container = deployment.spec.template.spec.containers[0];
-    const configDir = container.args[1].replace(/\/config\.yml$/, '');
+    expect(container.args).toEqual([expect.stringMatching(/^--config\.file=\/.+\/config\.yml$/)]);
+    const configDir = container.args[0].replace(/^--config\.file=/, '').replace(/\/config\.yml$/, '');
     const mounted = (volume: string) => container.volumeMounts.find((v: { name: string }) => v.name === volume).mountPath;
     expect(mounted('config')).toBe(configDir);
     const raw = parse(byKind('ConfigMap').data['config.yml']) as { upstream: { api_key_file: string } };

@@ -1,6 +1,7 @@
 /**
  * `GET /healthz`: the process is alive and serving HTTP (200). `GET /readyz`: 200 once the first `servers`
- * and `firewall` polls have finished and while the journal answers; 503 with the reasons otherwise.
+ * and `firewall` polls have succeeded at least partly and while the journal answers; 503 with the reasons
+ * otherwise (a poll that failed outright is named with its error).
  * Both stay open when web.auth is set: orchestrators probe them.
  */
 import type { FastifyInstance } from 'fastify';

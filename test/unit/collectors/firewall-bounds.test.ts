@@ -26,8 +26,8 @@ async function collect(ref: Ref, polls: Poll[], limits = { maxIpsPerService: 102
     const context: HistoryContext = { limits, now: poll.at ?? 0, knownIps: poll.knownIps ?? [] };
     collectFirewallHistory(state, metrics, ref, poll.events, context);
   }
-  const events = Object.fromEntries((await seriesOf(registry, 'baremetal_firewall_attack_events')).map((s) => [s.ip, 0]));
-  for (const ip of Object.keys(events)) events[ip] = (await valueOf(registry, 'baremetal_firewall_attack_events', { service_id: ref.serviceId, ip }))!;
+  const events = Object.fromEntries((await seriesOf(registry, 'baremetal_firewall_attack_events_last_hour')).map((s) => [s.ip, 0]));
+  for (const ip of Object.keys(events)) events[ip] = (await valueOf(registry, 'baremetal_firewall_attack_events_last_hour', { service_id: ref.serviceId, ip }))!;
   const totals = (await seriesOf(registry, 'baremetal_firewall_attack_events_total')).map((s) => String(s.ip)).sort();
   const dropped = {
     invalid_ip: await valueOf(registry, 'baremetal_firewall_events_dropped_total', { reason: 'invalid_ip' }),

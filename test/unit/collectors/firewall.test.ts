@@ -15,8 +15,8 @@ describe('firewall collector', () => {
   it('counts events per IP in the latest history and exposes known IPs with 0', async () => {
     const { registry, metrics } = freshMetrics();
     collectFirewallHistory(new FirewallSeriesState(), metrics, server, [ev('a', '192.0.2.1'), ev('b', '192.0.2.1')], ctx(['192.0.2.1', '192.0.2.2']));
-    expect(await valueOf(registry, 'baremetal_firewall_attack_events', l(server, '192.0.2.1'))).toBe(2);
-    expect(await valueOf(registry, 'baremetal_firewall_attack_events', l(server, '192.0.2.2'))).toBe(0);
+    expect(await valueOf(registry, 'baremetal_firewall_attack_events_last_hour', l(server, '192.0.2.1'))).toBe(2);
+    expect(await valueOf(registry, 'baremetal_firewall_attack_events_last_hour', l(server, '192.0.2.2'))).toBe(0);
     expect(await valueOf(registry, 'baremetal_firewall_history_up', { service_type: 'dedicated', service_id: '1' })).toBe(1);
   });
 
@@ -34,7 +34,7 @@ describe('firewall collector', () => {
     const state = new FirewallSeriesState();
     collectFirewallHistory(state, metrics, server, [ev('a', '192.0.2.9')], ctx(['192.0.2.1']));
     collectFirewallHistory(state, metrics, server, [], ctx(['192.0.2.1']));
-    expect((await seriesOf(registry, 'baremetal_firewall_attack_events')).map((s) => s.ip)).toEqual(['192.0.2.1']);
+    expect((await seriesOf(registry, 'baremetal_firewall_attack_events_last_hour')).map((s) => s.ip)).toEqual(['192.0.2.1']);
     expect((await seriesOf(registry, 'baremetal_firewall_attack_events_total')).map((s) => s.ip)).toEqual(['192.0.2.1']);
   });
 
@@ -43,7 +43,7 @@ describe('firewall collector', () => {
     const state = new FirewallSeriesState();
     collectFirewallHistory(state, metrics, colo, [ev('a', '198.51.100.1')], ctx());
     collectFirewallHistory(state, metrics, colo, [], ctx());
-    expect(await valueOf(registry, 'baremetal_firewall_attack_events', l(colo, '198.51.100.1'))).toBe(0);
+    expect(await valueOf(registry, 'baremetal_firewall_attack_events_last_hour', l(colo, '198.51.100.1'))).toBe(0);
     expect(await valueOf(registry, 'baremetal_firewall_attack_events_total', l(colo, '198.51.100.1'))).toBe(1);
   });
 
@@ -53,10 +53,10 @@ describe('firewall collector', () => {
     collectFirewallHistory(state, metrics, server, [ev('a', '192.0.2.1')], ctx());
     collectFirewallFailure(state, metrics, server);
     expect(await valueOf(registry, 'baremetal_firewall_history_up', { service_type: 'dedicated', service_id: '1' })).toBe(0);
-    expect(await valueOf(registry, 'baremetal_firewall_attack_events', l(server, '192.0.2.1'))).toBe(1);
+    expect(await valueOf(registry, 'baremetal_firewall_attack_events_last_hour', l(server, '192.0.2.1'))).toBe(1);
     collectFirewallHistory(state, metrics, server, [ev('a', '192.0.2.1'), ev('b', '192.0.2.1')], ctx());
     expect(await valueOf(registry, 'baremetal_firewall_history_up', { service_type: 'dedicated', service_id: '1' })).toBe(1);
-    expect(await valueOf(registry, 'baremetal_firewall_attack_events', l(server, '192.0.2.1'))).toBe(2);
+    expect(await valueOf(registry, 'baremetal_firewall_attack_events_last_hour', l(server, '192.0.2.1'))).toBe(2);
   });
 
   it('removes every series of a service that is gone', async () => {
@@ -65,7 +65,7 @@ describe('firewall collector', () => {
     collectFirewallHistory(state, metrics, server, [ev('a', '192.0.2.1')], ctx(['192.0.2.2']));
     collectFirewallHistory(state, metrics, colo, [ev('b', '198.51.100.1')], ctx());
     removeFirewallService(state, metrics, server);
-    expect((await seriesOf(registry, 'baremetal_firewall_attack_events')).map((s) => s.service_id)).toEqual(['c1']);
+    expect((await seriesOf(registry, 'baremetal_firewall_attack_events_last_hour')).map((s) => s.service_id)).toEqual(['c1']);
     expect((await seriesOf(registry, 'baremetal_firewall_attack_events_total')).map((s) => s.service_id)).toEqual(['c1']);
     expect((await seriesOf(registry, 'baremetal_firewall_history_up')).map((s) => s.service_id)).toEqual(['c1']);
     expect(state.services.has('dedicated/1')).toBe(false);

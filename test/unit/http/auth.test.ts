@@ -115,7 +115,7 @@ describe('basic auth with users', () => {
     }
     clock.now += 60_000;
     await outcome(check, basic('prometheus', PASSWORD));
-    const warnings = log.lines.map((l) => JSON.parse(l)).filter((l) => l.level === 40);
+    const warnings = log.lines.map((l) => JSON.parse(l)).filter((l) => l.level === 'warn');
     expect(warnings.map((w) => w.refused)).toEqual([1, 3]);
     expect(log.lines.join('\n')).not.toContain(PASSWORD);
   });

@@ -80,7 +80,7 @@ describe('guards', () => {
     expect((await h.engine.request(power({ serverId: '100002' }))).decision).toBe('executed');
     expect(await valueOf(h.registry, 'baremetal_action_budget_remaining')).toBe(0);
     expect(await h.engine.request(power({ serverId: '100003' }))).toMatchObject({ decision: 'denied_budget', message: 'budget of 2 actions per hour is used up' });
-    expect(h.log.lines.some((l) => l.includes('"level":40') && l.includes('budget exhausted'))).toBe(true);
+    expect(h.log.lines.some((l) => l.includes('"level":"warn"') && l.includes('budget exhausted'))).toBe(true);
     h.clock.now += 61 * MIN;
     expect((await h.engine.request(power({ serverId: '100003' }))).decision).toBe('executed');
   });
