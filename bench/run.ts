@@ -28,6 +28,7 @@ import { buildConfig } from '../dist/config/load.js';
 import { BcryptPool } from '../dist/http/bcrypt-pool.js';
 import { startDaemon } from '../dist/daemon.js';
 import { createLogger } from '../dist/logger.js';
+import { startSimulator } from '../dist/simulator/server.js';
 import { measureHugeReply } from './huge-reply.ts';
 
 const { values } = parseArgs({
@@ -38,6 +39,8 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '16' },
     scrapes: { type: 'string', default: '300' },
     flood: { type: 'string', default: '16' },
+    budget: { type: 'string', default: '200' },
+    'budget-servers': { type: 'string', default: '2000' },
   },
 });
 const servers = Number(values.servers);
@@ -71,7 +74,7 @@ const simUrl = await new Promise<string>((resolve, reject) => {
 // 2. The daemon, in this process, driven by hand.
 const stateDir = mkdtempSync(join(tmpdir(), 'bmx-bench-'));
 const config = buildConfig(
-  { upstream: { base_url: simUrl, concurrency, timeout: '30s' }, web: { listen_address: '127.0.0.1:0' }, state_dir: stateDir },
+  { upstream: { base_url: simUrl, concurrency, timeout: '30s', max_requests_per_second: 10000 }, web: { listen_address: '127.0.0.1:0' }, state_dir: stateDir },
   { BAREMETAL_API_KEY: 'bench-key' },
 );
 const daemon = await startDaemon(config, { logger: createLogger('error'), schedule: false, initialPolls: false });
@@ -211,6 +214,39 @@ rows.push({
   rule: '≤ 96 MB',
 });
 
+// 5. The request budget: a full firewall cycle against a simulator limited to 10 % above the budget.
+const budget = Number(values.budget);
+const budgetServers = Number(values['budget-servers']);
+const limited = await startSimulator({ apiKey: 'bench-key', servers: budgetServers, ipsPerServer: 1, colocations: 0, transits: 0, attackRate: 0, rateLimit: { perSecond: Math.ceil(budget * 1.1) } });
+const budgetDir = mkdtempSync(join(tmpdir(), 'bmx-bench-budget-'));
+const budgetDaemon = await startDaemon(
+  buildConfig(
+    { upstream: { base_url: limited.url, concurrency, max_requests_per_second: budget }, schedules: { firewall: '0 */5 * * * *' }, web: { listen_address: '127.0.0.1:0' }, state_dir: budgetDir },
+    { BAREMETAL_API_KEY: 'bench-key' },
+  ),
+  { logger: createLogger('error'), schedule: false, initialPolls: false, listen: false },
+);
+await budgetDaemon.poller.run('servers');
+const budgetStarted = performance.now();
+const budgetOutcome = await budgetDaemon.poller.run('firewall');
+const budgetSeconds = (performance.now() - budgetStarted) / 1000;
+const sentPerSecond = budgetServers / budgetSeconds;
+rows.push(
+  {
+    what: 'budget: requests/s sent ÷ max_requests_per_second',
+    measured: sentPerSecond / budget,
+    unit: '×',
+    reference: `${budgetServers} firewall requests in ${budgetSeconds.toFixed(2)} s at ${budget}/s (expected ${(budgetServers / budget).toFixed(2)} s); outcome ${budgetOutcome}`,
+    target: 1,
+    rule: '0.9–1.0',
+  },
+  { what: 'budget: 429s seen', measured: limited.rateLimited, unit: '', reference: `simulator limit ${Math.ceil(budget * 1.1)}/s per key`, target: 0, rule: '= 0' },
+);
+const budgetLow = sentPerSecond / budget < 0.9;
+await budgetDaemon.stop();
+await limited.close();
+rmSync(budgetDir, { recursive: true, force: true });
+
 console.log(`\nbaremetal-exporter bench — ${servers} servers × ${values.ips} IPs, ${latencyMs} ms simulated latency, concurrency ${concurrency}, ${series} series (${(exposition.body.length / 2 ** 20).toFixed(1)} MiB exposition), Node ${process.version}`);
 console.log(`poll outcomes: first ${cold.outcomes.join('/')}, steady ${warm.outcomes.join('/')}; ${scrapes} scrapes each\n`);
 console.log('| measure | measured | compared with | target | result |');
@@ -222,6 +258,7 @@ for (const row of rows) {
   console.log(`| ${row.what} | ${row.measured.toFixed(row.unit === 'MB' ? 0 : 2)} ${row.unit} | ${row.reference} | ${row.rule} (${row.target.toFixed(2)} ${row.unit}) | ${ok ? 'PASS' : 'MISS'} |`);
 }
 if ([...cold.outcomes, ...warm.outcomes].some((o) => o !== 'success')) missed++;
+if (budgetLow) missed++;
 
 await agent.close();
 await baseline.close();

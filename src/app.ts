@@ -2,12 +2,13 @@
  * buildApp(deps) → a fastify instance with every route of the daemon. It never listens itself, so tests
  * drive it with `app.inject()`. Every error reply is JSON: `{statusCode, code, error, message}`.
  *
- * Three scopes: health probes (always open), the read-only routes — status page, /metrics, /graphs —
+ * Three scopes: health probes (always open), the read-only routes — status page, /metrics, /graphs, /api/v1/attacks —
  * (open unless `web.auth` is set), and the remediation routes (always behind `remediation.auth`).
  */
 import { STATUS_CODES } from 'node:http';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import type { AttackLog } from './collectors/attacks.js';
 import type { Config } from './config/schema.js';
 import { BaremetalError, INTERNAL_ERROR_CODE } from './errors.js';
 import type { GraphStore } from './graphs/store.js';
@@ -16,6 +17,7 @@ import { BcryptPool, type PasswordVerifier } from './http/bcrypt-pool.js';
 import { applyServerLimits, serverLimitOptions } from './http/server-limits.js';
 import { actionRoutes } from './http/routes/actions.js';
 import { alertmanagerRoutes } from './http/routes/alertmanager.js';
+import { attackRoutes } from './http/routes/attacks.js';
 import { graphRoutes } from './http/routes/graphs.js';
 import { healthRoutes, type Readiness } from './http/routes/health.js';
 import { metricsRoutes } from './http/routes/metrics.js';
@@ -41,6 +43,8 @@ export interface AppDeps {
    * web.auth): remediation decisions are then left out, not only hidden
    */
   statusView?: (options: { actions: boolean }) => Promise<StatusView>;
+  /** the latest attack events, served as `GET /api/v1/attacks`; without it the route is not served */
+  attacks?: AttackLog;
   /** the action endpoints; absent in tests of the read-only routes */
   remediation?: {
     engine: RemediationEngine;
@@ -103,6 +107,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     if (deps.statusView) statusPageRoutes(scope, { statusView: () => deps.statusView!({ actions }) });
     metricsRoutes(scope, deps);
     graphRoutes(scope, { graphStore: deps.graphStore, maxWidth: deps.graphMaxWidth });
+    if (deps.attacks) attackRoutes(scope, { attacks: deps.attacks });
   });
 
   const remediation = deps.remediation;

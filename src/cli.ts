@@ -9,6 +9,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { applyFlags, buildConfig, loadConfig } from './config/load.js';
 import { startDaemon } from './daemon.js';
+import { budgetPlan } from './scheduler/budget-plan.js';
 import { BaremetalError, ConfigError } from './errors.js';
 import { createLogger, LOG_FORMATS, type LogFormat } from './logger.js';
 import { startSimulator, type SimulatorServerOptions } from './simulator/server.js';
@@ -202,6 +203,9 @@ function checkConfig(args: string[]): void {
         `remediation ${config.remediation.dryRun ? 'dry run' : 'live'} with ${config.remediation.rules.length} rule(s)\n`,
     );
     if (config.upstream.apiKeySource === 'yaml') process.stdout.write('warning: the API key sits in the config file; prefer upstream.api_key_file or BAREMETAL_API_KEY\n');
+    const plan = budgetPlan(config);
+    for (const line of plan.notes) process.stdout.write(`${line}\n`);
+    for (const line of plan.warnings) process.stdout.write(`warning: ${line}\n`);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`${positionals[0]}: ${error.message}\n`);

@@ -151,6 +151,7 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
     webAuth: config.web.auth,
     readiness,
     statusView: statusViewOf({ version: VERSION, poller, graphStore, journal, metrics, now }),
+    attacks: poller.attacks,
     remediation: { engine, journal, client, metrics, config: config.remediation },
     ...(config.web.tls ? { https: readTls(config.web.tls) } : {}),
   });
@@ -171,6 +172,8 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
     await poller.run('servers');
     if (stopping) return;
     await Promise.all((['firewall', 'graphs', 'catalog'] as JobName[]).map((job) => poller.run(job)));
+    // Services under attack are known once the first firewall run has ended (only when split).
+    if (!stopping) await poller.run('firewall_under_attack');
   };
   const ready = initial();
   if (options.schedule !== false) {

@@ -124,6 +124,7 @@ export function collectFirewallHistory(state: FirewallSeriesState, metrics: Metr
     if (before === undefined) metrics.attackEventsTotal.inc(labels(ref, ip), 0);
   }
   if (!previous?.up) metrics.firewallHistoryUp.set({ service_type: ref.serviceType, service_id: ref.serviceId }, 1);
+  metrics.firewallHistoryLastSuccess.set({ service_type: ref.serviceType, service_id: ref.serviceId }, context.now / 1000);
   state.services.set(key, { counts, lastEventAt, up: true, seenIds });
   return fresh.length;
 }
@@ -143,5 +144,6 @@ export function removeFirewallService(state: FirewallSeriesState, metrics: Metri
     metrics.attackEventsTotal.remove(labels(ref, ip));
   }
   metrics.firewallHistoryUp.remove({ service_type: ref.serviceType, service_id: ref.serviceId });
+  metrics.firewallHistoryLastSuccess.remove({ service_type: ref.serviceType, service_id: ref.serviceId });
   state.services.delete(key);
 }

@@ -20,9 +20,15 @@ export const DEFAULT_SCHEDULES = {
   catalog: '45 7 */6 * * *',
 } as const;
 
-/** Poll jobs, each with its own schedule. */
-export type JobName = keyof typeof DEFAULT_SCHEDULES;
-export const JOB_NAMES = Object.keys(DEFAULT_SCHEDULES) as JobName[];
+/**
+ * Poll jobs, each with its own schedule. `firewall_under_attack` polls the services whose latest history had
+ * events; its schedule defaults to `schedules.firewall`'s.
+ */
+export type JobName = keyof typeof DEFAULT_SCHEDULES | 'firewall_under_attack';
+export const JOB_NAMES: JobName[] = [...(Object.keys(DEFAULT_SCHEDULES) as JobName[]), 'firewall_under_attack'];
+
+/** Default of `upstream.max_requests_per_second`. */
+export const DEFAULT_MAX_REQUESTS_PER_SECOND = 10;
 
 /** Remediation actions a rule or an operator can ask for. */
 export const ACTIONS = ['powercycle', 'poweron', 'poweroff', 'firewall_state', 'firewall_sensitivity'] as const;
@@ -86,6 +92,13 @@ export const configFileSchema = strict({
       ca_file: Type.Optional(path('extra PEM CA certificates trusted besides the system ones')),
       timeout: Type.String({ default: '10s', description: 'total deadline of one attempt, headers and body together (`250ms`, `10s`, `1m`)' }),
       concurrency: Type.Integer({ minimum: 1, maximum: 256, default: 16, description: 'upstream requests in flight at once, all jobs together' }),
+      max_requests_per_second: Type.Number({
+        exclusiveMinimum: 0,
+        maximum: 10000,
+        default: DEFAULT_MAX_REQUESTS_PER_SECOND,
+        description:
+          'request budget: HTTP attempts per second at most (token bucket, retries included), every poll and action together; actions go first; a poll that cannot fit in its period covers its services round-robin',
+      }),
       retries: Type.Integer({ minimum: 0, maximum: 10, default: 2, description: 'retries of a failed read, with exponential backoff and jitter; writes are never retried' }),
       max_response_bytes: Type.Integer({
         minimum: 1024,
@@ -115,6 +128,9 @@ export const configFileSchema = strict({
     {
       servers: Type.String({ default: DEFAULT_SCHEDULES.servers, description: 'cron (seconds field allowed) of the server-list poll' }),
       firewall: Type.String({ default: DEFAULT_SCHEDULES.firewall, description: 'cron of the hour-scale firewall history of every server, colocation and transit service' }),
+      firewall_under_attack: Type.Optional(
+        Type.String({ description: 'cron of the firewall history of the services whose latest history had events; default: `schedules.firewall`' }),
+      ),
       graphs: Type.String({ default: DEFAULT_SCHEDULES.graphs, description: 'cron of the graph images of every server' }),
       catalog: Type.String({ default: DEFAULT_SCHEDULES.catalog, description: 'cron of the OS list and locations' }),
     },
@@ -195,6 +211,8 @@ export interface Config {
     caFile?: string;
     timeoutMs: number;
     concurrency: ConfigFile['upstream']['concurrency'];
+    /** the request budget, HTTP attempts per second */
+    maxRequestsPerSecond: number;
     retries: ConfigFile['upstream']['retries'];
     maxResponseBytes: ConfigFile['upstream']['max_response_bytes'];
     /** where the key came from: `env`, `file` (api_key_file) or `yaml` (discouraged) */

@@ -1,4 +1,5 @@
 /** Builds the status page's view from the daemon's live state (poller, graph store, journal, metrics). */
+import { FirewallSeriesState, type ServiceRef } from '../collectors/firewall.js';
 import type { GraphStore } from '../graphs/store.js';
 import type { Journal } from '../journal/journal.js';
 import type { Metrics } from '../metrics/definitions.js';
@@ -21,10 +22,14 @@ export function statusViewOf(s: StatusSources): (options: { actions: boolean }) 
   return async (options) => {
     const apiUp = (await s.metrics.apiUp.get()).values[0]?.value;
     const series = s.poller.firewallState.services;
-    const ipsOf = (key: string, known: string[] = []) => {
-      const counts = series.get(key)?.counts ?? new Map<string, number>();
+    const ipsOf = (ref: ServiceRef, known: string[] = []) => {
+      const counts = series.get(FirewallSeriesState.key(ref))?.counts ?? new Map<string, number>();
+      const newest = s.poller.attacks.newestPerIp(ref);
       const ips = new Set([...known, ...counts.keys()]);
-      return [...ips].map((ip) => ({ ip, events: counts.get(ip) ?? 0 }));
+      return [...ips].map((ip) => {
+        const event = newest.get(ip);
+        return { ip, events: counts.get(ip) ?? 0, ...(event ? { newest: { raw: event.raw, time: event.time } } : {}) };
+      });
     };
     let actions: StatusView['actions'];
     if (options.actions) {
@@ -50,12 +55,12 @@ export function statusViewOf(s: StatusSources): (options: { actions: boolean }) 
         hostname: server.hostname,
         location: server.location,
         status: server.status,
-        ips: ipsOf(`dedicated/${server.serverId}`, server.ips),
+        ips: ipsOf({ serviceType: 'dedicated', serviceId: server.serverId }, server.ips),
       })),
       services: s.poller
         .services()
         .filter((ref) => ref.serviceType !== 'dedicated')
-        .map((ref) => ({ serviceType: ref.serviceType, serviceId: ref.serviceId, ips: ipsOf(`${ref.serviceType}/${ref.serviceId}`).filter((i) => i.events > 0) })),
+        .map((ref) => ({ serviceType: ref.serviceType, serviceId: ref.serviceId, ips: ipsOf(ref).filter((i) => i.events > 0) })),
       graphs: s.graphStore.list().slice(0, s.maxGraphs ?? 24),
       actions,
       now: s.now(),

@@ -95,6 +95,12 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['poll'] as const,
       registers,
     }),
+    pollItemsPending: new Gauge({
+      name: 'baremetal_poll_items_pending',
+      help: `Items (services) of the poll job not yet covered in the current round: when a run cannot poll every item within its period at upstream.max_requests_per_second, runs cover the items round-robin, and this many are still waiting for their turn. 0 when every run covers everything. ${CACHED}`,
+      labelNames: ['poll'] as const,
+      registers,
+    }),
     servers: new Gauge({
       name: 'baremetal_servers',
       help: `Dedicated servers in the latest server list. ${CACHED}`,
@@ -138,6 +144,12 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
     firewallHistoryUp: new Gauge({
       name: 'baremetal_firewall_history_up',
       help: `1 when the latest firewall-history poll of the service succeeded, 0 when it failed (then its event values are from the poll before). ${CACHED}`,
+      labelNames: ['service_type', 'service_id'] as const,
+      registers,
+    }),
+    firewallHistoryLastSuccess: new Gauge({
+      name: 'baremetal_firewall_history_last_success_timestamp_seconds',
+      help: `Unix time in seconds at which the firewall history of the service was last fetched and applied; time() minus it is how stale the service's attack series are (round-robin coverage polls each service less often than the schedule). ${CACHED}`,
       labelNames: ['service_type', 'service_id'] as const,
       registers,
     }),

@@ -4,6 +4,7 @@
  * server, service or image fails only itself.
  */
 import type { Logger } from 'pino';
+import { AttackLog } from '../collectors/attacks.js';
 import { collectFirewallFailure, collectFirewallHistory, FirewallSeriesState, removeFirewallService, type ServiceRef } from '../collectors/firewall.js';
 import { collectServerList, type Inventory } from '../collectors/inventory.js';
 import type { Config, JobName } from '../config/schema.js';
@@ -16,6 +17,7 @@ import { getGraph, listOperatingSystems, listServers } from '../upstream/dedicat
 import { getFirewallHistory } from '../upstream/firewall.js';
 import { listLocations } from '../upstream/reseller.js';
 import { abortable, PollJob, runDeadlineMs, type RunOutcome, type WorkResult } from './poll-job.js';
+import { RoundRobin, runCapacity } from './round-robin.js';
 import { schedulePeriodMs } from './scheduler.js';
 
 export interface PollJobsDeps {
@@ -69,9 +71,19 @@ export class PollJobs implements TargetDirectory {
   /** true once a server list has been read */
   serversKnown = false;
   readonly firewallState = new FirewallSeriesState();
+  /** the events of each service's latest history that had events (status page, /api/v1/attacks) */
+  readonly attacks = new AttackLog();
+  /**
+   * the jobs; `firewall_under_attack` only when its schedule differs from `firewall`'s (otherwise the
+   * firewall job polls every service)
+   */
   readonly jobs: Map<JobName, PollJob>;
   readonly #deps: PollJobsDeps;
   readonly #now: () => number;
+  /** round-robin coverage of the firewall jobs, when a run cannot poll all its services within the budget */
+  readonly #rounds = { firewall: new RoundRobin<ServiceRef>(FirewallSeriesState.key), firewall_under_attack: new RoundRobin<ServiceRef>(FirewallSeriesState.key) };
+  /** the start-up warning about the budget was logged */
+  #budgetWarned = false;
 
   constructor(deps: PollJobsDeps) {
     this.#deps = deps;
@@ -79,11 +91,12 @@ export class PollJobs implements TargetDirectory {
     const work: Record<JobName, (signal: AbortSignal) => Promise<WorkResult>> = {
       servers: (signal) => this.pollServers(signal),
       firewall: (signal) => this.pollFirewall(signal),
+      firewall_under_attack: (signal) => this.pollFirewall(signal, 'firewall_under_attack'),
       graphs: (signal) => this.pollGraphs(signal),
       catalog: (signal) => this.pollCatalog(signal),
     };
     this.jobs = new Map(
-      (Object.keys(work) as JobName[]).map((name) => [
+      (Object.keys(work) as JobName[]).filter((name) => name !== 'firewall_under_attack' || this.splitsFirewall).map((name) => [
         name,
         new PollJob({
           name,
@@ -108,9 +121,57 @@ export class PollJobs implements TargetDirectory {
     return this.firewallState.services.get(FirewallSeriesState.key({ serviceType: 'dedicated', serviceId: serverId }))?.counts.has(ip) ?? false;
   }
 
-  /** Runs one job now (through its overlap guard). */
+  /** Runs one job now (through its overlap guard); `skipped` for a job that does not exist (see `jobs`). */
   run(job: JobName): Promise<RunOutcome> {
-    return this.jobs.get(job)!.run();
+    return this.jobs.get(job)?.run() ?? Promise.resolve('skipped');
+  }
+
+  /** Services under attack are polled by a job of their own (`schedules.firewall_under_attack` differs). */
+  get splitsFirewall(): boolean {
+    const { schedules } = this.#deps.config;
+    return schedules.firewall_under_attack !== schedules.firewall;
+  }
+
+  /** The services a firewall job polls: all of them, or the quiet ones and those under attack apart. */
+  servicesOf(job: 'firewall' | 'firewall_under_attack'): ServiceRef[] {
+    const all = this.services();
+    if (!this.splitsFirewall) return all;
+    const attacked = job === 'firewall_under_attack';
+    return all.filter((ref) => this.attacks.attacked(ref) === attacked);
+  }
+
+  /**
+   * History requests one run of the firewall job may make within the request budget: the run's deadline at
+   * the budget, less a margin and, when the services under attack have a job of their own, less what that
+   * job spends in the same time.
+   */
+  firewallCapacity(job: 'firewall' | 'firewall_under_attack'): number {
+    const { client, config } = this.#deps;
+    const rate = client.budget?.ratePerSecond;
+    if (rate === undefined) return Number.POSITIVE_INFINITY;
+    const periodMs = schedulePeriodMs(config.schedules[job]);
+    const capacity = runCapacity(rate, runDeadlineMs(periodMs));
+    if (job === 'firewall_under_attack' || !this.splitsFirewall) return capacity;
+    const attackedPerPeriod = this.servicesOf('firewall_under_attack').length * (periodMs / schedulePeriodMs(config.schedules.firewall_under_attack));
+    return Math.max(1, Math.floor(capacity - attackedPerPeriod));
+  }
+
+  /**
+   * Warns once, after the first server list, when the firewall services do not fit in one run at the
+   * budget: they are then covered round-robin over several runs.
+   */
+  #warnBudget(): void {
+    if (this.#budgetWarned) return;
+    this.#budgetWarned = true;
+    const { client, config, logger } = this.#deps;
+    const requests = this.services().length;
+    const capacity = this.firewallCapacity('firewall');
+    if (requests <= capacity) return;
+    const runs = Math.ceil(requests / capacity);
+    logger.warn(
+      { poll: 'firewall', requests, max_requests_per_second: client.budget?.ratePerSecond, schedule: config.schedules.firewall, period_seconds: schedulePeriodMs(config.schedules.firewall) / 1000, per_run: capacity, runs_per_round: runs },
+      `the firewall poll's ${requests} requests do not fit in its period at upstream.max_requests_per_second; each run polls ${capacity} services round-robin, every service once every ${runs} runs`,
+    );
   }
 
   /** Services whose firewall history is polled: every listed server, then the configured colocation and transit ids. */
@@ -140,6 +201,8 @@ export class PollJobs implements TargetDirectory {
       await graphStore.removeServer(serverId);
     }
     if (first) for (const graph of await graphStore.retainServers(new Set(inventory.keys()))) this.#removeGraphSeries(graph);
+    for (const serverId of removed) this.attacks.remove({ serviceType: 'dedicated', serviceId: serverId });
+    this.#warnBudget();
     metrics.graphImages.set(graphStore.size);
     return { items: 1, failed: 0 };
   }
@@ -148,9 +211,16 @@ export class PollJobs implements TargetDirectory {
     this.#deps.metrics.graphLastSuccess.remove({ server_id: graph.serverId, graph: graph.type, scale: graph.scale });
   }
 
-  /** `firewall` job: hour-scale history of every service; each fails (or is cancelled) alone. */
-  async pollFirewall(signal: AbortSignal = new AbortController().signal): Promise<WorkResult> {
+  /**
+   * `firewall` job: hour-scale history of its services (every one, or the quiet ones when the services under
+   * attack have their own job, `firewall_under_attack`); each fails (or is cancelled) alone. A run polls the
+   * next round-robin slice that fits in its period at the request budget.
+   */
+  async pollFirewall(signal: AbortSignal = new AbortController().signal, job: 'firewall' | 'firewall_under_attack' = 'firewall'): Promise<WorkResult> {
     const { client, metrics, logger, config } = this.#deps;
+    const round = this.#rounds[job];
+    const services = this.servicesOf(job);
+    const slice = round.next(services, this.firewallCapacity(job));
     const fetchOne = async (ref: ServiceRef) => {
       const events = await getFirewallHistory(client, ref.serviceType, ref.serviceId, 'hour', undefined, signal);
       // A reply that arrives after the run was cancelled is not applied: the run has already ended.
@@ -159,13 +229,20 @@ export class PollJobs implements TargetDirectory {
       if (ref.serviceType === 'dedicated' && !this.inventory.has(ref.serviceId)) return;
       const knownIps = ref.serviceType === 'dedicated' ? (this.inventory.get(ref.serviceId)?.ips ?? []) : [];
       collectFirewallHistory(this.firewallState, metrics, ref, events, { limits: config.firewall, now: this.#now(), knownIps });
+      this.attacks.record(ref, events, this.#now());
+      round.covered(ref);
     };
-    return each(this.services(), client.concurrency, signal, fetchOne, (ref, error) => {
+    const result = await each(slice, client.concurrency, signal, fetchOne, (ref, error) => {
       collectFirewallFailure(this.firewallState, metrics, ref);
       const fields = { service_type: ref.serviceType, service_id: ref.serviceId };
       if (signal.aborted) logger.warn(fields, 'firewall history poll cancelled');
-      else logger.warn({ ...fields, err: error }, 'firewall history poll failed');
+      else {
+        round.covered(ref);
+        logger.warn({ ...fields, err: error }, 'firewall history poll failed');
+      }
     });
+    metrics.pollItemsPending.set({ poll: job }, round.pending(services));
+    return result;
   }
 
   /** `graphs` job: the configured types × scales for every server; a corrupt image fails only itself. */

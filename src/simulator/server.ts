@@ -71,6 +71,12 @@ export interface SimulatorServerOptions extends SimulatorOptions {
   faults?: Faults;
   /** keep at most this many calls (default 100000; oldest dropped) */
   maxRecordedCalls?: number;
+  /**
+   * the provider's rate limit: above `perSecond` requests in any sliding one-second window (by the
+   * simulator's clock) per key, a request is answered `429` with `Retry-After: retryAfter` (default "1")
+   * and not carried out
+   */
+  rateLimit?: { perSecond: number; retryAfter?: string };
 }
 
 export interface Simulator {
@@ -78,6 +84,8 @@ export interface Simulator {
   url: string;
   state: SimulatorState;
   calls: SimulatorCall[];
+  /** requests answered 429 by the `rateLimit` knob */
+  readonly rateLimited: number;
   /** calls to one path, optionally filtered by a parameter */
   callsTo(path: string, params?: Record<string, string>): SimulatorCall[];
   setFaults(faults: Faults): void;
@@ -260,6 +268,19 @@ export async function startSimulator(options: SimulatorServerOptions = {}): Prom
   let modeUsed = 0;
   const calls: SimulatorCall[] = [];
   const maxCalls = options.maxRecordedCalls ?? 100_000;
+  /** per key: arrival times (simulator clock) of the requests accepted in the last second */
+  const windows = new Map<string, number[]>();
+  let rateLimited = 0;
+  /** true when the key has had `perSecond` requests accepted in the second before `at` */
+  const overLimit = (key: string, at: number): boolean => {
+    if (!options.rateLimit) return false;
+    const window = windows.get(key) ?? [];
+    windows.set(key, window);
+    while (window.length > 0 && window[0]! <= at - 1000) window.shift();
+    if (window.length >= options.rateLimit.perSecond) return true;
+    window.push(at);
+    return false;
+  };
   const app: FastifyInstance = Fastify({ logger: false, ...(options.tls ? { https: options.tls } : {}) });
 
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
@@ -293,6 +314,10 @@ export async function startSimulator(options: SimulatorServerOptions = {}): Prom
     if (calls.length > maxCalls) calls.splice(0, calls.length - maxCalls);
     const key = header === 'none' ? undefined : request.headers[header];
     if (key !== apiKey) return fail(reply, 401, 'Invalid API key.');
+    if (overLimit(key, calls.at(-1)!.at)) {
+      rateLimited++;
+      return reply.code(429).header('retry-after', options.rateLimit?.retryAfter ?? '1').send({ error: true, message: 'Too many requests.' });
+    }
     if (faults.paths && !faults.paths.includes(request.url)) return;
     if (faults.ids && !faults.ids.includes(params.server_id ?? params.colocation_id ?? params.transit_id ?? '')) return;
     const roll = random();
@@ -335,6 +360,9 @@ export async function startSimulator(options: SimulatorServerOptions = {}): Prom
     url: `${options.tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`,
     state,
     calls,
+    get rateLimited() {
+      return rateLimited;
+    },
     callsTo: (path, params = {}) => calls.filter((c) => c.path === path && Object.entries(params).every(([k, v]) => c.params[k] === v)),
     setFaults: (next) => {
       faults = { ...next };

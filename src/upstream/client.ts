@@ -26,6 +26,7 @@ import {
 } from '../errors.js';
 import { createScrubber, type Scrubber } from '../scrub.js';
 import { checkBaseUrl } from './base-url.js';
+import { RequestBudget } from './request-budget.js';
 
 /** How many characters of an unexpected body an error keeps. */
 export const EXCERPT_LENGTH = 200;
@@ -49,6 +50,8 @@ export interface UpstreamClientOptions {
   maxResponseBytes?: number;
   /** requests in flight at once, shared by every caller of this client */
   concurrency: number;
+  /** HTTP attempts per second at most (a token bucket shared by every caller; actions first); none when undefined */
+  maxRequestsPerSecond?: number;
   /** retries of a failed read; writes are never retried */
   retries: number;
   /** smallest delay before a retry, in milliseconds (doubles each time, randomized ×1–2) */
@@ -140,6 +143,8 @@ export class UpstreamClient {
   readonly #dispatcher: Dispatcher;
   readonly #ownsDispatcher: boolean;
   readonly #limit: LimitFunction;
+  /** the request budget (token bucket), when `maxRequestsPerSecond` is set */
+  readonly budget: RequestBudget | undefined;
   readonly #options: UpstreamClientOptions;
   readonly #maxBytes: number;
   readonly #now: () => number;
@@ -156,11 +161,13 @@ export class UpstreamClient {
     this.#now = options.now ?? Date.now;
     this.scrub = createScrubber([options.apiKey]);
     this.#limit = pLimit(options.concurrency);
+    this.budget = options.maxRequestsPerSecond === undefined ? undefined : new RequestBudget({ ratePerSecond: options.maxRequestsPerSecond });
     this.#ownsDispatcher = !options.dispatcher;
     this.#dispatcher =
       options.dispatcher ??
       new Agent({
-        connections: options.concurrency,
+        // Two more than the reads may hold: an action never waits for a poll's connection.
+        connections: options.concurrency + 2,
         connect: {
           timeout: options.timeoutMs,
           ...(options.ca ? { ca: [...rootCertificates, options.ca] } : {}),
@@ -221,7 +228,9 @@ export class UpstreamClient {
     const ctx = { operation: req.operation, path: req.path };
     const timed = async () => {
       await this.#waitForPause(req, ctx);
-      return this.#limit(() => this.#observe(req, attempt));
+      await this.#takeBudget(req, ctx);
+      // Reads share the concurrency limit; an action skips its queue so that it never waits behind polls.
+      return req.read ? this.#limit(() => this.#observe(req, attempt)) : this.#observe(req, attempt);
     };
     if (!req.read || this.#options.retries === 0) return timed();
     return pRetry(timed, {
@@ -248,6 +257,20 @@ export class UpstreamClient {
     } catch (error) {
       throw new UpstreamCancelledError(ctx, 'cancelled while the API asked us to wait', { cause: error });
     }
+  }
+
+  /**
+   * One token of the request budget per attempt, actions first. A write still waiting when a Retry-After
+   * pause begins is refused like one that arrived during it.
+   */
+  async #takeBudget(req: UpstreamRequest, ctx: UpstreamContext): Promise<void> {
+    if (!this.budget) return;
+    try {
+      await this.budget.take(req.read ? 'read' : 'write', req.signal);
+    } catch (error) {
+      throw new UpstreamCancelledError(ctx, 'cancelled while waiting for the request budget', { cause: error });
+    }
+    if (!req.read && this.pausedUntil !== 0) throw new RateLimitedError(ctx, this.pausedUntil);
   }
 
   /** Runs one attempt under its own deadline (and the caller's signal) and reports it to the observer. */
@@ -304,6 +327,7 @@ export class UpstreamClient {
       await res.body.dump().catch(() => undefined);
       const until = this.#now() + retryAfterMs(retryAfter, this.#now());
       this.#pausedUntil = Math.max(this.#pausedUntil, until);
+      this.budget?.pauseFor(until - this.#now());
       throw new RateLimitedError(ctx, until);
     }
     const declared = Number(res.headers['content-length']);

@@ -14,6 +14,7 @@ export function clientFromConfig(upstream: Config['upstream'], extra: Partial<Up
     apiKey: upstream.apiKey,
     timeoutMs: upstream.timeoutMs,
     concurrency: upstream.concurrency,
+    maxRequestsPerSecond: upstream.maxRequestsPerSecond,
     retries: upstream.retries,
     maxResponseBytes: upstream.maxResponseBytes,
     ...(upstream.caFile ? { ca: readFileSync(upstream.caFile, 'utf8') } : {}),

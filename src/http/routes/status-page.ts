@@ -11,14 +11,22 @@ import type { StoredGraph } from '../../graphs/store.js';
 import type { JournalEntry } from '../../journal/rows.js';
 import { graphPath } from './graphs.js';
 
+/** An IP of a server or service: its event count and, when under attack, its newest event as the provider described it. */
+export interface StatusIp {
+  ip: string;
+  events: number;
+  /** the newest event of the latest history: its `raw` text and time (ms since epoch, when it had one) */
+  newest?: { raw: string; time: number | undefined };
+}
+
 /** What the page shows; the daemon builds it from the poller, the metrics, the graph store and the journal. */
 export interface StatusView {
   version: string;
   /** 1, 0, or undefined before the first request */
   apiUp: number | undefined;
   polls: Array<{ poll: string; outcome: string | undefined; finishedAt: number | undefined; lastSuccessAt: number | undefined; durationMs: number | undefined }>;
-  servers: Array<{ serverId: string; hostname: string; location: string; status: string; ips: Array<{ ip: string; events: number }> }>;
-  services: Array<{ serviceType: string; serviceId: string; ips: Array<{ ip: string; events: number }> }>;
+  servers: Array<{ serverId: string; hostname: string; location: string; status: string; ips: StatusIp[] }>;
+  services: Array<{ serviceType: string; serviceId: string; ips: StatusIp[] }>;
   graphs: StoredGraph[];
   /** the latest remediation decisions; undefined when the page is open to anyone (no web.auth) */
   actions: JournalEntry[] | undefined;
@@ -39,10 +47,13 @@ table{border-collapse:collapse;background:#fff;min-width:40%}td,th{border:1px so
 th{background:#eef1f5}.ok{color:#137333;font-weight:600}.bad{color:#b3261e;font-weight:600}
 .attack{background:#fde7e6;color:#b3261e;font-weight:600}.muted{color:#6b7280}
 .thumbs{display:flex;flex-wrap:wrap;gap:.8rem}.thumbs figure{margin:0;background:#fff;border:1px solid #d8dce3;padding:.4rem}
-.thumbs figcaption{font-size:12px;color:#6b7280}`;
+.thumbs figcaption{font-size:12px;color:#6b7280}.raw{color:#4b5563;font-family:ui-monospace,monospace;overflow-wrap:anywhere}`;
 
-function ipCells(ips: Array<{ ip: string; events: number }>): string {
-  return ips.map((i) => (i.events > 0 ? `<span class="attack" data-attacked="${e(i.ip)}">${e(i.ip)} (${i.events} event${i.events === 1 ? "" : "s"})</span>` : `<span>${e(i.ip)}</span>`)).join('<br>');
+/** The newest event of an attacked IP: its time and the provider's raw text (escaped like every value). */
+const newestEvent = (i: StatusIp) => (i.newest ? `<br><small class="raw" data-raw="${e(i.ip)}">${e(time(i.newest.time))} · ${e(i.newest.raw)}</small>` : '');
+
+function ipCells(ips: StatusIp[]): string {
+  return ips.map((i) => (i.events > 0 ? `<span class="attack" data-attacked="${e(i.ip)}">${e(i.ip)} (${i.events} event${i.events === 1 ? "" : "s"})</span>${newestEvent(i)}` : `<span>${e(i.ip)}</span>`)).join('<br>');
 }
 
 /** Renders the page. Pure: the same view gives the same bytes. */

@@ -20,11 +20,11 @@ describe('config', () => {
   it('fills in every default', () => {
     const config = parseConfigText(minimal, env);
     expect(config).toEqual({
-      upstream: { baseUrl: 'https://api.provider.test', apiKey: 'env-key', timeoutMs: 10_000, concurrency: 16, retries: 2, maxResponseBytes: 32 * 1024 * 1024, apiKeySource: 'env' },
+      upstream: { baseUrl: 'https://api.provider.test', apiKey: 'env-key', timeoutMs: 10_000, concurrency: 16, maxRequestsPerSecond: 10, retries: 2, maxResponseBytes: 32 * 1024 * 1024, apiKeySource: 'env' },
       web: { host: '0.0.0.0', port: 9877, auth: { bearerTokens: [], basicAuthUsers: {} } },
       stateDir: './data',
       logLevel: 'info',
-      schedules: DEFAULT_SCHEDULES,
+      schedules: { ...DEFAULT_SCHEDULES, firewall_under_attack: DEFAULT_SCHEDULES.firewall },
       graphs: { types: ['port_bits'], scales: ['day'], maxWidth: 2000 },
       services: { colocationIds: [], transitIds: [] },
       firewall: { maxIpsPerService: 1024, ipRetentionMs: 24 * 3_600_000 },
@@ -40,18 +40,20 @@ describe('config', () => {
   ca_file: /etc/ssl/provider-ca.pem
   timeout: 2500ms
   concurrency: 4
+  max_requests_per_second: 2.5
   retries: 0
 web: { listen_address: "127.0.0.1:9100" }
 state_dir: /var/lib/bmx
-schedules: { servers: "*/10 * * * * *", firewall: "0 * * * *", graphs: "0 */5 * * * *", catalog: "0 0 * * *" }
+schedules: { servers: "*/10 * * * * *", firewall: "0 * * * *", firewall_under_attack: "*/15 * * * * *", graphs: "0 */5 * * * *", catalog: "0 0 * * *" }
 graphs: { types: [port_bits, port_errors], scales: [day, month] }
 services: { colocation_ids: [c1], transit_ids: [t1, t2] }
 `,
       {},
       (path) => (path === '/run/secrets/key' ? 'file-key\n' : ''),
     );
-    expect(config.upstream).toEqual({ baseUrl: 'https://api.provider.test', apiKey: 'file-key', caFile: '/etc/ssl/provider-ca.pem', timeoutMs: 2500, concurrency: 4, retries: 0, maxResponseBytes: 32 * 1024 * 1024, apiKeySource: 'file' });
+    expect(config.upstream).toEqual({ baseUrl: 'https://api.provider.test', apiKey: 'file-key', caFile: '/etc/ssl/provider-ca.pem', timeoutMs: 2500, concurrency: 4, maxRequestsPerSecond: 2.5, retries: 0, maxResponseBytes: 32 * 1024 * 1024, apiKeySource: 'file' });
     expect(config.web).toEqual({ host: '127.0.0.1', port: 9100, auth: { bearerTokens: [], basicAuthUsers: {} } });
+    expect(config.schedules.firewall_under_attack).toBe('*/15 * * * * *');
     expect(config.graphs.types).toEqual(['port_bits', 'port_errors']);
     expect(config.services).toEqual({ colocationIds: ['c1'], transitIds: ['t1', 't2'] });
   });
@@ -73,6 +75,8 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
     ['a bad timeout', `${minimal}  timeout: soon\n`, ['upstream.timeout: must be a duration such as "10s" (got "soon")']],
     ['a concurrency of 0', `${minimal}  concurrency: 0\n`, ['upstream.concurrency: must be >= 1']],
     ['a bad cron', `${minimal}schedules: { firewall: "every minute" }\n`, ['schedules.firewall: must be a cron expression, seconds allowed (got "every minute")']],
+    ['a bad under-attack cron', `${minimal}schedules: { firewall_under_attack: "often" }\n`, ['schedules.firewall_under_attack: must be a cron expression, seconds allowed (got "often")']],
+    ['a zero budget', `${minimal}  max_requests_per_second: 0\n`, ['upstream.max_requests_per_second: must be > 0']],
     ['a bad graph type', `${minimal}graphs: { types: [port_bytes] }\n`, ['graphs.types.0: must be one of port_bits, port_percent, port_errors, port_upkts']],
     ['a bad IP retention', `${minimal}firewall: { ip_retention: forever }\n`, ['firewall.ip_retention: must be a duration such as "24h" (got "forever")']],
     ['a bad journal retention', `${minimal}remediation: { journal_retention: "0" }\n`, ['remediation.journal_retention: must be a duration such as "30d" (got "0")']],

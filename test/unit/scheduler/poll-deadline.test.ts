@@ -123,7 +123,7 @@ describe('scheduler stop', () => {
       ['servers', stuck('servers')],
       ['firewall', stuck('firewall')],
     ] as const);
-    const scheduler = new Scheduler(jobs, { servers: '0 0 1 1 *', firewall: '0 0 1 1 *', graphs: '0 0 1 1 *', catalog: '0 0 1 1 *' });
+    const scheduler = new Scheduler(jobs, { servers: '0 0 1 1 *', firewall: '0 0 1 1 *', graphs: '0 0 1 1 *', catalog: '0 0 1 1 *', firewall_under_attack: '0 0 1 1 *' });
     const runs = [jobs.get('servers')!.run(), jobs.get('firewall')!.run()];
     await scheduler.stop();
     expect([...jobs.values()].map((j) => j.running)).toEqual([false, false]);

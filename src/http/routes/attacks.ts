@@ -1,0 +1,43 @@
+/**
+ * `GET /api/v1/attacks`: the events of the latest firewall history of every service under attack, per
+ * service and IP, as the provider reported them (`raw` text included), for a Grafana table or an alert
+ * template. Behind `web.auth` when it is set, like `/metrics`. The reply is a top-level array so that
+ * fields (an `account`) can be added to its objects without breaking readers.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { AttackLog } from '../../collectors/attacks.js';
+
+/** One service's IP under attack. */
+export interface AttackEntry {
+  service_type: string;
+  service_id: string;
+  ip: string;
+  /** ISO 8601 time of the poll that returned these events */
+  polled_at: string;
+  /** newest first */
+  events: Array<{ id: string; /** ISO 8601, or null when the event had no readable time */ time: string | null; raw: string }>;
+}
+
+const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
+
+/** The reply's entries, sorted by service type, service id and IP. Pure. */
+export function attackEntries(log: AttackLog): AttackEntry[] {
+  const entries: AttackEntry[] = [];
+  for (const service of log.services.values()) {
+    const perIp = new Map<string, AttackEntry['events']>();
+    for (const event of service.events) {
+      const list = perIp.get(event.ip) ?? [];
+      perIp.set(event.ip, list);
+      list.push({ id: event.id, time: iso(event.time), raw: event.raw });
+    }
+    for (const [ip, events] of perIp) {
+      entries.push({ service_type: service.serviceType, service_id: service.serviceId, ip, polled_at: new Date(service.polledAt).toISOString(), events });
+    }
+  }
+  const key = (e: AttackEntry) => [e.service_type, e.service_id, e.ip];
+  return entries.sort((a, b) => key(a).join('\u0000').localeCompare(key(b).join('\u0000')));
+}
+
+export function attackRoutes(app: FastifyInstance, deps: { attacks: AttackLog }): void {
+  app.get('/api/v1/attacks', async (_request, reply) => reply.header('cache-control', 'no-store').send(attackEntries(deps.attacks)));
+}

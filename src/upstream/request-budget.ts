@@ -1,0 +1,123 @@
+/**
+ * The request budget of one upstream client: a token bucket of `ratePerSecond` tokens a second (holding at
+ * most `burst`), one token per HTTP attempt, shared by every poll and action of the client. Two queues:
+ * a waiting write (an action) is always served before any waiting read (a poll), so a remediation call
+ * never waits behind queued poll requests. A pause (a `429`/`Retry-After`) stops the whole bucket: nothing
+ * is granted until it ends, and the bucket restarts empty so the requests held back do not burst.
+ *
+ * Why not a library: bottleneck (priorities, reservoirs) has had no release since 2019; p-throttle has no
+ * priorities; p-queue has priorities but a fixed-window interval cap and an open-ended pause, and would
+ * replace p-limit. A two-queue token bucket is this small, and its clock can be injected for tests.
+ */
+
+/** Who asks: actions are served first. */
+export type BudgetPriority = 'write' | 'read';
+
+export interface RequestBudgetOptions {
+  /** tokens added per second: the sustained request rate */
+  ratePerSecond: number;
+  /** tokens the bucket holds at most (the largest burst); default a tenth of a second's worth, at least 1, so that any one second sees at most 1.1 × the rate */
+  burst?: number;
+  /** a monotonic clock in milliseconds; injectable for tests */
+  now?: () => number;
+  /** schedules `fn` after `ms`; returns a cancel function (tests drive it by hand) */
+  setTimer?: (fn: () => void, ms: number) => () => void;
+}
+
+interface Waiter {
+  resolve: () => void;
+  reject: (reason: unknown) => void;
+  signal: AbortSignal | undefined;
+  onAbort: () => void;
+}
+
+const realTimer = (fn: () => void, ms: number) => {
+  const timer = setTimeout(fn, ms);
+  return () => clearTimeout(timer);
+};
+
+export class RequestBudget {
+  readonly ratePerSecond: number;
+  readonly burst: number;
+  readonly #now: () => number;
+  readonly #setTimer: NonNullable<RequestBudgetOptions['setTimer']>;
+  readonly #queues: Record<BudgetPriority, Waiter[]> = { write: [], read: [] };
+  #tokens: number;
+  #refilledAt: number;
+  #pausedUntil = 0;
+  #cancelTimer: (() => void) | undefined;
+
+  constructor(options: RequestBudgetOptions) {
+    if (!(options.ratePerSecond > 0)) throw new RangeError('ratePerSecond must be positive');
+    this.ratePerSecond = options.ratePerSecond;
+    this.burst = options.burst ?? Math.max(1, options.ratePerSecond / 10);
+    this.#now = options.now ?? (() => performance.now());
+    this.#setTimer = options.setTimer ?? realTimer;
+    this.#tokens = this.burst;
+    this.#refilledAt = this.#now();
+  }
+
+  /** Requests waiting for a token, by priority. */
+  get waiting(): Record<BudgetPriority, number> {
+    return { write: this.#queues.write.length, read: this.#queues.read.length };
+  }
+
+  /** Resolves when a token is granted; rejects with the signal's reason when it aborts first. */
+  take(priority: BudgetPriority, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise<void>((resolve, reject) => {
+      const queue = this.#queues[priority];
+      const waiter: Waiter = {
+        resolve,
+        reject,
+        signal,
+        onAbort: () => {
+          const at = queue.indexOf(waiter);
+          if (at >= 0) queue.splice(at, 1);
+          reject(signal!.reason);
+        },
+      };
+      signal?.addEventListener('abort', waiter.onAbort, { once: true });
+      queue.push(waiter);
+      this.#drain();
+    });
+  }
+
+  /** Grants nothing for `ms` (a Retry-After); the bucket restarts empty afterwards. */
+  pauseFor(ms: number): void {
+    this.#pausedUntil = Math.max(this.#pausedUntil, this.#now() + ms);
+    this.#tokens = 0;
+    this.#refilledAt = this.#pausedUntil;
+    this.#schedule();
+  }
+
+  #drain(): void {
+    const now = this.#now();
+    if (now >= this.#pausedUntil && now > this.#refilledAt) {
+      this.#tokens = Math.min(this.burst, this.#tokens + ((now - this.#refilledAt) * this.ratePerSecond) / 1000);
+      this.#refilledAt = now;
+    }
+    while (now >= this.#pausedUntil && this.#tokens >= 1) {
+      const waiter = this.#queues.write.shift() ?? this.#queues.read.shift();
+      if (!waiter) break;
+      this.#tokens -= 1;
+      waiter.signal?.removeEventListener('abort', waiter.onAbort);
+      waiter.resolve();
+    }
+    this.#schedule(now);
+  }
+
+  /** One timer at most: wakes up when the next token (or the end of a pause) is due. */
+  #schedule(now = this.#now()): void {
+    this.#cancelTimer?.();
+    this.#cancelTimer = undefined;
+    if (this.#queues.write.length === 0 && this.#queues.read.length === 0) return;
+    // After a pause the bucket is empty from its end; otherwise the missing part of a token at the rate.
+    const from = Math.max(now, this.#refilledAt);
+    const delay = from - now + (Math.max(0, 1 - this.#tokens) * 1000) / this.ratePerSecond;
+    this.#cancelTimer = this.#setTimer(() => {
+      this.#cancelTimer = undefined;
+      this.#drain();
+    }, Math.max(0, Math.ceil(delay)));
+  }
+}

@@ -1,0 +1,186 @@
+/**
+ * Issue 9, items 2, 3 and 5 against the simulator: the request budget keeps under the provider's rate
+ * limit over a full firewall cycle, a period too short for the budget still covers every service
+ * round-robin, services under attack follow their own schedule, and the attacks are shown to people
+ * (`GET /api/v1/attacks`, the status page) without becoming labels.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { buildConfig } from '../../src/config/load.js';
+import { startDaemon, type Daemon } from '../../src/daemon.js';
+import { runDeadlineMs } from '../../src/scheduler/poll-job.js';
+import { runCapacity } from '../../src/scheduler/round-robin.js';
+import { schedulePeriodMs } from '../../src/scheduler/scheduler.js';
+import { startSimulator, type Simulator, type SimulatorServerOptions } from '../../src/simulator/server.js';
+import { captureLogger } from '../helpers/logger.js';
+import { seriesOf, valueOf } from '../helpers/metrics.js';
+import { tempDir } from '../helpers/tmp.js';
+
+const KEY = 'budget-key-3b7e91c4';
+const TOKEN = 'attacks-reader-token-0123456789';
+
+let sim: Simulator | undefined;
+let daemon: Daemon | undefined;
+afterEach(async () => {
+  await daemon?.stop();
+  await sim?.close();
+  daemon = sim = undefined;
+});
+
+async function setup(simOptions: SimulatorServerOptions, file: Record<string, unknown>) {
+  const log = captureLogger('debug');
+  const stateDir = tempDir();
+  sim = await startSimulator({ apiKey: KEY, colocations: 0, transits: 0, attackRate: 0, seed: 3, ...simOptions });
+  const tokenFile = join(stateDir, 'token');
+  writeFileSync(tokenFile, TOKEN);
+  const config = buildConfig(
+    {
+      ...file,
+      upstream: { base_url: sim.url, concurrency: 16, retries: 0, ...(file.upstream as object) },
+      web: { listen_address: '127.0.0.1:0', auth: { bearer_token_files: [tokenFile] } },
+      state_dir: stateDir,
+    },
+    { BAREMETAL_API_KEY: KEY },
+  );
+  daemon = await startDaemon(config, { logger: log.logger, schedule: false, initialPolls: false, listen: false });
+  return { daemon, sim, log, config };
+}
+
+/** The most requests the simulator received in any one-second window (by its real clock). */
+function busiestSecond(sim: Simulator): number {
+  const times = sim.calls.map((c) => c.at).sort((a, b) => a - b);
+  let most = 0;
+  let start = 0;
+  for (let end = 0; end < times.length; end++) {
+    while (times[end]! - times[start]! >= 1000) start++;
+    most = Math.max(most, end - start + 1);
+  }
+  return most;
+}
+
+describe('request budget against a rate-limited provider', () => {
+  it.each([
+    // 340/s with bursts of a tenth of a second stays under 400 in any second: no 429 over 2,000 servers.
+    { name: 'just below the limit: a full cycle of 2,000 servers', servers: 2000, rate: 340, limit: 400, refused: false },
+    // The control: the same provider, a budget above its limit, is refused; so the test above can fail.
+    { name: 'above the limit (control)', servers: 600, rate: 2000, limit: 400, refused: true },
+  ])('$name', async ({ servers, rate, limit, refused }) => {
+    const { daemon, sim } = await setup(
+      { servers, ipsPerServer: 1, rateLimit: { perSecond: limit } },
+      { upstream: { max_requests_per_second: rate }, schedules: { firewall: '0 * * * * *' } },
+    );
+    expect(await daemon.poller.run('servers')).toBe('success');
+    const outcome = await daemon.poller.run('firewall');
+    const rateLimited = (await valueOf(daemon.registry, 'baremetal_api_requests_total', { operation: 'firewall_history_dedicated', outcome: 'rate_limited' })) ?? 0;
+    if (refused) {
+      expect(sim.rateLimited).toBeGreaterThan(0);
+      expect(rateLimited).toBeGreaterThan(0);
+      return;
+    }
+    expect(outcome).toBe('success');
+    expect(sim.rateLimited).toBe(0);
+    expect(rateLimited).toBe(0);
+    expect(sim.callsTo('/api/v1/dedicated/firewall').length).toBe(servers);
+    expect(busiestSecond(sim)).toBeLessThanOrEqual(limit);
+    expect(await valueOf(daemon.registry, 'baremetal_poll_items_pending', { poll: 'firewall' })).toBe(0);
+  });
+
+  it('covers every server round-robin within ⌈servers ÷ per-run capacity⌉ runs when a period is too short', async () => {
+    const servers = 300;
+    const rate = 100;
+    const schedule = '* * * * * *';
+    const { daemon, sim, log } = await setup({ servers, ipsPerServer: 1 }, { upstream: { max_requests_per_second: rate }, schedules: { firewall: schedule } });
+    const perRun = runCapacity(rate, runDeadlineMs(schedulePeriodMs(schedule)));
+    const runs = Math.ceil(servers / perRun);
+    expect(runs).toBeGreaterThan(1);
+    expect(await daemon.poller.run('servers')).toBe('success');
+    expect(log.lines.some((l) => l.includes('do not fit in its period') && l.includes(`"requests":${servers}`) && l.includes(`"max_requests_per_second":${rate}`))).toBe(true);
+    const polled = () => new Set(sim.callsTo('/api/v1/dedicated/firewall').map((c) => c.params.server_id));
+    for (let run = 1; run <= runs; run++) {
+      expect(await daemon.poller.run('firewall')).toBe('success');
+      const pending = await valueOf(daemon.registry, 'baremetal_poll_items_pending', { poll: 'firewall' });
+      expect(pending, `after run ${run}`).toBe(Math.max(0, servers - run * perRun));
+      // Not before the last run: each run polls a new slice, none twice.
+      expect(polled().size).toBe(Math.min(servers, run * perRun));
+    }
+    expect(sim.callsTo('/api/v1/dedicated/firewall').length).toBe(servers);
+    expect((await seriesOf(daemon.registry, 'baremetal_firewall_history_last_success_timestamp_seconds')).length).toBe(servers);
+    // The next run starts a new round from the first server.
+    await daemon.poller.run('firewall');
+    expect(sim.callsTo('/api/v1/dedicated/firewall', { server_id: '100001' }).length).toBe(2);
+  });
+});
+
+describe('services under attack on their own schedule', () => {
+  it.each([
+    { name: 'a different schedule: two jobs, each polls its own services', underAttack: '*/15 * * * * *', split: true },
+    { name: 'the default (same schedule): one job polls every service', underAttack: undefined, split: false },
+  ])('$name', async ({ underAttack, split }) => {
+    const schedules = { firewall: '0 */5 * * * *', ...(underAttack ? { firewall_under_attack: underAttack } : {}) };
+    const { daemon, sim } = await setup({ servers: 8, ipsPerServer: 1 }, { upstream: { max_requests_per_second: 1000 }, schedules });
+    const attacked = ['100002', '100005'];
+    for (const id of attacked) sim.state.injectEvents('dedicated', id, [{ id: `ev-${id}`, ip: sim.state.servers.get(id)!.ips[0]! }]);
+    await daemon.poller.run('servers');
+    expect(await daemon.poller.run('firewall')).toBe('success');
+    expect(daemon.poller.jobs.has('firewall_under_attack')).toBe(split);
+    const ids = () => sim!.callsTo('/api/v1/dedicated/firewall').map((c) => c.params.server_id).sort();
+    sim.calls.length = 0;
+    await daemon.poller.run('firewall_under_attack');
+    expect(ids()).toEqual(split ? attacked : []);
+    sim.calls.length = 0;
+    await daemon.poller.run('firewall');
+    const all = [...sim.state.servers.keys()].sort();
+    expect(ids()).toEqual(split ? all.filter((id) => !attacked.includes(id)) : all);
+  });
+});
+
+describe('the attack itself, for people', () => {
+  const RAW = '<script>alert(1)</script> & 9 Gbps "udp" flood';
+
+  async function attackedDaemon() {
+    const ctx = await setup({ servers: 3, ipsPerServer: 2 }, {});
+    const ip = ctx.sim.state.servers.get('100002')!.ips[1]!;
+    ctx.sim.state.injectEvents('dedicated', '100002', [
+      { id: 'old', ip, raw: 'older event', time: 1_700_000_000 },
+      { id: 'new', ip, raw: RAW, time: 1_700_000_060 },
+    ]);
+    await ctx.daemon.poller.run('servers');
+    await ctx.daemon.poller.run('firewall');
+    return { ...ctx, ip };
+  }
+
+  it.each([
+    { name: 'no credentials', headers: {}, status: 401 },
+    { name: 'a wrong token', headers: { authorization: 'Bearer not-the-token-at-all-000' }, status: 401 },
+    { name: 'the web.auth token', headers: { authorization: `Bearer ${TOKEN}` }, status: 200 },
+  ])('GET /api/v1/attacks with $name answers $status', async ({ headers, status }) => {
+    const { daemon, ip } = await attackedDaemon();
+    const res = await daemon.app.inject({ method: 'GET', url: '/api/v1/attacks', headers });
+    expect(res.statusCode).toBe(status);
+    if (status !== 200) return;
+    expect(res.json()).toEqual([
+      {
+        service_type: 'dedicated',
+        service_id: '100002',
+        ip,
+        polled_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+        events: [
+          { id: 'new', time: '2023-11-14T22:14:20.000Z', raw: RAW },
+          { id: 'old', time: '2023-11-14T22:13:20.000Z', raw: 'older event' },
+        ],
+      },
+    ]);
+  });
+
+  it('shows the newest raw text and time on the status page, escaped, and never as a label', async () => {
+    const { daemon, ip } = await attackedDaemon();
+    const res = await daemon.app.inject({ method: 'GET', url: '/', headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(res.statusCode).toBe(200);
+    expect(res.body).toContain(`data-raw="${ip}">2023-11-14 22:14:20Z · &lt;script&gt;alert(1)&lt;/script&gt; &amp; 9 Gbps &quot;udp&quot; flood</small>`);
+    expect(res.body).not.toContain('<script>');
+    expect(res.body).not.toContain('older event');
+    const exposition = (await daemon.exposition.render()).body.toString();
+    expect(exposition).not.toContain('9 Gbps');
+  });
+});

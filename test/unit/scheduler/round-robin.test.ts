@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import { RoundRobin, runCapacity } from '../../../src/scheduler/round-robin.js';
+
+const ids = (n: number) => Array.from({ length: n }, (_, i) => `s${i}`);
+
+describe('round-robin coverage', () => {
+  it.each([
+    { name: '10 items, 4 a run', items: 10, capacity: 4, slices: [['s0', 's1', 's2', 's3'], ['s4', 's5', 's6', 's7'], ['s8', 's9'], ['s0', 's1', 's2', 's3']], pending: [6, 2, 0, 6] },
+    { name: 'everything fits', items: 3, capacity: 5, slices: [['s0', 's1', 's2'], ['s0', 's1', 's2']], pending: [0, 0] },
+  ])('$name', ({ items, capacity, slices, pending }) => {
+    const round = new RoundRobin<string>((s) => s);
+    const list = ids(items);
+    for (const [i, expected] of slices.entries()) {
+      const slice = round.next(list, capacity);
+      expect(slice).toEqual(expected);
+      for (const item of slice) round.covered(item);
+      expect(round.pending(list)).toBe(pending[i]);
+    }
+  });
+
+  it('takes an item that was not covered (cancelled) again in the next run', () => {
+    const round = new RoundRobin<string>((s) => s);
+    const list = ids(5);
+    const first = round.next(list, 3);
+    round.covered(first[0]!);
+    expect(round.next(list, 3)).toEqual(['s1', 's2', 's3']);
+  });
+
+  it('adds new items to the current round and forgets removed ones', () => {
+    const round = new RoundRobin<string>((s) => s);
+    for (const item of round.next(ids(4), 2)) round.covered(item);
+    const changed = ['s1', 's2', 's3', 'new'];
+    expect(round.pending(changed)).toBe(3);
+    expect(round.next(changed, 10)).toEqual(['s2', 's3', 'new']);
+  });
+
+  it.each([
+    { name: '10/s over a 59 s deadline', rate: 10, deadlineMs: 59_000, capacity: 531 },
+    { name: '400/s over 2.7 s', rate: 400, deadlineMs: 2_700, capacity: 972 },
+    { name: 'never below one', rate: 0.01, deadlineMs: 1_000, capacity: 1 },
+  ])('capacity: $name', ({ rate, deadlineMs, capacity }) => {
+    expect(runCapacity(rate, deadlineMs)).toBe(capacity);
+  });
+});
