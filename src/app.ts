@@ -29,7 +29,8 @@ import type { UpstreamClient } from './upstream/client.js';
 export interface AppDeps {
   logger: Logger;
   exposition: ExpositionCache;
-  graphStore: GraphStore;
+  /** each account's graph store, by account name */
+  graphStores: ReadonlyMap<string, GraphStore>;
   /** largest `?width=` of a graph, in pixels */
   graphMaxWidth: number;
   /** credentials for the read-only routes; none = open */
@@ -102,7 +103,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     const actions = deps.webAuth !== undefined && authEnabled(deps.webAuth);
     if (deps.statusView) statusPageRoutes(scope, { statusView: () => deps.statusView!({ actions }) });
     metricsRoutes(scope, deps);
-    graphRoutes(scope, { graphStore: deps.graphStore, maxWidth: deps.graphMaxWidth });
+    graphRoutes(scope, { graphStores: deps.graphStores, maxWidth: deps.graphMaxWidth });
   });
 
   const remediation = deps.remediation;
