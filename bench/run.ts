@@ -159,7 +159,7 @@ async function latencies(url: string, headers: Record<string, string>): Promise<
 }
 async function underFlood(what: string, webAuth: { bearerTokens: string[]; basicAuthUsers: Record<string, string> }, scraper: Record<string, string>) {
   const pool = new BcryptPool();
-  const app = buildApp({ logger: createLogger('error'), exposition: daemon.exposition, graphStore: daemon.graphStore, graphMaxWidth: 2000, webAuth, passwordVerifier: pool });
+  const app = buildApp({ logger: createLogger('error'), exposition: daemon.exposition, graphStores: new Map([['default', daemon.graphStore]]), graphMaxWidth: 2000, webAuth, passwordVerifier: pool });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   for (let i = 0; i < 10; i++) await scrape(url, scraper);
   const idle = await latencies(url, scraper);

@@ -31,7 +31,8 @@ import type { UpstreamClient } from './upstream/client.js';
 export interface AppDeps {
   logger: Logger;
   exposition: ExpositionCache;
-  graphStore: GraphStore;
+  /** each account's graph store, by account name */
+  graphStores: ReadonlyMap<string, GraphStore>;
   /** largest `?width=` of a graph, in pixels */
   graphMaxWidth: number;
   /** credentials for the read-only routes; none = open */
@@ -43,8 +44,8 @@ export interface AppDeps {
    * web.auth): remediation decisions are then left out, not only hidden
    */
   statusView?: (options: { actions: boolean }) => Promise<StatusView>;
-  /** the latest attack events, served as `GET /api/v1/attacks`; without it the route is not served */
-  attacks?: AttackLog;
+  /** the latest attack events per account, served as `GET /api/v1/attacks`; without it the route is not served */
+  attacks?: ReadonlyMap<string, AttackLog>;
   /** the action endpoints; absent in tests of the read-only routes */
   remediation?: {
     engine: RemediationEngine;
@@ -106,7 +107,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     const actions = deps.webAuth !== undefined && authEnabled(deps.webAuth);
     if (deps.statusView) statusPageRoutes(scope, { statusView: () => deps.statusView!({ actions }) });
     metricsRoutes(scope, deps);
-    graphRoutes(scope, { graphStore: deps.graphStore, maxWidth: deps.graphMaxWidth });
+    graphRoutes(scope, { graphStores: deps.graphStores, maxWidth: deps.graphMaxWidth });
     if (deps.attacks) attackRoutes(scope, { attacks: deps.attacks });
   });
 

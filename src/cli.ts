@@ -199,10 +199,12 @@ function checkConfig(args: string[]): void {
   try {
     const config = loadConfig(positionals[0]!);
     process.stdout.write(
-      `${positionals[0]}: valid — API ${config.upstream.baseUrl} (key from ${config.upstream.apiKeySource}), listen ${config.web.host}:${config.web.port}${config.web.tls ? ' (TLS)' : ''}, ` +
+      `${positionals[0]}: valid — ${config.accounts.map((a) => `${config.accounts.length > 1 ? `account ${a.name}: ` : ''}API ${a.upstream.baseUrl} (key from ${a.upstream.apiKeySource})`).join(', ')}, listen ${config.web.host}:${config.web.port}${config.web.tls ? ' (TLS)' : ''}, ` +
         `remediation ${config.remediation.dryRun ? 'dry run' : 'live'} with ${config.remediation.rules.length} rule(s)\n`,
     );
-    if (config.upstream.apiKeySource === 'yaml') process.stdout.write('warning: the API key sits in the config file; prefer upstream.api_key_file or BAREMETAL_API_KEY\n');
+    for (const account of config.accounts.filter((a) => a.upstream.apiKeySource === 'yaml')) {
+      process.stdout.write(`warning: the API key sits in the config file (account ${account.name}); prefer api_key_file or BAREMETAL_API_KEY\n`);
+    }
     const plan = budgetPlan(config);
     for (const line of plan.notes) process.stdout.write(`${line}\n`);
     for (const line of plan.warnings) process.stdout.write(`warning: ${line}\n`);

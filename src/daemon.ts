@@ -10,8 +10,9 @@ import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import type { Dispatcher } from 'undici';
 import { buildApp } from './app.js';
-import type { Config, JobName } from './config/schema.js';
-import { GraphStore } from './graphs/store.js';
+import { DEFAULT_ACCOUNT, type Config, type JobName } from './config/schema.js';
+import type { GraphStore } from './graphs/store.js';
+import { initialPolls, startAccount, type AccountDeps, type AccountRuntime } from './accounts.js';
 import { authEnabled } from './http/auth.js';
 import { statusViewOf } from './http/status-view.js';
 import { readTls, watchTls } from './http/tls.js';
@@ -19,13 +20,10 @@ import { Journal } from './journal/journal.js';
 import { lockStateDir, type StateLock } from './journal/state-lock.js';
 import { createLogger } from './logger.js';
 import { RemediationEngine } from './remediation/engine.js';
-import { createApiObserver } from './metrics/api-observer.js';
 import { createMetrics, type Metrics } from './metrics/definitions.js';
 import { ExpositionCache } from './metrics/exposition.js';
-import { PollJobs } from './scheduler/jobs.js';
-import { Scheduler } from './scheduler/scheduler.js';
 import type { UpstreamClient } from './upstream/client.js';
-import { clientFromConfig } from './upstream/from-config.js';
+import type { PollJobs } from './scheduler/jobs.js';
 import { VERSION } from './version.js';
 
 export interface DaemonOptions {
@@ -52,11 +50,14 @@ export interface Daemon {
   url: string;
   registry: Registry;
   metrics: Metrics;
-  /** the poll jobs and the latest inventory */
+  /** each account's runtime (client, poll jobs, graph store, metrics view), by name */
+  accounts: Map<string, AccountRuntime>;
+  /** the first account's poll jobs and latest inventory */
   poller: PollJobs;
   engine: RemediationEngine;
   journal: Journal;
   exposition: ExpositionCache;
+  /** the first account's client and graph store */
   client: UpstreamClient;
   graphStore: GraphStore;
   /** resolves when the initial polls have finished */
@@ -97,48 +98,48 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
       metrics.journalUp.set(journal.healthy() ? 1 : 0);
     },
   });
-  const apiObserver = createApiObserver(metrics, () => exposition.markDirty());
-  const client = clientFromConfig(config.upstream, {
-    ...(options.retryMinDelayMs !== undefined ? { retryMinDelayMs: options.retryMinDelayMs } : {}),
-    ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
-    onRequest: apiObserver.onRequest,
-  });
-  const graphStore = new GraphStore(config.stateDir);
-  const loaded = await graphStore.load();
-  if (loaded > 0) logger.info({ images: loaded }, 'graph images loaded from the state directory');
-  metrics.graphImages.set(graphStore.size);
-  /** readiness: jobs that succeeded at least partly once, and why the others' last run failed outright */
-  const workedOnce = new Set<JobName>();
-  const lastProblem = new Map<JobName, string>();
-  const poller = new PollJobs({
-    client,
+  const accountDeps: AccountDeps = {
     metrics,
     logger,
-    graphStore,
     config,
     now,
-    onFinished: (job, outcome, problem) => {
-      apiObserver.onPollFinished(job, outcome);
-      if (outcome === 'success' || outcome === 'partial') {
-        workedOnce.add(job);
-        lastProblem.delete(job);
-      } else if (outcome === 'failure') lastProblem.set(job, problem ?? 'it failed');
-      exposition.renderSoon();
+    clientOptions: {
+      ...(options.retryMinDelayMs !== undefined ? { retryMinDelayMs: options.retryMinDelayMs } : {}),
+      ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
     },
-  });
-  const scheduler = new Scheduler(poller.jobs, config.schedules, (poll, seconds) => metrics.pollInterval.set({ poll }, seconds));
+    onChange: () => exposition.markDirty(),
+    onPollFinished: () => exposition.renderSoon(),
+  };
+  const names = new Set(config.accounts.map((a) => a.name));
+  const accounts = new Map<string, AccountRuntime>();
+  for (const account of config.accounts) {
+    const legacyGraphs = account.name === DEFAULT_ACCOUNT && !names.has('dedicated');
+    accounts.set(account.name, await startAccount(account, accountDeps, { legacyGraphs }));
+  }
+  // Remediation acts on the first account until targets are (account, server_id).
+  const first = [...accounts.values()][0]!;
+  const { client, poller, graphStore } = first;
   // A decision shows in /metrics within a second; a burst of alerts costs one rendering.
   const onDecision = () => exposition.renderSoon(1000);
-  const engine = new RemediationEngine({ journal, client, metrics, logger, targets: poller, config: config.remediation, now, onDecision });
-  if (!authEnabled(config.remediation)) logger.warn('remediation is disabled: no credentials configured (remediation.auth); the action endpoints answer 403');
+  const engine = new RemediationEngine({ journal, client, metrics: first.metrics, logger, targets: poller, config: config.remediation, now, onDecision });
+  // Server ids are per account: until targets are (account, server_id), an action could reach a server of
+  // another account with the same id. With several accounts remediation stays off rather than guess.
+  const remediationServed = accounts.size === 1;
+  if (!remediationServed) logger.warn({ accounts: accounts.size }, 'remediation is disabled with several accounts (targets are not yet per account); the action and webhook endpoints are not served');
+  else if (!authEnabled(config.remediation)) logger.warn('remediation is disabled: no credentials configured (remediation.auth); the action endpoints answer 403');
   else logger.info({ dry_run: config.remediation.dryRun, rules: config.remediation.rules.length, budget_per_hour: config.remediation.budgetPerHour }, 'remediation enabled');
-  if (config.upstream.apiKeySource === 'yaml') logger.warn('the API key sits in the config file itself: prefer upstream.api_key_file or BAREMETAL_API_KEY');
   const readiness = () => {
-    // Ready once the first servers and firewall polls worked at least partly: a poll that fails outright
-    // (a wrong key, the API down) keeps the daemon unready, naming the poll and the error.
-    const reasons = (['servers', 'firewall'] as JobName[])
-      .filter((job) => !workedOnce.has(job))
-      .map((job) => (lastProblem.has(job) ? `the ${job} poll has not succeeded yet: ${lastProblem.get(job)}` : `the first ${job} poll has not finished`));
+    // Ready once each account's first servers and firewall polls worked at least partly: a poll that fails
+    // outright (a wrong key, the API down) keeps the daemon unready, naming the poll and the error.
+    const reasons = [...accounts.values()].flatMap((account) =>
+      (['servers', 'firewall'] as JobName[])
+        .filter((job) => !account.workedOnce.has(job))
+        .map((job) => {
+          const poll = `${job} poll${accounts.size > 1 ? ` of account ${account.name}` : ''}`;
+          const problem = account.lastProblem.get(job);
+          return problem !== undefined ? `the ${poll} has not succeeded yet: ${problem}` : `the first ${poll} has not finished`;
+        }),
+    );
     const problem = journal.problem ?? (journal.healthy() ? undefined : 'it does not answer');
     if (problem !== undefined) reasons.push(`the journal is unavailable (remediation disabled): ${problem}`);
     return reasons;
@@ -146,13 +147,13 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
   const app = buildApp({
     logger,
     exposition,
-    graphStore,
+    graphStores: new Map([...accounts].map(([name, account]) => [name, account.graphStore])),
     graphMaxWidth: config.graphs.maxWidth,
     webAuth: config.web.auth,
     readiness,
-    statusView: statusViewOf({ version: VERSION, poller, graphStore, journal, metrics, now }),
-    attacks: poller.attacks,
-    remediation: { engine, journal, client, metrics, config: config.remediation },
+    statusView: statusViewOf({ version: VERSION, accounts, journal, now }),
+    attacks: new Map([...accounts].map(([name, runtime]) => [name, runtime.poller.attacks])),
+    ...(remediationServed ? { remediation: { engine, journal, client, metrics: first.metrics, config: config.remediation } } : {}),
     ...(config.web.tls ? { https: readTls(config.web.tls) } : {}),
   });
   const tls = config.web.tls ? watchTls(app.server as HttpsServer, config.web.tls, logger) : undefined;
@@ -167,18 +168,12 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
 
   /** set by stop(): the initial polls start nothing more */
   let stopping = false;
-  const initial = async () => {
-    if (options.initialPolls === false) return;
-    await poller.run('servers');
-    if (stopping) return;
-    await Promise.all((['firewall', 'graphs', 'catalog'] as JobName[]).map((job) => poller.run(job)));
-    // Services under attack are known once the first firewall run has ended (only when split).
-    if (!stopping) await poller.run('firewall_under_attack');
-  };
-  const ready = initial();
+  // Each account polls on its own: one whose API is down delays no other's first polls.
+  const ready =
+    options.initialPolls === false ? Promise.resolve() : Promise.all([...accounts.values()].map((account) => initialPolls(account, () => stopping))).then(() => undefined);
   if (options.schedule !== false) {
-    scheduler.start();
-    engine.start(options.remediationTickMs);
+    for (const account of accounts.values()) account.scheduler.start();
+    if (remediationServed) engine.start(options.remediationTickMs);
   }
 
   return {
@@ -186,6 +181,7 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
     url,
     registry,
     metrics,
+    accounts,
     poller,
     engine,
     journal,
@@ -198,7 +194,7 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
       stopping = true;
       tls?.stop();
       // Cancels the poll runs in progress (their upstream requests are aborted) and waits for them to end.
-      await scheduler.stop();
+      await Promise.all([...accounts.values()].map((account) => account.scheduler.stop()));
       await engine.stop();
       await ready.catch(() => undefined);
       exposition.stop();
@@ -208,7 +204,7 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
       const sweep = setInterval(() => (app.server as { closeIdleConnections?: () => void }).closeIdleConnections?.(), 100);
       await app.close().finally(() => clearInterval(sweep));
       journal.close();
-      await client.close();
+      await Promise.all([...accounts.values()].map((account) => account.client.close()));
       lock.release();
     },
   };

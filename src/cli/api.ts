@@ -29,7 +29,7 @@ interface OptionSpec {
 /** Every option of `api`; which command accepts which is said by COMMON, WRITE and each leaf's `options`. */
 export const OPTIONS: Record<string, OptionSpec> = {
   'config.file': { type: 'string', arg: 'FILE', help: 'config file, as for "run" (default: BAREMETAL_API_URL and BAREMETAL_API_KEY)' },
-  account: { type: 'string', arg: 'NAME', help: 'account to use; only "default" until several accounts are supported' },
+  account: { type: 'string', arg: 'NAME', help: 'account to use (config `accounts`); optional when one is configured' },
   output: { type: 'string', short: 'o', arg: 'table|json|yaml', help: 'output format (default table)' },
   help: { type: 'boolean', short: 'h', help: 'show this help' },
   'dry-run': { type: 'boolean', help: 'print the request (path and parameters, never the key) and send nothing' },
@@ -149,10 +149,13 @@ export async function runApi(argv: string[], io: CliIo = processIo()): Promise<n
     if (args.length !== leaf.args.length) throw usage(`${leaf.path.join(' ')}: expected ${leaf.args.length} argument(s): ${usageOf(leaf)}`);
     const format = (values.output ?? 'table') as OutputFormat;
     if (!OUTPUT_FORMATS.includes(format)) throw usage(`--output must be one of ${OUTPUT_FORMATS.join(', ')} (got ${JSON.stringify(values.output)})`);
-    if (values.account !== undefined && values.account !== 'default') throw usage(`--account ${String(values.account)}: only "default" exists until several accounts are supported`);
     const file = values['config.file'] as string | undefined;
     const config = loadCliConfig(file, io.env);
-    client = clientFromConfig(config.upstream);
+    const names = config.accounts.map((a) => a.name);
+    const wanted = values.account === undefined ? (names.length === 1 ? names[0] : undefined) : String(values.account);
+    const account = config.accounts.find((a) => a.name === wanted);
+    if (!account) throw usage(`--account: ${wanted === undefined ? 'required with several accounts' : `unknown account ${JSON.stringify(wanted)}`} (configured: ${names.join(', ')})`);
+    client = clientFromConfig(account.upstream);
     // Only a state directory that already holds the daemon's journal: the CLI never creates one.
     const journalPath = file !== undefined ? join(config.stateDir, 'journal.db') : undefined;
     const ctx: CommandContext = {

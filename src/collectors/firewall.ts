@@ -39,6 +39,11 @@ interface ServiceSeries {
 /** What the collector remembers between polls, keyed by `type/id`. */
 export class FirewallSeriesState {
   readonly services = new Map<string, ServiceSeries>();
+  /**
+   * Event ids of services not yet polled by this process, as the previous one left them (state/event-ledger.ts):
+   * a service's first history counts only the events not among them. Emptied as services are polled or removed.
+   */
+  readonly restored = new Map<string, Set<string>>();
   static key(ref: ServiceRef): string {
     return `${ref.serviceType}/${ref.serviceId}`;
   }
@@ -87,6 +92,8 @@ function chooseIps(
 export function collectFirewallHistory(state: FirewallSeriesState, metrics: Metrics, ref: ServiceRef, events: FirewallEvent[], context: HistoryContext): number {
   const key = FirewallSeriesState.key(ref);
   const previous = state.services.get(key);
+  const counted = previous?.seenIds ?? state.restored.get(key);
+  state.restored.delete(key);
   const retained = ref.serviceType !== 'dedicated';
   const perIp = new Map<string, number>();
   const seenIds = new Set<string>();
@@ -95,7 +102,7 @@ export function collectFirewallHistory(state: FirewallSeriesState, metrics: Metr
     if (isIP(event.ip) !== 0) perIp.set(event.ip, (perIp.get(event.ip) ?? 0) + 1);
     if (seenIds.has(event.id)) continue;
     seenIds.add(event.id);
-    if (!previous?.seenIds.has(event.id)) fresh.push(event);
+    if (!counted?.has(event.id)) fresh.push(event);
   }
   const counts = new Map(chooseIps(previous, perIp, retained, context).map((ip) => [ip, perIp.get(ip) ?? 0]));
   const lastEventAt = new Map<string, number>();
@@ -146,4 +153,5 @@ export function removeFirewallService(state: FirewallSeriesState, metrics: Metri
   metrics.firewallHistoryUp.remove({ service_type: ref.serviceType, service_id: ref.serviceId });
   metrics.firewallHistoryLastSuccess.remove({ service_type: ref.serviceType, service_id: ref.serviceId });
   state.services.delete(key);
+  state.restored.delete(key);
 }

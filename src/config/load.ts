@@ -12,7 +12,20 @@ import cron from 'node-cron';
 import { parse as parseYaml } from 'yaml';
 import { ConfigError, InsecureUrlError } from '../errors.js';
 import { checkBaseUrl } from '../upstream/base-url.js';
-import { ACTIONS, DEFAULT_COOLDOWN_MS, JOB_NAMES, configFileSchema, type Config, type ConfigFile, type Credentials, type RemediationRule } from './schema.js';
+import {
+  ACCOUNT_NAME,
+  ACTIONS,
+  DEFAULT_ACCOUNT,
+  DEFAULT_COOLDOWN_MS,
+  JOB_NAMES,
+  configFileSchema,
+  type AccountConfig,
+  type Config,
+  type ConfigFile,
+  type Credentials,
+  type RemediationRule,
+  type UpstreamConfig,
+} from './schema.js';
 
 /** Environment variables that override file values (secrets belong here or in files, not in YAML). */
 export interface ConfigEnv {
@@ -61,10 +74,13 @@ const errno = (error: unknown) => (error as NodeJS.ErrnoException).code ?? 'erro
  */
 class Checks {
   readonly problems: string[] = [];
+  /** the top-level keys the file itself has (before Ajv filled in defaults) */
+  readonly raw: Set<string>;
   readonly #doc: Record<string, unknown>;
   readonly #rejected: string[];
 
-  constructor(doc: Record<string, unknown>, rejectedKeys: string[]) {
+  constructor(doc: Record<string, unknown>, rejectedKeys: string[], raw: Set<string>) {
+    this.raw = raw;
     this.#doc = doc;
     this.#rejected = rejectedKeys;
   }
@@ -127,47 +143,14 @@ const BCRYPT_HASH = /^\$2[aby]?\$\d{2}\$[./A-Za-z0-9]{53}$/;
 export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFile = (p) => readFileSync(p, 'utf8')): Config {
   const doc = (raw ?? {}) as Record<string, unknown>;
   if (typeof doc !== 'object' || Array.isArray(doc)) throw new ConfigError(['(top level): must be a mapping']);
+  const fileKeys = new Set(Object.keys(doc));
   // Ajv fills in defaults even where it finds errors, so the checks below see the same document either way.
   const valid = validateFile(doc);
   const schemaErrors = valid ? [] : (validateFile.errors ?? []).map(describe);
-  const checks = new Checks(doc, schemaErrors.map((e) => e.key));
+  const checks = new Checks(doc, schemaErrors.map((e) => e.key), fileKeys);
   const { problems } = checks;
 
-  const fileUrl = checks.value('upstream.base_url');
-  const baseUrl = env.BAREMETAL_API_URL || (typeof fileUrl === 'string' ? fileUrl : undefined);
-  if (!baseUrl) {
-    if (!checks.rejected('upstream.base_url')) problems.push('upstream.base_url: required (or set BAREMETAL_API_URL)');
-  } else {
-    try {
-      checkBaseUrl(baseUrl);
-    } catch (error) {
-      problems.push(`upstream.base_url: ${error instanceof InsecureUrlError ? error.message : 'must be an absolute http(s) URL'}`);
-    }
-  }
-
-  let apiKey = env.BAREMETAL_API_KEY || '';
-  let apiKeySource: Config['upstream']['apiKeySource'] = 'env';
-  const keyFile = checks.text('upstream.api_key_file');
-  let keyFileFailed = false;
-  if (!apiKey && keyFile) {
-    apiKeySource = 'file';
-    try {
-      apiKey = readFile(keyFile).trim();
-      if (!apiKey) problems.push(`upstream.api_key_file: file ${keyFile} is empty`);
-    } catch (error) {
-      problems.push(`upstream.api_key_file: cannot read ${keyFile} (${errno(error)})`);
-    }
-    keyFileFailed = !apiKey;
-  }
-  const yamlKey = checks.text('upstream.api_key');
-  if (!apiKey && yamlKey) {
-    apiKey = yamlKey;
-    apiKeySource = 'yaml';
-  }
-  const keyRejected = checks.rejected('upstream.api_key') || checks.rejected('upstream.api_key_file');
-  if (!apiKey && !keyFileFailed && !keyRejected) problems.push('upstream.api_key: required (set BAREMETAL_API_KEY or upstream.api_key_file)');
-
-  const timeoutMs = checks.duration('upstream.timeout', '10s');
+  const accounts = checkAccounts(doc, checks, env, readFile);
   const ipRetentionMs = checks.duration('firewall.ip_retention', '24h');
 
   const listenText = checks.text('web.listen_address');
@@ -200,17 +183,7 @@ export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFil
   // No problem: the document is a valid ConfigFile and every value above was read.
   const file = doc as ConfigFile;
   return {
-    upstream: {
-      baseUrl: baseUrl!,
-      apiKey,
-      ...(file.upstream.ca_file ? { caFile: file.upstream.ca_file } : {}),
-      timeoutMs: timeoutMs!,
-      concurrency: file.upstream.concurrency,
-      maxRequestsPerSecond: file.upstream.max_requests_per_second,
-      retries: file.upstream.retries,
-      maxResponseBytes: file.upstream.max_response_bytes,
-      apiKeySource,
-    },
+    accounts: accounts.map((account) => account()),
     web: {
       ...listen!,
       ...(file.web.tls ? { tls: { certFile: file.web.tls.cert_file, keyFile: file.web.tls.key_file } } : {}),
@@ -220,7 +193,6 @@ export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFil
     logLevel: file.log_level,
     schedules: { ...file.schedules, firewall_under_attack: file.schedules.firewall_under_attack ?? file.schedules.firewall },
     graphs: { types: file.graphs.types, scales: file.graphs.scales, maxWidth: file.graphs.max_width },
-    services: { colocationIds: file.services.colocation_ids, transitIds: file.services.transit_ids },
     firewall: { maxIpsPerService: file.firewall.max_ips_per_service, ipRetentionMs: ipRetentionMs! },
     remediation: {
       dryRun: file.remediation.dry_run,
@@ -231,6 +203,7 @@ export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFil
         alertname: rule.alertname,
         matchers: rule.matchers,
         action: rule.action,
+        accountLabel: rule.account_label,
         serverIdLabel: rule.server_id_label,
         ipLabel: rule.ip_label,
         firingState: String(rule.firing_state) as '0' | '1',
@@ -241,6 +214,97 @@ export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFil
       })),
     },
   };
+}
+
+type UpstreamFile = ConfigFile['upstream'];
+type ServicesFile = ConfigFile['services'];
+
+/**
+ * The accounts: `accounts:` (each entry checked at `accounts.N`), or the single-account form (`upstream:`
+ * and `services:`, one account named `default`, env overrides applied) — never both. Duplicate names are
+ * one line each. Returns builders that read the (then valid) document once every problem is known.
+ */
+function checkAccounts(doc: Record<string, unknown>, checks: Checks, env: ConfigEnv, readFile: ReadFile): Array<() => AccountConfig> {
+  if (doc.accounts === undefined) {
+    const upstream = checkUpstream(checks, 'upstream', env, readFile);
+    return [() => ({ name: DEFAULT_ACCOUNT, upstream: upstream(doc.upstream as UpstreamFile), services: services(doc.services as ServicesFile) })];
+  }
+  for (const key of ['upstream', 'services'] as const) {
+    if (checks.raw.has(key)) checks.problems.push(`${key}: not allowed together with accounts (give each account its ${key === 'upstream' ? 'upstream keys' : 'services'})`);
+  }
+  const list = checks.value('accounts');
+  if (!Array.isArray(list)) return [];
+  const seen = new Set<string>();
+  return list.map((_entry: unknown, i) => {
+    const name = checks.text(`accounts.${i}.name`);
+    if (name !== undefined && ACCOUNT_NAME.test(name)) {
+      if (seen.has(name)) checks.problems.push(`accounts.${i}.name: duplicate account name ${JSON.stringify(name)}`);
+      seen.add(name);
+    }
+    const upstream = checkUpstream(checks, `accounts.${i}`, {}, readFile);
+    return () => {
+      const entry = (doc.accounts as Array<UpstreamFile & { name: string; services: ServicesFile }>)[i]!;
+      return { name: entry.name, upstream: upstream(entry), services: services(entry.services) };
+    };
+  });
+}
+
+const services = (file: ServicesFile): AccountConfig['services'] => ({ colocationIds: file.colocation_ids, transitIds: file.transit_ids });
+
+/**
+ * One upstream block at `at` (`upstream` or `accounts.N`): the base URL, the key (env, then the key file,
+ * then the YAML key) and the timeout. Returns the builder of the normalized block.
+ */
+function checkUpstream(checks: Checks, at: string, env: ConfigEnv, readFile: ReadFile): (file: UpstreamFile) => UpstreamConfig {
+  const { problems } = checks;
+  const envNames = at === 'upstream' ? ' (or set BAREMETAL_API_URL)' : '';
+  const fileUrl = checks.value(`${at}.base_url`);
+  const baseUrl = env.BAREMETAL_API_URL || (typeof fileUrl === 'string' ? fileUrl : undefined);
+  if (!baseUrl) {
+    if (!checks.rejected(`${at}.base_url`)) problems.push(`${at}.base_url: required${envNames}`);
+  } else {
+    try {
+      checkBaseUrl(baseUrl);
+    } catch (error) {
+      problems.push(`${at}.base_url: ${error instanceof InsecureUrlError ? error.message : 'must be an absolute http(s) URL'}`);
+    }
+  }
+
+  let apiKey = env.BAREMETAL_API_KEY || '';
+  let apiKeySource: UpstreamConfig['apiKeySource'] = 'env';
+  const keyFile = checks.text(`${at}.api_key_file`);
+  let keyFileFailed = false;
+  if (!apiKey && keyFile) {
+    apiKeySource = 'file';
+    try {
+      apiKey = readFile(keyFile).trim();
+      if (!apiKey) problems.push(`${at}.api_key_file: file ${keyFile} is empty`);
+    } catch (error) {
+      problems.push(`${at}.api_key_file: cannot read ${keyFile} (${errno(error)})`);
+    }
+    keyFileFailed = !apiKey;
+  }
+  const yamlKey = checks.text(`${at}.api_key`);
+  if (!apiKey && yamlKey) {
+    apiKey = yamlKey;
+    apiKeySource = 'yaml';
+  }
+  const keyRejected = checks.rejected(`${at}.api_key`) || checks.rejected(`${at}.api_key_file`);
+  if (!apiKey && !keyFileFailed && !keyRejected) {
+    problems.push(`${at}.api_key: required (${at === 'upstream' ? 'set BAREMETAL_API_KEY or upstream.api_key_file' : `set ${at}.api_key_file`})`);
+  }
+  const timeoutMs = checks.duration(`${at}.timeout`, '10s');
+  return (file) => ({
+    baseUrl: baseUrl!,
+    apiKey,
+    ...(file.ca_file ? { caFile: file.ca_file } : {}),
+    timeoutMs: timeoutMs!,
+    concurrency: file.concurrency,
+    retries: file.retries,
+    maxResponseBytes: file.max_response_bytes,
+    maxRequestsPerSecond: file.max_requests_per_second,
+    apiKeySource,
+  });
 }
 
 /** Checks each rule's durations and needs; returns its hold and cooldown in ms (0 where a problem was reported). */

@@ -68,6 +68,7 @@ export const ruleSchema = strict({
   alertname: Type.String({ minLength: 1, description: 'the alert this rule acts on' }),
   matchers: stringMap({ default: {}, description: 'extra label equalities the alert must have' }),
   action: oneOf(ACTIONS, { description: `what to do: ${ACTIONS.join(', ')}` }),
+  account_label: Type.String({ minLength: 1, default: 'account', description: 'label carrying the account (optional on the alert when one account is configured)' }),
   server_id_label: Type.String({ minLength: 1, default: 'server_id', description: 'label carrying the server id' }),
   ip_label: Type.String({ minLength: 1, default: 'ip', description: 'label carrying the IP (firewall actions)' }),
   firing_state: oneOf(STATES, { default: '1', description: 'firewall state set on firing (1 = Always On)' }),
@@ -82,32 +83,65 @@ export const ruleSchema = strict({
   require_owned_ip: Type.Boolean({ default: true, description: 'the IP must belong to the server (its record or its firewall history)' }),
 });
 
-/** JSON Schema of the YAML file. Unknown keys are errors; defaults are filled in by Ajv. */
-export const configFileSchema = strict({
-  upstream: strict(
+/**
+ * The `upstream` block's keys: the single-account form's `upstream:` and every entry of `accounts:` share
+ * them (one object, so a key added here appears in both).
+ */
+export const upstreamProperties = {
+  base_url: Type.Optional(path('API address without `/api/v1`; required (or env `BAREMETAL_API_URL`); `http://` only to a loopback host')),
+  api_key: Type.Optional(path('the secret key in the file itself (discouraged); env `BAREMETAL_API_KEY` wins')),
+  api_key_file: Type.Optional(path('a file holding the secret key (preferred); env `BAREMETAL_API_KEY` wins')),
+  ca_file: Type.Optional(path('extra PEM CA certificates trusted besides the system ones')),
+  timeout: Type.String({ default: '10s', description: 'total deadline of one attempt, headers and body together (`250ms`, `10s`, `1m`)' }),
+  concurrency: Type.Integer({ minimum: 1, maximum: 256, default: 16, description: 'upstream requests in flight at once, all jobs together' }),
+  max_requests_per_second: Type.Number({
+    exclusiveMinimum: 0,
+    maximum: 10000,
+    default: DEFAULT_MAX_REQUESTS_PER_SECOND,
+    description:
+      'request budget: HTTP attempts per second at most (token bucket, retries included), every poll and action together; actions go first; a poll that cannot fit in its period covers its services round-robin',
+  }),
+  retries: Type.Integer({ minimum: 0, maximum: 10, default: 2, description: 'retries of a failed read, with exponential backoff and jitter; writes are never retried' }),
+  max_response_bytes: Type.Integer({
+    minimum: 1024,
+    maximum: 1073741824,
+    default: 33554432,
+    description: 'largest reply body read, in bytes (32 MiB); a larger one is aborted while streaming (outcome `too_large`)',
+  }),
+};
+
+/** Services the API cannot list: the single-account form's `services:` and each account's `services`. */
+const servicesSchema = () =>
+  strict(
     {
-      base_url: Type.Optional(path('API address without `/api/v1`; required (or env `BAREMETAL_API_URL`); `http://` only to a loopback host')),
-      api_key: Type.Optional(path('the secret key in the file itself (discouraged); env `BAREMETAL_API_KEY` wins')),
-      api_key_file: Type.Optional(path('a file holding the secret key (preferred); env `BAREMETAL_API_KEY` wins')),
-      ca_file: Type.Optional(path('extra PEM CA certificates trusted besides the system ones')),
-      timeout: Type.String({ default: '10s', description: 'total deadline of one attempt, headers and body together (`250ms`, `10s`, `1m`)' }),
-      concurrency: Type.Integer({ minimum: 1, maximum: 256, default: 16, description: 'upstream requests in flight at once, all jobs together' }),
-      max_requests_per_second: Type.Number({
-        exclusiveMinimum: 0,
-        maximum: 10000,
-        default: DEFAULT_MAX_REQUESTS_PER_SECOND,
-        description:
-          'request budget: HTTP attempts per second at most (token bucket, retries included), every poll and action together; actions go first; a poll that cannot fit in its period covers its services round-robin',
-      }),
-      retries: Type.Integer({ minimum: 0, maximum: 10, default: 2, description: 'retries of a failed read, with exponential backoff and jitter; writes are never retried' }),
-      max_response_bytes: Type.Integer({
-        minimum: 1024,
-        maximum: 1073741824,
-        default: 33554432,
-        description: 'largest reply body read, in bytes (32 MiB); a larger one is aborted while streaming (outcome `too_large`)',
-      }),
+      colocation_ids: Type.Array(Type.String({ minLength: 1 }), { uniqueItems: true, default: [], description: 'colocation services whose firewall history is polled' }),
+      transit_ids: Type.Array(Type.String({ minLength: 1 }), { uniqueItems: true, default: [], description: 'transit services whose firewall history is polled' }),
     },
     { default: {} },
+  );
+
+/** An account's name: the value of the `account` label, a graph URL segment and a directory name. */
+export const ACCOUNT_NAME = /^[a-z0-9_-]{1,32}$/;
+
+/** The account the single-account form (`upstream:` + `services:`) configures. */
+export const DEFAULT_ACCOUNT = 'default';
+
+/** One entry of `accounts:`: the `upstream` keys plus its name and services. */
+export const accountSchema = strict({
+  name: Type.String({ pattern: ACCOUNT_NAME.source, description: 'the account\'s name, `[a-z0-9_-]{1,32}`, unique: the value of the `account` label' }),
+  ...upstreamProperties,
+  services: servicesSchema(),
+});
+
+/** JSON Schema of the YAML file. Unknown keys are errors; defaults are filled in by Ajv. */
+export const configFileSchema = strict({
+  upstream: strict(upstreamProperties, { default: {} }),
+  accounts: Type.Optional(
+    Type.Array(accountSchema, {
+      minItems: 1,
+      maxItems: 64,
+      description: 'several accounts (one key each) instead of `upstream` and `services`: each entry has the `upstream` keys plus `name` and `services`; env `BAREMETAL_API_*` do not apply',
+    }),
   ),
   web: strict(
     {
@@ -144,13 +178,7 @@ export const configFileSchema = strict({
     },
     { default: {} },
   ),
-  services: strict(
-    {
-      colocation_ids: Type.Array(Type.String({ minLength: 1 }), { uniqueItems: true, default: [], description: 'colocation services whose firewall history is polled' }),
-      transit_ids: Type.Array(Type.String({ minLength: 1 }), { uniqueItems: true, default: [], description: 'transit services whose firewall history is polled' }),
-    },
-    { default: {} },
-  ),
+  services: servicesSchema(),
   firewall: strict(
     {
       max_ips_per_service: Type.Integer({
@@ -185,6 +213,7 @@ export interface RemediationRule {
   /** extra label equality matchers */
   matchers: RuleFile['matchers'];
   action: ActionName;
+  accountLabel: string;
   serverIdLabel: string;
   ipLabel: string;
   firingState: '0' | '1';
@@ -203,21 +232,32 @@ export interface RemediationRule {
  * The validated, normalized configuration handed to `main.ts`'s dependencies: what the file says (see the
  * schema's descriptions) with durations in ms, the listen address split, and secrets read from their files.
  */
+/** One account's upstream block, normalized: what `clientFromConfig` builds a client from. */
+export interface UpstreamConfig {
+  baseUrl: string;
+  /** the secret key (per the API contract, §5); never logged */
+  apiKey: string;
+  caFile?: string;
+  timeoutMs: number;
+  concurrency: ConfigFile['upstream']['concurrency'];
+  retries: ConfigFile['upstream']['retries'];
+  maxResponseBytes: ConfigFile['upstream']['max_response_bytes'];
+  /** the request budget, HTTP attempts per second */
+  maxRequestsPerSecond: number;
+  /** where the key came from: `env`, `file` (api_key_file) or `yaml` (discouraged) */
+  apiKeySource: 'env' | 'file' | 'yaml';
+}
+
+/** One account: its name (the `account` label), its upstream and its services. */
+export interface AccountConfig {
+  name: string;
+  upstream: UpstreamConfig;
+  services: { colocationIds: string[]; transitIds: string[] };
+}
+
 export interface Config {
-  upstream: {
-    baseUrl: string;
-    /** the secret key (per the API contract, §5); never logged */
-    apiKey: string;
-    caFile?: string;
-    timeoutMs: number;
-    concurrency: ConfigFile['upstream']['concurrency'];
-    /** the request budget, HTTP attempts per second */
-    maxRequestsPerSecond: number;
-    retries: ConfigFile['upstream']['retries'];
-    maxResponseBytes: ConfigFile['upstream']['max_response_bytes'];
-    /** where the key came from: `env`, `file` (api_key_file) or `yaml` (discouraged) */
-    apiKeySource: 'env' | 'file' | 'yaml';
-  };
+  /** at least one; the single-account form gives one named `default` */
+  accounts: AccountConfig[];
   web: {
     host: string;
     port: number;
@@ -229,7 +269,6 @@ export interface Config {
   logLevel: ConfigFile['log_level'];
   schedules: Record<JobName, string>;
   graphs: { types: ConfigFile['graphs']['types']; scales: ConfigFile['graphs']['scales']; maxWidth: number };
-  services: { colocationIds: string[]; transitIds: string[] };
   firewall: { maxIpsPerService: number; ipRetentionMs: number };
   remediation: Credentials & {
     dryRun: boolean;

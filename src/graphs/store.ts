@@ -1,9 +1,11 @@
 /**
- * The latest graph image per (server, type, scale), in memory and on disk under
- * `<state_dir>/graphs/dedicated/<server_id>/<type>-<scale>.png`, so a restart serves them at once.
+ * One account's latest graph image per (server, type, scale), in memory and on disk under
+ * `<state_dir>/graphs/<account>/dedicated/<server_id>/<type>-<scale>.png`, so a restart serves them at once.
+ * The layout before accounts (`<state_dir>/graphs/dedicated/…`) is moved into the `default` account's place
+ * on the first load.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { access, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { GRAPH_SCALES, GRAPH_TYPES, type GraphScale, type GraphType } from '../upstream/params.js';
@@ -36,10 +38,17 @@ const etagOf = (png: Buffer) => `"${createHash('sha1').update(png).digest('base6
 export class GraphStore {
   readonly #graphs = new Map<string, StoredGraph>();
   readonly #dir: string;
+  /** the directory of the layout before accounts, adopted by `load()` when set */
+  readonly #legacyDir: string | undefined;
 
-  /** `stateDir`: the daemon's state directory; images go below `graphs/dedicated`. */
-  constructor(stateDir: string) {
-    this.#dir = join(stateDir, 'graphs', 'dedicated');
+  /**
+   * `stateDir`: the daemon's state directory; images go below `graphs/<account>/dedicated`. `legacyGraphs`:
+   * adopt `graphs/dedicated` (the layout before accounts) — for the `default` account, when no account is
+   * named `dedicated` (whose own directory that would be).
+   */
+  constructor(stateDir: string, account: string, options: { legacyGraphs?: boolean } = {}) {
+    this.#dir = join(stateDir, 'graphs', account, 'dedicated');
+    this.#legacyDir = options.legacyGraphs ? join(stateDir, 'graphs', 'dedicated') : undefined;
   }
 
   get size(): number {
@@ -96,6 +105,7 @@ export class GraphStore {
 
   /** Loads the images a previous run left on disk. Unreadable files are skipped. Returns how many loaded. */
   async load(): Promise<number> {
+    if (this.#legacyDir !== undefined) await adopt(this.#legacyDir, this.#dir);
     let servers: string[];
     try {
       servers = await readdir(this.#dir);
@@ -123,4 +133,12 @@ export class GraphStore {
     }
     return loaded;
   }
+}
+
+/** Moves `from` to `to` when `from` exists and `to` does not (one rename: no half-moved state). */
+async function adopt(from: string, to: string): Promise<void> {
+  const exists = (path: string) => access(path).then(() => true, () => false);
+  if (!(await exists(from)) || (await exists(to))) return;
+  await mkdir(join(to, '..'), { recursive: true });
+  await rename(from, to);
 }

@@ -1,17 +1,17 @@
-/** Builds the status page's view from the daemon's live state (poller, graph store, journal, metrics). */
+/**
+ * Builds the status page's view from the daemon's live state (each account's poller, graph store and
+ * metrics; the journal). Polls, servers and services are listed per account, in config order.
+ */
+import type { AccountRuntime } from '../accounts.js';
 import { FirewallSeriesState, type ServiceRef } from '../collectors/firewall.js';
-import type { GraphStore } from '../graphs/store.js';
 import type { Journal } from '../journal/journal.js';
-import type { Metrics } from '../metrics/definitions.js';
-import type { PollJobs } from '../scheduler/jobs.js';
+import { listGraphs } from './routes/graphs.js';
 import type { StatusView } from './routes/status-page.js';
 
 export interface StatusSources {
   version: string;
-  poller: PollJobs;
-  graphStore: GraphStore;
+  accounts: ReadonlyMap<string, Pick<AccountRuntime, 'poller' | 'graphStore' | 'metrics'>>;
   journal: Journal;
-  metrics: Metrics;
   now: () => number;
   /** thumbnails shown at most */
   maxGraphs?: number;
@@ -20,11 +20,13 @@ export interface StatusSources {
 /** `actions: false` (an open page) leaves the journal out: it is not even read. */
 export function statusViewOf(s: StatusSources): (options: { actions: boolean }) => Promise<StatusView> {
   return async (options) => {
-    const apiUp = (await s.metrics.apiUp.get()).values[0]?.value;
-    const series = s.poller.firewallState.services;
-    const ipsOf = (ref: ServiceRef, known: string[] = []) => {
-      const counts = series.get(FirewallSeriesState.key(ref))?.counts ?? new Map<string, number>();
-      const newest = s.poller.attacks.newestPerIp(ref);
+    const runtimes = [...s.accounts];
+    // The registry's apiUp holds every account's series: the page shows the worst.
+    const ups = runtimes.length ? (await runtimes[0]![1].metrics.apiUp.get()).values.map((v) => v.value) : [];
+    const apiUp = ups.length ? Math.min(...ups) : undefined;
+    const ipsOf = (poller: AccountRuntime['poller'], ref: ServiceRef, known: string[] = []) => {
+      const counts = poller.firewallState.services.get(FirewallSeriesState.key(ref))?.counts ?? new Map<string, number>();
+      const newest = poller.attacks.newestPerIp(ref);
       const ips = new Set([...known, ...counts.keys()]);
       return [...ips].map((ip) => {
         const event = newest.get(ip);
@@ -43,25 +45,29 @@ export function statusViewOf(s: StatusSources): (options: { actions: boolean }) 
     return {
       version: s.version,
       apiUp,
-      polls: [...s.poller.jobs.values()].map((job) => ({
+      polls: runtimes.flatMap(([account, { poller }]) => [...poller.jobs.values()].map((job) => ({ account, job }))).map(({ account, job }) => ({
+        account,
         poll: job.name,
         outcome: job.last?.outcome,
         finishedAt: job.last?.finishedAt,
         lastSuccessAt: job.lastSuccessAt,
         durationMs: job.last?.durationMs,
       })),
-      servers: [...s.poller.inventory.values()].map((server) => ({
+      servers: runtimes.flatMap(([account, { poller }]) => [...poller.inventory.values()].map((server) => ({
+        account,
         serverId: server.serverId,
         hostname: server.hostname,
         location: server.location,
         status: server.status,
-        ips: ipsOf({ serviceType: 'dedicated', serviceId: server.serverId }, server.ips),
-      })),
-      services: s.poller
-        .services()
-        .filter((ref) => ref.serviceType !== 'dedicated')
-        .map((ref) => ({ serviceType: ref.serviceType, serviceId: ref.serviceId, ips: ipsOf(ref).filter((i) => i.events > 0) })),
-      graphs: s.graphStore.list().slice(0, s.maxGraphs ?? 24),
+        ips: ipsOf(poller, { serviceType: 'dedicated', serviceId: server.serverId }, server.ips),
+      }))),
+      services: runtimes.flatMap(([account, { poller }]) =>
+        poller
+          .services()
+          .filter((ref) => ref.serviceType !== 'dedicated')
+          .map((ref) => ({ account, serviceType: ref.serviceType, serviceId: ref.serviceId, ips: ipsOf(poller, ref).filter((i) => i.events > 0) })),
+      ),
+      graphs: listGraphs(new Map(runtimes.map(([account, r]) => [account, r.graphStore]))).slice(0, s.maxGraphs ?? 24),
       actions,
       now: s.now(),
     };

@@ -44,146 +44,152 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
     apiUp: new Gauge({
       name: 'baremetal_api_up',
       help: `1 when the hosting API is up: 0 when the last servers poll failed, or when every request of the current cycle failed (a cycle is the requests since the last servers poll finished, judged as each poll run ends; cancelled requests do not count). One failing server among many leaves it at 1. ${CACHED}`,
+      labelNames: ['account'] as const,
       registers,
     }),
     apiRequests: new Counter({
       name: 'baremetal_api_requests_total',
       help: `HTTP requests (attempts, retries included) sent to the hosting API, by operation and outcome (${REQUEST_OUTCOMES.join(', ')}). ${CACHED}`,
-      labelNames: ['operation', 'outcome'] as const,
+      labelNames: ['account', 'operation', 'outcome'] as const,
       registers,
     }),
     apiRequestDuration: new Histogram({
       name: 'baremetal_api_request_duration_seconds',
       help: `Duration of one HTTP request to the hosting API in seconds, from send to body read, by operation. ${CACHED}`,
-      labelNames: ['operation'] as const,
+      labelNames: ['account', 'operation'] as const,
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers,
     }),
     pollLastSuccess: new Gauge({
       name: 'baremetal_poll_last_success_timestamp_seconds',
       help: `Unix time in seconds at which the poll job last finished with outcome success or partial. The label is poll, not job, which Prometheus reserves for the scrape job. ${CACHED}`,
-      labelNames: ['poll'] as const,
+      labelNames: ['account', 'poll'] as const,
       registers,
     }),
     pollDuration: new Gauge({
       name: 'baremetal_poll_duration_seconds',
       help: `Duration in seconds of the last finished run of the poll job. ${CACHED}`,
-      labelNames: ['poll'] as const,
+      labelNames: ['account', 'poll'] as const,
       registers,
     }),
     pollRuns: new Counter({
       name: 'baremetal_poll_runs_total',
       help: `Runs of each poll job by outcome: success, partial (some items failed), failure, skipped (previous run still going). ${CACHED}`,
-      labelNames: ['poll', 'outcome'] as const,
+      labelNames: ['account', 'poll', 'outcome'] as const,
       registers,
     }),
     pollInterval: new Gauge({
       name: 'baremetal_poll_interval_seconds',
       help: 'Seconds between two scheduled runs of the poll job (from its cron schedule); alerts call a poll stale after 3 of these.',
-      labelNames: ['poll'] as const,
+      labelNames: ['account', 'poll'] as const,
       registers,
     }),
     pollItemsFailed: new Gauge({
       name: 'baremetal_poll_items_failed',
       help: `Items (servers, services, images) that failed in the last run of the poll job. ${CACHED}`,
-      labelNames: ['poll'] as const,
+      labelNames: ['account', 'poll'] as const,
       registers,
     }),
     pollItemsCancelled: new Gauge({
       name: 'baremetal_poll_items_cancelled',
       help: `Items (servers, services, images) of the last run of the poll job left unfinished because the run reached its deadline (its schedule period less a margin of a tenth, at most 1s) or the daemon stopped; their requests were aborted. The run's outcome counts them as not done (partial or failure). ${CACHED}`,
-      labelNames: ['poll'] as const,
+      labelNames: ['account', 'poll'] as const,
       registers,
     }),
     pollItemsPending: new Gauge({
       name: 'baremetal_poll_items_pending',
       help: `Items (services) of the poll job not yet covered in the current round: when a run cannot poll every item within its period at upstream.max_requests_per_second, runs cover the items round-robin, and this many are still waiting for their turn. 0 when every run covers everything. ${CACHED}`,
-      labelNames: ['poll'] as const,
+      labelNames: ['account', 'poll'] as const,
       registers,
     }),
     servers: new Gauge({
       name: 'baremetal_servers',
       help: `Dedicated servers in the latest server list. ${CACHED}`,
+      labelNames: ['account'] as const,
       registers,
     }),
     serverRecordsSkipped: new Gauge({
       name: 'baremetal_server_records_skipped',
       help: `Records of the latest server list that had no usable server id (or a duplicate one) and were ignored. ${CACHED}`,
+      labelNames: ['account'] as const,
       registers,
     }),
     serverInfo: new Gauge({
       name: 'baremetal_server_info',
       help: `Always 1 per dedicated server; labels carry its inventory data (empty when the API did not send a field). ${CACHED}`,
-      labelNames: ['server_id', 'hostname', 'ip', 'os', 'processor', 'memory', 'location', 'status'] as const,
+      labelNames: ['account', 'server_id', 'hostname', 'ip', 'os', 'processor', 'memory', 'location', 'status'] as const,
       registers,
     }),
     serverIps: new Gauge({
       name: 'baremetal_server_ips',
       help: `IP addresses assigned to the dedicated server according to its record. ${CACHED}`,
-      labelNames: ['server_id'] as const,
+      labelNames: ['account', 'server_id'] as const,
       registers,
     }),
     attackEvents: new Gauge({
       name: 'baremetal_firewall_attack_events_last_hour',
       help: `Firewall (DDoS) events per IP in the latest hour-scale history of the service (service_type dedicated, colocation or transit). ${CACHED}`,
-      labelNames: ['service_type', 'service_id', 'ip'] as const,
+      labelNames: ['account', 'service_type', 'service_id', 'ip'] as const,
       registers,
     }),
     attackEventsTotal: new Counter({
       name: 'baremetal_firewall_attack_events_total',
       help: `Distinct firewall (DDoS) events seen per IP since the exporter started, deduplicated by event id. ${CACHED}`,
-      labelNames: ['service_type', 'service_id', 'ip'] as const,
+      labelNames: ['account', 'service_type', 'service_id', 'ip'] as const,
       registers,
     }),
     firewallEventsDropped: new Counter({
       name: 'baremetal_firewall_events_dropped_total',
       help: `Distinct firewall events (by event id) that created no series, by reason: invalid_ip (the event's ip is not an IP address) or ip_limit (the service already has firewall.max_ips_per_service IP series). ${CACHED}`,
-      labelNames: ['reason'] as const,
+      labelNames: ['account', 'reason'] as const,
       registers,
     }),
     firewallHistoryUp: new Gauge({
       name: 'baremetal_firewall_history_up',
       help: `1 when the latest firewall-history poll of the service succeeded, 0 when it failed (then its event values are from the poll before). ${CACHED}`,
-      labelNames: ['service_type', 'service_id'] as const,
+      labelNames: ['account', 'service_type', 'service_id'] as const,
       registers,
     }),
     firewallHistoryLastSuccess: new Gauge({
       name: 'baremetal_firewall_history_last_success_timestamp_seconds',
       help: `Unix time in seconds at which the firewall history of the service was last fetched and applied; time() minus it is how stale the service's attack series are (round-robin coverage polls each service less often than the schedule). ${CACHED}`,
-      labelNames: ['service_type', 'service_id'] as const,
+      labelNames: ['account', 'service_type', 'service_id'] as const,
       registers,
     }),
     graphLastSuccess: new Gauge({
       name: 'baremetal_graph_last_success_timestamp_seconds',
       help: `Unix time in seconds at which the graph image (graph = type, scale) of the server was last fetched and decoded. ${CACHED}`,
-      labelNames: ['server_id', 'graph', 'scale'] as const,
+      labelNames: ['account', 'server_id', 'graph', 'scale'] as const,
       registers,
     }),
     graphImages: new Gauge({
       name: 'baremetal_graph_images',
       help: `Graph images held by the exporter and served under /graphs. ${CACHED}`,
+      labelNames: ['account'] as const,
       registers,
     }),
     catalogOperatingSystems: new Gauge({
       name: 'baremetal_catalog_operating_systems',
       help: `Installable operating systems in the latest OS list. ${CACHED}`,
+      labelNames: ['account'] as const,
       registers,
     }),
     catalogLocations: new Gauge({
       name: 'baremetal_catalog_locations',
       help: `Locations in the latest reseller location list. ${CACHED}`,
+      labelNames: ['account'] as const,
       registers,
     }),
     actionRequests: new Counter({
       name: 'baremetal_action_requests_total',
       help: `Remediation requests (alerts and operator calls) by action and decision: ${DECISIONS.join(', ')} (the API may have acted: timeout, connection lost or crash mid-call). Rebuilt from the journal at start. ${CACHED}`,
-      labelNames: ['action', 'decision'] as const,
+      labelNames: ['account', 'action', 'decision'] as const,
       registers,
     }),
     actionLastFailure: new Gauge({
       name: 'baremetal_action_last_failure_timestamp_seconds',
       help: `Unix time in seconds of the latest remediation request with decision failed or unknown, by action and decision; rebuilt from the journal at start. ${CACHED}`,
-      labelNames: ['action', 'decision'] as const,
+      labelNames: ['account', 'action', 'decision'] as const,
       registers,
     }),
     journalUp: new Gauge({
@@ -194,18 +200,19 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
     actionPending: new Gauge({
       name: 'baremetal_action_pending',
       help: `Remediation changes waiting to be applied (firewall state inside its hold or 2-minute window). ${CACHED}`,
-      labelNames: ['action'] as const,
+      labelNames: ['account', 'action'] as const,
       registers,
     }),
     firewallDesiredState: new Gauge({
       name: 'baremetal_firewall_desired_state',
       help: `Firewall state the daemon wants for the IP: 1 Always On, 0 Redirect On Attack. ${CACHED}`,
-      labelNames: ['server_id', 'ip'] as const,
+      labelNames: ['account', 'server_id', 'ip'] as const,
       registers,
     }),
     actionBudgetRemaining: new Gauge({
       name: 'baremetal_action_budget_remaining',
       help: `Upstream remediation calls still allowed in the rolling hour (remediation.budget_per_hour minus calls made). ${CACHED}`,
+      labelNames: ['account'] as const,
       registers,
     }),
     alertsReceived: new Counter({
@@ -221,13 +228,82 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
     }),
   };
   metrics.buildInfo.set({ version: options.version ?? '0.0.0', revision: BUILD.revision, branch: BUILD.branch, nodejs: process.version, goversion: `node${process.versions.node}` }, 1);
+  return metrics;
+}
+
+/** The metrics each account has its own series of: every one carries the label `account`. */
+export const ACCOUNT_METRICS = [
+  'apiUp',
+  'apiRequests',
+  'apiRequestDuration',
+  'pollLastSuccess',
+  'pollDuration',
+  'pollRuns',
+  'pollInterval',
+  'pollItemsFailed',
+  'pollItemsCancelled',
+  'pollItemsPending',
+  'servers',
+  'serverRecordsSkipped',
+  'serverInfo',
+  'serverIps',
+  'attackEvents',
+  'attackEventsTotal',
+  'firewallEventsDropped',
+  'firewallHistoryUp',
+  'firewallHistoryLastSuccess',
+  'graphLastSuccess',
+  'graphImages',
+  'catalogOperatingSystems',
+  'catalogLocations',
+  'actionRequests',
+  'actionLastFailure',
+  'actionPending',
+  'firewallDesiredState',
+  'actionBudgetRemaining',
+] as const satisfies ReadonlyArray<keyof Metrics>;
+
+/**
+ * The metrics as one account sees them: each of ACCOUNT_METRICS with the label `account` filled in on
+ * every call (`set`, `inc`, `observe`, `remove`, `labels`…), the others as they are. Collectors, poll jobs
+ * and the remediation engine take a `Metrics` and never name the account: it is bound once, here.
+ */
+export function forAccount(metrics: Metrics, account: string): Metrics {
+  const scoped: Partial<Record<keyof Metrics, unknown>> = {};
+  for (const key of ACCOUNT_METRICS) scoped[key] = withAccount(metrics[key], account);
+  const view = { ...metrics, ...scoped } as Metrics;
   // Counters whose label values are known are exposed from 0, so that rate(), increase() and alerts on
   // them see the first event after a start (a series that appears at 1 has no increase).
-  for (const reason of ['invalid_ip', 'ip_limit'] as const) metrics.firewallEventsDropped.inc({ reason }, 0);
-  for (const action of ACTIONS) for (const decision of DECISIONS) metrics.actionRequests.inc({ action, decision }, 0);
-  for (const operation of DAEMON_OPERATIONS) for (const outcome of REQUEST_OUTCOMES) metrics.apiRequests.inc({ operation, outcome }, 0);
-  for (const poll of JOB_NAMES) for (const outcome of POLL_OUTCOMES) metrics.pollRuns.inc({ poll, outcome }, 0);
-  return metrics;
+  for (const reason of ['invalid_ip', 'ip_limit'] as const) view.firewallEventsDropped.inc({ reason }, 0);
+  for (const action of ACTIONS) for (const decision of DECISIONS) view.actionRequests.inc({ action, decision }, 0);
+  for (const operation of DAEMON_OPERATIONS) for (const outcome of REQUEST_OUTCOMES) view.apiRequests.inc({ operation, outcome }, 0);
+  for (const poll of JOB_NAMES) for (const outcome of POLL_OUTCOMES) view.pollRuns.inc({ poll, outcome }, 0);
+  // A gauge with labels has no series until set: these were exposed at 0 from the start before accounts
+  // (the API down until its first server list says otherwise).
+  for (const gauge of [view.apiUp, view.servers, view.serverRecordsSkipped, view.catalogOperatingSystems, view.catalogLocations]) gauge.set(0);
+  return view;
+}
+
+/** prom-client's methods whose first argument is the optional label set. */
+const LABELLED = new Set(['set', 'inc', 'dec', 'observe', 'remove', 'labels', 'startTimer', 'setToCurrentTime', 'zero']);
+
+/**
+ * `metric` with `{ account }` merged into (or put before) the label set of each labelled call. A Proxy
+ * rather than a class per metric type: prom-client's overloads (`set(v)`, `set(labels, v)`) stay typed
+ * as they are, and no call site changes.
+ */
+function withAccount<M extends object>(metric: M, account: string): M {
+  return new Proxy(metric, {
+    get(target, prop) {
+      const value: unknown = Reflect.get(target, prop, target);
+      if (typeof prop !== 'string' || !LABELLED.has(prop) || typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        const first = args[0];
+        if (first !== null && typeof first === 'object') return value.call(target, { account, ...first }, ...args.slice(1));
+        return value.call(target, { account }, ...args);
+      };
+    },
+  });
 }
 
 /**

@@ -9,18 +9,27 @@ import { runDeadlineMs } from './poll-job.js';
 import { runCapacity } from './round-robin.js';
 import { schedulePeriodMs } from './scheduler.js';
 
-/** Lines for the operator: `notes` always, `warnings` when a run cannot cover what the config lists. */
-export function budgetPlan(config: Pick<Config, 'upstream' | 'schedules' | 'services'>): { notes: string[]; warnings: string[] } {
-  const rate = config.upstream.maxRequestsPerSecond;
+/**
+ * Lines for the operator, per account (each has its own budget): `notes` always, `warnings` when a run cannot
+ * cover what the config lists.
+ */
+export function budgetPlan(config: Pick<Config, 'accounts' | 'schedules'>): { notes: string[]; warnings: string[] } {
   const periodMs = schedulePeriodMs(config.schedules.firewall);
-  const capacity = runCapacity(rate, runDeadlineMs(periodMs));
-  const known = config.services.colocationIds.length + config.services.transitIds.length;
-  const notes = [
-    `budget: ${rate} requests/s; a firewall run every ${periodMs / 1000}s polls at most ${capacity} services (servers, colocation and transit together); more are covered round-robin over several runs`,
-  ];
-  const warnings =
-    known > capacity
-      ? [`the firewall poll's ${known} colocation and transit requests alone do not fit in its period of ${periodMs / 1000}s at ${rate} requests/s (at most ${capacity} a run): every service is polled once every ${Math.ceil(known / capacity)} runs or more`]
-      : [];
+  const notes: string[] = [];
+  const warnings: string[] = [];
+  for (const account of config.accounts) {
+    const at = config.accounts.length > 1 ? `account ${account.name}: ` : '';
+    const rate = account.upstream.maxRequestsPerSecond;
+    const capacity = runCapacity(rate, runDeadlineMs(periodMs));
+    const known = account.services.colocationIds.length + account.services.transitIds.length;
+    notes.push(
+      `${at}budget: ${rate} requests/s; a firewall run every ${periodMs / 1000}s polls at most ${capacity} services (servers, colocation and transit together); more are covered round-robin over several runs`,
+    );
+    if (known > capacity) {
+      warnings.push(
+        `${at}the firewall poll's ${known} colocation and transit requests alone do not fit in its period of ${periodMs / 1000}s at ${rate} requests/s (at most ${capacity} a run): every service is polled once every ${Math.ceil(known / capacity)} runs or more`,
+      );
+    }
+  }
   return { notes, warnings };
 }

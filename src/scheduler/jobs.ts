@@ -7,11 +7,12 @@ import type { Logger } from 'pino';
 import { AttackLog } from '../collectors/attacks.js';
 import { collectFirewallFailure, collectFirewallHistory, FirewallSeriesState, removeFirewallService, type ServiceRef } from '../collectors/firewall.js';
 import { collectServerList, type Inventory } from '../collectors/inventory.js';
-import type { Config, JobName } from '../config/schema.js';
+import type { AccountConfig, Config, JobName } from '../config/schema.js';
 import { checkImage } from '../graphs/image.js';
 import type { GraphKey, GraphStore } from '../graphs/store.js';
 import type { Metrics } from '../metrics/definitions.js';
 import type { TargetDirectory } from '../remediation/types.js';
+import type { EventLedger } from '../state/event-ledger.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { getGraph, listOperatingSystems, listServers } from '../upstream/dedicated.js';
 import { getFirewallHistory } from '../upstream/firewall.js';
@@ -25,8 +26,12 @@ export interface PollJobsDeps {
   metrics: Metrics;
   logger: Logger;
   graphStore: GraphStore;
+  /** where the event ids of the latest histories outlive the process; absent: counts restart from scratch */
+  ledger?: EventLedger;
+  /** the ids the ledger held at start (`EventLedger.load`), by `type/id` */
+  restoredEventIds?: Map<string, Set<string>>;
   /** `schedules` gives each run its deadline (the period of the job's schedule, also for runs started by hand) */
-  config: Pick<Config, 'graphs' | 'services' | 'firewall' | 'schedules'>;
+  config: Pick<Config, 'graphs' | 'firewall' | 'schedules'> & Pick<AccountConfig, 'services'>;
   /** milliseconds since the epoch */
   now?: () => number;
   onFinished?: (job: JobName, outcome: RunOutcome, problem?: string) => void;
@@ -88,6 +93,7 @@ export class PollJobs implements TargetDirectory {
   constructor(deps: PollJobsDeps) {
     this.#deps = deps;
     this.#now = deps.now ?? Date.now;
+    for (const [key, ids] of deps.restoredEventIds ?? []) this.firewallState.restored.set(key, ids);
     const work: Record<JobName, (signal: AbortSignal) => Promise<WorkResult>> = {
       servers: (signal) => this.pollServers(signal),
       firewall: (signal) => this.pollFirewall(signal),
@@ -242,7 +248,26 @@ export class PollJobs implements TargetDirectory {
       }
     });
     metrics.pollItemsPending.set({ poll: job }, round.pending(services));
+    await this.#saveLedger(this.services());
     return result;
+  }
+
+  /**
+   * Persists the event ids of the latest histories, plus those restored for services still polled but not
+   * yet read by this process. A write that fails is logged: the counts are right until the next restart.
+   */
+  async #saveLedger(services: ServiceRef[]): Promise<void> {
+    const { ledger, logger } = this.#deps;
+    if (!ledger) return;
+    const current = new Set(services.map((ref) => FirewallSeriesState.key(ref)));
+    for (const key of this.firewallState.restored.keys()) if (!current.has(key)) this.firewallState.restored.delete(key);
+    const ids = new Map<string, ReadonlySet<string>>(this.firewallState.restored);
+    for (const [key, series] of this.firewallState.services) ids.set(key, series.seenIds);
+    try {
+      await ledger.save(ids);
+    } catch (error) {
+      logger.warn({ err: error }, 'cannot write the attack event ids to the state directory: after a restart, events still reported count again');
+    }
   }
 
   /** `graphs` job: the configured types × scales for every server; a corrupt image fails only itself. */

@@ -1,6 +1,6 @@
 /** The upstream client built from the `upstream` config block: one place for the daemon and the `api` command. */
 import { readFileSync } from 'node:fs';
-import type { Config } from '../config/schema.js';
+import type { UpstreamConfig } from '../config/schema.js';
 import { UpstreamClient, type UpstreamClientOptions } from './client.js';
 
 /**
@@ -8,7 +8,7 @@ import { UpstreamClient, type UpstreamClientOptions } from './client.js';
  * `extra` adds what the caller owns: the request observer, a test dispatcher, retry delays. Throws when
  * `ca_file` cannot be read (the config check has read it once already).
  */
-export function clientFromConfig(upstream: Config['upstream'], extra: Partial<UpstreamClientOptions> = {}): UpstreamClient {
+export function clientFromConfig(upstream: UpstreamConfig, extra: Partial<UpstreamClientOptions> = {}): UpstreamClient {
   return new UpstreamClient({
     baseUrl: upstream.baseUrl,
     apiKey: upstream.apiKey,

@@ -1,10 +1,10 @@
 import { Registry } from 'prom-client';
-import { createMetrics, type Metrics } from '../../src/metrics/definitions.js';
+import { createMetrics, forAccount, type Metrics } from '../../src/metrics/definitions.js';
 
-/** Fresh metrics on a fresh registry (never the global one). */
+/** Fresh metrics on a fresh registry (never the global one), as the account `default` sees them. */
 export function freshMetrics(): { registry: Registry; metrics: Metrics } {
   const registry = new Registry();
-  return { registry, metrics: createMetrics(registry) };
+  return { registry, metrics: forAccount(createMetrics(registry), 'default') };
 }
 
 /** Value of one series, or undefined when the series does not exist. */
@@ -19,5 +19,6 @@ export async function valueOf(registry: Registry, name: string, labels: Record<s
 /** Label sets of every series of a metric. */
 export async function seriesOf(registry: Registry, name: string): Promise<Array<Record<string, string | number>>> {
   const { values } = await registry.getSingleMetric(name)!.get();
-  return values.map((v) => v.labels as Record<string, string | number>);
+  // The account label is the same on every series of a test's metrics view: left out for brevity.
+  return values.map(({ labels: { account: _account, ...rest } }) => rest as Record<string, string | number>);
 }

@@ -12,7 +12,7 @@ export const TOKEN = 'test-bearer-token-0123456789';
 
 /** A rule with the defaults the config loader fills in. */
 export function rule(overrides: Partial<RemediationRule> & Pick<RemediationRule, 'alertname' | 'action'>): RemediationRule {
-  return { matchers: {}, serverIdLabel: 'server_id', ipLabel: 'ip', firingState: '1', resolvedState: '0', holdMs: 0, cooldownMs: overrides.action === 'firewall_state' ? 120_000 : 1_800_000, requireOwnedIp: true, ...overrides };
+  return { matchers: {}, accountLabel: 'account', serverIdLabel: 'server_id', ipLabel: 'ip', firingState: '1', resolvedState: '0', holdMs: 0, cooldownMs: overrides.action === 'firewall_state' ? 120_000 : 1_800_000, requireOwnedIp: true, ...overrides };
 }
 
 /** The inventory as the simulator has it (what the poller would report after a servers poll). */

@@ -78,9 +78,9 @@ describe('run', () => {
     const body = await eventually(`TLS /metrics (${run.output()})`, async () => {
       const res = await request(`https://127.0.0.1:${port}/metrics`, { dispatcher: trusting });
       const text = await res.body.text();
-      return res.statusCode === 200 && text.includes('baremetal_servers 3') ? text : undefined;
+      return res.statusCode === 200 && text.includes('baremetal_servers{account="default"} 3') ? text : undefined;
     });
-    expect(body).toContain('baremetal_api_up 1');
+    expect(body).toContain('baremetal_api_up{account="default"} 1');
     await expect(request(`https://127.0.0.1:${port}/metrics`).then((r) => r.body.text())).rejects.toThrow(/certificate|self-signed|issuer/i);
     const plain = await request(`http://127.0.0.1:${port}/metrics`).then(
       (r) => r.statusCode,
@@ -176,7 +176,7 @@ describe('demo', () => {
       const res = await request(`http://127.0.0.1:${port}${path}`);
       replies.push(`${res.statusCode} ${await res.body.text()}`);
     }
-    expect(replies[0]).toMatch(/^200 [\s\S]*baremetal_servers 12\n/);
+    expect(replies[0]).toMatch(/^200 [\s\S]*baremetal_servers\{account="default"\} 12\n/);
     expect((await request(`http://127.0.0.1:${port}/graphs/dedicated/100001/port_bits/day.png`)).headers['content-type']).toBe('image/png');
     demo.child.kill('SIGTERM');
     expect(await demo.exited).toBe(0);

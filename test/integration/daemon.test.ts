@@ -66,20 +66,20 @@ describe('daemon against the simulator', () => {
     await daemon.exposition.render();
     const body = (await daemon.app.inject('/metrics')).body;
     for (const name of [
-      'baremetal_api_up 1',
-      'baremetal_api_requests_total{operation="list_servers",outcome="success"} 1',
-      'baremetal_api_request_duration_seconds_count{operation="graphs"} 12',
-      'baremetal_poll_last_success_timestamp_seconds{poll="firewall"} 1795262400',
-      'baremetal_poll_duration_seconds{poll="graphs"}',
-      'baremetal_poll_runs_total{poll="catalog",outcome="success"} 1',
-      'baremetal_servers 6',
-      'baremetal_server_info{server_id="100001",hostname="srv100001.example.net",ip="198.18.0.1"',
-      'baremetal_firewall_attack_events_last_hour{service_type="transit",service_id="transit-1"',
-      'baremetal_firewall_history_up{service_type="colocation",service_id="colo-2"} 1',
-      'baremetal_graph_last_success_timestamp_seconds{server_id="100006",graph="port_errors",scale="day"} 1795262400',
-      'baremetal_graph_images 12',
-      'baremetal_catalog_operating_systems 5',
-      'baremetal_catalog_locations 4',
+      'baremetal_api_up{account="default"} 1',
+      'baremetal_api_requests_total{account="default",operation="list_servers",outcome="success"} 1',
+      'baremetal_api_request_duration_seconds_count{account="default",operation="graphs"} 12',
+      'baremetal_poll_last_success_timestamp_seconds{account="default",poll="firewall"} 1795262400',
+      'baremetal_poll_duration_seconds{account="default",poll="graphs"}',
+      'baremetal_poll_runs_total{account="default",poll="catalog",outcome="success"} 1',
+      'baremetal_servers{account="default"} 6',
+      'baremetal_server_info{account="default",server_id="100001",hostname="srv100001.example.net",ip="198.18.0.1"',
+      'baremetal_firewall_attack_events_last_hour{account="default",service_type="transit",service_id="transit-1"',
+      'baremetal_firewall_history_up{account="default",service_type="colocation",service_id="colo-2"} 1',
+      'baremetal_graph_last_success_timestamp_seconds{account="default",server_id="100006",graph="port_errors",scale="day"} 1795262400',
+      'baremetal_graph_images{account="default"} 12',
+      'baremetal_catalog_operating_systems{account="default"} 5',
+      'baremetal_catalog_locations{account="default"} 4',
     ]) expect(body).toContain(name);
     const png = await daemon.app.inject('/graphs/dedicated/100003/port_errors/day.png');
     expect(png.statusCode).toBe(200);
@@ -90,7 +90,7 @@ describe('daemon against the simulator', () => {
     const { daemon, sim, stateDir } = await setup({ attackRate: 0 });
     sim.state.startAttack(sim.state.servers.get('100002')!.ips[0]!);
     for (const job of ['servers', 'firewall', 'graphs'] as const) await daemon.poller.run(job);
-    expect(existsSync(join(stateDir, 'graphs/dedicated/100002/port_bits-day.png'))).toBe(true);
+    expect(existsSync(join(stateDir, 'graphs/default/dedicated/100002/port_bits-day.png'))).toBe(true);
     sim.state.removeServer('100002');
     await daemon.poller.run('servers');
     for (const metric of ['baremetal_server_info', 'baremetal_server_ips', 'baremetal_graph_last_success_timestamp_seconds']) {
@@ -101,7 +101,7 @@ describe('daemon against the simulator', () => {
     }
     expect(await valueOf(daemon.registry, 'baremetal_servers')).toBe(5);
     expect((await daemon.app.inject('/graphs/dedicated/100002/port_bits/day.png')).statusCode).toBe(404);
-    expect(existsSync(join(stateDir, 'graphs/dedicated/100002'))).toBe(false);
+    expect(existsSync(join(stateDir, 'graphs/default/dedicated/100002'))).toBe(false);
   });
 
   it('fails only the server whose history reply is malformed; the job is partial', async () => {

@@ -20,7 +20,7 @@ const VERSION_LINE = new RegExp(`^baremetal-exporter ${PKG.version.replaceAll('.
 function metricsWithServers(port: number, what: string, timeoutMs: number): Promise<string> {
   return eventually(what, async () => {
     const body = await bodyOf(`http://127.0.0.1:${port}/metrics`);
-    return body !== undefined && /^baremetal_servers \d+$/m.test(body) ? body : undefined;
+    return body !== undefined && /^baremetal_servers\{account="default"\} \d+$/m.test(body) ? body : undefined;
   }, timeoutMs, 500);
 }
 

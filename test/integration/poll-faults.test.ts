@@ -119,7 +119,7 @@ const rows: Row[] = [
         imagesBefore,
         servedAfter: (await d.app.inject('/graphs/dedicated/100002/port_bits/day.png')).statusCode,
         keptServed: (await d.app.inject('/graphs/dedicated/100001/port_bits/day.png')).statusCode,
-        onDisk: ['100001', '100002', '100005'].map((id) => existsSync(join(stateDir, 'graphs/dedicated', id))),
+        onDisk: ['100001', '100002', '100005'].map((id) => existsSync(join(stateDir, 'graphs/default/dedicated', id))),
         images: d.graphStore.list().map((g) => g.serverId),
         imagesMetric: await metric(d, 'baremetal_graph_images'),
       };

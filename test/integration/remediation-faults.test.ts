@@ -135,7 +135,7 @@ describe('a broken journal degrades, it does not kill', () => {
     const metrics = await d.app.inject({ method: 'GET', url: '/metrics' });
     expect(metrics.statusCode).toBe(200);
     expect(metrics.body).toContain('baremetal_journal_up 0');
-    expect(metrics.body).toMatch(/baremetal_servers \d/);
+    expect(metrics.body).toMatch(/baremetal_servers\{account="default"\} \d/);
     const ready = await d.app.inject({ method: 'GET', url: '/readyz' });
     expect(ready.statusCode).toBe(503);
     expect(ready.json().reasons.join('\n')).toMatch(/the journal is unavailable \(remediation disabled\)/);

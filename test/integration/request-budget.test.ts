@@ -161,6 +161,7 @@ describe('the attack itself, for people', () => {
     if (status !== 200) return;
     expect(res.json()).toEqual([
       {
+        account: 'default',
         service_type: 'dedicated',
         service_id: '100002',
         ip,

@@ -91,7 +91,7 @@ describe('deploy/kubernetes', () => {
     const read: string[] = [];
     const config = buildConfig(raw, {}, (path) => (read.push(path), 'k8s-key'));
     expect(read).toEqual([raw.upstream.api_key_file]);
-    expect(config.upstream.apiKey).toBe('k8s-key');
+    expect(config.accounts[0]!.upstream.apiKey).toBe('k8s-key');
   });
 
   it('scrapes the Service port by name, as the job the PrometheusRule selects', () => {

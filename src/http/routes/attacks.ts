@@ -1,14 +1,16 @@
 /**
  * `GET /api/v1/attacks`: the events of the latest firewall history of every service under attack, per
  * service and IP, as the provider reported them (`raw` text included), for a Grafana table or an alert
- * template. Behind `web.auth` when it is set, like `/metrics`. The reply is a top-level array so that
- * fields (an `account`) can be added to its objects without breaking readers.
+ * template. Behind `web.auth` when it is set, like `/metrics`. The reply is a top-level array of objects, one
+ * per account, service and IP, so that fields can be added without breaking readers.
  */
 import type { FastifyInstance } from 'fastify';
 import type { AttackLog } from '../../collectors/attacks.js';
 
 /** One service's IP under attack. */
 export interface AttackEntry {
+  /** the account (config `accounts[].name`; `default` in the single-account form) */
+  account: string;
   service_type: string;
   service_id: string;
   ip: string;
@@ -20,10 +22,10 @@ export interface AttackEntry {
 
 const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
 
-/** The reply's entries, sorted by service type, service id and IP. Pure. */
-export function attackEntries(log: AttackLog): AttackEntry[] {
+/** The reply's entries of every account (account name → its log), sorted by account, service type, service id and IP. Pure. */
+export function attackEntries(logs: ReadonlyMap<string, AttackLog>): AttackEntry[] {
   const entries: AttackEntry[] = [];
-  for (const service of log.services.values()) {
+  for (const [account, log] of logs) for (const service of log.services.values()) {
     const perIp = new Map<string, AttackEntry['events']>();
     for (const event of service.events) {
       const list = perIp.get(event.ip) ?? [];
@@ -31,13 +33,13 @@ export function attackEntries(log: AttackLog): AttackEntry[] {
       list.push({ id: event.id, time: iso(event.time), raw: event.raw });
     }
     for (const [ip, events] of perIp) {
-      entries.push({ service_type: service.serviceType, service_id: service.serviceId, ip, polled_at: new Date(service.polledAt).toISOString(), events });
+      entries.push({ account, service_type: service.serviceType, service_id: service.serviceId, ip, polled_at: new Date(service.polledAt).toISOString(), events });
     }
   }
-  const key = (e: AttackEntry) => [e.service_type, e.service_id, e.ip];
+  const key = (e: AttackEntry) => [e.account, e.service_type, e.service_id, e.ip];
   return entries.sort((a, b) => key(a).join('\u0000').localeCompare(key(b).join('\u0000')));
 }
 
-export function attackRoutes(app: FastifyInstance, deps: { attacks: AttackLog }): void {
+export function attackRoutes(app: FastifyInstance, deps: { attacks: ReadonlyMap<string, AttackLog> }): void {
   app.get('/api/v1/attacks', async (_request, reply) => reply.header('cache-control', 'no-store').send(attackEntries(deps.attacks)));
 }

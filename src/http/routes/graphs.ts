@@ -1,26 +1,36 @@
 /**
- * `GET /graphs` (JSON list of held images) and `GET /graphs/dedicated/:server_id/:type/:scale.png`
- * (the latest image, with ETag/Last-Modified/Cache-Control, 304 on a matching If-None-Match, optional
+ * `GET /graphs` (JSON list of held images) and `GET /graphs/:account/dedicated/:server_id/:type/:scale.png`
+ * (the latest image; the path before accounts, without `:account`, serves the `default` account, or the
+ * only one configured; the latest image, with ETag/Last-Modified/Cache-Control, 304 on a matching If-None-Match, optional
  * `?width=` resize through sharp, bounded by `graphs.max_width`).
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { DEFAULT_ACCOUNT } from '../../config/schema.js';
 import { NotFoundError } from '../../errors.js';
 import { resizePng } from '../../graphs/image.js';
-import type { GraphStore } from '../../graphs/store.js';
+import type { GraphStore, StoredGraph } from '../../graphs/store.js';
 import { GRAPH_SCALES, GRAPH_TYPES, type GraphScale, type GraphType } from '../../upstream/params.js';
 import { queryInteger, queryIntegerSchema } from '../schemas.js';
 
 /** URL path of a graph image. */
-export const graphPath = (serverId: string, type: string, scale: string) =>
-  `/graphs/dedicated/${encodeURIComponent(serverId)}/${type}/${scale}.png`;
+export const graphPath = (account: string, serverId: string, type: string, scale: string) =>
+  `/graphs/${encodeURIComponent(account)}/dedicated/${encodeURIComponent(serverId)}/${type}/${scale}.png`;
 
-export function graphRoutes(app: FastifyInstance, deps: { graphStore: GraphStore; maxWidth: number }): void {
+/** Every account's held images, ordered by account, then server, type and scale. */
+export function listGraphs(graphStores: ReadonlyMap<string, GraphStore>): Array<StoredGraph & { account: string }> {
+  return [...graphStores].sort(([a], [b]) => a.localeCompare(b)).flatMap(([account, store]) => store.list().map((g) => ({ ...g, account })));
+}
+
+type GraphParams = { account?: string; server_id: string; type: string; file: string };
+
+export function graphRoutes(app: FastifyInstance, deps: { graphStores: ReadonlyMap<string, GraphStore>; maxWidth: number }): void {
   app.get('/graphs', async () => ({
-    graphs: deps.graphStore.list().map((g) => ({
+    graphs: listGraphs(deps.graphStores).map((g) => ({
+      account: g.account,
       server_id: g.serverId,
       type: g.type,
       scale: g.scale,
-      url: graphPath(g.serverId, g.type, g.scale),
+      url: graphPath(g.account, g.serverId, g.type, g.scale),
       width: g.width,
       height: g.height,
       bytes: g.png.length,
@@ -28,18 +38,15 @@ export function graphRoutes(app: FastifyInstance, deps: { graphStore: GraphStore
     })),
   }));
 
-  app.get<{ Params: { server_id: string; type: string; file: string }; Querystring: { width?: string } }>(
-    '/graphs/dedicated/:server_id/:type/:file',
-    {
-      schema: {
-        querystring: {
-          type: 'object',
-          additionalProperties: false,
-          properties: { width: queryIntegerSchema },
-        },
+  const route = {
+    schema: {
+      querystring: {
+        type: 'object',
+        additionalProperties: false,
+        properties: { width: queryIntegerSchema },
       },
     },
-    async (request, reply) => {
+    handler: async (request: FastifyRequest<{ Params: GraphParams; Querystring: { width?: string } }>, reply: FastifyReply) => {
       const { server_id: serverId, type, file } = request.params;
       // Checked first: a bad width is the caller's mistake whatever is held.
       const width = queryInteger('width', request.query.width, { min: 16, max: deps.maxWidth });
@@ -50,7 +57,10 @@ export function graphRoutes(app: FastifyInstance, deps: { graphStore: GraphStore
       if (!file.endsWith('.png') || !(GRAPH_SCALES as readonly string[]).includes(scale)) {
         throw new NotFoundError(`unknown graph "${file}": expected <scale>.png with scale one of ${GRAPH_SCALES.join(', ')}`);
       }
-      const graph = deps.graphStore.get({ serverId, type: type as GraphType, scale: scale as GraphScale });
+      const account = request.params.account ?? (deps.graphStores.has(DEFAULT_ACCOUNT) ? DEFAULT_ACCOUNT : undefined);
+      const store = account === undefined ? (deps.graphStores.size === 1 ? [...deps.graphStores.values()][0] : undefined) : deps.graphStores.get(account);
+      if (!store) throw new NotFoundError(account === undefined ? 'several accounts are configured: use /graphs/<account>/dedicated/…' : `unknown account "${account}"`);
+      const graph = store.get({ serverId, type: type as GraphType, scale: scale as GraphScale });
       if (!graph) throw new NotFoundError(`no ${type} ${scale} graph held for server "${serverId}"`);
       const etag = width ? `${graph.etag.slice(0, -1)}-w${width}"` : graph.etag;
       reply
@@ -64,5 +74,7 @@ export function graphRoutes(app: FastifyInstance, deps: { graphStore: GraphStore
       const body = width ? await resizePng(graph.png, width) : graph.png;
       return reply.type('image/png').send(body);
     },
-  );
+  };
+  app.get<{ Params: GraphParams; Querystring: { width?: string } }>('/graphs/:account/dedicated/:server_id/:type/:file', route);
+  app.get<{ Params: GraphParams; Querystring: { width?: string } }>('/graphs/dedicated/:server_id/:type/:file', route);
 }

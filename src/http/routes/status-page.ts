@@ -24,10 +24,10 @@ export interface StatusView {
   version: string;
   /** 1, 0, or undefined before the first request */
   apiUp: number | undefined;
-  polls: Array<{ poll: string; outcome: string | undefined; finishedAt: number | undefined; lastSuccessAt: number | undefined; durationMs: number | undefined }>;
-  servers: Array<{ serverId: string; hostname: string; location: string; status: string; ips: StatusIp[] }>;
-  services: Array<{ serviceType: string; serviceId: string; ips: StatusIp[] }>;
-  graphs: StoredGraph[];
+  polls: Array<{ account?: string; poll: string; outcome: string | undefined; finishedAt: number | undefined; lastSuccessAt: number | undefined; durationMs: number | undefined }>;
+  servers: Array<{ account?: string; serverId: string; hostname: string; location: string; status: string; ips: StatusIp[] }>;
+  services: Array<{ account?: string; serviceType: string; serviceId: string; ips: StatusIp[] }>;
+  graphs: Array<StoredGraph & { account: string }>;
   /** the latest remediation decisions; undefined when the page is open to anyone (no web.auth) */
   actions: JournalEntry[] | undefined;
   /** ms since epoch */
@@ -84,7 +84,7 @@ ${view.services.map((s) => `<tr><td>${e(s.serviceType)}</td><td>${e(s.serviceId)
 </table>` : ''}
 <h2>Latest graphs</h2>
 <div class="thumbs">
-${view.graphs.map((g) => `<figure><a href="${e(graphPath(g.serverId, g.type, g.scale))}"><img src="${e(graphPath(g.serverId, g.type, g.scale))}?width=240" width="240" alt="${e(`${g.serverId} ${g.type} ${g.scale}`)}"></a><figcaption>${e(g.serverId)} · ${e(g.type)} · ${e(g.scale)} · ${e(time(g.updatedAt))}</figcaption></figure>`).join('\n') || '<p class="muted">no graph fetched yet</p>'}
+${view.graphs.map((g) => `<figure><a href="${e(graphPath(g.account, g.serverId, g.type, g.scale))}"><img src="${e(graphPath(g.account, g.serverId, g.type, g.scale))}?width=240" width="240" alt="${e(`${g.serverId} ${g.type} ${g.scale}`)}"></a><figcaption>${e(g.serverId)} · ${e(g.type)} · ${e(g.scale)} · ${e(time(g.updatedAt))}</figcaption></figure>`).join('\n') || '<p class="muted">no graph fetched yet</p>'}
 </div>
 <h2>Last remediation decisions</h2>
 ${view.actions === undefined ? `<p class="muted">${HIDDEN_ACTIONS}</p>` : view.actions.length ? `<table><tr><th>time</th><th>source</th><th>action</th><th>target</th><th>decision</th><th>message</th></tr>

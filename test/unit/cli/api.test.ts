@@ -64,7 +64,7 @@ describe('validation: exit 2, one line, nothing sent', () => {
     { name: 'an option of another command', args: ['power', 'on', '100001', '--wait'], err: /unknown option --wait/ },
     { name: 'an option without its value', args: ['graph', '100001', '--type'], err: /argument missing/ },
     { name: 'an unknown output format', args: ['servers', 'list', '--output', 'xml'], err: /--output must be one of table, json, yaml/ },
-    { name: 'another account', args: ['servers', 'list', '--account', 'prod'], err: /only "default" exists/ },
+    { name: 'another account', args: ['servers', 'list', '--account', 'prod'], err: /unknown account "prod"/ },
     { name: 'an unknown command', args: ['volumes', 'list'], err: /unknown command "volumes"; one of servers, power/ },
     { name: 'a group without a command', args: ['firewall'], err: /api firewall: a command is required; one of history, sensitivity, state/ },
     { name: 'no command at all', args: [], err: /api: a command is required/ },

@@ -20,13 +20,18 @@ describe('config', () => {
   it('fills in every default', () => {
     const config = parseConfigText(minimal, env);
     expect(config).toEqual({
-      upstream: { baseUrl: 'https://api.provider.test', apiKey: 'env-key', timeoutMs: 10_000, concurrency: 16, maxRequestsPerSecond: 10, retries: 2, maxResponseBytes: 32 * 1024 * 1024, apiKeySource: 'env' },
+      accounts: [
+        {
+          name: 'default',
+          upstream: { baseUrl: 'https://api.provider.test', apiKey: 'env-key', timeoutMs: 10_000, concurrency: 16, maxRequestsPerSecond: 10, retries: 2, maxResponseBytes: 32 * 1024 * 1024, apiKeySource: 'env' },
+          services: { colocationIds: [], transitIds: [] },
+        },
+      ],
       web: { host: '0.0.0.0', port: 9877, auth: { bearerTokens: [], basicAuthUsers: {} } },
       stateDir: './data',
       logLevel: 'info',
       schedules: { ...DEFAULT_SCHEDULES, firewall_under_attack: DEFAULT_SCHEDULES.firewall },
       graphs: { types: ['port_bits'], scales: ['day'], maxWidth: 2000 },
-      services: { colocationIds: [], transitIds: [] },
       firewall: { maxIpsPerService: 1024, ipRetentionMs: 24 * 3_600_000 },
       remediation: { dryRun: true, journalRetentionMs: 30 * 86_400_000, budgetPerHour: 10, bearerTokens: [], basicAuthUsers: {}, rules: [] },
     });
@@ -51,16 +56,16 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
       {},
       (path) => (path === '/run/secrets/key' ? 'file-key\n' : ''),
     );
-    expect(config.upstream).toEqual({ baseUrl: 'https://api.provider.test', apiKey: 'file-key', caFile: '/etc/ssl/provider-ca.pem', timeoutMs: 2500, concurrency: 4, maxRequestsPerSecond: 2.5, retries: 0, maxResponseBytes: 32 * 1024 * 1024, apiKeySource: 'file' });
+    expect(config.accounts[0]!.upstream).toEqual({ baseUrl: 'https://api.provider.test', apiKey: 'file-key', caFile: '/etc/ssl/provider-ca.pem', timeoutMs: 2500, concurrency: 4, maxRequestsPerSecond: 2.5, retries: 0, maxResponseBytes: 32 * 1024 * 1024, apiKeySource: 'file' });
     expect(config.web).toEqual({ host: '127.0.0.1', port: 9100, auth: { bearerTokens: [], basicAuthUsers: {} } });
     expect(config.schedules.firewall_under_attack).toBe('*/15 * * * * *');
     expect(config.graphs.types).toEqual(['port_bits', 'port_errors']);
-    expect(config.services).toEqual({ colocationIds: ['c1'], transitIds: ['t1', 't2'] });
+    expect(config.accounts[0]!.services).toEqual({ colocationIds: ['c1'], transitIds: ['t1', 't2'] });
   });
 
   it('lets BAREMETAL_API_URL and BAREMETAL_API_KEY override the file', () => {
     const config = parseConfigText('upstream: { base_url: "https://a.test", api_key: file-key }', { BAREMETAL_API_URL: 'https://b.test', BAREMETAL_API_KEY: 'env-key' });
-    expect(config.upstream).toMatchObject({ baseUrl: 'https://b.test', apiKey: 'env-key' });
+    expect(config.accounts[0]!.upstream).toMatchObject({ baseUrl: 'https://b.test', apiKey: 'env-key' });
   });
 
   it('accepts an IPv6 listen address', () => {
@@ -98,7 +103,7 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
   });
 
   it('notes where the key came from, so that a key in the YAML itself can be warned about', () => {
-    expect(parseConfigText('upstream: { base_url: "https://a.test", api_key: in-yaml }', {}).upstream).toMatchObject({ apiKey: 'in-yaml', apiKeySource: 'yaml' });
+    expect(parseConfigText('upstream: { base_url: "https://a.test", api_key: in-yaml }', {}).accounts[0]!.upstream).toMatchObject({ apiKey: 'in-yaml', apiKeySource: 'yaml' });
   });
 
   it('reads web TLS files and web auth credentials', () => {

@@ -12,26 +12,26 @@ describe('graph store retention', () => {
     { name: 'every server still listed: nothing is dropped', keep: ['1', '2', '3', '4'], dropped: [] },
   ])('$name', async ({ keep, dropped }) => {
     const dir = tempDir();
-    const before = new GraphStore(dir);
+    const before = new GraphStore(dir, 'default');
     for (const serverId of ['1', '2', '3']) {
       await before.put({ serverId, type: 'port_bits', scale: 'day' }, { png: await pngOf(), width: 120, height: 40 }, 1);
     }
     // A directory with nothing loadable in it is retired as well; a foreign name is left alone.
-    mkdirSync(join(dir, 'graphs/dedicated/9'), { recursive: true });
-    writeFileSync(join(dir, 'graphs/dedicated/9/port_bits-day.png'), 'not a png');
-    writeFileSync(join(dir, 'graphs/dedicated/README needs no id'), 'x');
+    mkdirSync(join(dir, 'graphs/default/dedicated/9'), { recursive: true });
+    writeFileSync(join(dir, 'graphs/default/dedicated/9/port_bits-day.png'), 'not a png');
+    writeFileSync(join(dir, 'graphs/default/dedicated/README needs no id'), 'x');
 
-    const store = new GraphStore(dir);
+    const store = new GraphStore(dir, 'default');
     expect(await store.load()).toBe(3);
     const removed = await store.retainServers(new Set(keep));
     expect(removed.map((k) => k.serverId).sort()).toEqual(dropped);
     expect(store.list().map((g) => g.serverId)).toEqual(['1', '2', '3'].filter((id) => !dropped.includes(id)));
-    for (const id of ['1', '2', '3']) expect(existsSync(join(dir, 'graphs/dedicated', id)), id).toBe(!dropped.includes(id));
-    expect(existsSync(join(dir, 'graphs/dedicated/9'))).toBe(keep.includes('9'));
-    expect(existsSync(join(dir, 'graphs/dedicated/README needs no id'))).toBe(true);
+    for (const id of ['1', '2', '3']) expect(existsSync(join(dir, 'graphs/default/dedicated', id)), id).toBe(!dropped.includes(id));
+    expect(existsSync(join(dir, 'graphs/default/dedicated/9'))).toBe(keep.includes('9'));
+    expect(existsSync(join(dir, 'graphs/default/dedicated/README needs no id'))).toBe(true);
   });
 
   it('does nothing without a graphs directory', async () => {
-    expect(await new GraphStore(tempDir()).retainServers(new Set())).toEqual([]);
+    expect(await new GraphStore(tempDir(), 'default').retainServers(new Set())).toEqual([]);
   });
 });

@@ -18,9 +18,9 @@ beforeEach(async () => {
   const fresh = freshMetrics();
   metrics = fresh.metrics;
   exposition = new ExpositionCache({ registry: fresh.registry });
-  store = new GraphStore(tempDir());
+  store = new GraphStore(tempDir(), 'default');
   await store.put({ serverId: '100001', type: 'port_bits', scale: 'day' }, { png: await pngOf(400, 100), width: 400, height: 100 }, Date.UTC(2026, 10, 21, 12));
-  app = buildApp({ logger: captureLogger().logger, exposition, graphStore: store, graphMaxWidth: 2000 });
+  app = buildApp({ logger: captureLogger().logger, exposition, graphStores: new Map([['default', store]]), graphMaxWidth: 2000 });
 });
 afterEach(() => app.close());
 
@@ -32,9 +32,9 @@ describe('GET /metrics', () => {
     const res = await app.inject('/metrics');
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
-    expect(res.body).toContain('\nbaremetal_servers 3\n');
+    expect(res.body).toContain('\nbaremetal_servers{account="default"} 3\n');
     await exposition.render();
-    expect((await app.inject('/metrics')).body).toContain('\nbaremetal_servers 99\n');
+    expect((await app.inject('/metrics')).body).toContain('\nbaremetal_servers{account="default"} 99\n');
   });
 });
 
@@ -43,7 +43,7 @@ describe('GET /graphs', () => {
     const res = await app.inject('/graphs');
     expect(res.json()).toEqual({
       graphs: [
-        { server_id: '100001', type: 'port_bits', scale: 'day', url: '/graphs/dedicated/100001/port_bits/day.png', width: 400, height: 100, bytes: expect.any(Number), updated_at: '2026-11-21T12:00:00.000Z' },
+        { account: 'default', server_id: '100001', type: 'port_bits', scale: 'day', url: '/graphs/default/dedicated/100001/port_bits/day.png', width: 400, height: 100, bytes: expect.any(Number), updated_at: '2026-11-21T12:00:00.000Z' },
       ],
     });
   });
@@ -114,7 +114,7 @@ describe('?width=', () => {
     { name: 'surrounding space', width: '%20100' },
   ])('answers 400 with a plain sentence for $name ($width), logging no error', async ({ width }) => {
     const log = captureLogger();
-    const strict = buildApp({ logger: log.logger, exposition, graphStore: store, graphMaxWidth: 2000 });
+    const strict = buildApp({ logger: log.logger, exposition, graphStores: new Map([['default', store]]), graphMaxWidth: 2000 });
     const res = await strict.inject(url(width));
     await strict.close();
     expect(res.statusCode).toBe(400);
@@ -140,7 +140,7 @@ describe('GET /healthz and /readyz', () => {
 
   it('answers /readyz 503 with the reasons until ready, then 200', async () => {
     const reasons = ['the first firewall poll has not finished'];
-    const probed = buildApp({ logger: captureLogger().logger, exposition, graphStore: store, graphMaxWidth: 2000, readiness: () => reasons });
+    const probed = buildApp({ logger: captureLogger().logger, exposition, graphStores: new Map([['default', store]]), graphMaxWidth: 2000, readiness: () => reasons });
     const before = await probed.inject('/readyz');
     expect(before.statusCode).toBe(503);
     expect(before.json()).toEqual({ status: 'not ready', reasons });
@@ -155,7 +155,7 @@ describe('web.auth', () => {
     const guarded = buildApp({
       logger: captureLogger().logger,
       exposition,
-      graphStore: store,
+      graphStores: new Map([['default', store]]),
       graphMaxWidth: 2000,
       webAuth: { bearerTokens: ['metrics-token-0123456789'], basicAuthUsers: {} },
     });

@@ -24,7 +24,7 @@ async function setup(remediation: Parameters<typeof engineHarness>[0] = {}) {
   const app = buildApp({
     logger: captureLogger().logger,
     exposition: new ExpositionCache({ registry: h.registry }),
-    graphStore: new GraphStore(tempDir()),
+    graphStores: new Map([['default', new GraphStore(tempDir(), 'default')]]),
     graphMaxWidth: 2000,
     remediation: { engine: h.engine, journal: h.journal, client: h.client, metrics: h.metrics, config: h.config },
   });

@@ -58,7 +58,7 @@ describe('remediation decisions on the status page', () => {
     const app = buildApp({
       logger: captureLogger().logger,
       exposition: new ExpositionCache({ registry: new Registry() }),
-      graphStore: new GraphStore(tempDir()),
+      graphStores: new Map([['default', new GraphStore(tempDir(), 'default')]]),
       graphMaxWidth: 2000,
       ...(webAuth ? { webAuth } : {}),
       statusView: async ({ actions }) => {

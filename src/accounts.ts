@@ -1,0 +1,102 @@
+/**
+ * One runtime per configured account: its own upstream client (its key, limits and pool), its own poll
+ * jobs, schedule, graph store, attack-event ledger and metrics view (every series labelled `account`).
+ * Nothing is shared between two runtimes but the registry and the logger, so a bad key, a 5xx or a
+ * timeout of one account never touches another's polls or series.
+ */
+import type { Logger } from 'pino';
+import type { AccountConfig, Config, JobName } from './config/schema.js';
+import { EventLedger } from './state/event-ledger.js';
+import { GraphStore } from './graphs/store.js';
+import { createApiObserver } from './metrics/api-observer.js';
+import { forAccount, type Metrics } from './metrics/definitions.js';
+import { PollJobs } from './scheduler/jobs.js';
+import type { RunOutcome } from './scheduler/poll-job.js';
+import { Scheduler } from './scheduler/scheduler.js';
+import type { UpstreamClient, UpstreamClientOptions } from './upstream/client.js';
+import { clientFromConfig } from './upstream/from-config.js';
+
+/** One account's running parts. */
+export interface AccountRuntime {
+  /** the account's name: the value of its `account` label */
+  name: string;
+  client: UpstreamClient;
+  /** the registry's metrics with `account` bound to this account */
+  metrics: Metrics;
+  poller: PollJobs;
+  scheduler: Scheduler;
+  graphStore: GraphStore;
+  /** jobs that succeeded at least partly once (readiness) */
+  workedOnce: Set<JobName>;
+  /** why a job's last run failed outright, until it works (readiness) */
+  lastProblem: Map<JobName, string>;
+}
+
+export interface AccountDeps {
+  /** the registry's metrics (unscoped); each runtime binds its account */
+  metrics: Metrics;
+  logger: Logger;
+  config: Pick<Config, 'graphs' | 'firewall' | 'schedules' | 'stateDir'>;
+  now: () => number;
+  /** what the caller adds to every account's client (a test dispatcher, retry delays) */
+  clientOptions?: Partial<UpstreamClientOptions>;
+  /** a metric changed (the exposition is marked dirty) */
+  onChange: () => void;
+  /** a poll run of an account ended */
+  onPollFinished: (account: string, job: JobName, outcome: RunOutcome) => void;
+}
+
+/** Builds (but does not start) the runtime of `account`, and loads what it left under state_dir. */
+export async function startAccount(account: AccountConfig, deps: AccountDeps, options: { legacyGraphs: boolean }): Promise<AccountRuntime> {
+  const logger = deps.logger.child({ account: account.name });
+  const metrics = forAccount(deps.metrics, account.name);
+  const apiObserver = createApiObserver(metrics, deps.onChange);
+  const client = clientFromConfig(account.upstream, { ...deps.clientOptions, onRequest: apiObserver.onRequest });
+  const graphStore = new GraphStore(deps.config.stateDir, account.name, options);
+  const loaded = await graphStore.load();
+  if (loaded > 0) logger.info({ images: loaded }, 'graph images loaded from the state directory');
+  metrics.graphImages.set(graphStore.size);
+  const ledger = new EventLedger(deps.config.stateDir, account.name);
+  const remembered = await ledger.load();
+  if (remembered.problem !== undefined) logger.warn({ reason: remembered.problem }, 'attack event ids of the last run could not be read: events still reported by the API count again');
+  const workedOnce = new Set<JobName>();
+  const lastProblem = new Map<JobName, string>();
+  const poller = new PollJobs({
+    client,
+    metrics,
+    logger,
+    graphStore,
+    ledger,
+    restoredEventIds: remembered.services,
+    config: { ...deps.config, services: account.services },
+    now: deps.now,
+    onFinished: (job, outcome, problem) => {
+      apiObserver.onPollFinished(job, outcome);
+      if (outcome === 'success' || outcome === 'partial') {
+        workedOnce.add(job);
+        lastProblem.delete(job);
+      } else if (outcome === 'failure') lastProblem.set(job, problem ?? 'it failed');
+      deps.onPollFinished(account.name, job, outcome);
+    },
+  });
+  const scheduler = new Scheduler(poller.jobs, deps.config.schedules, (poll, seconds) => metrics.pollInterval.set({ poll }, seconds));
+  if (account.upstream.apiKeySource === 'yaml') logger.warn('the API key sits in the config file itself: prefer api_key_file or BAREMETAL_API_KEY');
+  return { name: account.name, client, metrics, poller, scheduler, graphStore, workedOnce, lastProblem };
+}
+
+/**
+ * Runs servers, then firewall, graphs and catalog, once, then the under-attack poll (its services are known
+ * once the first firewall run has ended); `stopping()` true ends it after the server list.
+ */
+export async function initialPolls(runtime: AccountRuntime, stopping: () => boolean): Promise<void> {
+  await runtime.poller.run('servers');
+  if (stopping()) return;
+  await Promise.all((['firewall', 'graphs', 'catalog'] as JobName[]).map((job) => runtime.poller.run(job)));
+  if (!stopping()) await runtime.poller.run('firewall_under_attack');
+}
+
+/** The runtime an account name (from a URL, a body, an alert label) names: with one account, it may be left out. */
+export function findAccount(runtimes: ReadonlyMap<string, AccountRuntime>, name: string | undefined): AccountRuntime | undefined {
+  if (name === undefined) return runtimes.size === 1 ? [...runtimes.values()][0] : undefined;
+  return runtimes.get(name);
+}

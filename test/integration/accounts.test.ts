@@ -1,0 +1,122 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { buildConfig } from '../../src/config/load.js';
+import type { ConfigError } from '../../src/errors.js';
+import { startDaemon, type Daemon } from '../../src/daemon.js';
+import { startSimulator, type Simulator } from '../../src/simulator/server.js';
+import { captureLogger } from '../helpers/logger.js';
+import { tempDir } from '../helpers/tmp.js';
+
+const NOW = Date.UTC(2026, 10, 21, 12, 0, 0);
+const sims: Simulator[] = [];
+const daemons: Daemon[] = [];
+afterEach(async () => {
+  for (const d of daemons.splice(0)) await d.stop();
+  for (const s of sims.splice(0)) await s.close();
+});
+
+async function simulator(apiKey: string, servers: number): Promise<Simulator> {
+  const sim = await startSimulator({ apiKey, servers, colocations: 0, transits: 0, attackRate: 0, seed: 3, now: () => NOW });
+  sims.push(sim);
+  return sim;
+}
+
+async function daemonOf(raw: Record<string, unknown>, stateDir = tempDir()): Promise<Daemon> {
+  const config = buildConfig({ web: { listen_address: '127.0.0.1:0' }, state_dir: stateDir, ...raw });
+  const daemon = await startDaemon(config, { logger: captureLogger('debug').logger, now: () => NOW, schedule: false, initialPolls: false, listen: false, retryMinDelayMs: 1 });
+  daemons.push(daemon);
+  return daemon;
+}
+
+const value = async (daemon: Daemon, name: string, labels: Record<string, string>) => {
+  const { values } = await daemon.registry.getSingleMetric(name)!.get();
+  return values.find((v) => Object.entries(labels).every(([k, l]) => String((v.labels as Record<string, unknown>)[k]) === l))?.value;
+};
+
+describe('several accounts', () => {
+  it.each([
+    { name: 'both keys good: each account its own series', badKey: false, upB: 1 },
+    { name: 'a bad key on one account leaves the other green', badKey: true, upB: 0 },
+  ])('$name', async ({ badKey, upB }) => {
+    const a = await simulator('key-a-0123456789', 3);
+    const b = await simulator('key-b-0123456789', 5);
+    const daemon = await daemonOf({
+      accounts: [
+        { name: 'main', base_url: a.url, api_key: 'key-a-0123456789', retries: 0 },
+        { name: 'reseller-eu', base_url: b.url, api_key: badKey ? 'wrong-key-000000' : 'key-b-0123456789', retries: 0 },
+      ],
+    });
+    for (const account of daemon.accounts.values()) await account.poller.run('servers');
+    expect({
+      serversMain: await value(daemon, 'baremetal_servers', { account: 'main' }),
+      serversB: await value(daemon, 'baremetal_servers', { account: 'reseller-eu' }),
+      upMain: await value(daemon, 'baremetal_api_up', { account: 'main' }),
+      upB: await value(daemon, 'baremetal_api_up', { account: 'reseller-eu' }),
+    }).toEqual({ serversMain: 3, serversB: badKey ? 0 : 5, upMain: 1, upB });
+  });
+
+  it('does not serve remediation with several accounts: a server id could name a server of another account', async () => {
+    const a = await simulator('key-a-0123456789', 3);
+    const b = await simulator('key-b-0123456789', 3);
+    const daemon = await daemonOf({
+      accounts: [
+        { name: 'main', base_url: a.url, api_key: 'key-a-0123456789' },
+        { name: 'reseller-eu', base_url: b.url, api_key: 'key-b-0123456789' },
+      ],
+      remediation: { dry_run: false },
+    });
+    for (const account of daemon.accounts.values()) await account.poller.run('servers');
+    const alert = { version: '4', status: 'firing', alerts: [{ status: 'firing', labels: { alertname: 'X', server_id: '100001' }, startsAt: '2026-11-21T12:00:00Z', fingerprint: 'f1' }] };
+    const res = await daemon.app.inject({ method: 'POST', url: '/api/v1/alertmanager', payload: alert });
+    expect(res.statusCode).toBe(404);
+    expect([...a.calls, ...b.calls].filter((c) => c.path.startsWith('/api/v1/dedicated/power'))).toEqual([]);
+  });
+
+  it('a restart does not count again the events counted before; a new event counts once', async () => {
+    const sim = await simulator('key-a-0123456789', 2);
+    const raw = { upstream: { base_url: sim.url, api_key: 'key-a-0123456789' } };
+    const stateDir = tempDir();
+    const events = [
+      { id: 'e1', ip: '198.18.0.1' },
+      { id: 'e2', ip: '198.18.0.1' },
+    ];
+    sim.state.injectEvents('dedicated', '100001', events);
+    const total = (d: Daemon) => value(d, 'baremetal_firewall_attack_events_total', { account: 'default', service_id: '100001', ip: '198.18.0.1' });
+
+    const first = await daemonOf(raw, stateDir);
+    await first.poller.run('servers');
+    await first.poller.run('firewall');
+    expect(await total(first)).toBe(2);
+    await first.stop();
+    daemons.splice(daemons.indexOf(first), 1);
+
+    const second = await daemonOf(raw, stateDir);
+    await second.poller.run('servers');
+    await second.poller.run('firewall');
+    const afterRestart = await total(second);
+    sim.state.injectEvents('dedicated', '100001', [{ id: 'e3', ip: '198.18.0.1' }]);
+    await second.poller.run('firewall');
+    expect({ afterRestart, afterNewEvent: await total(second) }).toEqual({ afterRestart: 0, afterNewEvent: 1 });
+  });
+});
+
+describe('account config errors', () => {
+  it.each([
+    { name: 'both forms', raw: { upstream: { base_url: 'https://a.test', api_key: 'k' }, accounts: [{ name: 'a', base_url: 'https://a.test', api_key: 'k' }] }, lines: ['upstream: not allowed together with accounts (give each account its upstream keys)'] },
+    {
+      name: 'duplicate names',
+      raw: { accounts: [{ name: 'a', base_url: 'https://a.test', api_key: 'k' }, { name: 'a', base_url: 'https://b.test', api_key: 'k' }] },
+      lines: ['accounts.1.name: duplicate account name "a"'],
+    },
+    { name: 'a bad name', raw: { accounts: [{ name: 'Bad Name', base_url: 'https://a.test', api_key: 'k' }] }, lines: ['accounts.0.name: must match pattern "^[a-z0-9_-]{1,32}$"'] },
+    { name: 'a missing key', raw: { accounts: [{ name: 'a', base_url: 'https://a.test' }] }, lines: ['accounts.0.api_key: required (set accounts.0.api_key_file)'] },
+  ])('$name → one line per problem', ({ raw, lines }) => {
+    let problems: string[] = [];
+    try {
+      buildConfig(raw, { BAREMETAL_API_KEY: 'env-key' });
+    } catch (error) {
+      problems = (error as ConfigError).problems;
+    }
+    for (const line of lines) expect(problems).toContain(line);
+    expect(problems).toHaveLength(lines.length);
+  });
+});
