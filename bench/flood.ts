@@ -9,7 +9,10 @@
 import { parseArgs } from 'node:util';
 import { Agent, request } from 'undici';
 
-const { positionals, values } = parseArgs({ allowPositionals: true, options: { 'max-seconds': { type: 'string', default: '120' } } });
+const { positionals, values } = parseArgs({
+  allowPositionals: true,
+  options: { 'max-seconds': { type: 'string', default: '120' } },
+});
 const [url, loops, authorization] = positionals as [string, string, string];
 const agent = new Agent({ connections: Number(loops) });
 const statuses: Record<string, number> = {};

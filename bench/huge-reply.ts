@@ -15,7 +15,9 @@ async function hugeSimulator(bytes: number): Promise<{ url: string; stop: () => 
     const sim = await startSimulator({ apiKey: 'bench-key', servers: 1, faults: { mode: 'huge', hugeBytes: ${bytes}, paths: ['/api/v1/dedicated'] } });
     process.stdout.write('listening on ' + sim.url + '\\n');
     process.on('SIGTERM', () => sim.close().then(() => process.exit(0)));`;
-  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let out = '';
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`huge-reply simulator did not start: ${out}`)), 30_000);
@@ -38,10 +40,19 @@ async function hugeSimulator(bytes: number): Promise<{ url: string; stop: () => 
 }
 
 /** Measures the refusal of one `bytes`-long reply under the default cap (32 MiB). */
-export async function measureHugeReply(bytes = 400 * 1024 * 1024): Promise<{ baselineMb: number; peakMb: number; outcome: string; ms: number }> {
+export async function measureHugeReply(
+  bytes = 400 * 1024 * 1024,
+): Promise<{ baselineMb: number; peakMb: number; outcome: string; ms: number }> {
   const sim = await hugeSimulator(bytes);
   const outcomes: string[] = [];
-  const client = new UpstreamClient({ baseUrl: sim.url, apiKey: 'bench-key', timeoutMs: 60_000, concurrency: 1, retries: 0, onRequest: (e) => outcomes.push(e.outcome) });
+  const client = new UpstreamClient({
+    baseUrl: sim.url,
+    apiKey: 'bench-key',
+    timeoutMs: 60_000,
+    concurrency: 1,
+    retries: 0,
+    onRequest: (e) => outcomes.push(e.outcome),
+  });
   globalThis.gc?.();
   const baselineMb = process.memoryUsage().rss / 2 ** 20;
   let peak = baselineMb;

@@ -55,7 +55,24 @@ function percentile(sorted: number[], p: number): number {
 // 1. The simulator, in its own process.
 const sim = spawn(
   process.execPath,
-  ['dist/main.js', 'simulate', '--port', '0', '--servers', String(servers), '--ips-per-server', values.ips!, '--latency', String(latencyMs), '--colocations', '0', '--transits', '0', '--api-key', 'bench-key'],
+  [
+    'dist/main.js',
+    'simulate',
+    '--port',
+    '0',
+    '--servers',
+    String(servers),
+    '--ips-per-server',
+    values.ips!,
+    '--latency',
+    String(latencyMs),
+    '--colocations',
+    '0',
+    '--transits',
+    '0',
+    '--api-key',
+    'bench-key',
+  ],
   { stdio: ['ignore', 'pipe', 'inherit'] },
 );
 let simOutput = '';
@@ -74,7 +91,11 @@ const simUrl = await new Promise<string>((resolve, reject) => {
 // 2. The daemon, in this process, driven by hand.
 const stateDir = mkdtempSync(join(tmpdir(), 'bmx-bench-'));
 const config = buildConfig(
-  { upstream: { base_url: simUrl, concurrency, timeout: '30s', max_requests_per_second: 10000 }, web: { listen_address: '127.0.0.1:0' }, state_dir: stateDir },
+  {
+    upstream: { base_url: simUrl, concurrency, timeout: '30s', max_requests_per_second: 10000 },
+    web: { listen_address: '127.0.0.1:0' },
+    state_dir: stateDir,
+  },
   { BAREMETAL_API_KEY: 'bench-key' },
 );
 const daemon = await startDaemon(config, { logger: createLogger('error'), schedule: false, initialPolls: false });
@@ -117,7 +138,10 @@ const floorMs = performance.now() - floorStarted;
 await floorAgent.close();
 const requests = 1 + servers;
 const boundMs = (requests * latencyMs) / concurrency;
-const series = exposition.body.toString().split('\n').filter((l) => l && !l.startsWith('#')).length;
+const series = exposition.body
+  .toString()
+  .split('\n')
+  .filter((l) => l && !l.startsWith('#')).length;
 
 // 3. Scrapes: the daemon's /metrics against fastify serving the same bytes from a static buffer.
 const baseline = Fastify();
@@ -157,18 +181,37 @@ async function latencies(url: string, headers: Record<string, string>): Promise<
   while (times.length < scrapes || performance.now() - started < 5000) times.push(await scrape(url, headers));
   return times.sort((a, b) => a - b);
 }
-async function underFlood(what: string, webAuth: { bearerTokens: string[]; basicAuthUsers: Record<string, string> }, scraper: Record<string, string>) {
+async function underFlood(
+  what: string,
+  webAuth: { bearerTokens: string[]; basicAuthUsers: Record<string, string> },
+  scraper: Record<string, string>,
+) {
   const pool = new BcryptPool();
-  const app = buildApp({ logger: createLogger('error'), exposition: daemon.exposition, graphStores: new Map([['default', daemon.graphStore]]), graphMaxWidth: 2000, webAuth, passwordVerifier: pool });
+  const app = buildApp({
+    logger: createLogger('error'),
+    exposition: daemon.exposition,
+    graphStores: new Map([['default', daemon.graphStore]]),
+    graphMaxWidth: 2000,
+    webAuth,
+    passwordVerifier: pool,
+  });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   for (let i = 0; i < 10; i++) await scrape(url, scraper);
   const idle = await latencies(url, scraper);
-  const flood = spawn(process.execPath, ['bench/flood.ts', `${url}/metrics`, String(floodLoops), basic('prometheus', 'wrong-password')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const flood = spawn(
+    process.execPath,
+    ['bench/flood.ts', `${url}/metrics`, String(floodLoops), basic('prometheus', 'wrong-password')],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   let out = '';
   flood.stdout!.on('data', (d) => (out += String(d)));
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`flood did not start: ${out}`)), 30_000);
-    flood.stdout!.on('data', () => out.includes('started') && (clearTimeout(timer), resolve()));
+    flood.stdout!.on('data', () => {
+      if (!out.includes('started')) return;
+      clearTimeout(timer);
+      resolve();
+    });
   });
   const floodStarted = performance.now();
   const loaded = await latencies(url, scraper);
@@ -189,17 +232,60 @@ async function underFlood(what: string, webAuth: { bearerTokens: string[]; basic
   }));
 }
 const floodRows = [
-  ...(await underFlood('basic user', { bearerTokens: [], basicAuthUsers: { prometheus: bcrypt.hashSync(PASSWORD, 10) } }, { authorization: basic('prometheus', PASSWORD) })),
-  ...(await underFlood('bearer only', { bearerTokens: [TOKEN], basicAuthUsers: {} }, { authorization: `Bearer ${TOKEN}` })),
+  ...(await underFlood(
+    'basic user',
+    { bearerTokens: [], basicAuthUsers: { prometheus: bcrypt.hashSync(PASSWORD, 10) } },
+    { authorization: basic('prometheus', PASSWORD) },
+  )),
+  ...(await underFlood(
+    'bearer only',
+    { bearerTokens: [TOKEN], basicAuthUsers: {} },
+    { authorization: `Bearer ${TOKEN}` },
+  )),
 ];
 
 const rows = [
-  { what: 'servers+firewall cycle (first)', measured: cold.ms, unit: 'ms', reference: `bound ${boundMs.toFixed(0)} ms (${requests} req × ${latencyMs} ms ÷ ${concurrency})`, target: 1.25 * boundMs, rule: '≤ 1.25 × bound' },
-  { what: 'servers+firewall cycle (steady)', measured: warm.ms, unit: 'ms', reference: `bound ${boundMs.toFixed(0)} ms; floor ${floorMs.toFixed(0)} ms (bare undici loop)`, target: 1.25 * boundMs, rule: '≤ 1.25 × bound' },
-  { what: '/metrics p50', measured: percentile(daemonTimes, 50), unit: 'ms', reference: `static ${percentile(baselineTimes, 50).toFixed(2)} ms`, target: 2 * percentile(baselineTimes, 50), rule: '≤ 2 × static' },
-  { what: '/metrics p99', measured: percentile(daemonTimes, 99), unit: 'ms', reference: `static ${percentile(baselineTimes, 99).toFixed(2)} ms`, target: 2 * percentile(baselineTimes, 99), rule: '≤ 2 × static' },
+  {
+    what: 'servers+firewall cycle (first)',
+    measured: cold.ms,
+    unit: 'ms',
+    reference: `bound ${boundMs.toFixed(0)} ms (${requests} req × ${latencyMs} ms ÷ ${concurrency})`,
+    target: 1.25 * boundMs,
+    rule: '≤ 1.25 × bound',
+  },
+  {
+    what: 'servers+firewall cycle (steady)',
+    measured: warm.ms,
+    unit: 'ms',
+    reference: `bound ${boundMs.toFixed(0)} ms; floor ${floorMs.toFixed(0)} ms (bare undici loop)`,
+    target: 1.25 * boundMs,
+    rule: '≤ 1.25 × bound',
+  },
+  {
+    what: '/metrics p50',
+    measured: percentile(daemonTimes, 50),
+    unit: 'ms',
+    reference: `static ${percentile(baselineTimes, 50).toFixed(2)} ms`,
+    target: 2 * percentile(baselineTimes, 50),
+    rule: '≤ 2 × static',
+  },
+  {
+    what: '/metrics p99',
+    measured: percentile(daemonTimes, 99),
+    unit: 'ms',
+    reference: `static ${percentile(baselineTimes, 99).toFixed(2)} ms`,
+    target: 2 * percentile(baselineTimes, 99),
+    rule: '≤ 2 × static',
+  },
   { what: 'RSS after cycle', measured: rssMb, unit: 'MB', reference: '—', target: 256, rule: '≤ 256 MB' },
-  { what: 'event-loop delay p99 (cycle)', measured: loop.percentile(99) / 1e6, unit: 'ms', reference: `max ${(loop.max / 1e6).toFixed(1)} ms`, target: 20, rule: '≤ 20 ms' },
+  {
+    what: 'event-loop delay p99 (cycle)',
+    measured: loop.percentile(99) / 1e6,
+    unit: 'ms',
+    reference: `max ${(loop.max / 1e6).toFixed(1)} ms`,
+    target: 20,
+    rule: '≤ 20 ms',
+  },
   ...floodRows,
 ];
 
@@ -217,11 +303,24 @@ rows.push({
 // 5. The request budget: a full firewall cycle against a simulator limited to 10 % above the budget.
 const budget = Number(values.budget);
 const budgetServers = Number(values['budget-servers']);
-const limited = await startSimulator({ apiKey: 'bench-key', servers: budgetServers, ipsPerServer: 1, colocations: 0, transits: 0, attackRate: 0, rateLimit: { perSecond: Math.ceil(budget * 1.1) } });
+const limited = await startSimulator({
+  apiKey: 'bench-key',
+  servers: budgetServers,
+  ipsPerServer: 1,
+  colocations: 0,
+  transits: 0,
+  attackRate: 0,
+  rateLimit: { perSecond: Math.ceil(budget * 1.1) },
+});
 const budgetDir = mkdtempSync(join(tmpdir(), 'bmx-bench-budget-'));
 const budgetDaemon = await startDaemon(
   buildConfig(
-    { upstream: { base_url: limited.url, concurrency, max_requests_per_second: budget }, schedules: { firewall: '0 */5 * * * *' }, web: { listen_address: '127.0.0.1:0' }, state_dir: budgetDir },
+    {
+      upstream: { base_url: limited.url, concurrency, max_requests_per_second: budget },
+      schedules: { firewall: '0 */5 * * * *' },
+      web: { listen_address: '127.0.0.1:0' },
+      state_dir: budgetDir,
+    },
     { BAREMETAL_API_KEY: 'bench-key' },
   ),
   { logger: createLogger('error'), schedule: false, initialPolls: false, listen: false },
@@ -240,22 +339,35 @@ rows.push(
     target: 1,
     rule: '0.9–1.0',
   },
-  { what: 'budget: 429s seen', measured: limited.rateLimited, unit: '', reference: `simulator limit ${Math.ceil(budget * 1.1)}/s per key`, target: 0, rule: '= 0' },
+  {
+    what: 'budget: 429s seen',
+    measured: limited.rateLimited,
+    unit: '',
+    reference: `simulator limit ${Math.ceil(budget * 1.1)}/s per key`,
+    target: 0,
+    rule: '= 0',
+  },
 );
 const budgetLow = sentPerSecond / budget < 0.9;
 await budgetDaemon.stop();
 await limited.close();
 rmSync(budgetDir, { recursive: true, force: true });
 
-console.log(`\nbaremetal-exporter bench — ${servers} servers × ${values.ips} IPs, ${latencyMs} ms simulated latency, concurrency ${concurrency}, ${series} series (${(exposition.body.length / 2 ** 20).toFixed(1)} MiB exposition), Node ${process.version}`);
-console.log(`poll outcomes: first ${cold.outcomes.join('/')}, steady ${warm.outcomes.join('/')}; ${scrapes} scrapes each\n`);
+console.log(
+  `\nbaremetal-exporter bench — ${servers} servers × ${values.ips} IPs, ${latencyMs} ms simulated latency, concurrency ${concurrency}, ${series} series (${(exposition.body.length / 2 ** 20).toFixed(1)} MiB exposition), Node ${process.version}`,
+);
+console.log(
+  `poll outcomes: first ${cold.outcomes.join('/')}, steady ${warm.outcomes.join('/')}; ${scrapes} scrapes each\n`,
+);
 console.log('| measure | measured | compared with | target | result |');
 console.log('|---|---|---|---|---|');
 let missed = 0;
 for (const row of rows) {
   const ok = row.measured <= row.target;
   if (!ok) missed++;
-  console.log(`| ${row.what} | ${row.measured.toFixed(row.unit === 'MB' ? 0 : 2)} ${row.unit} | ${row.reference} | ${row.rule} (${row.target.toFixed(2)} ${row.unit}) | ${ok ? 'PASS' : 'MISS'} |`);
+  console.log(
+    `| ${row.what} | ${row.measured.toFixed(row.unit === 'MB' ? 0 : 2)} ${row.unit} | ${row.reference} | ${row.rule} (${row.target.toFixed(2)} ${row.unit}) | ${ok ? 'PASS' : 'MISS'} |`,
+  );
 }
 if ([...cold.outcomes, ...warm.outcomes].some((o) => o !== 'success')) missed++;
 if (budgetLow) missed++;

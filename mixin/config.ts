@@ -51,29 +51,42 @@ export const kubernetesConfig: MixinConfig = {
 
 const DURATION = /^(\d+(ms|s|m|h|d|w|y))+$/;
 const LABEL = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
-const MATCHERS = /^\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(=|!=|=~|!~)\s*"(?:[^"\\]|\\.)*"\s*(,\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(=|!=|=~|!~)\s*"(?:[^"\\]|\\.)*"\s*)*$/;
+const MATCHERS =
+  /^\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(=|!=|=~|!~)\s*"(?:[^"\\]|\\.)*"\s*(,\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(=|!=|=~|!~)\s*"(?:[^"\\]|\\.)*"\s*)*$/;
 
 /**
  * `overrides` (parsed JSON from `--config`) on top of `base`, checked: unknown keys, a selector that is not a
  * list of PromQL matchers, a bad duration or label name are errors naming the key.
  */
 export function resolveConfig(overrides: unknown, base: MixinConfig = defaultConfig): MixinConfig {
-  if (typeof overrides !== 'object' || overrides === null || Array.isArray(overrides)) throw new Error('mixin config: must be a JSON object');
+  if (typeof overrides !== 'object' || overrides === null || Array.isArray(overrides))
+    throw new Error('mixin config: must be a JSON object');
   const problems: string[] = [];
   for (const key of Object.keys(overrides)) if (!(key in base)) problems.push(`${key}: unknown key`);
   const config = { ...base, ...(overrides as Partial<MixinConfig>) };
   config.severities = { ...base.severities, ...(overrides as Partial<MixinConfig>).severities };
-  if (typeof config.selector !== 'string' || !MATCHERS.test(config.selector)) problems.push('selector: must be PromQL matchers, e.g. job="baremetal"');
-  if (config.blackboxSelector !== null && (typeof config.blackboxSelector !== 'string' || !MATCHERS.test(config.blackboxSelector))) {
+  if (typeof config.selector !== 'string' || !MATCHERS.test(config.selector))
+    problems.push('selector: must be PromQL matchers, e.g. job="baremetal"');
+  if (
+    config.blackboxSelector !== null &&
+    (typeof config.blackboxSelector !== 'string' || !MATCHERS.test(config.blackboxSelector))
+  ) {
     problems.push('blackboxSelector: must be PromQL matchers or null');
   }
-  if (!Array.isArray(config.groupBy) || !config.groupBy.every((l) => typeof l === 'string' && LABEL.test(l))) problems.push('groupBy: must be a list of label names');
-  else for (const label of ['job', 'instance']) if (!config.groupBy.includes(label)) problems.push(`groupBy: must include ${label} (the dashboards filter on it)`);
-  if (typeof config.rateWindow !== 'string' || !DURATION.test(config.rateWindow)) problems.push('rateWindow: must be a Prometheus duration, e.g. 5m');
+  if (!Array.isArray(config.groupBy) || !config.groupBy.every((l) => typeof l === 'string' && LABEL.test(l)))
+    problems.push('groupBy: must be a list of label names');
+  else
+    for (const label of ['job', 'instance'])
+      if (!config.groupBy.includes(label))
+        problems.push(`groupBy: must include ${label} (the dashboards filter on it)`);
+  if (typeof config.rateWindow !== 'string' || !DURATION.test(config.rateWindow))
+    problems.push('rateWindow: must be a Prometheus duration, e.g. 5m');
   for (const level of ['critical', 'warning', 'info'] as const) {
-    if (typeof config.severities[level] !== 'string' || config.severities[level] === '') problems.push(`severities.${level}: must be a non-empty string`);
+    if (typeof config.severities[level] !== 'string' || config.severities[level] === '')
+      problems.push(`severities.${level}: must be a non-empty string`);
   }
-  if (typeof config.runbookBaseUrl !== 'string' || !/^https?:\/\//.test(config.runbookBaseUrl)) problems.push('runbookBaseUrl: must be an http(s) URL');
+  if (typeof config.runbookBaseUrl !== 'string' || !/^https?:\/\//.test(config.runbookBaseUrl))
+    problems.push('runbookBaseUrl: must be an http(s) URL');
   if (problems.length) throw new Error(`mixin config: ${problems.join('; ')}`);
   return config;
 }

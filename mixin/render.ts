@@ -17,18 +17,28 @@ const HEADER = (what: string) =>
 /** Rules in Prometheus's key order, the comment kept aside. */
 function plain(rule: Rule): Omit<Rule, 'comment'> {
   const { record, alert, expr, for: duration, labels, annotations } = rule;
-  return Object.fromEntries(Object.entries({ record, alert, expr, for: duration, labels, annotations }).filter(([, v]) => v !== undefined)) as Omit<Rule, 'comment'>;
+  return Object.fromEntries(
+    Object.entries({ record, alert, expr, for: duration, labels, annotations }).filter(([, v]) => v !== undefined),
+  ) as Omit<Rule, 'comment'>;
 }
 
 /** A YAML document of `groups`, each rule's comment placed above it. */
-function rulesDocument(groups: RuleGroup[], wrap: (groups: unknown) => unknown, path: (i: number) => unknown[]): Document {
+function rulesDocument(
+  groups: RuleGroup[],
+  wrap: (groups: unknown) => unknown,
+  path: (i: number) => unknown[],
+): Document {
   const doc = new Document(wrap(groups.map((g) => ({ name: g.name, rules: g.rules.map(plain) }))));
   groups.forEach((group, gi) => {
     const rules = doc.getIn([...path(gi), 'rules'], true);
     if (!isSeq(rules)) throw new Error('rules: not a sequence');
     group.rules.forEach((rule, ri) => {
       const node = rules.items[ri];
-      if (rule.comment && isMap(node)) (node as YAMLMap).commentBefore = rule.comment.split('\n').map((l) => ` ${l}`).join('\n');
+      if (rule.comment && isMap(node))
+        (node as YAMLMap).commentBefore = rule.comment
+          .split('\n')
+          .map((l) => ` ${l}`)
+          .join('\n');
     });
   });
   return doc;
@@ -38,7 +48,11 @@ const YAML_OPTIONS = { lineWidth: 0, blockQuote: 'literal' } as const;
 
 /** alerts/baremetal.rules.yml for `config`. */
 export function renderRules(config: MixinConfig): string {
-  const doc = rulesDocument(ruleGroups(config), (groups) => ({ groups }), (gi) => ['groups', gi]);
+  const doc = rulesDocument(
+    ruleGroups(config),
+    (groups) => ({ groups }),
+    (gi) => ['groups', gi],
+  );
   doc.commentBefore = HEADER(`Prometheus rules for baremetal-exporter, selector {${config.selector}}.`);
   return doc.toString(YAML_OPTIONS);
 }
@@ -61,7 +75,9 @@ export function renderPrometheusRule(config: MixinConfig): string {
 
 /** dashboards/<file>.json for `config`, by file name. */
 export function renderDashboards(config: MixinConfig): Record<string, string> {
-  return Object.fromEntries(dashboards(config).map(({ file, dashboard }) => [file, `${JSON.stringify(dashboard, null, 2)}\n`]));
+  return Object.fromEntries(
+    dashboards(config).map(({ file, dashboard }) => [file, `${JSON.stringify(dashboard, null, 2)}\n`]),
+  );
 }
 
 /** Every committed rendering, by path from the repository root. */
@@ -76,7 +92,10 @@ export function renderCommitted(): Record<string, string> {
 
 /** A rendering for a user's config: the rules, the PrometheusRule and the dashboards, by path under the output directory. */
 export function renderFor(config: MixinConfig): Record<string, string> {
-  const files: Record<string, string> = { 'baremetal.rules.yml': renderRules(config), 'prometheusrule.yaml': renderPrometheusRule(config) };
+  const files: Record<string, string> = {
+    'baremetal.rules.yml': renderRules(config),
+    'prometheusrule.yaml': renderPrometheusRule(config),
+  };
   for (const [file, text] of Object.entries(renderDashboards(config))) files[`dashboards/${file}`] = text;
   return files;
 }
@@ -93,7 +112,8 @@ if (import.meta.main) {
   const { values } = parseArgs({ options: { config: { type: 'string' }, out: { type: 'string' } }, strict: true });
   if (values.config === undefined) write(join(import.meta.dirname, '..'), renderCommitted());
   else {
-    if (values.out === undefined) throw new Error('--config needs --out DIR (the committed files are the default rendering)');
+    if (values.out === undefined)
+      throw new Error('--config needs --out DIR (the committed files are the default rendering)');
     write(values.out, renderFor(resolveConfig(JSON.parse(readFileSync(values.config, 'utf8')))));
   }
 }

@@ -47,7 +47,11 @@ export interface AccountDeps {
 }
 
 /** Builds (but does not start) the runtime of `account`, and loads what it left under state_dir. */
-export async function startAccount(account: AccountConfig, deps: AccountDeps, options: { legacyGraphs: boolean }): Promise<AccountRuntime> {
+export async function startAccount(
+  account: AccountConfig,
+  deps: AccountDeps,
+  options: { legacyGraphs: boolean },
+): Promise<AccountRuntime> {
   const logger = deps.logger.child({ account: account.name });
   const metrics = forAccount(deps.metrics, account.name);
   const apiObserver = createApiObserver(metrics, deps.onChange);
@@ -58,7 +62,11 @@ export async function startAccount(account: AccountConfig, deps: AccountDeps, op
   metrics.graphImages.set(graphStore.size);
   const ledger = new EventLedger(deps.config.stateDir, account.name);
   const remembered = await ledger.load();
-  if (remembered.problem !== undefined) logger.warn({ reason: remembered.problem }, 'attack event ids of the last run could not be read: events still reported by the API count again');
+  if (remembered.problem !== undefined)
+    logger.warn(
+      { reason: remembered.problem },
+      'attack event ids of the last run could not be read: events still reported by the API count again',
+    );
   const workedOnce = new Set<JobName>();
   const lastProblem = new Map<JobName, string>();
   const poller = new PollJobs({
@@ -79,8 +87,11 @@ export async function startAccount(account: AccountConfig, deps: AccountDeps, op
       deps.onPollFinished(account.name, job, outcome);
     },
   });
-  const scheduler = new Scheduler(poller.jobs, deps.config.schedules, (poll, seconds) => metrics.pollInterval.set({ poll }, seconds));
-  if (account.upstream.apiKeySource === 'yaml') logger.warn('the API key sits in the config file itself: prefer api_key_file or BAREMETAL_API_KEY');
+  const scheduler = new Scheduler(poller.jobs, deps.config.schedules, (poll, seconds) =>
+    metrics.pollInterval.set({ poll }, seconds),
+  );
+  if (account.upstream.apiKeySource === 'yaml')
+    logger.warn('the API key sits in the config file itself: prefer api_key_file or BAREMETAL_API_KEY');
   return { name: account.name, client, metrics, poller, scheduler, graphStore, workedOnce, lastProblem };
 }
 
@@ -96,7 +107,10 @@ export async function initialPolls(runtime: AccountRuntime, stopping: () => bool
 }
 
 /** The runtime an account name (from a URL, a body, an alert label) names: with one account, it may be left out. */
-export function findAccount(runtimes: ReadonlyMap<string, AccountRuntime>, name: string | undefined): AccountRuntime | undefined {
+export function findAccount(
+  runtimes: ReadonlyMap<string, AccountRuntime>,
+  name: string | undefined,
+): AccountRuntime | undefined {
   if (name === undefined) return runtimes.size === 1 ? [...runtimes.values()][0] : undefined;
   return runtimes.get(name);
 }

@@ -84,9 +84,11 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   }
   const authOptions = { verifier, logger: deps.logger as FastifyBaseLogger };
   app.setErrorHandler((error, request, reply) => {
-    const status = error instanceof BaremetalError ? error.statusCode : (error as { statusCode?: number }).statusCode ?? 500;
+    const status =
+      error instanceof BaremetalError ? error.statusCode : ((error as { statusCode?: number }).statusCode ?? 500);
     if (status >= 500) request.log.error({ err: error }, 'request failed');
-    if (status === 401) void reply.header('www-authenticate', 'Bearer realm="baremetal-exporter", Basic realm="baremetal-exporter"');
+    if (status === 401)
+      void reply.header('www-authenticate', 'Bearer realm="baremetal-exporter", Basic realm="baremetal-exporter"');
     return reply.code(status).send({
       statusCode: status,
       code: (error as { code?: string }).code ?? INTERNAL_ERROR_CODE,
@@ -96,7 +98,12 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     });
   });
   app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({ statusCode: 404, code: 'BM_ERR_NOT_FOUND', error: STATUS_CODES[404], message: `no route ${request.method} ${request.url.split('?')[0]}` }),
+    reply.code(404).send({
+      statusCode: 404,
+      code: 'BM_ERR_NOT_FOUND',
+      error: STATUS_CODES[404],
+      message: `no route ${request.method} ${request.url.split('?')[0]}`,
+    }),
   );
 
   healthRoutes(app, { readiness: deps.readiness ?? (() => []) });
@@ -115,7 +122,11 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   if (remediation) {
     void app.register(async (scope) => {
       scope.addHook('onRequest', createAuthCheck(remediation.config, 'forbid', authOptions));
-      alertmanagerRoutes(scope, { engine: remediation.engine, rules: remediation.config.rules, metrics: remediation.metrics });
+      alertmanagerRoutes(scope, {
+        engine: remediation.engine,
+        rules: remediation.config.rules,
+        metrics: remediation.metrics,
+      });
       actionRoutes(scope, remediation);
     });
   }

@@ -42,7 +42,10 @@ const SHUTDOWN_TIMEOUT_MS = 30_000;
 
 /** Where the stop messages go: the daemon's logger (same format and timestamps as every line), else stderr. */
 type StopLog = { info(msg: string): void; error(msg: string): void };
-const STDERR: StopLog = { info: (msg) => process.stderr.write(`${msg}\n`), error: (msg) => process.stderr.write(`${msg}\n`) };
+const STDERR: StopLog = {
+  info: (msg) => process.stderr.write(`${msg}\n`),
+  error: (msg) => process.stderr.write(`${msg}\n`),
+};
 
 function onStop(stop: () => Promise<void>, log: StopLog = STDERR): void {
   let stopping = false;
@@ -92,7 +95,8 @@ async function simulate(args: string[]): Promise<void> {
       'tls-key': { type: 'string' },
     },
   });
-  if (Boolean(values['tls-cert']) !== Boolean(values['tls-key'])) throw new BaremetalError('simulate: --tls-cert and --tls-key go together');
+  if (Boolean(values['tls-cert']) !== Boolean(values['tls-key']))
+    throw new BaremetalError('simulate: --tls-cert and --tls-key go together');
   const options: SimulatorServerOptions = {
     host: values.host ?? '127.0.0.1',
     port: num(values.port, 8443),
@@ -109,7 +113,9 @@ async function simulate(args: string[]): Promise<void> {
       htmlErrorRate: num(values['html-error-rate'], 0),
       malformedRate: num(values['malformed-rate'], 0),
     },
-    ...(values['tls-cert'] && values['tls-key'] ? { tls: { cert: readFileSync(values['tls-cert']), key: readFileSync(values['tls-key']) } } : {}),
+    ...(values['tls-cert'] && values['tls-key']
+      ? { tls: { cert: readFileSync(values['tls-cert']), key: readFileSync(values['tls-key']) } }
+      : {}),
   };
   for (const [key, value] of Object.entries({ ...options, ...options.faults })) {
     if (typeof value === 'number' && !Number.isFinite(value)) throw new BaremetalError(`--${key}: expected a number`);
@@ -130,22 +136,37 @@ async function demo(args: string[]): Promise<void> {
   mkdirSync(stateDir, { recursive: true });
   // A documented token so that a new user can post a sample alert (README, "Remediation"); dry run only.
   writeFileSync(`${stateDir}/demo-token`, `${DEMO_TOKEN}\n`, { mode: 0o600 });
-  const config = buildConfig({
-    upstream: { base_url: sim.url, timeout: '5s', concurrency: 8 },
-    web: { listen_address: `127.0.0.1:${values.port ?? '9877'}` },
-    state_dir: stateDir,
-    schedules: { servers: '*/30 * * * * *', firewall: '*/15 * * * * *', graphs: '0 * * * * *', catalog: '0 */10 * * * *' },
-    graphs: { types: ['port_bits', 'port_errors'], scales: ['day', 'week'] },
-    services: { colocation_ids: ['colo-1', 'colo-2'], transit_ids: ['transit-1'] },
-    remediation: {
-      dry_run: true,
-      auth: { bearer_token_files: [`${stateDir}/demo-token`] },
-      rules: [
-        { alertname: 'BaremetalIpUnderAttack', matchers: { severity: 'critical' }, action: 'firewall_state', firing_state: 1, resolved_state: 0, hold: '5m' },
-        { alertname: 'BaremetalServerUnreachable', action: 'powercycle', cooldown: '30m' },
-      ],
+  const config = buildConfig(
+    {
+      upstream: { base_url: sim.url, timeout: '5s', concurrency: 8 },
+      web: { listen_address: `127.0.0.1:${values.port ?? '9877'}` },
+      state_dir: stateDir,
+      schedules: {
+        servers: '*/30 * * * * *',
+        firewall: '*/15 * * * * *',
+        graphs: '0 * * * * *',
+        catalog: '0 */10 * * * *',
+      },
+      graphs: { types: ['port_bits', 'port_errors'], scales: ['day', 'week'] },
+      services: { colocation_ids: ['colo-1', 'colo-2'], transit_ids: ['transit-1'] },
+      remediation: {
+        dry_run: true,
+        auth: { bearer_token_files: [`${stateDir}/demo-token`] },
+        rules: [
+          {
+            alertname: 'BaremetalIpUnderAttack',
+            matchers: { severity: 'critical' },
+            action: 'firewall_state',
+            firing_state: 1,
+            resolved_state: 0,
+            hold: '5m',
+          },
+          { alertname: 'BaremetalServerUnreachable', action: 'powercycle', cooldown: '30m' },
+        ],
+      },
     },
-  }, { BAREMETAL_API_KEY: apiKey });
+    { BAREMETAL_API_KEY: apiKey },
+  );
   const daemon = await startDaemon(config);
   // Registered before the initial polls finish: a Ctrl-C during them stops both cleanly.
   onStop(async () => {
@@ -184,7 +205,8 @@ async function run(args: string[]): Promise<void> {
   const file = values['config.file'] ?? values.config;
   if (!file) throw new BaremetalError('run: --config.file=FILE is required');
   const format = values['log.format'] ?? 'logfmt';
-  if (!(LOG_FORMATS as readonly string[]).includes(format)) throw new BaremetalError(`--log.format: must be one of ${LOG_FORMATS.join(', ')} (got ${JSON.stringify(format)})`);
+  if (!(LOG_FORMATS as readonly string[]).includes(format))
+    throw new BaremetalError(`--log.format: must be one of ${LOG_FORMATS.join(', ')} (got ${JSON.stringify(format)})`);
   const config = applyFlags(loadConfig(file), { listen: values['web.listen-address'], logLevel: values['log.level'] });
   const logger = createLogger(config.logLevel, undefined, format as LogFormat);
   const daemon = await startDaemon(config, { logger });
@@ -203,7 +225,9 @@ function checkConfig(args: string[]): void {
         `remediation ${config.remediation.dryRun ? 'dry run' : 'live'} with ${config.remediation.rules.length} rule(s)\n`,
     );
     for (const account of config.accounts.filter((a) => a.upstream.apiKeySource === 'yaml')) {
-      process.stdout.write(`warning: the API key sits in the config file (account ${account.name}); prefer api_key_file or BAREMETAL_API_KEY\n`);
+      process.stdout.write(
+        `warning: the API key sits in the config file (account ${account.name}); prefer api_key_file or BAREMETAL_API_KEY\n`,
+      );
     }
     const plan = budgetPlan(config);
     for (const line of plan.notes) process.stdout.write(`${line}\n`);
@@ -234,7 +258,9 @@ async function main(argv: string[]): Promise<void> {
       return;
     case '--version':
     case '-v':
-      process.stdout.write(`baremetal-exporter ${VERSION} (node ${process.version}, ${process.platform}-${process.arch})\n`);
+      process.stdout.write(
+        `baremetal-exporter ${VERSION} (node ${process.version}, ${process.platform}-${process.arch})\n`,
+      );
       return;
     default:
       process.stdout.write(USAGE);
@@ -244,5 +270,7 @@ async function main(argv: string[]): Promise<void> {
 
 main(process.argv.slice(2)).catch((error: unknown) => {
   process.stderr.write(`baremetal-exporter: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exit(error instanceof BaremetalError || (error as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? 2 : 1);
+  process.exit(
+    error instanceof BaremetalError || (error as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? 2 : 1,
+  );
 });

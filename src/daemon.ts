@@ -121,13 +121,37 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
   const { client, poller, graphStore } = first;
   // A decision shows in /metrics within a second; a burst of alerts costs one rendering.
   const onDecision = () => exposition.renderSoon(1000);
-  const engine = new RemediationEngine({ journal, client, metrics: first.metrics, logger, targets: poller, config: config.remediation, now, onDecision });
+  const engine = new RemediationEngine({
+    journal,
+    client,
+    metrics: first.metrics,
+    logger,
+    targets: poller,
+    config: config.remediation,
+    now,
+    onDecision,
+  });
   // Server ids are per account: until targets are (account, server_id), an action could reach a server of
   // another account with the same id. With several accounts remediation stays off rather than guess.
   const remediationServed = accounts.size === 1;
-  if (!remediationServed) logger.warn({ accounts: accounts.size }, 'remediation is disabled with several accounts (targets are not yet per account); the action and webhook endpoints are not served');
-  else if (!authEnabled(config.remediation)) logger.warn('remediation is disabled: no credentials configured (remediation.auth); the action endpoints answer 403');
-  else logger.info({ dry_run: config.remediation.dryRun, rules: config.remediation.rules.length, budget_per_hour: config.remediation.budgetPerHour }, 'remediation enabled');
+  if (!remediationServed)
+    logger.warn(
+      { accounts: accounts.size },
+      'remediation is disabled with several accounts (targets are not yet per account); the action and webhook endpoints are not served',
+    );
+  else if (!authEnabled(config.remediation))
+    logger.warn(
+      'remediation is disabled: no credentials configured (remediation.auth); the action endpoints answer 403',
+    );
+  else
+    logger.info(
+      {
+        dry_run: config.remediation.dryRun,
+        rules: config.remediation.rules.length,
+        budget_per_hour: config.remediation.budgetPerHour,
+      },
+      'remediation enabled',
+    );
   const readiness = () => {
     // Ready once each account's first servers and firewall polls worked at least partly: a poll that fails
     // outright (a wrong key, the API down) keeps the daemon unready, naming the poll and the error.
@@ -137,7 +161,9 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
         .map((job) => {
           const poll = `${job} poll${accounts.size > 1 ? ` of account ${account.name}` : ''}`;
           const problem = account.lastProblem.get(job);
-          return problem !== undefined ? `the ${poll} has not succeeded yet: ${problem}` : `the first ${poll} has not finished`;
+          return problem !== undefined
+            ? `the ${poll} has not succeeded yet: ${problem}`
+            : `the first ${poll} has not finished`;
         }),
     );
     const problem = journal.problem ?? (journal.healthy() ? undefined : 'it does not answer');
@@ -153,7 +179,9 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
     readiness,
     statusView: statusViewOf({ version: VERSION, accounts, journal, now }),
     attacks: new Map([...accounts].map(([name, runtime]) => [name, runtime.poller.attacks])),
-    ...(remediationServed ? { remediation: { engine, journal, client, metrics: first.metrics, config: config.remediation } } : {}),
+    ...(remediationServed
+      ? { remediation: { engine, journal, client, metrics: first.metrics, config: config.remediation } }
+      : {}),
     ...(config.web.tls ? { https: readTls(config.web.tls) } : {}),
   });
   const tls = config.web.tls ? watchTls(app.server as HttpsServer, config.web.tls, logger) : undefined;
@@ -170,7 +198,11 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
   let stopping = false;
   // Each account polls on its own: one whose API is down delays no other's first polls.
   const ready =
-    options.initialPolls === false ? Promise.resolve() : Promise.all([...accounts.values()].map((account) => initialPolls(account, () => stopping))).then(() => undefined);
+    options.initialPolls === false
+      ? Promise.resolve()
+      : Promise.all([...accounts.values()].map((account) => initialPolls(account, () => stopping))).then(
+          () => undefined,
+        );
   if (options.schedule !== false) {
     for (const account of accounts.values()) account.scheduler.start();
     if (remediationServed) engine.start(options.remediationTickMs);
@@ -201,7 +233,10 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
       // Closing HTTP waits for requests in flight, webhooks with their upstream calls and journal writes.
       // Node closes only the connections idle when close() starts; a keep-alive connection whose request
       // finishes later would hold the server open until its timeout, so close those as they go idle.
-      const sweep = setInterval(() => (app.server as { closeIdleConnections?: () => void }).closeIdleConnections?.(), 100);
+      const sweep = setInterval(
+        () => (app.server as { closeIdleConnections?: () => void }).closeIdleConnections?.(),
+        100,
+      );
       await app.close().finally(() => clearInterval(sweep));
       journal.close();
       await Promise.all([...accounts.values()].map((account) => account.client.close()));

@@ -21,7 +21,10 @@ export class BaremetalError extends Error {
 /** A configuration file or environment value is invalid; `problems` has one line per key. */
 export class ConfigError extends BaremetalError {
   override readonly code = 'BM_ERR_CONFIG';
-  constructor(readonly problems: string[], options?: { cause?: unknown }) {
+  constructor(
+    readonly problems: string[],
+    options?: { cause?: unknown },
+  ) {
     super(`invalid configuration:\n  ${problems.join('\n  ')}`, options);
   }
 }
@@ -73,7 +76,10 @@ export class UpstreamError extends BaremetalError {
    */
   readonly outcomeUnknown: boolean;
   constructor(ctx: UpstreamContext, detail: string, options?: { cause?: unknown; outcomeUnknown?: boolean }) {
-    super(`${ctx.operation} [POST] "${ctx.path}": ${ctx.status === undefined ? '' : `${ctx.status} `}${detail}`, options);
+    super(
+      `${ctx.operation} [POST] "${ctx.path}": ${ctx.status === undefined ? '' : `${ctx.status} `}${detail}`,
+      options,
+    );
     this.operation = ctx.operation;
     this.path = ctx.path;
     this.status = ctx.status;
@@ -102,7 +108,10 @@ export class HttpStatusError extends UpstreamError {
   override readonly code = 'BM_ERR_HTTP_STATUS';
   override readonly outcome = 'http_error';
   override readonly retryable: boolean;
-  constructor(ctx: UpstreamContext & { status: number }, readonly bodyExcerpt: string) {
+  constructor(
+    ctx: UpstreamContext & { status: number },
+    readonly bodyExcerpt: string,
+  ) {
     super(ctx, `unexpected HTTP status${bodyExcerpt ? `: ${bodyExcerpt}` : ''}`);
     this.retryable = ctx.status >= 500 || ctx.status === 429;
   }
@@ -113,7 +122,11 @@ export class InvalidReplyError extends UpstreamError {
   override readonly code = 'BM_ERR_INVALID_REPLY';
   override readonly outcome = 'invalid_reply';
   override readonly retryable: boolean;
-  constructor(ctx: UpstreamContext, detail: string, readonly bodyExcerpt: string) {
+  constructor(
+    ctx: UpstreamContext,
+    detail: string,
+    readonly bodyExcerpt: string,
+  ) {
     super(ctx, `invalid reply: ${detail}${bodyExcerpt ? ` (body starts: ${JSON.stringify(bodyExcerpt)})` : ''}`);
     // A proxy's HTML 502 page is transient; a 200 with a wrong shape is not.
     this.retryable = ctx.status === undefined || ctx.status >= 500 || ctx.status === 429;
@@ -227,7 +240,9 @@ export class StateDirLockedError extends BaremetalError {
     /** PID of the process holding the lock */
     readonly holderPid: number,
   ) {
-    super(`state_dir ${stateDir} is locked by another baremetal-exporter (PID ${holderPid}); two daemons on one state_dir would act twice`);
+    super(
+      `state_dir ${stateDir} is locked by another baremetal-exporter (PID ${holderPid}); two daemons on one state_dir would act twice`,
+    );
   }
 }
 

@@ -10,8 +10,10 @@ interface Annotations {
 }
 
 /** Exactly these JSON values (`enum`: Ajv's error lists them; never a coercion). */
-export const oneOf = <const T extends readonly (string | number)[]>(values: T, options: Annotations & { default?: T[number] } = {}) =>
-  Type.Unsafe<T[number]>({ enum: [...values], ...options });
+export const oneOf = <const T extends readonly (string | number)[]>(
+  values: T,
+  options: Annotations & { default?: T[number] } = {},
+) => Type.Unsafe<T[number]>({ enum: [...values], ...options });
 
 /** Exactly this value (`const`). */
 export const exactly = <const T extends string>(value: T) => Type.Unsafe<T>({ const: value });

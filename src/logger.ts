@@ -24,14 +24,21 @@ export type LogFormat = (typeof LOG_FORMATS)[number];
 
 /** One logfmt value: bare when it is a plain token, else quoted with `"` and `\` escaped. */
 function logfmtValue(value: unknown): string {
-  const text = typeof value === 'string' ? value : JSON.stringify(value) ?? 'null';
-  return /^[^\s"=\\]+$/.test(text) ? text : `"${text.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`;
+  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? 'null');
+  return /^[^\s"=\\]+$/.test(text)
+    ? text
+    : `"${text.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`;
 }
 
 /** A pino JSON line → a logfmt line: `ts=… level=… msg=…` first, then the other fields in order. */
 export function toLogfmt(line: string): string {
   const { time, level, msg, ...rest } = JSON.parse(line) as Record<string, unknown>;
-  const fields: Array<[string, unknown]> = [['ts', time], ['level', level], ...(msg === undefined ? [] : [['msg', msg] as [string, unknown]]), ...Object.entries(rest)];
+  const fields: Array<[string, unknown]> = [
+    ['ts', time],
+    ['level', level],
+    ...(msg === undefined ? [] : [['msg', msg] as [string, unknown]]),
+    ...Object.entries(rest),
+  ];
   return `${fields.map(([key, value]) => `${key}=${logfmtValue(value)}`).join(' ')}\n`;
 }
 

@@ -17,7 +17,9 @@ function isOlder(found: string, needed: string): boolean {
   return false;
 }
 
-const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { engines?: { node?: string } };
+const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+  engines?: { node?: string };
+};
 const needed = /^>=(\d+\.\d+\.\d+)$/.exec(pkg.engines?.node ?? '')?.[1];
 if (needed !== undefined && isOlder(process.versions.node, needed)) {
   process.stderr.write(

@@ -18,14 +18,23 @@ export function secretForms(secret: string): string[] {
   const json = JSON.stringify(secret).slice(1, -1);
   const url = encodeURIComponent(secret);
   const form = new URLSearchParams({ s: secret }).toString().slice(2);
-  const forms = [secret, json, json.replaceAll('/', '\\/'), url, url.replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase()), form];
+  const forms = [
+    secret,
+    json,
+    json.replaceAll('/', '\\/'),
+    url,
+    url.replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase()),
+    form,
+  ];
   // Longest first, so that a longer spelling is not half-replaced by a shorter one it contains.
   return [...new Set(forms)].filter((f) => f.length > 0).sort((a, b) => b.length - a.length);
 }
 
 /** Builds a Scrubber for `secrets` (empty strings are ignored). */
 export function createScrubber(secrets: readonly string[]): Scrubber {
-  const forms = [...new Set(secrets.filter((s) => s.length > 0).flatMap(secretForms))].sort((a, b) => b.length - a.length);
+  const forms = [...new Set(secrets.filter((s) => s.length > 0).flatMap(secretForms))].sort(
+    (a, b) => b.length - a.length,
+  );
   if (forms.length === 0) return (text) => text;
   return (text) => {
     let out = text;

@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 
 export const VERSION: string = (() => {
   try {
-    return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+    return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
+      .version;
   } catch {
     return '0.0.0';
   }
@@ -15,7 +16,10 @@ export const VERSION: string = (() => {
  */
 export const BUILD: { revision: string; branch: string } = (() => {
   try {
-    const info = JSON.parse(readFileSync(new URL('./build-info.json', import.meta.url), 'utf8')) as { revision?: unknown; branch?: unknown };
+    const info = JSON.parse(readFileSync(new URL('./build-info.json', import.meta.url), 'utf8')) as {
+      revision?: unknown;
+      branch?: unknown;
+    };
     const label = (value: unknown) => (typeof value === 'string' && /^[\w./-]{1,100}$/.test(value) ? value : 'unknown');
     return { revision: label(info.revision), branch: label(info.branch) };
   } catch {

@@ -26,7 +26,9 @@ export function staleReason(root = ROOT): string | undefined {
     if (!existsSync(output)) return `${relative(root, output)} is missing`;
     outputs.push(output);
   }
-  const newestInput = Math.max(...[...sources, join(root, 'tsconfig.json'), join(root, 'package.json')].map((f) => statSync(f).mtimeMs));
+  const newestInput = Math.max(
+    ...[...sources, join(root, 'tsconfig.json'), join(root, 'package.json')].map((f) => statSync(f).mtimeMs),
+  );
   const oldestOutput = Math.min(...outputs.map((f) => statSync(f).mtimeMs));
   return newestInput > oldestOutput ? 'a source is newer than its build' : undefined;
 }
@@ -35,6 +37,13 @@ export default function setup(): void {
   const reason = staleReason();
   if (reason === undefined) return;
   console.log(`globalSetup: building dist/ (${reason})`);
-  const result = spawnSync(join(ROOT, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.json'], { cwd: ROOT, stdio: 'inherit', timeout: 300_000 });
-  if (result.status !== 0) throw new Error(`globalSetup: tsc -p tsconfig.json failed (exit ${result.status}); the CLI tests would run a stale dist/`);
+  const result = spawnSync(join(ROOT, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.json'], {
+    cwd: ROOT,
+    stdio: 'inherit',
+    timeout: 300_000,
+  });
+  if (result.status !== 0)
+    throw new Error(
+      `globalSetup: tsc -p tsconfig.json failed (exit ${result.status}); the CLI tests would run a stale dist/`,
+    );
 }

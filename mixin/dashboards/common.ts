@@ -24,7 +24,8 @@ export const DATASOURCE: DataSourceRef = { type: 'prometheus', uid: '${datasourc
 export const SELECTOR = 'job=~"$job", instance=~"$instance"';
 
 /** `metric{job=~"$job", instance=~"$instance", …extra}`. */
-export const sel = (metric: string, extra?: string): string => `${metric}{${[SELECTOR, extra].filter(Boolean).join(', ')}}`;
+export const sel = (metric: string, extra?: string): string =>
+  `${metric}{${[SELECTOR, extra].filter(Boolean).join(', ')}}`;
 
 /** A variable fed by a Prometheus label_values() query. */
 function labelValues(name: string, label: string, query: string, options: Partial<VariableModel> = {}): VariableModel {
@@ -62,7 +63,9 @@ export function commonVariables(): VariableModel[] {
 
 /** A server_id variable limited to the chosen exporters. */
 export const serverVariable = (): VariableModel =>
-  labelValues('server_id', 'Server', `label_values(${sel('baremetal_server_info')}, server_id)`, { sort: VariableSort.numericalAsc });
+  labelValues('server_id', 'Server', `label_values(${sel('baremetal_server_info')}, server_id)`, {
+    sort: VariableSort.numericalAsc,
+  });
 
 /** One query of a panel. `table`: an instant query in table format. */
 export interface Query {
@@ -81,7 +84,9 @@ export const steps = (base: string, ...above: Array<[number, string]>) => ({
 export const valueMap = (map: Record<number, [string, string]>) => [
   {
     type: MappingType.ValueToText as const,
-    options: Object.fromEntries(Object.entries(map).map(([value, [text, color]], index) => [value, { text, color, index }])),
+    options: Object.fromEntries(
+      Object.entries(map).map(([value, [text, color]], index) => [value, { text, color, index }]),
+    ),
   },
 ];
 
@@ -132,7 +137,13 @@ export function panel(spec: PanelSpec): Panel {
 }
 
 /** A whole dashboard with the shared settings. */
-export function dashboard(spec: { uid: string; title: string; description: string; variables: VariableModel[]; panels: Panel[] }): Dashboard {
+export function dashboard(spec: {
+  uid: string;
+  title: string;
+  description: string;
+  variables: VariableModel[];
+  panels: Panel[];
+}): Dashboard {
   return {
     uid: spec.uid,
     title: spec.title,
@@ -156,16 +167,27 @@ export function dashboard(spec: { uid: string; title: string; description: strin
 /** Stat: firewall changes pending, amber from 1 (both the overview and the remediation dashboard show it). */
 export const pendingPanel = (id: number, grid: PanelSpec['grid'], byAction: boolean): Panel =>
   panel({
-    id, type: 'stat', title: 'Pending actions', grid,
-    description: "Firewall changes waiting for their hold or the API's 2-minute window; BaremetalRemediationPendingStuck fires after 10 minutes.",
-    queries: [byAction ? { expr: `sum by (action) (${sel('baremetal_action_pending')})`, legend: '{{action}}' } : { expr: `sum(${sel('baremetal_action_pending')})` }],
+    id,
+    type: 'stat',
+    title: 'Pending actions',
+    grid,
+    description:
+      "Firewall changes waiting for their hold or the API's 2-minute window; BaremetalRemediationPendingStuck fires after 10 minutes.",
+    queries: [
+      byAction
+        ? { expr: `sum by (action) (${sel('baremetal_action_pending')})`, legend: '{{action}}' }
+        : { expr: `sum(${sel('baremetal_action_pending')})` },
+    ],
     fieldConfig: { defaults: { unit: 'short', thresholds: steps('green', [1, 'yellow']) }, overrides: [] },
   });
 
 /** Stat: remediation calls left in the rolling hour, red at 0. */
 export const budgetPanel = (id: number, title: string, grid: PanelSpec['grid']): Panel =>
   panel({
-    id, type: 'stat', title, grid,
+    id,
+    type: 'stat',
+    title,
+    grid,
     description: 'Upstream remediation calls still allowed in the rolling hour; at 0 every further action is denied.',
     queries: [{ expr: `min(${sel('baremetal_action_budget_remaining')})` }],
     fieldConfig: { defaults: { unit: 'short', thresholds: steps('red', [1, 'yellow'], [3, 'green']) }, overrides: [] },

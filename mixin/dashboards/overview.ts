@@ -2,7 +2,17 @@
 import type { Dashboard } from '@grafana/schema';
 import type { MixinConfig } from '../config.ts';
 import { recordNames } from '../rules.ts';
-import { budgetPanel, commonVariables, dashboard, panel, pendingPanel, sel, steps, STAT_OPTIONS, valueMap } from './common.ts';
+import {
+  budgetPanel,
+  commonVariables,
+  dashboard,
+  panel,
+  pendingPanel,
+  sel,
+  steps,
+  STAT_OPTIONS,
+  valueMap,
+} from './common.ts';
 
 export function overview(config: MixinConfig): Dashboard {
   const names = recordNames(config);
@@ -13,19 +23,35 @@ export function overview(config: MixinConfig): Dashboard {
     variables: commonVariables(),
     panels: [
       panel({
-        id: 1, type: 'stat', title: 'API up', grid: [0, 0, 4, 4],
+        id: 1,
+        type: 'stat',
+        title: 'API up',
+        grid: [0, 0, 4, 4],
         description: '1 when the last request to the hosting API succeeded, on every chosen exporter.',
         queries: [{ expr: `min(${sel('baremetal_api_up')})` }],
-        fieldConfig: { defaults: { unit: 'none', mappings: valueMap({ 0: ['Down', 'red'], 1: ['Up', 'green'] }), thresholds: steps('red', [1, 'green']) }, overrides: [] },
+        fieldConfig: {
+          defaults: {
+            unit: 'none',
+            mappings: valueMap({ 0: ['Down', 'red'], 1: ['Up', 'green'] }),
+            thresholds: steps('red', [1, 'green']),
+          },
+          overrides: [],
+        },
       }),
       panel({
-        id: 2, type: 'stat', title: 'Servers', grid: [4, 0, 4, 4],
+        id: 2,
+        type: 'stat',
+        title: 'Servers',
+        grid: [4, 0, 4, 4],
         description: 'Dedicated servers in the latest server list.',
         queries: [{ expr: `sum(${sel('baremetal_servers')})` }],
         fieldConfig: { defaults: { unit: 'short', thresholds: steps('blue') }, overrides: [] },
       }),
       panel({
-        id: 3, type: 'stat', title: 'IPs under attack now', grid: [8, 0, 4, 4],
+        id: 3,
+        type: 'stat',
+        title: 'IPs under attack now',
+        grid: [8, 0, 4, 4],
         description: 'IPs with firewall events in the latest hour-scale history, all services.',
         queries: [{ expr: `count(${sel('baremetal_firewall_attack_events_last_hour')} > 0) or vector(0)` }],
         fieldConfig: { defaults: { unit: 'short', thresholds: steps('green', [1, 'red']) }, overrides: [] },
@@ -33,29 +59,55 @@ export function overview(config: MixinConfig): Dashboard {
       pendingPanel(4, [12, 0, 4, 4], false),
       budgetPanel(5, 'Remediation budget left', [16, 0, 4, 4]),
       panel({
-        id: 6, type: 'stat', title: 'Oldest poll', grid: [20, 0, 4, 4],
-        description: 'Seconds since the least recently successful poll job finished: amber past 10 minutes, red past 30 (the default servers and graphs schedules are 5 minutes; BaremetalPollStale fires past 3 periods).',
+        id: 6,
+        type: 'stat',
+        title: 'Oldest poll',
+        grid: [20, 0, 4, 4],
+        description:
+          'Seconds since the least recently successful poll job finished: amber past 10 minutes, red past 30 (the default servers and graphs schedules are 5 minutes; BaremetalPollStale fires past 3 periods).',
         queries: [{ expr: `max(${sel(names.pollAge)})` }],
-        fieldConfig: { defaults: { unit: 's', thresholds: steps('green', [600, 'yellow'], [1800, 'red']) }, overrides: [] },
+        fieldConfig: {
+          defaults: { unit: 's', thresholds: steps('green', [600, 'yellow'], [1800, 'red']) },
+          overrides: [],
+        },
         options: STAT_OPTIONS,
       }),
       panel({
-        id: 7, type: 'timeseries', title: 'API requests by operation and outcome', grid: [0, 4, 12, 8],
+        id: 7,
+        type: 'timeseries',
+        title: 'API requests by operation and outcome',
+        grid: [0, 4, 12, 8],
         description: 'Requests per second to the hosting API, retries included.',
-        queries: [{ expr: `sum by (operation, outcome) (rate(${sel('baremetal_api_requests_total')}[$__rate_interval]))`, legend: '{{operation}} {{outcome}}' }],
+        queries: [
+          {
+            expr: `sum by (operation, outcome) (rate(${sel('baremetal_api_requests_total')}[$__rate_interval]))`,
+            legend: '{{operation}} {{outcome}}',
+          },
+        ],
         fieldConfig: { defaults: { unit: 'reqps' }, overrides: [] },
       }),
       panel({
-        id: 8, type: 'timeseries', title: 'API error ratio', grid: [12, 4, 6, 8],
+        id: 8,
+        type: 'timeseries',
+        title: 'API error ratio',
+        grid: [12, 4, 6, 8],
         description: `Share of API requests that failed over ${config.rateWindow} (recording rule); BaremetalApiErrorRatioHigh fires above 10 % for 15 minutes.`,
         queries: [{ expr: sel(names.apiErrorRatio), legend: '{{instance}}' }],
         fieldConfig: {
-          defaults: { unit: 'percentunit', min: 0, thresholds: steps('green', [0.1, 'red']), custom: { thresholdsStyle: { mode: 'line' } } },
+          defaults: {
+            unit: 'percentunit',
+            min: 0,
+            thresholds: steps('green', [0.1, 'red']),
+            custom: { thresholdsStyle: { mode: 'line' } },
+          },
           overrides: [],
         },
       }),
       panel({
-        id: 9, type: 'timeseries', title: 'API latency', grid: [18, 4, 6, 8],
+        id: 9,
+        type: 'timeseries',
+        title: 'API latency',
+        grid: [18, 4, 6, 8],
         description: "Quantiles of one API request's duration, by operation.",
         queries: [0.5, 0.99].map((q) => ({
           expr: `histogram_quantile(${q}, sum by (le, operation) (rate(${sel('baremetal_api_request_duration_seconds_bucket')}[$__rate_interval])))`,
@@ -64,27 +116,56 @@ export function overview(config: MixinConfig): Dashboard {
         fieldConfig: { defaults: { unit: 's' }, overrides: [] },
       }),
       panel({
-        id: 10, type: 'timeseries', title: 'Poll freshness', grid: [0, 12, 12, 8],
-        description: 'Seconds since each poll job last succeeded; the alert BaremetalPollStale fires past 3 schedule periods.',
+        id: 10,
+        type: 'timeseries',
+        title: 'Poll freshness',
+        grid: [0, 12, 12, 8],
+        description:
+          'Seconds since each poll job last succeeded; the alert BaremetalPollStale fires past 3 schedule periods.',
         queries: [{ expr: sel(names.pollAge), legend: '{{instance}} {{poll}}' }],
         fieldConfig: { defaults: { unit: 's', min: 0 }, overrides: [] },
       }),
       panel({
-        id: 11, type: 'timeseries', title: 'Attack events by service type', grid: [12, 12, 12, 8],
+        id: 11,
+        type: 'timeseries',
+        title: 'Attack events by service type',
+        grid: [12, 12, 12, 8],
         description: 'New firewall (DDoS) events seen, deduplicated by event id.',
-        queries: [{ expr: `sum by (service_type) (increase(${sel('baremetal_firewall_attack_events_total')}[$__rate_interval]))`, legend: '{{service_type}}' }],
+        queries: [
+          {
+            expr: `sum by (service_type) (increase(${sel('baremetal_firewall_attack_events_total')}[$__rate_interval]))`,
+            legend: '{{service_type}}',
+          },
+        ],
         fieldConfig: { defaults: { unit: 'short', min: 0 }, overrides: [] },
       }),
       panel({
-        id: 12, type: 'table', title: 'IPs under attack', grid: [0, 20, 12, 8],
+        id: 12,
+        type: 'table',
+        title: 'IPs under attack',
+        grid: [0, 20, 12, 8],
         description: 'Service, service id, IP and events in the last hour, for every IP with events now.',
-        queries: [{ expr: `sum by (service_type, service_id, ip) (${sel('baremetal_firewall_attack_events_last_hour')} > 0)`, table: true }],
+        queries: [
+          {
+            expr: `sum by (service_type, service_id, ip) (${sel('baremetal_firewall_attack_events_last_hour')} > 0)`,
+            table: true,
+          },
+        ],
         fieldConfig: { defaults: { unit: 'short' }, overrides: [] },
       }),
       panel({
-        id: 13, type: 'timeseries', title: 'Remediation decisions', grid: [12, 20, 12, 8],
-        description: 'Remediation requests by action and decision (executed, dry_run, denied_*, cooldown, duplicate, deferred, failed).',
-        queries: [{ expr: `sum by (action, decision) (increase(${sel('baremetal_action_requests_total')}[$__rate_interval]))`, legend: '{{action}} {{decision}}' }],
+        id: 13,
+        type: 'timeseries',
+        title: 'Remediation decisions',
+        grid: [12, 20, 12, 8],
+        description:
+          'Remediation requests by action and decision (executed, dry_run, denied_*, cooldown, duplicate, deferred, failed).',
+        queries: [
+          {
+            expr: `sum by (action, decision) (increase(${sel('baremetal_action_requests_total')}[$__rate_interval]))`,
+            legend: '{{action}} {{decision}}',
+          },
+        ],
         fieldConfig: { defaults: { unit: 'short', min: 0 }, overrides: [] },
       }),
     ],

@@ -15,39 +15,73 @@ export function remediation(): Dashboard {
       pendingPanel(1, [0, 0, 5, 4], true),
       budgetPanel(2, 'Budget left', [5, 0, 5, 4]),
       panel({
-        id: 7, type: 'stat', title: 'Journal', grid: [10, 0, 4, 4],
-        description: 'The remediation journal on every chosen exporter: while it is unavailable the action endpoints answer 503 and /readyz names the reason.',
+        id: 7,
+        type: 'stat',
+        title: 'Journal',
+        grid: [10, 0, 4, 4],
+        description:
+          'The remediation journal on every chosen exporter: while it is unavailable the action endpoints answer 503 and /readyz names the reason.',
         queries: [{ expr: `min(${sel('baremetal_journal_up')})` }],
-        fieldConfig: { defaults: { unit: 'none', mappings: valueMap({ 0: ['Unavailable', 'red'], 1: ['OK', 'green'] }), thresholds: steps('red', [1, 'green']) }, overrides: [] },
+        fieldConfig: {
+          defaults: {
+            unit: 'none',
+            mappings: valueMap({ 0: ['Unavailable', 'red'], 1: ['OK', 'green'] }),
+            thresholds: steps('red', [1, 'green']),
+          },
+          overrides: [],
+        },
       }),
       panel({
-        id: 3, type: 'table', title: 'Alerts received (1h)', grid: [14, 0, 10, 4],
+        id: 3,
+        type: 'table',
+        title: 'Alerts received (1h)',
+        grid: [14, 0, 10, 4],
         description: 'Webhook alerts in the last hour by status and whether a rule matched.',
-        queries: [{ expr: `sum by (status, matched) (increase(${sel('baremetal_alerts_received_total')}[1h]))`, table: true }],
+        queries: [
+          { expr: `sum by (status, matched) (increase(${sel('baremetal_alerts_received_total')}[1h]))`, table: true },
+        ],
         fieldConfig: { defaults: { unit: 'short', decimals: 0 }, overrides: [] },
       }),
       panel({
-        id: 4, type: 'timeseries', title: 'Decisions by action', grid: [0, 4, 12, 8],
+        id: 4,
+        type: 'timeseries',
+        title: 'Decisions by action',
+        grid: [0, 4, 12, 8],
         description: 'Every remediation request by action and decision.',
-        queries: [{ expr: `sum by (action, decision) (increase(${sel('baremetal_action_requests_total')}[$__rate_interval]))`, legend: '{{action}} {{decision}}' }],
+        queries: [
+          {
+            expr: `sum by (action, decision) (increase(${sel('baremetal_action_requests_total')}[$__rate_interval]))`,
+            legend: '{{action}} {{decision}}',
+          },
+        ],
         fieldConfig: { defaults: { unit: 'short', min: 0 }, overrides: [] },
       }),
       panel({
-        id: 5, type: 'timeseries', title: 'Denied and deferred', grid: [12, 4, 12, 8],
+        id: 5,
+        type: 'timeseries',
+        title: 'Denied and deferred',
+        grid: [12, 4, 12, 8],
         description: 'Requests the guards stopped or postponed, and failures.',
-        queries: [{
-          expr: `sum by (action, decision) (increase(${sel('baremetal_action_requests_total', 'decision=~"denied_.*|deferred|cooldown|failed"')}[$__rate_interval]))`,
-          legend: '{{action}} {{decision}}',
-        }],
+        queries: [
+          {
+            expr: `sum by (action, decision) (increase(${sel('baremetal_action_requests_total', 'decision=~"denied_.*|deferred|cooldown|failed"')}[$__rate_interval]))`,
+            legend: '{{action}} {{decision}}',
+          },
+        ],
         fieldConfig: { defaults: { unit: 'short', min: 0 }, overrides: [] },
       }),
       panel({
-        id: 6, type: 'table', title: 'Desired firewall state per IP', grid: [0, 12, 24, 8],
+        id: 6,
+        type: 'table',
+        title: 'Desired firewall state per IP',
+        grid: [0, 12, 24, 8],
         description: '1 Always On, 0 Redirect On Attack, per IP the daemon has acted on.',
         queries: [{ expr: sel('baremetal_firewall_desired_state'), table: true }],
         fieldConfig: {
           defaults: { unit: 'none' },
-          overrides: [{ matcher: { id: 'byName', options: 'Value' }, properties: [{ id: 'mappings', value: FIREWALL_STATES }] }],
+          overrides: [
+            { matcher: { id: 'byName', options: 'Value' }, properties: [{ id: 'mappings', value: FIREWALL_STATES }] },
+          ],
         },
       }),
     ],

@@ -28,19 +28,35 @@ interface OptionSpec {
 
 /** Every option of `api`; which command accepts which is said by COMMON, WRITE and each leaf's `options`. */
 export const OPTIONS: Record<string, OptionSpec> = {
-  'config.file': { type: 'string', arg: 'FILE', help: 'config file, as for "run" (default: BAREMETAL_API_URL and BAREMETAL_API_KEY)' },
+  'config.file': {
+    type: 'string',
+    arg: 'FILE',
+    help: 'config file, as for "run" (default: BAREMETAL_API_URL and BAREMETAL_API_KEY)',
+  },
   account: { type: 'string', arg: 'NAME', help: 'account to use (config `accounts`); optional when one is configured' },
   output: { type: 'string', short: 'o', arg: 'table|json|yaml', help: 'output format (default table)' },
   help: { type: 'boolean', short: 'h', help: 'show this help' },
   'dry-run': { type: 'boolean', help: 'print the request (path and parameters, never the key) and send nothing' },
-  yes: { type: 'boolean', short: 'y', help: 'confirm without a terminal (needed for destructive writes when stdin is not a TTY)' },
+  yes: {
+    type: 'boolean',
+    short: 'y',
+    help: 'confirm without a terminal (needed for destructive writes when stdin is not a TTY)',
+  },
   out: { type: 'string', arg: 'FILE', help: 'write the file here (mode 0600)' },
   type: { type: 'string', arg: 'T', help: 'graph type: port_bits, port_percent, port_errors, port_upkts' },
   scale: { type: 'string', arg: 'S', help: 'graph: day, week, month; firewall history: hour, day, week' },
   ip: { type: 'string', arg: 'IP', help: 'only this IP (default: every IP of the service)' },
   os: { type: 'string', arg: 'OS_ID', help: 'an id of "api os list" (checked before sending)' },
-  'post-install': { type: 'string', arg: 'SCRIPT.sh', help: 'post-install BASH script (checked with bash -n before sending)' },
-  'password-file': { type: 'string', arg: 'FILE', help: 'write the root password here (created 0600; an existing file is never overwritten)' },
+  'post-install': {
+    type: 'string',
+    arg: 'SCRIPT.sh',
+    help: 'post-install BASH script (checked with bash -n before sending)',
+  },
+  'password-file': {
+    type: 'string',
+    arg: 'FILE',
+    help: 'write the root password here (created 0600; an existing file is never overwritten)',
+  },
   'show-password': { type: 'boolean', help: 'put the root password in the output even when stdout is not a terminal' },
   wait: { type: 'boolean', help: 'inside the 2-minute window: wait until the next change is possible and retry once' },
 };
@@ -79,7 +95,14 @@ export function groupHelp(prefix: string[]): string {
     ...lines.map(([u, s]) => `  ${u.padEnd(width)}  ${s}`),
     '',
     `Common options:\n${optionLines(COMMON)}`,
-    ...(root ? ['', `Writes also take:\n${optionLines(WRITE)}`, '', 'Exit codes: 0 success, 1 API or network error, 2 usage or validation error, 3 refused by a safety check.'] : []),
+    ...(root
+      ? [
+          '',
+          `Writes also take:\n${optionLines(WRITE)}`,
+          '',
+          'Exit codes: 0 success, 1 API or network error, 2 usage or validation error, 3 refused by a safety check.',
+        ]
+      : []),
     '',
     `Example:\n  ${leaves[0]!.example}`,
     `"baremetal-exporter api ${prefix.length ? `${prefix.join(' ')} ` : ''}<command> --help" shows a command's options.`,
@@ -116,7 +139,8 @@ export function processIo(): CliIo {
 /** The config as the daemon reads it; without a file, a minimal one from the environment. */
 function loadCliConfig(file: string | undefined, env: NodeJS.ProcessEnv): Config {
   if (file !== undefined) return loadConfig(file, env);
-  if (!env.BAREMETAL_API_URL || !env.BAREMETAL_API_KEY) throw usage('no API configured: give --config.file FILE, or set BAREMETAL_API_URL and BAREMETAL_API_KEY');
+  if (!env.BAREMETAL_API_URL || !env.BAREMETAL_API_KEY)
+    throw usage('no API configured: give --config.file FILE, or set BAREMETAL_API_URL and BAREMETAL_API_KEY');
   return buildConfig({}, { BAREMETAL_API_URL: env.BAREMETAL_API_URL, BAREMETAL_API_KEY: env.BAREMETAL_API_KEY });
 }
 
@@ -125,7 +149,9 @@ export async function runApi(argv: string[], io: CliIo = processIo()): Promise<n
   let client: UpstreamClient | undefined;
   let journal: Journal | undefined;
   try {
-    const options = Object.fromEntries(Object.entries(OPTIONS).map(([name, o]) => [name, { type: o.type, ...(o.short ? { short: o.short } : {}) }]));
+    const options = Object.fromEntries(
+      Object.entries(OPTIONS).map(([name, o]) => [name, { type: o.type, ...(o.short ? { short: o.short } : {}) }]),
+    );
     const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
     const found = resolve(positionals);
     if ('group' in found) {
@@ -134,9 +160,15 @@ export async function runApi(argv: string[], io: CliIo = processIo()): Promise<n
         io.stdout.write(help);
         return EXIT.ok;
       }
-      const next = [...new Set(LEAVES.filter((l) => found.group.every((w, i) => l.path[i] === w)).map((l) => l.path[found.group.length]!))];
+      const next = [
+        ...new Set(
+          LEAVES.filter((l) => found.group.every((w, i) => l.path[i] === w)).map((l) => l.path[found.group.length]!),
+        ),
+      ];
       const where = ['api', ...found.group].join(' ');
-      throw usage(`${where}: ${found.unknown !== undefined ? `unknown command "${found.unknown}"` : 'a command is required'}; one of ${next.join(', ')} (see "baremetal-exporter ${where} --help")`);
+      throw usage(
+        `${where}: ${found.unknown !== undefined ? `unknown command "${found.unknown}"` : 'a command is required'}; one of ${next.join(', ')} (see "baremetal-exporter ${where} --help")`,
+      );
     }
     const { leaf, args } = found;
     if (values.help === true) {
@@ -146,15 +178,20 @@ export async function runApi(argv: string[], io: CliIo = processIo()): Promise<n
     const allowed = optionsOf(leaf);
     const extra = Object.keys(values).find((name) => !allowed.includes(name));
     if (extra !== undefined) throw usage(`${leaf.path.join(' ')}: unknown option --${extra} (see --help)`);
-    if (args.length !== leaf.args.length) throw usage(`${leaf.path.join(' ')}: expected ${leaf.args.length} argument(s): ${usageOf(leaf)}`);
+    if (args.length !== leaf.args.length)
+      throw usage(`${leaf.path.join(' ')}: expected ${leaf.args.length} argument(s): ${usageOf(leaf)}`);
     const format = (values.output ?? 'table') as OutputFormat;
-    if (!OUTPUT_FORMATS.includes(format)) throw usage(`--output must be one of ${OUTPUT_FORMATS.join(', ')} (got ${JSON.stringify(values.output)})`);
+    if (!OUTPUT_FORMATS.includes(format))
+      throw usage(`--output must be one of ${OUTPUT_FORMATS.join(', ')} (got ${JSON.stringify(values.output)})`);
     const file = values['config.file'] as string | undefined;
     const config = loadCliConfig(file, io.env);
     const names = config.accounts.map((a) => a.name);
     const wanted = values.account === undefined ? (names.length === 1 ? names[0] : undefined) : String(values.account);
     const account = config.accounts.find((a) => a.name === wanted);
-    if (!account) throw usage(`--account: ${wanted === undefined ? 'required with several accounts' : `unknown account ${JSON.stringify(wanted)}`} (configured: ${names.join(', ')})`);
+    if (!account)
+      throw usage(
+        `--account: ${wanted === undefined ? 'required with several accounts' : `unknown account ${JSON.stringify(wanted)}`} (configured: ${names.join(', ')})`,
+      );
     client = clientFromConfig(account.upstream);
     // Only a state directory that already holds the daemon's journal: the CLI never creates one.
     const journalPath = file !== undefined ? join(config.stateDir, 'journal.db') : undefined;
@@ -165,7 +202,8 @@ export async function runApi(argv: string[], io: CliIo = processIo()): Promise<n
       format,
       config,
       client,
-      journal: () => (journal ??= journalPath !== undefined && existsSync(journalPath) ? Journal.open(journalPath) : undefined),
+      journal: () =>
+        (journal ??= journalPath !== undefined && existsSync(journalPath) ? Journal.open(journalPath) : undefined),
     };
     io.stdout.write(render(format, await leaf.run(ctx)));
     return EXIT.ok;

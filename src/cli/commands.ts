@@ -4,10 +4,29 @@
  * JSON shapes are documented in the README ("Command line: the whole API").
  */
 import { closeSync, existsSync, openSync, readFileSync, statSync, writeSync, writeFileSync } from 'node:fs';
-import { getConsole, getGraph, getServer, listOperatingSystems, listServers, power, provision, setReverseDns, type PowerAction } from '../upstream/dedicated.js';
+import {
+  getConsole,
+  getGraph,
+  getServer,
+  listOperatingSystems,
+  listServers,
+  power,
+  provision,
+  setReverseDns,
+  type PowerAction,
+} from '../upstream/dedicated.js';
 import type { ActionResult, ServerRecord } from '../upstream/decode.js';
 import { getFirewallHistory, setFirewallSensitivity, setFirewallState } from '../upstream/firewall.js';
-import { CANCELLATION_TYPES, FIREWALL_STATES, SENSITIVITIES, SERVICE_TYPES, type FirewallScale, type GraphScale, type GraphType, type ServiceType } from '../upstream/params.js';
+import {
+  CANCELLATION_TYPES,
+  FIREWALL_STATES,
+  SENSITIVITIES,
+  SERVICE_TYPES,
+  type FirewallScale,
+  type GraphScale,
+  type GraphType,
+  type ServiceType,
+} from '../upstream/params.js';
 import { listLocations, setCancellation } from '../upstream/reseller.js';
 import { flag, option, requiredOption, type CommandContext } from './context.js';
 import { refused, usage } from './exit.js';
@@ -34,14 +53,34 @@ export interface Leaf {
 /** Largest post-install script read, bytes. */
 export const MAX_SCRIPT_BYTES = 256 * 1024;
 
-const serverJson = (s: ServerRecord) => ({ serverId: s.serverId, hostname: s.hostname, ip: s.ip, ips: s.ips, os: s.os, processor: s.processor, memory: s.memory, location: s.location, status: s.status });
+const serverJson = (s: ServerRecord) => ({
+  serverId: s.serverId,
+  hostname: s.hostname,
+  ip: s.ip,
+  ips: s.ips,
+  os: s.os,
+  processor: s.processor,
+  memory: s.memory,
+  location: s.location,
+  status: s.status,
+});
 
 /** A write whose reply is an ActionResult: runs it and renders the API's message (or the dry run). */
 async function action(ctx: CommandContext, write: WriteAction<ActionResult>): Promise<Rendered> {
   const outcome = await runWrite(ctx, write);
   if ('planned' in outcome) return renderPlanned(outcome.planned);
-  const data = { action: write.action, serverId: write.serverId, ...(write.ip ? { ip: write.ip } : {}), ...(write.value ? { value: write.value } : {}), success: true, message: outcome.result.message };
-  return { data, table: `${write.action} ${write.serverId}${write.ip ? ` ${write.ip}` : ''}: ${outcome.result.message || 'done'}` };
+  const data = {
+    action: write.action,
+    serverId: write.serverId,
+    ...(write.ip ? { ip: write.ip } : {}),
+    ...(write.value ? { value: write.value } : {}),
+    success: true,
+    message: outcome.result.message,
+  };
+  return {
+    data,
+    table: `${write.action} ${write.serverId}${write.ip ? ` ${write.ip}` : ''}: ${outcome.result.message || 'done'}`,
+  };
 }
 
 const powerLeaf = (word: string, api: PowerAction, confirmWhat?: string): Leaf => ({
@@ -53,7 +92,12 @@ const powerLeaf = (word: string, api: PowerAction, confirmWhat?: string): Leaf =
   example: `baremetal-exporter api power ${word} 100001${confirmWhat ? ' --yes' : ''}`,
   run: (ctx) => {
     const serverId = ctx.args[0]!;
-    return action(ctx, { action: api, serverId, call: (c) => power(c, api, serverId), ...(confirmWhat ? { confirm: `${confirmWhat} server ${serverId}` } : {}) });
+    return action(ctx, {
+      action: api,
+      serverId,
+      call: (c) => power(c, api, serverId),
+      ...(confirmWhat ? { confirm: `${confirmWhat} server ${serverId}` } : {}),
+    });
   },
 });
 
@@ -67,9 +111,12 @@ function save(file: string, data: string | Buffer): number {
 function passwordDestination(ctx: CommandContext): { file?: string; show: boolean } {
   const file = option(ctx, 'password-file');
   const show = flag(ctx, 'show-password') || (file === undefined && ctx.io.stdoutIsTTY);
-  if (file !== undefined && existsSync(file)) throw refused(`--password-file ${file} exists; refusing to overwrite it (nothing was sent)`);
+  if (file !== undefined && existsSync(file))
+    throw refused(`--password-file ${file} exists; refusing to overwrite it (nothing was sent)`);
   if (file === undefined && !show) {
-    throw refused('the root password needs a place: --password-file FILE, a terminal on stdout, or --show-password (nothing was sent)');
+    throw refused(
+      'the root password needs a place: --password-file FILE, a terminal on stdout, or --show-password (nothing was sent)',
+    );
   }
   return { ...(file !== undefined ? { file } : {}), show };
 }
@@ -103,7 +150,10 @@ async function runProvision(ctx: CommandContext): Promise<Rendered> {
     },
     before: async () => {
       const known = await listOperatingSystems(ctx.client);
-      if (!known.some((os) => os.id === osid)) throw usage(`provision: --os ${osid} is not in the API's OS list (${known.map((os) => os.id).join(', ')}); see "api os list"`);
+      if (!known.some((os) => os.id === osid))
+        throw usage(
+          `provision: --os ${osid} is not in the API's OS list (${known.map((os) => os.id).join(', ')}); see "api os list"`,
+        );
     },
     around: async (send) => {
       // Claim the file before the disk is wiped: created now (0600, never an existing one), filled after.
@@ -123,7 +173,14 @@ async function runProvision(ctx: CommandContext): Promise<Rendered> {
     writeSync(fd, `${password}\n`);
     closeSync(fd);
   }
-  const data = { action: 'provision', serverId, osid, success: true, ...(dest.file !== undefined ? { passwordFile: dest.file } : {}), ...(dest.show ? { rootPassword: password } : {}) };
+  const data = {
+    action: 'provision',
+    serverId,
+    osid,
+    success: true,
+    ...(dest.file !== undefined ? { passwordFile: dest.file } : {}),
+    ...(dest.show ? { rootPassword: password } : {}),
+  };
   const lines = [`provision ${serverId}: OS ${osid} is being installed`];
   if (password === '') lines.push('the API returned no root password');
   else {
@@ -134,26 +191,50 @@ async function runProvision(ctx: CommandContext): Promise<Rendered> {
 }
 
 function oneOf<T extends string>(name: string, value: string, allowed: readonly T[]): T {
-  if (!(allowed as readonly string[]).includes(value)) throw usage(`${name} must be one of ${allowed.join(', ')} (got ${JSON.stringify(value)})`);
+  if (!(allowed as readonly string[]).includes(value))
+    throw usage(`${name} must be one of ${allowed.join(', ')} (got ${JSON.stringify(value)})`);
   return value as T;
 }
 
 /** Every command of `baremetal-exporter api`. */
 export const LEAVES: Leaf[] = [
   {
-    path: ['servers', 'list'], args: [], options: [], write: false,
-    summary: 'list every dedicated server', example: 'baremetal-exporter api servers list --output json',
+    path: ['servers', 'list'],
+    args: [],
+    options: [],
+    write: false,
+    summary: 'list every dedicated server',
+    example: 'baremetal-exporter api servers list --output json',
     run: async (ctx) => {
       const { servers } = await listServers(ctx.client);
-      return { data: servers.map(serverJson), table: table(['SERVER_ID', 'HOSTNAME', 'IP', 'OS', 'LOCATION', 'STATUS'], servers.map((s) => [s.serverId, s.hostname, s.ip, s.os, s.location, s.status])) };
+      return {
+        data: servers.map(serverJson),
+        table: table(
+          ['SERVER_ID', 'HOSTNAME', 'IP', 'OS', 'LOCATION', 'STATUS'],
+          servers.map((s) => [s.serverId, s.hostname, s.ip, s.os, s.location, s.status]),
+        ),
+      };
     },
   },
   {
-    path: ['servers', 'show'], args: ['SERVER_ID'], options: [], write: false,
-    summary: "show one server's record", example: 'baremetal-exporter api servers show 100001',
+    path: ['servers', 'show'],
+    args: ['SERVER_ID'],
+    options: [],
+    write: false,
+    summary: "show one server's record",
+    example: 'baremetal-exporter api servers show 100001',
     run: async (ctx) => {
       const s = await getServer(ctx.client, ctx.args[0]!);
-      const pairs: Array<[string, string]> = [['server_id', s.serverId], ['hostname', s.hostname], ['ips', s.ips.join(', ')], ['os', s.os], ['processor', s.processor], ['memory', s.memory], ['location', s.location], ['status', s.status]];
+      const pairs: Array<[string, string]> = [
+        ['server_id', s.serverId],
+        ['hostname', s.hostname],
+        ['ips', s.ips.join(', ')],
+        ['os', s.os],
+        ['processor', s.processor],
+        ['memory', s.memory],
+        ['location', s.location],
+        ['status', s.status],
+      ];
       return { data: serverJson(s), table: keyValues(pairs) };
     },
   },
@@ -161,28 +242,48 @@ export const LEAVES: Leaf[] = [
   powerLeaf('on', 'poweron'),
   powerLeaf('off', 'poweroff', 'power off'),
   {
-    path: ['console'], args: ['SERVER_ID'], synopsis: '[--out FILE.jnlp]', options: ['out'], write: false,
-    summary: 'fetch the KVM/IPMI console launcher (JNLP)', example: 'baremetal-exporter api console 100001 --out console.jnlp',
+    path: ['console'],
+    args: ['SERVER_ID'],
+    synopsis: '[--out FILE.jnlp]',
+    options: ['out'],
+    write: false,
+    summary: 'fetch the KVM/IPMI console launcher (JNLP)',
+    example: 'baremetal-exporter api console 100001 --out console.jnlp',
     run: async (ctx) => {
       const serverId = ctx.args[0]!;
       const out = option(ctx, 'out');
       const jnlp = await getConsole(ctx.client, serverId);
       if (out === undefined) return { data: { serverId, jnlp }, table: jnlp };
-      return { data: { serverId, file: out, bytes: save(out, jnlp) }, table: `console launcher for ${serverId} written to ${out}` };
+      return {
+        data: { serverId, file: out, bytes: save(out, jnlp) },
+        table: `console launcher for ${serverId} written to ${out}`,
+      };
     },
   },
   {
-    path: ['graph'], args: ['SERVER_ID'], synopsis: '--type T --scale S [--out FILE.png]', options: ['type', 'scale', 'out'], write: false,
-    summary: "fetch a port-traffic graph (PNG)", example: 'baremetal-exporter api graph 100001 --type port_bits --scale day --out graph.png',
+    path: ['graph'],
+    args: ['SERVER_ID'],
+    synopsis: '--type T --scale S [--out FILE.png]',
+    options: ['type', 'scale', 'out'],
+    write: false,
+    summary: 'fetch a port-traffic graph (PNG)',
+    example: 'baremetal-exporter api graph 100001 --type port_bits --scale day --out graph.png',
     run: async (ctx) => {
       const serverId = ctx.args[0]!;
       const type = requiredOption(ctx, 'type') as GraphType;
       const scale = requiredOption(ctx, 'scale') as GraphScale;
       const out = option(ctx, 'out');
-      if (out === undefined && ctx.format === 'table' && ctx.io.stdoutIsTTY) throw usage('graph: a PNG on a terminal is unreadable; give --out FILE.png, redirect stdout, or use --output json');
+      if (out === undefined && ctx.format === 'table' && ctx.io.stdoutIsTTY)
+        throw usage(
+          'graph: a PNG on a terminal is unreadable; give --out FILE.png, redirect stdout, or use --output json',
+        );
       const png = await getGraph(ctx.client, serverId, type, scale);
       const meta = { serverId, type, scale, bytes: png.length };
-      if (out !== undefined) return { data: { ...meta, file: out, bytes: save(out, png) }, table: `graph ${type}/${scale} of ${serverId} written to ${out} (${png.length} bytes)` };
+      if (out !== undefined)
+        return {
+          data: { ...meta, file: out, bytes: save(out, png) },
+          table: `graph ${type}/${scale} of ${serverId} written to ${out} (${png.length} bytes)`,
+        };
       if (ctx.format === 'table') {
         ctx.io.stdout.write(png);
         return { data: meta, table: '' };
@@ -191,71 +292,163 @@ export const LEAVES: Leaf[] = [
     },
   },
   {
-    path: ['os', 'list'], args: [], options: [], write: false,
-    summary: 'list installable operating systems', example: 'baremetal-exporter api os list',
+    path: ['os', 'list'],
+    args: [],
+    options: [],
+    write: false,
+    summary: 'list installable operating systems',
+    example: 'baremetal-exporter api os list',
     run: async (ctx) => {
       const list = await listOperatingSystems(ctx.client);
-      return { data: list, table: table(['ID', 'NAME', 'ARCH', 'TYPE', 'PRICE_PER_CORE'], list.map((o) => [o.id, o.name, o.arch, o.type, o.pricePerCore])) };
+      return {
+        data: list,
+        table: table(
+          ['ID', 'NAME', 'ARCH', 'TYPE', 'PRICE_PER_CORE'],
+          list.map((o) => [o.id, o.name, o.arch, o.type, o.pricePerCore]),
+        ),
+      };
     },
   },
   {
-    path: ['locations', 'list'], args: [], options: [], write: false,
-    summary: 'list locations (reseller)', example: 'baremetal-exporter api locations list --output yaml',
+    path: ['locations', 'list'],
+    args: [],
+    options: [],
+    write: false,
+    summary: 'list locations (reseller)',
+    example: 'baremetal-exporter api locations list --output yaml',
     run: async (ctx) => {
       const list = await listLocations(ctx.client);
-      return { data: list.map((l) => ({ id: l.id, name: l.name })), table: table(['ID', 'NAME'], list.map((l) => [l.id, l.name])) };
+      return {
+        data: list.map((l) => ({ id: l.id, name: l.name })),
+        table: table(
+          ['ID', 'NAME'],
+          list.map((l) => [l.id, l.name]),
+        ),
+      };
     },
   },
   {
-    path: ['provision'], args: ['SERVER_ID'], synopsis: '--os OS_ID [--post-install SCRIPT.sh] [--password-file FILE]', options: ['os', 'post-install', 'password-file', 'show-password'], write: true,
-    summary: 'install an OS, wiping the disks (asks for confirmation)', example: 'baremetal-exporter api provision 100001 --os 1 --post-install setup.sh --password-file root.pw',
+    path: ['provision'],
+    args: ['SERVER_ID'],
+    synopsis: '--os OS_ID [--post-install SCRIPT.sh] [--password-file FILE]',
+    options: ['os', 'post-install', 'password-file', 'show-password'],
+    write: true,
+    summary: 'install an OS, wiping the disks (asks for confirmation)',
+    example: 'baremetal-exporter api provision 100001 --os 1 --post-install setup.sh --password-file root.pw',
     run: runProvision,
   },
   {
-    path: ['ptr', 'set'], args: ['SERVER_ID', 'IP', 'HOSTNAME'], options: [], write: true,
-    summary: 'set the reverse DNS (PTR) record of an IP', example: 'baremetal-exporter api ptr set 100001 198.18.0.1 web1.example.com',
+    path: ['ptr', 'set'],
+    args: ['SERVER_ID', 'IP', 'HOSTNAME'],
+    options: [],
+    write: true,
+    summary: 'set the reverse DNS (PTR) record of an IP',
+    example: 'baremetal-exporter api ptr set 100001 198.18.0.1 web1.example.com',
     run: (ctx) => {
       const [serverId, ip, hostname] = ctx.args as [string, string, string];
-      return action(ctx, { action: 'reverse_dns', serverId, ip, value: hostname, call: (c) => setReverseDns(c, { serverId, ip, hostname }) });
-    },
-  },
-  {
-    path: ['firewall', 'history'], args: ['dedicated|colocation|transit', 'ID'], synopsis: '[--ip IP] [--scale hour|day|week]', options: ['ip', 'scale'], write: false,
-    summary: 'firewall (DDoS) events of a service (--scale hour|day|week, default day)', example: 'baremetal-exporter api firewall history colocation colo-1 --scale week',
-    run: async (ctx) => {
-      const type = oneOf<ServiceType>('service type', ctx.args[0]!, SERVICE_TYPES);
-      const events = await getFirewallHistory(ctx.client, type, ctx.args[1]!, (option(ctx, 'scale') ?? 'day') as FirewallScale, option(ctx, 'ip'));
-      return { data: events, table: table(['ID', 'IP', 'EVENT'], events.map((e) => [e.id, e.ip, e.raw])) };
-    },
-  },
-  {
-    path: ['firewall', 'sensitivity'], args: ['SERVER_ID', 'IP', SENSITIVITIES.join('|')], options: [], write: true,
-    summary: 'set the firewall sensitivity of an IP', example: 'baremetal-exporter api firewall sensitivity 100001 198.18.0.1 high',
-    run: (ctx) => {
-      const [serverId, ip, level] = ctx.args as [string, string, string];
-      return action(ctx, { action: 'firewall_sensitivity', serverId, ip, value: level, call: (c) => setFirewallSensitivity(c, { serverId, ip, sensitivity: level as never }) });
-    },
-  },
-  {
-    path: ['firewall', 'state'], args: ['SERVER_ID', 'IP', FIREWALL_STATES.join('|')], synopsis: '[--wait]', options: ['wait'], write: true,
-    summary: 'set the firewall state of an IP: 1 Always On, 0 Redirect On Attack (once per 2 minutes)', example: 'baremetal-exporter api firewall state 100001 198.18.0.1 1 --wait',
-    run: (ctx) => {
-      const [serverId, ip, state] = ctx.args as [string, string, string];
-      const lastChange = () => ctx.journal()?.lastSent('firewall_state', serverId, ip);
       return action(ctx, {
-        action: 'firewall_state', serverId, ip, value: state,
-        call: (c) => setFirewallState(c, { serverId, ip, state: state as never }),
-        around: (send) => withFirewallWindow(send, { wait: flag(ctx, 'wait'), now: ctx.io.now, sleep: ctx.io.sleep, lastChange: lastChange(), notify: (l) => ctx.io.stderr.write(`${l}\n`) }),
+        action: 'reverse_dns',
+        serverId,
+        ip,
+        value: hostname,
+        call: (c) => setReverseDns(c, { serverId, ip, hostname }),
       });
     },
   },
   {
-    path: ['cancellation'], args: ['SERVER_ID', CANCELLATION_TYPES.join('|')], options: [], write: true,
-    summary: 'schedule (immediate, end of billing cycle) or withdraw (delete) cancellation', example: 'baremetal-exporter api cancellation 100001 end --yes',
+    path: ['firewall', 'history'],
+    args: ['dedicated|colocation|transit', 'ID'],
+    synopsis: '[--ip IP] [--scale hour|day|week]',
+    options: ['ip', 'scale'],
+    write: false,
+    summary: 'firewall (DDoS) events of a service (--scale hour|day|week, default day)',
+    example: 'baremetal-exporter api firewall history colocation colo-1 --scale week',
+    run: async (ctx) => {
+      const type = oneOf<ServiceType>('service type', ctx.args[0]!, SERVICE_TYPES);
+      const events = await getFirewallHistory(
+        ctx.client,
+        type,
+        ctx.args[1]!,
+        (option(ctx, 'scale') ?? 'day') as FirewallScale,
+        option(ctx, 'ip'),
+      );
+      return {
+        data: events,
+        table: table(
+          ['ID', 'IP', 'EVENT'],
+          events.map((e) => [e.id, e.ip, e.raw]),
+        ),
+      };
+    },
+  },
+  {
+    path: ['firewall', 'sensitivity'],
+    args: ['SERVER_ID', 'IP', SENSITIVITIES.join('|')],
+    options: [],
+    write: true,
+    summary: 'set the firewall sensitivity of an IP',
+    example: 'baremetal-exporter api firewall sensitivity 100001 198.18.0.1 high',
+    run: (ctx) => {
+      const [serverId, ip, level] = ctx.args as [string, string, string];
+      return action(ctx, {
+        action: 'firewall_sensitivity',
+        serverId,
+        ip,
+        value: level,
+        call: (c) => setFirewallSensitivity(c, { serverId, ip, sensitivity: level as never }),
+      });
+    },
+  },
+  {
+    path: ['firewall', 'state'],
+    args: ['SERVER_ID', 'IP', FIREWALL_STATES.join('|')],
+    synopsis: '[--wait]',
+    options: ['wait'],
+    write: true,
+    summary: 'set the firewall state of an IP: 1 Always On, 0 Redirect On Attack (once per 2 minutes)',
+    example: 'baremetal-exporter api firewall state 100001 198.18.0.1 1 --wait',
+    run: (ctx) => {
+      const [serverId, ip, state] = ctx.args as [string, string, string];
+      const lastChange = () => ctx.journal()?.lastSent('firewall_state', serverId, ip);
+      return action(ctx, {
+        action: 'firewall_state',
+        serverId,
+        ip,
+        value: state,
+        call: (c) => setFirewallState(c, { serverId, ip, state: state as never }),
+        around: (send) =>
+          withFirewallWindow(send, {
+            wait: flag(ctx, 'wait'),
+            now: ctx.io.now,
+            sleep: ctx.io.sleep,
+            lastChange: lastChange(),
+            notify: (l) => ctx.io.stderr.write(`${l}\n`),
+          }),
+      });
+    },
+  },
+  {
+    path: ['cancellation'],
+    args: ['SERVER_ID', CANCELLATION_TYPES.join('|')],
+    options: [],
+    write: true,
+    summary: 'schedule (immediate, end of billing cycle) or withdraw (delete) cancellation',
+    example: 'baremetal-exporter api cancellation 100001 end --yes',
     run: (ctx) => {
       const [serverId, type] = ctx.args as [string, string];
-      const confirmWhat = type === 'immediate' ? `cancel server ${serverId} immediately` : type === 'end' ? `cancel server ${serverId} at the end of its billing cycle` : undefined;
-      return action(ctx, { action: 'cancellation', serverId, value: type, call: (c) => setCancellation(c, serverId, type as never), ...(confirmWhat ? { confirm: confirmWhat } : {}) });
+      const confirmWhat =
+        type === 'immediate'
+          ? `cancel server ${serverId} immediately`
+          : type === 'end'
+            ? `cancel server ${serverId} at the end of its billing cycle`
+            : undefined;
+      return action(ctx, {
+        action: 'cancellation',
+        serverId,
+        value: type,
+        call: (c) => setCancellation(c, serverId, type as never),
+        ...(confirmWhat ? { confirm: confirmWhat } : {}),
+      });
     },
   },
 ];

@@ -4,7 +4,14 @@
  * values of --output, --type and --scale. Install: `source <(baremetal-exporter completion bash)`.
  */
 import type { Writable } from 'node:stream';
-import { CANCELLATION_TYPES, FIREWALL_STATES, GRAPH_SCALES, GRAPH_TYPES, SENSITIVITIES, SERVICE_TYPES } from '../upstream/params.js';
+import {
+  CANCELLATION_TYPES,
+  FIREWALL_STATES,
+  GRAPH_SCALES,
+  GRAPH_TYPES,
+  SENSITIVITIES,
+  SERVICE_TYPES,
+} from '../upstream/params.js';
 import { OPTIONS, optionsOf } from './api.js';
 import { LEAVES } from './commands.js';
 import { EXIT, usage, oneLine, exitCodeOf } from './exit.js';
@@ -15,7 +22,10 @@ const TOP = ['run', 'check-config', 'demo', 'simulate', 'api', 'completion', '--
 
 /** Words offered after a prefix of non-option words (longest prefix wins). */
 function table(): Array<[string, string[]]> {
-  const entries = new Map<string, Set<string>>([['', new Set(TOP)], ['completion', new Set(['bash'])]]);
+  const entries = new Map<string, Set<string>>([
+    ['', new Set(TOP)],
+    ['completion', new Set(['bash'])],
+  ]);
   const add = (prefix: string[], words: readonly string[]) => {
     const key = prefix.join(' ');
     const set = entries.get(key) ?? new Set<string>();
@@ -25,8 +35,11 @@ function table(): Array<[string, string[]]> {
   add(['api'], ['--help']);
   for (const leaf of LEAVES) {
     const path = ['api', ...leaf.path];
-    path.forEach((word, i) => i > 0 && add(path.slice(0, i), [word]));
-    add(path, optionsOf(leaf).map((o) => `--${o}`));
+    for (let i = 1; i < path.length; i++) add(path.slice(0, i), [path[i]!]);
+    add(
+      path,
+      optionsOf(leaf).map((o) => `--${o}`),
+    );
   }
   // Enum positionals right after a command's path.
   add(['api', 'firewall', 'history'], SERVICE_TYPES);
@@ -50,9 +63,15 @@ const LAST_ARG: Array<[string, readonly string[]]> = [
 
 /** The bash completion script. */
 export function bashCompletion(): string {
-  const valueOptions = Object.entries(OPTIONS).flatMap(([name, o]) => (o.type === 'string' ? [`--${name}`, ...(o.short ? [`-${o.short}`] : [])] : []));
-  const arms = table().map(([prefix, words]) => `    ${prefix === '' ? "''" : `'${prefix}'|'${prefix} '*`}) words='${words.join(' ')}' ;;`);
-  const valueArms = Object.entries(VALUES).map(([opt, words]) => `    ${opt}) COMPREPLY=($(compgen -W '${words.join(' ')}' -- "$cur")); return ;;`);
+  const valueOptions = Object.entries(OPTIONS).flatMap(([name, o]) =>
+    o.type === 'string' ? [`--${name}`, ...(o.short ? [`-${o.short}`] : [])] : [],
+  );
+  const arms = table().map(
+    ([prefix, words]) => `    ${prefix === '' ? "''" : `'${prefix}'|'${prefix} '*`}) words='${words.join(' ')}' ;;`,
+  );
+  const valueArms = Object.entries(VALUES).map(
+    ([opt, words]) => `    ${opt}) COMPREPLY=($(compgen -W '${words.join(' ')}' -- "$cur")); return ;;`,
+  );
   const lastArms = LAST_ARG.map(([prefix, words]) => `    '${prefix} '*' '*) words='${words.join(' ')}' ;;`);
   return `# bash completion for baremetal-exporter; install: source <(baremetal-exporter completion bash)
 _baremetal_exporter() {
@@ -78,9 +97,13 @@ complete -o default -F _baremetal_exporter baremetal-exporter
 }
 
 /** Runs `completion <shell>`; resolves with the exit code. */
-export async function runCompletion(args: string[], io: { stdout: Writable; stderr: Writable } = process): Promise<number> {
+export async function runCompletion(
+  args: string[],
+  io: { stdout: Writable; stderr: Writable } = process,
+): Promise<number> {
   try {
-    if (args.length !== 1 || args[0] !== 'bash') throw usage('completion: the supported shell is bash: "baremetal-exporter completion bash"');
+    if (args.length !== 1 || args[0] !== 'bash')
+      throw usage('completion: the supported shell is bash: "baremetal-exporter completion bash"');
     io.stdout.write(bashCompletion());
     return EXIT.ok;
   } catch (error) {

@@ -29,7 +29,9 @@ export async function confirm(options: ConfirmOptions): Promise<void> {
   options.output.write(`This will ${options.what}.\nType the server id (${options.serverId}) to confirm: `);
   const answer = await readLine(options.input);
   if (answer?.trim() !== options.serverId) {
-    throw refused(`not confirmed (${answer === undefined ? 'input closed' : 'the answer did not match the server id'}); nothing was sent`);
+    throw refused(
+      `not confirmed (${answer === undefined ? 'input closed' : 'the answer did not match the server id'}); nothing was sent`,
+    );
   }
 }
 

@@ -19,7 +19,10 @@ export class DryRunClient extends UpstreamClient {
   constructor(baseUrl: string) {
     super({ baseUrl, apiKey: '', timeoutMs: 1, concurrency: 1, retries: 0 });
   }
-  override async json(req: UpstreamRequest, _decode?: (reply: unknown, ctx: UpstreamContext) => unknown): Promise<never> {
+  override async json(
+    req: UpstreamRequest,
+    _decode?: (reply: unknown, ctx: UpstreamContext) => unknown,
+  ): Promise<never> {
     throw new CapturedRequest(req);
   }
   override async text(req: UpstreamRequest): Promise<never> {
@@ -35,7 +38,10 @@ export interface PlannedRequest {
 }
 
 /** Runs `call` against a DryRunClient and returns the request it would send; validation errors propagate. */
-export async function plan(baseUrl: string, call: (client: UpstreamClient) => Promise<unknown>): Promise<PlannedRequest> {
+export async function plan(
+  baseUrl: string,
+  call: (client: UpstreamClient) => Promise<unknown>,
+): Promise<PlannedRequest> {
   const client = new DryRunClient(baseUrl);
   try {
     await call(client);

@@ -26,7 +26,8 @@ export const refused = (message: string) => new CliExit(EXIT.refused, message);
 /** The exit code for anything a command threw. */
 export function exitCodeOf(error: unknown): ExitCode {
   if (error instanceof CliExit) return error.exitCode;
-  if (error instanceof InvalidParameterError || error instanceof ConfigError || error instanceof InsecureUrlError) return EXIT.usage;
+  if (error instanceof InvalidParameterError || error instanceof ConfigError || error instanceof InsecureUrlError)
+    return EXIT.usage;
   const code = (error as { code?: unknown })?.code;
   if (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS_')) return EXIT.usage;
   if (error instanceof UpstreamError || error instanceof JournalError) return EXIT.upstream;
@@ -35,6 +36,11 @@ export function exitCodeOf(error: unknown): ExitCode {
 
 /** One line: a ConfigError's problems joined with "; ", never a stack. */
 export function oneLine(error: unknown): string {
-  const text = error instanceof ConfigError ? `invalid configuration: ${error.problems.join('; ')}` : error instanceof Error ? error.message : String(error);
+  const text =
+    error instanceof ConfigError
+      ? `invalid configuration: ${error.problems.join('; ')}`
+      : error instanceof Error
+        ? error.message
+        : String(error);
   return text.replace(/\s*\n\s*/g, '; ').trim();
 }

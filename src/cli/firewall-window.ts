@@ -28,7 +28,8 @@ export interface WindowOptions {
 
 /** When the next change is possible: exact with a known last change, else an upper bound from now. */
 export function nextChangeAt(now: number, lastChange?: number): { at: number; exact: boolean } {
-  if (lastChange !== undefined && lastChange + FIREWALL_STATE_WINDOW_MS > now) return { at: lastChange + FIREWALL_STATE_WINDOW_MS, exact: true };
+  if (lastChange !== undefined && lastChange + FIREWALL_STATE_WINDOW_MS > now)
+    return { at: lastChange + FIREWALL_STATE_WINDOW_MS, exact: true };
   return { at: now + FIREWALL_STATE_WINDOW_MS, exact: false };
 }
 
@@ -45,9 +46,14 @@ export async function withFirewallWindow<T>(send: () => Promise<T>, options: Win
     const next = nextChangeAt(now, options.lastChange);
     const when = `${new Date(next.at).toISOString()}${next.exact ? '' : ' at the latest'}`;
     if (!options.wait) {
-      throw new CliExit(EXIT.upstream, `${error.message} — the next change is possible at ${when} (in ${Math.ceil((next.at - now) / 1000)}s); --wait waits and retries once`);
+      throw new CliExit(
+        EXIT.upstream,
+        `${error.message} — the next change is possible at ${when} (in ${Math.ceil((next.at - now) / 1000)}s); --wait waits and retries once`,
+      );
     }
-    options.notify(`the API refuses a firewall state change within 2 minutes of the last; waiting until ${when}, then retrying once`);
+    options.notify(
+      `the API refuses a firewall state change within 2 minutes of the last; waiting until ${when}, then retrying once`,
+    );
     await options.sleep(next.at - now);
     return send();
   }

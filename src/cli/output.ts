@@ -32,11 +32,11 @@ const cell = (value: string) => {
 export function table(headers: string[], rows: string[][]): string {
   const cells = [headers, ...rows.map((r) => r.map(cell))];
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
-  return cells.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')).join('\n') + '\n';
+  return `${cells.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')).join('\n')}\n`;
 }
 
 /** `key: value` lines, keys aligned. */
 export function keyValues(pairs: Array<[string, string]>): string {
   const width = Math.max(0, ...pairs.map(([k]) => k.length));
-  return pairs.map(([k, v]) => `${`${k}:`.padEnd(width + 1)} ${cell(v)}`).join('\n') + '\n';
+  return `${pairs.map(([k, v]) => `${`${k}:`.padEnd(width + 1)} ${cell(v)}`).join('\n')}\n`;
 }

@@ -10,7 +10,6 @@ import type { ActionResult } from '../upstream/decode.js';
 import { confirm } from './confirm.js';
 import { flag, type CommandContext } from './context.js';
 import { plan, type PlannedRequest } from './dry-run.js';
-import { CliExit, EXIT } from './exit.js';
 import { keyValues, type Rendered } from './output.js';
 
 export interface WriteAction<T> {
@@ -49,13 +48,20 @@ export async function runWrite<T>(ctx: CommandContext, write: WriteAction<T>): P
   if (flag(ctx, 'dry-run')) return { planned };
   await write.before?.();
   if (write.confirm !== undefined) {
-    await confirm({ what: write.confirm, serverId: write.serverId, yes: flag(ctx, 'yes'), interactive: ctx.io.stdinIsTTY, input: ctx.io.stdin, output: ctx.io.stderr });
+    await confirm({
+      what: write.confirm,
+      serverId: write.serverId,
+      yes: flag(ctx, 'yes'),
+      interactive: ctx.io.stdinIsTTY,
+      input: ctx.io.stdin,
+      output: ctx.io.stderr,
+    });
   }
   const send = () => journaled(ctx, write, planned.operation);
   return { result: await (write.around ? write.around(send) : send()) };
 }
 
-async function journaled<T>(ctx: CommandContext, write: WriteAction<T>, operation: string): Promise<T> {
+async function journaled<T>(ctx: CommandContext, write: WriteAction<T>, _operation: string): Promise<T> {
   const journal = ctx.journal();
   const id = journal?.insert({
     createdAt: ctx.io.now(),
@@ -73,10 +79,22 @@ async function journaled<T>(ctx: CommandContext, write: WriteAction<T>, operatio
     const result = await write.call(ctx.client);
     // The action functions throw unless the API confirmed the action (decodeActionResult).
     const action = result as Partial<ActionResult>;
-    if (id !== undefined) journal!.complete(id, { decision: 'executed', upstreamOutcome: 'success', message: typeof action?.message === 'string' ? action.message : null, at: ctx.io.now() });
+    if (id !== undefined)
+      journal!.complete(id, {
+        decision: 'executed',
+        upstreamOutcome: 'success',
+        message: typeof action?.message === 'string' ? action.message : null,
+        at: ctx.io.now(),
+      });
     return result;
   } catch (error) {
-    if (id !== undefined) journal!.complete(id, { decision: failureDecision(error), upstreamOutcome: failureOutcome(error), message: (error as Error).message, at: ctx.io.now() });
+    if (id !== undefined)
+      journal!.complete(id, {
+        decision: failureDecision(error),
+        upstreamOutcome: failureOutcome(error),
+        message: (error as Error).message,
+        at: ctx.io.now(),
+      });
     throw error;
   }
 }

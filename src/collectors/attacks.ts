@@ -51,10 +51,22 @@ export class AttackLog {
       return;
     }
     const kept = events
-      .map((event): AttackEvent => ({ id: event.id, ip: event.ip, raw: event.raw.slice(0, MAX_RAW_LENGTH), time: eventTime(event) }))
+      .map(
+        (event): AttackEvent => ({
+          id: event.id,
+          ip: event.ip,
+          raw: event.raw.slice(0, MAX_RAW_LENGTH),
+          time: eventTime(event),
+        }),
+      )
       .sort((a, b) => (b.time ?? 0) - (a.time ?? 0))
       .slice(0, MAX_EVENTS_PER_SERVICE);
-    this.services.set(keyOf(ref), { serviceType: ref.serviceType, serviceId: ref.serviceId, polledAt: now, events: kept });
+    this.services.set(keyOf(ref), {
+      serviceType: ref.serviceType,
+      serviceId: ref.serviceId,
+      polledAt: now,
+      events: kept,
+    });
   }
 
   /** The service's latest history had events. */
@@ -69,7 +81,8 @@ export class AttackLog {
   /** The newest event of each IP of the service, if it is under attack. */
   newestPerIp(ref: ServiceRef): Map<string, AttackEvent> {
     const newest = new Map<string, AttackEvent>();
-    for (const event of this.services.get(keyOf(ref))?.events ?? []) if (!newest.has(event.ip)) newest.set(event.ip, event);
+    for (const event of this.services.get(keyOf(ref))?.events ?? [])
+      if (!newest.has(event.ip)) newest.set(event.ip, event);
     return newest;
   }
 }

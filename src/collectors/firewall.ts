@@ -76,7 +76,9 @@ function chooseIps(
   for (const ip of knownIps) if (isIP(ip) !== 0) add(ip);
   for (const [ip] of [...perIp].sort((a, b) => b[1] - a[1])) add(ip);
   if (retained && previous) {
-    const recent = [...previous.lastEventAt].filter(([, at]) => now - at < limits.ipRetentionMs).sort((a, b) => b[1] - a[1]);
+    const recent = [...previous.lastEventAt]
+      .filter(([, at]) => now - at < limits.ipRetentionMs)
+      .sort((a, b) => b[1] - a[1]);
     for (const [ip] of recent) add(ip);
   }
   return [...chosen];
@@ -89,7 +91,13 @@ function chooseIps(
  * nor in the history any more are removed; colocation and transit IPs are kept at 0 until they have had
  * no events for `limits.ipRetentionMs`. Returns the number of events new to this service.
  */
-export function collectFirewallHistory(state: FirewallSeriesState, metrics: Metrics, ref: ServiceRef, events: FirewallEvent[], context: HistoryContext): number {
+export function collectFirewallHistory(
+  state: FirewallSeriesState,
+  metrics: Metrics,
+  ref: ServiceRef,
+  events: FirewallEvent[],
+  context: HistoryContext,
+): number {
   const key = FirewallSeriesState.key(ref);
   const previous = state.services.get(key);
   const counted = previous?.seenIds ?? state.restored.get(key);
@@ -131,7 +139,10 @@ export function collectFirewallHistory(state: FirewallSeriesState, metrics: Metr
     if (before === undefined) metrics.attackEventsTotal.inc(labels(ref, ip), 0);
   }
   if (!previous?.up) metrics.firewallHistoryUp.set({ service_type: ref.serviceType, service_id: ref.serviceId }, 1);
-  metrics.firewallHistoryLastSuccess.set({ service_type: ref.serviceType, service_id: ref.serviceId }, context.now / 1000);
+  metrics.firewallHistoryLastSuccess.set(
+    { service_type: ref.serviceType, service_id: ref.serviceId },
+    context.now / 1000,
+  );
   state.services.set(key, { counts, lastEventAt, up: true, seenIds });
   return fresh.length;
 }

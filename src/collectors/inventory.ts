@@ -26,7 +26,11 @@ function infoLabels(server: ServerRecord) {
  * Applies a server list to the metrics. Returns the new inventory and the ids of servers that were in
  * `previous` but are gone now.
  */
-export function collectServerList(list: ServerList, previous: Inventory, metrics: Metrics): { inventory: Inventory; removed: string[] } {
+export function collectServerList(
+  list: ServerList,
+  previous: Inventory,
+  metrics: Metrics,
+): { inventory: Inventory; removed: string[] } {
   const inventory: Inventory = new Map(list.servers.map((s) => [s.serverId, s]));
   const removed: string[] = [];
   for (const [id, old] of previous) {

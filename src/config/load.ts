@@ -46,7 +46,10 @@ function describe(error: ErrorObject): { key: string; line: string } {
     return { key, line: `${key}: unknown key` };
   }
   if (error.keyword === 'enum') {
-    return { key: path, line: `${path}: must be one of ${(error.params.allowedValues as unknown[]).map(String).join(', ')}` };
+    return {
+      key: path,
+      line: `${path}: must be one of ${(error.params.allowedValues as unknown[]).map(String).join(', ')}`,
+    };
   }
   return { key: path, line: `${path || '(top level)'}: ${error.message ?? 'invalid'}` };
 }
@@ -94,7 +97,8 @@ class Checks {
   value(key: string): unknown {
     if (this.rejected(key)) return undefined;
     let node: unknown = this.#doc;
-    for (const part of key.split('.')) node = node !== null && typeof node === 'object' ? (node as Record<string, unknown>)[part] : undefined;
+    for (const part of key.split('.'))
+      node = node !== null && typeof node === 'object' ? (node as Record<string, unknown>)[part] : undefined;
     return node;
   }
 
@@ -107,7 +111,8 @@ class Checks {
     const text = this.text(key);
     if (text === undefined) return undefined;
     const value = parseDuration(text);
-    if (value === undefined) this.problems.push(`${key}: must be a duration such as "${example}" (got ${JSON.stringify(text)})`);
+    if (value === undefined)
+      this.problems.push(`${key}: must be a duration such as "${example}" (got ${JSON.stringify(text)})`);
     return value;
   }
 
@@ -119,7 +124,8 @@ class Checks {
       if (typeof path !== 'string') return;
       try {
         const token = readFile(path).trim();
-        if (token.length < 16) this.problems.push(`${key}.bearer_token_files.${i}: the token in ${path} is shorter than 16 characters`);
+        if (token.length < 16)
+          this.problems.push(`${key}.bearer_token_files.${i}: the token in ${path} is shorter than 16 characters`);
         else bearerTokens.push(token);
       } catch (error) {
         this.problems.push(`${key}.bearer_token_files.${i}: cannot read ${path} (${errno(error)})`);
@@ -128,7 +134,8 @@ class Checks {
     const users = this.value(`${key}.basic_auth_users`);
     const basicAuthUsers = users !== null && typeof users === 'object' ? (users as Record<string, string>) : {};
     for (const [user, hash] of Object.entries(basicAuthUsers)) {
-      if (typeof hash === 'string' && !BCRYPT_HASH.test(hash)) this.problems.push(`${key}.basic_auth_users.${user}: must be a bcrypt hash ($2b$…), never a plain password`);
+      if (typeof hash === 'string' && !BCRYPT_HASH.test(hash))
+        this.problems.push(`${key}.basic_auth_users.${user}: must be a bcrypt hash ($2b$…), never a plain password`);
     }
     return { bearerTokens, basicAuthUsers };
   }
@@ -140,14 +147,22 @@ const BCRYPT_HASH = /^\$2[aby]?\$\d{2}\$[./A-Za-z0-9]{53}$/;
  * Validates parsed YAML (`raw`) with `env` overrides and returns the normalized Config.
  * `readFile` reads key, token and TLS files (injectable for tests). Throws ConfigError with every problem found.
  */
-export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFile = (p) => readFileSync(p, 'utf8')): Config {
+export function buildConfig(
+  raw: unknown,
+  env: ConfigEnv = {},
+  readFile: ReadFile = (p) => readFileSync(p, 'utf8'),
+): Config {
   const doc = (raw ?? {}) as Record<string, unknown>;
   if (typeof doc !== 'object' || Array.isArray(doc)) throw new ConfigError(['(top level): must be a mapping']);
   const fileKeys = new Set(Object.keys(doc));
   // Ajv fills in defaults even where it finds errors, so the checks below see the same document either way.
   const valid = validateFile(doc);
   const schemaErrors = valid ? [] : (validateFile.errors ?? []).map(describe);
-  const checks = new Checks(doc, schemaErrors.map((e) => e.key), fileKeys);
+  const checks = new Checks(
+    doc,
+    schemaErrors.map((e) => e.key),
+    fileKeys,
+  );
   const { problems } = checks;
 
   const accounts = checkAccounts(doc, checks, env, readFile);
@@ -155,7 +170,8 @@ export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFil
 
   const listenText = checks.text('web.listen_address');
   const listen = listenText === undefined ? undefined : parseListenAddress(listenText);
-  if (listenText !== undefined && !listen) problems.push(`web.listen_address: must be "host:port" (got ${JSON.stringify(listenText)})`);
+  if (listenText !== undefined && !listen)
+    problems.push(`web.listen_address: must be "host:port" (got ${JSON.stringify(listenText)})`);
 
   for (const job of JOB_NAMES) {
     const expression = checks.text(`schedules.${job}`);
@@ -191,7 +207,10 @@ export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFil
     },
     stateDir: file.state_dir,
     logLevel: file.log_level,
-    schedules: { ...file.schedules, firewall_under_attack: file.schedules.firewall_under_attack ?? file.schedules.firewall },
+    schedules: {
+      ...file.schedules,
+      firewall_under_attack: file.schedules.firewall_under_attack ?? file.schedules.firewall,
+    },
     graphs: { types: file.graphs.types, scales: file.graphs.scales, maxWidth: file.graphs.max_width },
     firewall: { maxIpsPerService: file.firewall.max_ips_per_service, ipRetentionMs: ipRetentionMs! },
     remediation: {
@@ -199,19 +218,21 @@ export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFil
       journalRetentionMs: journalRetentionMs!,
       budgetPerHour: file.remediation.budget_per_hour,
       ...remediationAuth,
-      rules: file.remediation.rules.map((rule, i): RemediationRule => ({
-        alertname: rule.alertname,
-        matchers: rule.matchers,
-        action: rule.action,
-        accountLabel: rule.account_label,
-        serverIdLabel: rule.server_id_label,
-        ipLabel: rule.ip_label,
-        firingState: String(rule.firing_state) as '0' | '1',
-        resolvedState: String(rule.resolved_state) as '0' | '1',
-        ...(rule.sensitivity ? { sensitivity: rule.sensitivity } : {}),
-        ...rules[i]!,
-        requireOwnedIp: rule.require_owned_ip,
-      })),
+      rules: file.remediation.rules.map(
+        (rule, i): RemediationRule => ({
+          alertname: rule.alertname,
+          matchers: rule.matchers,
+          action: rule.action,
+          accountLabel: rule.account_label,
+          serverIdLabel: rule.server_id_label,
+          ipLabel: rule.ip_label,
+          firingState: String(rule.firing_state) as '0' | '1',
+          resolvedState: String(rule.resolved_state) as '0' | '1',
+          ...(rule.sensitivity ? { sensitivity: rule.sensitivity } : {}),
+          ...rules[i]!,
+          requireOwnedIp: rule.require_owned_ip,
+        }),
+      ),
     },
   };
 }
@@ -224,13 +245,27 @@ type ServicesFile = ConfigFile['services'];
  * and `services:`, one account named `default`, env overrides applied) — never both. Duplicate names are
  * one line each. Returns builders that read the (then valid) document once every problem is known.
  */
-function checkAccounts(doc: Record<string, unknown>, checks: Checks, env: ConfigEnv, readFile: ReadFile): Array<() => AccountConfig> {
+function checkAccounts(
+  doc: Record<string, unknown>,
+  checks: Checks,
+  env: ConfigEnv,
+  readFile: ReadFile,
+): Array<() => AccountConfig> {
   if (doc.accounts === undefined) {
     const upstream = checkUpstream(checks, 'upstream', env, readFile);
-    return [() => ({ name: DEFAULT_ACCOUNT, upstream: upstream(doc.upstream as UpstreamFile), services: services(doc.services as ServicesFile) })];
+    return [
+      () => ({
+        name: DEFAULT_ACCOUNT,
+        upstream: upstream(doc.upstream as UpstreamFile),
+        services: services(doc.services as ServicesFile),
+      }),
+    ];
   }
   for (const key of ['upstream', 'services'] as const) {
-    if (checks.raw.has(key)) checks.problems.push(`${key}: not allowed together with accounts (give each account its ${key === 'upstream' ? 'upstream keys' : 'services'})`);
+    if (checks.raw.has(key))
+      checks.problems.push(
+        `${key}: not allowed together with accounts (give each account its ${key === 'upstream' ? 'upstream keys' : 'services'})`,
+      );
   }
   const list = checks.value('accounts');
   if (!Array.isArray(list)) return [];
@@ -249,13 +284,21 @@ function checkAccounts(doc: Record<string, unknown>, checks: Checks, env: Config
   });
 }
 
-const services = (file: ServicesFile): AccountConfig['services'] => ({ colocationIds: file.colocation_ids, transitIds: file.transit_ids });
+const services = (file: ServicesFile): AccountConfig['services'] => ({
+  colocationIds: file.colocation_ids,
+  transitIds: file.transit_ids,
+});
 
 /**
  * One upstream block at `at` (`upstream` or `accounts.N`): the base URL, the key (env, then the key file,
  * then the YAML key) and the timeout. Returns the builder of the normalized block.
  */
-function checkUpstream(checks: Checks, at: string, env: ConfigEnv, readFile: ReadFile): (file: UpstreamFile) => UpstreamConfig {
+function checkUpstream(
+  checks: Checks,
+  at: string,
+  env: ConfigEnv,
+  readFile: ReadFile,
+): (file: UpstreamFile) => UpstreamConfig {
   const { problems } = checks;
   const envNames = at === 'upstream' ? ' (or set BAREMETAL_API_URL)' : '';
   const fileUrl = checks.value(`${at}.base_url`);
@@ -266,7 +309,9 @@ function checkUpstream(checks: Checks, at: string, env: ConfigEnv, readFile: Rea
     try {
       checkBaseUrl(baseUrl);
     } catch (error) {
-      problems.push(`${at}.base_url: ${error instanceof InsecureUrlError ? error.message : 'must be an absolute http(s) URL'}`);
+      problems.push(
+        `${at}.base_url: ${error instanceof InsecureUrlError ? error.message : 'must be an absolute http(s) URL'}`,
+      );
     }
   }
 
@@ -291,7 +336,9 @@ function checkUpstream(checks: Checks, at: string, env: ConfigEnv, readFile: Rea
   }
   const keyRejected = checks.rejected(`${at}.api_key`) || checks.rejected(`${at}.api_key_file`);
   if (!apiKey && !keyFileFailed && !keyRejected) {
-    problems.push(`${at}.api_key: required (${at === 'upstream' ? 'set BAREMETAL_API_KEY or upstream.api_key_file' : `set ${at}.api_key_file`})`);
+    problems.push(
+      `${at}.api_key: required (${at === 'upstream' ? 'set BAREMETAL_API_KEY or upstream.api_key_file' : `set ${at}.api_key_file`})`,
+    );
   }
   const timeoutMs = checks.duration(`${at}.timeout`, '10s');
   return (file) => ({
@@ -314,14 +361,19 @@ function checkRules(checks: Checks): Array<{ holdMs: number; cooldownMs: number 
   return rules.map((rule: Record<string, unknown> | null, i) => {
     const at = `remediation.rules.${i}`;
     const action = checks.value(`${at}.action`);
-    const known = typeof action === 'string' && (ACTIONS as readonly string[]).includes(action) ? (action as keyof typeof DEFAULT_COOLDOWN_MS) : undefined;
+    const known =
+      typeof action === 'string' && (ACTIONS as readonly string[]).includes(action)
+        ? (action as keyof typeof DEFAULT_COOLDOWN_MS)
+        : undefined;
     const hold = checks.text(`${at}.hold`);
     const holdMs = hold === '0' || hold === '0s' ? 0 : checks.duration(`${at}.hold`, '5m');
     let cooldownMs = known ? DEFAULT_COOLDOWN_MS[known] : 0;
     const cooldown = checks.duration(`${at}.cooldown`, '30m');
     // The API itself refuses a second firewall-state change within 2 minutes (contract §8).
-    if (cooldown !== undefined) cooldownMs = known === 'firewall_state' ? Math.max(cooldown, DEFAULT_COOLDOWN_MS.firewall_state) : cooldown;
-    if (known === 'firewall_sensitivity' && rule?.sensitivity === undefined) checks.problems.push(`${at}.sensitivity: required for action firewall_sensitivity`);
+    if (cooldown !== undefined)
+      cooldownMs = known === 'firewall_state' ? Math.max(cooldown, DEFAULT_COOLDOWN_MS.firewall_state) : cooldown;
+    if (known === 'firewall_sensitivity' && rule?.sensitivity === undefined)
+      checks.problems.push(`${at}.sensitivity: required for action firewall_sensitivity`);
     return { holdMs: holdMs ?? 0, cooldownMs };
   });
 }

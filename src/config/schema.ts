@@ -58,7 +58,10 @@ const credentials = (what: string) =>
         default: [],
         description: `files each holding one bearer token (at least 16 characters) accepted for ${what}`,
       }),
-      basic_auth_users: stringMap({ default: {}, description: `user → bcrypt hash (\`$2b$…\`, never a password) accepted for ${what}` }),
+      basic_auth_users: stringMap({
+        default: {},
+        description: `user → bcrypt hash (\`$2b$…\`, never a password) accepted for ${what}`,
+      }),
     },
     { default: {} },
   );
@@ -68,19 +71,33 @@ export const ruleSchema = strict({
   alertname: Type.String({ minLength: 1, description: 'the alert this rule acts on' }),
   matchers: stringMap({ default: {}, description: 'extra label equalities the alert must have' }),
   action: oneOf(ACTIONS, { description: `what to do: ${ACTIONS.join(', ')}` }),
-  account_label: Type.String({ minLength: 1, default: 'account', description: 'label carrying the account (optional on the alert when one account is configured)' }),
+  account_label: Type.String({
+    minLength: 1,
+    default: 'account',
+    description: 'label carrying the account (optional on the alert when one account is configured)',
+  }),
   server_id_label: Type.String({ minLength: 1, default: 'server_id', description: 'label carrying the server id' }),
   ip_label: Type.String({ minLength: 1, default: 'ip', description: 'label carrying the IP (firewall actions)' }),
   firing_state: oneOf(STATES, { default: '1', description: 'firewall state set on firing (1 = Always On)' }),
-  resolved_state: oneOf(STATES, { default: '0', description: 'firewall state set on resolved (0 = Redirect On Attack)' }),
-  sensitivity: Type.Optional(oneOf(SENSITIVITIES, { description: `sensitivity set on firing, required for firewall_sensitivity: ${SENSITIVITIES.join(', ')}` })),
+  resolved_state: oneOf(STATES, {
+    default: '0',
+    description: 'firewall state set on resolved (0 = Redirect On Attack)',
+  }),
+  sensitivity: Type.Optional(
+    oneOf(SENSITIVITIES, {
+      description: `sensitivity set on firing, required for firewall_sensitivity: ${SENSITIVITIES.join(', ')}`,
+    }),
+  ),
   hold: Type.String({ default: '0s', description: 'duration to wait after resolved before switching back' }),
   cooldown: Type.Optional(
     Type.String({
       description: `duration between two executions on one target; default ${ms(DEFAULT_COOLDOWN_MS.powercycle)} for power actions, ${ms(DEFAULT_COOLDOWN_MS.firewall_state)} (the API minimum) for firewall actions`,
     }),
   ),
-  require_owned_ip: Type.Boolean({ default: true, description: 'the IP must belong to the server (its record or its firewall history)' }),
+  require_owned_ip: Type.Boolean({
+    default: true,
+    description: 'the IP must belong to the server (its record or its firewall history)',
+  }),
 });
 
 /**
@@ -88,12 +105,22 @@ export const ruleSchema = strict({
  * them (one object, so a key added here appears in both).
  */
 export const upstreamProperties = {
-  base_url: Type.Optional(path('API address without `/api/v1`; required (or env `BAREMETAL_API_URL`); `http://` only to a loopback host')),
+  base_url: Type.Optional(
+    path('API address without `/api/v1`; required (or env `BAREMETAL_API_URL`); `http://` only to a loopback host'),
+  ),
   api_key: Type.Optional(path('the secret key in the file itself (discouraged); env `BAREMETAL_API_KEY` wins')),
   api_key_file: Type.Optional(path('a file holding the secret key (preferred); env `BAREMETAL_API_KEY` wins')),
   ca_file: Type.Optional(path('extra PEM CA certificates trusted besides the system ones')),
-  timeout: Type.String({ default: '10s', description: 'total deadline of one attempt, headers and body together (`250ms`, `10s`, `1m`)' }),
-  concurrency: Type.Integer({ minimum: 1, maximum: 256, default: 16, description: 'upstream requests in flight at once, all jobs together' }),
+  timeout: Type.String({
+    default: '10s',
+    description: 'total deadline of one attempt, headers and body together (`250ms`, `10s`, `1m`)',
+  }),
+  concurrency: Type.Integer({
+    minimum: 1,
+    maximum: 256,
+    default: 16,
+    description: 'upstream requests in flight at once, all jobs together',
+  }),
   max_requests_per_second: Type.Number({
     exclusiveMinimum: 0,
     maximum: 10000,
@@ -101,12 +128,18 @@ export const upstreamProperties = {
     description:
       'request budget: HTTP attempts per second at most (token bucket, retries included), every poll and action together; actions go first; a poll that cannot fit in its period covers its services round-robin',
   }),
-  retries: Type.Integer({ minimum: 0, maximum: 10, default: 2, description: 'retries of a failed read, with exponential backoff and jitter; writes are never retried' }),
+  retries: Type.Integer({
+    minimum: 0,
+    maximum: 10,
+    default: 2,
+    description: 'retries of a failed read, with exponential backoff and jitter; writes are never retried',
+  }),
   max_response_bytes: Type.Integer({
     minimum: 1024,
     maximum: 1073741824,
     default: 33554432,
-    description: 'largest reply body read, in bytes (32 MiB); a larger one is aborted while streaming (outcome `too_large`)',
+    description:
+      'largest reply body read, in bytes (32 MiB); a larger one is aborted while streaming (outcome `too_large`)',
   }),
 };
 
@@ -114,8 +147,16 @@ export const upstreamProperties = {
 const servicesSchema = () =>
   strict(
     {
-      colocation_ids: Type.Array(Type.String({ minLength: 1 }), { uniqueItems: true, default: [], description: 'colocation services whose firewall history is polled' }),
-      transit_ids: Type.Array(Type.String({ minLength: 1 }), { uniqueItems: true, default: [], description: 'transit services whose firewall history is polled' }),
+      colocation_ids: Type.Array(Type.String({ minLength: 1 }), {
+        uniqueItems: true,
+        default: [],
+        description: 'colocation services whose firewall history is polled',
+      }),
+      transit_ids: Type.Array(Type.String({ minLength: 1 }), {
+        uniqueItems: true,
+        default: [],
+        description: 'transit services whose firewall history is polled',
+      }),
     },
     { default: {} },
   );
@@ -128,7 +169,10 @@ export const DEFAULT_ACCOUNT = 'default';
 
 /** One entry of `accounts:`: the `upstream` keys plus its name and services. */
 export const accountSchema = strict({
-  name: Type.String({ pattern: ACCOUNT_NAME.source, description: 'the account\'s name, `[a-z0-9_-]{1,32}`, unique: the value of the `account` label' }),
+  name: Type.String({
+    pattern: ACCOUNT_NAME.source,
+    description: "the account's name, `[a-z0-9_-]{1,32}`, unique: the value of the `account` label",
+  }),
   ...upstreamProperties,
   services: servicesSchema(),
 });
@@ -140,41 +184,77 @@ export const configFileSchema = strict({
     Type.Array(accountSchema, {
       minItems: 1,
       maxItems: 64,
-      description: 'several accounts (one key each) instead of `upstream` and `services`: each entry has the `upstream` keys plus `name` and `services`; env `BAREMETAL_API_*` do not apply',
+      description:
+        'several accounts (one key each) instead of `upstream` and `services`: each entry has the `upstream` keys plus `name` and `services`; env `BAREMETAL_API_*` do not apply',
     }),
   ),
   web: strict(
     {
-      listen_address: Type.String({ default: '0.0.0.0:9877', description: '`host:port` of `/metrics`, `/graphs` and the status page' }),
+      listen_address: Type.String({
+        default: '0.0.0.0:9877',
+        description: '`host:port` of `/metrics`, `/graphs` and the status page',
+      }),
       tls: Type.Optional(
         strict({
-          cert_file: path('PEM certificate of the daemon\'s own port; reloaded on change and SIGHUP'),
-          key_file: path('PEM key of the daemon\'s own port; reloaded on change and SIGHUP'),
+          cert_file: path("PEM certificate of the daemon's own port; reloaded on change and SIGHUP"),
+          key_file: path("PEM key of the daemon's own port; reloaded on change and SIGHUP"),
         }),
       ),
       auth: credentials('`/`, `/metrics` and `/graphs` (none: open)'),
     },
     { default: {} },
   ),
-  state_dir: Type.String({ minLength: 1, default: './data', description: 'graph images and the remediation journal are kept under it across restarts' }),
-  log_level: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { default: 'info', description: 'pino level' }),
+  state_dir: Type.String({
+    minLength: 1,
+    default: './data',
+    description: 'graph images and the remediation journal are kept under it across restarts',
+  }),
+  log_level: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+    default: 'info',
+    description: 'pino level',
+  }),
   schedules: strict(
     {
-      servers: Type.String({ default: DEFAULT_SCHEDULES.servers, description: 'cron (seconds field allowed) of the server-list poll' }),
-      firewall: Type.String({ default: DEFAULT_SCHEDULES.firewall, description: 'cron of the hour-scale firewall history of every server, colocation and transit service' }),
+      servers: Type.String({
+        default: DEFAULT_SCHEDULES.servers,
+        description: 'cron (seconds field allowed) of the server-list poll',
+      }),
+      firewall: Type.String({
+        default: DEFAULT_SCHEDULES.firewall,
+        description: 'cron of the hour-scale firewall history of every server, colocation and transit service',
+      }),
       firewall_under_attack: Type.Optional(
-        Type.String({ description: 'cron of the firewall history of the services whose latest history had events; default: `schedules.firewall`' }),
+        Type.String({
+          description:
+            'cron of the firewall history of the services whose latest history had events; default: `schedules.firewall`',
+        }),
       ),
-      graphs: Type.String({ default: DEFAULT_SCHEDULES.graphs, description: 'cron of the graph images of every server' }),
+      graphs: Type.String({
+        default: DEFAULT_SCHEDULES.graphs,
+        description: 'cron of the graph images of every server',
+      }),
       catalog: Type.String({ default: DEFAULT_SCHEDULES.catalog, description: 'cron of the OS list and locations' }),
     },
     { default: {} },
   ),
   graphs: strict(
     {
-      types: Type.Array(oneOf(GRAPH_TYPES), { uniqueItems: true, default: ['port_bits'], description: `graph types polled, of ${GRAPH_TYPES.join(', ')}` }),
-      scales: Type.Array(oneOf(GRAPH_SCALES), { uniqueItems: true, default: ['day'], description: `graph scales polled, of ${GRAPH_SCALES.join(', ')}` }),
-      max_width: Type.Integer({ minimum: 16, maximum: 4096, default: 2000, description: 'largest `?width=` of a graph, in pixels' }),
+      types: Type.Array(oneOf(GRAPH_TYPES), {
+        uniqueItems: true,
+        default: ['port_bits'],
+        description: `graph types polled, of ${GRAPH_TYPES.join(', ')}`,
+      }),
+      scales: Type.Array(oneOf(GRAPH_SCALES), {
+        uniqueItems: true,
+        default: ['day'],
+        description: `graph scales polled, of ${GRAPH_SCALES.join(', ')}`,
+      }),
+      max_width: Type.Integer({
+        minimum: 16,
+        maximum: 4096,
+        default: 2000,
+        description: 'largest `?width=` of a graph, in pixels',
+      }),
     },
     { default: {} },
   ),
@@ -187,15 +267,26 @@ export const configFileSchema = strict({
         default: 1024,
         description: 'IP series per service at most; events of further IPs count for the service but make no series',
       }),
-      ip_retention: Type.String({ default: '24h', description: 'duration after which a colocation or transit IP with no events loses its series' }),
+      ip_retention: Type.String({
+        default: '24h',
+        description: 'duration after which a colocation or transit IP with no events loses its series',
+      }),
     },
     { default: {} },
   ),
   remediation: strict(
     {
       dry_run: Type.Boolean({ default: true, description: 'decide and journal, never call the API' }),
-      journal_retention: Type.String({ default: '30d', description: 'duration after which journal rows are pruned, in small batches' }),
-      budget_per_hour: Type.Integer({ minimum: 0, maximum: 10000, default: 10, description: 'upstream calls per rolling hour, all actions together' }),
+      journal_retention: Type.String({
+        default: '30d',
+        description: 'duration after which journal rows are pruned, in small batches',
+      }),
+      budget_per_hour: Type.Integer({
+        minimum: 0,
+        maximum: 10000,
+        default: 10,
+        description: 'upstream calls per rolling hour, all actions together',
+      }),
       auth: credentials('the remediation endpoints (none: they answer 403)'),
       rules: Type.Array(ruleSchema, { default: [], description: 'alerts → actions; see Remediation' }),
     },

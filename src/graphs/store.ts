@@ -65,7 +65,11 @@ export class GraphStore {
   }
 
   /** Holds a checked PNG and writes it to disk (atomically: temp file, then rename). */
-  async put(key: GraphKey, image: { png: Buffer; width: number; height: number }, updatedAt: number): Promise<StoredGraph> {
+  async put(
+    key: GraphKey,
+    image: { png: Buffer; width: number; height: number },
+    updatedAt: number,
+  ): Promise<StoredGraph> {
     const stored: StoredGraph = { ...key, ...image, etag: etagOf(image.png), updatedAt };
     this.#graphs.set(keyOf(key), stored);
     if (SAFE_ID.test(key.serverId)) {
@@ -124,7 +128,14 @@ export class GraphStore {
           const { mtimeMs } = await stat(file);
           const key = { serverId, type: match[1] as GraphType, scale: match[2] as GraphScale };
           if (!(GRAPH_SCALES as readonly string[]).includes(key.scale)) continue;
-          this.#graphs.set(keyOf(key), { ...key, png, width, height, etag: etagOf(png), updatedAt: Math.floor(mtimeMs) });
+          this.#graphs.set(keyOf(key), {
+            ...key,
+            png,
+            width,
+            height,
+            etag: etagOf(png),
+            updatedAt: Math.floor(mtimeMs),
+          });
           loaded++;
         } catch {
           // A half-written or corrupt file from a crash: the next poll replaces it.
@@ -137,7 +148,11 @@ export class GraphStore {
 
 /** Moves `from` to `to` when `from` exists and `to` does not (one rename: no half-moved state). */
 async function adopt(from: string, to: string): Promise<void> {
-  const exists = (path: string) => access(path).then(() => true, () => false);
+  const exists = (path: string) =>
+    access(path).then(
+      () => true,
+      () => false,
+    );
   if (!(await exists(from)) || (await exists(to))) return;
   await mkdir(join(to, '..'), { recursive: true });
   await rename(from, to);

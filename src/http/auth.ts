@@ -44,7 +44,8 @@ const BUSY_WARNING_MS = 60_000;
 const digest = (text: string) => createHash('sha256').update(text).digest();
 
 /** True when any credentials are configured; without them the action endpoints answer 403. */
-export const authEnabled = (auth: AuthConfig) => auth.bearerTokens.length > 0 || Object.keys(auth.basicAuthUsers).length > 0;
+export const authEnabled = (auth: AuthConfig) =>
+  auth.bearerTokens.length > 0 || Object.keys(auth.basicAuthUsers).length > 0;
 
 /** What the check needs besides the credentials. */
 export interface AuthCheckOptions {
@@ -90,7 +91,10 @@ export function createAuthCheck(
   const uncheckedRefusal = () => {
     refusedSinceWarning++;
     if (now() - lastWarning >= BUSY_WARNING_MS) {
-      logger?.warn({ refused: refusedSinceWarning }, 'basic-auth checks refused without a check: too many wrong or new passwords at once');
+      logger?.warn(
+        { refused: refusedSinceWarning },
+        'basic-auth checks refused without a check: too many wrong or new passwords at once',
+      );
       lastWarning = now();
       refusedSinceWarning = 0;
     }

@@ -28,7 +28,10 @@ interface Slot {
 }
 
 /** Where the worker's code is: beside this module, as `.ts` under vitest and as `.js` once compiled. */
-const WORKER_URL = new URL(import.meta.url.endsWith('.ts') ? './bcrypt-worker.ts' : './bcrypt-worker.js', import.meta.url);
+const WORKER_URL = new URL(
+  import.meta.url.endsWith('.ts') ? './bcrypt-worker.ts' : './bcrypt-worker.js',
+  import.meta.url,
+);
 
 export class BcryptPool implements PasswordVerifier {
   /** comparisons handed to a worker since start */
@@ -54,7 +57,11 @@ export class BcryptPool implements PasswordVerifier {
 
   compare(password: string, hash: string): Promise<boolean | 'busy'> {
     if (this.#closed) return Promise.resolve(false);
-    if (this.#queue.length >= this.#queueCap && this.#slots.length >= this.#workers && this.#slots.every((s) => s.job)) {
+    if (
+      this.#queue.length >= this.#queueCap &&
+      this.#slots.length >= this.#workers &&
+      this.#slots.every((s) => s.job)
+    ) {
       this.refused++;
       return Promise.resolve('busy');
     }

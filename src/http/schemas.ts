@@ -28,12 +28,18 @@ const DECIMAL = /^(0|[1-9][0-9]*)$/;
  * Throws BadRequestError with a plain sentence for anything else: `Infinity`, `1e3`, `NaN`, `-0`, `016`,
  * `1.5`, an empty value, or a number out of range.
  */
-export function queryInteger(name: string, text: string | undefined, range: { min: number; max: number }): number | undefined {
+export function queryInteger(
+  name: string,
+  text: string | undefined,
+  range: { min: number; max: number },
+): number | undefined {
   if (text === undefined) return undefined;
   const value = DECIMAL.test(text) ? Number(text) : Number.NaN;
   if (!(value >= range.min && value <= range.max)) {
     const shown = text.length > 24 ? `${text.slice(0, 24)}…` : text;
-    throw new BadRequestError(`${name} must be a whole number from ${range.min} to ${range.max} (got ${JSON.stringify(shown)})`);
+    throw new BadRequestError(
+      `${name} must be a whole number from ${range.min} to ${range.max} (got ${JSON.stringify(shown)})`,
+    );
   }
   return value;
 }

@@ -33,13 +33,19 @@ export const MAX_CONNECTIONS = 512;
 
 /** The options of fastify's factory that carry these limits; `https` gets the limits merged in. */
 export function serverLimitOptions<T extends object>(https?: T) {
-  const nodeOptions = { headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, connectionsCheckingInterval: CONNECTIONS_CHECK_MS };
+  const nodeOptions = {
+    headersTimeout: HEADERS_TIMEOUT_MS,
+    requestTimeout: REQUEST_TIMEOUT_MS,
+    connectionsCheckingInterval: CONNECTIONS_CHECK_MS,
+  };
   return {
     // fastify sets these on the server after creating it (its defaults: no request timeout, 72 s keep-alive).
     requestTimeout: REQUEST_TIMEOUT_MS,
     keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
     connectionTimeout: IDLE_TIMEOUT_MS,
-    ...(https ? { https: { ...https, ...nodeOptions, handshakeTimeout: TLS_HANDSHAKE_TIMEOUT_MS } } : { http: nodeOptions }),
+    ...(https
+      ? { https: { ...https, ...nodeOptions, handshakeTimeout: TLS_HANDSHAKE_TIMEOUT_MS } }
+      : { http: nodeOptions }),
   };
 }
 

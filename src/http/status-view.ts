@@ -25,7 +25,8 @@ export function statusViewOf(s: StatusSources): (options: { actions: boolean }) 
     const ups = runtimes.length ? (await runtimes[0]![1].metrics.apiUp.get()).values.map((v) => v.value) : [];
     const apiUp = ups.length ? Math.min(...ups) : undefined;
     const ipsOf = (poller: AccountRuntime['poller'], ref: ServiceRef, known: string[] = []) => {
-      const counts = poller.firewallState.services.get(FirewallSeriesState.key(ref))?.counts ?? new Map<string, number>();
+      const counts =
+        poller.firewallState.services.get(FirewallSeriesState.key(ref))?.counts ?? new Map<string, number>();
       const newest = poller.attacks.newestPerIp(ref);
       const ips = new Set([...known, ...counts.keys()]);
       return [...ips].map((ip) => {
@@ -45,27 +46,36 @@ export function statusViewOf(s: StatusSources): (options: { actions: boolean }) 
     return {
       version: s.version,
       apiUp,
-      polls: runtimes.flatMap(([account, { poller }]) => [...poller.jobs.values()].map((job) => ({ account, job }))).map(({ account, job }) => ({
-        account,
-        poll: job.name,
-        outcome: job.last?.outcome,
-        finishedAt: job.last?.finishedAt,
-        lastSuccessAt: job.lastSuccessAt,
-        durationMs: job.last?.durationMs,
-      })),
-      servers: runtimes.flatMap(([account, { poller }]) => [...poller.inventory.values()].map((server) => ({
-        account,
-        serverId: server.serverId,
-        hostname: server.hostname,
-        location: server.location,
-        status: server.status,
-        ips: ipsOf(poller, { serviceType: 'dedicated', serviceId: server.serverId }, server.ips),
-      }))),
+      polls: runtimes
+        .flatMap(([account, { poller }]) => [...poller.jobs.values()].map((job) => ({ account, job })))
+        .map(({ account, job }) => ({
+          account,
+          poll: job.name,
+          outcome: job.last?.outcome,
+          finishedAt: job.last?.finishedAt,
+          lastSuccessAt: job.lastSuccessAt,
+          durationMs: job.last?.durationMs,
+        })),
+      servers: runtimes.flatMap(([account, { poller }]) =>
+        [...poller.inventory.values()].map((server) => ({
+          account,
+          serverId: server.serverId,
+          hostname: server.hostname,
+          location: server.location,
+          status: server.status,
+          ips: ipsOf(poller, { serviceType: 'dedicated', serviceId: server.serverId }, server.ips),
+        })),
+      ),
       services: runtimes.flatMap(([account, { poller }]) =>
         poller
           .services()
           .filter((ref) => ref.serviceType !== 'dedicated')
-          .map((ref) => ({ account, serviceType: ref.serviceType, serviceId: ref.serviceId, ips: ipsOf(poller, ref).filter((i) => i.events > 0) })),
+          .map((ref) => ({
+            account,
+            serviceType: ref.serviceType,
+            serviceId: ref.serviceId,
+            ips: ipsOf(poller, ref).filter((i) => i.events > 0),
+          })),
       ),
       graphs: listGraphs(new Map(runtimes.map(([account, r]) => [account, r.graphStore]))).slice(0, s.maxGraphs ?? 24),
       actions,

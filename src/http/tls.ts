@@ -30,7 +30,8 @@ export function watchTls(server: Server, files: TlsFiles, logger: Logger): { rel
   const onChange = (current: { mtimeMs: number }, previous: { mtimeMs: number }) => {
     if (current.mtimeMs !== previous.mtimeMs) reload();
   };
-  for (const file of [files.certFile, files.keyFile]) watchFile(file, { interval: 10_000, persistent: false }, onChange);
+  for (const file of [files.certFile, files.keyFile])
+    watchFile(file, { interval: 10_000, persistent: false }, onChange);
   return {
     reload,
     stop: () => {

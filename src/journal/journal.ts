@@ -9,9 +9,16 @@
 import type { DatabaseSync } from 'node:sqlite';
 import { JournalError } from '../errors.js';
 import type { Decision } from '../remediation/decisions.js';
-import { toDesired, toEntry, type DesiredFirewall, type Delivery, type JournalEntry, type NewEntry, type Row } from './rows.js';
+import {
+  toDesired,
+  toEntry,
+  type DesiredFirewall,
+  type Delivery,
+  type JournalEntry,
+  type NewEntry,
+  type Row,
+} from './rows.js';
 import { openDatabase } from './open.js';
-
 
 /**
  * Decisions that mean an upstream call was made or may have been (they count against the budget and the
@@ -61,7 +68,10 @@ export class Journal {
 
   /** What is wrong with the journal now (it did not open, or its last write failed), for /readyz. */
   get problem(): string | undefined {
-    return this.#openFailure ?? (this.#writeFailure === undefined ? undefined : `its last write failed: ${this.#writeFailure}`);
+    return (
+      this.#openFailure ??
+      (this.#writeFailure === undefined ? undefined : `its last write failed: ${this.#writeFailure}`)
+    );
   }
 
   /** Runs `fn` in one transaction, which holds the database's write lock from its start (BEGIN IMMEDIATE):
@@ -87,13 +97,28 @@ export class Journal {
           `INSERT INTO actions (created_at, source, action, server_id, ip, value, alertname, fingerprint, starts_at, decision, message)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         )
-        .run(entry.createdAt, entry.source, entry.action, entry.serverId, entry.ip, entry.value, entry.alertname, entry.fingerprint, entry.startsAt, entry.decision, entry.message ?? null);
+        .run(
+          entry.createdAt,
+          entry.source,
+          entry.action,
+          entry.serverId,
+          entry.ip,
+          entry.value,
+          entry.alertname,
+          entry.fingerprint,
+          entry.startsAt,
+          entry.decision,
+          entry.message ?? null,
+        );
       return Number(result.lastInsertRowid);
     });
   }
 
   /** Completes a row after its upstream call (or a later decision). */
-  complete(id: number, update: { decision: Decision; upstreamOutcome?: string | null; message?: string | null; at: number }): void {
+  complete(
+    id: number,
+    update: { decision: Decision; upstreamOutcome?: string | null; message?: string | null; at: number },
+  ): void {
     this.#write((db) =>
       db
         .prepare('UPDATE actions SET decision = ?, upstream_outcome = ?, message = ?, completed_at = ? WHERE id = ?')
@@ -107,21 +132,37 @@ export class Journal {
    */
   claimDelivery(key: string, digest: string, actionId: number, at: number): boolean {
     return this.#write(
-      (db) => db.prepare('INSERT INTO deliveries (key, action_id, created_at, request_digest, seen_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING').run(key, actionId, at, digest, at).changes === 1,
+      (db) =>
+        db
+          .prepare(
+            'INSERT INTO deliveries (key, action_id, created_at, request_digest, seen_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING',
+          )
+          .run(key, actionId, at, digest, at).changes === 1,
     );
   }
 
   /** The claim of `key`, if any; `seenAt` (ms) marks it as seen again, which keeps it from being pruned. */
   delivery(key: string, seenAt?: number): Delivery | undefined {
-    const row = this.#access((db) => db.prepare('SELECT action_id, request_digest FROM deliveries WHERE key = ?').get(key) as Row | undefined);
+    const row = this.#access(
+      (db) => db.prepare('SELECT action_id, request_digest FROM deliveries WHERE key = ?').get(key) as Row | undefined,
+    );
     if (!row) return undefined;
-    if (seenAt !== undefined) this.#write((db) => db.prepare('UPDATE deliveries SET seen_at = ? WHERE key = ?').run(seenAt, key));
+    if (seenAt !== undefined)
+      this.#write((db) => db.prepare('UPDATE deliveries SET seen_at = ? WHERE key = ?').run(seenAt, key));
     return { actionId: Number(row.action_id), digest: row.request_digest as string | null };
   }
 
   /** Upstream calls made since `since` (ms), all actions together: the budget's use. */
   sentSince(since: number): number {
-    return this.#access((db) => Number((db.prepare(`SELECT count(*) AS n FROM actions WHERE created_at >= ? AND decision IN ${SENT}`).get(since) as Row).n));
+    return this.#access((db) =>
+      Number(
+        (
+          db
+            .prepare(`SELECT count(*) AS n FROM actions WHERE created_at >= ? AND decision IN ${SENT}`)
+            .get(since) as Row
+        ).n,
+      ),
+    );
   }
 
   /** Time (ms) of the last upstream call of `action` on the target, if any. */
@@ -129,7 +170,9 @@ export class Journal {
     const row = this.#access(
       (db) =>
         db
-          .prepare(`SELECT max(created_at) AS at FROM actions WHERE action = ? AND server_id = ? AND ip IS ? AND decision IN ${SENT}`)
+          .prepare(
+            `SELECT max(created_at) AS at FROM actions WHERE action = ? AND server_id = ? AND ip IS ? AND decision IN ${SENT}`,
+          )
           .get(action, serverId, ip) as Row,
     );
     return row.at === null ? undefined : Number(row.at);
@@ -145,8 +188,16 @@ export class Journal {
     return this.#access((db) =>
       (
         db
-          .prepare('SELECT * FROM actions WHERE (? IS NULL OR server_id = ?) AND (? IS NULL OR action = ?) ORDER BY id DESC LIMIT ?')
-          .all(filter.serverId ?? null, filter.serverId ?? null, filter.action ?? null, filter.action ?? null, filter.limit) as Row[]
+          .prepare(
+            'SELECT * FROM actions WHERE (? IS NULL OR server_id = ?) AND (? IS NULL OR action = ?) ORDER BY id DESC LIMIT ?',
+          )
+          .all(
+            filter.serverId ?? null,
+            filter.serverId ?? null,
+            filter.action ?? null,
+            filter.action ?? null,
+            filter.limit,
+          ) as Row[]
       ).map(toEntry),
     );
   }
@@ -170,7 +221,13 @@ export class Journal {
   /** Rows per action and decision (rows still `executing` left out), to rebuild counters at start. */
   decisionCounts(): Array<{ action: string; decision: Decision; count: number }> {
     return this.#access((db) =>
-      (db.prepare("SELECT action, decision, count(*) AS n FROM actions WHERE decision != 'executing' GROUP BY action, decision").all() as Row[]).map((r) => ({
+      (
+        db
+          .prepare(
+            "SELECT action, decision, count(*) AS n FROM actions WHERE decision != 'executing' GROUP BY action, decision",
+          )
+          .all() as Row[]
+      ).map((r) => ({
         action: String(r.action),
         decision: r.decision as Decision,
         count: Number(r.n),
@@ -182,7 +239,11 @@ export class Journal {
   lastFailures(): Array<{ action: string; decision: 'failed' | 'unknown'; at: number }> {
     return this.#access((db) =>
       (
-        db.prepare("SELECT action, decision, max(coalesce(completed_at, created_at)) AS at FROM actions WHERE decision IN ('failed', 'unknown') GROUP BY action, decision").all() as Row[]
+        db
+          .prepare(
+            "SELECT action, decision, max(coalesce(completed_at, created_at)) AS at FROM actions WHERE decision IN ('failed', 'unknown') GROUP BY action, decision",
+          )
+          .all() as Row[]
       ).map((r) => ({ action: String(r.action), decision: r.decision as 'failed' | 'unknown', at: Number(r.at) })),
     );
   }
@@ -194,7 +255,13 @@ export class Journal {
    */
   prune(before: number, batch: number): number {
     return this.#write((db) => {
-      const keys = Number(db.prepare('DELETE FROM deliveries WHERE rowid IN (SELECT rowid FROM deliveries WHERE coalesce(seen_at, created_at) < ? LIMIT ?)').run(before, batch).changes);
+      const keys = Number(
+        db
+          .prepare(
+            'DELETE FROM deliveries WHERE rowid IN (SELECT rowid FROM deliveries WHERE coalesce(seen_at, created_at) < ? LIMIT ?)',
+          )
+          .run(before, batch).changes,
+      );
       const rows = Number(
         db
           .prepare(
@@ -208,7 +275,12 @@ export class Journal {
   }
 
   desired(serverId: string, ip: string): DesiredFirewall | undefined {
-    const row = this.#access((db) => db.prepare('SELECT * FROM firewall_desired WHERE server_id = ? AND ip = ?').get(serverId, ip) as Row | undefined);
+    const row = this.#access(
+      (db) =>
+        db.prepare('SELECT * FROM firewall_desired WHERE server_id = ? AND ip = ?').get(serverId, ip) as
+          | Row
+          | undefined,
+    );
     return row ? toDesired(row) : undefined;
   }
 
@@ -219,11 +291,17 @@ export class Journal {
 
   /** Pending changes due at or before `at`, oldest due first. */
   dueDesired(at: number): DesiredFirewall[] {
-    return this.#access((db) => (db.prepare('SELECT * FROM firewall_desired WHERE pending = 1 AND due_at <= ? ORDER BY due_at').all(at) as Row[]).map(toDesired));
+    return this.#access((db) =>
+      (
+        db.prepare('SELECT * FROM firewall_desired WHERE pending = 1 AND due_at <= ? ORDER BY due_at').all(at) as Row[]
+      ).map(toDesired),
+    );
   }
 
   pendingCount(): number {
-    return this.#access((db) => Number((db.prepare('SELECT count(*) AS n FROM firewall_desired WHERE pending = 1').get() as Row).n));
+    return this.#access((db) =>
+      Number((db.prepare('SELECT count(*) AS n FROM firewall_desired WHERE pending = 1').get() as Row).n),
+    );
   }
 
   saveDesired(d: DesiredFirewall): void {
@@ -236,7 +314,17 @@ export class Journal {
              pending = excluded.pending, attempts = excluded.attempts, applied_state = excluded.applied_state,
              applied_at = excluded.applied_at, cooldown_ms = excluded.cooldown_ms`,
         )
-        .run(d.serverId, d.ip, d.desiredState, d.dueAt, d.pending ? 1 : 0, d.attempts, d.appliedState, d.appliedAt, d.cooldownMs),
+        .run(
+          d.serverId,
+          d.ip,
+          d.desiredState,
+          d.dueAt,
+          d.pending ? 1 : 0,
+          d.attempts,
+          d.appliedState,
+          d.appliedAt,
+          d.cooldownMs,
+        ),
     );
   }
 
@@ -245,15 +333,27 @@ export class Journal {
    * earlier mark), clears the mark of servers back in it, and deletes the rows missing since before
    * `retireBefore`. Returns the rows deleted.
    */
-  retireMissing(isListed: (serverId: string) => boolean, at: number, retireBefore: number): Array<{ serverId: string; ip: string }> {
+  retireMissing(
+    isListed: (serverId: string) => boolean,
+    at: number,
+    retireBefore: number,
+  ): Array<{ serverId: string; ip: string }> {
     return this.#write((db) => {
       for (const r of db.prepare('SELECT DISTINCT server_id, missing_since FROM firewall_desired').all() as Row[]) {
         const serverId = String(r.server_id);
         const listed = isListed(serverId);
-        if (listed && r.missing_since !== null) db.prepare('UPDATE firewall_desired SET missing_since = NULL WHERE server_id = ?').run(serverId);
-        if (!listed && r.missing_since === null) db.prepare('UPDATE firewall_desired SET missing_since = ? WHERE server_id = ?').run(at, serverId);
+        if (listed && r.missing_since !== null)
+          db.prepare('UPDATE firewall_desired SET missing_since = NULL WHERE server_id = ?').run(serverId);
+        if (!listed && r.missing_since === null)
+          db.prepare('UPDATE firewall_desired SET missing_since = ? WHERE server_id = ?').run(at, serverId);
       }
-      return (db.prepare('DELETE FROM firewall_desired WHERE missing_since IS NOT NULL AND missing_since < ? RETURNING server_id, ip').all(retireBefore) as Row[]).map((r) => ({
+      return (
+        db
+          .prepare(
+            'DELETE FROM firewall_desired WHERE missing_since IS NOT NULL AND missing_since < ? RETURNING server_id, ip',
+          )
+          .all(retireBefore) as Row[]
+      ).map((r) => ({
         serverId: String(r.server_id),
         ip: String(r.ip),
       }));

@@ -73,7 +73,8 @@ export function refuseFile(path: string): string | undefined {
   } finally {
     closeSync(fd);
   }
-  if (!head.equals(SQLITE_HEADER)) return `${path} is not a SQLite database (wrong file header); move it away to start a new journal`;
+  if (!head.equals(SQLITE_HEADER))
+    return `${path} is not a SQLite database (wrong file header); move it away to start a new journal`;
   return undefined;
 }
 
@@ -91,7 +92,8 @@ export function openDatabase(path: string): DatabaseSync {
     const check = db.prepare('PRAGMA quick_check(1)').get() as { quick_check?: unknown } | undefined;
     if (check?.quick_check !== 'ok') throw new Error(`integrity check failed: ${String(check?.quick_check)}`);
     const version = Number((db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version);
-    if (version > MIGRATIONS.length) throw new Error(`schema version ${version} is newer than this exporter knows (${MIGRATIONS.length})`);
+    if (version > MIGRATIONS.length)
+      throw new Error(`schema version ${version} is newer than this exporter knows (${MIGRATIONS.length})`);
     for (let v = version; v < MIGRATIONS.length; v++) {
       db.exec('BEGIN IMMEDIATE');
       try {

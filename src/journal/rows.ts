@@ -26,7 +26,9 @@ export interface JournalEntry {
   message: string | null;
 }
 
-export type NewEntry = Omit<JournalEntry, 'id' | 'completedAt' | 'upstreamOutcome' | 'message'> & { message?: string | null };
+export type NewEntry = Omit<JournalEntry, 'id' | 'completedAt' | 'upstreamOutcome' | 'message'> & {
+  message?: string | null;
+};
 
 /** The desired firewall state of one IP, with what was last applied. */
 export interface DesiredFirewall {

@@ -60,7 +60,8 @@ export function lockStateDir(stateDir: string): StateLock {
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code ?? '';
       // Monitoring must go on with a read-only state_dir; the journal cannot be written there either.
-      if (UNWRITABLE.has(code)) return { path, problem: `cannot write the lock file ${path} (${code})`, release: () => undefined };
+      if (UNWRITABLE.has(code))
+        return { path, problem: `cannot write the lock file ${path} (${code})`, release: () => undefined };
       if (code !== 'EEXIST') throw error;
       const pid = holderOf(path);
       if (pid !== undefined && pid !== process.pid && alive(pid)) throw new StateDirLockedError(stateDir, pid);

@@ -35,9 +35,15 @@ export function createApiObserver(metrics: Metrics, onChange: () => void): ApiOb
     onRequest: ({ operation, outcome, durationSeconds }) => {
       const key = `${operation}\u0000${outcome}`;
       let counter = requests.get(key);
-      if (!counter) requests.set(key, (counter = metrics.apiRequests.labels({ operation, outcome })));
+      if (!counter) {
+        counter = metrics.apiRequests.labels({ operation, outcome });
+        requests.set(key, counter);
+      }
       let histogram = durations.get(operation);
-      if (!histogram) durations.set(operation, (histogram = metrics.apiRequestDuration.labels({ operation })));
+      if (!histogram) {
+        histogram = metrics.apiRequestDuration.labels({ operation });
+        durations.set(operation, histogram);
+      }
       counter.inc();
       histogram.observe(durationSeconds);
       if (outcome === 'success') succeeded++;

@@ -26,7 +26,19 @@ export const DAEMON_OPERATIONS = [
   'firewall_sensitivity',
 ] as const;
 /** `baremetal_api_requests_total{outcome}`: success and the `outcome` of each UpstreamError class (errors.ts). */
-export const REQUEST_OUTCOMES = ['success', 'api_error', 'http_error', 'invalid_reply', 'timeout', 'tls_error', 'connection_error', 'too_large', 'rate_limited', 'cancelled', 'error'] as const;
+export const REQUEST_OUTCOMES = [
+  'success',
+  'api_error',
+  'http_error',
+  'invalid_reply',
+  'timeout',
+  'tls_error',
+  'connection_error',
+  'too_large',
+  'rate_limited',
+  'cancelled',
+  'error',
+] as const;
 /** `baremetal_poll_runs_total{outcome}` (RunOutcome). */
 const POLL_OUTCOMES = ['success', 'partial', 'failure', 'skipped'] as const;
 
@@ -117,7 +129,17 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
     serverInfo: new Gauge({
       name: 'baremetal_server_info',
       help: `Always 1 per dedicated server; labels carry its inventory data (empty when the API did not send a field). ${CACHED}`,
-      labelNames: ['account', 'server_id', 'hostname', 'ip', 'os', 'processor', 'memory', 'location', 'status'] as const,
+      labelNames: [
+        'account',
+        'server_id',
+        'hostname',
+        'ip',
+        'os',
+        'processor',
+        'memory',
+        'location',
+        'status',
+      ] as const,
       registers,
     }),
     serverIps: new Gauge({
@@ -227,7 +249,16 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       registers,
     }),
   };
-  metrics.buildInfo.set({ version: options.version ?? '0.0.0', revision: BUILD.revision, branch: BUILD.branch, nodejs: process.version, goversion: `node${process.versions.node}` }, 1);
+  metrics.buildInfo.set(
+    {
+      version: options.version ?? '0.0.0',
+      revision: BUILD.revision,
+      branch: BUILD.branch,
+      nodejs: process.version,
+      goversion: `node${process.versions.node}`,
+    },
+    1,
+  );
   return metrics;
 }
 
@@ -276,16 +307,34 @@ export function forAccount(metrics: Metrics, account: string): Metrics {
   // them see the first event after a start (a series that appears at 1 has no increase).
   for (const reason of ['invalid_ip', 'ip_limit'] as const) view.firewallEventsDropped.inc({ reason }, 0);
   for (const action of ACTIONS) for (const decision of DECISIONS) view.actionRequests.inc({ action, decision }, 0);
-  for (const operation of DAEMON_OPERATIONS) for (const outcome of REQUEST_OUTCOMES) view.apiRequests.inc({ operation, outcome }, 0);
+  for (const operation of DAEMON_OPERATIONS)
+    for (const outcome of REQUEST_OUTCOMES) view.apiRequests.inc({ operation, outcome }, 0);
   for (const poll of JOB_NAMES) for (const outcome of POLL_OUTCOMES) view.pollRuns.inc({ poll, outcome }, 0);
   // A gauge with labels has no series until set: these were exposed at 0 from the start before accounts
   // (the API down until its first server list says otherwise).
-  for (const gauge of [view.apiUp, view.servers, view.serverRecordsSkipped, view.catalogOperatingSystems, view.catalogLocations]) gauge.set(0);
+  for (const gauge of [
+    view.apiUp,
+    view.servers,
+    view.serverRecordsSkipped,
+    view.catalogOperatingSystems,
+    view.catalogLocations,
+  ])
+    gauge.set(0);
   return view;
 }
 
 /** prom-client's methods whose first argument is the optional label set. */
-const LABELLED = new Set(['set', 'inc', 'dec', 'observe', 'remove', 'labels', 'startTimer', 'setToCurrentTime', 'zero']);
+const LABELLED = new Set([
+  'set',
+  'inc',
+  'dec',
+  'observe',
+  'remove',
+  'labels',
+  'startTimer',
+  'setToCurrentTime',
+  'zero',
+]);
 
 /**
  * `metric` with `{ account }` merged into (or put before) the label set of each labelled call. A Proxy
@@ -299,7 +348,8 @@ function withAccount<M extends object>(metric: M, account: string): M {
       if (typeof prop !== 'string' || !LABELLED.has(prop) || typeof value !== 'function') return value;
       return (...args: unknown[]) => {
         const first = args[0];
-        if (first !== null && typeof first === 'object') return value.call(target, { account, ...first }, ...args.slice(1));
+        if (first !== null && typeof first === 'object')
+          return value.call(target, { account, ...first }, ...args.slice(1));
         return value.call(target, { account }, ...args);
       };
     },

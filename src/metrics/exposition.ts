@@ -46,7 +46,10 @@ async function renderMetric(metric: object, text: Renderer, om: Renderer): Promi
   const source = metric as unknown as { get(): Promise<Collected>; getForPromString?: () => Promise<Collected> };
   const data = await (source.getForPromString ? source.getForPromString() : source.get());
   const family = data.type === 'counter' ? { ...data, name: data.name.replace(/_total$/, '') } : data;
-  return [await text.getMetricsAsString({ get: async () => data }), await om.getMetricsAsString({ get: async () => family })];
+  return [
+    await text.getMetricsAsString({ get: async () => data }),
+    await om.getMetricsAsString({ get: async () => family }),
+  ];
 }
 
 export interface ExpositionCacheOptions {
@@ -122,7 +125,10 @@ export class ExpositionCache {
       }
       parts.push(NEWLINE);
       omParts.push(EOF);
-      const bodies: Record<ExpositionFormat, Buffer> = { text: Buffer.concat(parts), openmetrics: Buffer.concat(omParts) };
+      const bodies: Record<ExpositionFormat, Buffer> = {
+        text: Buffer.concat(parts),
+        openmetrics: Buffer.concat(omParts),
+      };
       const compressed = new Map<ExpositionFormat, Promise<Buffer>>();
       this.#current = {
         body: bodies.text,
@@ -131,7 +137,10 @@ export class ExpositionCache {
         renderedAt: now,
         gzipped: (format) => {
           let zipped = compressed.get(format);
-          if (!zipped) compressed.set(format, (zipped = gzipAsync(bodies[format])));
+          if (!zipped) {
+            zipped = gzipAsync(bodies[format]);
+            compressed.set(format, zipped);
+          }
           return zipped;
         },
       };

@@ -54,7 +54,8 @@ export class DesiredFirewallState {
     const { journal, config } = this.#deps;
     const ip = req.ip!;
     const state = req.value as '0' | '1';
-    if (config.dryRun) return decide('dry_run', `dry run: desired state ${state} recorded, nothing sent upstream`, true);
+    if (config.dryRun)
+      return decide('dry_run', `dry run: desired state ${state} recorded, nothing sent upstream`, true);
 
     const previous = journal.desired(req.serverId, ip);
     const cooldownMs = Math.max(req.cooldownMs, previous?.cooldownMs ?? 0);
@@ -128,7 +129,12 @@ export class DesiredFirewallState {
       const decision = failureDecision(error);
       const attempts = latest.attempts + 1;
       const retryAt = at + retryDelay(attempts, latest.cooldownMs);
-      journal.saveDesired({ ...latest, attempts, pending: latest.appliedState !== latest.desiredState || decision === 'unknown', dueAt: retryAt });
+      journal.saveDesired({
+        ...latest,
+        attempts,
+        pending: latest.appliedState !== latest.desiredState || decision === 'unknown',
+        dueAt: retryAt,
+      });
       journal.complete(id, { decision, upstreamOutcome: failureOutcome(error), message, at });
       logger.error(
         { server_id: d.serverId, ip: d.ip, attempts, decision, retry_at: new Date(retryAt).toISOString(), err: error },
@@ -163,10 +169,17 @@ export class DesiredFirewallState {
         // Firing then resolved inside one window: the IP is already where it should end. No call.
         journal.saveDesired({ ...d, pending: false });
         const message = `collapsed: IP ${d.ip} is already in state ${d.desiredState}`;
-        record('firewall_state', { id: journal.insert({ ...base, decision: 'duplicate', message }), decision: 'duplicate', message: '' });
+        record('firewall_state', {
+          id: journal.insert({ ...base, decision: 'duplicate', message }),
+          decision: 'duplicate',
+          message: '',
+        });
         continue;
       }
-      const lastSent = Math.max(d.appliedAt ?? -Infinity, journal.lastSent('firewall_state', d.serverId, d.ip) ?? -Infinity);
+      const lastSent = Math.max(
+        d.appliedAt ?? -Infinity,
+        journal.lastSent('firewall_state', d.serverId, d.ip) ?? -Infinity,
+      );
       if (now - lastSent < d.cooldownMs) {
         journal.saveDesired({ ...d, dueAt: lastSent + d.cooldownMs });
         continue;

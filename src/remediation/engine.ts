@@ -69,8 +69,10 @@ export class RemediationEngine {
       );
     }
     // Decision metrics are rebuilt from the journal, so a restart loses none (failed and unknown included).
-    for (const c of journal.decisionCounts()) metrics.actionRequests.inc({ action: c.action, decision: c.decision }, c.count);
-    for (const f of journal.lastFailures()) metrics.actionLastFailure.set({ action: f.action, decision: f.decision }, f.at / 1000);
+    for (const c of journal.decisionCounts())
+      metrics.actionRequests.inc({ action: c.action, decision: c.decision }, c.count);
+    for (const f of journal.lastFailures())
+      metrics.actionLastFailure.set({ action: f.action, decision: f.decision }, f.at / 1000);
     for (const d of journal.allDesired()) {
       metrics.firewallDesiredState.set({ server_id: d.serverId, ip: d.ip }, Number(d.desiredState));
     }
@@ -110,7 +112,9 @@ export class RemediationEngine {
     const decide: DecideFn = (decision, message, claim) => {
       const id = journal.insert({ ...entry, decision, message });
       if (claim && req.idempotencyKey !== undefined) journal.claimDelivery(req.idempotencyKey, digest, id, now);
-      return decision === 'executing' ? { id, decision: 'executed', message: '', send: true } : { id, decision, message, send: false };
+      return decision === 'executing'
+        ? { id, decision: 'executed', message: '', send: true }
+        : { id, decision, message, send: false };
     };
     let desiredRecorded = false;
     // One transaction checks and claims: a second request (or daemon) for the same key waits for it.
@@ -126,7 +130,10 @@ export class RemediationEngine {
       if (cooling) return decide(cooling.decision, cooling.message, false);
       if (config.dryRun) return decide('dry_run', 'dry run: nothing sent upstream', true);
       if (this.#budgetLeft(now) <= 0) {
-        this.#deps.logger.warn({ action: req.action, server_id: req.serverId }, 'remediation budget exhausted: action denied');
+        this.#deps.logger.warn(
+          { action: req.action, server_id: req.serverId },
+          'remediation budget exhausted: action denied',
+        );
         return decide('denied_budget', `budget of ${config.budgetPerHour} actions per hour is used up`, false);
       }
       return decide('executing', '', true);
@@ -135,7 +142,8 @@ export class RemediationEngine {
       this.#deps.metrics.firewallDesiredState.set({ server_id: req.serverId, ip: req.ip! }, Number(req.value));
     }
     if (!decided.send) return this.#record(req.action, decided);
-    if (req.action === 'firewall_state') return this.#firewall.apply(journal.desired(req.serverId, req.ip!)!, decided.id);
+    if (req.action === 'firewall_state')
+      return this.#firewall.apply(journal.desired(req.serverId, req.ip!)!, decided.id);
     return this.#execute(decided.id, req.action, () => this.#send(req));
   }
 
@@ -200,8 +208,10 @@ export class RemediationEngine {
   /** Throws when no decision can be made: the journal is unavailable, or no server list was read yet. */
   #requireUsable(): void {
     const unavailable = this.#deps.journal.unavailable;
-    if (unavailable !== undefined) throw new JournalError(`remediation is disabled: the journal is unavailable: ${unavailable}`);
-    if (!this.#deps.targets.serversKnown) throw new NotReadyError('no server list read yet: cannot check the target, retry later');
+    if (unavailable !== undefined)
+      throw new JournalError(`remediation is disabled: the journal is unavailable: ${unavailable}`);
+    if (!this.#deps.targets.serversKnown)
+      throw new NotReadyError('no server list read yet: cannot check the target, retry later');
   }
 
   #budgetLeft(now: number): number {
@@ -212,7 +222,12 @@ export class RemediationEngine {
   async #execute(id: number, action: string, call: () => Promise<{ message: string }>): Promise<ActionDecision> {
     try {
       const result = await call();
-      this.#deps.journal.complete(id, { decision: 'executed', upstreamOutcome: 'success', message: result.message, at: this.#now() });
+      this.#deps.journal.complete(id, {
+        decision: 'executed',
+        upstreamOutcome: 'success',
+        message: result.message,
+        at: this.#now(),
+      });
       return this.#record(action, { id, decision: 'executed', message: result.message });
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
@@ -221,7 +236,9 @@ export class RemediationEngine {
       this.#deps.journal.complete(id, { decision, upstreamOutcome: failureOutcome(error), message, at });
       this.#deps.logger.error(
         { action, journal_id: id, decision, err: error },
-        decision === 'unknown' ? 'remediation action outcome unknown: the API may have acted' : 'remediation action failed',
+        decision === 'unknown'
+          ? 'remediation action outcome unknown: the API may have acted'
+          : 'remediation action failed',
       );
       return this.#record(action, { id, decision, message }, at);
     }
@@ -235,7 +252,11 @@ export class RemediationEngine {
       case 'poweroff':
         return power(client, req.action, req.serverId);
       case 'firewall_sensitivity':
-        return setFirewallSensitivity(client, { serverId: req.serverId, ip: req.ip!, sensitivity: req.value as Sensitivity });
+        return setFirewallSensitivity(client, {
+          serverId: req.serverId,
+          ip: req.ip!,
+          sensitivity: req.value as Sensitivity,
+        });
       case 'firewall_state':
         return setFirewallState(client, { serverId: req.serverId, ip: req.ip!, state: req.value as '0' | '1' });
     }

@@ -26,14 +26,17 @@ export function checkDelivery(journal: Journal, req: ActionRequest, digest: stri
   const first = journal.delivery(req.idempotencyKey, now);
   if (first === undefined) return undefined;
   if (req.source === 'operator' && first.digest !== null && first.digest !== digest) {
-    throw new IdempotencyMismatchError(`Idempotency-Key was already used for a different request (journal entry ${first.actionId}); use a new key for a new request`);
+    throw new IdempotencyMismatchError(
+      `Idempotency-Key was already used for a different request (journal entry ${first.actionId}); use a new key for a new request`,
+    );
   }
   return { decision: 'duplicate', message: `already acted on this delivery (journal entry ${first.actionId})` };
 }
 
 /** The server is in the latest server list, and the IP (if any) belongs to it unless the rule says otherwise. */
 export function checkTarget(targets: TargetDirectory, req: ActionRequest): Denial | undefined {
-  if (!targets.hasServer(req.serverId)) return { decision: 'denied_unknown_target', message: `server ${req.serverId} is not in the latest server list` };
+  if (!targets.hasServer(req.serverId))
+    return { decision: 'denied_unknown_target', message: `server ${req.serverId} is not in the latest server list` };
   if (req.ip !== undefined && req.requireOwnedIp && !targets.ownsIp(req.serverId, req.ip)) {
     return { decision: 'denied_unknown_target', message: `IP ${req.ip} does not belong to server ${req.serverId}` };
   }
@@ -45,7 +48,10 @@ export function checkCooldown(journal: Journal, req: ActionRequest, now: number)
   const last = journal.lastSent(req.action, req.serverId, req.ip ?? null);
   if (last === undefined || now - last >= req.cooldownMs) return undefined;
   const target = req.ip ? `${req.serverId}/${req.ip}` : req.serverId;
-  return { decision: 'cooldown', message: `${req.action} on ${target} ran ${Math.round((now - last) / 1000)}s ago; cooldown ${req.cooldownMs / 1000}s` };
+  return {
+    decision: 'cooldown',
+    message: `${req.action} on ${target} ran ${Math.round((now - last) / 1000)}s ago; cooldown ${req.cooldownMs / 1000}s`,
+  };
 }
 
 /** Upstream calls still allowed in the rolling hour before `now`. */

@@ -58,7 +58,11 @@ export class Housekeeping {
     if (!targets.serversKnown) return 0;
     const retired = journal.retireMissing((id) => targets.hasServer(id), now, now - RETIRE_AFTER_MS);
     for (const r of retired) metrics.firewallDesiredState.remove({ server_id: r.serverId, ip: r.ip });
-    if (retired.length > 0) logger.info({ retired: retired.length }, 'desired firewall state of servers gone from the server list for 24h retired');
+    if (retired.length > 0)
+      logger.info(
+        { retired: retired.length },
+        'desired firewall state of servers gone from the server list for 24h retired',
+      );
     return retired.length;
   }
 
@@ -73,7 +77,11 @@ export class Housekeeping {
       if (n < PRUNE_BATCH) break;
       await yieldToLoop();
     }
-    if (total > 0) logger.info({ pruned: total, retention_ms: config.journalRetentionMs }, 'journal rows older than the retention pruned');
+    if (total > 0)
+      logger.info(
+        { pruned: total, retention_ms: config.journalRetentionMs },
+        'journal rows older than the retention pruned',
+      );
     return total;
   }
 }

@@ -10,7 +10,9 @@ import type { ActionRequest } from './types.js';
 import type { WebhookAlert } from './webhook.js';
 
 export function matches(rule: RemediationRule, alert: WebhookAlert): boolean {
-  return alert.labels.alertname === rule.alertname && Object.entries(rule.matchers).every(([k, v]) => alert.labels[k] === v);
+  return (
+    alert.labels.alertname === rule.alertname && Object.entries(rule.matchers).every(([k, v]) => alert.labels[k] === v)
+  );
 }
 
 /**
@@ -22,7 +24,10 @@ export function requestsFor(alert: WebhookAlert, index: number, rules: Remediati
   for (const rule of rules.filter((r) => matches(r, alert))) {
     const label = (name: string) => {
       const value = alert.labels[name];
-      if (!value) throw new BadRequestError(`alerts[${index}].labels.${name}: required by the ${rule.action} rule for ${rule.alertname}`);
+      if (!value)
+        throw new BadRequestError(
+          `alerts[${index}].labels.${name}: required by the ${rule.action} rule for ${rule.alertname}`,
+        );
       return value;
     };
     const serverId = label(rule.serverIdLabel);
@@ -39,9 +44,15 @@ export function requestsFor(alert: WebhookAlert, index: number, rules: Remediati
     };
     if (rule.action === 'firewall_state') {
       const firing = alert.status === 'firing';
-      requests.push({ ...base, ip: label(rule.ipLabel), value: firing ? rule.firingState : rule.resolvedState, holdMs: firing ? 0 : rule.holdMs });
+      requests.push({
+        ...base,
+        ip: label(rule.ipLabel),
+        value: firing ? rule.firingState : rule.resolvedState,
+        holdMs: firing ? 0 : rule.holdMs,
+      });
     } else if (alert.status === 'firing') {
-      if (rule.action === 'firewall_sensitivity') requests.push({ ...base, ip: label(rule.ipLabel), value: rule.sensitivity! });
+      if (rule.action === 'firewall_sensitivity')
+        requests.push({ ...base, ip: label(rule.ipLabel), value: rule.sensitivity! });
       else requests.push(base);
     }
   }

@@ -11,7 +11,11 @@ const STATUS = ['firing', 'resolved'] as const;
 /** One alert of the payload. */
 export const webhookAlertSchema = Type.Object({
   status: oneOf(STATUS),
-  labels: Type.Unsafe<Record<string, string> & { alertname: string }>({ type: 'object', additionalProperties: { type: 'string' }, required: ['alertname'] }),
+  labels: Type.Unsafe<Record<string, string> & { alertname: string }>({
+    type: 'object',
+    additionalProperties: { type: 'string' },
+    required: ['alertname'],
+  }),
   annotations: Type.Optional(stringMap()),
   startsAt: Type.String({ minLength: 1 }),
   endsAt: Type.Optional(Type.String()),

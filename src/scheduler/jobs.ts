@@ -5,7 +5,13 @@
  */
 import type { Logger } from 'pino';
 import { AttackLog } from '../collectors/attacks.js';
-import { collectFirewallFailure, collectFirewallHistory, FirewallSeriesState, removeFirewallService, type ServiceRef } from '../collectors/firewall.js';
+import {
+  collectFirewallFailure,
+  collectFirewallHistory,
+  FirewallSeriesState,
+  removeFirewallService,
+  type ServiceRef,
+} from '../collectors/firewall.js';
 import { collectServerList, type Inventory } from '../collectors/inventory.js';
 import type { AccountConfig, Config, JobName } from '../config/schema.js';
 import { checkImage } from '../graphs/image.js';
@@ -86,7 +92,10 @@ export class PollJobs implements TargetDirectory {
   readonly #deps: PollJobsDeps;
   readonly #now: () => number;
   /** round-robin coverage of the firewall jobs, when a run cannot poll all its services within the budget */
-  readonly #rounds = { firewall: new RoundRobin<ServiceRef>(FirewallSeriesState.key), firewall_under_attack: new RoundRobin<ServiceRef>(FirewallSeriesState.key) };
+  readonly #rounds = {
+    firewall: new RoundRobin<ServiceRef>(FirewallSeriesState.key),
+    firewall_under_attack: new RoundRobin<ServiceRef>(FirewallSeriesState.key),
+  };
   /** the start-up warning about the budget was logged */
   #budgetWarned = false;
 
@@ -102,18 +111,20 @@ export class PollJobs implements TargetDirectory {
       catalog: (signal) => this.pollCatalog(signal),
     };
     this.jobs = new Map(
-      (Object.keys(work) as JobName[]).filter((name) => name !== 'firewall_under_attack' || this.splitsFirewall).map((name) => [
-        name,
-        new PollJob({
+      (Object.keys(work) as JobName[])
+        .filter((name) => name !== 'firewall_under_attack' || this.splitsFirewall)
+        .map((name) => [
           name,
-          work: work[name],
-          metrics: deps.metrics,
-          logger: deps.logger,
-          now: this.#now,
-          deadlineMs: runDeadlineMs(schedulePeriodMs(deps.config.schedules[name])),
-          onFinished: (outcome, problem) => deps.onFinished?.(name, outcome, problem),
-        }),
-      ]),
+          new PollJob({
+            name,
+            work: work[name],
+            metrics: deps.metrics,
+            logger: deps.logger,
+            now: this.#now,
+            deadlineMs: runDeadlineMs(schedulePeriodMs(deps.config.schedules[name])),
+            onFinished: (outcome, problem) => deps.onFinished?.(name, outcome, problem),
+          }),
+        ]),
     );
   }
 
@@ -124,7 +135,11 @@ export class PollJobs implements TargetDirectory {
   /** The IP is in the server's record or was seen in its firewall history. */
   ownsIp(serverId: string, ip: string): boolean {
     if (this.inventory.get(serverId)?.ips.includes(ip)) return true;
-    return this.firewallState.services.get(FirewallSeriesState.key({ serviceType: 'dedicated', serviceId: serverId }))?.counts.has(ip) ?? false;
+    return (
+      this.firewallState.services
+        .get(FirewallSeriesState.key({ serviceType: 'dedicated', serviceId: serverId }))
+        ?.counts.has(ip) ?? false
+    );
   }
 
   /** Runs one job now (through its overlap guard); `skipped` for a job that does not exist (see `jobs`). */
@@ -158,7 +173,9 @@ export class PollJobs implements TargetDirectory {
     const periodMs = schedulePeriodMs(config.schedules[job]);
     const capacity = runCapacity(rate, runDeadlineMs(periodMs));
     if (job === 'firewall_under_attack' || !this.splitsFirewall) return capacity;
-    const attackedPerPeriod = this.servicesOf('firewall_under_attack').length * (periodMs / schedulePeriodMs(config.schedules.firewall_under_attack));
+    const attackedPerPeriod =
+      this.servicesOf('firewall_under_attack').length *
+      (periodMs / schedulePeriodMs(config.schedules.firewall_under_attack));
     return Math.max(1, Math.floor(capacity - attackedPerPeriod));
   }
 
@@ -175,7 +192,15 @@ export class PollJobs implements TargetDirectory {
     if (requests <= capacity) return;
     const runs = Math.ceil(requests / capacity);
     logger.warn(
-      { poll: 'firewall', requests, max_requests_per_second: client.budget?.ratePerSecond, schedule: config.schedules.firewall, period_seconds: schedulePeriodMs(config.schedules.firewall) / 1000, per_run: capacity, runs_per_round: runs },
+      {
+        poll: 'firewall',
+        requests,
+        max_requests_per_second: client.budget?.ratePerSecond,
+        schedule: config.schedules.firewall,
+        period_seconds: schedulePeriodMs(config.schedules.firewall) / 1000,
+        per_run: capacity,
+        runs_per_round: runs,
+      },
       `the firewall poll's ${requests} requests do not fit in its period at upstream.max_requests_per_second; each run polls ${capacity} services round-robin, every service once every ${runs} runs`,
     );
   }
@@ -206,7 +231,8 @@ export class PollJobs implements TargetDirectory {
       for (const graph of graphStore.list().filter((g) => g.serverId === serverId)) this.#removeGraphSeries(graph);
       await graphStore.removeServer(serverId);
     }
-    if (first) for (const graph of await graphStore.retainServers(new Set(inventory.keys()))) this.#removeGraphSeries(graph);
+    if (first)
+      for (const graph of await graphStore.retainServers(new Set(inventory.keys()))) this.#removeGraphSeries(graph);
     for (const serverId of removed) this.attacks.remove({ serviceType: 'dedicated', serviceId: serverId });
     this.#warnBudget();
     metrics.graphImages.set(graphStore.size);
@@ -222,7 +248,10 @@ export class PollJobs implements TargetDirectory {
    * attack have their own job, `firewall_under_attack`); each fails (or is cancelled) alone. A run polls the
    * next round-robin slice that fits in its period at the request budget.
    */
-  async pollFirewall(signal: AbortSignal = new AbortController().signal, job: 'firewall' | 'firewall_under_attack' = 'firewall'): Promise<WorkResult> {
+  async pollFirewall(
+    signal: AbortSignal = new AbortController().signal,
+    job: 'firewall' | 'firewall_under_attack' = 'firewall',
+  ): Promise<WorkResult> {
     const { client, metrics, logger, config } = this.#deps;
     const round = this.#rounds[job];
     const services = this.servicesOf(job);
@@ -234,7 +263,11 @@ export class PollJobs implements TargetDirectory {
       // The server may have been removed while this request was in flight.
       if (ref.serviceType === 'dedicated' && !this.inventory.has(ref.serviceId)) return;
       const knownIps = ref.serviceType === 'dedicated' ? (this.inventory.get(ref.serviceId)?.ips ?? []) : [];
-      collectFirewallHistory(this.firewallState, metrics, ref, events, { limits: config.firewall, now: this.#now(), knownIps });
+      collectFirewallHistory(this.firewallState, metrics, ref, events, {
+        limits: config.firewall,
+        now: this.#now(),
+        knownIps,
+      });
       this.attacks.record(ref, events, this.#now());
       round.covered(ref);
     };
@@ -260,13 +293,17 @@ export class PollJobs implements TargetDirectory {
     const { ledger, logger } = this.#deps;
     if (!ledger) return;
     const current = new Set(services.map((ref) => FirewallSeriesState.key(ref)));
-    for (const key of this.firewallState.restored.keys()) if (!current.has(key)) this.firewallState.restored.delete(key);
+    for (const key of this.firewallState.restored.keys())
+      if (!current.has(key)) this.firewallState.restored.delete(key);
     const ids = new Map<string, ReadonlySet<string>>(this.firewallState.restored);
     for (const [key, series] of this.firewallState.services) ids.set(key, series.seenIds);
     try {
       await ledger.save(ids);
     } catch (error) {
-      logger.warn({ err: error }, 'cannot write the attack event ids to the state directory: after a restart, events still reported count again');
+      logger.warn(
+        { err: error },
+        'cannot write the attack event ids to the state directory: after a restart, events still reported count again',
+      );
     }
   }
 
@@ -281,7 +318,10 @@ export class PollJobs implements TargetDirectory {
       signal.throwIfAborted();
       if (!this.inventory.has(key.serverId)) return;
       const stored = await graphStore.put(key, image, this.#now());
-      metrics.graphLastSuccess.set({ server_id: key.serverId, graph: key.type, scale: key.scale }, stored.updatedAt / 1000);
+      metrics.graphLastSuccess.set(
+        { server_id: key.serverId, graph: key.type, scale: key.scale },
+        stored.updatedAt / 1000,
+      );
     };
     const result = await each(keys, client.concurrency, signal, fetchOne, (key, error) => {
       const fields = { server_id: key.serverId, graph: key.type, scale: key.scale };
@@ -307,9 +347,15 @@ export class PollJobs implements TargetDirectory {
         metrics.catalogLocations.set(locations.length);
       },
     ];
-    return each(tasks, tasks.length, signal, (task) => task(), (_task, error) => {
-      if (signal.aborted) logger.warn('catalog poll cancelled');
-      else logger.warn({ err: error }, 'catalog poll failed');
-    });
+    return each(
+      tasks,
+      tasks.length,
+      signal,
+      (task) => task(),
+      (_task, error) => {
+        if (signal.aborted) logger.warn('catalog poll cancelled');
+        else logger.warn({ err: error }, 'catalog poll failed');
+      },
+    );
   }
 }

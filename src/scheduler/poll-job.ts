@@ -132,7 +132,8 @@ export class PollJob {
   async #execute(): Promise<RunOutcome> {
     const { metrics, name, logger, work, onFinished, deadlineMs } = this.#options;
     const now = this.#options.now ?? Date.now;
-    const controller = (this.#controller = new AbortController());
+    const controller = new AbortController();
+    this.#controller = controller;
     // Every request in flight listens on the run's signal (the worker pool and undici, one each): as many
     // as twice upstream.concurrency, above Node's leak warning at 10 but bounded by the pool's width.
     setMaxListeners(0, controller.signal);
@@ -165,9 +166,17 @@ export class PollJob {
     if (outcome !== 'failure') metrics.pollLastSuccess.set({ poll: name }, finished / 1000);
     this.last = { outcome, finishedAt: finished, durationMs: finished - started, cancelled };
     if (outcome !== 'failure') this.lastSuccessAt = finished;
-    const fields = { poll: name, outcome, items: result.items, failed: result.failed, cancelled, ms: finished - started };
+    const fields = {
+      poll: name,
+      outcome,
+      items: result.items,
+      failed: result.failed,
+      cancelled,
+      ms: finished - started,
+    };
     if (cancelled > 0) {
-      const why = this.#cancelReason === 'deadline' ? `its deadline of ${deadlineMs} ms passed` : 'the daemon is stopping';
+      const why =
+        this.#cancelReason === 'deadline' ? `its deadline of ${deadlineMs} ms passed` : 'the daemon is stopping';
       logger.warn(fields, `poll run cancelled: ${why}; unfinished items are counted in baremetal_poll_items_cancelled`);
     } else logger.info(fields, 'poll finished');
     if (outcome === 'failure') problem ??= cancelled > 0 ? 'its run was cancelled' : `all ${result.items} items failed`;

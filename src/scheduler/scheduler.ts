@@ -27,7 +27,11 @@ export class Scheduler {
   readonly #onInterval: ((job: JobName, seconds: number) => void) | undefined;
 
   /** `onInterval` learns each job's period (seconds between its next two runs) when it starts. */
-  constructor(jobs: Map<JobName, PollJob>, schedules: Record<JobName, string>, onInterval?: (job: JobName, seconds: number) => void) {
+  constructor(
+    jobs: Map<JobName, PollJob>,
+    schedules: Record<JobName, string>,
+    onInterval?: (job: JobName, seconds: number) => void,
+  ) {
     this.#jobs = jobs;
     this.#schedules = schedules;
     this.#onInterval = onInterval;

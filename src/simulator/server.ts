@@ -32,7 +32,15 @@ export interface Faults {
    * - `act_then_drop`: the operation is carried out, then the connection is destroyed without a reply;
    * - `act_then_hang`: the operation is carried out, the reply is held back `hangMs`.
    */
-  mode?: 'success_false' | 'error_true' | 'echo_key' | 'huge' | 'drip' | 'rate_limited' | 'act_then_drop' | 'act_then_hang';
+  mode?:
+    | 'success_false'
+    | 'error_true'
+    | 'echo_key'
+    | 'huge'
+    | 'drip'
+    | 'rate_limited'
+    | 'act_then_drop'
+    | 'act_then_hang';
   /** apply `mode` to this many matching requests only, then behave (default: every one) */
   modeCount?: number;
   /** size of a `huge` body, bytes (default 64 MiB) */
@@ -112,21 +120,25 @@ function routes(state: SimulatorState, seed: number): Record<string, Handler> {
     if (!s) fail(reply, p.server_id ? 404 : 400, p.server_id ? 'Server not found.' : 'Missing server_id.');
     return s;
   };
-  const power = (next: 'on' | 'off' | 'cycle', message: string): Handler => (p, reply) => {
-    const s = server(p, reply);
-    if (!s) return reply;
-    if (next !== 'cycle') s.power = next;
-    else s.power = 'on';
-    return { success: true, message };
-  };
-  const history = (type: SimService['serviceType'], idParam: string): Handler => (p, reply) => {
-    const service = state.service(type, p[idParam] ?? '');
-    if (!service) return fail(reply, 404, `Unknown ${idParam}.`);
-    const window = FIREWALL_WINDOWS[p.scale ?? ''];
-    if (!window) return fail(reply, 400, 'Invalid scale.');
-    if (p.ip && !service.ips.includes(p.ip)) return fail(reply, 400, 'IP does not belong to this service.');
-    return { success: true, firewall: state.history(service, window, p.ip) };
-  };
+  const power =
+    (next: 'on' | 'off' | 'cycle', message: string): Handler =>
+    (p, reply) => {
+      const s = server(p, reply);
+      if (!s) return reply;
+      if (next !== 'cycle') s.power = next;
+      else s.power = 'on';
+      return { success: true, message };
+    };
+  const history =
+    (type: SimService['serviceType'], idParam: string): Handler =>
+    (p, reply) => {
+      const service = state.service(type, p[idParam] ?? '');
+      if (!service) return fail(reply, 404, `Unknown ${idParam}.`);
+      const window = FIREWALL_WINDOWS[p.scale ?? ''];
+      if (!window) return fail(reply, 400, 'Invalid scale.');
+      if (p.ip && !service.ips.includes(p.ip)) return fail(reply, 400, 'IP does not belong to this service.');
+      return { success: true, firewall: state.history(service, window, p.ip) };
+    };
   const ipOf = (p: Params, reply: FastifyReply) => {
     const s = server(p, reply);
     if (!s) return undefined;
@@ -147,19 +159,22 @@ function routes(state: SimulatorState, seed: number): Record<string, Handler> {
     '/api/v1/dedicated/poweroff': power('off', 'Power off initiated.'),
     '/api/v1/dedicated/graphs': async (p, reply) => {
       if (!server(p, reply)) return reply;
-      if (!GRAPH_TYPES.includes(p.type ?? '') || !GRAPH_SCALES.includes(p.scale ?? '')) return fail(reply, 400, 'Invalid type or scale.');
+      if (!GRAPH_TYPES.includes(p.type ?? '') || !GRAPH_SCALES.includes(p.scale ?? ''))
+        return fail(reply, 400, 'Invalid type or scale.');
       const png = await renderGraph(seed, p.server_id!, p.type!, p.scale!, state.now());
       return { success: true, base64: png.toString('base64') };
     },
     '/api/v1/dedicated/console': (p, reply) => {
       const s = server(p, reply);
       if (!s) return reply;
-      return reply.type('application/x-java-jnlp-file').send(
-        `<?xml version="1.0" encoding="UTF-8"?>\n<jnlp spec="1.0+" codebase="https://${s.ips[0]}:443">\n` +
-          `  <information><title>KVM console ${s.serverId}</title><vendor>Simulated IPMI</vendor></information>\n` +
-          `  <resources><j2se version="1.8+"/><jar href="avctKVM.jar" download="eager" main="true"/></resources>\n` +
-          `  <application-desc main-class="com.avocent.kvm.client.Main"><argument>ip=${s.ips[0]}</argument></application-desc>\n</jnlp>\n`,
-      );
+      return reply
+        .type('application/x-java-jnlp-file')
+        .send(
+          `<?xml version="1.0" encoding="UTF-8"?>\n<jnlp spec="1.0+" codebase="https://${s.ips[0]}:443">\n` +
+            `  <information><title>KVM console ${s.serverId}</title><vendor>Simulated IPMI</vendor></information>\n` +
+            `  <resources><j2se version="1.8+"/><jar href="avctKVM.jar" download="eager" main="true"/></resources>\n` +
+            `  <application-desc main-class="com.avocent.kvm.client.Main"><argument>ip=${s.ips[0]}</argument></application-desc>\n</jnlp>\n`,
+        );
     },
     '/api/v1/dedicated/provision/os_ids': () => OPERATING_SYSTEMS,
     '/api/v1/dedicated/provision': (p, reply) => {
@@ -179,7 +194,8 @@ function routes(state: SimulatorState, seed: number): Record<string, Handler> {
     '/api/v1/dedicated/firewall/sensitivity': (p, reply) => {
       const ip = ipOf(p, reply);
       if (!ip) return reply;
-      if (!['low', 'medium', 'normal', 'high'].includes(p.sensitivity ?? '')) return fail(reply, 400, 'Invalid sensitivity.');
+      if (!['low', 'medium', 'normal', 'high'].includes(p.sensitivity ?? ''))
+        return fail(reply, 400, 'Invalid sensitivity.');
       state.firewallSetting(ip).sensitivity = p.sensitivity as 'low';
       return { success: true, message: `IP ${ip} was updated.` };
     },
@@ -188,7 +204,8 @@ function routes(state: SimulatorState, seed: number): Record<string, Handler> {
       if (!ip) return reply;
       if (p.state !== '0' && p.state !== '1') return fail(reply, 400, 'Invalid state.');
       // Contract §7: the refusal inside the window is an error reply; the real service sends it with 200.
-      if (!state.setFirewallState(ip, p.state)) return fail(reply, 200, 'The IP firewall state was already updated in the last 2 minutes.');
+      if (!state.setFirewallState(ip, p.state))
+        return fail(reply, 200, 'The IP firewall state was already updated in the last 2 minutes.');
       return { success: true, message: `The firewall state of IP ${ip} has been updated.` };
     },
     '/api/v1/reseller/billing/cancellation': (p, reply) => {
@@ -197,7 +214,10 @@ function routes(state: SimulatorState, seed: number): Record<string, Handler> {
       if (p.type === 'delete') s.cancellation = 'none';
       else if (p.type === 'immediate' || p.type === 'end') s.cancellation = p.type;
       else return fail(reply, 400, 'Invalid type.');
-      return { success: true, message: p.type === 'delete' ? 'Cancellation request removed.' : 'Cancellation scheduled.' };
+      return {
+        success: true,
+        message: p.type === 'delete' ? 'Cancellation request removed.' : 'Cancellation scheduled.',
+      };
     },
     '/api/v1/reseller/locations': () => LOCATIONS,
   };
@@ -307,7 +327,12 @@ export async function startSimulator(options: SimulatorServerOptions = {}): Prom
     return payload;
   });
   app.addHook('preHandler', async (request, reply) => {
-    const header = request.headers.authorization !== undefined ? 'authorization' : request.headers.http_authorization !== undefined ? 'http_authorization' : 'none';
+    const header =
+      request.headers.authorization !== undefined
+        ? 'authorization'
+        : request.headers.http_authorization !== undefined
+          ? 'http_authorization'
+          : 'none';
     const params: Params = {};
     for (const [k, v] of Object.entries((request.body ?? {}) as Record<string, unknown>)) params[k] = String(v);
     calls.push({ at: state.now(), path: request.url.split('?')[0]!, params, authHeader: header });
@@ -316,7 +341,10 @@ export async function startSimulator(options: SimulatorServerOptions = {}): Prom
     if (key !== apiKey) return fail(reply, 401, 'Invalid API key.');
     if (overLimit(key, calls.at(-1)!.at)) {
       rateLimited++;
-      return reply.code(429).header('retry-after', options.rateLimit?.retryAfter ?? '1').send({ error: true, message: 'Too many requests.' });
+      return reply
+        .code(429)
+        .header('retry-after', options.rateLimit?.retryAfter ?? '1')
+        .send({ error: true, message: 'Too many requests.' });
     }
     if (faults.paths && !faults.paths.includes(request.url)) return;
     if (faults.ids && !faults.ids.includes(params.server_id ?? params.colocation_id ?? params.transit_id ?? '')) return;
@@ -326,7 +354,11 @@ export async function startSimulator(options: SimulatorServerOptions = {}): Prom
     const malformed = error + (faults.malformedRate ?? 0);
     if (roll < html) return reply.code(502).type('text/html').send(HTML_502);
     if (roll < error) return fail(reply, 500, 'An unexpected error occurred.');
-    if (roll < malformed) return reply.code(200).type('application/json').send(random() < 0.5 ? '{"success":true,"firewall":[{"id":' : '42');
+    if (roll < malformed)
+      return reply
+        .code(200)
+        .type('application/json')
+        .send(random() < 0.5 ? '{"success":true,"firewall":[{"id":' : '42');
     const mode = faults.mode;
     if (!mode || (faults.modeCount !== undefined && modeUsed >= faults.modeCount)) return;
     modeUsed++;
@@ -337,11 +369,22 @@ export async function startSimulator(options: SimulatorServerOptions = {}): Prom
         return fail(reply, 200, 'An unexpected error occurred.');
       case 'echo_key':
         // PHP's json_encode escapes "/" as "\/": the key comes back in a spelling a plain search misses.
-        return reply.code(500).type('application/json').send(`{"error":true,"message":"Invalid key ${JSON.stringify(apiKey).slice(1, -1).replaceAll('/', '\\/')} for this operation."}`);
+        return reply
+          .code(500)
+          .type('application/json')
+          .send(
+            `{"error":true,"message":"Invalid key ${JSON.stringify(apiKey).slice(1, -1).replaceAll('/', '\\/')} for this operation."}`,
+          );
       case 'huge':
-        return reply.code(200).type('application/json').send(hugeBody(faults.hugeBytes ?? 64 * 1024 * 1024));
+        return reply
+          .code(200)
+          .type('application/json')
+          .send(hugeBody(faults.hugeBytes ?? 64 * 1024 * 1024));
       case 'rate_limited':
-        return reply.code(faults.rateLimitStatus ?? 429).header('retry-after', faults.retryAfter ?? '30').send({ error: true, message: 'Too many requests.' });
+        return reply
+          .code(faults.rateLimitStatus ?? 429)
+          .header('retry-after', faults.retryAfter ?? '30')
+          .send({ error: true, message: 'Too many requests.' });
       default:
         afterHandler.set(request, mode);
     }
@@ -350,7 +393,9 @@ export async function startSimulator(options: SimulatorServerOptions = {}): Prom
     app.post(path, async (request, reply) => handler((request.body ?? {}) as Params, reply));
   }
   app.setNotFoundHandler((_request, reply) => fail(reply, 404, 'Unknown endpoint.'));
-  app.setErrorHandler((error, _request, reply) => fail(reply, (error as { statusCode?: number }).statusCode ?? 500, (error as Error).message));
+  app.setErrorHandler((error, _request, reply) =>
+    fail(reply, (error as { statusCode?: number }).statusCode ?? 500, (error as Error).message),
+  );
 
   await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 0 });
   const address = app.server.address();
@@ -363,7 +408,8 @@ export async function startSimulator(options: SimulatorServerOptions = {}): Prom
     get rateLimited() {
       return rateLimited;
     },
-    callsTo: (path, params = {}) => calls.filter((c) => c.path === path && Object.entries(params).every(([k, v]) => c.params[k] === v)),
+    callsTo: (path, params = {}) =>
+      calls.filter((c) => c.path === path && Object.entries(params).every(([k, v]) => c.params[k] === v)),
     setFaults: (next) => {
       faults = { ...next };
       modeUsed = 0;

@@ -126,10 +126,18 @@ export class SimulatorState {
       });
     for (let i = 1; i <= this.#o.servers; i++) this.addServer(String(100000 + i), nextIps(this.#o.ipsPerServer));
     for (let i = 1; i <= this.#o.colocations; i++) {
-      this.services.set(`colocation/colo-${i}`, { serviceType: 'colocation', serviceId: `colo-${i}`, ips: nextIps(this.#o.ipsPerService) });
+      this.services.set(`colocation/colo-${i}`, {
+        serviceType: 'colocation',
+        serviceId: `colo-${i}`,
+        ips: nextIps(this.#o.ipsPerService),
+      });
     }
     for (let i = 1; i <= this.#o.transits; i++) {
-      this.services.set(`transit/transit-${i}`, { serviceType: 'transit', serviceId: `transit-${i}`, ips: nextIps(this.#o.ipsPerService) });
+      this.services.set(`transit/transit-${i}`, {
+        serviceType: 'transit',
+        serviceId: `transit-${i}`,
+        ips: nextIps(this.#o.ipsPerService),
+      });
     }
   }
 
@@ -164,10 +172,21 @@ export class SimulatorState {
    * time (tests of hostile upstream data: junk strings as `ip`, thousands of IPs). Missing fields get
    * harmless values; `ip` is sent as given.
    */
-  injectEvents(serviceType: SimService['serviceType'], serviceId: string, events: Array<Partial<SimEvent> & { id: string; ip: string }>): void {
+  injectEvents(
+    serviceType: SimService['serviceType'],
+    serviceId: string,
+    events: Array<Partial<SimEvent> & { id: string; ip: string }>,
+  ): void {
     const key = `${serviceType}/${serviceId}`;
     const time = Math.floor(this.now() / 1000);
-    const full = events.map((e) => ({ raw: `${e.ip} injected`, time, attack_type: 'udp_flood', mbps: 0, kpps: 0, ...e }));
+    const full = events.map((e) => ({
+      raw: `${e.ip} injected`,
+      time,
+      attack_type: 'udp_flood',
+      mbps: 0,
+      kpps: 0,
+      ...e,
+    }));
     this.injectedEvents.set(key, [...(this.injectedEvents.get(key) ?? []), ...full]);
   }
 
@@ -220,7 +239,8 @@ export class SimulatorState {
     if (attackRate > 0) {
       for (let slot = Math.floor(from / slotLen); slot * slotLen <= nowSec; slot++) {
         if (unit(seed, 'attack', ip, slot) >= attackRate) continue;
-        for (let t = slot * slotLen; t < (slot + 1) * slotLen; t += step) if (t > from && t <= nowSec) push(t, 'episode');
+        for (let t = slot * slotLen; t < (slot + 1) * slotLen; t += step)
+          if (t > from && t <= nowSec) push(t, 'episode');
       }
     }
     const forced = this.forcedAttacks.get(ip);

@@ -40,7 +40,9 @@ export class EventLedger {
       text = await readFile(this.#file, 'utf8');
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      return code === 'ENOENT' ? { services: new Map() } : { services: new Map(), problem: `cannot read ${this.#file} (${code ?? 'error'})` };
+      return code === 'ENOENT'
+        ? { services: new Map() }
+        : { services: new Map(), problem: `cannot read ${this.#file} (${code ?? 'error'})` };
     }
     let doc: unknown;
     try {

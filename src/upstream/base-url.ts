@@ -13,6 +13,7 @@ const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
 export function checkBaseUrl(baseUrl: string): string {
   const url = new URL(baseUrl);
   if (url.protocol === 'http:' && !LOOPBACK.test(url.hostname)) throw new InsecureUrlError(url.origin);
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new TypeError(`unsupported protocol ${url.protocol}`);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new TypeError(`unsupported protocol ${url.protocol}`);
   return url.href.replace(/\/+$/, '');
 }

@@ -84,10 +84,25 @@ export interface UpstreamRequest {
   signal?: AbortSignal;
 }
 
-const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT']);
-const TLS_CODES = /^(ERR_TLS_|ERR_SSL_|CERT_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_(GET|VERIFY)_|ERR_OSSL_)/;
+const TIMEOUT_CODES = new Set([
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'ETIMEDOUT',
+]);
+const TLS_CODES =
+  /^(ERR_TLS_|ERR_SSL_|CERT_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_(GET|VERIFY)_|ERR_OSSL_)/;
 /** Failures before a connection existed: the request certainly never reached the API. */
-const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_DESTROYED', 'UND_ERR_CLOSED']);
+const NOT_SENT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_DESTROYED',
+  'UND_ERR_CLOSED',
+]);
 
 /** Why an attempt's signal fired: the attempt's own deadline, or the caller's signal. */
 type AbortReason = 'deadline' | 'cancelled';
@@ -100,11 +115,17 @@ export function classifyTransportError(error: unknown, ctx: UpstreamContext, abo
   const err = error as NodeJS.ErrnoException;
   const code = String(err?.code ?? (err?.cause as NodeJS.ErrnoException | undefined)?.code ?? '');
   const detail = `${code ? `${code}: ` : ''}${err?.message ?? String(error)}`;
-  if (aborted === 'cancelled') return new UpstreamCancelledError(ctx, 'cancelled', { cause: error, outcomeUnknown: true });
+  if (aborted === 'cancelled')
+    return new UpstreamCancelledError(ctx, 'cancelled', { cause: error, outcomeUnknown: true });
   if (TLS_CODES.test(code)) return new UpstreamTlsError(ctx, `TLS failure (${detail})`, { cause: error });
   const outcomeUnknown = !NOT_SENT_CODES.has(code);
-  if (aborted === 'deadline') return new UpstreamTimeoutError(ctx, 'timed out (deadline of the attempt elapsed)', { cause: error, outcomeUnknown });
-  if (TIMEOUT_CODES.has(code) || err?.name === 'TimeoutError') return new UpstreamTimeoutError(ctx, `timed out (${detail})`, { cause: error, outcomeUnknown });
+  if (aborted === 'deadline')
+    return new UpstreamTimeoutError(ctx, 'timed out (deadline of the attempt elapsed)', {
+      cause: error,
+      outcomeUnknown,
+    });
+  if (TIMEOUT_CODES.has(code) || err?.name === 'TimeoutError')
+    return new UpstreamTimeoutError(ctx, `timed out (${detail})`, { cause: error, outcomeUnknown });
   return new UpstreamConnectionError(ctx, `connection failed (${detail})`, { cause: error, outcomeUnknown });
 }
 
@@ -161,7 +182,10 @@ export class UpstreamClient {
     this.#now = options.now ?? Date.now;
     this.scrub = createScrubber([options.apiKey]);
     this.#limit = pLimit(options.concurrency);
-    this.budget = options.maxRequestsPerSecond === undefined ? undefined : new RequestBudget({ ratePerSecond: options.maxRequestsPerSecond });
+    this.budget =
+      options.maxRequestsPerSecond === undefined
+        ? undefined
+        : new RequestBudget({ ratePerSecond: options.maxRequestsPerSecond });
     this.#ownsDispatcher = !options.dispatcher;
     this.#dispatcher =
       options.dispatcher ??
@@ -240,7 +264,10 @@ export class UpstreamClient {
       factor: 2,
       randomize: true,
       // A cancelled read is not retried; the wait for a Retry-After pause is itself cancellable.
-      shouldRetry: ({ error }) => !req.signal?.aborted && error instanceof UpstreamError && (error.retryable || error instanceof RateLimitedError),
+      shouldRetry: ({ error }) =>
+        !req.signal?.aborted &&
+        error instanceof UpstreamError &&
+        (error.retryable || error instanceof RateLimitedError),
     });
   }
 
@@ -290,7 +317,11 @@ export class UpstreamClient {
     } finally {
       clearTimeout(deadline);
       req.signal?.removeEventListener('abort', onCancel);
-      this.#options.onRequest?.({ operation: req.operation, outcome, durationSeconds: (performance.now() - started) / 1000 });
+      this.#options.onRequest?.({
+        operation: req.operation,
+        outcome,
+        durationSeconds: (performance.now() - started) / 1000,
+      });
     }
   }
 
@@ -334,7 +365,10 @@ export class UpstreamClient {
     if (Number.isFinite(declared) && declared > this.#maxBytes) {
       // dump() reads at most a small amount, then closes the connection.
       await res.body.dump().catch(() => undefined);
-      throw new ResponseTooLargeError(ctx, `reply of ${declared} bytes exceeds upstream.max_response_bytes (${this.#maxBytes})`);
+      throw new ResponseTooLargeError(
+        ctx,
+        `reply of ${declared} bytes exceeds upstream.max_response_bytes (${this.#maxBytes})`,
+      );
     }
     // Read whatever the status, so the connection goes back to the pool; stop at the size cap.
     const chunks: Buffer[] = [];
@@ -344,7 +378,10 @@ export class UpstreamClient {
         size += chunk.length;
         // Leaving the loop by a throw destroys the stream and its connection.
         if (size > this.#maxBytes) {
-          throw new ResponseTooLargeError(ctx, `reply exceeds upstream.max_response_bytes (${this.#maxBytes}); aborted after ${size} bytes`);
+          throw new ResponseTooLargeError(
+            ctx,
+            `reply exceeds upstream.max_response_bytes (${this.#maxBytes}); aborted after ${size} bytes`,
+          );
         }
         chunks.push(chunk);
       }

@@ -38,7 +38,8 @@ export interface FirewallEvent {
 
 type Json = Record<string, unknown>;
 
-const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Json =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 function text(value: unknown): string {
   if (typeof value === 'string') return value.trim();
@@ -197,7 +198,8 @@ export function decodeGraph(reply: unknown, ctx: UpstreamContext): Buffer {
   }
   // Some encoders send a data: URL; accept it.
   const data = reply.base64.replace(/^data:[^,]*,/, '').replace(/\s+/g, '');
-  if (data === '' || !validator.isBase64(data)) throw new InvalidReplyError(ctx, '"base64" is not base64', excerpt(data));
+  if (data === '' || !validator.isBase64(data))
+    throw new InvalidReplyError(ctx, '"base64" is not base64', excerpt(data));
   return Buffer.from(data, 'base64');
 }
 
@@ -212,11 +214,25 @@ export interface OperatingSystem {
 
 /** Decodes the OS list (a JSON array, contract §4). Entries without an id are dropped. */
 export function decodeOperatingSystems(reply: unknown, ctx: UpstreamContext): OperatingSystem[] {
-  const list = Array.isArray(reply) ? reply : isObject(reply) ? ['os', 'data', 'result'].map((k) => reply[k]).find(Array.isArray) : undefined;
+  const list = Array.isArray(reply)
+    ? reply
+    : isObject(reply)
+      ? ['os', 'data', 'result'].map((k) => reply[k]).find(Array.isArray)
+      : undefined;
   if (!list) throw new InvalidReplyError(ctx, 'expected an array of operating systems', excerpt(reply));
   return list.filter(isObject).flatMap((os) => {
     const id = pick(os, ['id', 'osid']);
-    return id ? [{ id, name: pick(os, ['name']), arch: pick(os, ['arch']), type: pick(os, ['type']), pricePerCore: pick(os, ['price_per_core']) }] : [];
+    return id
+      ? [
+          {
+            id,
+            name: pick(os, ['name']),
+            arch: pick(os, ['arch']),
+            type: pick(os, ['type']),
+            pricePerCore: pick(os, ['price_per_core']),
+          },
+        ]
+      : [];
   });
 }
 
@@ -257,9 +273,14 @@ export interface ActionResult {
  * InvalidReplyError. (`{error: true}` never gets here: the client raises it as an ApiError.)
  */
 export function decodeActionResult(reply: unknown, ctx: UpstreamContext): ActionResult {
-  if (isObject(reply) && reply.success === true) return { message: pick(reply, ['message', 'msg', 'result', 'status']), raw: reply };
+  if (isObject(reply) && reply.success === true)
+    return { message: pick(reply, ['message', 'msg', 'result', 'status']), raw: reply };
   if (isObject(reply) && reply.success === false) {
     throw new ApiError(ctx, pick(reply, ['message', 'msg', 'error', 'result']) || '"success": false without a message');
   }
-  throw new InvalidReplyError(ctx, 'expected {success: true, message}: the outcome of the action is not confirmed', excerpt(reply));
+  throw new InvalidReplyError(
+    ctx,
+    'expected {success: true, message}: the outcome of the action is not confirmed',
+    excerpt(reply),
+  );
 }

@@ -39,7 +39,12 @@ export async function listServers(client: UpstreamClient, signal?: AbortSignal):
 /** Fetches one server's record (contract §4, rule 1: with `server_id`). */
 export async function getServer(client: UpstreamClient, serverId: string): Promise<ServerRecord> {
   const operation = 'get_server';
-  const req = { operation, path: DEDICATED, body: { server_id: requireId(operation, 'server_id', serverId) }, read: true };
+  const req = {
+    operation,
+    path: DEDICATED,
+    body: { server_id: requireId(operation, 'server_id', serverId) },
+    read: true,
+  };
   return client.json(req, decodeServer);
 }
 
@@ -50,7 +55,12 @@ const POWER_OPERATIONS = { powercycle: 'power_cycle', poweron: 'power_on', power
 /** Sends a power action for `serverId` (contract §4). The reply's shape is undocumented. */
 export async function power(client: UpstreamClient, action: PowerAction, serverId: string): Promise<ActionResult> {
   const operation = POWER_OPERATIONS[action];
-  const req = { operation, path: `${DEDICATED}/${action}`, body: { server_id: requireId(operation, 'server_id', serverId) }, read: false };
+  const req = {
+    operation,
+    path: `${DEDICATED}/${action}`,
+    body: { server_id: requireId(operation, 'server_id', serverId) },
+    read: false,
+  };
   return client.json(req, decodeActionResult);
 }
 
@@ -59,7 +69,13 @@ export const powerOn = (client: UpstreamClient, serverId: string) => power(clien
 export const powerOff = (client: UpstreamClient, serverId: string) => power(client, 'poweroff', serverId);
 
 /** Fetches a port-traffic graph and returns the image bytes (base64-decoded, not yet checked). `signal` cancels the request. */
-export async function getGraph(client: UpstreamClient, serverId: string, type: GraphType, scale: GraphScale, signal?: AbortSignal): Promise<Buffer> {
+export async function getGraph(
+  client: UpstreamClient,
+  serverId: string,
+  type: GraphType,
+  scale: GraphScale,
+  signal?: AbortSignal,
+): Promise<Buffer> {
   const operation = 'graphs';
   const body = {
     server_id: requireId(operation, 'server_id', serverId),
@@ -79,7 +95,13 @@ export async function getConsole(client: UpstreamClient, serverId: string): Prom
 
 /** Lists installable operating systems (contract §2, §4). `signal` cancels the request. */
 export async function listOperatingSystems(client: UpstreamClient, signal?: AbortSignal): Promise<OperatingSystem[]> {
-  const req = { operation: 'list_operating_systems', path: `${DEDICATED}/provision/os_ids`, body: {}, read: true, ...(signal ? { signal } : {}) };
+  const req = {
+    operation: 'list_operating_systems',
+    path: `${DEDICATED}/provision/os_ids`,
+    body: {},
+    read: true,
+    ...(signal ? { signal } : {}),
+  };
   return client.json(req, decodeOperatingSystems);
 }
 
@@ -100,13 +122,18 @@ export async function provision(
   const body = {
     server_id: requireId(operation, 'server_id', params.serverId),
     osid: requireId(operation, 'osid', params.osid),
-    post_installation: params.postInstallation === undefined ? undefined : await requireBashSyntax(operation, params.postInstallation),
+    post_installation:
+      params.postInstallation === undefined ? undefined : await requireBashSyntax(operation, params.postInstallation),
   };
   const req = { operation, path: `${DEDICATED}/provision`, body, read: false };
   const reply = (await client.json(req)) as { error?: unknown; root_password?: unknown } | null;
   // Contract §7: the provisioning reply's success is `error: false`. No excerpt: the reply holds a password.
   if (reply?.error !== false || typeof reply.root_password !== 'string') {
-    throw new InvalidReplyError(req, 'expected {error: false, root_password}: the outcome of the installation is not confirmed', '');
+    throw new InvalidReplyError(
+      req,
+      'expected {error: false, root_password}: the outcome of the installation is not confirmed',
+      '',
+    );
   }
   return { rootPassword: reply.root_password };
 }

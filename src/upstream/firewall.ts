@@ -20,7 +20,11 @@ import {
 /** Per service type: the path and the name of its id parameter (contract §4). */
 export const FIREWALL_HISTORY = {
   dedicated: { path: '/api/v1/dedicated/firewall', idParam: 'server_id', operation: 'firewall_history_dedicated' },
-  colocation: { path: '/api/v1/colocation/firewall', idParam: 'colocation_id', operation: 'firewall_history_colocation' },
+  colocation: {
+    path: '/api/v1/colocation/firewall',
+    idParam: 'colocation_id',
+    operation: 'firewall_history_colocation',
+  },
   transit: { path: '/api/v1/transit/firewall', idParam: 'transit_id', operation: 'firewall_history_transit' },
 } as const satisfies Record<ServiceType, { path: string; idParam: string; operation: string }>;
 
@@ -49,8 +53,12 @@ export async function getFirewallHistory(
 
 export const getDedicatedFirewallHistory = (c: UpstreamClient, serverId: string, scale: FirewallScale, ip?: string) =>
   getFirewallHistory(c, 'dedicated', serverId, scale, ip);
-export const getColocationFirewallHistory = (c: UpstreamClient, colocationId: string, scale: FirewallScale, ip?: string) =>
-  getFirewallHistory(c, 'colocation', colocationId, scale, ip);
+export const getColocationFirewallHistory = (
+  c: UpstreamClient,
+  colocationId: string,
+  scale: FirewallScale,
+  ip?: string,
+) => getFirewallHistory(c, 'colocation', colocationId, scale, ip);
 export const getTransitFirewallHistory = (c: UpstreamClient, transitId: string, scale: FirewallScale, ip?: string) =>
   getFirewallHistory(c, 'transit', transitId, scale, ip);
 

@@ -47,7 +47,11 @@ export function requireOneOf<T extends string>(
   allowed: readonly T[],
 ): T {
   if (!(allowed as readonly string[]).includes(value)) {
-    throw new InvalidParameterError(operation, name, `must be one of ${allowed.join(', ')} (got ${JSON.stringify(value)})`);
+    throw new InvalidParameterError(
+      operation,
+      name,
+      `must be one of ${allowed.join(', ')} (got ${JSON.stringify(value)})`,
+    );
   }
   return value as T;
 }
@@ -64,7 +68,11 @@ export function requireIp(operation: string, value: string): string {
 export function requireHostname(operation: string, value: string): string {
   const name = typeof value === 'string' ? value.replace(/\.$/, '') : '';
   if (!validator.isFQDN(name, { require_tld: true, allow_underscores: false, allow_trailing_dot: false })) {
-    throw new InvalidParameterError(operation, 'content', `must be a fully valid hostname (got ${JSON.stringify(value)})`);
+    throw new InvalidParameterError(
+      operation,
+      'content',
+      `must be a fully valid hostname (got ${JSON.stringify(value)})`,
+    );
   }
   return value;
 }
@@ -77,8 +85,17 @@ export function requireBashSyntax(operation: string, script: string): Promise<st
   return new Promise((resolve, reject) => {
     const child = execFile('bash', ['-n'], { timeout: 10_000 }, (error, _stdout, stderr) => {
       if (!error) return resolve(script);
-      const line = String(stderr).split('\n').find((l) => l.trim() !== '') ?? error.message;
-      reject(new InvalidParameterError(operation, 'post_installation', `bash -n rejects the script: ${line.replace(/^bash: /, '')}`));
+      const line =
+        String(stderr)
+          .split('\n')
+          .find((l) => l.trim() !== '') ?? error.message;
+      reject(
+        new InvalidParameterError(
+          operation,
+          'post_installation',
+          `bash -n rejects the script: ${line.replace(/^bash: /, '')}`,
+        ),
+      );
     });
     child.stdin?.end(script);
   });

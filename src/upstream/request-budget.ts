@@ -115,9 +115,12 @@ export class RequestBudget {
     // After a pause the bucket is empty from its end; otherwise the missing part of a token at the rate.
     const from = Math.max(now, this.#refilledAt);
     const delay = from - now + (Math.max(0, 1 - this.#tokens) * 1000) / this.ratePerSecond;
-    this.#cancelTimer = this.#setTimer(() => {
-      this.#cancelTimer = undefined;
-      this.#drain();
-    }, Math.max(0, Math.ceil(delay)));
+    this.#cancelTimer = this.#setTimer(
+      () => {
+        this.#cancelTimer = undefined;
+        this.#drain();
+      },
+      Math.max(0, Math.ceil(delay)),
+    );
   }
 }

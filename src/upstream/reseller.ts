@@ -4,7 +4,11 @@ import { decodeActionResult, decodeLocations, type ActionResult, type Location }
 import { CANCELLATION_TYPES, requireId, requireOneOf, type CancellationType } from './params.js';
 
 /** Schedules (`immediate`, `end`) or withdraws (`delete`) cancellation of a server (contract §3). Never retried. */
-export async function setCancellation(client: UpstreamClient, serverId: string, type: CancellationType): Promise<ActionResult> {
+export async function setCancellation(
+  client: UpstreamClient,
+  serverId: string,
+  type: CancellationType,
+): Promise<ActionResult> {
   const operation = 'cancellation';
   const body = {
     server_id: requireId(operation, 'server_id', serverId),
@@ -16,6 +20,12 @@ export async function setCancellation(client: UpstreamClient, serverId: string, 
 
 /** Lists locations (reseller; record fields undocumented, contract §2). `signal` cancels the request. */
 export async function listLocations(client: UpstreamClient, signal?: AbortSignal): Promise<Location[]> {
-  const req = { operation: 'locations', path: '/api/v1/reseller/locations', body: {}, read: true, ...(signal ? { signal } : {}) };
+  const req = {
+    operation: 'locations',
+    path: '/api/v1/reseller/locations',
+    body: {},
+    read: true,
+    ...(signal ? { signal } : {}),
+  };
   return client.json(req, decodeLocations);
 }

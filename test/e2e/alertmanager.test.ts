@@ -24,13 +24,18 @@ describe.skipIf(alertmanager.skip)('two unclustered Alertmanagers drive the webh
   const attackedIp = '198.18.0.5';
 
   const post = async (url: string, alerts: object[]) => {
-    const res = await request(`${url}/api/v2/alerts`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(alerts) });
+    const res = await request(`${url}/api/v2/alerts`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(alerts),
+    });
     const text = await res.body.text();
     if (res.statusCode !== 200) throw new Error(`Alertmanager ${url} answered ${res.statusCode}: ${text}`);
   };
   const toBoth = (alerts: object[]) => Promise.all(managers.map((m) => post(m.url, alerts)));
   const stateCalls = (state: string) => sim.callsTo('/api/v1/dedicated/firewall/state', { ip: attackedIp, state });
-  const journalFor = (alertname: string) => daemon.journal.list({ limit: 1000 }).filter((e) => e.alertname === alertname);
+  const journalFor = (alertname: string) =>
+    daemon.journal.list({ limit: 1000 }).filter((e) => e.alertname === alertname);
   /** Webhook notifications each Alertmanager has started, from its own `alertmanager_notifications_total`. */
   const notifications = async () =>
     Promise.all(
@@ -38,7 +43,9 @@ describe.skipIf(alertmanager.skip)('two unclustered Alertmanagers drive the webh
         const text = await (await request(`${m.url}/metrics`)).body.text();
         return text
           .split('\n')
-          .filter((line) => line.startsWith('alertmanager_notifications_total{') && line.includes('integration="webhook"'))
+          .filter(
+            (line) => line.startsWith('alertmanager_notifications_total{') && line.includes('integration="webhook"'),
+          )
           .reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
       }),
     );
@@ -52,7 +59,10 @@ describe.skipIf(alertmanager.skip)('two unclustered Alertmanagers drive the webh
       const now = await notifications();
       const started = now.reduce((sum, n, i) => sum + n - since[i]!, 0);
       const rows = journalFor(alertname);
-      const done = now.every((n, i) => n - since[i]! >= atLeast) && rows.length - rowsBefore >= started && rows.every((e) => e.decision !== 'executing');
+      const done =
+        now.every((n, i) => n - since[i]! >= atLeast) &&
+        rows.length - rowsBefore >= started &&
+        rows.every((e) => e.decision !== 'executing');
       return done ? true : undefined;
     });
     // A firewall change due now is applied by the next tick: run one to its end before asserting.
@@ -68,12 +78,24 @@ describe.skipIf(alertmanager.skip)('two unclustered Alertmanagers drive the webh
         upstream: { base_url: sim.url },
         web: { listen_address: '127.0.0.1:0' },
         state_dir: join(dir, 'state'),
-        schedules: { servers: '*/10 * * * * *', firewall: '*/10 * * * * *', graphs: '0 0 * * * *', catalog: '0 0 * * * *' },
+        schedules: {
+          servers: '*/10 * * * * *',
+          firewall: '*/10 * * * * *',
+          graphs: '0 0 * * * *',
+          catalog: '0 0 * * * *',
+        },
         remediation: {
           dry_run: false,
           auth: { bearer_token_files: [join(dir, 'token')] },
           rules: [
-            { alertname: 'BaremetalIpUnderAttack', matchers: { severity: 'critical' }, action: 'firewall_state', firing_state: 1, resolved_state: 0, hold: '5s' },
+            {
+              alertname: 'BaremetalIpUnderAttack',
+              matchers: { severity: 'critical' },
+              action: 'firewall_state',
+              firing_state: 1,
+              resolved_state: 0,
+              hold: '5s',
+            },
             { alertname: 'BaremetalServerUnreachable', action: 'powercycle', cooldown: '30m' },
           ],
         },
@@ -89,7 +111,8 @@ describe.skipIf(alertmanager.skip)('two unclustered Alertmanagers drive the webh
           name,
           webhookUrl: `${daemon.url}/api/v1/alertmanager`,
           tokenFile: join(dir, 'token'),
-          route: '  receiver: baremetal\n  group_by: [alertname, server_id, ip]\n  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 2s',
+          route:
+            '  receiver: baremetal\n  group_by: [alertname, server_id, ip]\n  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 2s',
         }),
       );
     }
@@ -114,7 +137,9 @@ describe.skipIf(alertmanager.skip)('two unclustered Alertmanagers drive the webh
     since = await notifications();
     const rowsBefore = journalFor('BaremetalIpUnderAttack').length;
     await toBoth([{ labels, annotations: { summary: 'attack' }, startsAt, endsAt: new Date().toISOString() }]);
-    await eventually('the resolved notifications', async () => (journalFor('BaremetalIpUnderAttack').some((e) => e.decision === 'deferred' && e.value === '0') ? true : undefined));
+    await eventually('the resolved notifications', async () =>
+      journalFor('BaremetalIpUnderAttack').some((e) => e.decision === 'deferred' && e.value === '0') ? true : undefined,
+    );
     await settle('BaremetalIpUnderAttack', since, rowsBefore, 1);
     expect(stateCalls('0')).toHaveLength(0);
     offset += 2 * 60_000 + 10_000;
@@ -130,9 +155,15 @@ describe.skipIf(alertmanager.skip)('two unclustered Alertmanagers drive the webh
   it('power-cycles once for an alert both Alertmanagers deliver', async () => {
     const startsAt = new Date().toISOString();
     const since = await notifications();
-    await toBoth([{ labels: { alertname: 'BaremetalServerUnreachable', server_id: '100002' }, annotations: {}, startsAt }]);
+    await toBoth([
+      { labels: { alertname: 'BaremetalServerUnreachable', server_id: '100002' }, annotations: {}, startsAt },
+    ]);
     await settle('BaremetalServerUnreachable', since, 0, 1);
     expect(sim.callsTo('/api/v1/dedicated/powercycle', { server_id: '100002' })).toHaveLength(1);
-    expect(journalFor('BaremetalServerUnreachable').map((e) => e.decision).sort()).toEqual(expect.arrayContaining(['duplicate', 'executed']));
+    expect(
+      journalFor('BaremetalServerUnreachable')
+        .map((e) => e.decision)
+        .sort(),
+    ).toEqual(expect.arrayContaining(['duplicate', 'executed']));
   });
 });

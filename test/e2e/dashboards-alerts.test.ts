@@ -25,51 +25,65 @@ interface Sample {
  * The whole loop on loopback: the daemon on the simulator (one IP under attack), a real Prometheus loading
  * alerts/ and scraping it, a real Alertmanager routing BaremetalIpUnderAttack to the daemon's webhook.
  */
-describe.skipIf(prometheus.skip || alertmanager.skip)('dashboards and alerts against a real Prometheus and Alertmanager', () => {
-  let sim: Simulator;
-  let daemon: Daemon;
-  const processes: Array<ReturnType<typeof startProcess>> = [];
-  let promUrl = '';
-  const attackedServer = '100003';
-  const attackedIp = '198.18.0.6';
+describe.skipIf(prometheus.skip || alertmanager.skip)(
+  'dashboards and alerts against a real Prometheus and Alertmanager',
+  () => {
+    let sim: Simulator;
+    let daemon: Daemon;
+    const processes: Array<ReturnType<typeof startProcess>> = [];
+    let promUrl = '';
+    const attackedServer = '100003';
+    const attackedIp = '198.18.0.6';
 
-  const query = async (expr: string): Promise<Sample[]> => {
-    const res = await request(`${promUrl}/api/v1/query?query=${encodeURIComponent(expr)}`);
-    const body = (await res.body.json()) as { status: string; error?: string; data: { result: Sample[] } };
-    if (body.status !== 'success') throw new Error(`query failed: ${body.error}`);
-    return body.data.result;
-  };
+    const query = async (expr: string): Promise<Sample[]> => {
+      const res = await request(`${promUrl}/api/v1/query?query=${encodeURIComponent(expr)}`);
+      const body = (await res.body.json()) as { status: string; error?: string; data: { result: Sample[] } };
+      if (body.status !== 'success') throw new Error(`query failed: ${body.error}`);
+      return body.data.result;
+    };
 
-  beforeAll(async () => {
-    const dir = tempDir('bmx-loop-', 'all');
-    writeFileSync(join(dir, 'token'), TOKEN);
-    sim = await startSimulator({ apiKey: 'loop-key', servers: 4, colocations: 1, transits: 1, attackRate: 0 });
-    sim.state.startAttack(attackedIp);
-    const config = buildConfig(
-      {
-        upstream: { base_url: sim.url },
-        web: { listen_address: '127.0.0.1:0' },
-        state_dir: join(dir, 'state'),
-        schedules: { servers: '*/5 * * * * *', firewall: '*/2 * * * * *', graphs: '*/10 * * * * *', catalog: '*/30 * * * * *' },
-        graphs: { types: ['port_bits'], scales: ['day', 'week'] },
-        services: { colocation_ids: ['colo-1'], transit_ids: ['transit-1'] },
-        remediation: {
-          dry_run: false,
-          auth: { bearer_token_files: [join(dir, 'token')] },
-          rules: [{ alertname: 'BaremetalIpUnderAttack', matchers: { severity: 'critical' }, action: 'firewall_state', hold: '5m' }],
+    beforeAll(async () => {
+      const dir = tempDir('bmx-loop-', 'all');
+      writeFileSync(join(dir, 'token'), TOKEN);
+      sim = await startSimulator({ apiKey: 'loop-key', servers: 4, colocations: 1, transits: 1, attackRate: 0 });
+      sim.state.startAttack(attackedIp);
+      const config = buildConfig(
+        {
+          upstream: { base_url: sim.url },
+          web: { listen_address: '127.0.0.1:0' },
+          state_dir: join(dir, 'state'),
+          schedules: {
+            servers: '*/5 * * * * *',
+            firewall: '*/2 * * * * *',
+            graphs: '*/10 * * * * *',
+            catalog: '*/30 * * * * *',
+          },
+          graphs: { types: ['port_bits'], scales: ['day', 'week'] },
+          services: { colocation_ids: ['colo-1'], transit_ids: ['transit-1'] },
+          remediation: {
+            dry_run: false,
+            auth: { bearer_token_files: [join(dir, 'token')] },
+            rules: [
+              {
+                alertname: 'BaremetalIpUnderAttack',
+                matchers: { severity: 'critical' },
+                action: 'firewall_state',
+                hold: '5m',
+              },
+            ],
+          },
         },
-      },
-      { BAREMETAL_API_KEY: 'loop-key' },
-    );
-    daemon = await startDaemon(config, { logger: captureLogger('warn').logger, remediationTickMs: 250 });
-    await daemon.ready;
+        { BAREMETAL_API_KEY: 'loop-key' },
+      );
+      daemon = await startDaemon(config, { logger: captureLogger('warn').logger, remediationTickMs: 250 });
+      await daemon.ready;
 
-    const am = await startAlertmanager(alertmanager.skip ? '' : alertmanager.path, {
-      dir,
-      name: 'alertmanager',
-      webhookUrl: `${daemon.url}/api/v1/alertmanager`,
-      tokenFile: join(dir, 'token'),
-      route: `  receiver: ignore
+      const am = await startAlertmanager(alertmanager.skip ? '' : alertmanager.path, {
+        dir,
+        name: 'alertmanager',
+        webhookUrl: `${daemon.url}/api/v1/alertmanager`,
+        tokenFile: join(dir, 'token'),
+        route: `  receiver: ignore
   group_wait: 1s
   group_interval: 1s
   repeat_interval: 1h
@@ -77,13 +91,13 @@ describe.skipIf(prometheus.skip || alertmanager.skip)('dashboards and alerts aga
     - matchers: ['alertname="BaremetalIpUnderAttack"']
       receiver: baremetal
       group_by: [alertname, server_id, ip]`,
-    });
-    processes.push(am);
-    const promPort = await freePort();
-    promUrl = `http://127.0.0.1:${promPort}`;
-    writeFileSync(
-      join(dir, 'prometheus.yml'),
-      `global: { scrape_interval: 1s, evaluation_interval: 1s }
+      });
+      processes.push(am);
+      const promPort = await freePort();
+      promUrl = `http://127.0.0.1:${promPort}`;
+      writeFileSync(
+        join(dir, 'prometheus.yml'),
+        `global: { scrape_interval: 1s, evaluation_interval: 1s }
 rule_files: ['${resolve('alerts/baremetal.rules.yml')}']
 alerting:
   alertmanagers: [{ static_configs: [{ targets: ['127.0.0.1:${am.port}'] }] }]
@@ -91,68 +105,92 @@ scrape_configs:
   - job_name: baremetal
     static_configs: [{ targets: ['${new URL(daemon.url).host}'] }]
 `,
-    );
-    processes.push(
-      startProcess(prometheus.skip ? '' : prometheus.path, [
-        `--config.file=${join(dir, 'prometheus.yml')}`,
-        `--storage.tsdb.path=${join(dir, 'tsdb')}`,
-        `--web.listen-address=127.0.0.1:${promPort}`,
-        '--log.level=warn',
-      ]),
-    );
-    await eventually('Prometheus to scrape the daemon', async () => ((await query('up{job="baremetal"} == 1')).length === 1 ? true : undefined));
-  });
-
-  afterAll(async () => {
-    await Promise.all(processes.map((p) => p.stop()));
-    await daemon?.stop();
-    await sim?.close();
-  });
-
-  it('fires BaremetalIpUnderAttack for the attacked IP and no other', async () => {
-    const firing = await eventually('BaremetalIpUnderAttack to fire', async () => {
-      const res = await request(`${promUrl}/api/v1/alerts`);
-      const body = (await res.body.json()) as { data: { alerts: Array<{ labels: Record<string, string>; state: string }> } };
-      const alerts = body.data.alerts.filter((a) => a.labels.alertname === 'BaremetalIpUnderAttack' && a.state === 'firing');
-      return alerts.length ? alerts : undefined;
+      );
+      processes.push(
+        startProcess(prometheus.skip ? '' : prometheus.path, [
+          `--config.file=${join(dir, 'prometheus.yml')}`,
+          `--storage.tsdb.path=${join(dir, 'tsdb')}`,
+          `--web.listen-address=127.0.0.1:${promPort}`,
+          '--log.level=warn',
+        ]),
+      );
+      await eventually('Prometheus to scrape the daemon', async () =>
+        (await query('up{job="baremetal"} == 1')).length === 1 ? true : undefined,
+      );
     });
-    expect(firing.map((a) => [a.labels.server_id, a.labels.ip])).toEqual([[attackedServer, attackedIp]]);
-  });
 
-  it('closes the loop: Prometheus → Alertmanager → webhook → the simulator switches the IP to Always On', async () => {
-    await eventually('the firewall state call', async () => (sim.callsTo('/api/v1/dedicated/firewall/state', { ip: attackedIp, state: '1' }).length ? true : undefined));
-    expect(sim.callsTo('/api/v1/dedicated/firewall/state')).toEqual([expect.objectContaining({ params: { server_id: attackedServer, ip: attackedIp, state: '1' } })]);
-    expect(sim.state.firewallSetting(attackedIp).state).toBe('1');
-  });
+    afterAll(async () => {
+      await Promise.all(processes.map((p) => p.stop()));
+      await daemon?.stop();
+      await sim?.close();
+    });
 
-  it('returns at least one series for every panel query of every dashboard', async () => {
-    // Give the remediation panels a denial and a deferral to show, as an operator would cause them.
-    const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
-    await request(`${daemon.url}/api/v1/actions/powercycle`, { method: 'POST', headers, body: JSON.stringify({ server_id: '999999' }) });
-    await request(`${daemon.url}/api/v1/actions/firewall-state`, { method: 'POST', headers, body: JSON.stringify({ server_id: attackedServer, ip: attackedIp, state: 0 }) });
-    const variables = { server_id: attackedServer, exporter_url: daemon.url };
-    const empty: string[] = [];
-    for (const { file, dashboard } of dashboards()) {
-      for (const panel of dashboard.panels) {
-        for (const target of panel.targets ?? []) {
-          const expr = substitute(target.expr, variables);
-          const result = await eventually(`${file} / ${panel.title}`, async () => {
-            const r = await query(expr);
-            return r.length ? r : undefined;
-          }, 30_000).catch(() => [] as Sample[]);
-          if (result.length === 0) empty.push(`${dashboard.title} (${file}) › panel "${panel.title}" ${target.refId}: ${expr}`);
+    it('fires BaremetalIpUnderAttack for the attacked IP and no other', async () => {
+      const firing = await eventually('BaremetalIpUnderAttack to fire', async () => {
+        const res = await request(`${promUrl}/api/v1/alerts`);
+        const body = (await res.body.json()) as {
+          data: { alerts: Array<{ labels: Record<string, string>; state: string }> };
+        };
+        const alerts = body.data.alerts.filter(
+          (a) => a.labels.alertname === 'BaremetalIpUnderAttack' && a.state === 'firing',
+        );
+        return alerts.length ? alerts : undefined;
+      });
+      expect(firing.map((a) => [a.labels.server_id, a.labels.ip])).toEqual([[attackedServer, attackedIp]]);
+    });
+
+    it('closes the loop: Prometheus → Alertmanager → webhook → the simulator switches the IP to Always On', async () => {
+      await eventually('the firewall state call', async () =>
+        sim.callsTo('/api/v1/dedicated/firewall/state', { ip: attackedIp, state: '1' }).length ? true : undefined,
+      );
+      expect(sim.callsTo('/api/v1/dedicated/firewall/state')).toEqual([
+        expect.objectContaining({ params: { server_id: attackedServer, ip: attackedIp, state: '1' } }),
+      ]);
+      expect(sim.state.firewallSetting(attackedIp).state).toBe('1');
+    });
+
+    it('returns at least one series for every panel query of every dashboard', async () => {
+      // Give the remediation panels a denial and a deferral to show, as an operator would cause them.
+      const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+      await request(`${daemon.url}/api/v1/actions/powercycle`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ server_id: '999999' }),
+      });
+      await request(`${daemon.url}/api/v1/actions/firewall-state`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ server_id: attackedServer, ip: attackedIp, state: 0 }),
+      });
+      const variables = { server_id: attackedServer, exporter_url: daemon.url };
+      const empty: string[] = [];
+      for (const { file, dashboard } of dashboards()) {
+        for (const panel of dashboard.panels) {
+          for (const target of panel.targets ?? []) {
+            const expr = substitute(target.expr, variables);
+            const result = await eventually(
+              `${file} / ${panel.title}`,
+              async () => {
+                const r = await query(expr);
+                return r.length ? r : undefined;
+              },
+              30_000,
+            ).catch(() => [] as Sample[]);
+            if (result.length === 0)
+              empty.push(`${dashboard.title} (${file}) › panel "${panel.title}" ${target.refId}: ${expr}`);
+          }
         }
       }
-    }
-    expect(empty, `panels whose query returned nothing:\n${empty.join('\n')}`).toEqual([]);
-  });
+      expect(empty, `panels whose query returned nothing:\n${empty.join('\n')}`).toEqual([]);
+    });
 
-  it('serves the images the server dashboard shows', async () => {
-    for (const scale of ['day', 'week']) {
-      const res = await request(`${daemon.url}/graphs/dedicated/${attackedServer}/port_bits/${scale}.png`);
-      expect(res.statusCode).toBe(200);
-      expect(res.headers['content-type']).toBe('image/png');
-      await res.body.arrayBuffer();
-    }
-  });
-});
+    it('serves the images the server dashboard shows', async () => {
+      for (const scale of ['day', 'week']) {
+        const res = await request(`${daemon.url}/graphs/dedicated/${attackedServer}/port_bits/${scale}.png`);
+        expect(res.statusCode).toBe(200);
+        expect(res.headers['content-type']).toBe('image/png');
+        await res.body.arrayBuffer();
+      }
+    });
+  },
+);

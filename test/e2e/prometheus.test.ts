@@ -38,7 +38,15 @@ describe.skipIf(skip)('a real Prometheus scrapes the daemon running on the simul
     const dir = tempDir('bmx-e2e-', 'all');
     // The simulator's clock stands still, so its history cannot change between a scrape and an assertion.
     let simNow = Date.now();
-    sim = await startSimulator({ apiKey: 'e2e-key', servers: 5, colocations: 1, transits: 1, attackRate: 0, seed: 5, now: () => simNow });
+    sim = await startSimulator({
+      apiKey: 'e2e-key',
+      servers: 5,
+      colocations: 1,
+      transits: 1,
+      attackRate: 0,
+      seed: 5,
+      now: () => simNow,
+    });
     attackedIp = sim.state.servers.get('100003')!.ips[1]!;
     sim.state.startAttack(attackedIp);
     simNow += 10 * 60_000;
@@ -47,7 +55,12 @@ describe.skipIf(skip)('a real Prometheus scrapes the daemon running on the simul
         upstream: { base_url: sim.url },
         web: { listen_address: '127.0.0.1:0' },
         state_dir: join(dir, 'state'),
-        schedules: { servers: '*/5 * * * * *', firewall: '*/2 * * * * *', graphs: '*/30 * * * * *', catalog: '0 0 * * * *' },
+        schedules: {
+          servers: '*/5 * * * * *',
+          firewall: '*/2 * * * * *',
+          graphs: '*/30 * * * * *',
+          catalog: '0 0 * * * *',
+        },
         services: { colocation_ids: ['colo-1'], transit_ids: ['transit-1'] },
       },
       { BAREMETAL_API_KEY: 'e2e-key' },
@@ -67,7 +80,9 @@ describe.skipIf(skip)('a real Prometheus scrapes the daemon running on the simul
       `--web.listen-address=127.0.0.1:${port}`,
       '--log.level=warn',
     ]);
-    await eventually(`Prometheus to scrape the daemon (${prom.output()})`, async () => ((await query('up{job="baremetal"} == 1')).length === 1 ? true : undefined));
+    await eventually(`Prometheus to scrape the daemon (${prom.output()})`, async () =>
+      (await query('up{job="baremetal"} == 1')).length === 1 ? true : undefined,
+    );
   });
 
   afterAll(async () => {

@@ -4,7 +4,12 @@ import { describe, expect, it } from 'vitest';
 import { requireBinary } from '../helpers/binaries.js';
 
 const promtool = requireBinary('/usr/bin/promtool', 'prometheus');
-const run = (args: string[]) => execFileSync(promtool.skip ? '' : promtool.path, args, { cwd: 'alerts', encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+const run = (args: string[]) =>
+  execFileSync(promtool.skip ? '' : promtool.path, args, {
+    cwd: 'alerts',
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 
 describe.skipIf(promtool.skip)('alert and recording rules', () => {
   const ruleFiles = readdirSync('alerts').filter((f) => f.endsWith('.yml'));
@@ -25,7 +30,9 @@ describe.skipIf(promtool.skip)('alert and recording rules', () => {
     const alerts = [...text.matchAll(/- alert: (\w+)/g)].map((m) => m[1]!);
     expect(alerts.length).toBeGreaterThan(10);
     for (const alert of alerts) {
-      expect(tests, `${alert} fires in a test`).toMatch(new RegExp(`alertname: ${alert}\\n\\s+exp_alerts:\\n\\s+- exp_labels`));
+      expect(tests, `${alert} fires in a test`).toMatch(
+        new RegExp(`alertname: ${alert}\\n\\s+exp_alerts:\\n\\s+- exp_labels`),
+      );
       expect(tests, `${alert} stays quiet in a test`).toMatch(new RegExp(`alertname: ${alert}, exp_alerts: \\[\\]`));
     }
   });

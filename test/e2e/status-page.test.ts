@@ -11,7 +11,16 @@ import { tempDir } from '../helpers/tmp.js';
 const browserBinary = requireBinary('/usr/bin/chromium', 'chromium');
 
 /** Flags for Debian's Chromium as root on a machine without network (see the env notes). */
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 describe.skipIf(browserBinary.skip)('the status page in a real headless Chromium', () => {
   let sim: Simulator;
@@ -23,12 +32,20 @@ describe.skipIf(browserBinary.skip)('the status page in a real headless Chromium
     sim = await startSimulator({ apiKey: 'page-key', servers: 3, attackRate: 0 });
     sim.state.startAttack(attackedIp);
     const config = buildConfig(
-      { upstream: { base_url: sim.url }, web: { listen_address: '127.0.0.1:0' }, state_dir: join(tempDir('bmx-page-', 'all'), 'state') },
+      {
+        upstream: { base_url: sim.url },
+        web: { listen_address: '127.0.0.1:0' },
+        state_dir: join(tempDir('bmx-page-', 'all'), 'state'),
+      },
       { BAREMETAL_API_KEY: 'page-key' },
     );
     daemon = await startDaemon(config, { logger: captureLogger('warn').logger, schedule: false });
     await daemon.ready;
-    browser = await chromium.launch({ executablePath: browserBinary.skip ? '' : browserBinary.path, args: CHROMIUM_ARGS, headless: true });
+    browser = await chromium.launch({
+      executablePath: browserBinary.skip ? '' : browserBinary.path,
+      args: CHROMIUM_ARGS,
+      headless: true,
+    });
   });
 
   afterAll(async () => {
@@ -41,20 +58,26 @@ describe.skipIf(browserBinary.skip)('the status page in a real headless Chromium
     const page = await browser.newPage();
     const problems: string[] = [];
     page.on('console', (message) => {
-      if (message.type() === 'error' || message.type() === 'warning') problems.push(`${message.type()}: ${message.text()}`);
+      if (message.type() === 'error' || message.type() === 'warning')
+        problems.push(`${message.type()}: ${message.text()}`);
     });
     page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
     const response = await page.goto(`${daemon.url}/`, { waitUntil: 'load' });
     expect(response?.status()).toBe(200);
     expect(await page.title()).toBe('baremetal-exporter status');
-    expect(await page.locator(`[data-attacked="${attackedIp}"]`).textContent()).toMatch(new RegExp(`^${attackedIp.replaceAll('.', '\\.')} \\(\\d+ events?\\)$`));
+    expect(await page.locator(`[data-attacked="${attackedIp}"]`).textContent()).toMatch(
+      new RegExp(`^${attackedIp.replaceAll('.', '\\.')} \\(\\d+ events?\\)$`),
+    );
     expect(await page.locator('#attacked-count').textContent()).toBe('1');
     expect(await page.locator('#api-up').textContent()).toBe('up');
     const images = page.locator('.thumbs img');
     expect(await images.count()).toBe(3);
-    const widths = await images.evaluateAll((nodes) => nodes.map((n) => (n as unknown as { naturalWidth: number }).naturalWidth));
+    const widths = await images.evaluateAll((nodes) =>
+      nodes.map((n) => (n as unknown as { naturalWidth: number }).naturalWidth),
+    );
     expect(widths.every((w) => w > 0)).toBe(true);
-    if (process.env.BAREMETAL_SCREENSHOT) await page.screenshot({ path: process.env.BAREMETAL_SCREENSHOT, fullPage: true });
+    if (process.env.BAREMETAL_SCREENSHOT)
+      await page.screenshot({ path: process.env.BAREMETAL_SCREENSHOT, fullPage: true });
     expect(problems).toEqual([]);
     await page.close();
   });

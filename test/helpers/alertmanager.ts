@@ -8,7 +8,10 @@ import { eventually, freePort, startProcess } from './processes.js';
  * sends to a receiver `baremetal`: the daemon's webhook with bearer auth from `tokenFile`. Resolves when
  * it answers /-/ready.
  */
-export async function startAlertmanager(binary: string, options: { dir: string; name: string; webhookUrl: string; tokenFile: string; route: string }) {
+export async function startAlertmanager(
+  binary: string,
+  options: { dir: string; name: string; webhookUrl: string; tokenFile: string; route: string },
+) {
   const port = await freePort();
   const file = join(options.dir, `${options.name}.yml`);
   writeFileSync(
@@ -34,6 +37,8 @@ receivers:
     '--log.level=warn',
   ]);
   const url = `http://127.0.0.1:${port}`;
-  await eventually(`${options.name} to start (${process.output()})`, async () => ((await request(`${url}/-/ready`)).statusCode === 200 ? true : undefined));
+  await eventually(`${options.name} to start (${process.output()})`, async () =>
+    (await request(`${url}/-/ready`)).statusCode === 200 ? true : undefined,
+  );
   return { ...process, url, port };
 }

@@ -10,10 +10,16 @@ export function requireBuiltCli(): void {
 }
 
 /** Runs the CLI to completion; resolves with its exit code and output. */
-export function runCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runCli(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   requireBuiltCli();
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += String(d)));
@@ -23,9 +29,17 @@ export function runCli(args: string[], env: Record<string, string> = {}): Promis
 }
 
 /** Starts the CLI in the background; `output()` is everything it printed so far. */
-export function spawnCli(args: string[], env: Record<string, string> = {}, cwd?: string): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+export function spawnCli(
+  args: string[],
+  env: Record<string, string> = {},
+  cwd?: string,
+): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
   requireBuiltCli();
-  const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], ...(cwd ? { cwd } : {}) });
+  const child = spawn(process.execPath, [CLI, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    ...(cwd ? { cwd } : {}),
+  });
   let output = '';
   child.stdout!.on('data', (d) => (output += String(d)));
   child.stderr!.on('data', (d) => (output += String(d)));

@@ -7,7 +7,10 @@ export interface Panel {
   title: string;
   datasource?: { type?: string; uid?: string };
   targets?: Array<{ refId: string; expr: string; datasource?: { type?: string; uid?: string } }>;
-  fieldConfig?: { defaults: { unit?: string; thresholds?: { steps: unknown[] }; mappings?: unknown[] }; overrides: unknown[] };
+  fieldConfig?: {
+    defaults: { unit?: string; thresholds?: { steps: unknown[] }; mappings?: unknown[] };
+    overrides: unknown[];
+  };
   options?: { content?: string };
 }
 export interface Dashboard {
@@ -31,6 +34,13 @@ export function dashboards(): Array<{ file: string; dashboard: Dashboard }> {
  * job of examples/prometheus.yml and `instance` the variable's "All" value, unless `variables` says otherwise.
  */
 export function substitute(expr: string, variables: Record<string, string>): string {
-  const values: Record<string, string> = { __rate_interval: '1m', __interval: '15s', __range: '1h', job: 'baremetal', instance: '.+', ...variables };
+  const values: Record<string, string> = {
+    __rate_interval: '1m',
+    __interval: '15s',
+    __range: '1h',
+    job: 'baremetal',
+    instance: '.+',
+    ...variables,
+  };
   return expr.replace(/\$\{?(\w+)\}?/g, (whole, name: string) => values[name] ?? whole);
 }

@@ -8,11 +8,19 @@ export function freshMetrics(): { registry: Registry; metrics: Metrics } {
 }
 
 /** Value of one series, or undefined when the series does not exist. */
-export async function valueOf(registry: Registry, name: string, labels: Record<string, string> = {}): Promise<number | undefined> {
+export async function seriesValue(
+  registry: Registry,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<number | undefined> {
   const metric = registry.getSingleMetric(name);
   if (!metric) throw new Error(`no metric ${name}`);
   const { values } = await metric.get();
-  const found = values.find((v) => Object.entries(labels).every(([k, l]) => String((v.labels as Record<string, unknown>)[k]) === l) && Object.keys(v.labels).length >= Object.keys(labels).length);
+  const found = values.find(
+    (v) =>
+      Object.entries(labels).every(([k, l]) => String((v.labels as Record<string, unknown>)[k]) === l) &&
+      Object.keys(v.labels).length >= Object.keys(labels).length,
+  );
   return found?.value;
 }
 

@@ -30,7 +30,8 @@ export const STOCK_PATH = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/u
  * npm_config_local_prefix, NODE, …), which would point a child npm at this worktree.
  */
 export function stockEnv(pathFirst: string[]): NodeJS.ProcessEnv {
-  const keep = /^(HOME|USER|LANG|LC_ALL|TMPDIR|TERM|https?_proxy|no_proxy|HTTPS?_PROXY|NO_PROXY|NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|SSL_CERT_DIR|npm_config_(cafile|globalconfig|userconfig|registry|cache))$/;
+  const keep =
+    /^(HOME|USER|LANG|LC_ALL|TMPDIR|TERM|https?_proxy|no_proxy|HTTPS?_PROXY|NO_PROXY|NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|SSL_CERT_DIR|npm_config_(cafile|globalconfig|userconfig|registry|cache))$/;
   const env: NodeJS.ProcessEnv = Object.fromEntries(Object.entries(process.env).filter(([key]) => keep.test(key)));
   env.PATH = [...pathFirst, ...STOCK_PATH.filter((dir) => !pathFirst.includes(dir))].join(':');
   return env;
@@ -44,7 +45,8 @@ export function systemOldNode(path = '/usr/bin/node'): { path: string; version: 
     return { skip: `${path} not found: this test needs the machine's own (older) Node.js` };
   }
   const version = readVersion(path);
-  if (NODE_NEEDED === undefined || !olderThan(version, NODE_NEEDED)) return { skip: `${path} is Node.js ${version}, not older than ${PKG.engines.node}` };
+  if (NODE_NEEDED === undefined || !olderThan(version, NODE_NEEDED))
+    return { skip: `${path} is Node.js ${version}, not older than ${PKG.engines.node}` };
   return { path, version };
 }
 
@@ -67,7 +69,11 @@ export function runCommand(
   options: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs: number },
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: options.cwd, env: options.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, {
+      cwd: options.cwd,
+      env: options.env ?? process.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += String(d)));
@@ -85,16 +91,27 @@ export function runCommand(
  * Starts a command in its own process group (npm runs scripts in child shells); `stop()` sends SIGTERM to the
  * group and waits up to `graceMs`, then SIGKILLs it. Resolves with the exit code of the command itself.
  */
-export function startGroup(command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }): {
+export function startGroup(
+  command: string,
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv },
+): {
   child: ChildProcess;
   output: () => string;
   stop: (graceMs?: number) => Promise<number | null>;
 } {
-  const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(command, args, {
+    cwd: options.cwd,
+    env: options.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   let output = '';
   child.stdout!.on('data', (d) => (output += String(d)));
   child.stderr!.on('data', (d) => (output += String(d)));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? -1 : null))));
+  const exited = new Promise<number | null>((resolve) =>
+    child.on('exit', (code, signal) => resolve(code ?? (signal ? -1 : null))),
+  );
   const signalGroup = (signal: NodeJS.Signals) => {
     try {
       process.kill(-child.pid!, signal);

@@ -14,7 +14,10 @@ export function freePort(): Promise<number> {
 }
 
 /** Starts a program; its output is kept for failure messages; `stop()` sends SIGTERM and waits. */
-export function startProcess(command: string, args: string[]): { child: ChildProcess; output: () => string; stop: () => Promise<void> } {
+export function startProcess(
+  command: string,
+  args: string[],
+): { child: ChildProcess; output: () => string; stop: () => Promise<void> } {
   const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (d) => (output += String(d)));
@@ -36,7 +39,12 @@ export function startProcess(command: string, args: string[]): { child: ChildPro
 }
 
 /** Calls `probe` until it returns a value other than undefined, or fails after `timeoutMs` with `what`. */
-export async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 45_000, stepMs = 250): Promise<T> {
+export async function eventually<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMs = 45_000,
+  stepMs = 250,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {

@@ -11,8 +11,21 @@ import { freshMetrics } from './metrics.js';
 export const TOKEN = 'test-bearer-token-0123456789';
 
 /** A rule with the defaults the config loader fills in. */
-export function rule(overrides: Partial<RemediationRule> & Pick<RemediationRule, 'alertname' | 'action'>): RemediationRule {
-  return { matchers: {}, accountLabel: 'account', serverIdLabel: 'server_id', ipLabel: 'ip', firingState: '1', resolvedState: '0', holdMs: 0, cooldownMs: overrides.action === 'firewall_state' ? 120_000 : 1_800_000, requireOwnedIp: true, ...overrides };
+export function rule(
+  overrides: Partial<RemediationRule> & Pick<RemediationRule, 'alertname' | 'action'>,
+): RemediationRule {
+  return {
+    matchers: {},
+    accountLabel: 'account',
+    serverIdLabel: 'server_id',
+    ipLabel: 'ip',
+    firingState: '1',
+    resolvedState: '0',
+    holdMs: 0,
+    cooldownMs: overrides.action === 'firewall_state' ? 120_000 : 1_800_000,
+    requireOwnedIp: true,
+    ...overrides,
+  };
 }
 
 /** The inventory as the simulator has it (what the poller would report after a servers poll). */
@@ -28,15 +41,41 @@ export function simulatorTargets(sim: Simulator, known = true): TargetDirectory 
  * An engine on a fresh journal, talking to a simulator, with one clock for both. Everything is closed
  * after the test.
  */
-export async function engineHarness(remediation: Partial<Config['remediation']> = {}, journalPath = ':memory:', clientTimeoutMs = 2000) {
+export async function engineHarness(
+  remediation: Partial<Config['remediation']> = {},
+  journalPath = ':memory:',
+  clientTimeoutMs = 2000,
+) {
   const clock = { now: Date.UTC(2026, 10, 21, 12) };
   const sim = await startSimulator({ apiKey: 'k', servers: 3, attackRate: 0, now: () => clock.now });
-  const client = new UpstreamClient({ baseUrl: sim.url, apiKey: 'k', timeoutMs: clientTimeoutMs, concurrency: 4, retries: 0 });
+  const client = new UpstreamClient({
+    baseUrl: sim.url,
+    apiKey: 'k',
+    timeoutMs: clientTimeoutMs,
+    concurrency: 4,
+    retries: 0,
+  });
   const journal = Journal.open(journalPath);
   const { registry, metrics } = freshMetrics();
   const log = captureLogger();
-  const config: Config['remediation'] = { dryRun: false, journalRetentionMs: 30 * 86_400_000, budgetPerHour: 10, bearerTokens: [TOKEN], basicAuthUsers: {}, rules: [], ...remediation };
-  const engine = new RemediationEngine({ journal, client, metrics, logger: log.logger, targets: simulatorTargets(sim), config, now: () => clock.now });
+  const config: Config['remediation'] = {
+    dryRun: false,
+    journalRetentionMs: 30 * 86_400_000,
+    budgetPerHour: 10,
+    bearerTokens: [TOKEN],
+    basicAuthUsers: {},
+    rules: [],
+    ...remediation,
+  };
+  const engine = new RemediationEngine({
+    journal,
+    client,
+    metrics,
+    logger: log.logger,
+    targets: simulatorTargets(sim),
+    config,
+    now: () => clock.now,
+  });
   afterEach(async () => {
     await engine.stop();
     journal.close();

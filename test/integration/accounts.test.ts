@@ -15,21 +15,38 @@ afterEach(async () => {
 });
 
 async function simulator(apiKey: string, servers: number): Promise<Simulator> {
-  const sim = await startSimulator({ apiKey, servers, colocations: 0, transits: 0, attackRate: 0, seed: 3, now: () => NOW });
+  const sim = await startSimulator({
+    apiKey,
+    servers,
+    colocations: 0,
+    transits: 0,
+    attackRate: 0,
+    seed: 3,
+    now: () => NOW,
+  });
   sims.push(sim);
   return sim;
 }
 
 async function daemonOf(raw: Record<string, unknown>, stateDir = tempDir()): Promise<Daemon> {
   const config = buildConfig({ web: { listen_address: '127.0.0.1:0' }, state_dir: stateDir, ...raw });
-  const daemon = await startDaemon(config, { logger: captureLogger('debug').logger, now: () => NOW, schedule: false, initialPolls: false, listen: false, retryMinDelayMs: 1 });
+  const daemon = await startDaemon(config, {
+    logger: captureLogger('debug').logger,
+    now: () => NOW,
+    schedule: false,
+    initialPolls: false,
+    listen: false,
+    retryMinDelayMs: 1,
+  });
   daemons.push(daemon);
   return daemon;
 }
 
 const value = async (daemon: Daemon, name: string, labels: Record<string, string>) => {
   const { values } = await daemon.registry.getSingleMetric(name)!.get();
-  return values.find((v) => Object.entries(labels).every(([k, l]) => String((v.labels as Record<string, unknown>)[k]) === l))?.value;
+  return values.find((v) =>
+    Object.entries(labels).every(([k, l]) => String((v.labels as Record<string, unknown>)[k]) === l),
+  )?.value;
 };
 
 describe('several accounts', () => {
@@ -65,7 +82,18 @@ describe('several accounts', () => {
       remediation: { dry_run: false },
     });
     for (const account of daemon.accounts.values()) await account.poller.run('servers');
-    const alert = { version: '4', status: 'firing', alerts: [{ status: 'firing', labels: { alertname: 'X', server_id: '100001' }, startsAt: '2026-11-21T12:00:00Z', fingerprint: 'f1' }] };
+    const alert = {
+      version: '4',
+      status: 'firing',
+      alerts: [
+        {
+          status: 'firing',
+          labels: { alertname: 'X', server_id: '100001' },
+          startsAt: '2026-11-21T12:00:00Z',
+          fingerprint: 'f1',
+        },
+      ],
+    };
     const res = await daemon.app.inject({ method: 'POST', url: '/api/v1/alertmanager', payload: alert });
     expect(res.statusCode).toBe(404);
     expect([...a.calls, ...b.calls].filter((c) => c.path.startsWith('/api/v1/dedicated/power'))).toEqual([]);
@@ -80,7 +108,12 @@ describe('several accounts', () => {
       { id: 'e2', ip: '198.18.0.1' },
     ];
     sim.state.injectEvents('dedicated', '100001', events);
-    const total = (d: Daemon) => value(d, 'baremetal_firewall_attack_events_total', { account: 'default', service_id: '100001', ip: '198.18.0.1' });
+    const total = (d: Daemon) =>
+      value(d, 'baremetal_firewall_attack_events_total', {
+        account: 'default',
+        service_id: '100001',
+        ip: '198.18.0.1',
+      });
 
     const first = await daemonOf(raw, stateDir);
     await first.poller.run('servers');
@@ -101,14 +134,34 @@ describe('several accounts', () => {
 
 describe('account config errors', () => {
   it.each([
-    { name: 'both forms', raw: { upstream: { base_url: 'https://a.test', api_key: 'k' }, accounts: [{ name: 'a', base_url: 'https://a.test', api_key: 'k' }] }, lines: ['upstream: not allowed together with accounts (give each account its upstream keys)'] },
+    {
+      name: 'both forms',
+      raw: {
+        upstream: { base_url: 'https://a.test', api_key: 'k' },
+        accounts: [{ name: 'a', base_url: 'https://a.test', api_key: 'k' }],
+      },
+      lines: ['upstream: not allowed together with accounts (give each account its upstream keys)'],
+    },
     {
       name: 'duplicate names',
-      raw: { accounts: [{ name: 'a', base_url: 'https://a.test', api_key: 'k' }, { name: 'a', base_url: 'https://b.test', api_key: 'k' }] },
+      raw: {
+        accounts: [
+          { name: 'a', base_url: 'https://a.test', api_key: 'k' },
+          { name: 'a', base_url: 'https://b.test', api_key: 'k' },
+        ],
+      },
       lines: ['accounts.1.name: duplicate account name "a"'],
     },
-    { name: 'a bad name', raw: { accounts: [{ name: 'Bad Name', base_url: 'https://a.test', api_key: 'k' }] }, lines: ['accounts.0.name: must match pattern "^[a-z0-9_-]{1,32}$"'] },
-    { name: 'a missing key', raw: { accounts: [{ name: 'a', base_url: 'https://a.test' }] }, lines: ['accounts.0.api_key: required (set accounts.0.api_key_file)'] },
+    {
+      name: 'a bad name',
+      raw: { accounts: [{ name: 'Bad Name', base_url: 'https://a.test', api_key: 'k' }] },
+      lines: ['accounts.0.name: must match pattern "^[a-z0-9_-]{1,32}$"'],
+    },
+    {
+      name: 'a missing key',
+      raw: { accounts: [{ name: 'a', base_url: 'https://a.test' }] },
+      lines: ['accounts.0.api_key: required (set accounts.0.api_key_file)'],
+    },
   ])('$name → one line per problem', ({ raw, lines }) => {
     let problems: string[] = [];
     try {

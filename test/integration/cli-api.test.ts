@@ -19,7 +19,14 @@ const outputs: string[] = [];
 const dir = tempDir('bmx-cli-api-', 'all');
 
 beforeAll(async () => {
-  sim = await startSimulator({ apiKey: KEY, servers: 4, colocations: 1, transits: 1, attackRate: 0.5, now: () => Date.parse('2026-01-01T12:00:00Z') });
+  sim = await startSimulator({
+    apiKey: KEY,
+    servers: 4,
+    colocations: 1,
+    transits: 1,
+    attackRate: 0.5,
+    now: () => Date.parse('2026-01-01T12:00:00Z'),
+  });
 });
 afterAll(async () => {
   await sim.close();
@@ -44,17 +51,41 @@ const server = (id: string) => sim.state.servers.get(id)!;
 
 describe('reads: output compared with the simulator', () => {
   it('servers list (table and json), servers show', async () => {
-    const expected = [...sim.state.servers.values()].map((s) => ({ serverId: s.serverId, hostname: s.hostname, ip: s.ips[0], ips: s.ips, os: s.os, processor: s.processor, memory: s.memory, location: s.location, status: 'online' }));
+    const expected = [...sim.state.servers.values()].map((s) => ({
+      serverId: s.serverId,
+      hostname: s.hostname,
+      ip: s.ips[0],
+      ips: s.ips,
+      os: s.os,
+      processor: s.processor,
+      memory: s.memory,
+      location: s.location,
+      status: 'online',
+    }));
     expect(await json(['servers', 'list'])).toEqual(expected);
     const table = await api(['servers', 'list']);
     expect(table.stdout.split('\n')[0]).toMatch(/^SERVER_ID\s+HOSTNAME\s+IP\s+OS\s+LOCATION\s+STATUS$/);
-    for (const s of expected) expect(table.stdout).toMatch(new RegExp(`^${s.serverId}\\s+${s.hostname}\\s+${s.ip}\\s+${s.os}\\s+${s.location}\\s+online$`, 'm'));
+    for (const s of expected)
+      expect(table.stdout).toMatch(
+        new RegExp(`^${s.serverId}\\s+${s.hostname}\\s+${s.ip}\\s+${s.os}\\s+${s.location}\\s+online$`, 'm'),
+      );
     expect(await json(['servers', 'show', '100002'])).toEqual(expected[1]);
     expect(sim.callsTo('/api/v1/dedicated').map((c) => c.params)).toEqual([{}, {}, { server_id: '100002' }]);
   });
 
   it.each([
-    { name: 'os list', args: ['os', 'list'], path: '/api/v1/dedicated/provision/os_ids', expected: OPERATING_SYSTEMS.map((o) => ({ id: o.id, name: o.name, arch: o.arch, type: o.type, pricePerCore: o.price_per_core })) },
+    {
+      name: 'os list',
+      args: ['os', 'list'],
+      path: '/api/v1/dedicated/provision/os_ids',
+      expected: OPERATING_SYSTEMS.map((o) => ({
+        id: o.id,
+        name: o.name,
+        arch: o.arch,
+        type: o.type,
+        pricePerCore: o.price_per_core,
+      })),
+    },
     { name: 'locations list', args: ['locations', 'list'], path: '/api/v1/reseller/locations', expected: LOCATIONS },
   ])('$name', async ({ args, path, expected }) => {
     expect(await json(args)).toEqual(expected);
@@ -62,15 +93,41 @@ describe('reads: output compared with the simulator', () => {
   });
 
   it.each([
-    { name: 'dedicated, one IP', args: ['dedicated', '100001', '--ip', '198.18.0.1', '--scale', 'week'], path: '/api/v1/dedicated/firewall', params: { server_id: '100001', ip: '198.18.0.1', scale: 'week' }, service: 'dedicated/100001' },
-    { name: 'colocation, default scale', args: ['colocation', 'colo-1'], path: '/api/v1/colocation/firewall', params: { colocation_id: 'colo-1', scale: 'day' }, service: 'colocation/colo-1' },
-    { name: 'transit, hour', args: ['transit', 'transit-1', '--scale', 'hour'], path: '/api/v1/transit/firewall', params: { transit_id: 'transit-1', scale: 'hour' }, service: 'transit/transit-1' },
+    {
+      name: 'dedicated, one IP',
+      args: ['dedicated', '100001', '--ip', '198.18.0.1', '--scale', 'week'],
+      path: '/api/v1/dedicated/firewall',
+      params: { server_id: '100001', ip: '198.18.0.1', scale: 'week' },
+      service: 'dedicated/100001',
+    },
+    {
+      name: 'colocation, default scale',
+      args: ['colocation', 'colo-1'],
+      path: '/api/v1/colocation/firewall',
+      params: { colocation_id: 'colo-1', scale: 'day' },
+      service: 'colocation/colo-1',
+    },
+    {
+      name: 'transit, hour',
+      args: ['transit', 'transit-1', '--scale', 'hour'],
+      path: '/api/v1/transit/firewall',
+      params: { transit_id: 'transit-1', scale: 'hour' },
+      service: 'transit/transit-1',
+    },
   ])('firewall history $name', async ({ args, path, params, service }) => {
     const events = (await json(['firewall', 'history', ...args])) as Array<{ id: string }>;
     expect(sim.callsTo(path).map((c) => c.params)).toEqual([params]);
-    const svc = sim.state.service(service.split('/')[0] as 'dedicated', service.split('/')[1]!) ?? { serviceType: 'dedicated' as const, serviceId: '100001', ips: server('100001').ips };
+    const svc = sim.state.service(service.split('/')[0] as 'dedicated', service.split('/')[1]!) ?? {
+      serviceType: 'dedicated' as const,
+      serviceId: '100001',
+      ips: server('100001').ips,
+    };
     const windows = { hour: 3600, day: 86400, week: 604800 } as const;
-    const expected = sim.state.history(svc, windows[params.scale as keyof typeof windows], 'ip' in params ? params.ip : undefined);
+    const expected = sim.state.history(
+      svc,
+      windows[params.scale as keyof typeof windows],
+      'ip' in params ? params.ip : undefined,
+    );
     expect(events.map((e) => e.id)).toEqual(expected.map((e) => e.id));
     expect(events.length).toBeGreaterThan(0);
   });
@@ -83,7 +140,10 @@ describe('reads: output compared with the simulator', () => {
     const png = join(dir, 'graph.png');
     expect((await api(['graph', '100003', '--type', 'port_bits', '--scale', 'week', '--out', png])).code).toBe(0);
     expect(readFileSync(png).subarray(1, 4).toString()).toBe('PNG');
-    const viaJson = (await json(['graph', '100003', '--type', 'port_errors', '--scale', 'day'])) as { base64: string; bytes: number };
+    const viaJson = (await json(['graph', '100003', '--type', 'port_errors', '--scale', 'day'])) as {
+      base64: string;
+      bytes: number;
+    };
     expect(Buffer.from(viaJson.base64, 'base64').length).toBe(viaJson.bytes);
     expect(sim.callsTo('/api/v1/dedicated/graphs').map((c) => c.params)).toEqual([
       { server_id: '100003', type: 'port_bits', scale: 'week' },
@@ -95,14 +155,62 @@ describe('reads: output compared with the simulator', () => {
 
 describe('writes with --yes: exact parameters, and the simulator changed', () => {
   it.each<{ name: string; args: string[]; path: string; params: Record<string, string>; check: () => void }>([
-    { name: 'power off', args: ['power', 'off', '100004', '--yes'], path: '/api/v1/dedicated/poweroff', params: { server_id: '100004' }, check: () => expect(server('100004').power).toBe('off') },
-    { name: 'power on', args: ['power', 'on', '100004'], path: '/api/v1/dedicated/poweron', params: { server_id: '100004' }, check: () => expect(server('100004').power).toBe('on') },
-    { name: 'power cycle', args: ['power', 'cycle', '100004', '--yes'], path: '/api/v1/dedicated/powercycle', params: { server_id: '100004' }, check: () => expect(server('100004').power).toBe('on') },
-    { name: 'ptr set', args: ['ptr', 'set', '100004', '198.18.0.7', 'mail.example.org'], path: '/api/v1/dedicated/dns', params: { server_id: '100004', ip: '198.18.0.7', type: 'ptr', content: 'mail.example.org' }, check: () => undefined },
-    { name: 'firewall sensitivity', args: ['firewall', 'sensitivity', '100004', '198.18.0.7', 'high'], path: '/api/v1/dedicated/firewall/sensitivity', params: { server_id: '100004', ip: '198.18.0.7', sensitivity: 'high' }, check: () => expect(sim.state.firewall.get('198.18.0.7')?.sensitivity).toBe('high') },
-    { name: 'firewall state', args: ['firewall', 'state', '100004', '198.18.0.8', '1'], path: '/api/v1/dedicated/firewall/state', params: { server_id: '100004', ip: '198.18.0.8', state: '1' }, check: () => expect(sim.state.firewall.get('198.18.0.8')?.state).toBe('1') },
-    { name: 'cancellation end', args: ['cancellation', '100004', 'end', '--yes'], path: '/api/v1/reseller/billing/cancellation', params: { server_id: '100004', type: 'end' }, check: () => expect(server('100004').cancellation).toBe('end') },
-    { name: 'cancellation delete', args: ['cancellation', '100004', 'delete'], path: '/api/v1/reseller/billing/cancellation', params: { server_id: '100004', type: 'delete' }, check: () => expect(server('100004').cancellation).toBe('none') },
+    {
+      name: 'power off',
+      args: ['power', 'off', '100004', '--yes'],
+      path: '/api/v1/dedicated/poweroff',
+      params: { server_id: '100004' },
+      check: () => expect(server('100004').power).toBe('off'),
+    },
+    {
+      name: 'power on',
+      args: ['power', 'on', '100004'],
+      path: '/api/v1/dedicated/poweron',
+      params: { server_id: '100004' },
+      check: () => expect(server('100004').power).toBe('on'),
+    },
+    {
+      name: 'power cycle',
+      args: ['power', 'cycle', '100004', '--yes'],
+      path: '/api/v1/dedicated/powercycle',
+      params: { server_id: '100004' },
+      check: () => expect(server('100004').power).toBe('on'),
+    },
+    {
+      name: 'ptr set',
+      args: ['ptr', 'set', '100004', '198.18.0.7', 'mail.example.org'],
+      path: '/api/v1/dedicated/dns',
+      params: { server_id: '100004', ip: '198.18.0.7', type: 'ptr', content: 'mail.example.org' },
+      check: () => undefined,
+    },
+    {
+      name: 'firewall sensitivity',
+      args: ['firewall', 'sensitivity', '100004', '198.18.0.7', 'high'],
+      path: '/api/v1/dedicated/firewall/sensitivity',
+      params: { server_id: '100004', ip: '198.18.0.7', sensitivity: 'high' },
+      check: () => expect(sim.state.firewall.get('198.18.0.7')?.sensitivity).toBe('high'),
+    },
+    {
+      name: 'firewall state',
+      args: ['firewall', 'state', '100004', '198.18.0.8', '1'],
+      path: '/api/v1/dedicated/firewall/state',
+      params: { server_id: '100004', ip: '198.18.0.8', state: '1' },
+      check: () => expect(sim.state.firewall.get('198.18.0.8')?.state).toBe('1'),
+    },
+    {
+      name: 'cancellation end',
+      args: ['cancellation', '100004', 'end', '--yes'],
+      path: '/api/v1/reseller/billing/cancellation',
+      params: { server_id: '100004', type: 'end' },
+      check: () => expect(server('100004').cancellation).toBe('end'),
+    },
+    {
+      name: 'cancellation delete',
+      args: ['cancellation', '100004', 'delete'],
+      path: '/api/v1/reseller/billing/cancellation',
+      params: { server_id: '100004', type: 'delete' },
+      check: () => expect(server('100004').cancellation).toBe('none'),
+    },
   ])('$name', async ({ args, path, params, check }) => {
     const out = (await json(args)) as { success: boolean; message: string };
     expect(out.success).toBe(true);
@@ -116,7 +224,11 @@ describe('nothing is sent', () => {
   const script = join(dir, 'broken.sh');
   writeFileSync(script, 'echo start\nif true; then\n  echo x\n');
   it.each([
-    { name: 'a post-install script bash -n rejects', args: ['provision', '100001', '--os', '1', '--post-install', script, '--yes', '--show-password'], err: /bash -n rejects the script: .*line \d+: syntax error/ },
+    {
+      name: 'a post-install script bash -n rejects',
+      args: ['provision', '100001', '--os', '1', '--post-install', script, '--yes', '--show-password'],
+      err: /bash -n rejects the script: .*line \d+: syntax error/,
+    },
     { name: 'an unknown option', args: ['servers', 'list', '--colour'], err: /Unknown option '--colour'/ },
   ])('exit 2 for $name', async ({ args, err }) => {
     const r = await api(args);
@@ -133,7 +245,9 @@ describe('nothing is sent', () => {
   ])('exit 3 without a TTY and without --yes: $name', async ({ args }) => {
     const r = await api(args);
     expect(r.code).toBe(3);
-    expect(r.stderr).toMatch(/^baremetal-exporter api: refusing to .* without confirmation: no terminal to ask on; pass --yes to confirm\n$/);
+    expect(r.stderr).toMatch(
+      /^baremetal-exporter api: refusing to .* without confirmation: no terminal to ask on; pass --yes to confirm\n$/,
+    );
     expect(sim.calls.filter((c) => c.path !== '/api/v1/dedicated/provision/os_ids')).toEqual([]);
   });
 
@@ -141,8 +255,18 @@ describe('nothing is sent', () => {
   writeFileSync(ok, '#!/bin/bash\necho provisioned\n');
   it.each([
     // A valid script: the request carries it verbatim; the password file is not created.
-    { name: 'provision', args: ['provision', '100001', '--os', '2', '--post-install', ok, '--password-file', join(dir, 'never.pw')], path: '/api/v1/dedicated/provision', params: { server_id: '100001', osid: '2', post_installation: '#!/bin/bash\necho provisioned\n' } },
-    { name: 'cancellation', args: ['cancellation', '100001', 'immediate'], path: '/api/v1/reseller/billing/cancellation', params: { server_id: '100001', type: 'immediate' } },
+    {
+      name: 'provision',
+      args: ['provision', '100001', '--os', '2', '--post-install', ok, '--password-file', join(dir, 'never.pw')],
+      path: '/api/v1/dedicated/provision',
+      params: { server_id: '100001', osid: '2', post_installation: '#!/bin/bash\necho provisioned\n' },
+    },
+    {
+      name: 'cancellation',
+      args: ['cancellation', '100001', 'immediate'],
+      path: '/api/v1/reseller/billing/cancellation',
+      params: { server_id: '100001', type: 'immediate' },
+    },
   ])('--dry-run prints the request and sends nothing: $name', async ({ args, path, params }) => {
     const out = await json([...args, '--dry-run']);
     expect(out).toEqual({ dryRun: true, operation: expect.any(String), method: 'POST', path, params });
@@ -157,7 +281,10 @@ describe('nothing is sent', () => {
 describe('provision and its root password', () => {
   it('writes the password to a new 0600 file, keeps it out of the output, and never overwrites the file', async () => {
     const pw = join(dir, 'root.pw');
-    const out = (await json(['provision', '100002', '--os', '3', '--password-file', pw, '--yes'])) as Record<string, unknown>;
+    const out = (await json(['provision', '100002', '--os', '3', '--password-file', pw, '--yes'])) as Record<
+      string,
+      unknown
+    >;
     expect(out).toEqual({ action: 'provision', serverId: '100002', osid: '3', success: true, passwordFile: pw });
     expect(readFileSync(pw, 'utf8')).toBe('sim-100002-3-pw\n');
     expect(statSync(pw).mode & 0o777).toBe(0o600);
@@ -194,7 +321,10 @@ describe('provision and its root password', () => {
 /** Runs the CLI on a pseudo-terminal (util-linux `script`), typing `answer` once the prompt shows. */
 function onTty(args: string[], answer: string): Promise<{ code: number | null; output: string }> {
   const command = [process.execPath, CLI, 'api', ...args].map((a) => `'${a}'`).join(' ');
-  const child = spawn('script', ['-qfec', command, '/dev/null'], { env: { ...process.env, BAREMETAL_API_URL: sim.url, BAREMETAL_API_KEY: KEY }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn('script', ['-qfec', command, '/dev/null'], {
+    env: { ...process.env, BAREMETAL_API_URL: sim.url, BAREMETAL_API_KEY: KEY },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   let output = '';
   let typed = false;
   const onData = (d: Buffer) => {
@@ -206,16 +336,30 @@ function onTty(args: string[], answer: string): Promise<{ code: number | null; o
   };
   child.stdout.on('data', onData);
   child.stderr.on('data', onData);
-  return new Promise((resolve) => child.on('exit', (code) => {
-    outputs.push(output);
-    resolve({ code, output });
-  }));
+  return new Promise((resolve) =>
+    child.on('exit', (code) => {
+      outputs.push(output);
+      resolve({ code, output });
+    }),
+  );
 }
 
 describe('confirmation on a terminal', () => {
   it.each([
-    { name: 'the server id confirms', answer: '100001', code: 0, sent: 1, out: /poweroff 100001: Power off initiated\./ },
-    { name: 'anything else refuses', answer: '100002', code: 3, sent: 0, out: /not confirmed \(the answer did not match the server id\); nothing was sent/ },
+    {
+      name: 'the server id confirms',
+      answer: '100001',
+      code: 0,
+      sent: 1,
+      out: /poweroff 100001: Power off initiated\./,
+    },
+    {
+      name: 'anything else refuses',
+      answer: '100002',
+      code: 3,
+      sent: 0,
+      out: /not confirmed \(the answer did not match the server id\); nothing was sent/,
+    },
   ])('$name', async ({ answer, code, sent, out }) => {
     const r = await onTty(['power', 'off', '100001'], answer);
     expect(r.output).toContain('This will power off server 100001.');
@@ -235,7 +379,9 @@ describe('errors and the journal', () => {
   it('an API error is one line with operation, status and message; exit 1', async () => {
     const r = await api(['servers', 'show', '999999']);
     expect(r.code).toBe(1);
-    expect(r.stderr).toBe('baremetal-exporter api: get_server [POST] "/api/v1/dedicated": 404 API error: Server not found.\n');
+    expect(r.stderr).toBe(
+      'baremetal-exporter api: get_server [POST] "/api/v1/dedicated": 404 API error: Server not found.\n',
+    );
   });
 
   it('a key the API echoes back is scrubbed', async () => {
@@ -250,7 +396,11 @@ describe('errors and the journal', () => {
     Journal.open(join(state, 'journal.db')).close();
     const config = join(dir, 'config.yml');
     writeFileSync(config, `upstream: { base_url: "${sim.url}" }\nstate_dir: ${state}\n`);
-    const withConfig = (args: string[]) => runCli(['api', ...args, '--config.file', config], { BAREMETAL_API_URL: '', BAREMETAL_API_KEY: KEY }).then((r) => (outputs.push(r.stdout, r.stderr), r));
+    const withConfig = (args: string[]) =>
+      runCli(['api', ...args, '--config.file', config], { BAREMETAL_API_URL: '', BAREMETAL_API_KEY: KEY }).then((r) => {
+        outputs.push(r.stdout, r.stderr);
+        return r;
+      });
     expect((await withConfig(['firewall', 'state', '100003', '198.18.0.5', '1'])).code).toBe(0);
     const refusal = await withConfig(['firewall', 'state', '100003', '198.18.0.5', '0']);
     const journal = Journal.open(join(state, 'journal.db'));
@@ -262,7 +412,9 @@ describe('errors and the journal', () => {
     ]);
     expect(refusal.code).toBe(1);
     expect(refusal.stderr).toContain('already updated in the last 2 minutes');
-    expect(refusal.stderr).toContain(`the next change is possible at ${new Date(rows[1]!.createdAt + 120_000).toISOString()} (in `);
+    expect(refusal.stderr).toContain(
+      `the next change is possible at ${new Date(rows[1]!.createdAt + 120_000).toISOString()} (in `,
+    );
     expect(refusal.stderr).toContain('--wait waits and retries once');
   });
 

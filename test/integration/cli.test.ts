@@ -21,8 +21,18 @@ afterEach(async () => {
 
 describe('check-config', () => {
   it.each([
-    { name: 'a good file', yaml: 'upstream: { base_url: "https://api.provider.test", api_key: k }\n', code: 0, out: /valid — API https:\/\/api.provider.test \(key from yaml\)[\s\S]*warning: the API key sits in the config file/ },
-    { name: 'a bad file', yaml: 'upstream: { base_url: "http://api.provider.test", timeout: never, api_key: k }\nweb: { listen_address: nope }\n', code: 1, out: /upstream\.base_url: refusing plain-HTTP[\s\S]*upstream\.timeout: must be a duration[\s\S]*web\.listen_address: must be "host:port"/ },
+    {
+      name: 'a good file',
+      yaml: 'upstream: { base_url: "https://api.provider.test", api_key: k }\n',
+      code: 0,
+      out: /valid — API https:\/\/api.provider.test \(key from yaml\)[\s\S]*warning: the API key sits in the config file/,
+    },
+    {
+      name: 'a bad file',
+      yaml: 'upstream: { base_url: "http://api.provider.test", timeout: never, api_key: k }\nweb: { listen_address: nope }\n',
+      code: 1,
+      out: /upstream\.base_url: refusing plain-HTTP[\s\S]*upstream\.timeout: must be a duration[\s\S]*web\.listen_address: must be "host:port"/,
+    },
     { name: 'unknown keys', yaml: 'upstreams: {}\n', code: 1, out: /upstreams: unknown key/ },
   ])('$name → exit $code', async ({ yaml, code, out }) => {
     const file = join(tempDir(), 'config.yml');
@@ -33,7 +43,12 @@ describe('check-config', () => {
   });
 });
 
-async function startRun(extra: string, env: Record<string, string> = {}, simLatencyPaths: string[] = [], flags: (port: number) => string[] = () => []) {
+async function startRun(
+  extra: string,
+  env: Record<string, string> = {},
+  simLatencyPaths: string[] = [],
+  flags: (port: number) => string[] = () => [],
+) {
   const dir = tempDir();
   sim = await startSimulator({ apiKey: 'cli-key-7f3a9c2e5b', servers: 3 });
   if (simLatencyPaths.length) sim.setFaults({ latencyMs: 1500, paths: simLatencyPaths });
@@ -49,31 +64,53 @@ log_level: debug
 remediation: { dry_run: false, auth: { bearer_token_files: [${join(dir, 'token')}] } }
 `,
   );
-  const run = spawnCli(['run', `--config.file=${file}`, ...flags(port)], { BAREMETAL_API_KEY: 'cli-key-7f3a9c2e5b', ...env });
+  const run = spawnCli(['run', `--config.file=${file}`, ...flags(port)], {
+    BAREMETAL_API_KEY: 'cli-key-7f3a9c2e5b',
+    ...env,
+  });
   stopChild = () => run.child.kill('SIGKILL');
   return { dir, port, run, sim };
 }
 
 describe('run', () => {
   it.each([
-    { name: '--log.format=json', flags: ['--log.format=json'], line: /^\{"level":"info","time":"\d{4}-\d\d-\d\dT[^"]+Z","msg":"SIGTERM received, stopping"\}$/m },
-    { name: 'logfmt by default', flags: [], line: /^ts=\d{4}-\d\d-\d\dT\S+Z level=info msg="SIGTERM received, stopping"$/m },
-  ])('flags override the file (--web.listen-address, --log.level); $name, the stop message included', async ({ flags, line }) => {
-    const other = await freePort();
-    const { run } = await startRun('', {}, [], () => [`--web.listen-address=127.0.0.1:${other}`, '--log.level=info', ...flags]);
-    await eventually(`listening on the flag's port (${run.output()})`, async () => ((await request(`http://127.0.0.1:${other}/healthz`)).statusCode === 200 ? true : undefined));
-    run.child.kill('SIGTERM');
-    expect(await run.exited).toBe(0);
-    expect(run.output()).toMatch(line);
-    expect(run.output()).not.toMatch(/level.{0,3}debug/);
-  });
+    {
+      name: '--log.format=json',
+      flags: ['--log.format=json'],
+      line: /^\{"level":"info","time":"\d{4}-\d\d-\d\dT[^"]+Z","msg":"SIGTERM received, stopping"\}$/m,
+    },
+    {
+      name: 'logfmt by default',
+      flags: [],
+      line: /^ts=\d{4}-\d\d-\d\dT\S+Z level=info msg="SIGTERM received, stopping"$/m,
+    },
+  ])(
+    'flags override the file (--web.listen-address, --log.level); $name, the stop message included',
+    async ({ flags, line }) => {
+      const other = await freePort();
+      const { run } = await startRun('', {}, [], () => [
+        `--web.listen-address=127.0.0.1:${other}`,
+        '--log.level=info',
+        ...flags,
+      ]);
+      await eventually(`listening on the flag's port (${run.output()})`, async () =>
+        (await request(`http://127.0.0.1:${other}/healthz`)).statusCode === 200 ? true : undefined,
+      );
+      run.child.kill('SIGTERM');
+      expect(await run.exited).toBe(0);
+      expect(run.output()).toMatch(line);
+      expect(run.output()).not.toMatch(/level.{0,3}debug/);
+    },
+  );
 
   it('serves /metrics over TLS to a client trusting the CA, and refuses plain HTTP', async () => {
     const pki = makeTestPki();
     const dir = tempDir();
     writeFileSync(join(dir, 'cert.pem'), pki.cert);
     writeFileSync(join(dir, 'key.pem'), pki.key);
-    const { port, run } = await startRun(`, tls: { cert_file: ${join(dir, 'cert.pem')}, key_file: ${join(dir, 'key.pem')} }`);
+    const { port, run } = await startRun(
+      `, tls: { cert_file: ${join(dir, 'cert.pem')}, key_file: ${join(dir, 'key.pem')} }`,
+    );
     const trusting = new Agent({ connect: { ca: pki.ca } });
     const body = await eventually(`TLS /metrics (${run.output()})`, async () => {
       const res = await request(`https://127.0.0.1:${port}/metrics`, { dispatcher: trusting });
@@ -81,7 +118,9 @@ describe('run', () => {
       return res.statusCode === 200 && text.includes('baremetal_servers{account="default"} 3') ? text : undefined;
     });
     expect(body).toContain('baremetal_api_up{account="default"} 1');
-    await expect(request(`https://127.0.0.1:${port}/metrics`).then((r) => r.body.text())).rejects.toThrow(/certificate|self-signed|issuer/i);
+    await expect(request(`https://127.0.0.1:${port}/metrics`).then((r) => r.body.text())).rejects.toThrow(
+      /certificate|self-signed|issuer/i,
+    );
     const plain = await request(`http://127.0.0.1:${port}/metrics`).then(
       (r) => r.statusCode,
       () => 'refused',
@@ -101,38 +140,64 @@ describe('run', () => {
       return res.statusCode === 200 ? true : undefined;
     });
     // The log line and the TLS reply travel on different pipes: under load the reply may be read first.
-    await eventually(`the reload log line (${run.output()})`, async () => (run.output().includes('TLS certificate reloaded') ? true : undefined), 10_000);
+    await eventually(
+      `the reload log line (${run.output()})`,
+      async () => (run.output().includes('TLS certificate reloaded') ? true : undefined),
+      10_000,
+    );
     await trustingRenewed.close();
   });
 
   it('answers /readyz 503 until the first servers and firewall polls finished, then 200', async () => {
     const { port, run } = await startRun('', {}, ['/api/v1/dedicated/firewall']);
-    const before = await eventually(`listening (${run.output()})`, async () => request(`http://127.0.0.1:${port}/readyz`).then((r) => r.body.json() as Promise<{ status: string; reasons?: string[] }>));
-    expect(before).toMatchObject({ status: 'not ready', reasons: expect.arrayContaining(['the first firewall poll has not finished']) });
-    await eventually('ready', async () => ((await request(`http://127.0.0.1:${port}/readyz`)).statusCode === 200 ? true : undefined));
+    const before = await eventually(`listening (${run.output()})`, async () =>
+      request(`http://127.0.0.1:${port}/readyz`).then(
+        (r) => r.body.json() as Promise<{ status: string; reasons?: string[] }>,
+      ),
+    );
+    expect(before).toMatchObject({
+      status: 'not ready',
+      reasons: expect.arrayContaining(['the first firewall poll has not finished']),
+    });
+    await eventually('ready', async () =>
+      (await request(`http://127.0.0.1:${port}/readyz`)).statusCode === 200 ? true : undefined,
+    );
   });
 
   it('on SIGTERM lets an action in flight finish, completes its journal entry, and exits 0', async () => {
     const { port, run, dir } = await startRun('', {}, ['/api/v1/dedicated/powercycle']);
-    await eventually('ready', async () => ((await request(`http://127.0.0.1:${port}/readyz`)).statusCode === 200 ? true : undefined));
+    await eventually('ready', async () =>
+      (await request(`http://127.0.0.1:${port}/readyz`)).statusCode === 200 ? true : undefined,
+    );
     const action = request(`http://127.0.0.1:${port}/api/v1/actions/powercycle`, {
       method: 'POST',
       headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
       body: JSON.stringify({ server_id: '100002' }),
     }).then(async (r) => ({ status: r.statusCode, body: (await r.body.json()) as { decision: string } }));
-    await eventually('the call to reach the simulator', async () => (sim!.callsTo('/api/v1/dedicated/powercycle').length ? true : undefined));
+    await eventually('the call to reach the simulator', async () =>
+      sim!.callsTo('/api/v1/dedicated/powercycle').length ? true : undefined,
+    );
     run.child.kill('SIGTERM');
     expect(await action).toEqual({ status: 200, body: expect.objectContaining({ decision: 'executed' }) });
     expect(await run.exited).toBe(0);
     const journal = Journal.open(join(dir, 'state', 'journal.db'));
-    expect(journal.list({ limit: 5 })).toEqual([expect.objectContaining({ action: 'powercycle', decision: 'executed', upstreamOutcome: 'success', completedAt: expect.any(Number) })]);
+    expect(journal.list({ limit: 5 })).toEqual([
+      expect.objectContaining({
+        action: 'powercycle',
+        decision: 'executed',
+        upstreamOutcome: 'success',
+        completedAt: expect.any(Number),
+      }),
+    ]);
     journal.close();
   });
 
   it('on SIGTERM during a slow-drip history reply cancels the poll and exits 0', async () => {
     const { run } = await startRun('');
     sim!.setFaults({ mode: 'drip', dripIntervalMs: 2000, paths: ['/api/v1/dedicated/firewall'], ids: ['100002'] });
-    await eventually('the dripping request', async () => (sim!.callsTo('/api/v1/dedicated/firewall', { server_id: '100002' }).length ? true : undefined));
+    await eventually('the dripping request', async () =>
+      sim!.callsTo('/api/v1/dedicated/firewall', { server_id: '100002' }).length ? true : undefined,
+    );
     run.child.kill('SIGTERM');
     expect(await run.exited).toBe(0);
     expect(run.output()).toContain('poll run cancelled: the daemon is stopping');
@@ -142,7 +207,11 @@ describe('run', () => {
     const { port, run } = await startRun('');
     sim!.setFaults({ errorRate: 0.4, htmlErrorRate: 0.2, malformedRate: 0.2 });
     // The first servers and firewall polls have ended, whether they worked or not (then /readyz names them).
-    await eventually('the first polls', async () => ((await request(`http://127.0.0.1:${port}/readyz`).then((r) => r.body.text())).includes('has not finished') ? undefined : true));
+    await eventually('the first polls', async () =>
+      (await request(`http://127.0.0.1:${port}/readyz`).then((r) => r.body.text())).includes('has not finished')
+        ? undefined
+        : true,
+    );
     const replies: string[] = [];
     for (const [method, path, body] of [
       ['GET', '/metrics', undefined],
@@ -152,7 +221,11 @@ describe('run', () => {
       ['POST', '/api/v1/alertmanager', '{"version":"3"}'],
       ['POST', '/api/v1/actions/firewall-state', '{"server_id":"100001","ip":"198.18.0.1","state":1}'],
     ] as const) {
-      const res = await request(`http://127.0.0.1:${port}${path}`, { method, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, ...(body ? { body } : {}) });
+      const res = await request(`http://127.0.0.1:${port}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        ...(body ? { body } : {}),
+      });
       replies.push(await res.body.text());
     }
     run.child.kill('SIGTERM');
@@ -170,14 +243,26 @@ describe('demo', () => {
     const dir = tempDir();
     const demo = spawnCli(['demo', '--port', String(port)], { BAREMETAL_API_KEY: key }, dir);
     stopChild = () => demo.child.kill('SIGKILL');
-    await eventually(`the demo banner (${demo.output()})`, async () => (demo.output().includes('Ctrl-C stops.') ? true : undefined));
+    await eventually(`the demo banner (${demo.output()})`, async () =>
+      demo.output().includes('Ctrl-C stops.') ? true : undefined,
+    );
     const replies: string[] = [];
-    for (const path of ['/metrics', '/graphs', '/graphs/dedicated/100001/port_bits/day.png?width=3', '/api/v1/actions', '/', '/readyz', '/nope']) {
+    for (const path of [
+      '/metrics',
+      '/graphs',
+      '/graphs/dedicated/100001/port_bits/day.png?width=3',
+      '/api/v1/actions',
+      '/',
+      '/readyz',
+      '/nope',
+    ]) {
       const res = await request(`http://127.0.0.1:${port}${path}`);
       replies.push(`${res.statusCode} ${await res.body.text()}`);
     }
     expect(replies[0]).toMatch(/^200 [\s\S]*baremetal_servers\{account="default"\} 12\n/);
-    expect((await request(`http://127.0.0.1:${port}/graphs/dedicated/100001/port_bits/day.png`)).headers['content-type']).toBe('image/png');
+    expect(
+      (await request(`http://127.0.0.1:${port}/graphs/dedicated/100001/port_bits/day.png`)).headers['content-type'],
+    ).toBe('image/png');
     demo.child.kill('SIGTERM');
     expect(await demo.exited).toBe(0);
     expect(demo.output()).toContain('"msg":"poll finished"');

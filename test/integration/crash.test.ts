@@ -19,7 +19,8 @@ let sim: Simulator | undefined;
 const children: Array<ReturnType<typeof spawnCli>> = [];
 beforeAll(() => requireBuiltCli());
 afterEach(async () => {
-  for (const c of children.splice(0)) if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL');
+  for (const c of children.splice(0))
+    if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL');
   await sim?.close();
   sim = undefined;
 });
@@ -47,7 +48,12 @@ remediation:
   const start = async () => {
     const run = spawnCli(['run', '--config', file], { BAREMETAL_API_KEY: KEY });
     children.push(run);
-    await eventually(`the daemon to be ready:\n${run.output()}`, async () => ((await request(`${base}/readyz`)).statusCode === 200 ? true : undefined), 30_000, 100);
+    await eventually(
+      `the daemon to be ready:\n${run.output()}`,
+      async () => ((await request(`${base}/readyz`)).statusCode === 200 ? true : undefined),
+      30_000,
+      100,
+    );
     return run;
   };
   const kill = async (run: ReturnType<typeof spawnCli>) => {
@@ -59,14 +65,29 @@ remediation:
       version: '4',
       status: 'firing',
       receiver: 'baremetal',
-      alerts: [{ status: 'firing', labels: { alertname: 'BaremetalServerUnreachable', server_id: '100002' }, annotations: {}, startsAt, endsAt: '0001-01-01T00:00:00Z', fingerprint: 'c0ffee0123456789' }],
+      alerts: [
+        {
+          status: 'firing',
+          labels: { alertname: 'BaremetalServerUnreachable', server_id: '100002' },
+          annotations: {},
+          startsAt,
+          endsAt: '0001-01-01T00:00:00Z',
+          fingerprint: 'c0ffee0123456789',
+        },
+      ],
     };
-    const res = await request(`${base}/api/v1/alertmanager`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(payload) });
+    const res = await request(`${base}/api/v1/alertmanager`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify(payload),
+    });
     const body = (await res.body.json()) as { results: Array<{ decision: string }> };
     return body.results[0]!.decision;
   };
   const journal = async () => {
-    const res = await request(`${base}/api/v1/actions?action=powercycle`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    const res = await request(`${base}/api/v1/actions?action=powercycle`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
     return ((await res.body.json()) as { actions: Array<{ decision: string }> }).actions.map((a) => a.decision);
   };
   return { sim, file, start, kill, deliver, journal };
@@ -91,7 +112,12 @@ describe('SIGKILL around an upstream write, then a restart', () => {
         t.sim.setFaults({ mode: 'act_then_hang', hangMs: 60_000, paths: [POWERCYCLE] });
         const run = await t.start();
         const pending = t.deliver(FIRST).catch(() => 'connection lost');
-        await eventually('the power cycle to reach the simulator', async () => (t.sim.callsTo(POWERCYCLE).length === 1 ? true : undefined), 30_000, 20);
+        await eventually(
+          'the power cycle to reach the simulator',
+          async () => (t.sim.callsTo(POWERCYCLE).length === 1 ? true : undefined),
+          30_000,
+          20,
+        );
         await t.kill(run);
         expect(await pending).toBe('connection lost');
         t.sim.setFaults({});
@@ -123,7 +149,7 @@ describe('SIGKILL around an upstream write, then a restart', () => {
 });
 
 describe('two daemons on one state_dir', () => {
-  it('the second exits non-zero with one line naming the first one\'s PID', async () => {
+  it("the second exits non-zero with one line naming the first one's PID", async () => {
     const t = await setup();
     const first = await t.start();
     const second = spawnCli(['run', '--config', t.file], { BAREMETAL_API_KEY: KEY });

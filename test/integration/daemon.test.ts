@@ -5,7 +5,7 @@ import { buildConfig } from '../../src/config/load.js';
 import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { startSimulator, type Simulator, type SimulatorServerOptions } from '../../src/simulator/server.js';
 import { captureLogger } from '../helpers/logger.js';
-import { seriesOf, valueOf } from '../helpers/metrics.js';
+import { seriesOf, seriesValue } from '../helpers/metrics.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const KEY = 'integration-key-5f1c2d9e';
@@ -21,7 +21,16 @@ afterEach(async () => {
 
 async function setup(simOptions: SimulatorServerOptions = {}, stateDir = tempDir()) {
   const log = captureLogger('debug');
-  sim = await startSimulator({ apiKey: KEY, servers: 6, colocations: 2, transits: 1, attackRate: 0.25, seed: 11, now: () => NOW, ...simOptions });
+  sim = await startSimulator({
+    apiKey: KEY,
+    servers: 6,
+    colocations: 2,
+    transits: 1,
+    attackRate: 0.25,
+    seed: 11,
+    now: () => NOW,
+    ...simOptions,
+  });
   const config = buildConfig(
     {
       upstream: { base_url: sim.url, concurrency: 4, retries: 1 },
@@ -32,7 +41,14 @@ async function setup(simOptions: SimulatorServerOptions = {}, stateDir = tempDir
     },
     { BAREMETAL_API_KEY: KEY },
   );
-  daemon = await startDaemon(config, { logger: log.logger, now: () => NOW, schedule: false, initialPolls: false, listen: false, retryMinDelayMs: 1 });
+  daemon = await startDaemon(config, {
+    logger: log.logger,
+    now: () => NOW,
+    schedule: false,
+    initialPolls: false,
+    listen: false,
+    retryMinDelayMs: 1,
+  });
   return { daemon, sim, log, stateDir };
 }
 
@@ -41,7 +57,7 @@ describe('daemon against the simulator', () => {
     const { daemon, sim } = await setup();
     expect(await daemon.poller.run('servers')).toBe('success');
     expect(await daemon.poller.run('firewall')).toBe('success');
-    expect(await valueOf(daemon.registry, 'baremetal_servers')).toBe(6);
+    expect(await seriesValue(daemon.registry, 'baremetal_servers')).toBe(6);
 
     let attacked = 0;
     for (const service of sim.state.services.values()) {
@@ -49,10 +65,12 @@ describe('daemon against the simulator', () => {
         const expected = sim.state.eventsFor(ip, 3600).length;
         attacked += expected > 0 ? 1 : 0;
         const labels = { service_type: service.serviceType, service_id: service.serviceId, ip };
-        const value = await valueOf(daemon.registry, 'baremetal_firewall_attack_events_last_hour', labels);
+        const value = await seriesValue(daemon.registry, 'baremetal_firewall_attack_events_last_hour', labels);
         // Colocation and transit IPs are known only from their events.
         expect(value ?? 0, `${service.serviceType}/${service.serviceId} ${ip}`).toBe(expected);
-        expect(await valueOf(daemon.registry, 'baremetal_firewall_attack_events_total', labels) ?? 0).toBe(expected);
+        expect((await seriesValue(daemon.registry, 'baremetal_firewall_attack_events_total', labels)) ?? 0).toBe(
+          expected,
+        );
       }
     }
     expect(attacked).toBeGreaterThan(0);
@@ -80,7 +98,8 @@ describe('daemon against the simulator', () => {
       'baremetal_graph_images{account="default"} 12',
       'baremetal_catalog_operating_systems{account="default"} 5',
       'baremetal_catalog_locations{account="default"} 4',
-    ]) expect(body).toContain(name);
+    ])
+      expect(body).toContain(name);
     const png = await daemon.app.inject('/graphs/dedicated/100003/port_errors/day.png');
     expect(png.statusCode).toBe(200);
     expect(png.headers['content-type']).toBe('image/png');
@@ -93,29 +112,67 @@ describe('daemon against the simulator', () => {
     expect(existsSync(join(stateDir, 'graphs/default/dedicated/100002/port_bits-day.png'))).toBe(true);
     sim.state.removeServer('100002');
     await daemon.poller.run('servers');
-    for (const metric of ['baremetal_server_info', 'baremetal_server_ips', 'baremetal_graph_last_success_timestamp_seconds']) {
-      expect((await seriesOf(daemon.registry, metric)).map((l) => l.server_id), metric).not.toContain('100002');
+    for (const metric of [
+      'baremetal_server_info',
+      'baremetal_server_ips',
+      'baremetal_graph_last_success_timestamp_seconds',
+    ]) {
+      expect(
+        (await seriesOf(daemon.registry, metric)).map((l) => l.server_id),
+        metric,
+      ).not.toContain('100002');
     }
-    for (const metric of ['baremetal_firewall_attack_events_last_hour', 'baremetal_firewall_attack_events_total', 'baremetal_firewall_history_up']) {
-      expect((await seriesOf(daemon.registry, metric)).map((l) => l.service_id), metric).not.toContain('100002');
+    for (const metric of [
+      'baremetal_firewall_attack_events_last_hour',
+      'baremetal_firewall_attack_events_total',
+      'baremetal_firewall_history_up',
+    ]) {
+      expect(
+        (await seriesOf(daemon.registry, metric)).map((l) => l.service_id),
+        metric,
+      ).not.toContain('100002');
     }
-    expect(await valueOf(daemon.registry, 'baremetal_servers')).toBe(5);
+    expect(await seriesValue(daemon.registry, 'baremetal_servers')).toBe(5);
     expect((await daemon.app.inject('/graphs/dedicated/100002/port_bits/day.png')).statusCode).toBe(404);
     expect(existsSync(join(stateDir, 'graphs/default/dedicated/100002'))).toBe(false);
   });
 
   it('fails only the server whose history reply is malformed; the job is partial', async () => {
-    const { daemon } = await setup({ faults: { malformedRate: 1, ids: ['100004'], paths: ['/api/v1/dedicated/firewall'] } });
+    const { daemon } = await setup({
+      faults: { malformedRate: 1, ids: ['100004'], paths: ['/api/v1/dedicated/firewall'] },
+    });
     await daemon.poller.run('servers');
     expect(await daemon.poller.run('firewall')).toBe('partial');
-    const up = Object.fromEntries((await daemon.registry.getSingleMetric('baremetal_firewall_history_up')!.get()).values.map((v) => [v.labels.service_id, v.value]));
-    expect(up).toEqual({ '100001': 1, '100002': 1, '100003': 1, '100004': 0, '100005': 1, '100006': 1, 'colo-1': 1, 'colo-2': 1, 'transit-1': 1 });
-    expect(await valueOf(daemon.registry, 'baremetal_poll_items_failed', { poll: 'firewall' })).toBe(1);
-    expect(await valueOf(daemon.registry, 'baremetal_api_requests_total', { operation: 'firewall_history_dedicated', outcome: 'invalid_reply' })).toBe(1);
+    const up = Object.fromEntries(
+      (await daemon.registry.getSingleMetric('baremetal_firewall_history_up')!.get()).values.map((v) => [
+        v.labels.service_id,
+        v.value,
+      ]),
+    );
+    expect(up).toEqual({
+      '100001': 1,
+      '100002': 1,
+      '100003': 1,
+      '100004': 0,
+      '100005': 1,
+      '100006': 1,
+      'colo-1': 1,
+      'colo-2': 1,
+      'transit-1': 1,
+    });
+    expect(await seriesValue(daemon.registry, 'baremetal_poll_items_failed', { poll: 'firewall' })).toBe(1);
+    expect(
+      await seriesValue(daemon.registry, 'baremetal_api_requests_total', {
+        operation: 'firewall_history_dedicated',
+        outcome: 'invalid_reply',
+      }),
+    ).toBe(1);
   });
 
   it('fails only the image that does not decode', async () => {
-    const { daemon } = await setup({ faults: { malformedRate: 1, ids: ['100003'], paths: ['/api/v1/dedicated/graphs'] } });
+    const { daemon } = await setup({
+      faults: { malformedRate: 1, ids: ['100003'], paths: ['/api/v1/dedicated/graphs'] },
+    });
     await daemon.poller.run('servers');
     expect(await daemon.poller.run('graphs')).toBe('partial');
     expect(daemon.graphStore.size).toBe(10);
@@ -126,11 +183,16 @@ describe('daemon against the simulator', () => {
     const { daemon, sim } = await setup({ faults: { htmlErrorRate: 1, paths: ['/api/v1/dedicated'] } });
     expect(await daemon.poller.run('servers')).toBe('failure');
     expect(sim.callsTo('/api/v1/dedicated')).toHaveLength(2);
-    expect(await valueOf(daemon.registry, 'baremetal_api_up')).toBe(0);
-    expect(await valueOf(daemon.registry, 'baremetal_api_requests_total', { operation: 'list_servers', outcome: 'http_error' })).toBe(2);
+    expect(await seriesValue(daemon.registry, 'baremetal_api_up')).toBe(0);
+    expect(
+      await seriesValue(daemon.registry, 'baremetal_api_requests_total', {
+        operation: 'list_servers',
+        outcome: 'http_error',
+      }),
+    ).toBe(2);
     sim.setFaults({});
     expect(await daemon.poller.run('servers')).toBe('success');
-    expect(await valueOf(daemon.registry, 'baremetal_api_up')).toBe(1);
+    expect(await seriesValue(daemon.registry, 'baremetal_api_up')).toBe(1);
   });
 
   it('serves graphs kept on disk at once after a restart', async () => {

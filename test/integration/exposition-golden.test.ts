@@ -29,7 +29,7 @@ const FIXTURE = new URL('../fixtures/exposition/daemon.txt', import.meta.url);
 const promtool = requireBinary('/usr/bin/promtool', 'prometheus');
 
 /** The exposition with the non-deterministic parts replaced (see the header). */
-export function normalize(exposition: string): string {
+function normalize(exposition: string): string {
   return exposition
     .split('\n\n')
     .filter((family) => !/^# HELP (process_|nodejs_)/.test(family))
@@ -37,8 +37,14 @@ export function normalize(exposition: string): string {
     .split('\n')
     .map((line) =>
       line
-        .replace(/^(baremetal_exporter_build_info\{version=")[^"]*(".*,nodejs=")[^"]*(",goversion=")[^"]*"/, '$1VERSION$2NODE_VERSION$3NODE_VERSION"')
-        .replace(/^(baremetal_api_request_duration_seconds_(bucket|sum)\{(?![^}]*le="\+Inf")[^}]*\}) .*$/, '$1 <duration>'),
+        .replace(
+          /^(baremetal_exporter_build_info\{version=")[^"]*(".*,nodejs=")[^"]*(",goversion=")[^"]*"/,
+          '$1VERSION$2NODE_VERSION$3NODE_VERSION"',
+        )
+        .replace(
+          /^(baremetal_api_request_duration_seconds_(bucket|sum)\{(?![^}]*le="\+Inf")[^}]*\}) .*$/,
+          '$1 <duration>',
+        ),
     )
     .join('\n');
 }
@@ -49,7 +55,15 @@ let raw: string;
 let openMetrics: string;
 
 beforeAll(async () => {
-  sim = await startSimulator({ apiKey: KEY, servers: 4, colocations: 1, transits: 1, attackRate: 0.3, seed: 7, now: () => NOW });
+  sim = await startSimulator({
+    apiKey: KEY,
+    servers: 4,
+    colocations: 1,
+    transits: 1,
+    attackRate: 0.3,
+    seed: 7,
+    now: () => NOW,
+  });
   const config = buildConfig(
     {
       upstream: { base_url: sim.url, concurrency: 1, retries: 0 },
@@ -60,11 +74,20 @@ beforeAll(async () => {
     },
     { BAREMETAL_API_KEY: KEY },
   );
-  daemon = await startDaemon(config, { logger: captureLogger().logger, now: () => NOW, schedule: false, initialPolls: false, listen: false });
-  for (const job of ['servers', 'firewall', 'graphs', 'catalog'] as const) expect(await daemon.poller.run(job)).toBe('success');
+  daemon = await startDaemon(config, {
+    logger: captureLogger().logger,
+    now: () => NOW,
+    schedule: false,
+    initialPolls: false,
+    listen: false,
+  });
+  for (const job of ['servers', 'firewall', 'graphs', 'catalog'] as const)
+    expect(await daemon.poller.run(job)).toBe('success');
   await daemon.exposition.render();
   raw = (await daemon.app.inject('/metrics')).body;
-  openMetrics = (await daemon.app.inject({ url: '/metrics', headers: { accept: 'application/openmetrics-text; version=1.0.0' } })).body;
+  openMetrics = (
+    await daemon.app.inject({ url: '/metrics', headers: { accept: 'application/openmetrics-text; version=1.0.0' } })
+  ).body;
 });
 
 afterAll(async () => {
@@ -93,14 +116,22 @@ describe('golden exposition', () => {
     { format: 'text 0.0.4', body: () => raw, expected: () => [] },
     { format: 'OpenMetrics 1.0.0', body: () => openMetrics, expected: counters },
   ])('$format passes promtool check metrics', ({ body, expected }) => {
-    const result = spawnSync(promtool.skip ? '' : promtool.path, ['check', 'metrics'], { input: body(), encoding: 'utf8', timeout: 30_000 });
+    const result = spawnSync(promtool.skip ? '' : promtool.path, ['check', 'metrics'], {
+      input: body(),
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
     const findings = (result.stderr + result.stdout).split('\n').filter(Boolean).sort();
     expect(findings).toEqual(expected());
     expect(result.status).toBe(expected().length > 0 ? 3 : 0);
   });
 
   it('OpenMetrics holds the same samples, counter families named without _total, ending in # EOF', () => {
-    const samples = (text: string) => text.split('\n').filter((line) => line !== '' && !line.startsWith('#')).sort();
+    const samples = (text: string) =>
+      text
+        .split('\n')
+        .filter((line) => line !== '' && !line.startsWith('#'))
+        .sort();
     expect(samples(openMetrics)).toEqual(samples(raw));
     expect(openMetrics).toContain('# TYPE baremetal_firewall_attack_events counter\n');
     expect(openMetrics).toContain('# TYPE baremetal_firewall_attack_events_last_hour gauge\n');

@@ -61,8 +61,16 @@ afterAll(async () => {
   await sim?.close();
 });
 
-async function call(path: string, options: { method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string } = {}) {
-  const res = await request(`${daemon.url}${path}`, { dispatcher: agent, method: options.method ?? 'GET', headers: options.headers ?? {}, ...(options.body === undefined ? {} : { body: options.body }) });
+async function call(
+  path: string,
+  options: { method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string } = {},
+) {
+  const res = await request(`${daemon.url}${path}`, {
+    dispatcher: agent,
+    method: options.method ?? 'GET',
+    headers: options.headers ?? {},
+    ...(options.body === undefined ? {} : { body: options.body }),
+  });
   const text = await res.body.text();
   return { status: res.statusCode, text };
 }
@@ -106,18 +114,29 @@ function trickle(count: number, head: string, drip: string, everyMs: number) {
 /** `promise`, or a rejection naming `what` after `ms`: a bound on the wait, not a latency assertion. */
 function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} within ${ms / 1000} s`)), ms)));
+  const deadline = new Promise<never>(
+    (_, reject) => (timer = setTimeout(() => reject(new Error(`${what} within ${ms / 1000} s`)), ms)),
+  );
   return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
 }
 
 const powercycles = () => sim.callsTo('/api/v1/dedicated/powercycle').length;
-const errorLines = (from: number) => log.lines.slice(from).filter((line) => ["error", "fatal"].includes(JSON.parse(line).level));
+const errorLines = (from: number) =>
+  log.lines.slice(from).filter((line) => ['error', 'fatal'].includes(JSON.parse(line).level));
 const alert = (serverId: unknown, fingerprint: string) =>
   JSON.stringify({
     version: '4',
     status: 'firing',
     receiver: 'baremetal',
-    alerts: [{ status: 'firing', labels: { alertname: 'BaremetalServerUnreachable', server_id: serverId }, annotations: {}, startsAt: '2026-11-21T10:00:00Z', fingerprint }],
+    alerts: [
+      {
+        status: 'firing',
+        labels: { alertname: 'BaremetalServerUnreachable', server_id: serverId },
+        annotations: {},
+        startsAt: '2026-11-21T10:00:00Z',
+        fingerprint,
+      },
+    ],
   });
 
 interface Row {
@@ -128,14 +147,17 @@ interface Row {
 describe('faults at the HTTP edge', () => {
   it.each<Row>([
     {
-      fault: '16 loops of wrong Basic auth: /metrics still answers 200, and the flood is refused without a check beyond the queue',
+      fault:
+        '16 loops of wrong Basic auth: /metrics still answers 200, and the flood is refused without a check beyond the queue',
       run: async () => {
         const flood: string[] = [];
         let stop = false;
         const loops = Array.from({ length: 16 }, async (_, i) => {
           // Bounded: 25 attempts per loop, or until the scrapes are done.
           for (let n = 0; n < 25 && !stop; n++) {
-            const res = await call('/metrics', { headers: { authorization: basic(i % 2 ? 'prometheus' : `user${i}`, `wrong-${n}`) } });
+            const res = await call('/metrics', {
+              headers: { authorization: basic(i % 2 ? 'prometheus' : `user${i}`, `wrong-${n}`) },
+            });
             flood.push(`${res.status} ${JSON.parse(res.text).message}`);
           }
         });
@@ -143,8 +165,15 @@ describe('faults at the HTTP edge', () => {
         stop = true;
         await Promise.all(loops);
         expect(statuses).toEqual(Array(20).fill(200));
-        expect(new Set(flood)).toEqual(new Set(['401 invalid credentials', '401 credentials not checked: too many password checks in progress; retry later']));
-        expect(log.lines.some((l) => JSON.parse(l).msg?.startsWith('basic-auth checks refused without a check'))).toBe(true);
+        expect(new Set(flood)).toEqual(
+          new Set([
+            '401 invalid credentials',
+            '401 credentials not checked: too many password checks in progress; retry later',
+          ]),
+        );
+        expect(log.lines.some((l) => JSON.parse(l).msg?.startsWith('basic-auth checks refused without a check'))).toBe(
+          true,
+        );
       },
     },
     {
@@ -161,7 +190,11 @@ describe('faults at the HTTP edge', () => {
         try {
           const statuses = await scrapesDuring(10);
           expect(statuses).toEqual(Array(10).fill(200));
-          const [h, b] = await within(30_000, 'trickling connections not all closed', Promise.all([headers.closed, bodies.closed]));
+          const [h, b] = await within(
+            30_000,
+            'trickling connections not all closed',
+            Promise.all([headers.closed, bodies.closed]),
+          );
           expect(new Set(h)).toEqual(new Set(['HTTP/1.1 408 Request Timeout']));
           expect(new Set(b)).toEqual(new Set(['HTTP/1.1 408 Request Timeout']));
           expect((await scrape()).status).toBe(200);
@@ -175,7 +208,11 @@ describe('faults at the HTTP edge', () => {
     {
       fault: 'webhook label server_id as a number: 400, the simulator recorded no power cycle',
       run: async () => {
-        const res = await call('/api/v1/alertmanager', { method: 'POST', headers: OPERATOR, body: alert(100001, 'number-label') });
+        const res = await call('/api/v1/alertmanager', {
+          method: 'POST',
+          headers: OPERATOR,
+          body: alert(100001, 'number-label'),
+        });
         expect(res.status).toBe(400);
         expect(JSON.parse(res.text).message).toBe('body/alerts/0/labels/server_id must be string');
         expect(powercycles()).toBe(0);
@@ -196,7 +233,12 @@ describe('faults at the HTTP edge', () => {
         const from = log.lines.length;
         const res = await call('/graphs/dedicated/100001/port_bits/day.png?width=Infinity', { headers: SCRAPER });
         expect(res.status).toBe(400);
-        expect(JSON.parse(res.text)).toEqual({ statusCode: 400, code: 'BM_ERR_BAD_REQUEST', error: 'Bad Request', message: 'width must be a whole number from 16 to 2000 (got "Infinity")' });
+        expect(JSON.parse(res.text)).toEqual({
+          statusCode: 400,
+          code: 'BM_ERR_BAD_REQUEST',
+          error: 'Bad Request',
+          message: 'width must be a whole number from 16 to 2000 (got "Infinity")',
+        });
         expect(errorLines(from)).toEqual([]);
       },
     },
@@ -205,7 +247,11 @@ describe('faults at the HTTP edge', () => {
   });
 
   it('acts on the same webhook with a string label (the rows above can fail)', async () => {
-    const res = await call('/api/v1/alertmanager', { method: 'POST', headers: OPERATOR, body: alert('100001', 'string-label') });
+    const res = await call('/api/v1/alertmanager', {
+      method: 'POST',
+      headers: OPERATOR,
+      body: alert('100001', 'string-label'),
+    });
     expect(res.status).toBe(200);
     expect(JSON.parse(res.text).results[0].decision).toBe('executed');
     expect(powercycles()).toBe(1);

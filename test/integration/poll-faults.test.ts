@@ -10,7 +10,7 @@ import { buildConfig } from '../../src/config/load.js';
 import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
 import { captureLogger } from '../helpers/logger.js';
-import { seriesOf, valueOf } from '../helpers/metrics.js';
+import { seriesOf, seriesValue } from '../helpers/metrics.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const KEY = 'poll-faults-key-7d2a91c4';
@@ -36,7 +36,15 @@ interface Fixture {
 async function fixture(file: Record<string, unknown> = {}): Promise<Fixture> {
   const clock = { now: START };
   const stateDir = tempDir();
-  sim = await startSimulator({ apiKey: KEY, servers: 6, colocations: 2, transits: 1, attackRate: 0, seed: 5, now: () => clock.now });
+  sim = await startSimulator({
+    apiKey: KEY,
+    servers: 6,
+    colocations: 2,
+    transits: 1,
+    attackRate: 0,
+    seed: 5,
+    now: () => clock.now,
+  });
   const config = buildConfig(
     {
       upstream: { base_url: sim.url, concurrency: 4, retries: 0 },
@@ -49,14 +57,22 @@ async function fixture(file: Record<string, unknown> = {}): Promise<Fixture> {
     { BAREMETAL_API_KEY: KEY },
   );
   const start = async () => {
-    daemon = await startDaemon(config, { logger: captureLogger().logger, now: () => clock.now, schedule: false, initialPolls: false, listen: false, retryMinDelayMs: 1 });
+    daemon = await startDaemon(config, {
+      logger: captureLogger().logger,
+      now: () => clock.now,
+      schedule: false,
+      initialPolls: false,
+      listen: false,
+      retryMinDelayMs: 1,
+    });
     return daemon;
   };
   return { sim, start, stateDir, clock };
 }
 
-const metric = (d: Daemon, name: string, labels: Record<string, string> = {}) => valueOf(d.registry, name, labels);
-const seriesFor = async (d: Daemon, name: string, serviceId: string) => (await seriesOf(d.registry, name)).filter((s) => s.service_id === serviceId).length;
+const metric = (d: Daemon, name: string, labels: Record<string, string> = {}) => seriesValue(d.registry, name, labels);
+const seriesFor = async (d: Daemon, name: string, serviceId: string) =>
+  (await seriesOf(d.registry, name)).filter((s) => s.service_id === serviceId).length;
 
 interface Row {
   name: string;
@@ -98,7 +114,16 @@ const rows: Row[] = [
         up: await metric(d, 'baremetal_firewall_history_up', { service_id: 'colo-1' }),
       };
     },
-    expected: { first: 'success', during: 50, invalidIp: 20_000, ipLimit: 250, withinRetention: 50, afterRetention: 0, totalsAfterRetention: 0, up: 1 },
+    expected: {
+      first: 'success',
+      during: 50,
+      invalidIp: 20_000,
+      ipLimit: 250,
+      withinRetention: 50,
+      afterRetention: 0,
+      totalsAfterRetention: 0,
+      up: 1,
+    },
   },
   {
     name: 'servers deleted while the daemon was down → their images (disk and memory) removed after the first server list',
@@ -151,7 +176,12 @@ const rows: Row[] = [
       await d.poller.run('servers');
       return { before, outcomes, up, recovered: await metric(d, 'baremetal_api_up') };
     },
-    expected: { before: 1, outcomes: ['failure', 'success', 'success', 'success', 'success'], up: [0, 0, 0, 0, 0], recovered: 1 },
+    expected: {
+      before: 1,
+      outcomes: ['failure', 'success', 'success', 'success', 'success'],
+      up: [0, 0, 0, 0, 0],
+      recovered: 1,
+    },
   },
   {
     name: 'one failing server among many → api_up 1, firewall_history_up 0 for it',
@@ -160,8 +190,19 @@ const rows: Row[] = [
       sim.setFaults({ errorRate: 1, ids: ['100004'], paths: ['/api/v1/dedicated/firewall'] });
       await d.poller.run('servers');
       const outcome = await d.poller.run('firewall');
-      const up = Object.fromEntries((await d.registry.getSingleMetric('baremetal_firewall_history_up')!.get()).values.map((v) => [v.labels.service_id, v.value]));
-      return { outcome, apiUp: await metric(d, 'baremetal_api_up'), failing: up['100004'], others: Object.values(up).filter((v) => v === 1).length, itemsFailed: await metric(d, 'baremetal_poll_items_failed', { poll: 'firewall' }) };
+      const up = Object.fromEntries(
+        (await d.registry.getSingleMetric('baremetal_firewall_history_up')!.get()).values.map((v) => [
+          v.labels.service_id,
+          v.value,
+        ]),
+      );
+      return {
+        outcome,
+        apiUp: await metric(d, 'baremetal_api_up'),
+        failing: up['100004'],
+        others: Object.values(up).filter((v) => v === 1).length,
+        itemsFailed: await metric(d, 'baremetal_poll_items_failed', { poll: 'firewall' }),
+      };
     },
     expected: { outcome: 'partial', apiUp: 1, failing: 0, others: 8, itemsFailed: 1 },
   },
@@ -183,7 +224,13 @@ const rows: Row[] = [
     scenario: async ({ sim, start }) => {
       const d = await start();
       await d.poller.run('servers');
-      sim.setFaults({ mode: 'drip', dripIntervalMs: 100, modeCount: 1, paths: ['/api/v1/colocation/firewall'], ids: ['colo-1'] });
+      sim.setFaults({
+        mode: 'drip',
+        dripIntervalMs: 100,
+        modeCount: 1,
+        paths: ['/api/v1/colocation/firewall'],
+        ids: ['colo-1'],
+      });
       const first = await d.poller.run('firewall');
       const cancelled = await metric(d, 'baremetal_poll_items_cancelled', { poll: 'firewall' });
       const colo1 = await metric(d, 'baremetal_firewall_history_up', { service_id: 'colo-1' });
@@ -201,7 +248,17 @@ const rows: Row[] = [
         skipped: await metric(d, 'baremetal_poll_runs_total', { poll: 'firewall', outcome: 'skipped' }),
       };
     },
-    expected: { first: 'partial', cancelled: 1, colo1: 0, lastSuccess: START / 1000, next: 'success', cancelledAfter: 0, colo1After: 1, runs: 1, skipped: 0 },
+    expected: {
+      first: 'partial',
+      cancelled: 1,
+      colo1: 0,
+      lastSuccess: START / 1000,
+      next: 'success',
+      cancelledAfter: 0,
+      colo1After: 1,
+      runs: 1,
+      skipped: 0,
+    },
   },
   {
     name: 'daemon.stop() during a run stuck on a slow-drip reply → stop resolves, the run is cancelled and counted',
@@ -212,7 +269,8 @@ const rows: Row[] = [
       const run = d.poller.run('firewall');
       // Stop once the dripping request is the only one left: every other history has been applied.
       // (Real HTTP has no clock to inject: a bounded wait, at most 10 s.)
-      for (let i = 0; i < 1000 && (await seriesOf(d.registry, 'baremetal_firewall_history_up')).length < 8; i++) await new Promise((r) => setTimeout(r, 10));
+      for (let i = 0; i < 1000 && (await seriesOf(d.registry, 'baremetal_firewall_history_up')).length < 8; i++)
+        await new Promise((r) => setTimeout(r, 10));
       await d.stop();
       daemon = undefined;
       return {

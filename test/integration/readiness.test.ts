@@ -27,14 +27,17 @@ describe('readiness', () => {
     { name: 'the right key → 200', key: KEY, status: 200, reasons: [] },
   ])('$name', async ({ key, status, reasons }) => {
     sim = await startSimulator({ apiKey: KEY, servers: 3, colocations: 0, transits: 0, seed: 3 });
-    const config = buildConfig({ upstream: { base_url: sim.url, retries: 0 }, web: { listen_address: '127.0.0.1:0' }, state_dir: tempDir() }, { BAREMETAL_API_KEY: key });
+    const config = buildConfig(
+      { upstream: { base_url: sim.url, retries: 0 }, web: { listen_address: '127.0.0.1:0' }, state_dir: tempDir() },
+      { BAREMETAL_API_KEY: key },
+    );
     daemon = await startDaemon(config, { logger: captureLogger().logger, schedule: false, listen: false });
     await daemon.ready;
     const res = await daemon.app.inject('/readyz');
     expect(res.statusCode).toBe(status);
     const body = res.json() as { reasons?: string[] };
     expect(body.reasons ?? []).toHaveLength(reasons.length);
-    reasons.forEach((pattern, i) => expect(body.reasons![i]).toMatch(pattern));
+    for (const [i, pattern] of reasons.entries()) expect(body.reasons![i]).toMatch(pattern);
     expect(res.body).not.toContain(key);
   });
 });

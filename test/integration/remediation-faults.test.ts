@@ -9,7 +9,7 @@ import { buildConfig } from '../../src/config/load.js';
 import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
 import { captureLogger } from '../helpers/logger.js';
-import { valueOf } from '../helpers/metrics.js';
+import { seriesValue } from '../helpers/metrics.js';
 import { TOKEN } from '../helpers/remediation.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -41,7 +41,14 @@ async function start(prepare: (stateDir: string) => void = () => undefined) {
       remediation: {
         dry_run: false,
         auth: { bearer_token_files: [join(stateDir, 'token')] },
-        rules: [{ alertname: 'BaremetalServerUnreachable', action: 'powercycle', server_id_label: 'server_id', cooldown: '30m' }],
+        rules: [
+          {
+            alertname: 'BaremetalServerUnreachable',
+            action: 'powercycle',
+            server_id_label: 'server_id',
+            cooldown: '30m',
+          },
+        ],
       },
     },
     { BAREMETAL_API_KEY: 'k' },
@@ -56,9 +63,19 @@ const alert = (startsAt: string) => ({
   version: '4',
   status: 'firing',
   receiver: 'baremetal',
-  alerts: [{ status: 'firing', labels: { alertname: 'BaremetalServerUnreachable', server_id: '100002' }, annotations: {}, startsAt, endsAt: '0001-01-01T00:00:00Z', fingerprint: 'a1b2c3d4e5f60718' }],
+  alerts: [
+    {
+      status: 'firing',
+      labels: { alertname: 'BaremetalServerUnreachable', server_id: '100002' },
+      annotations: {},
+      startsAt,
+      endsAt: '0001-01-01T00:00:00Z',
+      fingerprint: 'a1b2c3d4e5f60718',
+    },
+  ],
 });
-const post = (d: Daemon, url: string, payload: object, headers: Record<string, string> = {}) => d.app.inject({ method: 'POST', url, headers: { ...auth, ...headers }, payload });
+const post = (d: Daemon, url: string, payload: object, headers: Record<string, string> = {}) =>
+  d.app.inject({ method: 'POST', url, headers: { ...auth, ...headers }, payload });
 
 describe('remediation under upstream faults', () => {
   it.each([
@@ -67,16 +84,27 @@ describe('remediation under upstream faults', () => {
       run: async () => {
         const { daemon: d, sim: s, clock } = await start();
         s.setFaults({ mode: 'success_false', modeCount: 1, paths: [STATE] });
-        const res = await post(d, '/api/v1/actions/firewall-state', { server_id: '100001', ip: '198.18.0.1', state: '1' });
-        expect(res.json()).toMatchObject({ decision: 'failed', message: expect.stringContaining('The request could not be completed.') });
-        expect(d.journal.desired('100001', '198.18.0.1')).toMatchObject({ pending: true, desiredState: '1', appliedState: null });
-        expect(await valueOf(d.registry, 'baremetal_action_pending', { action: 'firewall_state' })).toBe(1);
+        const res = await post(d, '/api/v1/actions/firewall-state', {
+          server_id: '100001',
+          ip: '198.18.0.1',
+          state: '1',
+        });
+        expect(res.json()).toMatchObject({
+          decision: 'failed',
+          message: expect.stringContaining('The request could not be completed.'),
+        });
+        expect(d.journal.desired('100001', '198.18.0.1')).toMatchObject({
+          pending: true,
+          desiredState: '1',
+          appliedState: null,
+        });
+        expect(await seriesValue(d.registry, 'baremetal_action_pending', { action: 'firewall_state' })).toBe(1);
         clock.now += 2 * MIN;
         await d.engine.tick();
         expect(s.callsTo(STATE).map((c) => c.params.state)).toEqual(['1', '1']);
         expect(d.journal.list({ limit: 2 }).map((e) => e.decision)).toEqual(['executed', 'failed']);
         expect(s.state.firewallSetting('198.18.0.1').state).toBe('1');
-        expect(await valueOf(d.registry, 'baremetal_action_pending', { action: 'firewall_state' })).toBe(0);
+        expect(await seriesValue(d.registry, 'baremetal_action_pending', { action: 'firewall_state' })).toBe(0);
       },
     },
     {
@@ -85,12 +113,20 @@ describe('remediation under upstream faults', () => {
         const { daemon: d, sim: s, clock } = await start();
         s.setFaults({ mode: 'act_then_hang', hangMs: 30_000, paths: [POWERCYCLE] });
         const first = await post(d, '/api/v1/alertmanager', alert('2026-11-21T11:59:00Z'));
-        expect(first.json().results[0]).toMatchObject({ decision: 'unknown', message: expect.stringContaining('timed out') });
+        expect(first.json().results[0]).toMatchObject({
+          decision: 'unknown',
+          message: expect.stringContaining('timed out'),
+        });
         clock.now += 10_000;
         const second = await post(d, '/api/v1/alertmanager', alert('2026-11-21T12:00:05Z'));
         expect(second.json().results[0]).toMatchObject({ decision: 'cooldown' });
         expect(s.callsTo(POWERCYCLE)).toHaveLength(1);
-        expect(await valueOf(d.registry, 'baremetal_action_requests_total', { action: 'powercycle', decision: 'unknown' })).toBe(1);
+        expect(
+          await seriesValue(d.registry, 'baremetal_action_requests_total', {
+            action: 'powercycle',
+            decision: 'unknown',
+          }),
+        ).toBe(1);
       },
     },
     {
@@ -98,12 +134,18 @@ describe('remediation under upstream faults', () => {
       run: async () => {
         const { daemon: d, sim: s } = await start();
         const key = { 'idempotency-key': 'retry-7' };
-        expect((await post(d, '/api/v1/actions/poweroff', { server_id: '100001' }, key)).json()).toMatchObject({ decision: 'executed' });
+        expect((await post(d, '/api/v1/actions/poweroff', { server_id: '100001' }, key)).json()).toMatchObject({
+          decision: 'executed',
+        });
         const again = await post(d, '/api/v1/actions/poweroff', { server_id: '100001' }, key);
         expect([again.statusCode, again.json().decision]).toEqual([200, 'duplicate']);
         const other = await post(d, '/api/v1/actions/poweroff', { server_id: '100002' }, key);
         expect(other.statusCode).toBe(422);
-        expect(other.json()).toMatchObject({ code: 'BM_ERR_IDEMPOTENCY_MISMATCH', error: 'Unprocessable Entity', message: expect.stringContaining('already used for a different request') });
+        expect(other.json()).toMatchObject({
+          code: 'BM_ERR_IDEMPOTENCY_MISMATCH',
+          error: 'Unprocessable Entity',
+          message: expect.stringContaining('already used for a different request'),
+        });
         const otherAction = await post(d, '/api/v1/actions/poweron', { server_id: '100001' }, key);
         expect(otherAction.statusCode).toBe(422);
         expect(s.callsTo('/api/v1/dedicated/poweroff')).toHaveLength(1);
@@ -117,61 +159,91 @@ describe('remediation under upstream faults', () => {
 
 describe('a broken journal degrades, it does not kill', () => {
   it.each([
-    { name: 'journal garbage', prepare: (p: string) => writeFileSync(p, 'garbage, not SQLite\n'.repeat(64)), reason: /not a SQLite database/ },
+    {
+      name: 'journal garbage',
+      prepare: (p: string) => writeFileSync(p, 'garbage, not SQLite\n'.repeat(64)),
+      reason: /not a SQLite database/,
+    },
     { name: 'zero-length journal', prepare: (p: string) => writeFileSync(p, ''), reason: /empty \(zero length\)/ },
-    { name: 'unwritable journal path (a directory in its place)', prepare: (p: string) => mkdirSync(p), reason: /cannot open the journal/ },
-  ])('$name → daemon runs, /metrics 200, /readyz 503 naming the journal, actions 503, file unchanged', async ({ prepare, reason }) => {
-    let before: Buffer | string = 'directory';
-    const { daemon: d, sim: s, log, stateDir } = await start((dir) => {
-      const path = join(dir, 'journal.db');
-      prepare(path);
-      try {
-        before = readFileSync(path);
-      } catch {
-        before = 'directory';
+    {
+      name: 'unwritable journal path (a directory in its place)',
+      prepare: (p: string) => mkdirSync(p),
+      reason: /cannot open the journal/,
+    },
+  ])(
+    '$name → daemon runs, /metrics 200, /readyz 503 naming the journal, actions 503, file unchanged',
+    async ({ prepare, reason }) => {
+      let before: Buffer | string = 'directory';
+      const {
+        daemon: d,
+        sim: s,
+        log,
+        stateDir,
+      } = await start((dir) => {
+        const path = join(dir, 'journal.db');
+        prepare(path);
+        try {
+          before = readFileSync(path);
+        } catch {
+          before = 'directory';
+        }
+      });
+      expect(
+        log.lines.some(
+          (l) => l.includes('"level":"error"') && l.includes('remediation disabled: the journal is unavailable'),
+        ),
+      ).toBe(true);
+      const metrics = await d.app.inject({ method: 'GET', url: '/metrics' });
+      expect(metrics.statusCode).toBe(200);
+      expect(metrics.body).toContain('baremetal_journal_up 0');
+      expect(metrics.body).toMatch(/baremetal_servers\{account="default"\} \d/);
+      const ready = await d.app.inject({ method: 'GET', url: '/readyz' });
+      expect(ready.statusCode).toBe(503);
+      expect(ready.json().reasons.join('\n')).toMatch(/the journal is unavailable \(remediation disabled\)/);
+      expect(ready.json().reasons.join('\n')).toMatch(reason);
+      for (const res of [
+        await post(d, '/api/v1/actions/powercycle', { server_id: '100001' }),
+        await post(d, '/api/v1/alertmanager', alert('2026-11-21T11:59:00Z')),
+        await d.app.inject({ method: 'GET', url: '/api/v1/actions', headers: auth }),
+        await d.app.inject({ method: 'GET', url: '/api/v1/servers/100001/console.jnlp', headers: auth }),
+      ]) {
+        expect(res.statusCode).toBe(503);
+        expect(res.json().message).toMatch(reason);
       }
-    });
-    expect(log.lines.some((l) => l.includes('"level":"error"') && l.includes('remediation disabled: the journal is unavailable'))).toBe(true);
-    const metrics = await d.app.inject({ method: 'GET', url: '/metrics' });
-    expect(metrics.statusCode).toBe(200);
-    expect(metrics.body).toContain('baremetal_journal_up 0');
-    expect(metrics.body).toMatch(/baremetal_servers\{account="default"\} \d/);
-    const ready = await d.app.inject({ method: 'GET', url: '/readyz' });
-    expect(ready.statusCode).toBe(503);
-    expect(ready.json().reasons.join('\n')).toMatch(/the journal is unavailable \(remediation disabled\)/);
-    expect(ready.json().reasons.join('\n')).toMatch(reason);
-    for (const res of [
-      await post(d, '/api/v1/actions/powercycle', { server_id: '100001' }),
-      await post(d, '/api/v1/alertmanager', alert('2026-11-21T11:59:00Z')),
-      await d.app.inject({ method: 'GET', url: '/api/v1/actions', headers: auth }),
-      await d.app.inject({ method: 'GET', url: '/api/v1/servers/100001/console.jnlp', headers: auth }),
-    ]) {
-      expect(res.statusCode).toBe(503);
-      expect(res.json().message).toMatch(reason);
-    }
-    expect((await d.app.inject({ method: 'GET', url: '/' })).statusCode).toBe(200);
-    expect(s.callsTo(POWERCYCLE)).toHaveLength(0);
-    const after = (() => {
-      try {
-        return readFileSync(join(stateDir, 'journal.db'));
-      } catch {
-        return 'directory';
-      }
-    })();
-    expect(after).toEqual(before);
-  });
+      expect((await d.app.inject({ method: 'GET', url: '/' })).statusCode).toBe(200);
+      expect(s.callsTo(POWERCYCLE)).toHaveLength(0);
+      const after = (() => {
+        try {
+          return readFileSync(join(stateDir, 'journal.db'));
+        } catch {
+          return 'directory';
+        }
+      })();
+      expect(after).toEqual(before);
+    },
+  );
 });
 
 describe('the console download', () => {
   it.each([
     { name: 'a listed server: the XML, journaled executed', serverId: '100001', status: 200, decision: 'executed' },
-    { name: 'an unknown server: 404, journaled denied', serverId: '999999', status: 404, decision: 'denied_unknown_target' },
+    {
+      name: 'an unknown server: 404, journaled denied',
+      serverId: '999999',
+      status: 404,
+      decision: 'denied_unknown_target',
+    },
   ])('$name', async ({ serverId, status, decision }) => {
     const { daemon: d, sim: s } = await start();
     const res = await d.app.inject({ method: 'GET', url: `/api/v1/servers/${serverId}/console.jnlp`, headers: auth });
     expect(res.statusCode).toBe(status);
     if (status === 200) expect(res.body).toContain('<jnlp');
-    expect(d.journal.list({ limit: 1 })[0]).toMatchObject({ source: 'operator', action: 'console', serverId, decision });
+    expect(d.journal.list({ limit: 1 })[0]).toMatchObject({
+      source: 'operator',
+      action: 'console',
+      serverId,
+      decision,
+    });
     expect(s.callsTo('/api/v1/dedicated/console')).toHaveLength(status === 200 ? 1 : 0);
   });
 
@@ -180,6 +252,10 @@ describe('the console download', () => {
     s.setFaults({ errorRate: 1, paths: ['/api/v1/dedicated/console'] });
     const res = await d.app.inject({ method: 'GET', url: '/api/v1/servers/100001/console.jnlp', headers: auth });
     expect(res.statusCode).toBe(502);
-    expect(d.journal.list({ limit: 1 })[0]).toMatchObject({ action: 'console', decision: 'failed', upstreamOutcome: 'BM_ERR_API' });
+    expect(d.journal.list({ limit: 1 })[0]).toMatchObject({
+      action: 'console',
+      decision: 'failed',
+      upstreamOutcome: 'BM_ERR_API',
+    });
   });
 });

@@ -20,7 +20,16 @@ const unreachable = {
   version: '4',
   status: 'firing',
   receiver: 'baremetal',
-  alerts: [{ status: 'firing', labels: { alertname: 'BaremetalServerUnreachable', server_id: '100002' }, annotations: {}, startsAt: '2026-11-21T10:00:00Z', endsAt: '0001-01-01T00:00:00Z', fingerprint: 'a1b2c3d4e5f60718' }],
+  alerts: [
+    {
+      status: 'firing',
+      labels: { alertname: 'BaremetalServerUnreachable', server_id: '100002' },
+      annotations: {},
+      startsAt: '2026-11-21T10:00:00Z',
+      endsAt: '0001-01-01T00:00:00Z',
+      fingerprint: 'a1b2c3d4e5f60718',
+    },
+  ],
 };
 
 describe('remediation across a restart', () => {
@@ -36,13 +45,25 @@ describe('remediation across a restart', () => {
         remediation: {
           dry_run: false,
           auth: { bearer_token_files: [join(stateDir, 'token')] },
-          rules: [{ alertname: 'BaremetalServerUnreachable', action: 'powercycle', server_id_label: 'server_id', cooldown: '30m' }],
+          rules: [
+            {
+              alertname: 'BaremetalServerUnreachable',
+              action: 'powercycle',
+              server_id_label: 'server_id',
+              cooldown: '30m',
+            },
+          ],
         },
       },
       { BAREMETAL_API_KEY: 'k' },
     );
     const deliver = async (d: Daemon) => {
-      const res = await d.app.inject({ method: 'POST', url: '/api/v1/alertmanager', headers: { authorization: `Bearer ${TOKEN}` }, payload: unreachable });
+      const res = await d.app.inject({
+        method: 'POST',
+        url: '/api/v1/alertmanager',
+        headers: { authorization: `Bearer ${TOKEN}` },
+        payload: unreachable,
+      });
       expect(res.statusCode).toBe(200);
       return res.json().results[0].decision as string;
     };

@@ -14,7 +14,7 @@ import { runCapacity } from '../../src/scheduler/round-robin.js';
 import { schedulePeriodMs } from '../../src/scheduler/scheduler.js';
 import { startSimulator, type Simulator, type SimulatorServerOptions } from '../../src/simulator/server.js';
 import { captureLogger } from '../helpers/logger.js';
-import { seriesOf, valueOf } from '../helpers/metrics.js';
+import { seriesOf, seriesValue } from '../helpers/metrics.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const KEY = 'budget-key-3b7e91c4';
@@ -62,7 +62,13 @@ function busiestSecond(sim: Simulator): number {
 describe('request budget against a rate-limited provider', () => {
   it.each([
     // 340/s with bursts of a tenth of a second stays under 400 in any second: no 429 over 2,000 servers.
-    { name: 'just below the limit: a full cycle of 2,000 servers', servers: 2000, rate: 340, limit: 400, refused: false },
+    {
+      name: 'just below the limit: a full cycle of 2,000 servers',
+      servers: 2000,
+      rate: 340,
+      limit: 400,
+      refused: false,
+    },
     // The control: the same provider, a budget above its limit, is refused; so the test above can fail.
     { name: 'above the limit (control)', servers: 600, rate: 2000, limit: 400, refused: true },
   ])('$name', async ({ servers, rate, limit, refused }) => {
@@ -72,7 +78,11 @@ describe('request budget against a rate-limited provider', () => {
     );
     expect(await daemon.poller.run('servers')).toBe('success');
     const outcome = await daemon.poller.run('firewall');
-    const rateLimited = (await valueOf(daemon.registry, 'baremetal_api_requests_total', { operation: 'firewall_history_dedicated', outcome: 'rate_limited' })) ?? 0;
+    const rateLimited =
+      (await seriesValue(daemon.registry, 'baremetal_api_requests_total', {
+        operation: 'firewall_history_dedicated',
+        outcome: 'rate_limited',
+      })) ?? 0;
     if (refused) {
       expect(sim.rateLimited).toBeGreaterThan(0);
       expect(rateLimited).toBeGreaterThan(0);
@@ -83,29 +93,41 @@ describe('request budget against a rate-limited provider', () => {
     expect(rateLimited).toBe(0);
     expect(sim.callsTo('/api/v1/dedicated/firewall').length).toBe(servers);
     expect(busiestSecond(sim)).toBeLessThanOrEqual(limit);
-    expect(await valueOf(daemon.registry, 'baremetal_poll_items_pending', { poll: 'firewall' })).toBe(0);
+    expect(await seriesValue(daemon.registry, 'baremetal_poll_items_pending', { poll: 'firewall' })).toBe(0);
   });
 
   it('covers every server round-robin within ⌈servers ÷ per-run capacity⌉ runs when a period is too short', async () => {
     const servers = 300;
     const rate = 100;
     const schedule = '* * * * * *';
-    const { daemon, sim, log } = await setup({ servers, ipsPerServer: 1 }, { upstream: { max_requests_per_second: rate }, schedules: { firewall: schedule } });
+    const { daemon, sim, log } = await setup(
+      { servers, ipsPerServer: 1 },
+      { upstream: { max_requests_per_second: rate }, schedules: { firewall: schedule } },
+    );
     const perRun = runCapacity(rate, runDeadlineMs(schedulePeriodMs(schedule)));
     const runs = Math.ceil(servers / perRun);
     expect(runs).toBeGreaterThan(1);
     expect(await daemon.poller.run('servers')).toBe('success');
-    expect(log.lines.some((l) => l.includes('do not fit in its period') && l.includes(`"requests":${servers}`) && l.includes(`"max_requests_per_second":${rate}`))).toBe(true);
+    expect(
+      log.lines.some(
+        (l) =>
+          l.includes('do not fit in its period') &&
+          l.includes(`"requests":${servers}`) &&
+          l.includes(`"max_requests_per_second":${rate}`),
+      ),
+    ).toBe(true);
     const polled = () => new Set(sim.callsTo('/api/v1/dedicated/firewall').map((c) => c.params.server_id));
     for (let run = 1; run <= runs; run++) {
       expect(await daemon.poller.run('firewall')).toBe('success');
-      const pending = await valueOf(daemon.registry, 'baremetal_poll_items_pending', { poll: 'firewall' });
+      const pending = await seriesValue(daemon.registry, 'baremetal_poll_items_pending', { poll: 'firewall' });
       expect(pending, `after run ${run}`).toBe(Math.max(0, servers - run * perRun));
       // Not before the last run: each run polls a new slice, none twice.
       expect(polled().size).toBe(Math.min(servers, run * perRun));
     }
     expect(sim.callsTo('/api/v1/dedicated/firewall').length).toBe(servers);
-    expect((await seriesOf(daemon.registry, 'baremetal_firewall_history_last_success_timestamp_seconds')).length).toBe(servers);
+    expect((await seriesOf(daemon.registry, 'baremetal_firewall_history_last_success_timestamp_seconds')).length).toBe(
+      servers,
+    );
     // The next run starts a new round from the first server.
     await daemon.poller.run('firewall');
     expect(sim.callsTo('/api/v1/dedicated/firewall', { server_id: '100001' }).length).toBe(2);
@@ -118,13 +140,21 @@ describe('services under attack on their own schedule', () => {
     { name: 'the default (same schedule): one job polls every service', underAttack: undefined, split: false },
   ])('$name', async ({ underAttack, split }) => {
     const schedules = { firewall: '0 */5 * * * *', ...(underAttack ? { firewall_under_attack: underAttack } : {}) };
-    const { daemon, sim } = await setup({ servers: 8, ipsPerServer: 1 }, { upstream: { max_requests_per_second: 1000 }, schedules });
+    const { daemon, sim } = await setup(
+      { servers: 8, ipsPerServer: 1 },
+      { upstream: { max_requests_per_second: 1000 }, schedules },
+    );
     const attacked = ['100002', '100005'];
-    for (const id of attacked) sim.state.injectEvents('dedicated', id, [{ id: `ev-${id}`, ip: sim.state.servers.get(id)!.ips[0]! }]);
+    for (const id of attacked)
+      sim.state.injectEvents('dedicated', id, [{ id: `ev-${id}`, ip: sim.state.servers.get(id)!.ips[0]! }]);
     await daemon.poller.run('servers');
     expect(await daemon.poller.run('firewall')).toBe('success');
     expect(daemon.poller.jobs.has('firewall_under_attack')).toBe(split);
-    const ids = () => sim!.callsTo('/api/v1/dedicated/firewall').map((c) => c.params.server_id).sort();
+    const ids = () =>
+      sim!
+        .callsTo('/api/v1/dedicated/firewall')
+        .map((c) => c.params.server_id)
+        .sort();
     sim.calls.length = 0;
     await daemon.poller.run('firewall_under_attack');
     expect(ids()).toEqual(split ? attacked : []);
@@ -178,7 +208,9 @@ describe('the attack itself, for people', () => {
     const { daemon, ip } = await attackedDaemon();
     const res = await daemon.app.inject({ method: 'GET', url: '/', headers: { authorization: `Bearer ${TOKEN}` } });
     expect(res.statusCode).toBe(200);
-    expect(res.body).toContain(`data-raw="${ip}">2023-11-14 22:14:20Z · &lt;script&gt;alert(1)&lt;/script&gt; &amp; 9 Gbps &quot;udp&quot; flood</small>`);
+    expect(res.body).toContain(
+      `data-raw="${ip}">2023-11-14 22:14:20Z · &lt;script&gt;alert(1)&lt;/script&gt; &amp; 9 Gbps &quot;udp&quot; flood</small>`,
+    );
     expect(res.body).not.toContain('<script>');
     expect(res.body).not.toContain('older event');
     const exposition = (await daemon.exposition.render()).body.toString();

@@ -11,7 +11,7 @@ import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { startSimulator, type Faults, type Simulator } from '../../src/simulator/server.js';
 import { secretForms } from '../../src/scrub.js';
 import { captureLogger } from '../helpers/logger.js';
-import { valueOf } from '../helpers/metrics.js';
+import { seriesValue } from '../helpers/metrics.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /** A key with "/" and "+": its JSON-escaped (PHP `\/`) and URL-encoded spellings differ from the plain one. */
@@ -31,7 +31,15 @@ async function setup(faults: Faults = {}) {
   const log = captureLogger('debug');
   const stateDir = tempDir();
   writeFileSync(join(stateDir, 'token'), TOKEN);
-  sim = await startSimulator({ apiKey: KEY, servers: 4, colocations: 0, transits: 0, attackRate: 0.25, seed: 5, faults });
+  sim = await startSimulator({
+    apiKey: KEY,
+    servers: 4,
+    colocations: 0,
+    transits: 0,
+    attackRate: 0.25,
+    seed: 5,
+    faults,
+  });
   const config = buildConfig(
     {
       upstream: { base_url: sim.url, concurrency: 2, retries: 2, timeout: '5s' },
@@ -41,11 +49,18 @@ async function setup(faults: Faults = {}) {
     },
     { BAREMETAL_API_KEY: KEY },
   );
-  daemon = await startDaemon(config, { logger: log.logger, schedule: false, initialPolls: false, listen: false, retryMinDelayMs: 1 });
+  daemon = await startDaemon(config, {
+    logger: log.logger,
+    schedule: false,
+    initialPolls: false,
+    listen: false,
+    retryMinDelayMs: 1,
+  });
   return { daemon, sim, log };
 }
 
-const requests = (d: Daemon, operation: string, outcome: string) => valueOf(d.registry, 'baremetal_api_requests_total', { operation, outcome });
+const requests = (d: Daemon, operation: string, outcome: string) =>
+  seriesValue(d.registry, 'baremetal_api_requests_total', { operation, outcome });
 
 describe('upstream faults', () => {
   it('refuses a 400 MB server list at the size cap: the poll fails with too_large, memory stays bounded, /metrics answers', async () => {
@@ -66,8 +81,18 @@ describe('upstream faults', () => {
   });
 
   it.each([
-    { name: '429 with Retry-After in seconds', faults: { mode: 'rate_limited', retryAfter: '1', rateLimitStatus: 429 } satisfies Faults },
-    { name: '503 with Retry-After as an HTTP date', faults: { mode: 'rate_limited', retryAfter: new Date(Date.now() + 1000).toUTCString(), rateLimitStatus: 503 } satisfies Faults },
+    {
+      name: '429 with Retry-After in seconds',
+      faults: { mode: 'rate_limited', retryAfter: '1', rateLimitStatus: 429 } satisfies Faults,
+    },
+    {
+      name: '503 with Retry-After as an HTTP date',
+      faults: {
+        mode: 'rate_limited',
+        retryAfter: new Date(Date.now() + 1000).toUTCString(),
+        rateLimitStatus: 503,
+      } satisfies Faults,
+    },
   ])('pauses every request after $name instead of hammering the API', async ({ faults }) => {
     const { daemon, sim } = await setup();
     expect(await daemon.poller.run('servers')).toBe('success');
@@ -85,30 +110,42 @@ describe('upstream faults', () => {
 
   it.each([
     { name: 'a firewall history error', faults: { mode: 'echo_key', paths: [HISTORY] } satisfies Faults },
-    { name: 'a firewall-state action error', faults: { mode: 'echo_key', paths: ['/api/v1/dedicated/firewall/state'] } satisfies Faults },
-  ])('keeps the key out of logs, metrics, the journal, the actions API and the status page after $name', async ({ faults }) => {
-    const { daemon, sim, log } = await setup();
-    expect(await daemon.poller.run('servers')).toBe('success');
-    sim.setFaults(faults);
-    await daemon.poller.run('firewall');
-    const [server] = sim.state.servers.values();
-    const action = await daemon.app.inject({
-      method: 'POST',
-      url: '/api/v1/actions/firewall-state',
-      headers: { authorization: `Bearer ${TOKEN}` },
-      payload: { server_id: server!.serverId, ip: server!.ips[0], state: '1' },
-    });
-    expect(action.statusCode).toBe(200);
-    await daemon.exposition.render();
-    const texts = [
-      log.lines.join('\n'),
-      action.body,
-      (await daemon.app.inject({ method: 'GET', url: '/metrics' })).body,
-      (await daemon.app.inject({ method: 'GET', url: '/api/v1/actions', headers: { authorization: `Bearer ${TOKEN}` } })).body,
-      (await daemon.app.inject({ method: 'GET', url: '/' })).body,
-      JSON.stringify(daemon.journal.list({ limit: 100 })),
-    ].join('\n');
-    expect(texts).toContain('[REDACTED]');
-    for (const form of secretForms(KEY)) expect(texts).not.toContain(form);
-  });
+    {
+      name: 'a firewall-state action error',
+      faults: { mode: 'echo_key', paths: ['/api/v1/dedicated/firewall/state'] } satisfies Faults,
+    },
+  ])(
+    'keeps the key out of logs, metrics, the journal, the actions API and the status page after $name',
+    async ({ faults }) => {
+      const { daemon, sim, log } = await setup();
+      expect(await daemon.poller.run('servers')).toBe('success');
+      sim.setFaults(faults);
+      await daemon.poller.run('firewall');
+      const [server] = sim.state.servers.values();
+      const action = await daemon.app.inject({
+        method: 'POST',
+        url: '/api/v1/actions/firewall-state',
+        headers: { authorization: `Bearer ${TOKEN}` },
+        payload: { server_id: server!.serverId, ip: server!.ips[0], state: '1' },
+      });
+      expect(action.statusCode).toBe(200);
+      await daemon.exposition.render();
+      const texts = [
+        log.lines.join('\n'),
+        action.body,
+        (await daemon.app.inject({ method: 'GET', url: '/metrics' })).body,
+        (
+          await daemon.app.inject({
+            method: 'GET',
+            url: '/api/v1/actions',
+            headers: { authorization: `Bearer ${TOKEN}` },
+          })
+        ).body,
+        (await daemon.app.inject({ method: 'GET', url: '/' })).body,
+        JSON.stringify(daemon.journal.list({ limit: 100 })),
+      ].join('\n');
+      expect(texts).toContain('[REDACTED]');
+      for (const form of secretForms(KEY)) expect(texts).not.toContain(form);
+    },
+  );
 });

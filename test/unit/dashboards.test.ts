@@ -17,13 +17,24 @@ function knownNames(): Set<string> {
     names.add(metric.name);
     for (const suffix of ['_bucket', '_sum', '_count']) names.add(metric.name + suffix);
   }
-  const rules = parse(readFileSync(new URL('../../alerts/baremetal.rules.yml', import.meta.url), 'utf8')) as { groups: Array<{ rules: Array<{ record?: string }> }> };
+  const rules = parse(readFileSync(new URL('../../alerts/baremetal.rules.yml', import.meta.url), 'utf8')) as {
+    groups: Array<{ rules: Array<{ record?: string }> }>;
+  };
   for (const group of rules.groups) for (const rule of group.rules) if (rule.record) names.add(rule.record);
   return names;
 }
 
 /** Panels whose value has a meaning an operator reads at a glance: each needs thresholds or value mappings. */
-const MEANINGFUL = ['API up', 'IPs under attack now', 'Pending actions', 'Remediation budget left', 'Budget left', 'Oldest poll', 'Journal', 'Graph age'];
+const MEANINGFUL = [
+  'API up',
+  'IPs under attack now',
+  'Pending actions',
+  'Remediation budget left',
+  'Budget left',
+  'Oldest poll',
+  'Journal',
+  'Graph age',
+];
 
 // Grafana's own schema: the sources are typed as @grafana/schema's Dashboard (tsc checks mixin/ through this
 // import), and test/unit/mixin.test.ts proves each committed JSON is exactly their rendering.
@@ -42,11 +53,16 @@ describe.each(dashboards())('dashboard $file', ({ file, dashboard }) => {
 
   it('provisions from a file: a datasource variable, used by every panel, query and variable; no ${DS_PROMETHEUS}', () => {
     expect(JSON.stringify(dashboard)).not.toContain('DS_PROMETHEUS');
-    expect(dashboard.templating.list.find((v) => v.name === 'datasource')).toMatchObject({ type: 'datasource', query: 'prometheus' });
-    for (const variable of dashboard.templating.list.filter((v) => v.type === 'query')) expect(variable.datasource?.uid, variable.name).toBe('${datasource}');
+    expect(dashboard.templating.list.find((v) => v.name === 'datasource')).toMatchObject({
+      type: 'datasource',
+      query: 'prometheus',
+    });
+    for (const variable of dashboard.templating.list.filter((v) => v.type === 'query'))
+      expect(variable.datasource?.uid, variable.name).toBe('${datasource}');
     for (const panel of dashboard.panels.filter((p) => p.type !== 'text')) {
       expect(panel.datasource, panel.title).toEqual({ type: 'prometheus', uid: '${datasource}' });
-      for (const target of panel.targets ?? []) expect(target.datasource, `${panel.title} ${target.refId}`).toEqual(panel.datasource);
+      for (const target of panel.targets ?? [])
+        expect(target.datasource, `${panel.title} ${target.refId}`).toEqual(panel.datasource);
     }
   });
 
@@ -75,7 +91,13 @@ describe.each(dashboards())('dashboard $file', ({ file, dashboard }) => {
   });
 
   it('uses only variables it defines (or Grafana built-ins)', () => {
-    const defined = new Set([...dashboard.templating.list.map((v) => v.name), '__rate_interval', '__interval', '__range', '__all']);
+    const defined = new Set([
+      ...dashboard.templating.list.map((v) => v.name),
+      '__rate_interval',
+      '__interval',
+      '__range',
+      '__all',
+    ]);
     const text = JSON.stringify([dashboard.panels, dashboard.templating]);
     for (const [, name] of text.matchAll(/\$\{?(\w+)/g)) expect(defined.has(name!), `$${name}`).toBe(true);
   });
@@ -84,7 +106,8 @@ describe.each(dashboards())('dashboard $file', ({ file, dashboard }) => {
     const names = knownNames();
     for (const panel of dashboard.panels) {
       for (const target of panel.targets ?? []) {
-        for (const [name] of target.expr.matchAll(/baremetal[_:][a-z0-9_:]+/g)) expect(names.has(name), `${panel.title}: ${name}`).toBe(true);
+        for (const [name] of target.expr.matchAll(/baremetal[_:][a-z0-9_:]+/g))
+          expect(names.has(name), `${panel.title}: ${name}`).toBe(true);
       }
     }
   });
@@ -102,11 +125,18 @@ it('marks every panel the MEANINGFUL list names (the list is not stale)', () => 
 });
 
 it('ships a Grafana provisioning example: a file provider and a Prometheus data source', () => {
-  const read = (file: string) => parse(readFileSync(new URL(`../../examples/grafana/${file}`, import.meta.url), 'utf8'));
-  const provider = (read('dashboards.yml') as { apiVersion: number; providers: Array<{ type: string; options: { path: string } }> });
+  const read = (file: string) =>
+    parse(readFileSync(new URL(`../../examples/grafana/${file}`, import.meta.url), 'utf8'));
+  const provider = read('dashboards.yml') as {
+    apiVersion: number;
+    providers: Array<{ type: string; options: { path: string } }>;
+  };
   expect(provider.apiVersion).toBe(1);
-  expect(provider.providers).toEqual([expect.objectContaining({ type: 'file', options: expect.objectContaining({ path: expect.stringMatching(/^\//) }) })]);
-  const sources = (read('datasources.yml') as { datasources: Array<{ type: string; isDefault?: boolean }> }).datasources;
+  expect(provider.providers).toEqual([
+    expect.objectContaining({ type: 'file', options: expect.objectContaining({ path: expect.stringMatching(/^\//) }) }),
+  ]);
+  const sources = (read('datasources.yml') as { datasources: Array<{ type: string; isDefault?: boolean }> })
+    .datasources;
   // The dashboards' datasource variable lists data sources of this type and starts on the default one.
   expect(sources.filter((d) => d.type === 'prometheus' && d.isDefault)).toHaveLength(1);
 });

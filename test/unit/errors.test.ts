@@ -43,16 +43,23 @@ describe('error catalogue', () => {
   });
 
   /** The HTTP status column of the row of `code`. */
-  const statusColumn = (code: string) => doc.split('\n').find((line) => line.startsWith(`| \`${code}\` |`))?.split(' | ')[2];
+  const statusColumn = (code: string) =>
+    doc
+      .split('\n')
+      .find((line) => line.startsWith(`| \`${code}\` |`))
+      ?.split(' | ')[2];
 
-  it.each(Object.entries(instances))('documents %s with its code, class and HTTP status in docs/errors.md', (name, error) => {
-    expect(doc).toContain(`| \`${error.code}\` | \`${name}\` |`);
-    expect(error.name).toBe(name);
-    const status = statusColumn(error.code);
-    // `—`: raised outside a request, so the class keeps the base's 500 (never an HTTP-facing status).
-    if (status === '—') expect(error.statusCode).toBe(500);
-    else expect(status).toBe(`${error.statusCode} ${STATUS_CODES[error.statusCode]}`);
-  });
+  it.each(Object.entries(instances))(
+    'documents %s with its code, class and HTTP status in docs/errors.md',
+    (name, error) => {
+      expect(doc).toContain(`| \`${error.code}\` | \`${name}\` |`);
+      expect(error.name).toBe(name);
+      const status = statusColumn(error.code);
+      // `—`: raised outside a request, so the class keeps the base's 500 (never an HTTP-facing status).
+      if (status === '—') expect(error.statusCode).toBe(500);
+      else expect(status).toBe(`${error.statusCode} ${STATUS_CODES[error.statusCode]}`);
+    },
+  );
 
   it('documents the code of unexpected failures with its status', () => {
     expect(statusColumn(errors.INTERNAL_ERROR_CODE)).toBe('500 Internal Server Error');

@@ -11,6 +11,7 @@ import { requireBinary } from '../helpers/binaries.js';
 
 const DIR = 'deploy/kubernetes';
 /** A parsed manifest the assertions walk freely: its shape is what the schema validation checks. */
+// biome-ignore lint/suspicious/noExplicitAny: manifests are walked freely; their shape is what the schema validation checks
 type Json = any;
 interface Manifest {
   kind: string;
@@ -20,19 +21,33 @@ interface Manifest {
 
 /** The kustomization rendered the simple way: its resources, in order, with its namespace and labels. */
 function render(): Manifest[] {
-  const kustomization = parse(readFileSync(`${DIR}/kustomization.yaml`, 'utf8')) as { namespace: string; resources: string[]; labels: Array<{ pairs: Record<string, string> }> };
+  const kustomization = parse(readFileSync(`${DIR}/kustomization.yaml`, 'utf8')) as {
+    namespace: string;
+    resources: string[];
+    labels: Array<{ pairs: Record<string, string> }>;
+  };
   return kustomization.resources.flatMap((file) =>
     parseAllDocuments(readFileSync(`${DIR}/${file}`, 'utf8')).map((doc) => {
       const manifest = doc.toJS() as Manifest;
       manifest.metadata.namespace = kustomization.namespace;
-      manifest.metadata.labels = { ...manifest.metadata.labels, ...Object.assign({}, ...kustomization.labels.map((l) => l.pairs)) };
+      manifest.metadata.labels = {
+        ...manifest.metadata.labels,
+        ...Object.assign({}, ...kustomization.labels.map((l) => l.pairs)),
+      };
       return manifest;
     }),
   );
 }
 
 /** Each kind's model: its validate() checks the object against the Kubernetes OpenAPI or the CRD's openAPIV3Schema. */
-const MODELS: Record<string, new (data: never) => { validate(): void }> = { ConfigMap, PersistentVolumeClaim, Deployment, Service, ServiceMonitor, PrometheusRule };
+const MODELS: Record<string, new (data: never) => { validate(): void }> = {
+  ConfigMap,
+  PersistentVolumeClaim,
+  Deployment,
+  Service,
+  ServiceMonitor,
+  PrometheusRule,
+};
 const validate = (m: Manifest) => new MODELS[m.kind]!(m as never).validate();
 
 const manifests = render();
@@ -43,14 +58,32 @@ describe('deploy/kubernetes', () => {
     expect(manifests.map((m) => m.kind).sort()).toEqual(Object.keys(MODELS).sort());
   });
 
-  it.each(manifests.map((m) => ({ kind: m.kind, manifest: m })))('$kind validates against its schema', ({ manifest }) => {
-    expect(() => validate(manifest)).not.toThrow();
-  });
+  it.each(manifests.map((m) => ({ kind: m.kind, manifest: m })))(
+    '$kind validates against its schema',
+    ({ manifest }) => {
+      expect(() => validate(manifest)).not.toThrow();
+    },
+  );
 
   it.each([
-    { name: 'a container port as a string', kind: 'Deployment', edit: (m: Json) => (m.spec.template.spec.containers[0].ports[0].containerPort = '9877'), error: /containerPort must be integer/ },
-    { name: 'a scrape interval that is no duration', kind: 'ServiceMonitor', edit: (m: Json) => (m.spec.endpoints[0].interval = '30 seconds'), error: /interval must match pattern/ },
-    { name: 'a rule group without a name', kind: 'PrometheusRule', edit: (m: Json) => delete m.spec.groups[0].name, error: /groups\/0 must have required/ },
+    {
+      name: 'a container port as a string',
+      kind: 'Deployment',
+      edit: (m: Json) => (m.spec.template.spec.containers[0].ports[0].containerPort = '9877'),
+      error: /containerPort must be integer/,
+    },
+    {
+      name: 'a scrape interval that is no duration',
+      kind: 'ServiceMonitor',
+      edit: (m: Json) => (m.spec.endpoints[0].interval = '30 seconds'),
+      error: /interval must match pattern/,
+    },
+    {
+      name: 'a rule group without a name',
+      kind: 'PrometheusRule',
+      edit: (m: Json) => delete m.spec.groups[0].name,
+      error: /groups\/0 must have required/,
+    },
   ])('the validation rejects $name', ({ kind, edit, error }) => {
     const manifest = structuredClone(byKind(kind));
     edit(manifest);
@@ -61,11 +94,17 @@ describe('deploy/kubernetes', () => {
     const pod = byKind('Deployment').spec.template.spec;
     const container = pod.containers[0];
     expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000 });
-    expect(container.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
+    expect(container.securityContext).toMatchObject({
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
+    });
     const config = parse(byKind('ConfigMap').data['config.yml']) as { state_dir: string };
     const stateMount = container.volumeMounts.find((v: { mountPath: string }) => v.mountPath === config.state_dir);
     expect(stateMount?.readOnly).toBeUndefined();
-    expect(pod.volumes.find((v: { name: string }) => v.name === stateMount.name).persistentVolumeClaim.claimName).toBe(byKind('PersistentVolumeClaim').metadata.name);
+    expect(pod.volumes.find((v: { name: string }) => v.name === stateMount.name).persistentVolumeClaim.claimName).toBe(
+      byKind('PersistentVolumeClaim').metadata.name,
+    );
   });
 
   it('probes /healthz for liveness and /readyz for readiness, sized from the benchmark', () => {
@@ -80,7 +119,8 @@ describe('deploy/kubernetes', () => {
     const container = deployment.spec.template.spec.containers[0];
     expect(container.args).toEqual([expect.stringMatching(/^--config\.file=\/.+\/config\.yml$/)]);
     const configDir = container.args[0].replace(/^--config\.file=/, '').replace(/\/config\.yml$/, '');
-    const mounted = (volume: string) => container.volumeMounts.find((v: { name: string }) => v.name === volume).mountPath;
+    const mounted = (volume: string) =>
+      container.volumeMounts.find((v: { name: string }) => v.name === volume).mountPath;
     expect(mounted('config')).toBe(configDir);
     const raw = parse(byKind('ConfigMap').data['config.yml']) as { upstream: { api_key_file: string } };
     const keyDir = mounted('api-key');
@@ -89,7 +129,10 @@ describe('deploy/kubernetes', () => {
     expect(raw.upstream.api_key_file).toBe(`${keyDir}/api-key`);
     expect(secret.secretName).toBe('baremetal-exporter-api-key');
     const read: string[] = [];
-    const config = buildConfig(raw, {}, (path) => (read.push(path), 'k8s-key'));
+    const config = buildConfig(raw, {}, (path) => {
+      read.push(path);
+      return 'k8s-key';
+    });
     expect(read).toEqual([raw.upstream.api_key_file]);
     expect(config.accounts[0]!.upstream.apiKey).toBe('k8s-key');
   });

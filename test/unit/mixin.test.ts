@@ -9,15 +9,29 @@ import { requireBinary } from '../helpers/binaries.js';
 import { tempDir } from '../helpers/tmp.js';
 
 interface RuleFile {
-  groups: Array<{ name: string; rules: Array<{ alert?: string; record?: string; expr: string; labels?: Record<string, string>; annotations?: Record<string, string> }> }>;
+  groups: Array<{
+    name: string;
+    rules: Array<{
+      alert?: string;
+      record?: string;
+      expr: string;
+      labels?: Record<string, string>;
+      annotations?: Record<string, string>;
+    }>;
+  }>;
 }
 const rules = (text: string) => (parse(text) as RuleFile).groups.flatMap((g) => g.rules);
 const promtool = requireBinary('/usr/bin/promtool', 'prometheus');
 
 describe('the committed renderings', () => {
-  it.each(Object.entries(renderCommitted()).map(([path, text]) => ({ path, text })))('$path is up to date (npm run mixin)', ({ path, text }) => {
-    expect(readFileSync(path, 'utf8') === text, `${path} differs from a fresh rendering: run npm run mixin`).toBe(true);
-  });
+  it.each(Object.entries(renderCommitted()).map(([path, text]) => ({ path, text })))(
+    '$path is up to date (npm run mixin)',
+    ({ path, text }) => {
+      expect(readFileSync(path, 'utf8') === text, `${path} differs from a fresh rendering: run npm run mixin`).toBe(
+        true,
+      );
+    },
+  );
 
   it('names a runbook section that exists for every alert', () => {
     const runbook = readFileSync('docs/runbook.md', 'utf8');
@@ -54,7 +68,9 @@ describe('rendering with another config', () => {
     for (const rule of all) {
       expect(rule.expr, rule.alert ?? rule.record).not.toContain('job="baremetal"');
       for (const [whole, matchers = ''] of rule.expr.matchAll(/\b(?:baremetal_[a-z_]+|up)\b(\{[^}]*\})?/g)) {
-        expect(matchers, `${rule.alert ?? rule.record}: ${whole}`).toContain('namespace="monitoring",job="baremetal-exporter"');
+        expect(matchers, `${rule.alert ?? rule.record}: ${whole}`).toContain(
+          'namespace="monitoring",job="baremetal-exporter"',
+        );
       }
     }
   });
@@ -63,36 +79,86 @@ describe('rendering with another config', () => {
     for (const rule of all) {
       for (const [clause, labels] of rule.expr.matchAll(/\b(?:by|on) \(([^)]*)\)/g)) {
         if (clause.startsWith('on (instance)')) continue; // the blackbox join, left out here
-        expect(labels!.split(', ').slice(0, 3), `${rule.alert ?? rule.record}: ${clause}`).toEqual(['namespace', 'job', 'instance']);
+        expect(labels!.split(', ').slice(0, 3), `${rule.alert ?? rule.record}: ${clause}`).toEqual([
+          'namespace',
+          'job',
+          'instance',
+        ]);
       }
     }
   });
 
   it.each([
-    { name: 'the rate window in the recording rule names', check: () => expect(all.map((r) => r.record)).toContain('baremetal:api_error_ratio:rate10m') },
-    { name: 'the dashboards reading the renamed rule', check: () => expect(rendered['dashboards/baremetal-overview.json']).toContain('baremetal:api_error_ratio:rate10m{') },
-    { name: 'the severity mapping', check: () => expect(new Set(all.filter((r) => r.alert).map((r) => r.labels!.severity))).toEqual(new Set(['page', 'ticket', 'info'])) },
-    { name: 'no BaremetalServerUnreachable without a blackbox selector', check: () => expect(all.map((r) => r.alert)).not.toContain('BaremetalServerUnreachable') },
-    { name: 'the same groups in the PrometheusRule', check: () => expect((parse(rendered['prometheusrule.yaml']!) as { spec: RuleFile }).spec.groups.flatMap((g) => g.rules)).toEqual(all) },
+    {
+      name: 'the rate window in the recording rule names',
+      check: () => expect(all.map((r) => r.record)).toContain('baremetal:api_error_ratio:rate10m'),
+    },
+    {
+      name: 'the dashboards reading the renamed rule',
+      check: () =>
+        expect(rendered['dashboards/baremetal-overview.json']).toContain('baremetal:api_error_ratio:rate10m{'),
+    },
+    {
+      name: 'the severity mapping',
+      check: () =>
+        expect(new Set(all.filter((r) => r.alert).map((r) => r.labels!.severity))).toEqual(
+          new Set(['page', 'ticket', 'info']),
+        ),
+    },
+    {
+      name: 'no BaremetalServerUnreachable without a blackbox selector',
+      check: () => expect(all.map((r) => r.alert)).not.toContain('BaremetalServerUnreachable'),
+    },
+    {
+      name: 'the same groups in the PrometheusRule',
+      check: () =>
+        expect(
+          (parse(rendered['prometheusrule.yaml']!) as { spec: RuleFile }).spec.groups.flatMap((g) => g.rules),
+        ).toEqual(all),
+    },
   ])('renders $name', ({ check }) => check());
 
   it.skipIf(promtool.skip)('passes promtool check rules', () => {
     const dir = tempDir('bmx-mixin-');
     writeFileSync(join(dir, 'rules.yml'), rendered['baremetal.rules.yml']!);
-    expect(execFileSync(promtool.skip ? '' : promtool.path, ['check', 'rules', join(dir, 'rules.yml')], { encoding: 'utf8' })).toMatch(/SUCCESS: 18 rules found/);
+    expect(
+      execFileSync(promtool.skip ? '' : promtool.path, ['check', 'rules', join(dir, 'rules.yml')], {
+        encoding: 'utf8',
+      }),
+    ).toMatch(/SUCCESS: 18 rules found/);
   });
 });
 
 describe('the mixin config', () => {
   it.each([
     { name: 'an unknown key', overrides: { jobName: 'x' }, error: 'jobName: unknown key' },
-    { name: 'a selector that is not matchers', overrides: { selector: 'baremetal' }, error: 'selector: must be PromQL matchers' },
+    {
+      name: 'a selector that is not matchers',
+      overrides: { selector: 'baremetal' },
+      error: 'selector: must be PromQL matchers',
+    },
     { name: 'an unterminated matcher', overrides: { selector: 'job="a' }, error: 'selector: must be PromQL matchers' },
     { name: 'groupBy without instance', overrides: { groupBy: ['job'] }, error: 'groupBy: must include instance' },
-    { name: 'a bad label name', overrides: { groupBy: ['job', 'instance', 'a-b'] }, error: 'groupBy: must be a list of label names' },
-    { name: 'a rate window without a unit', overrides: { rateWindow: '5' }, error: 'rateWindow: must be a Prometheus duration' },
-    { name: 'an empty severity', overrides: { severities: { critical: '' } }, error: 'severities.critical: must be a non-empty string' },
-    { name: 'a bad blackbox selector', overrides: { blackboxSelector: 'probe' }, error: 'blackboxSelector: must be PromQL matchers or null' },
+    {
+      name: 'a bad label name',
+      overrides: { groupBy: ['job', 'instance', 'a-b'] },
+      error: 'groupBy: must be a list of label names',
+    },
+    {
+      name: 'a rate window without a unit',
+      overrides: { rateWindow: '5' },
+      error: 'rateWindow: must be a Prometheus duration',
+    },
+    {
+      name: 'an empty severity',
+      overrides: { severities: { critical: '' } },
+      error: 'severities.critical: must be a non-empty string',
+    },
+    {
+      name: 'a bad blackbox selector',
+      overrides: { blackboxSelector: 'probe' },
+      error: 'blackboxSelector: must be PromQL matchers or null',
+    },
     { name: 'not an object', overrides: ['job'], error: 'must be a JSON object' },
   ])('rejects $name', ({ overrides, error }) => {
     expect(() => resolveConfig(overrides)).toThrow(error);

@@ -11,7 +11,10 @@ describe('scrubber', () => {
     ['JSON-escaped', `key ${JSON.stringify(KEY).slice(1, -1)} end`],
     ['JSON-escaped with \\/ (PHP)', `key ${JSON.stringify(KEY).slice(1, -1).replaceAll('/', '\\/')} end`],
     ['URL-encoded (upper-case escapes)', `key ${encodeURIComponent(KEY)} end`],
-    ['URL-encoded (lower-case escapes)', `key ${encodeURIComponent(KEY).replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase())} end`],
+    [
+      'URL-encoded (lower-case escapes)',
+      `key ${encodeURIComponent(KEY).replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase())} end`,
+    ],
     ['form-encoded', `key ${new URLSearchParams({ k: KEY }).toString().slice(2)} end`],
     ['twice in one text', `${KEY} and ${KEY}`],
     ['a second secret (a token)', 'Bearer bearer-token-0123456789'],

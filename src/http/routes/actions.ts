@@ -31,16 +31,23 @@ const BODIES = {
 } satisfies Record<ActionName, TSchema>;
 
 /** Any operator body, read field by field: a field its action does not have is absent. */
-type ActionBody = Static<typeof serverBody> & Partial<Static<typeof BODIES.firewall_state> & Static<typeof BODIES.firewall_sensitivity>>;
+type ActionBody = Static<typeof serverBody> &
+  Partial<Static<typeof BODIES.firewall_state> & Static<typeof BODIES.firewall_sensitivity>>;
 
-export function actionRoutes(app: FastifyInstance, deps: { engine: RemediationEngine; journal: Journal; client: UpstreamClient }): void {
+export function actionRoutes(
+  app: FastifyInstance,
+  deps: { engine: RemediationEngine; journal: Journal; client: UpstreamClient },
+): void {
   for (const action of ACTIONS) {
     app.post<{ Body: ActionBody; Headers: { 'idempotency-key'?: string } }>(
       `/api/v1/actions/${action.replaceAll('_', '-')}`,
       {
         schema: {
           body: BODIES[action],
-          headers: { type: 'object', properties: { 'idempotency-key': { type: 'string', minLength: 1, maxLength: 200 } } },
+          headers: {
+            type: 'object',
+            properties: { 'idempotency-key': { type: 'string', minLength: 1, maxLength: 200 } },
+          },
         },
       },
       async (request) => {
@@ -81,7 +88,11 @@ export function actionRoutes(app: FastifyInstance, deps: { engine: RemediationEn
     async (request) => {
       const { server_id, action } = request.query;
       const limit = queryInteger('limit', request.query.limit, { min: 1, max: 1000 }) ?? 100;
-      const entries = deps.journal.list({ ...(server_id ? { serverId: server_id } : {}), ...(action ? { action } : {}), limit });
+      const entries = deps.journal.list({
+        ...(server_id ? { serverId: server_id } : {}),
+        ...(action ? { action } : {}),
+        limit,
+      });
       const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
       return { actions: entries.map((e) => ({ ...e, createdAt: iso(e.createdAt), completedAt: iso(e.completedAt) })) };
     },
@@ -96,7 +107,10 @@ export function actionRoutes(app: FastifyInstance, deps: { engine: RemediationEn
       const jnlp = await deps.engine.console(server_id);
       return reply
         .type('application/octet-stream')
-        .header('content-disposition', `attachment; filename="console-${server_id.replace(/[^A-Za-z0-9._-]/g, '_')}.jnlp"`)
+        .header(
+          'content-disposition',
+          `attachment; filename="console-${server_id.replace(/[^A-Za-z0-9._-]/g, '_')}.jnlp"`,
+        )
         .header('cache-control', 'no-store')
         .send(jnlp);
     },

@@ -25,10 +25,25 @@ export function alertmanagerRoutes(
       deps.metrics.alertsReceived.inc({ status: alert.status, matched: String(matched) });
       for (const req of requests) {
         const result = await deps.engine.request(req);
-        results.push({ fingerprint: alert.fingerprint, alertname: alert.labels.alertname, status: alert.status, action: req.action, server_id: req.serverId, ip: req.ip ?? null, ...result });
+        results.push({
+          fingerprint: alert.fingerprint,
+          alertname: alert.labels.alertname,
+          status: alert.status,
+          action: req.action,
+          server_id: req.serverId,
+          ip: req.ip ?? null,
+          ...result,
+        });
       }
     }
-    request.log.info({ receiver: request.body.receiver, alerts: alerts.length, results: results.map((r) => `${r.action}:${r.decision}`) }, 'webhook processed');
+    request.log.info(
+      {
+        receiver: request.body.receiver,
+        alerts: alerts.length,
+        results: results.map((r) => `${r.action}:${r.decision}`),
+      },
+      'webhook processed',
+    );
     return { status: 'accepted', alerts: alerts.length, results };
   });
 }

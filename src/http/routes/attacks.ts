@@ -17,7 +17,11 @@ export interface AttackEntry {
   /** ISO 8601 time of the poll that returned these events */
   polled_at: string;
   /** newest first */
-  events: Array<{ id: string; /** ISO 8601, or null when the event had no readable time */ time: string | null; raw: string }>;
+  events: Array<{
+    id: string /** ISO 8601, or null when the event had no readable time */;
+    time: string | null;
+    raw: string;
+  }>;
 }
 
 const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
@@ -25,21 +29,31 @@ const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).
 /** The reply's entries of every account (account name → its log), sorted by account, service type, service id and IP. Pure. */
 export function attackEntries(logs: ReadonlyMap<string, AttackLog>): AttackEntry[] {
   const entries: AttackEntry[] = [];
-  for (const [account, log] of logs) for (const service of log.services.values()) {
-    const perIp = new Map<string, AttackEntry['events']>();
-    for (const event of service.events) {
-      const list = perIp.get(event.ip) ?? [];
-      perIp.set(event.ip, list);
-      list.push({ id: event.id, time: iso(event.time), raw: event.raw });
+  for (const [account, log] of logs)
+    for (const service of log.services.values()) {
+      const perIp = new Map<string, AttackEntry['events']>();
+      for (const event of service.events) {
+        const list = perIp.get(event.ip) ?? [];
+        perIp.set(event.ip, list);
+        list.push({ id: event.id, time: iso(event.time), raw: event.raw });
+      }
+      for (const [ip, events] of perIp) {
+        entries.push({
+          account,
+          service_type: service.serviceType,
+          service_id: service.serviceId,
+          ip,
+          polled_at: new Date(service.polledAt).toISOString(),
+          events,
+        });
+      }
     }
-    for (const [ip, events] of perIp) {
-      entries.push({ account, service_type: service.serviceType, service_id: service.serviceId, ip, polled_at: new Date(service.polledAt).toISOString(), events });
-    }
-  }
   const key = (e: AttackEntry) => [e.account, e.service_type, e.service_id, e.ip];
   return entries.sort((a, b) => key(a).join('\u0000').localeCompare(key(b).join('\u0000')));
 }
 
 export function attackRoutes(app: FastifyInstance, deps: { attacks: ReadonlyMap<string, AttackLog> }): void {
-  app.get('/api/v1/attacks', async (_request, reply) => reply.header('cache-control', 'no-store').send(attackEntries(deps.attacks)));
+  app.get('/api/v1/attacks', async (_request, reply) =>
+    reply.header('cache-control', 'no-store').send(attackEntries(deps.attacks)),
+  );
 }

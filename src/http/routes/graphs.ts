@@ -18,12 +18,17 @@ export const graphPath = (account: string, serverId: string, type: string, scale
 
 /** Every account's held images, ordered by account, then server, type and scale. */
 export function listGraphs(graphStores: ReadonlyMap<string, GraphStore>): Array<StoredGraph & { account: string }> {
-  return [...graphStores].sort(([a], [b]) => a.localeCompare(b)).flatMap(([account, store]) => store.list().map((g) => ({ ...g, account })));
+  return [...graphStores]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .flatMap(([account, store]) => store.list().map((g) => ({ ...g, account })));
 }
 
 type GraphParams = { account?: string; server_id: string; type: string; file: string };
 
-export function graphRoutes(app: FastifyInstance, deps: { graphStores: ReadonlyMap<string, GraphStore>; maxWidth: number }): void {
+export function graphRoutes(
+  app: FastifyInstance,
+  deps: { graphStores: ReadonlyMap<string, GraphStore>; maxWidth: number },
+): void {
   app.get('/graphs', async () => ({
     graphs: listGraphs(deps.graphStores).map((g) => ({
       account: g.account,
@@ -46,7 +51,10 @@ export function graphRoutes(app: FastifyInstance, deps: { graphStores: ReadonlyM
         properties: { width: queryIntegerSchema },
       },
     },
-    handler: async (request: FastifyRequest<{ Params: GraphParams; Querystring: { width?: string } }>, reply: FastifyReply) => {
+    handler: async (
+      request: FastifyRequest<{ Params: GraphParams; Querystring: { width?: string } }>,
+      reply: FastifyReply,
+    ) => {
       const { server_id: serverId, type, file } = request.params;
       // Checked first: a bad width is the caller's mistake whatever is held.
       const width = queryInteger('width', request.query.width, { min: 16, max: deps.maxWidth });
@@ -55,11 +63,23 @@ export function graphRoutes(app: FastifyInstance, deps: { graphStores: ReadonlyM
         throw new NotFoundError(`unknown graph type "${type}": expected one of ${GRAPH_TYPES.join(', ')}`);
       }
       if (!file.endsWith('.png') || !(GRAPH_SCALES as readonly string[]).includes(scale)) {
-        throw new NotFoundError(`unknown graph "${file}": expected <scale>.png with scale one of ${GRAPH_SCALES.join(', ')}`);
+        throw new NotFoundError(
+          `unknown graph "${file}": expected <scale>.png with scale one of ${GRAPH_SCALES.join(', ')}`,
+        );
       }
       const account = request.params.account ?? (deps.graphStores.has(DEFAULT_ACCOUNT) ? DEFAULT_ACCOUNT : undefined);
-      const store = account === undefined ? (deps.graphStores.size === 1 ? [...deps.graphStores.values()][0] : undefined) : deps.graphStores.get(account);
-      if (!store) throw new NotFoundError(account === undefined ? 'several accounts are configured: use /graphs/<account>/dedicated/…' : `unknown account "${account}"`);
+      const store =
+        account === undefined
+          ? deps.graphStores.size === 1
+            ? [...deps.graphStores.values()][0]
+            : undefined
+          : deps.graphStores.get(account);
+      if (!store)
+        throw new NotFoundError(
+          account === undefined
+            ? 'several accounts are configured: use /graphs/<account>/dedicated/…'
+            : `unknown account "${account}"`,
+        );
       const graph = store.get({ serverId, type: type as GraphType, scale: scale as GraphScale });
       if (!graph) throw new NotFoundError(`no ${type} ${scale} graph held for server "${serverId}"`);
       const etag = width ? `${graph.etag.slice(0, -1)}-w${width}"` : graph.etag;
@@ -68,13 +88,16 @@ export function graphRoutes(app: FastifyInstance, deps: { graphStores: ReadonlyM
         .header('last-modified', new Date(graph.updatedAt).toUTCString())
         .header('cache-control', 'public, max-age=60');
       const ifNoneMatch = request.headers['if-none-match'];
-      if (ifNoneMatch && ifNoneMatch.split(',').some((t) => t.trim().replace(/^W\//, '') === etag)) {
+      if (ifNoneMatch?.split(',').some((t) => t.trim().replace(/^W\//, '') === etag)) {
         return reply.code(304).send();
       }
       const body = width ? await resizePng(graph.png, width) : graph.png;
       return reply.type('image/png').send(body);
     },
   };
-  app.get<{ Params: GraphParams; Querystring: { width?: string } }>('/graphs/:account/dedicated/:server_id/:type/:file', route);
+  app.get<{ Params: GraphParams; Querystring: { width?: string } }>(
+    '/graphs/:account/dedicated/:server_id/:type/:file',
+    route,
+  );
   app.get<{ Params: GraphParams; Querystring: { width?: string } }>('/graphs/dedicated/:server_id/:type/:file', route);
 }

@@ -13,6 +13,8 @@ export function healthRoutes(app: FastifyInstance, deps: { readiness: Readiness 
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
     const reasons = deps.readiness();
-    return reply.code(reasons.length ? 503 : 200).send(reasons.length ? { status: 'not ready', reasons } : { status: 'ready' });
+    return reply
+      .code(reasons.length ? 503 : 200)
+      .send(reasons.length ? { status: 'not ready', reasons } : { status: 'ready' });
   });
 }

@@ -14,7 +14,11 @@ function qualities(header: string | undefined): Array<{ value: string; params: R
     const params: Record<string, string> = {};
     for (const param of rest) {
       const eq = param.indexOf('=');
-      if (eq > 0) params[param.slice(0, eq).trim().toLowerCase()] = param.slice(eq + 1).trim().replace(/^"|"$/g, '');
+      if (eq > 0)
+        params[param.slice(0, eq).trim().toLowerCase()] = param
+          .slice(eq + 1)
+          .trim()
+          .replace(/^"|"$/g, '');
     }
     const q = params.q === undefined ? 1 : Number(params.q);
     return [{ value: value.toLowerCase(), params, q: Number.isFinite(q) ? q : 0 }];
@@ -26,7 +30,8 @@ export function negotiateFormat(accept: string | undefined): ExpositionFormat {
   let om = 0;
   let text = 0;
   for (const { value, params, q } of qualities(accept)) {
-    if (value === 'application/openmetrics-text' && (params.version === undefined || params.version === '1.0.0')) om = Math.max(om, q);
+    if (value === 'application/openmetrics-text' && (params.version === undefined || params.version === '1.0.0'))
+      om = Math.max(om, q);
     else if (value === 'text/plain' || value === '*/*' || value === 'text/*') text = Math.max(text, q);
   }
   return om > 0 && om >= text ? 'openmetrics' : 'text';
@@ -44,8 +49,12 @@ export function metricsRoutes(app: FastifyInstance, deps: { exposition: Expositi
   app.get('/metrics', async (request, reply) => {
     const exposition = await deps.exposition.get();
     const format = negotiateFormat(request.headers.accept);
-    void reply.type(CONTENT_TYPES[format]).header('cache-control', 'no-store').header('vary', 'Accept, Accept-Encoding');
-    if (acceptsGzip(request.headers['accept-encoding'])) return reply.header('content-encoding', 'gzip').send(await exposition.gzipped(format));
+    void reply
+      .type(CONTENT_TYPES[format])
+      .header('cache-control', 'no-store')
+      .header('vary', 'Accept, Accept-Encoding');
+    if (acceptsGzip(request.headers['accept-encoding']))
+      return reply.header('content-encoding', 'gzip').send(await exposition.gzipped(format));
     return reply.send(format === 'openmetrics' ? exposition.openMetrics : exposition.body);
   });
 }

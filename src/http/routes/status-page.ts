@@ -24,8 +24,22 @@ export interface StatusView {
   version: string;
   /** 1, 0, or undefined before the first request */
   apiUp: number | undefined;
-  polls: Array<{ account?: string; poll: string; outcome: string | undefined; finishedAt: number | undefined; lastSuccessAt: number | undefined; durationMs: number | undefined }>;
-  servers: Array<{ account?: string; serverId: string; hostname: string; location: string; status: string; ips: StatusIp[] }>;
+  polls: Array<{
+    account?: string;
+    poll: string;
+    outcome: string | undefined;
+    finishedAt: number | undefined;
+    lastSuccessAt: number | undefined;
+    durationMs: number | undefined;
+  }>;
+  servers: Array<{
+    account?: string;
+    serverId: string;
+    hostname: string;
+    location: string;
+    status: string;
+    ips: StatusIp[];
+  }>;
   services: Array<{ account?: string; serviceType: string; serviceId: string; ips: StatusIp[] }>;
   graphs: Array<StoredGraph & { account: string }>;
   /** the latest remediation decisions; undefined when the page is open to anyone (no web.auth) */
@@ -38,7 +52,13 @@ export interface StatusView {
 export const HIDDEN_ACTIONS = 'remediation decisions are shown when web.auth is set';
 
 const e = (value: unknown) => escapeHtml(String(value ?? ''));
-const time = (ms: number | undefined) => (ms === undefined ? '—' : new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z'));
+const time = (ms: number | undefined) =>
+  ms === undefined
+    ? '—'
+    : new Date(ms)
+        .toISOString()
+        .replace('T', ' ')
+        .replace(/\.\d+Z$/, 'Z');
 
 const STYLE = `
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5rem;color:#1d2330;background:#f7f8fa}
@@ -50,16 +70,29 @@ th{background:#eef1f5}.ok{color:#137333;font-weight:600}.bad{color:#b3261e;font-
 .thumbs figcaption{font-size:12px;color:#6b7280}.raw{color:#4b5563;font-family:ui-monospace,monospace;overflow-wrap:anywhere}`;
 
 /** The newest event of an attacked IP: its time and the provider's raw text (escaped like every value). */
-const newestEvent = (i: StatusIp) => (i.newest ? `<br><small class="raw" data-raw="${e(i.ip)}">${e(time(i.newest.time))} · ${e(i.newest.raw)}</small>` : '');
+const newestEvent = (i: StatusIp) =>
+  i.newest ? `<br><small class="raw" data-raw="${e(i.ip)}">${e(time(i.newest.time))} · ${e(i.newest.raw)}</small>` : '';
 
 function ipCells(ips: StatusIp[]): string {
-  return ips.map((i) => (i.events > 0 ? `<span class="attack" data-attacked="${e(i.ip)}">${e(i.ip)} (${i.events} event${i.events === 1 ? "" : "s"})</span>${newestEvent(i)}` : `<span>${e(i.ip)}</span>`)).join('<br>');
+  return ips
+    .map((i) =>
+      i.events > 0
+        ? `<span class="attack" data-attacked="${e(i.ip)}">${e(i.ip)} (${i.events} event${i.events === 1 ? '' : 's'})</span>${newestEvent(i)}`
+        : `<span>${e(i.ip)}</span>`,
+    )
+    .join('<br>');
 }
 
 /** Renders the page. Pure: the same view gives the same bytes. */
 export function renderStatusPage(view: StatusView): string {
-  const attacked = [...view.servers.flatMap((s) => s.ips), ...view.services.flatMap((s) => s.ips)].filter((i) => i.events > 0).length;
-  const servers = [...view.servers].sort((a, b) => Number(b.ips.some((i) => i.events > 0)) - Number(a.ips.some((i) => i.events > 0)) || a.serverId.localeCompare(b.serverId));
+  const attacked = [...view.servers.flatMap((s) => s.ips), ...view.services.flatMap((s) => s.ips)].filter(
+    (i) => i.events > 0,
+  ).length;
+  const servers = [...view.servers].sort(
+    (a, b) =>
+      Number(b.ips.some((i) => i.events > 0)) - Number(a.ips.some((i) => i.events > 0)) ||
+      a.serverId.localeCompare(b.serverId),
+  );
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="30">
 <meta name="viewport" content="width=device-width, initial-scale=1"><title>baremetal-exporter status</title>
@@ -78,18 +111,28 @@ ${view.polls.map((p) => `<tr><td>${e(p.poll)}</td><td class="${p.outcome === 'fa
 <table id="servers"><tr><th>server</th><th>hostname</th><th>location</th><th>status</th><th>IPs (events in the last hour)</th></tr>
 ${servers.map((s) => `<tr><td>${e(s.serverId)}</td><td>${e(s.hostname)}</td><td>${e(s.location)}</td><td>${e(s.status)}</td><td>${ipCells(s.ips)}</td></tr>`).join('\n')}
 </table>
-${view.services.length ? `<h2>Colocation and transit</h2>
+${
+  view.services.length
+    ? `<h2>Colocation and transit</h2>
 <table><tr><th>type</th><th>service</th><th>IPs seen (events in the last hour)</th></tr>
 ${view.services.map((s) => `<tr><td>${e(s.serviceType)}</td><td>${e(s.serviceId)}</td><td>${ipCells(s.ips) || '<span class="muted">no events</span>'}</td></tr>`).join('\n')}
-</table>` : ''}
+</table>`
+    : ''
+}
 <h2>Latest graphs</h2>
 <div class="thumbs">
 ${view.graphs.map((g) => `<figure><a href="${e(graphPath(g.account, g.serverId, g.type, g.scale))}"><img src="${e(graphPath(g.account, g.serverId, g.type, g.scale))}?width=240" width="240" alt="${e(`${g.serverId} ${g.type} ${g.scale}`)}"></a><figcaption>${e(g.serverId)} · ${e(g.type)} · ${e(g.scale)} · ${e(time(g.updatedAt))}</figcaption></figure>`).join('\n') || '<p class="muted">no graph fetched yet</p>'}
 </div>
 <h2>Last remediation decisions</h2>
-${view.actions === undefined ? `<p class="muted">${HIDDEN_ACTIONS}</p>` : view.actions.length ? `<table><tr><th>time</th><th>source</th><th>action</th><th>target</th><th>decision</th><th>message</th></tr>
+${
+  view.actions === undefined
+    ? `<p class="muted">${HIDDEN_ACTIONS}</p>`
+    : view.actions.length
+      ? `<table><tr><th>time</th><th>source</th><th>action</th><th>target</th><th>decision</th><th>message</th></tr>
 ${view.actions.map((a) => `<tr><td>${e(time(a.createdAt))}</td><td>${e(a.source)}</td><td>${e(a.action)}${a.value ? ` (${e(a.value)})` : ''}</td><td>${e(a.serverId)}${a.ip ? ` ${e(a.ip)}` : ''}</td><td>${e(a.decision)}</td><td>${e(a.message)}</td></tr>`).join('\n')}
-</table>` : '<p class="muted">none</p>'}
+</table>`
+      : '<p class="muted">none</p>'
+}
 </body></html>`;
 }
 
@@ -97,7 +140,10 @@ export function statusPageRoutes(app: FastifyInstance, deps: { statusView: () =>
   app.get('/', async (_request, reply) =>
     reply
       .type('text/html; charset=utf-8')
-      .header('content-security-policy', "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+      .header(
+        'content-security-policy',
+        "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+      )
       .header('x-content-type-options', 'nosniff')
       .header('x-frame-options', 'DENY')
       .header('referrer-policy', 'no-referrer')

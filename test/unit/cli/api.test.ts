@@ -23,7 +23,15 @@ beforeEach(() => {
 
 function sink(): { stream: Writable; text: () => string } {
   let text = '';
-  return { stream: new Writable({ write: (chunk, _enc, done) => ((text += String(chunk)), done()) }), text: () => text };
+  return {
+    stream: new Writable({
+      write: (chunk, _enc, done) => {
+        text += String(chunk);
+        done();
+      },
+    }),
+    text: () => text,
+  };
 }
 
 async function run(args: string[]) {
@@ -46,27 +54,75 @@ async function run(args: string[]) {
 
 describe('validation: exit 2, one line, nothing sent', () => {
   it.each([
-    { name: 'an IP that is not one', args: ['ptr', 'set', '100001', '300.1.1.1', 'a.example.com'], err: /invalid parameter "ip"/ },
-    { name: 'a PTR hostname without TLD', args: ['ptr', 'set', '100001', '198.18.0.1', 'localhost'], err: /"content": must be a fully valid hostname/ },
-    { name: 'a sensitivity outside the enum', args: ['firewall', 'sensitivity', '100001', '198.18.0.1', 'extreme'], err: /must be one of low, medium, normal, high/ },
+    {
+      name: 'an IP that is not one',
+      args: ['ptr', 'set', '100001', '300.1.1.1', 'a.example.com'],
+      err: /invalid parameter "ip"/,
+    },
+    {
+      name: 'a PTR hostname without TLD',
+      args: ['ptr', 'set', '100001', '198.18.0.1', 'localhost'],
+      err: /"content": must be a fully valid hostname/,
+    },
+    {
+      name: 'a sensitivity outside the enum',
+      args: ['firewall', 'sensitivity', '100001', '198.18.0.1', 'extreme'],
+      err: /must be one of low, medium, normal, high/,
+    },
     { name: 'firewall state 2', args: ['firewall', 'state', '100001', '198.18.0.1', '2'], err: /must be one of 1, 0/ },
-    { name: 'a cancellation type outside the enum', args: ['cancellation', '100001', 'later', '--yes'], err: /must be one of immediate, end, delete/ },
-    { name: 'a graph type outside the enum', args: ['graph', '100001', '--type', 'port_bytes', '--scale', 'day', '--output', 'json'], err: /"type": must be one of/ },
-    { name: 'a graph scale outside the enum', args: ['graph', '100001', '--type', 'port_bits', '--scale', 'year', '--output', 'json'], err: /"scale": must be one of day, week, month/ },
-    { name: 'a firewall scale outside the enum', args: ['firewall', 'history', 'dedicated', '100001', '--scale', 'month'], err: /"scale": must be one of hour, day, week/ },
-    { name: 'an unknown service type', args: ['firewall', 'history', 'vps', '1'], err: /service type must be one of dedicated, colocation, transit/ },
+    {
+      name: 'a cancellation type outside the enum',
+      args: ['cancellation', '100001', 'later', '--yes'],
+      err: /must be one of immediate, end, delete/,
+    },
+    {
+      name: 'a graph type outside the enum',
+      args: ['graph', '100001', '--type', 'port_bytes', '--scale', 'day', '--output', 'json'],
+      err: /"type": must be one of/,
+    },
+    {
+      name: 'a graph scale outside the enum',
+      args: ['graph', '100001', '--type', 'port_bits', '--scale', 'year', '--output', 'json'],
+      err: /"scale": must be one of day, week, month/,
+    },
+    {
+      name: 'a firewall scale outside the enum',
+      args: ['firewall', 'history', 'dedicated', '100001', '--scale', 'month'],
+      err: /"scale": must be one of hour, day, week/,
+    },
+    {
+      name: 'an unknown service type',
+      args: ['firewall', 'history', 'vps', '1'],
+      err: /service type must be one of dedicated, colocation, transit/,
+    },
     { name: 'a missing --os', args: ['provision', '100001', '--yes'], err: /--os is required/ },
-    { name: 'a missing post-install file', args: ['provision', '100001', '--os', '1', '--post-install', '/nonexistent.sh', '--yes'], err: /--post-install: cannot read \/nonexistent.sh \(ENOENT\)/ },
+    {
+      name: 'a missing post-install file',
+      args: ['provision', '100001', '--os', '1', '--post-install', '/nonexistent.sh', '--yes'],
+      err: /--post-install: cannot read \/nonexistent.sh \(ENOENT\)/,
+    },
     { name: 'an empty server id', args: ['servers', 'show', ''], err: /"server_id": must be a non-empty identifier/ },
-    { name: 'a server id with whitespace', args: ['power', 'on', '1 2'], err: /"server_id": must be at most 128 characters without whitespace/ },
+    {
+      name: 'a server id with whitespace',
+      args: ['power', 'on', '1 2'],
+      err: /"server_id": must be at most 128 characters without whitespace/,
+    },
     { name: 'a missing argument', args: ['power', 'on'], err: /expected 1 argument/ },
     { name: 'an extra argument', args: ['servers', 'list', 'x'], err: /expected 0 argument/ },
     { name: 'an option of another command', args: ['power', 'on', '100001', '--wait'], err: /unknown option --wait/ },
     { name: 'an option without its value', args: ['graph', '100001', '--type'], err: /argument missing/ },
-    { name: 'an unknown output format', args: ['servers', 'list', '--output', 'xml'], err: /--output must be one of table, json, yaml/ },
+    {
+      name: 'an unknown output format',
+      args: ['servers', 'list', '--output', 'xml'],
+      err: /--output must be one of table, json, yaml/,
+    },
     { name: 'another account', args: ['servers', 'list', '--account', 'prod'], err: /unknown account "prod"/ },
     { name: 'an unknown command', args: ['volumes', 'list'], err: /unknown command "volumes"; one of servers, power/ },
-    { name: 'a group without a command', args: ['firewall'], err: /api firewall: a command is required; one of history, sensitivity, state/ },
+    {
+      name: 'a group without a command',
+      args: ['firewall'],
+      err: /api firewall: a command is required; one of history, sensitivity, state/,
+    },
     { name: 'no command at all', args: [], err: /api: a command is required/ },
   ])('$name', async ({ args, err }) => {
     const r = await run(args);
@@ -79,14 +135,54 @@ describe('validation: exit 2, one line, nothing sent', () => {
 
 describe('--dry-run: the exact request, nothing sent', () => {
   it.each([
-    { name: 'power cycle', args: ['power', 'cycle', '100001'], path: '/api/v1/dedicated/powercycle', params: { server_id: '100001' } },
-    { name: 'power on', args: ['power', 'on', '100001'], path: '/api/v1/dedicated/poweron', params: { server_id: '100001' } },
-    { name: 'power off', args: ['power', 'off', '100001'], path: '/api/v1/dedicated/poweroff', params: { server_id: '100001' } },
-    { name: 'provision', args: ['provision', '100001', '--os', '2', '--show-password'], path: '/api/v1/dedicated/provision', params: { server_id: '100001', osid: '2' } },
-    { name: 'ptr set', args: ['ptr', 'set', '100001', '198.18.0.1', 'a.example.com'], path: '/api/v1/dedicated/dns', params: { server_id: '100001', ip: '198.18.0.1', type: 'ptr', content: 'a.example.com' } },
-    { name: 'firewall sensitivity', args: ['firewall', 'sensitivity', '100001', '198.18.0.1', 'low'], path: '/api/v1/dedicated/firewall/sensitivity', params: { server_id: '100001', ip: '198.18.0.1', sensitivity: 'low' } },
-    { name: 'firewall state', args: ['firewall', 'state', '100001', '198.18.0.1', '0'], path: '/api/v1/dedicated/firewall/state', params: { server_id: '100001', ip: '198.18.0.1', state: '0' } },
-    { name: 'cancellation end', args: ['cancellation', '100001', 'end'], path: '/api/v1/reseller/billing/cancellation', params: { server_id: '100001', type: 'end' } },
+    {
+      name: 'power cycle',
+      args: ['power', 'cycle', '100001'],
+      path: '/api/v1/dedicated/powercycle',
+      params: { server_id: '100001' },
+    },
+    {
+      name: 'power on',
+      args: ['power', 'on', '100001'],
+      path: '/api/v1/dedicated/poweron',
+      params: { server_id: '100001' },
+    },
+    {
+      name: 'power off',
+      args: ['power', 'off', '100001'],
+      path: '/api/v1/dedicated/poweroff',
+      params: { server_id: '100001' },
+    },
+    {
+      name: 'provision',
+      args: ['provision', '100001', '--os', '2', '--show-password'],
+      path: '/api/v1/dedicated/provision',
+      params: { server_id: '100001', osid: '2' },
+    },
+    {
+      name: 'ptr set',
+      args: ['ptr', 'set', '100001', '198.18.0.1', 'a.example.com'],
+      path: '/api/v1/dedicated/dns',
+      params: { server_id: '100001', ip: '198.18.0.1', type: 'ptr', content: 'a.example.com' },
+    },
+    {
+      name: 'firewall sensitivity',
+      args: ['firewall', 'sensitivity', '100001', '198.18.0.1', 'low'],
+      path: '/api/v1/dedicated/firewall/sensitivity',
+      params: { server_id: '100001', ip: '198.18.0.1', sensitivity: 'low' },
+    },
+    {
+      name: 'firewall state',
+      args: ['firewall', 'state', '100001', '198.18.0.1', '0'],
+      path: '/api/v1/dedicated/firewall/state',
+      params: { server_id: '100001', ip: '198.18.0.1', state: '0' },
+    },
+    {
+      name: 'cancellation end',
+      args: ['cancellation', '100001', 'end'],
+      path: '/api/v1/reseller/billing/cancellation',
+      params: { server_id: '100001', type: 'end' },
+    },
   ])('$name', async ({ args, path, params }) => {
     const r = await run([...args, '--dry-run', '--output', 'yaml']);
     expect(r.code).toBe(0);
@@ -98,7 +194,9 @@ describe('--dry-run: the exact request, nothing sent', () => {
 });
 
 describe('--help at every level, each with an example', () => {
-  const groups = [...new Set(LEAVES.flatMap((l) => l.path.slice(0, -1).map((_, i) => l.path.slice(0, i + 1).join(' '))))];
+  const groups = [
+    ...new Set(LEAVES.flatMap((l) => l.path.slice(0, -1).map((_, i) => l.path.slice(0, i + 1).join(' ')))),
+  ];
   it.each([
     { name: 'api', args: [] as string[] },
     ...groups.map((g) => ({ name: `api ${g}`, args: g.split(' ') })),

@@ -16,14 +16,44 @@ describe('completion bash', () => {
 
   it.each([
     { name: 'top-level commands', words: ['baremetal-exporter', ''], has: ['api', 'completion', 'run'], not: ['list'] },
-    { name: 'api commands', words: ['baremetal-exporter', 'api', ''], has: ['servers', 'power', 'firewall', 'provision', 'cancellation'], not: ['run'] },
+    {
+      name: 'api commands',
+      words: ['baremetal-exporter', 'api', ''],
+      has: ['servers', 'power', 'firewall', 'provision', 'cancellation'],
+      not: ['run'],
+    },
     { name: 'a prefix', words: ['baremetal-exporter', 'api', 'po'], has: ['power'], not: ['provision'] },
     { name: 'power actions', words: ['baremetal-exporter', 'api', 'power', ''], has: ['cycle', 'on', 'off'], not: [] },
-    { name: 'options of a write', words: ['baremetal-exporter', 'api', 'power', 'off', '100001', '--'], has: ['--dry-run', '--yes', '--output'], not: ['--wait'] },
-    { name: 'service types', words: ['baremetal-exporter', 'api', 'firewall', 'history', ''], has: ['dedicated', 'colocation', 'transit'], not: [] },
-    { name: '--output values', words: ['baremetal-exporter', 'api', 'servers', 'list', '--output', ''], has: ['json', 'table', 'yaml'], not: [] },
-    { name: 'graph types after a value option', words: ['baremetal-exporter', 'api', 'graph', '1', '--scale', 'day', '--type', ''], has: ['port_bits', 'port_upkts'], not: [] },
-    { name: 'sensitivity levels', words: ['baremetal-exporter', 'api', 'firewall', 'sensitivity', '100001', '198.18.0.1', ''], has: ['high', 'low'], not: [] },
+    {
+      name: 'options of a write',
+      words: ['baremetal-exporter', 'api', 'power', 'off', '100001', '--'],
+      has: ['--dry-run', '--yes', '--output'],
+      not: ['--wait'],
+    },
+    {
+      name: 'service types',
+      words: ['baremetal-exporter', 'api', 'firewall', 'history', ''],
+      has: ['dedicated', 'colocation', 'transit'],
+      not: [],
+    },
+    {
+      name: '--output values',
+      words: ['baremetal-exporter', 'api', 'servers', 'list', '--output', ''],
+      has: ['json', 'table', 'yaml'],
+      not: [],
+    },
+    {
+      name: 'graph types after a value option',
+      words: ['baremetal-exporter', 'api', 'graph', '1', '--scale', 'day', '--type', ''],
+      has: ['port_bits', 'port_upkts'],
+      not: [],
+    },
+    {
+      name: 'sensitivity levels',
+      words: ['baremetal-exporter', 'api', 'firewall', 'sensitivity', '100001', '198.18.0.1', ''],
+      has: ['high', 'low'],
+      not: [],
+    },
     { name: 'completion shells', words: ['baremetal-exporter', 'completion', ''], has: ['bash'], not: [] },
   ])('$name', ({ words, has, not }) => {
     const got = complete(words);

@@ -35,10 +35,18 @@ describe('withFirewallWindow', () => {
   ])('without --wait, $name', async ({ lastChangeAgo, waitMs, when }) => {
     await send('1')();
     clock += lastChangeAgo ?? 30_000;
-    const error = await withFirewallWindow(send('0'), { wait: false, now: () => clock, sleep: async () => expect.fail('no sleep'), lastChange: lastChangeAgo === undefined ? undefined : clock - lastChangeAgo, notify: () => undefined }).catch((e: unknown) => e);
+    const error = await withFirewallWindow(send('0'), {
+      wait: false,
+      now: () => clock,
+      sleep: async () => expect.fail('no sleep'),
+      lastChange: lastChangeAgo === undefined ? undefined : clock - lastChangeAgo,
+      notify: () => undefined,
+    }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CliExit);
     expect((error as CliExit).exitCode).toBe(1);
-    expect((error as CliExit).message).toContain(`the next change is possible at ${new Date(clock + waitMs).toISOString()}${when ? ` ${when}` : ''} (in ${waitMs / 1000}s); --wait waits and retries once`);
+    expect((error as CliExit).message).toContain(
+      `the next change is possible at ${new Date(clock + waitMs).toISOString()}${when ? ` ${when}` : ''} (in ${waitMs / 1000}s); --wait waits and retries once`,
+    );
     expect(sim.calls).toHaveLength(2);
   });
 
@@ -67,13 +75,21 @@ describe('withFirewallWindow', () => {
 
   it('with --wait: a second refusal is final (one retry only)', async () => {
     await send('1')();
-    const error = await withFirewallWindow(send('0'), { wait: true, now: () => clock, sleep: async () => undefined, notify: () => undefined }).catch((e: unknown) => e);
+    const error = await withFirewallWindow(send('0'), {
+      wait: true,
+      now: () => clock,
+      sleep: async () => undefined,
+      notify: () => undefined,
+    }).catch((e: unknown) => e);
     expect((error as Error).message).toMatch(/already updated in the last 2 minutes\.$/);
     expect(sim.calls).toHaveLength(3);
   });
 
   it('other errors pass through untouched', async () => {
-    const error = await withFirewallWindow(() => setFirewallState(client, { serverId: '999', ip: '198.18.0.1', state: '1' }), { wait: true, now: () => clock, sleep: async () => expect.fail('no sleep'), notify: () => undefined }).catch((e: unknown) => e);
+    const error = await withFirewallWindow(
+      () => setFirewallState(client, { serverId: '999', ip: '198.18.0.1', state: '1' }),
+      { wait: true, now: () => clock, sleep: async () => expect.fail('no sleep'), notify: () => undefined },
+    ).catch((e: unknown) => e);
     expect((error as Error).message).toContain('404 API error: Server not found.');
   });
 });

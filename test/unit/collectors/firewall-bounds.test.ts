@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { FirewallSeriesState, collectFirewallHistory, type HistoryContext } from '../../../src/collectors/firewall.js';
 import type { FirewallEvent } from '../../../src/upstream/decode.js';
-import { freshMetrics, seriesOf, valueOf } from '../../helpers/metrics.js';
+import { freshMetrics, seriesOf, seriesValue } from '../../helpers/metrics.js';
 
 const HOUR = 3600_000;
 const ev = (id: string, ip: string): FirewallEvent => ({ id, ip, raw: '', fields: {} });
 /** `count` events of one IP, ids `<prefix>-0`… */
-const burst = (prefix: string, ip: string, count = 1) => Array.from({ length: count }, (_, i) => ev(`${prefix}-${i}`, ip));
+const burst = (prefix: string, ip: string, count = 1) =>
+  Array.from({ length: count }, (_, i) => ev(`${prefix}-${i}`, ip));
 const server = { serviceType: 'dedicated' as const, serviceId: '1' };
 const colo = { serviceType: 'colocation' as const, serviceId: 'c1' };
 const transit = { serviceType: 'transit' as const, serviceId: 't1' };
@@ -26,14 +27,25 @@ async function collect(ref: Ref, polls: Poll[], limits = { maxIpsPerService: 102
     const context: HistoryContext = { limits, now: poll.at ?? 0, knownIps: poll.knownIps ?? [] };
     collectFirewallHistory(state, metrics, ref, poll.events, context);
   }
-  const events = Object.fromEntries((await seriesOf(registry, 'baremetal_firewall_attack_events_last_hour')).map((s) => [s.ip, 0]));
-  for (const ip of Object.keys(events)) events[ip] = (await valueOf(registry, 'baremetal_firewall_attack_events_last_hour', { service_id: ref.serviceId, ip }))!;
+  const events = Object.fromEntries(
+    (await seriesOf(registry, 'baremetal_firewall_attack_events_last_hour')).map((s) => [s.ip, 0]),
+  );
+  for (const ip of Object.keys(events))
+    events[ip] = (await seriesValue(registry, 'baremetal_firewall_attack_events_last_hour', {
+      service_id: ref.serviceId,
+      ip,
+    }))!;
   const totals = (await seriesOf(registry, 'baremetal_firewall_attack_events_total')).map((s) => String(s.ip)).sort();
   const dropped = {
-    invalid_ip: await valueOf(registry, 'baremetal_firewall_events_dropped_total', { reason: 'invalid_ip' }),
-    ip_limit: await valueOf(registry, 'baremetal_firewall_events_dropped_total', { reason: 'ip_limit' }),
+    invalid_ip: await seriesValue(registry, 'baremetal_firewall_events_dropped_total', { reason: 'invalid_ip' }),
+    ip_limit: await seriesValue(registry, 'baremetal_firewall_events_dropped_total', { reason: 'ip_limit' }),
   };
-  return { events, totals, dropped, up: await valueOf(registry, 'baremetal_firewall_history_up', { service_id: ref.serviceId }) };
+  return {
+    events,
+    totals,
+    dropped,
+    up: await seriesValue(registry, 'baremetal_firewall_history_up', { service_id: ref.serviceId }),
+  };
 }
 
 describe('firewall collector bounds', () => {
@@ -42,8 +54,24 @@ describe('firewall collector bounds', () => {
       name: 'junk strings as ip create no series; each distinct event is dropped once (invalid_ip)',
       ref: colo,
       polls: [
-        { events: [...burst('j', 'not-an-ip', 3), ev('e', ''), ev('x', '999.1.1.1'), ev('s', '<script>'), ...burst('ok', '198.51.100.7', 2)] },
-        { events: [...burst('j', 'not-an-ip', 3), ev('e', ''), ev('x', '999.1.1.1'), ev('s', '<script>'), ...burst('ok', '198.51.100.7', 2)] },
+        {
+          events: [
+            ...burst('j', 'not-an-ip', 3),
+            ev('e', ''),
+            ev('x', '999.1.1.1'),
+            ev('s', '<script>'),
+            ...burst('ok', '198.51.100.7', 2),
+          ],
+        },
+        {
+          events: [
+            ...burst('j', 'not-an-ip', 3),
+            ev('e', ''),
+            ev('x', '999.1.1.1'),
+            ev('s', '<script>'),
+            ...burst('ok', '198.51.100.7', 2),
+          ],
+        },
       ],
       events: { '198.51.100.7': 2 },
       dropped: { invalid_ip: 6, ip_limit: 0 },
@@ -58,7 +86,16 @@ describe('firewall collector bounds', () => {
     {
       name: 'the cap keeps the IPs with the most events (first seen on a tie); the others are dropped (ip_limit)',
       ref: colo,
-      polls: [{ events: [ev('a', '198.51.100.1'), ...burst('b', '198.51.100.2', 3), ...burst('c', '198.51.100.3', 2), ev('d', '198.51.100.4')] }],
+      polls: [
+        {
+          events: [
+            ev('a', '198.51.100.1'),
+            ...burst('b', '198.51.100.2', 3),
+            ...burst('c', '198.51.100.3', 2),
+            ev('d', '198.51.100.4'),
+          ],
+        },
+      ],
       limits: { maxIpsPerService: 2, ipRetentionMs: 24 * HOUR },
       events: { '198.51.100.2': 3, '198.51.100.3': 2 },
       dropped: { invalid_ip: 0, ip_limit: 2 },
@@ -74,21 +111,32 @@ describe('firewall collector bounds', () => {
     {
       name: 'a colocation IP without events is kept at 0 within the retention',
       ref: colo,
-      polls: [{ events: [ev('a', '198.51.100.1')], at: 0 }, { events: [], at: 23 * HOUR }],
+      polls: [
+        { events: [ev('a', '198.51.100.1')], at: 0 },
+        { events: [], at: 23 * HOUR },
+      ],
       events: { '198.51.100.1': 0 },
       dropped: { invalid_ip: 0, ip_limit: 0 },
     },
     {
       name: 'a colocation IP without events for the retention is removed',
       ref: colo,
-      polls: [{ events: [ev('a', '198.51.100.1'), ev('b', '198.51.100.2')], at: 0 }, { events: [ev('c', '198.51.100.2')], at: 20 * HOUR }, { events: [], at: 24 * HOUR }],
+      polls: [
+        { events: [ev('a', '198.51.100.1'), ev('b', '198.51.100.2')], at: 0 },
+        { events: [ev('c', '198.51.100.2')], at: 20 * HOUR },
+        { events: [], at: 24 * HOUR },
+      ],
       events: { '198.51.100.2': 0 },
       dropped: { invalid_ip: 0, ip_limit: 0 },
     },
     {
       name: 'a transit IP with events again is retained from its latest events',
       ref: transit,
-      polls: [{ events: [ev('a', '203.0.113.1')], at: 0 }, { events: [ev('b', '203.0.113.1')], at: 10 * HOUR }, { events: [], at: 33 * HOUR }],
+      polls: [
+        { events: [ev('a', '203.0.113.1')], at: 0 },
+        { events: [ev('b', '203.0.113.1')], at: 10 * HOUR },
+        { events: [], at: 33 * HOUR },
+      ],
       events: { '203.0.113.1': 0 },
       dropped: { invalid_ip: 0, ip_limit: 0 },
     },
@@ -116,10 +164,24 @@ describe('firewall collector bounds', () => {
     const junk = Array.from({ length: 20_000 }, (_, i) => ev(`junk-${i}`, `junk-${i}.example`));
     const many = Array.from({ length: 2_000 }, (_, i) => ev(`ip-${i}`, `10.${i >> 8}.${i & 255}.1`));
     const limits = { maxIpsPerService: 100, ipRetentionMs: HOUR };
-    const result = await collect(colo, [{ events: [...junk, ...many], at: 0 }, { events: [...junk, ...many], at: 1000 }], limits);
+    const result = await collect(
+      colo,
+      [
+        { events: [...junk, ...many], at: 0 },
+        { events: [...junk, ...many], at: 1000 },
+      ],
+      limits,
+    );
     expect(Object.keys(result.events)).toHaveLength(100);
     expect(result.dropped).toEqual({ invalid_ip: 20_000, ip_limit: 1_900 });
-    const recovered = await collect(colo, [{ events: [...junk, ...many], at: 0 }, { events: [], at: HOUR }], limits);
+    const recovered = await collect(
+      colo,
+      [
+        { events: [...junk, ...many], at: 0 },
+        { events: [], at: HOUR },
+      ],
+      limits,
+    );
     expect(recovered.events).toEqual({});
   });
 });

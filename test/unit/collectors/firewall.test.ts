@@ -1,12 +1,21 @@
 import { describe, expect, it } from 'vitest';
-import { FirewallSeriesState, collectFirewallFailure, collectFirewallHistory, removeFirewallService } from '../../../src/collectors/firewall.js';
+import {
+  FirewallSeriesState,
+  collectFirewallFailure,
+  collectFirewallHistory,
+  removeFirewallService,
+} from '../../../src/collectors/firewall.js';
 import type { FirewallEvent } from '../../../src/upstream/decode.js';
-import { freshMetrics, seriesOf, valueOf } from '../../helpers/metrics.js';
+import { freshMetrics, seriesOf, seriesValue } from '../../helpers/metrics.js';
 
 const ev = (id: string, ip: string): FirewallEvent => ({ id, ip, raw: '', fields: {} });
 const server = { serviceType: 'dedicated' as const, serviceId: '1' };
 const colo = { serviceType: 'colocation' as const, serviceId: 'c1' };
-const l = (ref: { serviceType: string; serviceId: string }, ip: string) => ({ service_type: ref.serviceType, service_id: ref.serviceId, ip });
+const l = (ref: { serviceType: string; serviceId: string }, ip: string) => ({
+  service_type: ref.serviceType,
+  service_id: ref.serviceId,
+  ip,
+});
 const LIMITS = { maxIpsPerService: 1024, ipRetentionMs: 24 * 3600_000 };
 /** The collector's context at `now` with the default limits and these known IPs. */
 const ctx = (knownIps: string[] = [], now = 0) => ({ limits: LIMITS, now, knownIps });
@@ -14,18 +23,34 @@ const ctx = (knownIps: string[] = [], now = 0) => ({ limits: LIMITS, now, knownI
 describe('firewall collector', () => {
   it('counts events per IP in the latest history and exposes known IPs with 0', async () => {
     const { registry, metrics } = freshMetrics();
-    collectFirewallHistory(new FirewallSeriesState(), metrics, server, [ev('a', '192.0.2.1'), ev('b', '192.0.2.1')], ctx(['192.0.2.1', '192.0.2.2']));
-    expect(await valueOf(registry, 'baremetal_firewall_attack_events_last_hour', l(server, '192.0.2.1'))).toBe(2);
-    expect(await valueOf(registry, 'baremetal_firewall_attack_events_last_hour', l(server, '192.0.2.2'))).toBe(0);
-    expect(await valueOf(registry, 'baremetal_firewall_history_up', { service_type: 'dedicated', service_id: '1' })).toBe(1);
+    collectFirewallHistory(
+      new FirewallSeriesState(),
+      metrics,
+      server,
+      [ev('a', '192.0.2.1'), ev('b', '192.0.2.1')],
+      ctx(['192.0.2.1', '192.0.2.2']),
+    );
+    expect(await seriesValue(registry, 'baremetal_firewall_attack_events_last_hour', l(server, '192.0.2.1'))).toBe(2);
+    expect(await seriesValue(registry, 'baremetal_firewall_attack_events_last_hour', l(server, '192.0.2.2'))).toBe(0);
+    expect(
+      await seriesValue(registry, 'baremetal_firewall_history_up', { service_type: 'dedicated', service_id: '1' }),
+    ).toBe(1);
   });
 
   it('counts each event id once in _total across polls', async () => {
     const { registry, metrics } = freshMetrics();
     const state = new FirewallSeriesState();
-    expect(collectFirewallHistory(state, metrics, server, [ev('a', '192.0.2.1'), ev('a', '192.0.2.1'), ev('b', '192.0.2.1')], ctx())).toBe(2);
+    expect(
+      collectFirewallHistory(
+        state,
+        metrics,
+        server,
+        [ev('a', '192.0.2.1'), ev('a', '192.0.2.1'), ev('b', '192.0.2.1')],
+        ctx(),
+      ),
+    ).toBe(2);
     expect(collectFirewallHistory(state, metrics, server, [ev('b', '192.0.2.1'), ev('c', '192.0.2.1')], ctx())).toBe(1);
-    expect(await valueOf(registry, 'baremetal_firewall_attack_events_total', l(server, '192.0.2.1'))).toBe(3);
+    expect(await seriesValue(registry, 'baremetal_firewall_attack_events_total', l(server, '192.0.2.1'))).toBe(3);
     expect([...state.services.get('dedicated/1')!.seenIds]).toEqual(['b', 'c']);
   });
 
@@ -34,8 +59,12 @@ describe('firewall collector', () => {
     const state = new FirewallSeriesState();
     collectFirewallHistory(state, metrics, server, [ev('a', '192.0.2.9')], ctx(['192.0.2.1']));
     collectFirewallHistory(state, metrics, server, [], ctx(['192.0.2.1']));
-    expect((await seriesOf(registry, 'baremetal_firewall_attack_events_last_hour')).map((s) => s.ip)).toEqual(['192.0.2.1']);
-    expect((await seriesOf(registry, 'baremetal_firewall_attack_events_total')).map((s) => s.ip)).toEqual(['192.0.2.1']);
+    expect((await seriesOf(registry, 'baremetal_firewall_attack_events_last_hour')).map((s) => s.ip)).toEqual([
+      '192.0.2.1',
+    ]);
+    expect((await seriesOf(registry, 'baremetal_firewall_attack_events_total')).map((s) => s.ip)).toEqual([
+      '192.0.2.1',
+    ]);
   });
 
   it('keeps colocation IPs seen before at 0 once their attack has left the window', async () => {
@@ -43,8 +72,8 @@ describe('firewall collector', () => {
     const state = new FirewallSeriesState();
     collectFirewallHistory(state, metrics, colo, [ev('a', '198.51.100.1')], ctx());
     collectFirewallHistory(state, metrics, colo, [], ctx());
-    expect(await valueOf(registry, 'baremetal_firewall_attack_events_last_hour', l(colo, '198.51.100.1'))).toBe(0);
-    expect(await valueOf(registry, 'baremetal_firewall_attack_events_total', l(colo, '198.51.100.1'))).toBe(1);
+    expect(await seriesValue(registry, 'baremetal_firewall_attack_events_last_hour', l(colo, '198.51.100.1'))).toBe(0);
+    expect(await seriesValue(registry, 'baremetal_firewall_attack_events_total', l(colo, '198.51.100.1'))).toBe(1);
   });
 
   it('marks a failed poll with history_up 0 and keeps the previous values', async () => {
@@ -52,11 +81,15 @@ describe('firewall collector', () => {
     const state = new FirewallSeriesState();
     collectFirewallHistory(state, metrics, server, [ev('a', '192.0.2.1')], ctx());
     collectFirewallFailure(state, metrics, server);
-    expect(await valueOf(registry, 'baremetal_firewall_history_up', { service_type: 'dedicated', service_id: '1' })).toBe(0);
-    expect(await valueOf(registry, 'baremetal_firewall_attack_events_last_hour', l(server, '192.0.2.1'))).toBe(1);
+    expect(
+      await seriesValue(registry, 'baremetal_firewall_history_up', { service_type: 'dedicated', service_id: '1' }),
+    ).toBe(0);
+    expect(await seriesValue(registry, 'baremetal_firewall_attack_events_last_hour', l(server, '192.0.2.1'))).toBe(1);
     collectFirewallHistory(state, metrics, server, [ev('a', '192.0.2.1'), ev('b', '192.0.2.1')], ctx());
-    expect(await valueOf(registry, 'baremetal_firewall_history_up', { service_type: 'dedicated', service_id: '1' })).toBe(1);
-    expect(await valueOf(registry, 'baremetal_firewall_attack_events_last_hour', l(server, '192.0.2.1'))).toBe(2);
+    expect(
+      await seriesValue(registry, 'baremetal_firewall_history_up', { service_type: 'dedicated', service_id: '1' }),
+    ).toBe(1);
+    expect(await seriesValue(registry, 'baremetal_firewall_attack_events_last_hour', l(server, '192.0.2.1'))).toBe(2);
   });
 
   it('removes every series of a service that is gone', async () => {
@@ -65,8 +98,12 @@ describe('firewall collector', () => {
     collectFirewallHistory(state, metrics, server, [ev('a', '192.0.2.1')], ctx(['192.0.2.2']));
     collectFirewallHistory(state, metrics, colo, [ev('b', '198.51.100.1')], ctx());
     removeFirewallService(state, metrics, server);
-    expect((await seriesOf(registry, 'baremetal_firewall_attack_events_last_hour')).map((s) => s.service_id)).toEqual(['c1']);
-    expect((await seriesOf(registry, 'baremetal_firewall_attack_events_total')).map((s) => s.service_id)).toEqual(['c1']);
+    expect((await seriesOf(registry, 'baremetal_firewall_attack_events_last_hour')).map((s) => s.service_id)).toEqual([
+      'c1',
+    ]);
+    expect((await seriesOf(registry, 'baremetal_firewall_attack_events_total')).map((s) => s.service_id)).toEqual([
+      'c1',
+    ]);
     expect((await seriesOf(registry, 'baremetal_firewall_history_up')).map((s) => s.service_id)).toEqual(['c1']);
     expect(state.services.has('dedicated/1')).toBe(false);
   });

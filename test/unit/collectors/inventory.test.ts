@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { collectServerList } from '../../../src/collectors/inventory.js';
 import { decodeServerList } from '../../../src/upstream/decode.js';
-import { freshMetrics, seriesOf, valueOf } from '../../helpers/metrics.js';
+import { freshMetrics, seriesOf, seriesValue } from '../../helpers/metrics.js';
 
 const ctx = { operation: 'list_servers', path: '/api/v1/dedicated' };
 const list = (...records: object[]) => decodeServerList(records, ctx);
@@ -9,10 +9,23 @@ const list = (...records: object[]) => decodeServerList(records, ctx);
 describe('server-list collector', () => {
   it('exposes the server count and one info series per server, empty labels for missing fields', async () => {
     const { registry, metrics } = freshMetrics();
-    collectServerList(list({ server_id: '1', hostname: 'a', IP: '192.0.2.1', OS: 'Debian 12' }, { server_id: '2' }), new Map(), metrics);
-    expect(await valueOf(registry, 'baremetal_servers')).toBe(2);
+    collectServerList(
+      list({ server_id: '1', hostname: 'a', IP: '192.0.2.1', OS: 'Debian 12' }, { server_id: '2' }),
+      new Map(),
+      metrics,
+    );
+    expect(await seriesValue(registry, 'baremetal_servers')).toBe(2);
     expect(await seriesOf(registry, 'baremetal_server_info')).toEqual([
-      { server_id: '1', hostname: 'a', ip: '192.0.2.1', os: 'Debian 12', processor: '', memory: '', location: '', status: '' },
+      {
+        server_id: '1',
+        hostname: 'a',
+        ip: '192.0.2.1',
+        os: 'Debian 12',
+        processor: '',
+        memory: '',
+        location: '',
+        status: '',
+      },
       { server_id: '2', hostname: '', ip: '', os: '', processor: '', memory: '', location: '', status: '' },
     ]);
   });
@@ -24,7 +37,7 @@ describe('server-list collector', () => {
     expect(second.removed).toEqual(['1']);
     expect((await seriesOf(registry, 'baremetal_server_info')).map((l) => l.server_id)).toEqual(['2']);
     expect((await seriesOf(registry, 'baremetal_server_ips')).map((l) => l.server_id)).toEqual(['2']);
-    expect(await valueOf(registry, 'baremetal_servers')).toBe(1);
+    expect(await seriesValue(registry, 'baremetal_servers')).toBe(1);
   });
 
   it('replaces the info series when a label changes, leaving no stale copy', async () => {

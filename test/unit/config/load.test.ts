@@ -23,7 +23,16 @@ describe('config', () => {
       accounts: [
         {
           name: 'default',
-          upstream: { baseUrl: 'https://api.provider.test', apiKey: 'env-key', timeoutMs: 10_000, concurrency: 16, maxRequestsPerSecond: 10, retries: 2, maxResponseBytes: 32 * 1024 * 1024, apiKeySource: 'env' },
+          upstream: {
+            baseUrl: 'https://api.provider.test',
+            apiKey: 'env-key',
+            timeoutMs: 10_000,
+            concurrency: 16,
+            maxRequestsPerSecond: 10,
+            retries: 2,
+            maxResponseBytes: 32 * 1024 * 1024,
+            apiKeySource: 'env',
+          },
           services: { colocationIds: [], transitIds: [] },
         },
       ],
@@ -33,7 +42,14 @@ describe('config', () => {
       schedules: { ...DEFAULT_SCHEDULES, firewall_under_attack: DEFAULT_SCHEDULES.firewall },
       graphs: { types: ['port_bits'], scales: ['day'], maxWidth: 2000 },
       firewall: { maxIpsPerService: 1024, ipRetentionMs: 24 * 3_600_000 },
-      remediation: { dryRun: true, journalRetentionMs: 30 * 86_400_000, budgetPerHour: 10, bearerTokens: [], basicAuthUsers: {}, rules: [] },
+      remediation: {
+        dryRun: true,
+        journalRetentionMs: 30 * 86_400_000,
+        budgetPerHour: 10,
+        bearerTokens: [],
+        basicAuthUsers: {},
+        rules: [],
+      },
     });
   });
 
@@ -56,7 +72,17 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
       {},
       (path) => (path === '/run/secrets/key' ? 'file-key\n' : ''),
     );
-    expect(config.accounts[0]!.upstream).toEqual({ baseUrl: 'https://api.provider.test', apiKey: 'file-key', caFile: '/etc/ssl/provider-ca.pem', timeoutMs: 2500, concurrency: 4, maxRequestsPerSecond: 2.5, retries: 0, maxResponseBytes: 32 * 1024 * 1024, apiKeySource: 'file' });
+    expect(config.accounts[0]!.upstream).toEqual({
+      baseUrl: 'https://api.provider.test',
+      apiKey: 'file-key',
+      caFile: '/etc/ssl/provider-ca.pem',
+      timeoutMs: 2500,
+      concurrency: 4,
+      maxRequestsPerSecond: 2.5,
+      retries: 0,
+      maxResponseBytes: 32 * 1024 * 1024,
+      apiKeySource: 'file',
+    });
     expect(config.web).toEqual({ host: '127.0.0.1', port: 9100, auth: { bearerTokens: [], basicAuthUsers: {} } });
     expect(config.schedules.firewall_under_attack).toBe('*/15 * * * * *');
     expect(config.graphs.types).toEqual(['port_bits', 'port_errors']);
@@ -64,29 +90,73 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
   });
 
   it('lets BAREMETAL_API_URL and BAREMETAL_API_KEY override the file', () => {
-    const config = parseConfigText('upstream: { base_url: "https://a.test", api_key: file-key }', { BAREMETAL_API_URL: 'https://b.test', BAREMETAL_API_KEY: 'env-key' });
+    const config = parseConfigText('upstream: { base_url: "https://a.test", api_key: file-key }', {
+      BAREMETAL_API_URL: 'https://b.test',
+      BAREMETAL_API_KEY: 'env-key',
+    });
     expect(config.accounts[0]!.upstream).toMatchObject({ baseUrl: 'https://b.test', apiKey: 'env-key' });
   });
 
   it('accepts an IPv6 listen address', () => {
-    expect(parseConfigText(`${minimal}web: { listen_address: "[::1]:9877" }`, env).web).toMatchObject({ host: '::1', port: 9877 });
+    expect(parseConfigText(`${minimal}web: { listen_address: "[::1]:9877" }`, env).web).toMatchObject({
+      host: '::1',
+      port: 9877,
+    });
   });
 
   it.each([
     ['an unknown key', `${minimal}  colour: blue\n`, ['upstream.colour: unknown key']],
     ['an unknown top-level key', `${minimal}servers: 3\n`, ['servers: unknown key']],
     ['a missing base URL', 'state_dir: x\n', ['upstream.base_url: required (or set BAREMETAL_API_URL)']],
-    ['plain http to a remote host', 'upstream: { base_url: "http://api.provider.test" }', ['upstream.base_url: refusing plain-HTTP upstream "http://api.provider.test": the API requires HTTPS (only loopback hosts may use http://)']],
-    ['a bad timeout', `${minimal}  timeout: soon\n`, ['upstream.timeout: must be a duration such as "10s" (got "soon")']],
+    [
+      'plain http to a remote host',
+      'upstream: { base_url: "http://api.provider.test" }',
+      [
+        'upstream.base_url: refusing plain-HTTP upstream "http://api.provider.test": the API requires HTTPS (only loopback hosts may use http://)',
+      ],
+    ],
+    [
+      'a bad timeout',
+      `${minimal}  timeout: soon\n`,
+      ['upstream.timeout: must be a duration such as "10s" (got "soon")'],
+    ],
     ['a concurrency of 0', `${minimal}  concurrency: 0\n`, ['upstream.concurrency: must be >= 1']],
-    ['a bad cron', `${minimal}schedules: { firewall: "every minute" }\n`, ['schedules.firewall: must be a cron expression, seconds allowed (got "every minute")']],
-    ['a bad under-attack cron', `${minimal}schedules: { firewall_under_attack: "often" }\n`, ['schedules.firewall_under_attack: must be a cron expression, seconds allowed (got "often")']],
+    [
+      'a bad cron',
+      `${minimal}schedules: { firewall: "every minute" }\n`,
+      ['schedules.firewall: must be a cron expression, seconds allowed (got "every minute")'],
+    ],
+    [
+      'a bad under-attack cron',
+      `${minimal}schedules: { firewall_under_attack: "often" }\n`,
+      ['schedules.firewall_under_attack: must be a cron expression, seconds allowed (got "often")'],
+    ],
     ['a zero budget', `${minimal}  max_requests_per_second: 0\n`, ['upstream.max_requests_per_second: must be > 0']],
-    ['a bad graph type', `${minimal}graphs: { types: [port_bytes] }\n`, ['graphs.types.0: must be one of port_bits, port_percent, port_errors, port_upkts']],
-    ['a bad IP retention', `${minimal}firewall: { ip_retention: forever }\n`, ['firewall.ip_retention: must be a duration such as "24h" (got "forever")']],
-    ['a bad journal retention', `${minimal}remediation: { journal_retention: "0" }\n`, ['remediation.journal_retention: must be a duration such as "30d" (got "0")']],
-    ['a reply cap below 1 KiB', `${minimal}  max_response_bytes: 10\n`, ['upstream.max_response_bytes: must be >= 1024']],
-    ['a bad listen address', `${minimal}web: { listen_address: "9877" }\n`, ['web.listen_address: must be "host:port" (got "9877")']],
+    [
+      'a bad graph type',
+      `${minimal}graphs: { types: [port_bytes] }\n`,
+      ['graphs.types.0: must be one of port_bits, port_percent, port_errors, port_upkts'],
+    ],
+    [
+      'a bad IP retention',
+      `${minimal}firewall: { ip_retention: forever }\n`,
+      ['firewall.ip_retention: must be a duration such as "24h" (got "forever")'],
+    ],
+    [
+      'a bad journal retention',
+      `${minimal}remediation: { journal_retention: "0" }\n`,
+      ['remediation.journal_retention: must be a duration such as "30d" (got "0")'],
+    ],
+    [
+      'a reply cap below 1 KiB',
+      `${minimal}  max_response_bytes: 10\n`,
+      ['upstream.max_response_bytes: must be >= 1024'],
+    ],
+    [
+      'a bad listen address',
+      `${minimal}web: { listen_address: "9877" }\n`,
+      ['web.listen_address: must be "host:port" (got "9877")'],
+    ],
     ['invalid YAML', 'upstream: [', [expect.stringMatching(/^\(yaml\): /)]],
     ['a YAML list at the top', '- a\n', ['(top level): must be a mapping']],
   ])('reports %s', (_name, text, expected) => {
@@ -94,7 +164,9 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
   });
 
   it('reports a missing key and an unreadable key file', () => {
-    expect(problems(minimal, {})).toEqual(['upstream.api_key: required (set BAREMETAL_API_KEY or upstream.api_key_file)']);
+    expect(problems(minimal, {})).toEqual([
+      'upstream.api_key: required (set BAREMETAL_API_KEY or upstream.api_key_file)',
+    ]);
     expect(
       problems(`${minimal}  api_key_file: /nope\n`, {}, () => {
         throw Object.assign(new Error('x'), { code: 'ENOENT' });
@@ -103,7 +175,9 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
   });
 
   it('notes where the key came from, so that a key in the YAML itself can be warned about', () => {
-    expect(parseConfigText('upstream: { base_url: "https://a.test", api_key: in-yaml }', {}).accounts[0]!.upstream).toMatchObject({ apiKey: 'in-yaml', apiKeySource: 'yaml' });
+    expect(
+      parseConfigText('upstream: { base_url: "https://a.test", api_key: in-yaml }', {}).accounts[0]!.upstream,
+    ).toMatchObject({ apiKey: 'in-yaml', apiKeySource: 'yaml' });
   });
 
   it('reads web TLS files and web auth credentials', () => {
@@ -111,29 +185,70 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
     const config = parseConfigText(
       `${minimal}web: { tls: { cert_file: /c.pem, key_file: /k.pem }, auth: { bearer_token_files: [/t], basic_auth_users: { prom: "$2b$10$abcdefghijklmnopqrstuuQ1ZbQm0x1yq0bYlU3m7jkJp2xQ2Jz9y" } } }\n`,
       env,
-      (p) => files[p] ?? (() => { throw Object.assign(new Error('x'), { code: 'ENOENT' }); })(),
+      (p) =>
+        files[p] ??
+        (() => {
+          throw Object.assign(new Error('x'), { code: 'ENOENT' });
+        })(),
     );
     expect(config.web.tls).toEqual({ certFile: '/c.pem', keyFile: '/k.pem' });
     expect(config.web.auth.bearerTokens).toEqual(['a-metrics-token-0123456789']);
   });
 
   it.each([
-    ['a plain password', `${minimal}web: { auth: { basic_auth_users: { prom: hunter2 } } }\n`, 'web.auth.basic_auth_users.prom: must be a bcrypt hash ($2b$…), never a plain password'],
-    ['an unreadable certificate', `${minimal}web: { tls: { cert_file: /nope.pem, key_file: /nope.key } }\n`, 'web.tls.cert_file: cannot read /nope.pem (ENOENT)'],
-    ['a short remediation token', `${minimal}remediation: { auth: { bearer_token_files: [/short] } }\n`, 'remediation.auth.bearer_token_files.0: the token in /short is shorter than 16 characters'],
-    ['a rule without sensitivity', `${minimal}remediation: { rules: [{ alertname: A, action: firewall_sensitivity }] }\n`, 'remediation.rules.0.sensitivity: required for action firewall_sensitivity'],
-    ['a bad hold', `${minimal}remediation: { rules: [{ alertname: A, action: firewall_state, hold: soon }] }\n`, 'remediation.rules.0.hold: must be a duration such as "5m" (got "soon")'],
-    ['an unknown action', `${minimal}remediation: { rules: [{ alertname: A, action: reboot }] }\n`, 'remediation.rules.0.action: must be one of powercycle, poweron, poweroff, firewall_state, firewall_sensitivity'],
+    [
+      'a plain password',
+      `${minimal}web: { auth: { basic_auth_users: { prom: hunter2 } } }\n`,
+      'web.auth.basic_auth_users.prom: must be a bcrypt hash ($2b$…), never a plain password',
+    ],
+    [
+      'an unreadable certificate',
+      `${minimal}web: { tls: { cert_file: /nope.pem, key_file: /nope.key } }\n`,
+      'web.tls.cert_file: cannot read /nope.pem (ENOENT)',
+    ],
+    [
+      'a short remediation token',
+      `${minimal}remediation: { auth: { bearer_token_files: [/short] } }\n`,
+      'remediation.auth.bearer_token_files.0: the token in /short is shorter than 16 characters',
+    ],
+    [
+      'a rule without sensitivity',
+      `${minimal}remediation: { rules: [{ alertname: A, action: firewall_sensitivity }] }\n`,
+      'remediation.rules.0.sensitivity: required for action firewall_sensitivity',
+    ],
+    [
+      'a bad hold',
+      `${minimal}remediation: { rules: [{ alertname: A, action: firewall_state, hold: soon }] }\n`,
+      'remediation.rules.0.hold: must be a duration such as "5m" (got "soon")',
+    ],
+    [
+      'an unknown action',
+      `${minimal}remediation: { rules: [{ alertname: A, action: reboot }] }\n`,
+      'remediation.rules.0.action: must be one of powercycle, poweron, poweroff, firewall_state, firewall_sensitivity',
+    ],
   ])('reports %s', (_name, text, expected) => {
     const files: Record<string, string> = { '/short': 'abc' };
-    expect(problems(text, env, (p) => files[p] ?? (() => { throw Object.assign(new Error('x'), { code: 'ENOENT' }); })())).toContain(expected);
+    expect(
+      problems(
+        text,
+        env,
+        (p) =>
+          files[p] ??
+          (() => {
+            throw Object.assign(new Error('x'), { code: 'ENOENT' });
+          })(),
+      ),
+    ).toContain(expected);
   });
 
   it.each([
     [
       'an unknown key and an insecure URL',
       'upstream: { base_url: "http://api.provider.test", colour: blue }\n',
-      ['upstream.colour: unknown key', 'upstream.base_url: refusing plain-HTTP upstream "http://api.provider.test": the API requires HTTPS (only loopback hosts may use http://)'],
+      [
+        'upstream.colour: unknown key',
+        'upstream.base_url: refusing plain-HTTP upstream "http://api.provider.test": the API requires HTTPS (only loopback hosts may use http://)',
+      ],
     ],
     [
       'a wrong type, a missing key file, a bad cron and a bad duration',
@@ -145,7 +260,14 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
         'schedules.graphs: must be a cron expression, seconds allowed (got "often")',
       ],
     ],
-    ['a rule with an unknown key and a bad hold', `${minimal}remediation: { rules: [{ alertname: A, action: firewall_state, hold: soon, colour: red }] }\n`, ['remediation.rules.0.colour: unknown key', 'remediation.rules.0.hold: must be a duration such as "5m" (got "soon")']],
+    [
+      'a rule with an unknown key and a bad hold',
+      `${minimal}remediation: { rules: [{ alertname: A, action: firewall_state, hold: soon, colour: red }] }\n`,
+      [
+        'remediation.rules.0.colour: unknown key',
+        'remediation.rules.0.hold: must be a duration such as "5m" (got "soon")',
+      ],
+    ],
     ['a key of the wrong type, reported once', `${minimal}  timeout: 10\n`, ['upstream.timeout: must be string']],
   ])('reports schema and semantic problems together: %s', (_name, text, expected) => {
     const noFile = () => {

@@ -9,7 +9,12 @@ const example = readFileSync(new URL('../../../examples/config.yml', import.meta
 function readmeTable(): string {
   const start = readme.indexOf('| key | default | meaning |');
   const lines = readme.slice(start).split('\n');
-  return lines.slice(0, lines.findIndex((line) => !line.startsWith('|'))).join('\n');
+  return lines
+    .slice(
+      0,
+      lines.findIndex((line) => !line.startsWith('|')),
+    )
+    .join('\n');
 }
 
 describe('configuration reference', () => {
@@ -22,7 +27,11 @@ describe('configuration reference', () => {
   });
 
   // The rule keys are documented in the README's Remediation section; the example has `rules: []`.
-  it.each(configKeys().filter((k) => !k.key.includes('[]')).map((k) => [k.key] as const))('%s appears in examples/config.yml', (key) => {
+  it.each(
+    configKeys()
+      .filter((k) => !k.key.includes('[]'))
+      .map((k) => [k.key] as const),
+  )('%s appears in examples/config.yml', (key) => {
     const name = key.split('.').at(-1)!;
     expect(example).toMatch(new RegExp(`\\b${name}\\b`));
   });

@@ -12,7 +12,9 @@ describe('graph image check', () => {
   });
 
   it('converts a GIF to PNG', async () => {
-    const gif = await sharp({ create: { width: 20, height: 10, channels: 3, background: '#ff0000' } }).gif().toBuffer();
+    const gif = await sharp({ create: { width: 20, height: 10, channels: 3, background: '#ff0000' } })
+      .gif()
+      .toBuffer();
     const checked = await checkImage(gif);
     expect(checked.sourceFormat).toBe('gif');
     expect((await sharp(checked.png).metadata()).format).toBe('png');
@@ -21,7 +23,11 @@ describe('graph image check', () => {
   it.each([
     { name: 'empty bytes', bytes: async () => Buffer.alloc(0), message: /empty image/ },
     { name: 'text', bytes: async () => Buffer.from('<html>502 Bad Gateway</html>'), message: /not an image/ },
-    { name: 'a truncated PNG (valid header, missing pixels)', bytes: async () => (await pngOf(400, 300, '#123456')).subarray(0, 120), message: /corrupt png image|not an image/ },
+    {
+      name: 'a truncated PNG (valid header, missing pixels)',
+      bytes: async () => (await pngOf(400, 300, '#123456')).subarray(0, 120),
+      message: /corrupt png image|not an image/,
+    },
   ])('rejects $name', async ({ bytes, message }) => {
     const error = await checkImage(await bytes()).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(GraphDecodeError);

@@ -34,8 +34,16 @@ describe('graph store', () => {
   it('removes a server from memory and disk', async () => {
     const dir = tempDir();
     const store = new GraphStore(dir, 'default');
-    await store.put({ serverId: '1', type: 'port_bits', scale: 'day' }, { png: await pngOf(), width: 120, height: 40 }, 1);
-    await store.put({ serverId: '2', type: 'port_bits', scale: 'day' }, { png: await pngOf(), width: 120, height: 40 }, 1);
+    await store.put(
+      { serverId: '1', type: 'port_bits', scale: 'day' },
+      { png: await pngOf(), width: 120, height: 40 },
+      1,
+    );
+    await store.put(
+      { serverId: '2', type: 'port_bits', scale: 'day' },
+      { png: await pngOf(), width: 120, height: 40 },
+      1,
+    );
     await store.removeServer('1');
     expect(store.list().map((g) => g.serverId)).toEqual(['2']);
     expect(existsSync(join(dir, 'graphs/default/dedicated/1'))).toBe(false);
@@ -44,7 +52,11 @@ describe('graph store', () => {
   it('holds images of server ids unsafe as directory names in memory only', async () => {
     const dir = tempDir();
     const store = new GraphStore(dir, 'default');
-    await store.put({ serverId: '../../etc', type: 'port_bits', scale: 'day' }, { png: await pngOf(), width: 120, height: 40 }, 1);
+    await store.put(
+      { serverId: '../../etc', type: 'port_bits', scale: 'day' },
+      { png: await pngOf(), width: 120, height: 40 },
+      1,
+    );
     expect(store.size).toBe(1);
     expect(existsSync(join(dir, 'etc'))).toBe(false);
   });

@@ -19,8 +19,17 @@ beforeEach(async () => {
   metrics = fresh.metrics;
   exposition = new ExpositionCache({ registry: fresh.registry });
   store = new GraphStore(tempDir(), 'default');
-  await store.put({ serverId: '100001', type: 'port_bits', scale: 'day' }, { png: await pngOf(400, 100), width: 400, height: 100 }, Date.UTC(2026, 10, 21, 12));
-  app = buildApp({ logger: captureLogger().logger, exposition, graphStores: new Map([['default', store]]), graphMaxWidth: 2000 });
+  await store.put(
+    { serverId: '100001', type: 'port_bits', scale: 'day' },
+    { png: await pngOf(400, 100), width: 400, height: 100 },
+    Date.UTC(2026, 10, 21, 12),
+  );
+  app = buildApp({
+    logger: captureLogger().logger,
+    exposition,
+    graphStores: new Map([['default', store]]),
+    graphMaxWidth: 2000,
+  });
 });
 afterEach(() => app.close());
 
@@ -43,7 +52,17 @@ describe('GET /graphs', () => {
     const res = await app.inject('/graphs');
     expect(res.json()).toEqual({
       graphs: [
-        { account: 'default', server_id: '100001', type: 'port_bits', scale: 'day', url: '/graphs/default/dedicated/100001/port_bits/day.png', width: 400, height: 100, bytes: expect.any(Number), updated_at: '2026-11-21T12:00:00.000Z' },
+        {
+          account: 'default',
+          server_id: '100001',
+          type: 'port_bits',
+          scale: 'day',
+          url: '/graphs/default/dedicated/100001/port_bits/day.png',
+          width: 400,
+          height: 100,
+          bytes: expect.any(Number),
+          updated_at: '2026-11-21T12:00:00.000Z',
+        },
       ],
     });
   });
@@ -56,7 +75,10 @@ describe('GET /graphs', () => {
     expect(res.headers['cache-control']).toBe('public, max-age=60');
     expect((await sharp(res.rawPayload).metadata()).width).toBe(400);
     const etag = String(res.headers.etag);
-    const cached = await app.inject({ url: '/graphs/dedicated/100001/port_bits/day.png', headers: { 'if-none-match': etag } });
+    const cached = await app.inject({
+      url: '/graphs/dedicated/100001/port_bits/day.png',
+      headers: { 'if-none-match': etag },
+    });
     expect(cached.statusCode).toBe(304);
     expect(cached.body).toBe('');
   });
@@ -69,11 +91,31 @@ describe('GET /graphs', () => {
   });
 
   it.each([
-    { url: '/graphs/dedicated/100001/port_bytes/day.png', status: 404, message: 'unknown graph type "port_bytes": expected one of port_bits, port_percent, port_errors, port_upkts' },
-    { url: '/graphs/dedicated/100001/port_bits/year.png', status: 404, message: 'unknown graph "year.png": expected <scale>.png with scale one of day, week, month' },
-    { url: '/graphs/dedicated/100001/port_bits/day.jpg', status: 404, message: 'unknown graph "day.jpg": expected <scale>.png with scale one of day, week, month' },
-    { url: '/graphs/dedicated/999/port_bits/day.png', status: 404, message: 'no port_bits day graph held for server "999"' },
-    { url: '/graphs/dedicated/100001/port_errors/day.png', status: 404, message: 'no port_errors day graph held for server "100001"' },
+    {
+      url: '/graphs/dedicated/100001/port_bytes/day.png',
+      status: 404,
+      message: 'unknown graph type "port_bytes": expected one of port_bits, port_percent, port_errors, port_upkts',
+    },
+    {
+      url: '/graphs/dedicated/100001/port_bits/year.png',
+      status: 404,
+      message: 'unknown graph "year.png": expected <scale>.png with scale one of day, week, month',
+    },
+    {
+      url: '/graphs/dedicated/100001/port_bits/day.jpg',
+      status: 404,
+      message: 'unknown graph "day.jpg": expected <scale>.png with scale one of day, week, month',
+    },
+    {
+      url: '/graphs/dedicated/999/port_bits/day.png',
+      status: 404,
+      message: 'no port_bits day graph held for server "999"',
+    },
+    {
+      url: '/graphs/dedicated/100001/port_errors/day.png',
+      status: 404,
+      message: 'no port_errors day graph held for server "100001"',
+    },
     { url: '/nope', status: 404, message: 'no route GET /nope' },
   ])('$url → $status with a JSON error', async ({ url, status, message }) => {
     const res = await app.inject(url);
@@ -114,7 +156,12 @@ describe('?width=', () => {
     { name: 'surrounding space', width: '%20100' },
   ])('answers 400 with a plain sentence for $name ($width), logging no error', async ({ width }) => {
     const log = captureLogger();
-    const strict = buildApp({ logger: log.logger, exposition, graphStores: new Map([['default', store]]), graphMaxWidth: 2000 });
+    const strict = buildApp({
+      logger: log.logger,
+      exposition,
+      graphStores: new Map([['default', store]]),
+      graphMaxWidth: 2000,
+    });
     const res = await strict.inject(url(width));
     await strict.close();
     expect(res.statusCode).toBe(400);
@@ -124,12 +171,18 @@ describe('?width=', () => {
       error: 'Bad Request',
       message: `width must be a whole number from 16 to 2000 (got ${JSON.stringify(decodeURIComponent(width))})`,
     });
-    expect(log.lines.filter((line) => ["error", "fatal"].includes(JSON.parse(line).level))).toEqual([]);
+    expect(log.lines.filter((line) => ['error', 'fatal'].includes(JSON.parse(line).level))).toEqual([]);
   });
 
   it('answers 400 for a repeated width, and for an unknown query parameter', async () => {
-    expect((await app.inject(`${url('100')}&width=200`)).json()).toMatchObject({ statusCode: 400, message: 'querystring/width must be string' });
-    expect((await app.inject(`${url('100')}&height=20`)).json()).toMatchObject({ statusCode: 400, message: 'querystring must NOT have additional properties' });
+    expect((await app.inject(`${url('100')}&width=200`)).json()).toMatchObject({
+      statusCode: 400,
+      message: 'querystring/width must be string',
+    });
+    expect((await app.inject(`${url('100')}&height=20`)).json()).toMatchObject({
+      statusCode: 400,
+      message: 'querystring must NOT have additional properties',
+    });
   });
 });
 
@@ -140,7 +193,13 @@ describe('GET /healthz and /readyz', () => {
 
   it('answers /readyz 503 with the reasons until ready, then 200', async () => {
     const reasons = ['the first firewall poll has not finished'];
-    const probed = buildApp({ logger: captureLogger().logger, exposition, graphStores: new Map([['default', store]]), graphMaxWidth: 2000, readiness: () => reasons });
+    const probed = buildApp({
+      logger: captureLogger().logger,
+      exposition,
+      graphStores: new Map([['default', store]]),
+      graphMaxWidth: 2000,
+      readiness: () => reasons,
+    });
     const before = await probed.inject('/readyz');
     expect(before.statusCode).toBe(503);
     expect(before.json()).toEqual({ status: 'not ready', reasons });
@@ -161,7 +220,10 @@ describe('web.auth', () => {
     });
     expect((await guarded.inject('/metrics')).statusCode).toBe(401);
     expect((await guarded.inject('/graphs')).statusCode).toBe(401);
-    expect((await guarded.inject({ url: '/metrics', headers: { authorization: 'Bearer metrics-token-0123456789' } })).statusCode).toBe(200);
+    expect(
+      (await guarded.inject({ url: '/metrics', headers: { authorization: 'Bearer metrics-token-0123456789' } }))
+        .statusCode,
+    ).toBe(200);
     expect((await guarded.inject('/healthz')).statusCode).toBe(200);
     expect((await guarded.inject('/readyz')).statusCode).toBe(200);
     await guarded.close();
@@ -174,10 +236,34 @@ describe('web.auth', () => {
 
 describe('error replies', () => {
   it.each([
-    { name: 'an upstream failure', error: new HttpStatusError({ operation: 'op', path: '/p', status: 500 }, ''), status: 502, text: 'Bad Gateway', code: 'BM_ERR_HTTP_STATUS' },
-    { name: 'a journal failure', error: new JournalError('disk full'), status: 503, text: 'Service Unavailable', code: 'BM_ERR_JOURNAL' },
-    { name: 'a reused idempotency key', error: new IdempotencyMismatchError('reused'), status: 422, text: 'Unprocessable Entity', code: 'BM_ERR_IDEMPOTENCY_MISMATCH' },
-    { name: 'a bug', error: new TypeError('x is undefined'), status: 500, text: 'Internal Server Error', code: INTERNAL_ERROR_CODE },
+    {
+      name: 'an upstream failure',
+      error: new HttpStatusError({ operation: 'op', path: '/p', status: 500 }, ''),
+      status: 502,
+      text: 'Bad Gateway',
+      code: 'BM_ERR_HTTP_STATUS',
+    },
+    {
+      name: 'a journal failure',
+      error: new JournalError('disk full'),
+      status: 503,
+      text: 'Service Unavailable',
+      code: 'BM_ERR_JOURNAL',
+    },
+    {
+      name: 'a reused idempotency key',
+      error: new IdempotencyMismatchError('reused'),
+      status: 422,
+      text: 'Unprocessable Entity',
+      code: 'BM_ERR_IDEMPOTENCY_MISMATCH',
+    },
+    {
+      name: 'a bug',
+      error: new TypeError('x is undefined'),
+      status: 500,
+      text: 'Internal Server Error',
+      code: INTERNAL_ERROR_CODE,
+    },
   ])('answer $name with the standard reason phrase of $status', async ({ error, status, text, code }) => {
     app.get('/fails', async () => {
       throw error;

@@ -11,7 +11,8 @@ const HASH5 = bcrypt.hashSync('another password', 5);
 const TOKEN = 'metrics-token-0123456789';
 
 const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
-const request = (authorization?: string) => ({ headers: authorization === undefined ? {} : { authorization } }) as FastifyRequest;
+const request = (authorization?: string) =>
+  ({ headers: authorization === undefined ? {} : { authorization } }) as FastifyRequest;
 
 /** bcryptjs in-process, recording each comparison it is asked for (which hash), so tests count hashing. */
 function countingVerifier(answer?: 'busy'): PasswordVerifier & { hashes: string[] } {
@@ -44,8 +45,16 @@ async function outcome(check: (r: FastifyRequest) => Promise<void>, authorizatio
 
 describe('basic auth without hashing', () => {
   it.each([
-    { name: 'only bearer tokens configured (web.auth)', auth: { bearerTokens: [TOKEN], basicAuthUsers: {} }, unconfigured: 'allow' as const },
-    { name: 'only bearer tokens configured (remediation.auth)', auth: { bearerTokens: [TOKEN], basicAuthUsers: {} }, unconfigured: 'forbid' as const },
+    {
+      name: 'only bearer tokens configured (web.auth)',
+      auth: { bearerTokens: [TOKEN], basicAuthUsers: {} },
+      unconfigured: 'allow' as const,
+    },
+    {
+      name: 'only bearer tokens configured (remediation.auth)',
+      auth: { bearerTokens: [TOKEN], basicAuthUsers: {} },
+      unconfigured: 'forbid' as const,
+    },
   ])('rejects every Basic header without a bcrypt call: $name', async ({ auth, unconfigured }) => {
     const verifier = countingVerifier();
     const check = createAuthCheck(auth, unconfigured, { verifier, delay });
@@ -58,7 +67,11 @@ describe('basic auth without hashing', () => {
 
   it.each([
     { name: 'web.auth open', unconfigured: 'allow' as const, expected: 'ok' },
-    { name: 'remediation disabled', unconfigured: 'forbid' as const, expected: '403 remediation is disabled: no credentials configured (remediation.auth)' },
+    {
+      name: 'remediation disabled',
+      unconfigured: 'forbid' as const,
+      expected: '403 remediation is disabled: no credentials configured (remediation.auth)',
+    },
   ])('does not hash when nothing is configured: $name', async ({ unconfigured, expected }) => {
     const verifier = countingVerifier();
     const check = createAuthCheck({ bearerTokens: [], basicAuthUsers: {} }, unconfigured, { verifier, delay });
@@ -87,7 +100,8 @@ describe('basic auth with users', () => {
   it('never remembers a failed pair: each wrong password is one comparison', async () => {
     const verifier = countingVerifier();
     const check = createAuthCheck(auth, 'allow', { verifier, delay });
-    for (let i = 0; i < 3; i++) expect(await outcome(check, basic('prometheus', 'wrong'))).toBe('401 invalid credentials');
+    for (let i = 0; i < 3; i++)
+      expect(await outcome(check, basic('prometheus', 'wrong'))).toBe('401 invalid credentials');
     expect(verifier.hashes).toEqual([HASH4, HASH4, HASH4]);
   });
 
@@ -97,13 +111,16 @@ describe('basic auth with users', () => {
     { name: 'an unknown user with a known password', header: basic('mallory', PASSWORD), hash: HASH4 },
     { name: 'a user named like an Object property', header: basic('__proto__', PASSWORD), hash: HASH4 },
     { name: 'no colon', header: `Basic ${Buffer.from('prometheus').toString('base64')}`, hash: HASH4 },
-  ])('takes the same path for $name: one comparison, never with a costlier hash than the cheapest user', async ({ header, hash }) => {
-    const verifier = countingVerifier();
-    const check = createAuthCheck(auth, 'allow', { verifier, delay });
-    expect(await outcome(check, header)).toBe('401 invalid credentials');
-    expect(verifier.hashes).toEqual([hash]);
-    expect(bcrypt.getRounds(verifier.hashes[0]!)).toBeLessThanOrEqual(bcrypt.getRounds(HASH5));
-  });
+  ])(
+    'takes the same path for $name: one comparison, never with a costlier hash than the cheapest user',
+    async ({ header, hash }) => {
+      const verifier = countingVerifier();
+      const check = createAuthCheck(auth, 'allow', { verifier, delay });
+      expect(await outcome(check, header)).toBe('401 invalid credentials');
+      expect(verifier.hashes).toEqual([hash]);
+      expect(bcrypt.getRounds(verifier.hashes[0]!)).toBeLessThanOrEqual(bcrypt.getRounds(HASH5));
+    },
+  );
 
   it('refuses at once, without hashing, when the verifier is busy, and warns once a minute', async () => {
     const clock = { now: 0 };
@@ -111,7 +128,9 @@ describe('basic auth with users', () => {
     const verifier = countingVerifier('busy');
     const check = createAuthCheck(auth, 'allow', { verifier, delay, now: () => clock.now, logger: log.logger });
     for (let i = 0; i < 3; i++) {
-      expect(await outcome(check, basic('prometheus', PASSWORD))).toBe('401 credentials not checked: too many password checks in progress; retry later');
+      expect(await outcome(check, basic('prometheus', PASSWORD))).toBe(
+        '401 credentials not checked: too many password checks in progress; retry later',
+      );
     }
     clock.now += 60_000;
     await outcome(check, basic('prometheus', PASSWORD));
@@ -130,7 +149,10 @@ describe('refusals', () => {
     { name: 'the right token', header: `Bearer ${TOKEN}`, waits: 0 },
   ])('wait FAILURE_DELAY_MS before answering: $name → $waits', async ({ header, waits }) => {
     delays.length = 0;
-    const check = createAuthCheck({ bearerTokens: [TOKEN], basicAuthUsers: {} }, 'forbid', { verifier: countingVerifier(), delay });
+    const check = createAuthCheck({ bearerTokens: [TOKEN], basicAuthUsers: {} }, 'forbid', {
+      verifier: countingVerifier(),
+      delay,
+    });
     await outcome(check, header);
     expect(delays).toEqual(Array(waits).fill(FAILURE_DELAY_MS));
   });
@@ -155,9 +177,15 @@ describe('BcryptPool', () => {
 
   it('runs `workers` comparisons, queues `queue` more and refuses the rest without hashing', async () => {
     pool = new BcryptPool({ workers: 1, queue: 2 });
-    const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => pool!.compare(i % 2 ? PASSWORD : 'wrong', HASH4)));
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => pool!.compare(i % 2 ? PASSWORD : 'wrong', HASH4)),
+    );
     expect(answers).toEqual([false, true, false, 'busy', 'busy', 'busy', 'busy', 'busy']);
-    expect({ compared: pool.compared, refused: pool.refused, pending: pool.pending }).toEqual({ compared: 3, refused: 5, pending: 0 });
+    expect({ compared: pool.compared, refused: pool.refused, pending: pool.pending }).toEqual({
+      compared: 3,
+      refused: 5,
+      pending: 0,
+    });
     // Once drained, it takes work again.
     expect(await pool.compare(PASSWORD, HASH4)).toBe(true);
   });

@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { acceptsGzip, metricsRoutes, negotiateFormat } from '../../../src/http/routes/metrics.js';
 import { ExpositionCache } from '../../../src/metrics/exposition.js';
 
-const PROMETHEUS_ACCEPT = 'application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1';
+const PROMETHEUS_ACCEPT =
+  'application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1';
 
 describe('negotiateFormat', () => {
   it.each([
@@ -13,8 +14,16 @@ describe('negotiateFormat', () => {
     { name: 'curl', accept: '*/*', format: 'text' },
     { name: "Prometheus 2.x's header", accept: PROMETHEUS_ACCEPT, format: 'openmetrics' },
     { name: 'OpenMetrics 1.0.0 alone', accept: 'application/openmetrics-text; version=1.0.0', format: 'openmetrics' },
-    { name: 'only OpenMetrics 0.0.1 (not served)', accept: 'application/openmetrics-text; version=0.0.1', format: 'text' },
-    { name: 'text preferred over OpenMetrics', accept: 'text/plain;q=1, application/openmetrics-text;q=0.5', format: 'text' },
+    {
+      name: 'only OpenMetrics 0.0.1 (not served)',
+      accept: 'application/openmetrics-text; version=0.0.1',
+      format: 'text',
+    },
+    {
+      name: 'text preferred over OpenMetrics',
+      accept: 'text/plain;q=1, application/openmetrics-text;q=0.5',
+      format: 'text',
+    },
     { name: 'OpenMetrics refused with q=0', accept: 'application/openmetrics-text;q=0', format: 'text' },
   ] as const)('$name → $format', ({ accept, format }) => expect(negotiateFormat(accept)).toBe(format));
 });
@@ -33,7 +42,10 @@ describe('acceptsGzip', () => {
 describe('GET /metrics', () => {
   const setup = async () => {
     const registry = new Registry();
-    new Counter({ name: 'demo_requests_total', help: 'Requests.', labelNames: ['code'], registers: [registry] }).inc({ code: '200' }, 3);
+    new Counter({ name: 'demo_requests_total', help: 'Requests.', labelNames: ['code'], registers: [registry] }).inc(
+      { code: '200' },
+      3,
+    );
     const exposition = new ExpositionCache({ registry });
     const app = Fastify();
     metricsRoutes(app, { exposition });
@@ -42,10 +54,34 @@ describe('GET /metrics', () => {
   };
 
   it.each([
-    { name: 'text, plain', headers: {}, type: 'text/plain; version=0.0.4; charset=utf-8', gzip: false, family: '# TYPE demo_requests_total counter' },
-    { name: 'text, gzip', headers: { 'accept-encoding': 'gzip' }, type: 'text/plain; version=0.0.4; charset=utf-8', gzip: true, family: '# TYPE demo_requests_total counter' },
-    { name: 'OpenMetrics, plain', headers: { accept: PROMETHEUS_ACCEPT }, type: 'application/openmetrics-text; version=1.0.0; charset=utf-8', gzip: false, family: '# TYPE demo_requests counter' },
-    { name: 'OpenMetrics, gzip', headers: { accept: PROMETHEUS_ACCEPT, 'accept-encoding': 'gzip, deflate' }, type: 'application/openmetrics-text; version=1.0.0; charset=utf-8', gzip: true, family: '# TYPE demo_requests counter' },
+    {
+      name: 'text, plain',
+      headers: {},
+      type: 'text/plain; version=0.0.4; charset=utf-8',
+      gzip: false,
+      family: '# TYPE demo_requests_total counter',
+    },
+    {
+      name: 'text, gzip',
+      headers: { 'accept-encoding': 'gzip' },
+      type: 'text/plain; version=0.0.4; charset=utf-8',
+      gzip: true,
+      family: '# TYPE demo_requests_total counter',
+    },
+    {
+      name: 'OpenMetrics, plain',
+      headers: { accept: PROMETHEUS_ACCEPT },
+      type: 'application/openmetrics-text; version=1.0.0; charset=utf-8',
+      gzip: false,
+      family: '# TYPE demo_requests counter',
+    },
+    {
+      name: 'OpenMetrics, gzip',
+      headers: { accept: PROMETHEUS_ACCEPT, 'accept-encoding': 'gzip, deflate' },
+      type: 'application/openmetrics-text; version=1.0.0; charset=utf-8',
+      gzip: true,
+      family: '# TYPE demo_requests counter',
+    },
   ])('$name', async ({ headers, type, gzip, family }) => {
     const { app } = await setup();
     const res = await app.inject({ url: '/metrics', headers });

@@ -12,10 +12,30 @@ import { tempDir } from '../../helpers/tmp.js';
 const view = (over: Partial<StatusView> = {}): StatusView => ({
   version: '1.2.3',
   apiUp: 1,
-  polls: [{ poll: 'firewall', outcome: 'partial', finishedAt: Date.UTC(2026, 10, 21, 12), lastSuccessAt: Date.UTC(2026, 10, 21, 12), durationMs: 812 }],
+  polls: [
+    {
+      poll: 'firewall',
+      outcome: 'partial',
+      finishedAt: Date.UTC(2026, 10, 21, 12),
+      lastSuccessAt: Date.UTC(2026, 10, 21, 12),
+      durationMs: 812,
+    },
+  ],
   servers: [
-    { serverId: '1', hostname: 'quiet.example.net', location: 'ams1', status: 'online', ips: [{ ip: '198.18.0.1', events: 0 }] },
-    { serverId: '2', hostname: '<script>alert(1)</script>', location: 'fra1', status: 'online', ips: [{ ip: '198.18.0.3', events: 7 }] },
+    {
+      serverId: '1',
+      hostname: 'quiet.example.net',
+      location: 'ams1',
+      status: 'online',
+      ips: [{ ip: '198.18.0.1', events: 0 }],
+    },
+    {
+      serverId: '2',
+      hostname: '<script>alert(1)</script>',
+      location: 'fra1',
+      status: 'online',
+      ips: [{ ip: '198.18.0.3', events: 7 }],
+    },
   ],
   services: [{ serviceType: 'transit', serviceId: 'transit-1', ips: [{ ip: '198.19.0.9', events: 2 }] }],
   graphs: [],
@@ -50,8 +70,17 @@ describe('status page', () => {
 
 describe('remediation decisions on the status page', () => {
   const decision = {
-    id: 1, createdAt: Date.UTC(2026, 10, 21, 11), completedAt: Date.UTC(2026, 10, 21, 11), source: 'alert', action: 'powercycle', serverId: '100001',
-    ip: null, value: null, decision: 'executed', message: 'power cycle requested', idempotencyKey: null,
+    id: 1,
+    createdAt: Date.UTC(2026, 10, 21, 11),
+    completedAt: Date.UTC(2026, 10, 21, 11),
+    source: 'alert',
+    action: 'powercycle',
+    serverId: '100001',
+    ip: null,
+    value: null,
+    decision: 'executed',
+    message: 'power cycle requested',
+    idempotencyKey: null,
   } as unknown as JournalEntry;
   const build = (webAuth?: AuthConfig) => {
     const asked: boolean[] = [];
@@ -71,8 +100,18 @@ describe('remediation decisions on the status page', () => {
 
   it.each([
     { name: 'no web.auth', webAuth: undefined, headers: {}, actions: false },
-    { name: 'web.auth with nothing configured (the default)', webAuth: { bearerTokens: [], basicAuthUsers: {} }, headers: {}, actions: false },
-    { name: 'web.auth set, an authenticated user', webAuth: { bearerTokens: ['page-token-0123456789'], basicAuthUsers: {} }, headers: { authorization: 'Bearer page-token-0123456789' }, actions: true },
+    {
+      name: 'web.auth with nothing configured (the default)',
+      webAuth: { bearerTokens: [], basicAuthUsers: {} },
+      headers: {},
+      actions: false,
+    },
+    {
+      name: 'web.auth set, an authenticated user',
+      webAuth: { bearerTokens: ['page-token-0123456789'], basicAuthUsers: {} },
+      headers: { authorization: 'Bearer page-token-0123456789' },
+      actions: true,
+    },
   ])('$name → decisions shown: $actions', async ({ webAuth, headers, actions }) => {
     const { app, asked } = build(webAuth);
     const res = await app.inject({ url: '/', headers });
@@ -91,6 +130,8 @@ describe('remediation decisions on the status page', () => {
   });
 
   it('renders the note instead of the table', () => {
-    expect(renderStatusPage(view({ actions: undefined }))).toContain(`<h2>Last remediation decisions</h2>\n<p class="muted">${HIDDEN_ACTIONS}</p>`);
+    expect(renderStatusPage(view({ actions: undefined }))).toContain(
+      `<h2>Last remediation decisions</h2>\n<p class="muted">${HIDDEN_ACTIONS}</p>`,
+    );
   });
 });

@@ -8,11 +8,23 @@ import type { NewEntry } from '../../../src/journal/rows.js';
 import { LOCK_FILE, lockStateDir } from '../../../src/journal/state-lock.js';
 import { Housekeeping, PRUNE_BATCH, RETIRE_AFTER_MS } from '../../../src/remediation/housekeeping.js';
 import { captureLogger } from '../../helpers/logger.js';
-import { freshMetrics, valueOf } from '../../helpers/metrics.js';
+import { freshMetrics, seriesValue } from '../../helpers/metrics.js';
 import { tempDir } from '../../helpers/tmp.js';
 
 const DAY = 86_400_000;
-const row = (createdAt: number, over: Partial<NewEntry> = {}): NewEntry => ({ createdAt, source: 'alert', action: 'powercycle', serverId: '100001', ip: null, value: null, alertname: null, fingerprint: null, startsAt: null, decision: 'executed', ...over });
+const row = (createdAt: number, over: Partial<NewEntry> = {}): NewEntry => ({
+  createdAt,
+  source: 'alert',
+  action: 'powercycle',
+  serverId: '100001',
+  ip: null,
+  value: null,
+  alertname: null,
+  fingerprint: null,
+  startsAt: null,
+  decision: 'executed',
+  ...over,
+});
 
 /** A valid journal file with one row, then damaged by `damage`. */
 function truncatedJournal(path: string): void {
@@ -25,8 +37,16 @@ function truncatedJournal(path: string): void {
 
 describe('opening the journal', () => {
   it.each([
-    { name: 'a zero-length file', make: (p: string) => writeFileSync(p, ''), message: /is empty \(zero length\), not a SQLite database/ },
-    { name: 'garbage', make: (p: string) => writeFileSync(p, 'this is not a database at all, just text\n'.repeat(100)), message: /not a SQLite database \(wrong file header\)/ },
+    {
+      name: 'a zero-length file',
+      make: (p: string) => writeFileSync(p, ''),
+      message: /is empty \(zero length\), not a SQLite database/,
+    },
+    {
+      name: 'garbage',
+      make: (p: string) => writeFileSync(p, 'this is not a database at all, just text\n'.repeat(100)),
+      message: /not a SQLite database \(wrong file header\)/,
+    },
     { name: 'a truncated database', make: truncatedJournal, message: /cannot open the journal/ },
     { name: 'a directory in its place', make: (p: string) => mkdirSync(p), message: /cannot open the journal/ },
   ])('refuses $name and leaves it unchanged', ({ make, message }) => {
@@ -87,11 +107,32 @@ describe('pruning', () => {
     journal.claimDelivery('alert:gone', 'd', staleKeyed, old);
     journal.insert(row(old, { serverId: 'running', decision: 'executing' }));
     journal.insert(row(now - DAY, { serverId: 'recent' }));
-    journal.saveDesired({ serverId: '100001', ip: '198.18.0.1', desiredState: '1', dueAt: old, pending: true, attempts: 0, appliedState: null, appliedAt: null, cooldownMs: 120_000 });
+    journal.saveDesired({
+      serverId: '100001',
+      ip: '198.18.0.1',
+      desiredState: '1',
+      dueAt: old,
+      pending: true,
+      attempts: 0,
+      appliedState: null,
+      appliedAt: null,
+      cooldownMs: 120_000,
+    });
     const { metrics } = freshMetrics();
-    const housekeeping = new Housekeeping({ journal, metrics, logger: captureLogger().logger, targets: { serversKnown: true, hasServer: () => true, ownsIp: () => true }, config: { journalRetentionMs: 30 * DAY } as never });
+    const housekeeping = new Housekeeping({
+      journal,
+      metrics,
+      logger: captureLogger().logger,
+      targets: { serversKnown: true, hasServer: () => true, ownsIp: () => true },
+      config: { journalRetentionMs: 30 * DAY } as never,
+    });
     expect(await housekeeping.prune(now)).toBe(2 * PRUNE_BATCH + 7 + 1);
-    expect(journal.list({ limit: 100 }).map((e) => e.serverId).sort()).toEqual(['keyed', 'recent', 'running']);
+    expect(
+      journal
+        .list({ limit: 100 })
+        .map((e) => e.serverId)
+        .sort(),
+    ).toEqual(['keyed', 'recent', 'running']);
     expect(journal.delivery('alert:gone')).toBeUndefined();
     expect(journal.dueDesired(now)).toHaveLength(1);
     journal.close();
@@ -104,9 +145,25 @@ describe('retiring desired state of servers gone from the list', () => {
     const { metrics, registry } = freshMetrics();
     const listed = new Set(['100001', '100002']);
     const targets = { serversKnown: true, hasServer: (id: string) => listed.has(id), ownsIp: () => true };
-    const housekeeping = new Housekeeping({ journal, metrics, logger: captureLogger().logger, targets, config: { journalRetentionMs: 30 * DAY } as never });
+    const housekeeping = new Housekeeping({
+      journal,
+      metrics,
+      logger: captureLogger().logger,
+      targets,
+      config: { journalRetentionMs: 30 * DAY } as never,
+    });
     for (const serverId of listed) {
-      journal.saveDesired({ serverId, ip: `198.18.0.${serverId.slice(-1)}`, desiredState: '1', dueAt: 0, pending: false, attempts: 0, appliedState: '1', appliedAt: 0, cooldownMs: 120_000 });
+      journal.saveDesired({
+        serverId,
+        ip: `198.18.0.${serverId.slice(-1)}`,
+        desiredState: '1',
+        dueAt: 0,
+        pending: false,
+        attempts: 0,
+        appliedState: '1',
+        appliedAt: 0,
+        cooldownMs: 120_000,
+      });
       metrics.firewallDesiredState.set({ server_id: serverId, ip: `198.18.0.${serverId.slice(-1)}` }, 1);
     }
     let now = DAY;
@@ -117,16 +174,36 @@ describe('retiring desired state of servers gone from the list', () => {
     now += 2;
     expect(housekeeping.retire(now)).toBe(1);
     expect(journal.allDesired().map((d) => d.serverId)).toEqual(['100001']);
-    expect(await valueOf(registry, 'baremetal_firewall_desired_state', { server_id: '100002', ip: '198.18.0.2' })).toBeUndefined();
-    expect(await valueOf(registry, 'baremetal_firewall_desired_state', { server_id: '100001', ip: '198.18.0.1' })).toBe(1);
+    expect(
+      await seriesValue(registry, 'baremetal_firewall_desired_state', { server_id: '100002', ip: '198.18.0.2' }),
+    ).toBeUndefined();
+    expect(
+      await seriesValue(registry, 'baremetal_firewall_desired_state', { server_id: '100001', ip: '198.18.0.1' }),
+    ).toBe(1);
     journal.close();
   });
 
   it('forgets the mark when the server comes back', () => {
     const journal = Journal.open(':memory:');
     let listed = false;
-    const housekeeping = new Housekeeping({ journal, metrics: freshMetrics().metrics, logger: captureLogger().logger, targets: { serversKnown: true, hasServer: () => listed, ownsIp: () => true }, config: { journalRetentionMs: DAY } as never });
-    journal.saveDesired({ serverId: '1', ip: '198.18.0.1', desiredState: '1', dueAt: 0, pending: false, attempts: 0, appliedState: '1', appliedAt: 0, cooldownMs: 1 });
+    const housekeeping = new Housekeeping({
+      journal,
+      metrics: freshMetrics().metrics,
+      logger: captureLogger().logger,
+      targets: { serversKnown: true, hasServer: () => listed, ownsIp: () => true },
+      config: { journalRetentionMs: DAY } as never,
+    });
+    journal.saveDesired({
+      serverId: '1',
+      ip: '198.18.0.1',
+      desiredState: '1',
+      dueAt: 0,
+      pending: false,
+      attempts: 0,
+      appliedState: '1',
+      appliedAt: 0,
+      cooldownMs: 1,
+    });
     housekeeping.retire(0);
     listed = true;
     housekeeping.retire(DAY);

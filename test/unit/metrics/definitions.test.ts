@@ -9,16 +9,20 @@ describe('metric definitions', () => {
   const metrics = registry.getMetricsAsArray();
   const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
 
-  it.each(metrics.map((m) => [m.name, m] as const))('%s has help text, a baremetal_ name and a row in the README metrics table', (name, metric) => {
-    expect(name).toMatch(/^baremetal_[a-z_]+$/);
-    expect((metric as unknown as { help: string }).help.length).toBeGreaterThan(20);
-    expect(readme).toContain(`\`${name}\``);
-  });
+  it.each(metrics.map((m) => [m.name, m] as const))(
+    '%s has help text, a baremetal_ name and a row in the README metrics table',
+    (name, metric) => {
+      expect(name).toMatch(/^baremetal_[a-z_]+$/);
+      expect((metric as unknown as { help: string }).help.length).toBeGreaterThan(20);
+      expect(readme).toContain(`\`${name}\``);
+    },
+  );
 
   it('never uses a label Prometheus or common target labels would clash with', () => {
     for (const metric of metrics) {
       const labels = (metric as unknown as { labelNames: string[] }).labelNames;
-      for (const reserved of ['job', 'instance', 'service', 'type']) expect(labels, metric.name).not.toContain(reserved);
+      for (const reserved of ['job', 'instance', 'service', 'type'])
+        expect(labels, metric.name).not.toContain(reserved);
     }
   });
 });

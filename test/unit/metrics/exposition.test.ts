@@ -10,10 +10,17 @@ describe('exposition cache', () => {
     metrics.servers.set(3);
     metrics.attackEvents.set({ service_type: 'dedicated', service_id: '1', ip: '192.0.2.1' }, 4);
     metrics.apiRequestDuration.observe({ operation: 'list_servers' }, 0.2);
-    const cache = new ExpositionCache({ registry, now: () => 1_700_000_000_000, beforeRender: (ms) => metrics.renderedAt.set(ms / 1000) });
+    const cache = new ExpositionCache({
+      registry,
+      now: () => 1_700_000_000_000,
+      beforeRender: (ms) => metrics.renderedAt.set(ms / 1000),
+    });
     const exposition = await cache.render();
     // Process metrics move between two renderings; compare without them.
-    const ours = exposition.body.toString().split('\n\n').filter((b) => !/process_|nodejs_/.test(b));
+    const ours = exposition.body
+      .toString()
+      .split('\n\n')
+      .filter((b) => !/process_|nodejs_/.test(b));
     const theirs = (await registry.metrics()).split('\n\n').filter((b) => !/process_|nodejs_/.test(b));
     expect(ours).toEqual(theirs);
     expect(exposition.body.toString()).toContain('\nbaremetal_metrics_rendered_timestamp_seconds 1700000000\n');

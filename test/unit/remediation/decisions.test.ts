@@ -10,10 +10,16 @@ describe('decisions', () => {
   createMetrics(registry);
   const help = (registry.getSingleMetric('baremetal_action_requests_total') as unknown as { help: string }).help;
   // The README's journal paragraph lists the decisions a row can have.
-  const journalParagraph = readme.slice(readme.indexOf('The journal is SQLite'), readme.indexOf('Try it with the demo'));
+  const journalParagraph = readme.slice(
+    readme.indexOf('The journal is SQLite'),
+    readme.indexOf('Try it with the demo'),
+  );
 
-  it.each(DECISIONS.map((d) => [d] as const))('%s is in the metric help text and the README journal paragraph', (decision) => {
-    expect(help).toContain(decision);
-    expect(journalParagraph).toContain(`\`${decision}\``);
-  });
+  it.each(DECISIONS.map((d) => [d] as const))(
+    '%s is in the metric help text and the README journal paragraph',
+    (decision) => {
+      expect(help).toContain(decision);
+      expect(journalParagraph).toContain(`\`${decision}\``);
+    },
+  );
 });

@@ -4,12 +4,19 @@ import { Journal } from '../../../src/journal/journal.js';
 import { RemediationEngine } from '../../../src/remediation/engine.js';
 import type { ActionRequest } from '../../../src/remediation/types.js';
 import { captureLogger } from '../../helpers/logger.js';
-import { freshMetrics, valueOf } from '../../helpers/metrics.js';
+import { freshMetrics, seriesValue } from '../../helpers/metrics.js';
 import { engineHarness, simulatorTargets } from '../../helpers/remediation.js';
 import { tempDir } from '../../helpers/tmp.js';
 
 const MIN = 60_000;
-const power = (over: Partial<ActionRequest> = {}): ActionRequest => ({ source: 'operator', action: 'powercycle', serverId: '100001', cooldownMs: 30 * MIN, requireOwnedIp: true, ...over });
+const power = (over: Partial<ActionRequest> = {}): ActionRequest => ({
+  source: 'operator',
+  action: 'powercycle',
+  serverId: '100001',
+  cooldownMs: 30 * MIN,
+  requireOwnedIp: true,
+  ...over,
+});
 const fw = (value: '0' | '1', over: Partial<ActionRequest> = {}): ActionRequest => ({
   source: 'alert',
   action: 'firewall_state',
@@ -20,29 +27,56 @@ const fw = (value: '0' | '1', over: Partial<ActionRequest> = {}): ActionRequest 
   requireOwnedIp: true,
   ...over,
 });
-const stateCalls = (sim: Awaited<ReturnType<typeof engineHarness>>['sim']) => sim.callsTo('/api/v1/dedicated/firewall/state').map((c) => c.params.state);
+const stateCalls = (sim: Awaited<ReturnType<typeof engineHarness>>['sim']) =>
+  sim.callsTo('/api/v1/dedicated/firewall/state').map((c) => c.params.state);
 
 describe('guards', () => {
   it('refuses to decide before a server list is known (503, Alertmanager retries)', async () => {
     const h = await engineHarness();
-    const engine = new RemediationEngine({ journal: h.journal, client: h.client, metrics: h.metrics, logger: h.log.logger, targets: simulatorTargets(h.sim, false), config: h.config });
+    const engine = new RemediationEngine({
+      journal: h.journal,
+      client: h.client,
+      metrics: h.metrics,
+      logger: h.log.logger,
+      targets: simulatorTargets(h.sim, false),
+      config: h.config,
+    });
     await expect(engine.request(power())).rejects.toBeInstanceOf(NotReadyError);
     expect(h.journal.list({ limit: 10 })).toEqual([]);
   });
 
   it.each([
-    { name: 'an unknown server', req: power({ serverId: '999' }), message: 'server 999 is not in the latest server list' },
-    { name: 'an IP of another server', req: fw('1', { ip: '198.18.0.3' }), message: 'IP 198.18.0.3 does not belong to server 100001' },
+    {
+      name: 'an unknown server',
+      req: power({ serverId: '999' }),
+      message: 'server 999 is not in the latest server list',
+    },
+    {
+      name: 'an IP of another server',
+      req: fw('1', { ip: '198.18.0.3' }),
+      message: 'IP 198.18.0.3 does not belong to server 100001',
+    },
   ])('denies $name', async ({ req, message }) => {
     const h = await engineHarness();
     expect(await h.engine.request(req)).toMatchObject({ decision: 'denied_unknown_target', message });
     expect(h.sim.calls).toEqual([]);
-    expect(await valueOf(h.registry, 'baremetal_action_requests_total', { action: req.action, decision: 'denied_unknown_target' })).toBe(1);
+    expect(
+      await seriesValue(h.registry, 'baremetal_action_requests_total', {
+        action: req.action,
+        decision: 'denied_unknown_target',
+      }),
+    ).toBe(1);
   });
 
   it('accepts an IP the server does not list when the rule says so', async () => {
     const h = await engineHarness();
-    expect((await h.engine.request(power({ action: 'firewall_sensitivity', ip: '203.0.113.9', value: 'high', requireOwnedIp: false }))).decision).toBe('failed');
+    expect(
+      (
+        await h.engine.request(
+          power({ action: 'firewall_sensitivity', ip: '203.0.113.9', value: 'high', requireOwnedIp: false }),
+        )
+      ).decision,
+    ).toBe('failed');
     expect(h.sim.callsTo('/api/v1/dedicated/firewall/sensitivity')).toHaveLength(1);
   });
 
@@ -52,12 +86,17 @@ describe('guards', () => {
     expect(await h.engine.request(fw('1'))).toMatchObject({ decision: 'dry_run' });
     expect(h.sim.calls).toEqual([]);
     expect(h.journal.list({ limit: 10 }).map((e) => e.decision)).toEqual(['dry_run', 'dry_run']);
-    expect(await valueOf(h.registry, 'baremetal_firewall_desired_state', { server_id: '100001', ip: '198.18.0.1' })).toBe(1);
+    expect(
+      await seriesValue(h.registry, 'baremetal_firewall_desired_state', { server_id: '100001', ip: '198.18.0.1' }),
+    ).toBe(1);
   });
 
   it('executes once per idempotency key, also for a later delivery', async () => {
     const h = await engineHarness();
-    expect(await h.engine.request(power({ idempotencyKey: 'k1' }))).toMatchObject({ decision: 'executed', message: 'Power cycle initiated.' });
+    expect(await h.engine.request(power({ idempotencyKey: 'k1' }))).toMatchObject({
+      decision: 'executed',
+      message: 'Power cycle initiated.',
+    });
     h.clock.now += 60 * MIN;
     expect(await h.engine.request(power({ idempotencyKey: 'k1' }))).toMatchObject({ decision: 'duplicate' });
     expect(h.sim.callsTo('/api/v1/dedicated/powercycle')).toHaveLength(1);
@@ -67,7 +106,10 @@ describe('guards', () => {
     const h = await engineHarness();
     expect((await h.engine.request(power())).decision).toBe('executed');
     h.clock.now += 29 * MIN;
-    expect(await h.engine.request(power())).toMatchObject({ decision: 'cooldown', message: 'powercycle on 100001 ran 1740s ago; cooldown 1800s' });
+    expect(await h.engine.request(power())).toMatchObject({
+      decision: 'cooldown',
+      message: 'powercycle on 100001 ran 1740s ago; cooldown 1800s',
+    });
     expect((await h.engine.request(power({ serverId: '100002' }))).decision).toBe('executed');
     expect((await h.engine.request(power({ action: 'poweroff' }))).decision).toBe('executed');
     h.clock.now += 1 * MIN;
@@ -78,8 +120,11 @@ describe('guards', () => {
     const h = await engineHarness({ budgetPerHour: 2 });
     expect((await h.engine.request(power({ serverId: '100001' }))).decision).toBe('executed');
     expect((await h.engine.request(power({ serverId: '100002' }))).decision).toBe('executed');
-    expect(await valueOf(h.registry, 'baremetal_action_budget_remaining')).toBe(0);
-    expect(await h.engine.request(power({ serverId: '100003' }))).toMatchObject({ decision: 'denied_budget', message: 'budget of 2 actions per hour is used up' });
+    expect(await seriesValue(h.registry, 'baremetal_action_budget_remaining')).toBe(0);
+    expect(await h.engine.request(power({ serverId: '100003' }))).toMatchObject({
+      decision: 'denied_budget',
+      message: 'budget of 2 actions per hour is used up',
+    });
     expect(h.log.lines.some((l) => l.includes('"level":"warn"') && l.includes('budget exhausted'))).toBe(true);
     h.clock.now += 61 * MIN;
     expect((await h.engine.request(power({ serverId: '100003' }))).decision).toBe('executed');
@@ -89,8 +134,15 @@ describe('guards', () => {
     const h = await engineHarness();
     h.sim.setFaults({ errorRate: 1 });
     const result = await h.engine.request(power());
-    expect(result).toMatchObject({ decision: 'failed', message: 'power_cycle [POST] "/api/v1/dedicated/powercycle": 500 API error: An unexpected error occurred.' });
-    expect(h.journal.get(result.id)).toMatchObject({ decision: 'failed', upstreamOutcome: 'BM_ERR_API', completedAt: h.clock.now });
+    expect(result).toMatchObject({
+      decision: 'failed',
+      message: 'power_cycle [POST] "/api/v1/dedicated/powercycle": 500 API error: An unexpected error occurred.',
+    });
+    expect(h.journal.get(result.id)).toMatchObject({
+      decision: 'failed',
+      upstreamOutcome: 'BM_ERR_API',
+      completedAt: h.clock.now,
+    });
   });
 });
 
@@ -100,7 +152,7 @@ describe('firewall state as desired state', () => {
     expect((await h.engine.request(fw('1'))).decision).toBe('executed');
     h.clock.now += 30_000;
     expect(await h.engine.request(fw('0', { holdMs: 5 * MIN }))).toMatchObject({ decision: 'deferred' });
-    expect(await valueOf(h.registry, 'baremetal_action_pending', { action: 'firewall_state' })).toBe(1);
+    expect(await seriesValue(h.registry, 'baremetal_action_pending', { action: 'firewall_state' })).toBe(1);
     h.clock.now += 4 * MIN;
     await h.engine.tick();
     expect(stateCalls(h.sim)).toEqual(['1']);
@@ -108,7 +160,7 @@ describe('firewall state as desired state', () => {
     await h.engine.tick();
     expect(stateCalls(h.sim)).toEqual(['1', '0']);
     expect(h.sim.state.firewallSetting('198.18.0.1').state).toBe('0');
-    expect(await valueOf(h.registry, 'baremetal_action_pending', { action: 'firewall_state' })).toBe(0);
+    expect(await seriesValue(h.registry, 'baremetal_action_pending', { action: 'firewall_state' })).toBe(0);
   });
 
   it('keeps a change inside the 2-minute window pending and applies it when the window opens', async () => {
@@ -135,7 +187,9 @@ describe('firewall state as desired state', () => {
     h.clock.now += 5 * MIN;
     await h.engine.tick();
     expect(stateCalls(h.sim)).toEqual(['0']);
-    expect(await valueOf(h.registry, 'baremetal_firewall_desired_state', { server_id: '100001', ip: '198.18.0.1' })).toBe(0);
+    expect(
+      await seriesValue(h.registry, 'baremetal_firewall_desired_state', { server_id: '100001', ip: '198.18.0.1' }),
+    ).toBe(0);
   });
 
   it('a flapping attack does not bounce the state: firing again cancels a held resolution', async () => {
@@ -171,8 +225,16 @@ describe('firewall state as desired state', () => {
     h.journal.close();
     const journal = Journal.open(path);
     const { metrics, registry } = freshMetrics();
-    const engine = new RemediationEngine({ journal, client: h.client, metrics, logger: captureLogger().logger, targets: simulatorTargets(h.sim), config: h.config, now: () => h.clock.now });
-    expect(await valueOf(registry, 'baremetal_action_pending', { action: 'firewall_state' })).toBe(1);
+    const engine = new RemediationEngine({
+      journal,
+      client: h.client,
+      metrics,
+      logger: captureLogger().logger,
+      targets: simulatorTargets(h.sim),
+      config: h.config,
+      now: () => h.clock.now,
+    });
+    expect(await seriesValue(registry, 'baremetal_action_pending', { action: 'firewall_state' })).toBe(1);
     h.clock.now += 2 * MIN;
     await engine.tick();
     expect(stateCalls(h.sim)).toEqual(['1', '0']);

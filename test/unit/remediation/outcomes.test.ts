@@ -7,7 +7,7 @@ import { failureDecision } from '../../../src/remediation/outcome.js';
 import type { Faults } from '../../../src/simulator/server.js';
 import { classifyTransportError } from '../../../src/upstream/client.js';
 import { captureLogger } from '../../helpers/logger.js';
-import { freshMetrics, valueOf } from '../../helpers/metrics.js';
+import { freshMetrics, seriesValue } from '../../helpers/metrics.js';
 import { engineHarness, simulatorTargets } from '../../helpers/remediation.js';
 import { tempDir } from '../../helpers/tmp.js';
 
@@ -16,43 +16,137 @@ const ctx = { operation: 'powercycle', path: '/api/v1/dedicated/powercycle' };
 const MIN = 60_000;
 const POWERCYCLE = '/api/v1/dedicated/powercycle';
 const STATE = '/api/v1/dedicated/firewall/state';
-const power = (over: Partial<ActionRequest> = {}): ActionRequest => ({ source: 'alert', action: 'powercycle', serverId: '100001', cooldownMs: 30 * MIN, requireOwnedIp: true, ...over });
-const fw = (value: '0' | '1', over: Partial<ActionRequest> = {}): ActionRequest => ({ source: 'alert', action: 'firewall_state', serverId: '100001', ip: '198.18.0.1', value, cooldownMs: 2 * MIN, requireOwnedIp: true, ...over });
+const power = (over: Partial<ActionRequest> = {}): ActionRequest => ({
+  source: 'alert',
+  action: 'powercycle',
+  serverId: '100001',
+  cooldownMs: 30 * MIN,
+  requireOwnedIp: true,
+  ...over,
+});
+const fw = (value: '0' | '1', over: Partial<ActionRequest> = {}): ActionRequest => ({
+  source: 'alert',
+  action: 'firewall_state',
+  serverId: '100001',
+  ip: '198.18.0.1',
+  value,
+  cooldownMs: 2 * MIN,
+  requireOwnedIp: true,
+  ...over,
+});
 type Harness = Awaited<ReturnType<typeof engineHarness>>;
 
 /** Each reply shape of a power cycle, and the decision it must give. */
-const SHAPES: Array<{ name: string; faults?: Faults; closeSimulator?: boolean; decision: string; outcome: string; message: RegExp}> = [
+const SHAPES: Array<{
+  name: string;
+  faults?: Faults;
+  closeSimulator?: boolean;
+  decision: string;
+  outcome: string;
+  message: RegExp;
+}> = [
   { name: '{success: true}', decision: 'executed', outcome: 'success', message: /^Power cycle initiated\.$/ },
-  { name: '{success: false, message}', faults: { mode: 'success_false', paths: [POWERCYCLE] }, decision: 'failed', outcome: 'BM_ERR_API', message: /API error: The request could not be completed\./ },
-  { name: '{error: true, message} with 200', faults: { mode: 'error_true', paths: [POWERCYCLE] }, decision: 'failed', outcome: 'BM_ERR_API', message: /API error: An unexpected error occurred\./ },
-  { name: 'an unknown shape (not the contract\'s)', faults: { malformedRate: 1, paths: [POWERCYCLE] }, decision: 'failed', outcome: 'BM_ERR_INVALID_REPLY', message: /invalid reply/ },
-  { name: 'connection refused (never sent)', closeSimulator: true, decision: 'failed', outcome: 'BM_ERR_CONNECTION', message: /ECONNREFUSED/ },
-  { name: 'acted, then the connection dropped', faults: { mode: 'act_then_drop', paths: [POWERCYCLE] }, decision: 'unknown', outcome: 'BM_ERR_CONNECTION', message: /connection failed/ },
-  { name: 'acted, then no reply within the timeout', faults: { mode: 'act_then_hang', hangMs: 10_000, paths: [POWERCYCLE] }, decision: 'unknown', outcome: 'BM_ERR_TIMEOUT', message: /timed out/ },
+  {
+    name: '{success: false, message}',
+    faults: { mode: 'success_false', paths: [POWERCYCLE] },
+    decision: 'failed',
+    outcome: 'BM_ERR_API',
+    message: /API error: The request could not be completed\./,
+  },
+  {
+    name: '{error: true, message} with 200',
+    faults: { mode: 'error_true', paths: [POWERCYCLE] },
+    decision: 'failed',
+    outcome: 'BM_ERR_API',
+    message: /API error: An unexpected error occurred\./,
+  },
+  {
+    name: "an unknown shape (not the contract's)",
+    faults: { malformedRate: 1, paths: [POWERCYCLE] },
+    decision: 'failed',
+    outcome: 'BM_ERR_INVALID_REPLY',
+    message: /invalid reply/,
+  },
+  {
+    name: 'connection refused (never sent)',
+    closeSimulator: true,
+    decision: 'failed',
+    outcome: 'BM_ERR_CONNECTION',
+    message: /ECONNREFUSED/,
+  },
+  {
+    name: 'acted, then the connection dropped',
+    faults: { mode: 'act_then_drop', paths: [POWERCYCLE] },
+    decision: 'unknown',
+    outcome: 'BM_ERR_CONNECTION',
+    message: /connection failed/,
+  },
+  {
+    name: 'acted, then no reply within the timeout',
+    faults: { mode: 'act_then_hang', hangMs: 10_000, paths: [POWERCYCLE] },
+    decision: 'unknown',
+    outcome: 'BM_ERR_TIMEOUT',
+    message: /timed out/,
+  },
 ];
 
 describe('action outcomes: what the API said', () => {
-  it.each(SHAPES)('a power cycle answered with $name is $decision', async ({ faults, closeSimulator, decision, outcome, message }) => {
-    const h = await engineHarness({}, ':memory:', 300);
-    if (faults) h.sim.setFaults(faults);
-    if (closeSimulator) await h.sim.close();
-    const result = await h.engine.request(power());
-    expect(result.decision).toBe(decision);
-    expect(result.message).toMatch(message);
-    expect(h.journal.get(result.id)).toMatchObject({ decision, upstreamOutcome: outcome, completedAt: h.clock.now });
-    expect(await valueOf(h.registry, 'baremetal_action_requests_total', { action: 'powercycle', decision })).toBe(1);
-    expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(closeSimulator ? 0 : 1);
-    if (decision !== 'executed') expect(await valueOf(h.registry, 'baremetal_action_last_failure_timestamp_seconds', { action: 'powercycle', decision })).toBe(h.clock.now / 1000);
-  });
+  it.each(SHAPES)(
+    'a power cycle answered with $name is $decision',
+    async ({ faults, closeSimulator, decision, outcome, message }) => {
+      const h = await engineHarness({}, ':memory:', 300);
+      if (faults) h.sim.setFaults(faults);
+      if (closeSimulator) await h.sim.close();
+      const result = await h.engine.request(power());
+      expect(result.decision).toBe(decision);
+      expect(result.message).toMatch(message);
+      expect(h.journal.get(result.id)).toMatchObject({ decision, upstreamOutcome: outcome, completedAt: h.clock.now });
+      expect(await seriesValue(h.registry, 'baremetal_action_requests_total', { action: 'powercycle', decision })).toBe(
+        1,
+      );
+      expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(closeSimulator ? 0 : 1);
+      if (decision !== 'executed')
+        expect(
+          await seriesValue(h.registry, 'baremetal_action_last_failure_timestamp_seconds', {
+            action: 'powercycle',
+            decision,
+          }),
+        ).toBe(h.clock.now / 1000);
+    },
+  );
 
   it.each([
     // Transport failures as the client classifies them (classifyTransportError), then the decision.
-    { name: 'a timeout', error: classifyTransportError(Object.assign(new Error('t'), { code: 'UND_ERR_HEADERS_TIMEOUT' }), ctx), decision: 'unknown' },
-    { name: 'the attempt deadline', error: classifyTransportError(new Error('aborted'), ctx, 'deadline'), decision: 'unknown' },
-    { name: 'a connection reset after sending', error: classifyTransportError(Object.assign(new Error('reset'), { code: 'ECONNRESET' }), ctx), decision: 'unknown' },
-    { name: 'a refused connection', error: classifyTransportError(Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }), ctx), decision: 'failed' },
-    { name: 'a connect timeout (nothing sent)', error: classifyTransportError(Object.assign(new Error('t'), { code: 'UND_ERR_CONNECT_TIMEOUT' }), ctx), decision: 'failed' },
-    { name: 'the client flag outcomeUnknown', error: new UpstreamConnectionError(ctx, 'x', { outcomeUnknown: true }), decision: 'unknown' },
+    {
+      name: 'a timeout',
+      error: classifyTransportError(Object.assign(new Error('t'), { code: 'UND_ERR_HEADERS_TIMEOUT' }), ctx),
+      decision: 'unknown',
+    },
+    {
+      name: 'the attempt deadline',
+      error: classifyTransportError(new Error('aborted'), ctx, 'deadline'),
+      decision: 'unknown',
+    },
+    {
+      name: 'a connection reset after sending',
+      error: classifyTransportError(Object.assign(new Error('reset'), { code: 'ECONNRESET' }), ctx),
+      decision: 'unknown',
+    },
+    {
+      name: 'a refused connection',
+      error: classifyTransportError(Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }), ctx),
+      decision: 'failed',
+    },
+    {
+      name: 'a connect timeout (nothing sent)',
+      error: classifyTransportError(Object.assign(new Error('t'), { code: 'UND_ERR_CONNECT_TIMEOUT' }), ctx),
+      decision: 'failed',
+    },
+    {
+      name: 'the client flag outcomeUnknown',
+      error: new UpstreamConnectionError(ctx, 'x', { outcomeUnknown: true }),
+      decision: 'unknown',
+    },
     { name: 'an unexpected exception', error: new TypeError('boom'), decision: 'unknown' },
   ])('$name is $decision', ({ error, decision }) => {
     expect(failureDecision(error)).toBe(decision);
@@ -60,31 +154,42 @@ describe('action outcomes: what the API said', () => {
 });
 
 describe('failed and unknown power actions count for cooldown and budget', () => {
-  it.each(SHAPES.filter((s) => s.decision !== 'executed'))('after $name, a new alert 10 s later is held by the cooldown', async ({ faults, closeSimulator }) => {
-    const h = await engineHarness({ budgetPerHour: 5 }, ':memory:', 300);
-    if (faults) h.sim.setFaults(faults);
-    if (closeSimulator) await h.sim.close();
-    await h.engine.request(power({ idempotencyKey: 'alert:a:1' }));
-    h.sim.setFaults({});
-    h.clock.now += 10_000;
-    expect(await h.engine.request(power({ idempotencyKey: 'alert:a:2' }))).toMatchObject({ decision: 'cooldown' });
-    expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(closeSimulator ? 0 : 1);
-    expect(await valueOf(h.registry, 'baremetal_action_budget_remaining')).toBe(4);
-  });
+  it.each(SHAPES.filter((s) => s.decision !== 'executed'))(
+    'after $name, a new alert 10 s later is held by the cooldown',
+    async ({ faults, closeSimulator }) => {
+      const h = await engineHarness({ budgetPerHour: 5 }, ':memory:', 300);
+      if (faults) h.sim.setFaults(faults);
+      if (closeSimulator) await h.sim.close();
+      await h.engine.request(power({ idempotencyKey: 'alert:a:1' }));
+      h.sim.setFaults({});
+      h.clock.now += 10_000;
+      expect(await h.engine.request(power({ idempotencyKey: 'alert:a:2' }))).toMatchObject({ decision: 'cooldown' });
+      expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(closeSimulator ? 0 : 1);
+      expect(await seriesValue(h.registry, 'baremetal_action_budget_remaining')).toBe(4);
+    },
+  );
 });
 
 describe('a failed firewall change stays pending and is retried with backoff', () => {
   const stateCalls = (h: Harness) => h.sim.callsTo(STATE).map((c) => c.params.state);
 
   it.each([
-    { name: 'success:false', faults: { mode: 'success_false', modeCount: 1, paths: [STATE] } as Faults, decision: 'failed' },
-    { name: 'acted, then dropped', faults: { mode: 'act_then_drop', modeCount: 1, paths: [STATE] } as Faults, decision: 'unknown' },
+    {
+      name: 'success:false',
+      faults: { mode: 'success_false', modeCount: 1, paths: [STATE] } as Faults,
+      decision: 'failed',
+    },
+    {
+      name: 'acted, then dropped',
+      faults: { mode: 'act_then_drop', modeCount: 1, paths: [STATE] } as Faults,
+      decision: 'unknown',
+    },
   ])('$name: $decision, pending, not re-sent inside the window, sent again after it', async ({ faults, decision }) => {
     const h = await engineHarness();
     h.sim.setFaults(faults);
     expect((await h.engine.request(fw('1'))).decision).toBe(decision);
     expect(h.journal.desired('100001', '198.18.0.1')).toMatchObject({ pending: true, attempts: 1, desiredState: '1' });
-    expect(await valueOf(h.registry, 'baremetal_action_pending', { action: 'firewall_state' })).toBe(1);
+    expect(await seriesValue(h.registry, 'baremetal_action_pending', { action: 'firewall_state' })).toBe(1);
     // A redelivery inside the backoff does not jump it.
     h.clock.now += 30_000;
     expect((await h.engine.request(fw('1', { idempotencyKey: 'again' }))).decision).toBe('deferred');
@@ -120,7 +225,10 @@ describe('a failed firewall change stays pending and is retried with backoff', (
 describe('exactly once', () => {
   it('two concurrent requests with one key make one call', async () => {
     const h = await engineHarness();
-    const results = await Promise.all([h.engine.request(power({ idempotencyKey: 'k' })), h.engine.request(power({ idempotencyKey: 'k' }))]);
+    const results = await Promise.all([
+      h.engine.request(power({ idempotencyKey: 'k' })),
+      h.engine.request(power({ idempotencyKey: 'k' })),
+    ]);
     expect(results.map((r) => r.decision).sort()).toEqual(['duplicate', 'executed']);
     expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(1);
   });
@@ -129,8 +237,19 @@ describe('exactly once', () => {
     const path = `${tempDir()}/journal.db`;
     const h = await engineHarness({}, path);
     const other = Journal.open(path);
-    const engine = new RemediationEngine({ journal: other, client: h.client, metrics: freshMetrics().metrics, logger: captureLogger().logger, targets: simulatorTargets(h.sim), config: h.config, now: () => h.clock.now });
-    const results = await Promise.all([h.engine.request(power({ idempotencyKey: 'k' })), engine.request(power({ idempotencyKey: 'k' }))]);
+    const engine = new RemediationEngine({
+      journal: other,
+      client: h.client,
+      metrics: freshMetrics().metrics,
+      logger: captureLogger().logger,
+      targets: simulatorTargets(h.sim),
+      config: h.config,
+      now: () => h.clock.now,
+    });
+    const results = await Promise.all([
+      h.engine.request(power({ idempotencyKey: 'k' })),
+      engine.request(power({ idempotencyKey: 'k' })),
+    ]);
     other.close();
     expect(results.map((r) => r.decision).sort()).toEqual(['duplicate', 'executed']);
     expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(1);
@@ -158,19 +277,54 @@ describe('exactly once', () => {
     h.sim.setFaults({ mode: 'success_false', paths: [POWERCYCLE] });
     await h.engine.request(power({ serverId: '100002' }));
     // A crash mid-call: the row is left executing.
-    h.journal.insert({ createdAt: h.clock.now, source: 'alert', action: 'poweroff', serverId: '100003', ip: null, value: null, alertname: null, fingerprint: null, startsAt: null, decision: 'executing' });
+    h.journal.insert({
+      createdAt: h.clock.now,
+      source: 'alert',
+      action: 'poweroff',
+      serverId: '100003',
+      ip: null,
+      value: null,
+      alertname: null,
+      fingerprint: null,
+      startsAt: null,
+      decision: 'executing',
+    });
     h.journal.close();
     const journal = Journal.open(path);
     const { metrics, registry } = freshMetrics();
     const log = captureLogger();
-    new RemediationEngine({ journal, client: h.client, metrics, logger: log.logger, targets: simulatorTargets(h.sim), config: h.config, now: () => h.clock.now + 1000 });
-    expect(journal.list({ limit: 1 })[0]).toMatchObject({ action: 'poweroff', decision: 'unknown', upstreamOutcome: 'interrupted' });
+    new RemediationEngine({
+      journal,
+      client: h.client,
+      metrics,
+      logger: log.logger,
+      targets: simulatorTargets(h.sim),
+      config: h.config,
+      now: () => h.clock.now + 1000,
+    });
+    expect(journal.list({ limit: 1 })[0]).toMatchObject({
+      action: 'poweroff',
+      decision: 'unknown',
+      upstreamOutcome: 'interrupted',
+    });
     expect(log.lines.some((l) => l.includes('outcome unknown'))).toBe(true);
-    for (const [action, decision] of [['powercycle', 'executed'], ['powercycle', 'failed'], ['poweroff', 'unknown']]) {
-      expect(await valueOf(registry, 'baremetal_action_requests_total', { action: action!, decision: decision! }), `${action} ${decision}`).toBe(1);
+    for (const [action, decision] of [
+      ['powercycle', 'executed'],
+      ['powercycle', 'failed'],
+      ['poweroff', 'unknown'],
+    ]) {
+      expect(
+        await seriesValue(registry, 'baremetal_action_requests_total', { action: action!, decision: decision! }),
+        `${action} ${decision}`,
+      ).toBe(1);
     }
-    expect(await valueOf(registry, 'baremetal_action_last_failure_timestamp_seconds', { action: 'poweroff', decision: 'unknown' })).toBe((h.clock.now + 1000) / 1000);
-    expect(await valueOf(registry, 'baremetal_action_budget_remaining')).toBe(7);
+    expect(
+      await seriesValue(registry, 'baremetal_action_last_failure_timestamp_seconds', {
+        action: 'poweroff',
+        decision: 'unknown',
+      }),
+    ).toBe((h.clock.now + 1000) / 1000);
+    expect(await seriesValue(registry, 'baremetal_action_budget_remaining')).toBe(7);
     journal.close();
   });
 });
@@ -181,7 +335,15 @@ describe('the console descriptor', () => {
     { name: 'an unknown server: 404, journaled', known: true, serverId: '999', error: 'NotFoundError', rows: 1 },
   ])('$name', async ({ known, serverId, error, rows }) => {
     const h = await engineHarness();
-    const engine = new RemediationEngine({ journal: h.journal, client: h.client, metrics: h.metrics, logger: h.log.logger, targets: simulatorTargets(h.sim, known), config: h.config, now: () => h.clock.now });
+    const engine = new RemediationEngine({
+      journal: h.journal,
+      client: h.client,
+      metrics: h.metrics,
+      logger: h.log.logger,
+      targets: simulatorTargets(h.sim, known),
+      config: h.config,
+      now: () => h.clock.now,
+    });
     await expect(engine.console(serverId)).rejects.toMatchObject({ name: error });
     expect(h.journal.list({ limit: 5 })).toHaveLength(rows);
     expect(h.sim.calls).toEqual([]);

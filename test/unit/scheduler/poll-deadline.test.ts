@@ -3,17 +3,23 @@ import { PollJob, abortable, runDeadlineMs, type WorkResult } from '../../../src
 import { each } from '../../../src/scheduler/jobs.js';
 import { Scheduler, schedulePeriodMs } from '../../../src/scheduler/scheduler.js';
 import { captureLogger } from '../../helpers/logger.js';
-import { freshMetrics, valueOf } from '../../helpers/metrics.js';
+import { freshMetrics, seriesValue } from '../../helpers/metrics.js';
 
 /** Resolves when `signal` aborts: work that only ends when it is cancelled (a reply dripping forever). */
-const untilAborted = (signal: AbortSignal) => new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+const untilAborted = (signal: AbortSignal) =>
+  new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
 
 describe('run deadline', () => {
   it.each([
     { name: 'every second', expression: '* * * * * *', period: 1000, deadline: 900 },
     { name: 'every minute (the firewall default)', expression: '30 * * * * *', period: 60_000, deadline: 59_000 },
     { name: 'every 5 minutes (the servers default)', expression: '0 */5 * * * *', period: 300_000, deadline: 299_000 },
-    { name: 'every 6 hours (the catalog default)', expression: '45 7 */6 * * *', period: 6 * 3600_000, deadline: 6 * 3600_000 - 1000 },
+    {
+      name: 'every 6 hours (the catalog default)',
+      expression: '45 7 */6 * * *',
+      period: 6 * 3600_000,
+      deadline: 6 * 3600_000 - 1000,
+    },
   ])('$name: period $period ms, deadline $deadline ms', ({ expression, period, deadline }) => {
     expect(schedulePeriodMs(expression)).toBe(period);
     expect(runDeadlineMs(period)).toBe(deadline);
@@ -63,7 +69,17 @@ describe('poll job deadline and cancel', () => {
     const { registry, metrics } = freshMetrics();
     const { logger, lines } = captureLogger();
     const signals: AbortSignal[] = [];
-    const job = new PollJob({ name: 'firewall', metrics, logger, deadlineMs: 59_000, now: () => 0, work: (signal) => (signals.push(signal), work(signal)) });
+    const job = new PollJob({
+      name: 'firewall',
+      metrics,
+      logger,
+      deadlineMs: 59_000,
+      now: () => 0,
+      work: (signal) => {
+        signals.push(signal);
+        return work(signal);
+      },
+    });
     const run = job.run();
     await vi.advanceTimersByTimeAsync(58_999);
     expect(job.running).toBe(true);
@@ -72,9 +88,9 @@ describe('poll job deadline and cancel', () => {
     expect(await run).toBe(outcome);
     expect(signals[0]!.aborted).toBe(true);
     expect(job.last?.cancelled).toBe(cancelled);
-    expect(await valueOf(registry, 'baremetal_poll_items_cancelled', { poll: 'firewall' })).toBe(cancelled);
-    expect(await valueOf(registry, 'baremetal_poll_items_failed', { poll: 'firewall' })).toBe(failed);
-    expect(await valueOf(registry, 'baremetal_poll_runs_total', { poll: 'firewall', outcome })).toBe(1);
+    expect(await seriesValue(registry, 'baremetal_poll_items_cancelled', { poll: 'firewall' })).toBe(cancelled);
+    expect(await seriesValue(registry, 'baremetal_poll_items_failed', { poll: 'firewall' })).toBe(failed);
+    expect(await seriesValue(registry, 'baremetal_poll_runs_total', { poll: 'firewall', outcome })).toBe(1);
     expect(lines.some((l) => l.includes('its deadline of 59000 ms passed'))).toBe(true);
     // The next tick runs (it is not skipped), with a fresh signal.
     const next = job.run();
@@ -82,17 +98,26 @@ describe('poll job deadline and cancel', () => {
     expect(signals[1]!.aborted).toBe(false);
     await vi.advanceTimersByTimeAsync(59_000);
     await next;
-    expect(await valueOf(registry, 'baremetal_poll_runs_total', { poll: 'firewall', outcome: 'skipped' })).toBe(0);
+    expect(await seriesValue(registry, 'baremetal_poll_runs_total', { poll: 'firewall', outcome: 'skipped' })).toBe(0);
   });
 
   it('a run that finishes in time is not cancelled and leaves no timer behind', async () => {
     const { registry, metrics } = freshMetrics();
     let seen: AbortSignal | undefined;
-    const job = new PollJob({ name: 'graphs', metrics, logger: captureLogger().logger, deadlineMs: 1000, work: async (signal) => ((seen = signal), { items: 2, failed: 0 }) });
+    const job = new PollJob({
+      name: 'graphs',
+      metrics,
+      logger: captureLogger().logger,
+      deadlineMs: 1000,
+      work: async (signal) => {
+        seen = signal;
+        return { items: 2, failed: 0 };
+      },
+    });
     expect(await job.run()).toBe('success');
     expect(vi.getTimerCount()).toBe(0);
     expect(seen!.aborted).toBe(false);
-    expect(await valueOf(registry, 'baremetal_poll_items_cancelled', { poll: 'graphs' })).toBe(0);
+    expect(await seriesValue(registry, 'baremetal_poll_items_cancelled', { poll: 'graphs' })).toBe(0);
   });
 
   it('cancel() (shutdown) aborts the run in progress and resolves when it has ended', async () => {
@@ -102,7 +127,10 @@ describe('poll job deadline and cancel', () => {
       name: 'firewall',
       metrics,
       logger,
-      work: async (signal) => (await untilAborted(signal), { items: 5, failed: 0, cancelled: 2 }),
+      work: async (signal) => {
+        await untilAborted(signal);
+        return { items: 5, failed: 0, cancelled: 2 };
+      },
     });
     const run = job.run();
     await job.cancel();
@@ -118,17 +146,31 @@ describe('scheduler stop', () => {
     const { registry, metrics } = freshMetrics();
     const logger = captureLogger().logger;
     const stuck = (name: 'servers' | 'firewall') =>
-      new PollJob({ name, metrics, logger, work: async (signal) => (await untilAborted(signal), { items: 3, failed: 0, cancelled: 3 }) });
+      new PollJob({
+        name,
+        metrics,
+        logger,
+        work: async (signal) => {
+          await untilAborted(signal);
+          return { items: 3, failed: 0, cancelled: 3 };
+        },
+      });
     const jobs = new Map([
       ['servers', stuck('servers')],
       ['firewall', stuck('firewall')],
     ] as const);
-    const scheduler = new Scheduler(jobs, { servers: '0 0 1 1 *', firewall: '0 0 1 1 *', graphs: '0 0 1 1 *', catalog: '0 0 1 1 *', firewall_under_attack: '0 0 1 1 *' });
+    const scheduler = new Scheduler(jobs, {
+      servers: '0 0 1 1 *',
+      firewall: '0 0 1 1 *',
+      graphs: '0 0 1 1 *',
+      catalog: '0 0 1 1 *',
+      firewall_under_attack: '0 0 1 1 *',
+    });
     const runs = [jobs.get('servers')!.run(), jobs.get('firewall')!.run()];
     await scheduler.stop();
     expect([...jobs.values()].map((j) => j.running)).toEqual([false, false]);
     expect(await Promise.all(runs)).toEqual(['failure', 'failure']);
-    expect(await valueOf(registry, 'baremetal_poll_items_cancelled', { poll: 'firewall' })).toBe(3);
+    expect(await seriesValue(registry, 'baremetal_poll_items_cancelled', { poll: 'firewall' })).toBe(3);
   });
 });
 

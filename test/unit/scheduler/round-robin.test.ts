@@ -5,8 +5,28 @@ const ids = (n: number) => Array.from({ length: n }, (_, i) => `s${i}`);
 
 describe('round-robin coverage', () => {
   it.each([
-    { name: '10 items, 4 a run', items: 10, capacity: 4, slices: [['s0', 's1', 's2', 's3'], ['s4', 's5', 's6', 's7'], ['s8', 's9'], ['s0', 's1', 's2', 's3']], pending: [6, 2, 0, 6] },
-    { name: 'everything fits', items: 3, capacity: 5, slices: [['s0', 's1', 's2'], ['s0', 's1', 's2']], pending: [0, 0] },
+    {
+      name: '10 items, 4 a run',
+      items: 10,
+      capacity: 4,
+      slices: [
+        ['s0', 's1', 's2', 's3'],
+        ['s4', 's5', 's6', 's7'],
+        ['s8', 's9'],
+        ['s0', 's1', 's2', 's3'],
+      ],
+      pending: [6, 2, 0, 6],
+    },
+    {
+      name: 'everything fits',
+      items: 3,
+      capacity: 5,
+      slices: [
+        ['s0', 's1', 's2'],
+        ['s0', 's1', 's2'],
+      ],
+      pending: [0, 0],
+    },
   ])('$name', ({ items, capacity, slices, pending }) => {
     const round = new RoundRobin<string>((s) => s);
     const list = ids(items);

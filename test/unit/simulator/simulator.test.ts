@@ -10,14 +10,24 @@ afterEach(async () => {
   sim = undefined;
 });
 
-async function post(path: string, body: Record<string, string>, headers: Record<string, string> = { authorization: 'demo-key' }, json = false) {
+async function post(
+  path: string,
+  body: Record<string, string>,
+  headers: Record<string, string> = { authorization: 'demo-key' },
+  json = false,
+) {
   const res = await request(`${sim!.url}${path}`, {
     method: 'POST',
     headers: { ...headers, 'content-type': json ? 'application/json' : 'application/x-www-form-urlencoded' },
     body: json ? JSON.stringify(body) : new URLSearchParams(body).toString(),
   });
   const text = await res.body.text();
-  return { status: res.statusCode, text, type: String(res.headers['content-type']), json: () => JSON.parse(text) as Record<string, unknown> };
+  return {
+    status: res.statusCode,
+    text,
+    type: String(res.headers['content-type']),
+    json: () => JSON.parse(text) as Record<string, unknown>,
+  };
 }
 
 describe('simulator state', () => {
@@ -66,7 +76,12 @@ describe('simulator server', () => {
     expect(wrong.status).toBe(401);
     expect(wrong.json()).toEqual({ error: true, message: 'Invalid API key.' });
     expect((await post('/api/v1/dedicated', {}, {})).status).toBe(401);
-    expect(sim.calls.map((c) => c.authHeader)).toEqual(['authorization', 'http_authorization', 'authorization', 'none']);
+    expect(sim.calls.map((c) => c.authHeader)).toEqual([
+      'authorization',
+      'http_authorization',
+      'authorization',
+      'none',
+    ]);
     expect(JSON.stringify(sim.calls)).not.toContain('demo-key');
   });
 
@@ -74,22 +89,41 @@ describe('simulator server', () => {
     sim = await startSimulator({ servers: 3 });
     const list = (await post('/api/v1/dedicated', {})).json() as unknown as Array<Record<string, unknown>>;
     expect(list.map((s) => s.server_id)).toEqual(['100001', '100002', '100003']);
-    expect(list[0]).toMatchObject({ IP: '198.18.0.1', ips: ['198.18.0.1', '198.18.0.2'], OS: expect.any(String), processor: expect.any(String), memory: expect.any(String) });
-    expect((await post('/api/v1/dedicated', { server_id: '100002' }, undefined, true)).json()).toMatchObject({ server_id: '100002' });
-    expect((await post('/api/v1/dedicated', { server_id: '9' })).json()).toEqual({ error: true, message: 'Server not found.' });
+    expect(list[0]).toMatchObject({
+      IP: '198.18.0.1',
+      ips: ['198.18.0.1', '198.18.0.2'],
+      OS: expect.any(String),
+      processor: expect.any(String),
+      memory: expect.any(String),
+    });
+    expect((await post('/api/v1/dedicated', { server_id: '100002' }, undefined, true)).json()).toMatchObject({
+      server_id: '100002',
+    });
+    expect((await post('/api/v1/dedicated', { server_id: '9' })).json()).toEqual({
+      error: true,
+      message: 'Server not found.',
+    });
   });
 
   it('applies the 2-minute firewall-state rule with the contract error reply', async () => {
     let t = Date.UTC(2026, 10, 21, 12);
     sim = await startSimulator({ servers: 1, now: () => t });
     const body = { server_id: '100001', ip: '198.18.0.1', state: '1' };
-    expect((await post('/api/v1/dedicated/firewall/state', body)).json()).toEqual({ success: true, message: 'The firewall state of IP 198.18.0.1 has been updated.' });
+    expect((await post('/api/v1/dedicated/firewall/state', body)).json()).toEqual({
+      success: true,
+      message: 'The firewall state of IP 198.18.0.1 has been updated.',
+    });
     t += FIREWALL_STATE_WINDOW_MS - 1;
     const refused = await post('/api/v1/dedicated/firewall/state', { ...body, state: '0' });
-    expect(refused.json()).toEqual({ error: true, message: 'The IP firewall state was already updated in the last 2 minutes.' });
+    expect(refused.json()).toEqual({
+      error: true,
+      message: 'The IP firewall state was already updated in the last 2 minutes.',
+    });
     expect(sim.state.firewallSetting('198.18.0.1').state).toBe('1');
     t += 1;
-    expect((await post('/api/v1/dedicated/firewall/state', { ...body, state: '0' })).json()).toMatchObject({ success: true });
+    expect((await post('/api/v1/dedicated/firewall/state', { ...body, state: '0' })).json()).toMatchObject({
+      success: true,
+    });
     expect(sim.callsTo('/api/v1/dedicated/firewall/state', { ip: '198.18.0.1' })).toHaveLength(3);
   });
 
@@ -97,16 +131,35 @@ describe('simulator server', () => {
     sim = await startSimulator({ servers: 1, attackRate: 0 });
     sim.state.startAttack('198.18.0.2');
     const all = (await post('/api/v1/dedicated/firewall', { server_id: '100001', scale: 'hour' })).json();
-    expect(all).toEqual({ success: true, firewall: [expect.objectContaining({ ip: '198.18.0.2', id: expect.any(String), raw: expect.stringContaining('198.18.0.2') })] });
-    expect((await post('/api/v1/dedicated/firewall', { server_id: '100001', scale: 'hour', ip: '198.18.0.1' })).json()).toEqual({ success: true, firewall: [] });
-    expect((await post('/api/v1/colocation/firewall', { colocation_id: 'colo-1', scale: 'day' })).json()).toEqual({ success: true, firewall: [] });
-    expect((await post('/api/v1/transit/firewall', { transit_id: 'transit-1', scale: 'week' })).json()).toEqual({ success: true, firewall: [] });
+    expect(all).toEqual({
+      success: true,
+      firewall: [
+        expect.objectContaining({
+          ip: '198.18.0.2',
+          id: expect.any(String),
+          raw: expect.stringContaining('198.18.0.2'),
+        }),
+      ],
+    });
+    expect(
+      (await post('/api/v1/dedicated/firewall', { server_id: '100001', scale: 'hour', ip: '198.18.0.1' })).json(),
+    ).toEqual({ success: true, firewall: [] });
+    expect((await post('/api/v1/colocation/firewall', { colocation_id: 'colo-1', scale: 'day' })).json()).toEqual({
+      success: true,
+      firewall: [],
+    });
+    expect((await post('/api/v1/transit/firewall', { transit_id: 'transit-1', scale: 'week' })).json()).toEqual({
+      success: true,
+      firewall: [],
+    });
     expect((await post('/api/v1/transit/firewall', { transit_id: 'transit-1', scale: 'year' })).status).toBe(400);
   });
 
   it('draws real PNG graphs and serves a JNLP console', async () => {
     sim = await startSimulator({ servers: 1 });
-    const graph = (await post('/api/v1/dedicated/graphs', { server_id: '100001', type: 'port_bits', scale: 'week' })).json();
+    const graph = (
+      await post('/api/v1/dedicated/graphs', { server_id: '100001', type: 'port_bits', scale: 'week' })
+    ).json();
     const meta = await sharp(Buffer.from(String(graph.base64), 'base64')).metadata();
     expect(meta).toMatchObject({ format: 'png', width: 497, height: 169 });
     const console = await post('/api/v1/dedicated/console', { server_id: '100001' });
@@ -116,8 +169,18 @@ describe('simulator server', () => {
 
   it.each([
     { name: 'HTML 502 pages', faults: { htmlErrorRate: 1 }, status: 502, body: /<h1>502 Bad Gateway<\/h1>/ },
-    { name: 'contract error replies', faults: { errorRate: 1 }, status: 500, body: /^\{"error":true,"message":"An unexpected error occurred\."\}$/ },
-    { name: 'malformed replies', faults: { malformedRate: 1 }, status: 200, body: /^(42|\{"success":true,"firewall":\[\{"id":)$/ },
+    {
+      name: 'contract error replies',
+      faults: { errorRate: 1 },
+      status: 500,
+      body: /^\{"error":true,"message":"An unexpected error occurred\."\}$/,
+    },
+    {
+      name: 'malformed replies',
+      faults: { malformedRate: 1 },
+      status: 200,
+      body: /^(42|\{"success":true,"firewall":\[\{"id":)$/,
+    },
   ])('injects $name', async ({ faults, status, body }) => {
     sim = await startSimulator({ servers: 1, faults });
     const res = await post('/api/v1/dedicated/firewall', { server_id: '100001', scale: 'hour' });

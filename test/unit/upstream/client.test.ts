@@ -62,15 +62,20 @@ describe('request encoding', () => {
     expect(seen.body).toBe('server_id=1234&scale=hour&ip=203.0.113.7');
     expect(seen.headers?.authorization).toBe(KEY);
     expect(seen.headers?.['content-type']).toBe('application/x-www-form-urlencoded');
-    expect(events).toEqual([{ operation: 'firewall_history_dedicated', outcome: 'success', durationSeconds: expect.any(Number) }]);
+    expect(events).toEqual([
+      { operation: 'firewall_history_dedicated', outcome: 'success', durationSeconds: expect.any(Number) },
+    ]);
   });
 
   it('omits optional parameters that are not given', async () => {
     let body = '';
-    agent.get(BASE).intercept({ path: '/api/v1/dedicated/firewall', method: 'POST' }).reply(200, (opts) => {
-      body = String(opts.body);
-      return { success: true, firewall: '' };
-    });
+    agent
+      .get(BASE)
+      .intercept({ path: '/api/v1/dedicated/firewall', method: 'POST' })
+      .reply(200, (opts) => {
+        body = String(opts.body);
+        return { success: true, firewall: '' };
+      });
     await getDedicatedFirewallHistory(client(), '1234', 'day');
     expect(body).toBe('server_id=1234&scale=day');
   });
@@ -95,9 +100,13 @@ describe('error kinds', () => {
     {
       name: '{error:true} with 200 is an ApiError with the API message',
       status: 200,
-      body: JSON.stringify({ error: true, message: 'The IP firewall state was already updated in the last 2 minutes.' }),
+      body: JSON.stringify({
+        error: true,
+        message: 'The IP firewall state was already updated in the last 2 minutes.',
+      }),
       type: ApiError,
-      message: 'firewall_state [POST] "/api/v1/dedicated/firewall/state": 200 API error: The IP firewall state was already updated in the last 2 minutes.',
+      message:
+        'firewall_state [POST] "/api/v1/dedicated/firewall/state": 200 API error: The IP firewall state was already updated in the last 2 minutes.',
     },
     {
       name: '{error:true} with 403 is an ApiError too',
@@ -118,18 +127,22 @@ describe('error kinds', () => {
       status: 200,
       body: 'OK',
       type: InvalidReplyError,
-      message: 'firewall_state [POST] "/api/v1/dedicated/firewall/state": 200 invalid reply: not JSON (body starts: "OK")',
+      message:
+        'firewall_state [POST] "/api/v1/dedicated/firewall/state": 200 invalid reply: not JSON (body starts: "OK")',
     },
     {
       name: 'a 404 with JSON but no error flag is an HTTP status error',
       status: 404,
       body: JSON.stringify({ detail: 'nope' }),
       type: HttpStatusError,
-      message: 'firewall_state [POST] "/api/v1/dedicated/firewall/state": 404 unexpected HTTP status: {"detail":"nope"}',
+      message:
+        'firewall_state [POST] "/api/v1/dedicated/firewall/state": 404 unexpected HTTP status: {"detail":"nope"}',
     },
   ])('$name', async ({ status, body, type, message }) => {
     agent.get(BASE).intercept({ path: '/api/v1/dedicated/firewall/state', method: 'POST' }).reply(status, body);
-    const error = await setFirewallState(client(), { serverId: '1', ip: '203.0.113.7', state: '1' }).catch((e: unknown) => e);
+    const error = await setFirewallState(client(), { serverId: '1', ip: '203.0.113.7', state: '1' }).catch(
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(type);
     expect((error as Error).message).toBe(message);
     expect((error as ApiError).status).toBe(status);
@@ -137,7 +150,10 @@ describe('error kinds', () => {
   });
 
   it('never puts the key in an error, even when the upstream echoes it', async () => {
-    agent.get(BASE).intercept({ path: '/api/v1/dedicated', method: 'POST' }).reply(401, { error: true, message: `bad key ${KEY}` });
+    agent
+      .get(BASE)
+      .intercept({ path: '/api/v1/dedicated', method: 'POST' })
+      .reply(401, { error: true, message: `bad key ${KEY}` });
     const error = (await listServers(client({ retries: 0 })).catch((e: unknown) => e)) as Error;
     expect(error).toBeInstanceOf(ApiError);
     expect(error.message).not.toContain(KEY);
@@ -149,20 +165,44 @@ describe('error kinds', () => {
   const SLASHY = 'sk/live+0123456789=abcdef';
   const escapedSlash = JSON.stringify(SLASHY).slice(1, -1).replaceAll('/', '\\/');
   it.each([
-    { name: 'an API error echoing it JSON-escaped with \\/', status: 403, body: `{"error":true,"message":"bad key ${escapedSlash}"}` },
-    { name: 'an API error echoing it URL-encoded', status: 403, body: `{"error":true,"message":"bad key ${encodeURIComponent(SLASHY)}"}` },
-    { name: 'a proxy page with it past the 200-character excerpt boundary', status: 502, body: `${'x'.repeat(190)}${SLASHY} and more` },
-    { name: 'a wrong-shape 200 reply holding it (decode error excerpt)', status: 200, body: `{"unexpected":"${escapedSlash}"}` },
+    {
+      name: 'an API error echoing it JSON-escaped with \\/',
+      status: 403,
+      body: `{"error":true,"message":"bad key ${escapedSlash}"}`,
+    },
+    {
+      name: 'an API error echoing it URL-encoded',
+      status: 403,
+      body: `{"error":true,"message":"bad key ${encodeURIComponent(SLASHY)}"}`,
+    },
+    {
+      name: 'a proxy page with it past the 200-character excerpt boundary',
+      status: 502,
+      body: `${'x'.repeat(190)}${SLASHY} and more`,
+    },
+    {
+      name: 'a wrong-shape 200 reply holding it (decode error excerpt)',
+      status: 200,
+      body: `{"unexpected":"${escapedSlash}"}`,
+    },
   ])('scrubs the key from $name', async ({ status, body }) => {
-    agent.get(BASE).intercept({ path: '/api/v1/dedicated', method: 'POST' }).reply(status, body, { headers: { 'content-type': 'application/json' } });
+    agent
+      .get(BASE)
+      .intercept({ path: '/api/v1/dedicated', method: 'POST' })
+      .reply(status, body, { headers: { 'content-type': 'application/json' } });
     const error = (await listServers(client({ apiKey: SLASHY, retries: 0 })).catch((e: unknown) => e)) as Error;
     expect(error).toBeInstanceOf(Error);
     const everything = `${error.message} ${JSON.stringify(error)}`;
-    for (const form of [SLASHY, escapedSlash, encodeURIComponent(SLASHY), SLASHY.slice(0, 12)]) expect(everything).not.toContain(form);
+    for (const form of [SLASHY, escapedSlash, encodeURIComponent(SLASHY), SLASHY.slice(0, 12)])
+      expect(everything).not.toContain(form);
   });
 
   it('maps a refused connection to UpstreamConnectionError', async () => {
-    agent.get(BASE).intercept({ path: '/api/v1/dedicated', method: 'POST' }).replyWithError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })).times(3);
+    agent
+      .get(BASE)
+      .intercept({ path: '/api/v1/dedicated', method: 'POST' })
+      .replyWithError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }))
+      .times(3);
     const error = await listServers(client()).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(UpstreamConnectionError);
     expect((error as Error).message).toContain('ECONNREFUSED');
@@ -173,7 +213,9 @@ describe('retries', () => {
   it('retries a read after a transient failure, then succeeds', async () => {
     const pool = agent.get(BASE);
     pool.intercept({ path: '/api/v1/dedicated', method: 'POST' }).reply(502, '<html>502 Bad Gateway</html>');
-    pool.intercept({ path: '/api/v1/dedicated', method: 'POST' }).reply(500, { error: true, message: 'An unexpected error occurred.' });
+    pool
+      .intercept({ path: '/api/v1/dedicated', method: 'POST' })
+      .reply(500, { error: true, message: 'An unexpected error occurred.' });
     pool.intercept({ path: '/api/v1/dedicated', method: 'POST' }).reply(200, [{ server_id: '1' }]);
     const list = await listServers(client());
     expect(list.servers.map((s) => s.serverId)).toEqual(['1']);
@@ -187,7 +229,10 @@ describe('retries', () => {
   });
 
   it('does not retry a read whose reply is a well-formed API error with 200', async () => {
-    agent.get(BASE).intercept({ path: '/api/v1/dedicated', method: 'POST' }).reply(200, { error: true, message: 'Server not found.' });
+    agent
+      .get(BASE)
+      .intercept({ path: '/api/v1/dedicated', method: 'POST' })
+      .reply(200, { error: true, message: 'Server not found.' });
     await expect(listServers(client())).rejects.toBeInstanceOf(ApiError);
     expect(events).toHaveLength(1);
   });
@@ -208,7 +253,13 @@ describe('against real sockets', () => {
     server.listen(0, '127.0.0.1');
     await new Promise((r) => server!.once('listening', r));
     const { port } = server.address() as AddressInfo;
-    const c = new UpstreamClient({ baseUrl: `http://127.0.0.1:${port}`, apiKey: KEY, timeoutMs: 300, concurrency: 1, retries: 0 });
+    const c = new UpstreamClient({
+      baseUrl: `http://127.0.0.1:${port}`,
+      apiKey: KEY,
+      timeoutMs: 300,
+      concurrency: 1,
+      retries: 0,
+    });
     const error = await listServers(c).catch((e: unknown) => e);
     server.closeAllConnections();
     await c.close();
@@ -217,7 +268,9 @@ describe('against real sockets', () => {
   });
 
   /** A server whose every reply is written by `handle`; counts the requests it saw. */
-  async function serve(handle: (res: import('node:http').ServerResponse, n: number) => void): Promise<{ url: string; requests: () => number }> {
+  async function serve(
+    handle: (res: import('node:http').ServerResponse, n: number) => void,
+  ): Promise<{ url: string; requests: () => number }> {
     let n = 0;
     server = createServer((req, res) => {
       req.resume();
@@ -233,7 +286,13 @@ describe('against real sockets', () => {
     const { url } = await serve((res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
       // One byte every 50 ms: undici's per-chunk body timeout (300 ms) alone would never fire.
-      const drip = () => timers.push(setTimeout(() => (res.write(' '), drip()), 50));
+      const drip = () =>
+        timers.push(
+          setTimeout(() => {
+            res.write(' ');
+            drip();
+          }, 50),
+        );
       drip();
     });
     const c = new UpstreamClient({ baseUrl: url, apiKey: KEY, timeoutMs: 300, concurrency: 1, retries: 0 });
@@ -253,7 +312,12 @@ describe('against real sockets', () => {
     let written = 0;
     const { url } = await serve((res) => {
       const total = 10 * 1024 * 1024;
-      res.writeHead(200, chunked ? { 'content-type': 'application/json' } : { 'content-type': 'application/json', 'content-length': total });
+      res.writeHead(
+        200,
+        chunked
+          ? { 'content-type': 'application/json' }
+          : { 'content-type': 'application/json', 'content-length': total },
+      );
       const chunk = Buffer.alloc(64 * 1024, 'x');
       const pump = () => {
         while (written < total && !res.destroyed) {
@@ -265,7 +329,15 @@ describe('against real sockets', () => {
       pump();
     });
     const seen: RequestEvent[] = [];
-    const c = new UpstreamClient({ baseUrl: url, apiKey: KEY, timeoutMs: 5000, concurrency: 1, retries: 0, maxResponseBytes: 256 * 1024, onRequest: (e) => seen.push(e) });
+    const c = new UpstreamClient({
+      baseUrl: url,
+      apiKey: KEY,
+      timeoutMs: 5000,
+      concurrency: 1,
+      retries: 0,
+      maxResponseBytes: 256 * 1024,
+      onRequest: (e) => seen.push(e),
+    });
     const error = await listServers(c).catch((e: unknown) => e);
     server!.closeAllConnections();
     await c.close();
@@ -281,9 +353,23 @@ describe('against real sockets', () => {
       res.end('{"error":true,"message":"Too many requests."}');
     });
     const clock = { now: 1_000_000 };
-    const c = new UpstreamClient({ baseUrl: url, apiKey: KEY, timeoutMs: 2000, concurrency: 2, retries: 3, retryMinDelayMs: 1, now: () => clock.now });
+    const c = new UpstreamClient({
+      baseUrl: url,
+      apiKey: KEY,
+      timeoutMs: 2000,
+      concurrency: 2,
+      retries: 3,
+      retryMinDelayMs: 1,
+      now: () => clock.now,
+    });
     const cancel = new AbortController();
-    const read = c.json({ operation: 'list_servers', path: '/api/v1/dedicated', body: {}, read: true, signal: cancel.signal });
+    const read = c.json({
+      operation: 'list_servers',
+      path: '/api/v1/dedicated',
+      body: {},
+      read: true,
+      signal: cancel.signal,
+    });
     // Let the first attempt come back with the 429, then cancel the read waiting in the pause.
     while (requests() === 0 || c.pausedUntil === 0) await new Promise((r) => setTimeout(r, 5));
     cancel.abort();

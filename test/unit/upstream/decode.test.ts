@@ -1,12 +1,27 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidReplyError } from '../../../src/errors.js';
-import { decodeFirewallHistory, decodeGraph, decodeLocations, decodeOperatingSystems, decodeServer, decodeServerList } from '../../../src/upstream/decode.js';
+import {
+  decodeFirewallHistory,
+  decodeGraph,
+  decodeLocations,
+  decodeOperatingSystems,
+  decodeServer,
+  decodeServerList,
+} from '../../../src/upstream/decode.js';
 
 const ctx = { operation: 'op', path: '/api/v1/x', status: 200 };
 
 describe('server records', () => {
   it('reads the public client spellings (OS, processor, IP, memory) and keeps the raw record', () => {
-    const raw = { server_id: 42, hostname: 'a.example.net', IP: '192.0.2.10', OS: 'Debian 12', processor: 'EPYC', memory: '64 GB', extra: { x: 1 } };
+    const raw = {
+      server_id: 42,
+      hostname: 'a.example.net',
+      IP: '192.0.2.10',
+      OS: 'Debian 12',
+      processor: 'EPYC',
+      memory: '64 GB',
+      extra: { x: 1 },
+    };
     const server = decodeServer(raw, ctx);
     expect(server).toEqual({
       serverId: '42',
@@ -23,15 +38,39 @@ describe('server records', () => {
   });
 
   it.each([
-    ['id/name/main_ip/cpu/ram', { id: '7', name: 'b', main_ip: '192.0.2.1', cpu: 'Xeon', ram: '32 GB', location: 'ams1', status: 'online' }, { serverId: '7', hostname: 'b', ip: '192.0.2.1', processor: 'Xeon', memory: '32 GB', location: 'ams1', status: 'online' }],
-    ['lower-case ip and os', { server_id: '8', ip: '2001:db8::5', os: 'FreeBSD' }, { serverId: '8', ip: '2001:db8::5', os: 'FreeBSD', hostname: '' }],
+    [
+      'id/name/main_ip/cpu/ram',
+      { id: '7', name: 'b', main_ip: '192.0.2.1', cpu: 'Xeon', ram: '32 GB', location: 'ams1', status: 'online' },
+      {
+        serverId: '7',
+        hostname: 'b',
+        ip: '192.0.2.1',
+        processor: 'Xeon',
+        memory: '32 GB',
+        location: 'ams1',
+        status: 'online',
+      },
+    ],
+    [
+      'lower-case ip and os',
+      { server_id: '8', ip: '2001:db8::5', os: 'FreeBSD' },
+      { serverId: '8', ip: '2001:db8::5', os: 'FreeBSD', hostname: '' },
+    ],
     ['a record wrapped in {server}', { server: { server_id: '9' } }, { serverId: '9' }],
   ])('%s', (_name, raw, expected) => {
     expect(decodeServer(raw, ctx)).toMatchObject(expected);
   });
 
   it('collects IP lists from arrays, objects and comma strings, deduplicated, main IP first', () => {
-    const server = decodeServer({ id: '1', IP: '192.0.2.1', ips: ['192.0.2.1', { ip: '192.0.2.2' }, 'junk'], additional_ips: '192.0.2.3, 192.0.2.4' }, ctx);
+    const server = decodeServer(
+      {
+        id: '1',
+        IP: '192.0.2.1',
+        ips: ['192.0.2.1', { ip: '192.0.2.2' }, 'junk'],
+        additional_ips: '192.0.2.3, 192.0.2.4',
+      },
+      ctx,
+    );
     expect(server.ips).toEqual(['192.0.2.1', '192.0.2.2', '192.0.2.3', '192.0.2.4']);
   });
 
@@ -55,14 +94,32 @@ describe('server lists', () => {
     expect(list).toMatchObject({ skipped: 3, servers: [{ serverId: '1' }] });
   });
 
-  it.each([['a number', 42], ['a string', 'servers'], ['a map of scalars', { a: 1 }], ['null', null]])('rejects %s', (_name, reply) => {
+  it.each([
+    ['a number', 42],
+    ['a string', 'servers'],
+    ['a map of scalars', { a: 1 }],
+    ['null', null],
+  ])('rejects %s', (_name, reply) => {
     expect(() => decodeServerList(reply, ctx)).toThrow(InvalidReplyError);
   });
 });
 
 describe('firewall history', () => {
-  const event = { id: 991, ip: '192.0.2.1', raw: '2026-11-21 udp flood', time: 1763700000, mbps: 1200, attack_type: 'udp', nested: { a: 1 } };
-  const decoded = { id: '991', ip: '192.0.2.1', raw: '2026-11-21 udp flood', fields: { time: 1763700000, mbps: 1200, attack_type: 'udp' } };
+  const event = {
+    id: 991,
+    ip: '192.0.2.1',
+    raw: '2026-11-21 udp flood',
+    time: 1763700000,
+    mbps: 1200,
+    attack_type: 'udp',
+    nested: { a: 1 },
+  };
+  const decoded = {
+    id: '991',
+    ip: '192.0.2.1',
+    raw: '2026-11-21 udp flood',
+    fields: { time: 1763700000, mbps: 1200, attack_type: 'udp' },
+  };
 
   it.each([
     ['an array of events', { success: true, firewall: [event] }, [decoded]],
@@ -100,16 +157,26 @@ describe('other replies', () => {
     expect(decodeGraph({ success: true, base64: 'aGVsbG8=' }, ctx).toString()).toBe('hello');
     expect(decodeGraph({ success: true, base64: 'data:image/png;base64,aGVs\nbG8=' }, ctx).toString()).toBe('hello');
   });
-  it.each([[{ success: true }], [{ success: true, base64: '' }], [{ success: true, base64: '!!!' }], [{ success: false, base64: 'aGVsbG8=' }]])('rejects graph reply %j', (reply) => {
+  it.each([
+    [{ success: true }],
+    [{ success: true, base64: '' }],
+    [{ success: true, base64: '!!!' }],
+    [{ success: false, base64: 'aGVsbG8=' }],
+  ])('rejects graph reply %j', (reply) => {
     expect(() => decodeGraph(reply, ctx)).toThrow(InvalidReplyError);
   });
   it('decodes the OS list and drops entries without id', () => {
-    expect(decodeOperatingSystems([{ id: '1', name: 'Debian', arch: 'amd64', type: 'unix', price_per_core: '0' }, { name: 'x' }], ctx)).toEqual([
-      { id: '1', name: 'Debian', arch: 'amd64', type: 'unix', pricePerCore: '0' },
-    ]);
+    expect(
+      decodeOperatingSystems(
+        [{ id: '1', name: 'Debian', arch: 'amd64', type: 'unix', price_per_core: '0' }, { name: 'x' }],
+        ctx,
+      ),
+    ).toEqual([{ id: '1', name: 'Debian', arch: 'amd64', type: 'unix', pricePerCore: '0' }]);
   });
   it('decodes locations as an array or a map', () => {
-    expect(decodeLocations([{ id: 'ams1', name: 'Amsterdam' }], ctx).map((l) => [l.id, l.name])).toEqual([['ams1', 'Amsterdam']]);
+    expect(decodeLocations([{ id: 'ams1', name: 'Amsterdam' }], ctx).map((l) => [l.id, l.name])).toEqual([
+      ['ams1', 'Amsterdam'],
+    ]);
     expect(decodeLocations({ ams1: 'Amsterdam' }, ctx).map((l) => [l.id, l.name])).toEqual([['ams1', 'Amsterdam']]);
   });
 });

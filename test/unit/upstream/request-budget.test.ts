@@ -36,7 +36,14 @@ function fakeClock() {
 }
 
 /** Starts `count` takes of `priority` and records the order and clock time at which each was granted. */
-function takeAll(budget: RequestBudget, clock: ReturnType<typeof fakeClock>, granted: string[], priority: BudgetPriority, count: number, signal?: AbortSignal) {
+function takeAll(
+  budget: RequestBudget,
+  clock: ReturnType<typeof fakeClock>,
+  granted: string[],
+  priority: BudgetPriority,
+  count: number,
+  signal?: AbortSignal,
+) {
   return Array.from({ length: count }, (_, i) =>
     budget.take(priority, signal).then(
       () => void granted.push(`${priority}${i}@${clock.now()}`),
@@ -47,13 +54,30 @@ function takeAll(budget: RequestBudget, clock: ReturnType<typeof fakeClock>, gra
 
 describe('RequestBudget', () => {
   it.each([
-    { name: '100/s, default burst (a tenth of a second): ten at once, then one every 10 ms', rate: 100, burst: undefined, takes: 13, grantedAt: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 10, 20, 30] },
-    { name: '10/s, default burst of one: one every 100 ms', rate: 10, burst: undefined, takes: 3, grantedAt: [0, 100, 200] },
+    {
+      name: '100/s, default burst (a tenth of a second): ten at once, then one every 10 ms',
+      rate: 100,
+      burst: undefined,
+      takes: 13,
+      grantedAt: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 10, 20, 30],
+    },
+    {
+      name: '10/s, default burst of one: one every 100 ms',
+      rate: 10,
+      burst: undefined,
+      takes: 3,
+      grantedAt: [0, 100, 200],
+    },
     { name: '2/s, burst 1: one every 500 ms', rate: 2, burst: 1, takes: 4, grantedAt: [0, 500, 1000, 1500] },
     { name: '0.5/s: the bucket holds one token', rate: 0.5, burst: undefined, takes: 3, grantedAt: [0, 2000, 4000] },
   ])('$name', async ({ rate, burst, takes, grantedAt }) => {
     const clock = fakeClock();
-    const budget = new RequestBudget({ ratePerSecond: rate, ...(burst ? { burst } : {}), now: clock.now, setTimer: clock.setTimer });
+    const budget = new RequestBudget({
+      ratePerSecond: rate,
+      ...(burst ? { burst } : {}),
+      now: clock.now,
+      setTimer: clock.setTimer,
+    });
     const granted: string[] = [];
     takeAll(budget, clock, granted, 'read', takes);
     await clock.advance(10_000);
