@@ -14,7 +14,7 @@ export interface Severities {
 export interface MixinConfig {
   /** PromQL matchers selecting the exporter's series in every rule, e.g. `job="baremetal"` or `namespace="monitoring",job="baremetal-exporter"` */
   selector: string;
-  /** labels that tell one exporter from another: every aggregation and `on (…)` keeps them (must hold `job` and `instance`, which the dashboards filter on) */
+  /** labels that tell one exporter (and one account of it) from another: every aggregation and `on (…)` keeps them (must hold `job` and `instance`, which the dashboards filter on; `account` keeps one account's problem from hiding in another's) */
   groupBy: string[];
   /** window of the rate() recording rules, a Prometheus duration; it is also in their names (`…:rate5m`) */
   rateWindow: string;
@@ -31,7 +31,7 @@ export interface MixinConfig {
 /** The rendering committed as alerts/baremetal.rules.yml: Prometheus scrapes the exporter in the job `baremetal` (examples/prometheus.yml). */
 export const defaultConfig: MixinConfig = {
   selector: 'job="baremetal"',
-  groupBy: ['job', 'instance'],
+  groupBy: ['job', 'instance', 'account'],
   rateWindow: '5m',
   severities: { critical: 'critical', warning: 'warning', info: 'info' },
   blackboxSelector: 'job="blackbox-icmp"',
@@ -46,7 +46,7 @@ export const defaultConfig: MixinConfig = {
 export const kubernetesConfig: MixinConfig = {
   ...defaultConfig,
   selector: 'job="baremetal-exporter"',
-  groupBy: ['namespace', 'job', 'instance'],
+  groupBy: ['namespace', 'job', 'instance', 'account'],
 };
 
 const DURATION = /^(\d+(ms|s|m|h|d|w|y))+$/;

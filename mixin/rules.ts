@@ -219,10 +219,10 @@ and on ${by()} (${s('baremetal_servers')} > 0)
         {
           alert: 'BaremetalServerUnreachable',
           comment:
-            "Needs blackbox_exporter probing each server's main IP (ICMP, instance = the IP; examples/prometheus.yml).\nThe inventory gives the probe its server_id, which the powercycle remediation rule reads.",
+            "Needs blackbox_exporter probing each server's main IP (ICMP, instance = the IP; examples/prometheus.yml).\nThe inventory gives the probe its account and server_id, which the powercycle remediation rule reads.",
           expr: `(probe_success{${config.blackboxSelector}} == 0)
-  * on (instance) group_left (server_id, hostname)
-max by (instance, server_id, hostname) (label_replace(${s('baremetal_server_info')}, "instance", "$1", "ip", "(.+)"))
+  * on (instance) group_left (account, server_id, hostname)
+max by (instance, account, server_id, hostname) (label_replace(${s('baremetal_server_info')}, "instance", "$1", "ip", "(.+)"))
 `,
           for: '5m',
           annotations: {

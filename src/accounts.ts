@@ -106,11 +106,11 @@ export async function initialPolls(runtime: AccountRuntime, stopping: () => bool
   if (!stopping()) await runtime.poller.run('firewall_under_attack');
 }
 
-/** The runtime an account name (from a URL, a body, an alert label) names: with one account, it may be left out. */
-export function findAccount(
-  runtimes: ReadonlyMap<string, AccountRuntime>,
-  name: string | undefined,
-): AccountRuntime | undefined {
+/**
+ * What an account name (from a URL, a body, an alert label) names in a map by account (runtimes, engines):
+ * with one account, it may be left out.
+ */
+export function findAccount<T>(runtimes: ReadonlyMap<string, T>, name: string | undefined): T | undefined {
   if (name === undefined) return runtimes.size === 1 ? [...runtimes.values()][0] : undefined;
   return runtimes.get(name);
 }

@@ -26,7 +26,6 @@ import type { Journal } from './journal/journal.js';
 import type { Metrics } from './metrics/definitions.js';
 import type { ExpositionCache } from './metrics/exposition.js';
 import type { RemediationEngine } from './remediation/engine.js';
-import type { UpstreamClient } from './upstream/client.js';
 
 export interface AppDeps {
   logger: Logger;
@@ -48,9 +47,10 @@ export interface AppDeps {
   attacks?: ReadonlyMap<string, AttackLog>;
   /** the action endpoints; absent in tests of the read-only routes */
   remediation?: {
-    engine: RemediationEngine;
+    /** one engine per account, by account name, over the one journal */
+    engines: ReadonlyMap<string, RemediationEngine>;
     journal: Journal;
-    client: UpstreamClient;
+    /** the registry's metrics (the webhook's counters carry no account) */
     metrics: Metrics;
     config: Config['remediation'];
   };
@@ -123,7 +123,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     void app.register(async (scope) => {
       scope.addHook('onRequest', createAuthCheck(remediation.config, 'forbid', authOptions));
       alertmanagerRoutes(scope, {
-        engine: remediation.engine,
+        engines: remediation.engines,
         rules: remediation.config.rules,
         metrics: remediation.metrics,
       });

@@ -54,6 +54,9 @@ export interface Daemon {
   accounts: Map<string, AccountRuntime>;
   /** the first account's poll jobs and latest inventory */
   poller: PollJobs;
+  /** each account's remediation engine (its client, server list and metrics), by name, over one journal */
+  engines: Map<string, RemediationEngine>;
+  /** the first account's engine */
   engine: RemediationEngine;
   journal: Journal;
   exposition: ExpositionCache;
@@ -116,30 +119,30 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
     const legacyGraphs = account.name === DEFAULT_ACCOUNT && !names.has('dedicated');
     accounts.set(account.name, await startAccount(account, accountDeps, { legacyGraphs }));
   }
-  // Remediation acts on the first account until targets are (account, server_id).
   const first = [...accounts.values()][0]!;
   const { client, poller, graphStore } = first;
   // A decision shows in /metrics within a second; a burst of alerts costs one rendering.
   const onDecision = () => exposition.renderSoon(1000);
-  const engine = new RemediationEngine({
-    journal,
-    client,
-    metrics: first.metrics,
-    logger,
-    targets: poller,
-    config: config.remediation,
-    now,
-    onDecision,
-  });
-  // Server ids are per account: until targets are (account, server_id), an action could reach a server of
-  // another account with the same id. With several accounts remediation stays off rather than guess.
-  const remediationServed = accounts.size === 1;
-  if (!remediationServed)
-    logger.warn(
-      { accounts: accounts.size },
-      'remediation is disabled with several accounts (targets are not yet per account); the action and webhook endpoints are not served',
-    );
-  else if (!authEnabled(config.remediation))
+  // Targets are (account, server_id): one engine per account, with that account's client, server list and
+  // metrics, over the one journal (one transaction per decision; cooldown, budget and desired state per account).
+  const engines = new Map(
+    [...accounts].map(([name, runtime]) => [
+      name,
+      new RemediationEngine({
+        account: name,
+        journal,
+        client: runtime.client,
+        metrics: runtime.metrics,
+        logger: accounts.size > 1 ? logger.child({ account: name }) : logger,
+        targets: runtime.poller,
+        config: config.remediation,
+        now,
+        onDecision,
+      }),
+    ]),
+  );
+  const engine = engines.get(first.name)!;
+  if (!authEnabled(config.remediation))
     logger.warn(
       'remediation is disabled: no credentials configured (remediation.auth); the action endpoints answer 403',
     );
@@ -149,6 +152,7 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
         dry_run: config.remediation.dryRun,
         rules: config.remediation.rules.length,
         budget_per_hour: config.remediation.budgetPerHour,
+        accounts: accounts.size,
       },
       'remediation enabled',
     );
@@ -179,9 +183,7 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
     readiness,
     statusView: statusViewOf({ version: VERSION, accounts, journal, now }),
     attacks: new Map([...accounts].map(([name, runtime]) => [name, runtime.poller.attacks])),
-    ...(remediationServed
-      ? { remediation: { engine, journal, client, metrics: first.metrics, config: config.remediation } }
-      : {}),
+    remediation: { engines, journal, metrics, config: config.remediation },
     ...(config.web.tls ? { https: readTls(config.web.tls) } : {}),
   });
   const tls = config.web.tls ? watchTls(app.server as HttpsServer, config.web.tls, logger) : undefined;
@@ -205,7 +207,7 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
         );
   if (options.schedule !== false) {
     for (const account of accounts.values()) account.scheduler.start();
-    if (remediationServed) engine.start(options.remediationTickMs);
+    for (const e of engines.values()) e.start(options.remediationTickMs);
   }
 
   return {
@@ -215,6 +217,7 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
     metrics,
     accounts,
     poller,
+    engines,
     engine,
     journal,
     exposition,
@@ -227,7 +230,7 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
       tls?.stop();
       // Cancels the poll runs in progress (their upstream requests are aborted) and waits for them to end.
       await Promise.all([...accounts.values()].map((account) => account.scheduler.stop()));
-      await engine.stop();
+      await Promise.all([...engines.values()].map((e) => e.stop()));
       await ready.catch(() => undefined);
       exposition.stop();
       // Closing HTTP waits for requests in flight, webhooks with their upstream calls and journal writes.

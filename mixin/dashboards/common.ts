@@ -1,7 +1,7 @@
 /**
  * Building blocks of the dashboards, typed with Grafana's own schema (@grafana/schema): a `datasource` variable
  * every panel and query uses (so provisioning from files needs no `__inputs`), `job` and `instance` variables
- * in every selector. An `account` variable joins them once the exporter labels series by account.
+ * in every selector, and an `account` variable in the selector of every per-account series.
  */
 import {
   DashboardCursorSync,
@@ -23,9 +23,15 @@ export const DATASOURCE: DataSourceRef = { type: 'prometheus', uid: '${datasourc
 /** The matchers every dashboard query carries. */
 export const SELECTOR = 'job=~"$job", instance=~"$instance"';
 
-/** `metric{job=~"$job", instance=~"$instance", …extra}`. */
+/**
+ * Series of the daemon as a whole, without an `account` label (the journal, the webhook): an account
+ * matcher would hide them as soon as one account is chosen.
+ */
+const DAEMON_SERIES = new Set(['baremetal_journal_up', 'baremetal_alerts_received_total']);
+
+/** `metric{job=~"$job", instance=~"$instance", account=~"$account", …extra}` (no account matcher for DAEMON_SERIES). */
 export const sel = (metric: string, extra?: string): string =>
-  `${metric}{${[SELECTOR, extra].filter(Boolean).join(', ')}}`;
+  `${metric}{${[SELECTOR, DAEMON_SERIES.has(metric) ? '' : 'account=~"$account"', extra].filter(Boolean).join(', ')}}`;
 
 /** A variable fed by a Prometheus label_values() query. */
 function labelValues(name: string, label: string, query: string, options: Partial<VariableModel> = {}): VariableModel {
@@ -43,7 +49,7 @@ function labelValues(name: string, label: string, query: string, options: Partia
   };
 }
 
-/** datasource, job and instance: the variables every dashboard starts with. */
+/** datasource, job, instance and account: the variables every dashboard starts with. */
 export function commonVariables(): VariableModel[] {
   const all = { multi: true, includeAll: true, allValue: '.+', current: { text: 'All', value: '$__all' } };
   return [
@@ -58,6 +64,7 @@ export function commonVariables(): VariableModel[] {
     },
     labelValues('job', 'Job', 'label_values(baremetal_exporter_build_info, job)', all),
     labelValues('instance', 'Instance', 'label_values(baremetal_exporter_build_info{job=~"$job"}, instance)', all),
+    labelValues('account', 'Account', `label_values(baremetal_api_up{${SELECTOR}}, account)`, all),
   ];
 }
 

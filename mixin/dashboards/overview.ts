@@ -92,7 +92,7 @@ export function overview(config: MixinConfig): Dashboard {
         title: 'API error ratio',
         grid: [12, 4, 6, 8],
         description: `Share of API requests that failed over ${config.rateWindow} (recording rule); BaremetalApiErrorRatioHigh fires above 10 % for 15 minutes.`,
-        queries: [{ expr: sel(names.apiErrorRatio), legend: '{{instance}}' }],
+        queries: [{ expr: sel(names.apiErrorRatio), legend: '{{instance}} {{account}}' }],
         fieldConfig: {
           defaults: {
             unit: 'percentunit',
@@ -122,7 +122,7 @@ export function overview(config: MixinConfig): Dashboard {
         grid: [0, 12, 12, 8],
         description:
           'Seconds since each poll job last succeeded; the alert BaremetalPollStale fires past 3 schedule periods.',
-        queries: [{ expr: sel(names.pollAge), legend: '{{instance}} {{poll}}' }],
+        queries: [{ expr: sel(names.pollAge), legend: '{{instance}} {{account}} {{poll}}' }],
         fieldConfig: { defaults: { unit: 's', min: 0 }, overrides: [] },
       }),
       panel({

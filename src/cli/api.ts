@@ -202,6 +202,7 @@ export async function runApi(argv: string[], io: CliIo = processIo()): Promise<n
       format,
       config,
       client,
+      account: account.name,
       journal: () =>
         (journal ??= journalPath !== undefined && existsSync(journalPath) ? Journal.open(journalPath) : undefined),
     };

@@ -409,7 +409,7 @@ export const LEAVES: Leaf[] = [
     example: 'baremetal-exporter api firewall state 100001 198.18.0.1 1 --wait',
     run: (ctx) => {
       const [serverId, ip, state] = ctx.args as [string, string, string];
-      const lastChange = () => ctx.journal()?.lastSent('firewall_state', serverId, ip);
+      const lastChange = () => ctx.journal()?.lastSent(ctx.account, 'firewall_state', serverId, ip);
       return action(ctx, {
         action: 'firewall_state',
         serverId,

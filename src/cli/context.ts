@@ -35,6 +35,8 @@ export interface CommandContext {
   format: OutputFormat;
   config: Config;
   client: UpstreamClient;
+  /** the account whose client this is (`--account`; the only one when one is configured) */
+  account: string;
   /** the daemon's journal, when the config's state_dir holds one; opened on first use */
   journal: () => Journal | undefined;
 }

@@ -64,6 +64,7 @@ export async function runWrite<T>(ctx: CommandContext, write: WriteAction<T>): P
 async function journaled<T>(ctx: CommandContext, write: WriteAction<T>, _operation: string): Promise<T> {
   const journal = ctx.journal();
   const id = journal?.insert({
+    account: ctx.account,
     createdAt: ctx.io.now(),
     source: 'cli',
     action: write.action,

@@ -285,7 +285,7 @@ export const configFileSchema = strict({
         minimum: 0,
         maximum: 10000,
         default: 10,
-        description: 'upstream calls per rolling hour, all actions together',
+        description: 'upstream calls per rolling hour and per account, all actions together',
       }),
       auth: credentials('the remediation endpoints (none: they answer 403)'),
       rules: Type.Array(ruleSchema, { default: [], description: 'alerts → actions; see Remediation' }),

@@ -94,10 +94,11 @@ export class Journal {
     return this.#write((db) => {
       const result = db
         .prepare(
-          `INSERT INTO actions (created_at, source, action, server_id, ip, value, alertname, fingerprint, starts_at, decision, message)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          `INSERT INTO actions (account, created_at, source, action, server_id, ip, value, alertname, fingerprint, starts_at, decision, message)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         )
         .run(
+          entry.account,
           entry.createdAt,
           entry.source,
           entry.action,
@@ -152,28 +153,28 @@ export class Journal {
     return { actionId: Number(row.action_id), digest: row.request_digest as string | null };
   }
 
-  /** Upstream calls made since `since` (ms), all actions together: the budget's use. */
-  sentSince(since: number): number {
+  /** Upstream calls made for `account` since `since` (ms), all actions together: the account's budget use. */
+  sentSince(account: string, since: number): number {
     return this.#access((db) =>
       Number(
         (
           db
-            .prepare(`SELECT count(*) AS n FROM actions WHERE created_at >= ? AND decision IN ${SENT}`)
-            .get(since) as Row
+            .prepare(`SELECT count(*) AS n FROM actions WHERE account = ? AND created_at >= ? AND decision IN ${SENT}`)
+            .get(account, since) as Row
         ).n,
       ),
     );
   }
 
   /** Time (ms) of the last upstream call of `action` on the target, if any. */
-  lastSent(action: string, serverId: string, ip: string | null): number | undefined {
+  lastSent(account: string, action: string, serverId: string, ip: string | null): number | undefined {
     const row = this.#access(
       (db) =>
         db
           .prepare(
-            `SELECT max(created_at) AS at FROM actions WHERE action = ? AND server_id = ? AND ip IS ? AND decision IN ${SENT}`,
+            `SELECT max(created_at) AS at FROM actions WHERE account = ? AND action = ? AND server_id = ? AND ip IS ? AND decision IN ${SENT}`,
           )
-          .get(action, serverId, ip) as Row,
+          .get(account, action, serverId, ip) as Row,
     );
     return row.at === null ? undefined : Number(row.at);
   }
@@ -183,15 +184,17 @@ export class Journal {
     return row ? toEntry(row) : undefined;
   }
 
-  /** Newest first, optionally for one server and/or action; `limit` rows at most. */
-  list(filter: { serverId?: string; action?: string; limit: number }): JournalEntry[] {
+  /** Newest first, optionally for one account, server and/or action; `limit` rows at most. */
+  list(filter: { account?: string; serverId?: string; action?: string; limit: number }): JournalEntry[] {
     return this.#access((db) =>
       (
         db
           .prepare(
-            'SELECT * FROM actions WHERE (? IS NULL OR server_id = ?) AND (? IS NULL OR action = ?) ORDER BY id DESC LIMIT ?',
+            'SELECT * FROM actions WHERE (? IS NULL OR account = ?) AND (? IS NULL OR server_id = ?) AND (? IS NULL OR action = ?) ORDER BY id DESC LIMIT ?',
           )
           .all(
+            filter.account ?? null,
+            filter.account ?? null,
             filter.serverId ?? null,
             filter.serverId ?? null,
             filter.action ?? null,
@@ -206,27 +209,27 @@ export class Journal {
    * Rows left `executing` by a crash: the call may have reached the API and been acted on, so their
    * decision is `unknown` (they keep counting for cooldown and budget). Returns the rows changed.
    */
-  recoverInterrupted(at: number): JournalEntry[] {
+  recoverInterrupted(account: string, at: number): JournalEntry[] {
     return this.#write((db) =>
       (
         db
           .prepare(
-            "UPDATE actions SET decision = 'unknown', upstream_outcome = 'interrupted', message = 'interrupted: the daemon stopped during the upstream call; the API may have acted', completed_at = ? WHERE decision = 'executing' RETURNING *",
+            "UPDATE actions SET decision = 'unknown', upstream_outcome = 'interrupted', message = 'interrupted: the daemon stopped during the upstream call; the API may have acted', completed_at = ? WHERE account = ? AND decision = 'executing' RETURNING *",
           )
-          .all(at) as Row[]
+          .all(at, account) as Row[]
       ).map(toEntry),
     );
   }
 
   /** Rows per action and decision (rows still `executing` left out), to rebuild counters at start. */
-  decisionCounts(): Array<{ action: string; decision: Decision; count: number }> {
+  decisionCounts(account: string): Array<{ action: string; decision: Decision; count: number }> {
     return this.#access((db) =>
       (
         db
           .prepare(
-            "SELECT action, decision, count(*) AS n FROM actions WHERE decision != 'executing' GROUP BY action, decision",
+            "SELECT action, decision, count(*) AS n FROM actions WHERE account = ? AND decision != 'executing' GROUP BY action, decision",
           )
-          .all() as Row[]
+          .all(account) as Row[]
       ).map((r) => ({
         action: String(r.action),
         decision: r.decision as Decision,
@@ -236,14 +239,14 @@ export class Journal {
   }
 
   /** Time (ms) of the latest `failed` and `unknown` row per action. */
-  lastFailures(): Array<{ action: string; decision: 'failed' | 'unknown'; at: number }> {
+  lastFailures(account: string): Array<{ action: string; decision: 'failed' | 'unknown'; at: number }> {
     return this.#access((db) =>
       (
         db
           .prepare(
-            "SELECT action, decision, max(coalesce(completed_at, created_at)) AS at FROM actions WHERE decision IN ('failed', 'unknown') GROUP BY action, decision",
+            "SELECT action, decision, max(coalesce(completed_at, created_at)) AS at FROM actions WHERE account = ? AND decision IN ('failed', 'unknown') GROUP BY action, decision",
           )
-          .all() as Row[]
+          .all(account) as Row[]
       ).map((r) => ({ action: String(r.action), decision: r.decision as 'failed' | 'unknown', at: Number(r.at) })),
     );
   }
@@ -274,33 +277,40 @@ export class Journal {
     });
   }
 
-  desired(serverId: string, ip: string): DesiredFirewall | undefined {
+  desired(account: string, serverId: string, ip: string): DesiredFirewall | undefined {
     const row = this.#access(
       (db) =>
-        db.prepare('SELECT * FROM firewall_desired WHERE server_id = ? AND ip = ?').get(serverId, ip) as
-          | Row
-          | undefined,
+        db
+          .prepare('SELECT * FROM firewall_desired WHERE account = ? AND server_id = ? AND ip = ?')
+          .get(account, serverId, ip) as Row | undefined,
     );
     return row ? toDesired(row) : undefined;
   }
 
-  /** Every IP with a desired state (for the desired-state gauge after a restart). */
-  allDesired(): DesiredFirewall[] {
-    return this.#access((db) => (db.prepare('SELECT * FROM firewall_desired').all() as Row[]).map(toDesired));
+  /** Every IP of `account` with a desired state (for the desired-state gauge after a restart). */
+  allDesired(account: string): DesiredFirewall[] {
+    return this.#access((db) =>
+      (db.prepare('SELECT * FROM firewall_desired WHERE account = ?').all(account) as Row[]).map(toDesired),
+    );
   }
 
-  /** Pending changes due at or before `at`, oldest due first. */
-  dueDesired(at: number): DesiredFirewall[] {
+  /** Pending changes of `account` due at or before `at`, oldest due first. */
+  dueDesired(account: string, at: number): DesiredFirewall[] {
     return this.#access((db) =>
       (
-        db.prepare('SELECT * FROM firewall_desired WHERE pending = 1 AND due_at <= ? ORDER BY due_at').all(at) as Row[]
+        db
+          .prepare('SELECT * FROM firewall_desired WHERE account = ? AND pending = 1 AND due_at <= ? ORDER BY due_at')
+          .all(account, at) as Row[]
       ).map(toDesired),
     );
   }
 
-  pendingCount(): number {
+  pendingCount(account: string): number {
     return this.#access((db) =>
-      Number((db.prepare('SELECT count(*) AS n FROM firewall_desired WHERE pending = 1').get() as Row).n),
+      Number(
+        (db.prepare('SELECT count(*) AS n FROM firewall_desired WHERE account = ? AND pending = 1').get(account) as Row)
+          .n,
+      ),
     );
   }
 
@@ -308,13 +318,14 @@ export class Journal {
     this.#write((db) =>
       db
         .prepare(
-          `INSERT INTO firewall_desired (server_id, ip, desired_state, due_at, pending, attempts, applied_state, applied_at, cooldown_ms)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-           ON CONFLICT (server_id, ip) DO UPDATE SET desired_state = excluded.desired_state, due_at = excluded.due_at,
+          `INSERT INTO firewall_desired (account, server_id, ip, desired_state, due_at, pending, attempts, applied_state, applied_at, cooldown_ms)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (account, server_id, ip) DO UPDATE SET desired_state = excluded.desired_state, due_at = excluded.due_at,
              pending = excluded.pending, attempts = excluded.attempts, applied_state = excluded.applied_state,
              applied_at = excluded.applied_at, cooldown_ms = excluded.cooldown_ms`,
         )
         .run(
+          d.account,
           d.serverId,
           d.ip,
           d.desiredState,
@@ -329,30 +340,41 @@ export class Journal {
   }
 
   /**
-   * Marks the desired-state rows of servers not in the server list as missing since `at` (keeping an
+   * Marks the desired-state rows of `account`'s servers not in its server list as missing since `at` (keeping an
    * earlier mark), clears the mark of servers back in it, and deletes the rows missing since before
    * `retireBefore`. Returns the rows deleted.
    */
   retireMissing(
+    account: string,
     isListed: (serverId: string) => boolean,
     at: number,
     retireBefore: number,
   ): Array<{ serverId: string; ip: string }> {
     return this.#write((db) => {
-      for (const r of db.prepare('SELECT DISTINCT server_id, missing_since FROM firewall_desired').all() as Row[]) {
+      const rows = db
+        .prepare('SELECT DISTINCT server_id, missing_since FROM firewall_desired WHERE account = ?')
+        .all(account) as Row[];
+      for (const r of rows) {
         const serverId = String(r.server_id);
         const listed = isListed(serverId);
         if (listed && r.missing_since !== null)
-          db.prepare('UPDATE firewall_desired SET missing_since = NULL WHERE server_id = ?').run(serverId);
+          db.prepare('UPDATE firewall_desired SET missing_since = NULL WHERE account = ? AND server_id = ?').run(
+            account,
+            serverId,
+          );
         if (!listed && r.missing_since === null)
-          db.prepare('UPDATE firewall_desired SET missing_since = ? WHERE server_id = ?').run(at, serverId);
+          db.prepare('UPDATE firewall_desired SET missing_since = ? WHERE account = ? AND server_id = ?').run(
+            at,
+            account,
+            serverId,
+          );
       }
       return (
         db
           .prepare(
-            'DELETE FROM firewall_desired WHERE missing_since IS NOT NULL AND missing_since < ? RETURNING server_id, ip',
+            'DELETE FROM firewall_desired WHERE account = ? AND missing_since IS NOT NULL AND missing_since < ? RETURNING server_id, ip',
           )
-          .all(retireBefore) as Row[]
+          .all(account, retireBefore) as Row[]
       ).map((r) => ({
         serverId: String(r.server_id),
         ip: String(r.ip),

@@ -50,6 +50,33 @@ export const MIGRATIONS = [
    CREATE INDEX deliveries_action ON deliveries (action_id);
    CREATE INDEX deliveries_seen ON deliveries (seen_at);
    ALTER TABLE firewall_desired ADD COLUMN missing_since INTEGER;`,
+  // 3: targets are (account, server_id): server ids are per account. Rows written before accounts belong
+  // to the single-account form's account, `default`. The desired state's key gains the account, which
+  // SQLite can only do by rebuilding the table.
+  `ALTER TABLE actions ADD COLUMN account TEXT NOT NULL DEFAULT 'default';
+   DROP INDEX actions_target;
+   CREATE INDEX actions_target ON actions (account, action, server_id, ip, created_at);
+   CREATE INDEX actions_account_created ON actions (account, created_at);
+   CREATE TABLE firewall_desired_v3 (
+     account TEXT NOT NULL,
+     server_id TEXT NOT NULL,
+     ip TEXT NOT NULL,
+     desired_state TEXT NOT NULL,
+     due_at INTEGER NOT NULL,
+     pending INTEGER NOT NULL,
+     attempts INTEGER NOT NULL DEFAULT 0,
+     applied_state TEXT,
+     applied_at INTEGER,
+     cooldown_ms INTEGER NOT NULL,
+     missing_since INTEGER,
+     PRIMARY KEY (account, server_id, ip)
+   );
+   INSERT INTO firewall_desired_v3 (account, server_id, ip, desired_state, due_at, pending, attempts, applied_state,
+       applied_at, cooldown_ms, missing_since)
+     SELECT 'default', server_id, ip, desired_state, due_at, pending, attempts, applied_state, applied_at, cooldown_ms,
+       missing_since FROM firewall_desired;
+   DROP TABLE firewall_desired;
+   ALTER TABLE firewall_desired_v3 RENAME TO firewall_desired;`,
 ];
 
 /**

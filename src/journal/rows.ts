@@ -8,6 +8,8 @@ import type { Decision } from '../remediation/decisions.js';
 /** A journal row. Times are Unix milliseconds. `decision` is `executing` while the upstream call runs. */
 export interface JournalEntry {
   id: number;
+  /** the account whose server this is (server ids are per account) */
+  account: string;
   createdAt: number;
   completedAt: number | null;
   /** `alert` (Alertmanager), `operator` (action endpoint or console download), `pending` (a deferred firewall change applied) or `cli` (`api` command) */
@@ -32,6 +34,7 @@ export type NewEntry = Omit<JournalEntry, 'id' | 'completedAt' | 'upstreamOutcom
 
 /** The desired firewall state of one IP, with what was last applied. */
 export interface DesiredFirewall {
+  account: string;
   serverId: string;
   ip: string;
   desiredState: '0' | '1';
@@ -57,6 +60,7 @@ export type Row = Record<string, SQLInputValue>;
 
 export const toEntry = (r: Row): JournalEntry => ({
   id: Number(r.id),
+  account: String(r.account),
   createdAt: Number(r.created_at),
   completedAt: r.completed_at === null ? null : Number(r.completed_at),
   source: r.source as JournalEntry['source'],
@@ -73,6 +77,7 @@ export const toEntry = (r: Row): JournalEntry => ({
 });
 
 export const toDesired = (r: Row): DesiredFirewall => ({
+  account: String(r.account),
   serverId: String(r.server_id),
   ip: String(r.ip),
   desiredState: r.desired_state as '0' | '1',

@@ -28,6 +28,8 @@ export type Decided = ActionDecision & { send: boolean };
 export type DecideFn = (decision: Decision | 'executing', message: string, claim: boolean) => Decided;
 
 export interface DesiredFirewallDeps {
+  /** the account whose desired state this is; its client sends it */
+  account: string;
   journal: Journal;
   client: UpstreamClient;
   logger: Logger;
@@ -51,15 +53,15 @@ export class DesiredFirewallState {
 
   /** Inside the decision transaction: records the wanted state; claims the call when due and allowed, else leaves it pending. */
   decide(req: ActionRequest, now: number, decide: DecideFn): Decided {
-    const { journal, config } = this.#deps;
+    const { account, journal, config } = this.#deps;
     const ip = req.ip!;
     const state = req.value as '0' | '1';
     if (config.dryRun)
       return decide('dry_run', `dry run: desired state ${state} recorded, nothing sent upstream`, true);
 
-    const previous = journal.desired(req.serverId, ip);
+    const previous = journal.desired(account, req.serverId, ip);
     const cooldownMs = Math.max(req.cooldownMs, previous?.cooldownMs ?? 0);
-    const lastSent = journal.lastSent('firewall_state', req.serverId, ip);
+    const lastSent = journal.lastSent(account, 'firewall_state', req.serverId, ip);
     // The window opens 2 minutes after the last call (applied or not); a failing change keeps its backoff.
     const windowOpensAt = Math.max(
       lastSent === undefined ? now : lastSent + cooldownMs,
@@ -68,6 +70,7 @@ export class DesiredFirewallState {
     const backoff = previous?.pending && previous.attempts > 0 ? previous.dueAt : now;
     const dueAt = Math.max(now + (req.holdMs ?? 0), windowOpensAt, backoff);
     const desired: DesiredFirewall = {
+      account,
       serverId: req.serverId,
       ip,
       desiredState: state,
@@ -102,7 +105,7 @@ export class DesiredFirewallState {
       const result = await setFirewallState(client, { serverId: d.serverId, ip: d.ip, state: d.desiredState });
       const at = now();
       // The desired state may have changed while the call was in flight: keep it pending then.
-      const latest = journal.desired(d.serverId, d.ip) ?? d;
+      const latest = journal.desired(d.account, d.serverId, d.ip) ?? d;
       const stillPending = latest.desiredState !== d.desiredState;
       journal.saveDesired({
         ...latest,
@@ -117,7 +120,7 @@ export class DesiredFirewallState {
     } catch (error) {
       const at = now();
       const message = error instanceof Error ? error.message : String(error);
-      const latest = journal.desired(d.serverId, d.ip) ?? d;
+      const latest = journal.desired(d.account, d.serverId, d.ip) ?? d;
       if (error instanceof ApiError && WINDOW_REFUSAL.test(error.apiMessage)) {
         // Changed elsewhere (or by a run before a crash) within the window: wait for it to open.
         journal.saveDesired({ ...latest, pending: true, dueAt: at + latest.cooldownMs });
@@ -148,12 +151,13 @@ export class DesiredFirewallState {
 
   /** Applies the pending changes due now, one after the other. Returns how many were due. */
   async applyDue(): Promise<number> {
-    const { journal, logger, record } = this.#deps;
+    const { account, journal, logger, record } = this.#deps;
     const now = this.#deps.now();
-    const due = journal.dueDesired(now);
+    const due = journal.dueDesired(account, now);
     for (const d of due) {
       if (this.#inFlight.has(`${d.serverId}/${d.ip}`)) continue;
       const base: NewEntry = {
+        account,
         createdAt: now,
         source: 'pending',
         action: 'firewall_state',
@@ -178,7 +182,7 @@ export class DesiredFirewallState {
       }
       const lastSent = Math.max(
         d.appliedAt ?? -Infinity,
-        journal.lastSent('firewall_state', d.serverId, d.ip) ?? -Infinity,
+        journal.lastSent(account, 'firewall_state', d.serverId, d.ip) ?? -Infinity,
       );
       if (now - lastSent < d.cooldownMs) {
         journal.saveDesired({ ...d, dueAt: lastSent + d.cooldownMs });

@@ -6,6 +6,11 @@
  * budget); any other action goes on through cooldown (`checkCooldown`), dry run, and the hourly budget
  * (`budgetLeft`). The row is completed after the call with what the API said: `executed` only on an
  * explicit success, `failed` when it said no, `unknown` when it may have acted without saying so.
+ *
+ * One engine per account, over the daemon's one journal: the engine is built with the account's client,
+ * server list and metrics, and every journal query it makes (cooldown, budget, desired state, recovery)
+ * names its account. A decision is still one journal transaction, and the code that decides never has to
+ * pick a client: it has only one.
  */
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
@@ -24,6 +29,8 @@ import { failureDecision, failureOutcome, requestDigest } from './outcome.js';
 import type { ActionDecision, ActionRequest, TargetDirectory } from './types.js';
 
 export interface EngineDeps {
+  /** the account this engine acts for: its requests must name it */
+  account: string;
   journal: Journal;
   client: UpstreamClient;
   metrics: Metrics;
@@ -54,7 +61,7 @@ export class RemediationEngine {
       budgetLeft: (now) => this.#budgetLeft(now),
       record: (action, result, failedAt) => this.#record(action, result, failedAt),
     });
-    const { journal, logger, metrics } = deps;
+    const { account, journal, logger, metrics } = deps;
     if (journal.unavailable !== undefined) {
       logger.error(
         { reason: journal.unavailable },
@@ -62,18 +69,18 @@ export class RemediationEngine {
       );
       return;
     }
-    for (const row of journal.recoverInterrupted(this.#now())) {
+    for (const row of journal.recoverInterrupted(account, this.#now())) {
       logger.warn(
         { journal_id: row.id, action: row.action, server_id: row.serverId, ip: row.ip },
         'journal row left executing by a previous run: outcome unknown (the API may have acted); it counts for cooldown and budget',
       );
     }
     // Decision metrics are rebuilt from the journal, so a restart loses none (failed and unknown included).
-    for (const c of journal.decisionCounts())
+    for (const c of journal.decisionCounts(account))
       metrics.actionRequests.inc({ action: c.action, decision: c.decision }, c.count);
-    for (const f of journal.lastFailures())
+    for (const f of journal.lastFailures(account))
       metrics.actionLastFailure.set({ action: f.action, decision: f.decision }, f.at / 1000);
-    for (const d of journal.allDesired()) {
+    for (const d of journal.allDesired(account)) {
       metrics.firewallDesiredState.set({ server_id: d.serverId, ip: d.ip }, Number(d.desiredState));
     }
     this.#refreshGauges();
@@ -93,10 +100,14 @@ export class RemediationEngine {
 
   /** Decides on one request; executes it when every guard allows. Throws JournalError, NotReadyError, IdempotencyMismatchError. */
   async request(req: ActionRequest): Promise<ActionDecision> {
-    const { journal, config } = this.#deps;
+    const { account, journal, config } = this.#deps;
+    // The route picks the engine by the request's account; a mismatch is a bug, never a guess.
+    if (req.account !== account)
+      throw new Error(`request for account ${req.account} given to the engine of account ${account}`);
     this.#requireUsable();
     const now = this.#now();
     const entry: NewEntry = {
+      account,
       createdAt: now,
       source: req.source,
       action: req.action,
@@ -143,7 +154,7 @@ export class RemediationEngine {
     }
     if (!decided.send) return this.#record(req.action, decided);
     if (req.action === 'firewall_state')
-      return this.#firewall.apply(journal.desired(req.serverId, req.ip!)!, decided.id);
+      return this.#firewall.apply(journal.desired(account, req.serverId, req.ip!)!, decided.id);
     return this.#execute(decided.id, req.action, () => this.#send(req));
   }
 
@@ -152,10 +163,11 @@ export class RemediationEngine {
    * `console`). Throws JournalError, NotReadyError, NotFoundError (unknown server), UpstreamError.
    */
   async console(serverId: string): Promise<string> {
-    const { journal, targets } = this.#deps;
+    const { account, journal, targets } = this.#deps;
     this.#requireUsable();
     const now = this.#now();
     const entry: NewEntry = {
+      account,
       createdAt: now,
       source: 'operator',
       action: 'console',
@@ -215,7 +227,7 @@ export class RemediationEngine {
   }
 
   #budgetLeft(now: number): number {
-    return budgetLeft(this.#deps.journal, this.#deps.config.budgetPerHour, now);
+    return budgetLeft(this.#deps.journal, this.#deps.account, this.#deps.config.budgetPerHour, now);
   }
 
   /** Runs the upstream call of journal row `id` and completes the row with what the API said. */
@@ -274,7 +286,7 @@ export class RemediationEngine {
 
   #refreshGauges(): void {
     const { metrics, journal } = this.#deps;
-    metrics.actionPending.set({ action: 'firewall_state' }, journal.pendingCount());
+    metrics.actionPending.set({ action: 'firewall_state' }, journal.pendingCount(this.#deps.account));
     metrics.actionBudgetRemaining.set(Math.max(0, this.#budgetLeft(this.#now())));
   }
 }

@@ -45,7 +45,7 @@ export function checkTarget(targets: TargetDirectory, req: ActionRequest): Denia
 
 /** Cooldown per (action, target): the last upstream call of the same action on the same target. */
 export function checkCooldown(journal: Journal, req: ActionRequest, now: number): Denial | undefined {
-  const last = journal.lastSent(req.action, req.serverId, req.ip ?? null);
+  const last = journal.lastSent(req.account, req.action, req.serverId, req.ip ?? null);
   if (last === undefined || now - last >= req.cooldownMs) return undefined;
   const target = req.ip ? `${req.serverId}/${req.ip}` : req.serverId;
   return {
@@ -54,7 +54,7 @@ export function checkCooldown(journal: Journal, req: ActionRequest, now: number)
   };
 }
 
-/** Upstream calls still allowed in the rolling hour before `now`. */
-export function budgetLeft(journal: Journal, budgetPerHour: number, now: number): number {
-  return budgetPerHour - journal.sentSince(now - HOUR);
+/** Upstream calls still allowed to `account` in the rolling hour before `now` (the budget is per account). */
+export function budgetLeft(journal: Journal, account: string, budgetPerHour: number, now: number): number {
+  return budgetPerHour - journal.sentSince(account, now - HOUR);
 }

@@ -23,6 +23,8 @@ const PRUNE_EVERY_MS = 3_600_000;
 
 /** What the housekeeping needs of the engine's dependencies. */
 export interface HousekeepingDeps {
+  /** the account whose desired state is retired; pruning is journal-wide */
+  account: string;
   journal: Journal;
   metrics: Metrics;
   logger: Logger;
@@ -53,10 +55,10 @@ export class Housekeeping {
 
   /** Marks desired state of unlisted servers, and retires what has been missing for RETIRE_AFTER_MS. Returns the rows retired. */
   retire(now: number): number {
-    const { journal, metrics, logger, targets } = this.#deps;
+    const { account, journal, metrics, logger, targets } = this.#deps;
     // Before the first server list every server would look gone.
     if (!targets.serversKnown) return 0;
-    const retired = journal.retireMissing((id) => targets.hasServer(id), now, now - RETIRE_AFTER_MS);
+    const retired = journal.retireMissing(account, (id) => targets.hasServer(id), now, now - RETIRE_AFTER_MS);
     for (const r of retired) metrics.firewallDesiredState.remove({ server_id: r.serverId, ip: r.ip });
     if (retired.length > 0)
       logger.info(

@@ -2,7 +2,8 @@
  * Alertmanager alerts → action requests. An alert matches a rule when its `alertname` and every
  * matcher label are equal; the rule names the labels carrying `server_id` and `ip`. Power and
  * sensitivity actions fire on `firing` only; firewall-state rules set `firing_state` on firing and
- * `resolved_state` (after `hold`) on resolved.
+ * `resolved_state` (after `hold`) on resolved. The rule's `account_label` names the account: an alert
+ * without it is accepted only when exactly one account is configured (server ids are per account).
  */
 import type { RemediationRule } from '../config/schema.js';
 import { BadRequestError } from '../errors.js';
@@ -16,10 +17,16 @@ export function matches(rule: RemediationRule, alert: WebhookAlert): boolean {
 }
 
 /**
- * The requests one alert gives under `rules`; `index` names the alert in errors. Throws BadRequestError
- * when a matching rule needs a label the alert lacks.
+ * The requests one alert gives under `rules`; `index` names the alert in errors; `accounts` are the
+ * configured account names. Throws BadRequestError when a matching rule needs a label the alert lacks
+ * (the account label with several accounts) or names an account that is not configured.
  */
-export function requestsFor(alert: WebhookAlert, index: number, rules: RemediationRule[]): ActionRequest[] {
+export function requestsFor(
+  alert: WebhookAlert,
+  index: number,
+  rules: RemediationRule[],
+  accounts: readonly string[],
+): ActionRequest[] {
   const requests: ActionRequest[] = [];
   for (const rule of rules.filter((r) => matches(r, alert))) {
     const label = (name: string) => {
@@ -30,9 +37,11 @@ export function requestsFor(alert: WebhookAlert, index: number, rules: Remediati
         );
       return value;
     };
+    const account = accountOf(alert, index, rule, accounts);
     const serverId = label(rule.serverIdLabel);
     const base = {
       source: 'alert' as const,
+      account,
       action: rule.action,
       serverId,
       cooldownMs: rule.cooldownMs,
@@ -57,4 +66,21 @@ export function requestsFor(alert: WebhookAlert, index: number, rules: Remediati
     }
   }
   return requests;
+}
+
+/** The account an alert names under `rule`, or the only one configured when it names none. */
+function accountOf(alert: WebhookAlert, index: number, rule: RemediationRule, accounts: readonly string[]): string {
+  const field = `alerts[${index}].labels.${rule.accountLabel}`;
+  const value = alert.labels[rule.accountLabel];
+  if (!value) {
+    if (accounts.length === 1) return accounts[0]!;
+    throw new BadRequestError(
+      `${field}: required by the ${rule.action} rule for ${rule.alertname} with several accounts (configured: ${accounts.join(', ')})`,
+    );
+  }
+  if (!accounts.includes(value))
+    throw new BadRequestError(
+      `${field}: unknown account ${JSON.stringify(value)} (configured: ${accounts.join(', ')})`,
+    );
+  return value;
 }

@@ -6,7 +6,7 @@
 import type { ActionName } from '../config/schema.js';
 import type { Decision } from './decisions.js';
 
-/** What the engine needs to know of the inventory (the inventory poller provides it). */
+/** What the engine needs to know of one account's inventory (the account's poller provides it). */
 export interface TargetDirectory {
   /** false until the first server list was read */
   readonly serversKnown: boolean;
@@ -19,6 +19,8 @@ export interface TargetDirectory {
 /** One action to decide on. */
 export interface ActionRequest {
   source: 'alert' | 'operator';
+  /** the account whose server this is: a target is (account, server_id) */
+  account: string;
   action: ActionName;
   serverId: string;
   ip?: string;

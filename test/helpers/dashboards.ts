@@ -31,7 +31,7 @@ export function dashboards(): Array<{ file: string; dashboard: Dashboard }> {
 
 /**
  * A panel query with Grafana's variables replaced by real values, ready for Prometheus: `job` is the scrape
- * job of examples/prometheus.yml and `instance` the variable's "All" value, unless `variables` says otherwise.
+ * job of examples/prometheus.yml and `instance` and `account` their variables' "All" value, unless `variables` says otherwise.
  */
 export function substitute(expr: string, variables: Record<string, string>): string {
   const values: Record<string, string> = {
@@ -40,6 +40,7 @@ export function substitute(expr: string, variables: Record<string, string>): str
     __range: '1h',
     job: 'baremetal',
     instance: '.+',
+    account: '.+',
     ...variables,
   };
   return expr.replace(/\$\{?(\w+)\}?/g, (whole, name: string) => values[name] ?? whole);

@@ -68,6 +68,7 @@ export async function engineHarness(
     ...remediation,
   };
   const engine = new RemediationEngine({
+    account: 'default',
     journal,
     client,
     metrics,

@@ -1,9 +1,12 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { buildConfig } from '../../src/config/load.js';
 import type { ConfigError } from '../../src/errors.js';
 import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
 import { captureLogger } from '../helpers/logger.js';
+import { TOKEN } from '../helpers/remediation.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const NOW = Date.UTC(2026, 10, 21, 12, 0, 0);
@@ -71,32 +74,109 @@ describe('several accounts', () => {
     }).toEqual({ serversMain: 3, serversB: badKey ? 0 : 5, upMain: 1, upB });
   });
 
-  it('does not serve remediation with several accounts: a server id could name a server of another account', async () => {
-    const a = await simulator('key-a-0123456789', 3);
-    const b = await simulator('key-b-0123456789', 3);
-    const daemon = await daemonOf({
-      accounts: [
-        { name: 'main', base_url: a.url, api_key: 'key-a-0123456789' },
-        { name: 'reseller-eu', base_url: b.url, api_key: 'key-b-0123456789' },
-      ],
-      remediation: { dry_run: false },
-    });
-    for (const account of daemon.accounts.values()) await account.poller.run('servers');
-    const alert = {
+  describe('remediation targets are (account, server_id)', () => {
+    const POWERCYCLE = '/api/v1/dedicated/powercycle';
+    const alert = (labels: Record<string, string>) => ({
       version: '4',
       status: 'firing',
       alerts: [
         {
           status: 'firing',
-          labels: { alertname: 'X', server_id: '100001' },
+          labels: { alertname: 'ServerDown', server_id: '100001', ...labels },
           startsAt: '2026-11-21T12:00:00Z',
           fingerprint: 'f1',
         },
       ],
-    };
-    const res = await daemon.app.inject({ method: 'POST', url: '/api/v1/alertmanager', payload: alert });
-    expect(res.statusCode).toBe(404);
-    expect([...a.calls, ...b.calls].filter((c) => c.path.startsWith('/api/v1/dedicated/power'))).toEqual([]);
+    });
+    const configured = '(configured: main, reseller-eu)';
+
+    it.each([
+      {
+        name: 'an alert naming reseller-eu power-cycles server 100001 of reseller-eu only',
+        url: '/api/v1/alertmanager',
+        payload: alert({ account: 'reseller-eu' }),
+        status: 200,
+        message: undefined,
+        calls: { main: 0, reseller: 1 },
+      },
+      {
+        name: 'an alert without the account label is refused: nothing acts',
+        url: '/api/v1/alertmanager',
+        payload: alert({}),
+        status: 400,
+        message: `alerts[0].labels.account: required by the powercycle rule for ServerDown with several accounts ${configured}`,
+        calls: { main: 0, reseller: 0 },
+      },
+      {
+        name: 'an alert naming an unknown account is refused',
+        url: '/api/v1/alertmanager',
+        payload: alert({ account: 'other' }),
+        status: 400,
+        message: `alerts[0].labels.account: unknown account "other" ${configured}`,
+        calls: { main: 0, reseller: 0 },
+      },
+      {
+        name: 'an operator call naming reseller-eu reaches reseller-eu only',
+        url: '/api/v1/actions/powercycle',
+        payload: { account: 'reseller-eu', server_id: '100001' },
+        status: 200,
+        message: undefined,
+        calls: { main: 0, reseller: 1 },
+      },
+      {
+        name: 'an operator call without account is refused',
+        url: '/api/v1/actions/powercycle',
+        payload: { server_id: '100001' },
+        status: 400,
+        message: `body/account: required with several accounts ${configured}`,
+        calls: { main: 0, reseller: 0 },
+      },
+      {
+        name: 'an operator call naming an unknown account is refused',
+        url: '/api/v1/actions/powercycle',
+        payload: { account: 'other', server_id: '100001' },
+        status: 400,
+        message: `body/account: unknown account "other" ${configured}`,
+        calls: { main: 0, reseller: 0 },
+      },
+    ])('$name', async ({ url, payload, status, message, calls }) => {
+      const a = await simulator('key-a-0123456789', 3);
+      const b = await simulator('key-b-0123456789', 3);
+      const stateDir = tempDir();
+      writeFileSync(join(stateDir, 'token'), TOKEN);
+      const daemon = await daemonOf(
+        {
+          accounts: [
+            { name: 'main', base_url: a.url, api_key: 'key-a-0123456789' },
+            { name: 'reseller-eu', base_url: b.url, api_key: 'key-b-0123456789' },
+          ],
+          remediation: {
+            dry_run: false,
+            auth: { bearer_token_files: [join(stateDir, 'token')] },
+            rules: [{ alertname: 'ServerDown', action: 'powercycle' }],
+          },
+        },
+        stateDir,
+      );
+      for (const account of daemon.accounts.values()) await account.poller.run('servers');
+      const res = await daemon.app.inject({
+        method: 'POST',
+        url,
+        payload,
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
+      expect({
+        status: res.statusCode,
+        message: status === 200 ? undefined : res.json().message,
+        calls: { main: a.callsTo(POWERCYCLE).length, reseller: b.callsTo(POWERCYCLE).length },
+      }).toEqual({ status, message, calls });
+      if (status === 200)
+        expect(daemon.journal.list({ limit: 1 })[0]).toMatchObject({
+          account: 'reseller-eu',
+          serverId: '100001',
+          decision: 'executed',
+        });
+    });
   });
 
   it('a restart does not count again the events counted before; a new event counts once', async () => {

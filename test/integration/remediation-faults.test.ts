@@ -93,7 +93,7 @@ describe('remediation under upstream faults', () => {
           decision: 'failed',
           message: expect.stringContaining('The request could not be completed.'),
         });
-        expect(d.journal.desired('100001', '198.18.0.1')).toMatchObject({
+        expect(d.journal.desired('default', '100001', '198.18.0.1')).toMatchObject({
           pending: true,
           desiredState: '1',
           appliedState: null,

@@ -4,20 +4,26 @@
  * `GET /api/v1/servers/:server_id/console.jnlp` (the KVM/IPMI console as a download, contract §4 rule 5).
  * An optional `Idempotency-Key` header makes a retried operator call act once; the same key with another
  * body is refused (422). Every endpoint answers 503 while the journal is unavailable.
+ * A target is (account, server_id): the bodies take `account` (the console `?account=`), which may be left
+ * out when one account is configured; missing with several, or unknown, it is a 400 and nothing acts.
  */
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static, type TSchema } from 'typebox';
+import { findAccount } from '../../accounts.js';
 import { ACTIONS, DEFAULT_COOLDOWN_MS, type ActionName } from '../../config/schema.js';
+import { BadRequestError } from '../../errors.js';
 import { oneOf, strictObject } from '../../json-schema.js';
 import type { Journal } from '../../journal/journal.js';
 import type { RemediationEngine } from '../../remediation/engine.js';
-import type { UpstreamClient } from '../../upstream/client.js';
 import { SENSITIVITIES } from '../../upstream/params.js';
 import { idSchema, queryInteger, queryIntegerSchema } from '../schemas.js';
 
 const ip = Type.Unsafe<string>({ type: 'string', anyOf: [{ format: 'ipv4' }, { format: 'ipv6' }] });
 const serverId = Type.Unsafe<string>(idSchema);
-const serverBody = strictObject({ server_id: serverId });
+/** An account name as the config allows it; whether it is configured is checked by the route. */
+const accountSchema = { type: 'string', pattern: '^[a-z0-9_-]{1,32}$' } as const;
+const account = Type.Optional(Type.Unsafe<string>(accountSchema));
+const serverBody = strictObject({ account, server_id: serverId });
 
 /** The body of each operator action, one per action of `ACTIONS`; unknown fields are errors. */
 const BODIES = {
@@ -26,17 +32,35 @@ const BODIES = {
   poweroff: serverBody,
   // The README documents `"state": 0 or 1`; the strings "0"/"1" are the API's own form. Exactly these four
   // JSON values are accepted (an enum, not a coercion): `true`, `"01"` or `[1]` are 400.
-  firewall_state: strictObject({ server_id: serverId, ip, state: oneOf(['0', '1', 0, 1]) }),
-  firewall_sensitivity: strictObject({ server_id: serverId, ip, sensitivity: oneOf(SENSITIVITIES) }),
+  firewall_state: strictObject({ account, server_id: serverId, ip, state: oneOf(['0', '1', 0, 1]) }),
+  firewall_sensitivity: strictObject({ account, server_id: serverId, ip, sensitivity: oneOf(SENSITIVITIES) }),
 } satisfies Record<ActionName, TSchema>;
 
 /** Any operator body, read field by field: a field its action does not have is absent. */
 type ActionBody = Static<typeof serverBody> &
   Partial<Static<typeof BODIES.firewall_state> & Static<typeof BODIES.firewall_sensitivity>>;
 
+/**
+ * The engine of the account `name` (a body's `account`, a `?account=`), or BadRequestError naming `field`:
+ * left out with several accounts, or not configured.
+ */
+export function engineOf(
+  engines: ReadonlyMap<string, RemediationEngine>,
+  name: string | undefined,
+  field: string,
+): { account: string; engine: RemediationEngine } {
+  const engine = findAccount(engines, name);
+  const configured = [...engines.keys()];
+  if (!engine)
+    throw new BadRequestError(
+      `${field}: ${name === undefined ? 'required with several accounts' : `unknown account ${JSON.stringify(name)}`} (configured: ${configured.join(', ')})`,
+    );
+  return { account: name ?? configured[0]!, engine };
+}
+
 export function actionRoutes(
   app: FastifyInstance,
-  deps: { engine: RemediationEngine; journal: Journal; client: UpstreamClient },
+  deps: { engines: ReadonlyMap<string, RemediationEngine>; journal: Journal },
 ): void {
   for (const action of ACTIONS) {
     app.post<{ Body: ActionBody; Headers: { 'idempotency-key'?: string } }>(
@@ -54,8 +78,10 @@ export function actionRoutes(
         const body = request.body;
         const key = request.headers['idempotency-key'];
         const value = body.state !== undefined ? String(body.state) : body.sensitivity;
-        const result = await deps.engine.request({
+        const { account, engine } = engineOf(deps.engines, body.account, 'body/account');
+        const result = await engine.request({
           source: 'operator',
+          account,
           action,
           serverId: body.server_id,
           ...(body.ip !== undefined ? { ip: body.ip } : {}),
@@ -65,12 +91,12 @@ export function actionRoutes(
           // The key alone identifies the request; reused for another action, target or value it is a 422.
           ...(key ? { idempotencyKey: `operator:${key}` } : {}),
         });
-        return { action, server_id: body.server_id, ip: body.ip ?? null, ...result };
+        return { action, account, server_id: body.server_id, ip: body.ip ?? null, ...result };
       },
     );
   }
 
-  app.get<{ Querystring: { server_id?: string; action?: ActionName; limit?: string } }>(
+  app.get<{ Querystring: { account?: string; server_id?: string; action?: ActionName; limit?: string } }>(
     '/api/v1/actions',
     {
       schema: {
@@ -78,6 +104,7 @@ export function actionRoutes(
           type: 'object',
           additionalProperties: false,
           properties: {
+            account: accountSchema,
             server_id: idSchema,
             action: { enum: [...ACTIONS] },
             limit: queryIntegerSchema,
@@ -86,9 +113,10 @@ export function actionRoutes(
       },
     },
     async (request) => {
-      const { server_id, action } = request.query;
+      const { account, server_id, action } = request.query;
       const limit = queryInteger('limit', request.query.limit, { min: 1, max: 1000 }) ?? 100;
       const entries = deps.journal.list({
+        ...(account ? { account } : {}),
         ...(server_id ? { serverId: server_id } : {}),
         ...(action ? { action } : {}),
         limit,
@@ -98,13 +126,19 @@ export function actionRoutes(
     },
   );
 
-  app.get<{ Params: { server_id: string } }>(
+  app.get<{ Params: { server_id: string }; Querystring: { account?: string } }>(
     '/api/v1/servers/:server_id/console.jnlp',
-    { schema: { params: { type: 'object', properties: { server_id: idSchema } } } },
+    {
+      schema: {
+        params: { type: 'object', properties: { server_id: idSchema } },
+        querystring: { type: 'object', additionalProperties: false, properties: { account: accountSchema } },
+      },
+    },
     async (request, reply) => {
       const { server_id } = request.params;
-      // Checked against the server list (404 unknown, 503 before the first list) and journaled.
-      const jnlp = await deps.engine.console(server_id);
+      const { engine } = engineOf(deps.engines, request.query.account, 'querystring/account');
+      // Checked against the account's server list (404 unknown, 503 before the first list) and journaled.
+      const jnlp = await engine.console(server_id);
       return reply
         .type('application/octet-stream')
         .header(

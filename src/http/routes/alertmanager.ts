@@ -3,6 +3,7 @@
  * the group is matched against the rules separately. 200 for every accepted payload whatever the
  * decisions (Alertmanager must not retry a denied action); 400 naming the field for a malformed one;
  * 503 when the journal cannot be written or no server list is known yet (Alertmanager retries).
+ * Each request goes to the engine of the account its alert names (rules.ts: `account_label`).
  */
 import type { FastifyInstance } from 'fastify';
 import type { RemediationRule } from '../../config/schema.js';
@@ -13,23 +14,26 @@ import type { Metrics } from '../../metrics/definitions.js';
 
 export function alertmanagerRoutes(
   app: FastifyInstance,
-  deps: { engine: RemediationEngine; rules: RemediationRule[]; metrics: Metrics },
+  deps: { engines: ReadonlyMap<string, RemediationEngine>; rules: RemediationRule[]; metrics: Metrics },
 ): void {
   app.post<{ Body: WebhookBody }>('/api/v1/alertmanager', { schema: { body: webhookSchema } }, async (request) => {
     const { alerts } = request.body;
     // Validate every alert against the rules before acting on any, so a bad payload changes nothing.
-    const perAlert = alerts.map((alert, i) => ({ alert, requests: requestsFor(alert, i, deps.rules) }));
+    const accounts = [...deps.engines.keys()];
+    const perAlert = alerts.map((alert, i) => ({ alert, requests: requestsFor(alert, i, deps.rules, accounts) }));
     const results = [];
     for (const { alert, requests } of perAlert) {
       const matched = deps.rules.some((rule) => matches(rule, alert));
       deps.metrics.alertsReceived.inc({ status: alert.status, matched: String(matched) });
       for (const req of requests) {
-        const result = await deps.engine.request(req);
+        // requestsFor only names configured accounts.
+        const result = await deps.engines.get(req.account)!.request(req);
         results.push({
           fingerprint: alert.fingerprint,
           alertname: alert.labels.alertname,
           status: alert.status,
           action: req.action,
+          account: req.account,
           server_id: req.serverId,
           ip: req.ip ?? null,
           ...result,

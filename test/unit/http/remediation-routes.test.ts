@@ -33,7 +33,12 @@ async function setup(remediation: Parameters<typeof engineHarness>[0] = {}) {
     exposition: new ExpositionCache({ registry: h.registry }),
     graphStores: new Map([['default', new GraphStore(tempDir(), 'default')]]),
     graphMaxWidth: 2000,
-    remediation: { engine: h.engine, journal: h.journal, client: h.client, metrics: h.metrics, config: h.config },
+    remediation: {
+      engines: new Map([['default', h.engine]]),
+      journal: h.journal,
+      metrics: h.metrics,
+      config: h.config,
+    },
   });
   return { ...h, app };
 }

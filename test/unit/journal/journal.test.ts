@@ -1,9 +1,11 @@
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
+import { DatabaseSync } from 'node:sqlite';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { JournalError, StateDirLockedError } from '../../../src/errors.js';
 import { Journal } from '../../../src/journal/journal.js';
+import { MIGRATIONS } from '../../../src/journal/open.js';
 import type { NewEntry } from '../../../src/journal/rows.js';
 import { LOCK_FILE, lockStateDir } from '../../../src/journal/state-lock.js';
 import { Housekeeping, PRUNE_BATCH, RETIRE_AFTER_MS } from '../../../src/remediation/housekeeping.js';
@@ -13,6 +15,7 @@ import { tempDir } from '../../helpers/tmp.js';
 
 const DAY = 86_400_000;
 const row = (createdAt: number, over: Partial<NewEntry> = {}): NewEntry => ({
+  account: 'default',
   createdAt,
   source: 'alert',
   action: 'powercycle',
@@ -92,6 +95,32 @@ describe('opening the journal', () => {
     expect(again.list({ limit: 5 })).toHaveLength(1);
     again.close();
   });
+
+  it('migrates a version 2 journal: its rows and desired state become the account default', () => {
+    const path = join(tempDir(), 'journal.db');
+    const db = new DatabaseSync(path);
+    for (const migration of MIGRATIONS.slice(0, 2)) db.exec(migration);
+    db.exec('PRAGMA user_version = 2');
+    db.exec(`INSERT INTO actions (created_at, source, action, server_id, decision) VALUES (1, 'alert', 'powercycle', '100001', 'executed');
+      INSERT INTO firewall_desired (server_id, ip, desired_state, due_at, pending, cooldown_ms) VALUES ('100001', '198.18.0.1', '1', 5, 1, 120000);`);
+    db.close();
+    const j = Journal.open(path);
+    const state = {
+      rows: j.list({ limit: 5 }).map((e) => [e.account, e.serverId]),
+      defaultDue: j.dueDesired('default', 10).map((d) => [d.account, d.serverId, d.ip]),
+      otherDue: j.dueDesired('reseller-eu', 10),
+      budgetUsedDefault: j.sentSince('default', 0),
+      budgetUsedOther: j.sentSince('reseller-eu', 0),
+    };
+    j.close();
+    expect(state).toEqual({
+      rows: [['default', '100001']],
+      defaultDue: [['default', '100001', '198.18.0.1']],
+      otherDue: [],
+      budgetUsedDefault: 1,
+      budgetUsedOther: 0,
+    });
+  });
 });
 
 describe('pruning', () => {
@@ -108,6 +137,7 @@ describe('pruning', () => {
     journal.insert(row(old, { serverId: 'running', decision: 'executing' }));
     journal.insert(row(now - DAY, { serverId: 'recent' }));
     journal.saveDesired({
+      account: 'default',
       serverId: '100001',
       ip: '198.18.0.1',
       desiredState: '1',
@@ -120,6 +150,7 @@ describe('pruning', () => {
     });
     const { metrics } = freshMetrics();
     const housekeeping = new Housekeeping({
+      account: 'default',
       journal,
       metrics,
       logger: captureLogger().logger,
@@ -134,7 +165,7 @@ describe('pruning', () => {
         .sort(),
     ).toEqual(['keyed', 'recent', 'running']);
     expect(journal.delivery('alert:gone')).toBeUndefined();
-    expect(journal.dueDesired(now)).toHaveLength(1);
+    expect(journal.dueDesired('default', now)).toHaveLength(1);
     journal.close();
   });
 });
@@ -146,6 +177,7 @@ describe('retiring desired state of servers gone from the list', () => {
     const listed = new Set(['100001', '100002']);
     const targets = { serversKnown: true, hasServer: (id: string) => listed.has(id), ownsIp: () => true };
     const housekeeping = new Housekeeping({
+      account: 'default',
       journal,
       metrics,
       logger: captureLogger().logger,
@@ -154,6 +186,7 @@ describe('retiring desired state of servers gone from the list', () => {
     });
     for (const serverId of listed) {
       journal.saveDesired({
+        account: 'default',
         serverId,
         ip: `198.18.0.${serverId.slice(-1)}`,
         desiredState: '1',
@@ -173,7 +206,7 @@ describe('retiring desired state of servers gone from the list', () => {
     expect(housekeeping.retire(now)).toBe(0);
     now += 2;
     expect(housekeeping.retire(now)).toBe(1);
-    expect(journal.allDesired().map((d) => d.serverId)).toEqual(['100001']);
+    expect(journal.allDesired('default').map((d) => d.serverId)).toEqual(['100001']);
     expect(
       await seriesValue(registry, 'baremetal_firewall_desired_state', { server_id: '100002', ip: '198.18.0.2' }),
     ).toBeUndefined();
@@ -187,6 +220,7 @@ describe('retiring desired state of servers gone from the list', () => {
     const journal = Journal.open(':memory:');
     let listed = false;
     const housekeeping = new Housekeeping({
+      account: 'default',
       journal,
       metrics: freshMetrics().metrics,
       logger: captureLogger().logger,
@@ -194,6 +228,7 @@ describe('retiring desired state of servers gone from the list', () => {
       config: { journalRetentionMs: DAY } as never,
     });
     journal.saveDesired({
+      account: 'default',
       serverId: '1',
       ip: '198.18.0.1',
       desiredState: '1',

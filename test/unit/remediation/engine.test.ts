@@ -10,6 +10,7 @@ import { tempDir } from '../../helpers/tmp.js';
 
 const MIN = 60_000;
 const power = (over: Partial<ActionRequest> = {}): ActionRequest => ({
+  account: 'default',
   source: 'operator',
   action: 'powercycle',
   serverId: '100001',
@@ -18,6 +19,7 @@ const power = (over: Partial<ActionRequest> = {}): ActionRequest => ({
   ...over,
 });
 const fw = (value: '0' | '1', over: Partial<ActionRequest> = {}): ActionRequest => ({
+  account: 'default',
   source: 'alert',
   action: 'firewall_state',
   serverId: '100001',
@@ -34,6 +36,7 @@ describe('guards', () => {
   it('refuses to decide before a server list is known (503, Alertmanager retries)', async () => {
     const h = await engineHarness();
     const engine = new RemediationEngine({
+      account: 'default',
       journal: h.journal,
       client: h.client,
       metrics: h.metrics,
@@ -226,6 +229,7 @@ describe('firewall state as desired state', () => {
     const journal = Journal.open(path);
     const { metrics, registry } = freshMetrics();
     const engine = new RemediationEngine({
+      account: 'default',
       journal,
       client: h.client,
       metrics,

@@ -17,6 +17,7 @@ const MIN = 60_000;
 const POWERCYCLE = '/api/v1/dedicated/powercycle';
 const STATE = '/api/v1/dedicated/firewall/state';
 const power = (over: Partial<ActionRequest> = {}): ActionRequest => ({
+  account: 'default',
   source: 'alert',
   action: 'powercycle',
   serverId: '100001',
@@ -25,6 +26,7 @@ const power = (over: Partial<ActionRequest> = {}): ActionRequest => ({
   ...over,
 });
 const fw = (value: '0' | '1', over: Partial<ActionRequest> = {}): ActionRequest => ({
+  account: 'default',
   source: 'alert',
   action: 'firewall_state',
   serverId: '100001',
@@ -188,7 +190,11 @@ describe('a failed firewall change stays pending and is retried with backoff', (
     const h = await engineHarness();
     h.sim.setFaults(faults);
     expect((await h.engine.request(fw('1'))).decision).toBe(decision);
-    expect(h.journal.desired('100001', '198.18.0.1')).toMatchObject({ pending: true, attempts: 1, desiredState: '1' });
+    expect(h.journal.desired('default', '100001', '198.18.0.1')).toMatchObject({
+      pending: true,
+      attempts: 1,
+      desiredState: '1',
+    });
     expect(await seriesValue(h.registry, 'baremetal_action_pending', { action: 'firewall_state' })).toBe(1);
     // A redelivery inside the backoff does not jump it.
     h.clock.now += 30_000;
@@ -200,7 +206,11 @@ describe('a failed firewall change stays pending and is retried with backoff', (
     await h.engine.tick();
     expect(stateCalls(h)).toEqual(['1', '1']);
     expect(h.journal.list({ limit: 1 })[0]).toMatchObject({ source: 'pending', decision: 'executed' });
-    expect(h.journal.desired('100001', '198.18.0.1')).toMatchObject({ pending: false, attempts: 0, appliedState: '1' });
+    expect(h.journal.desired('default', '100001', '198.18.0.1')).toMatchObject({
+      pending: false,
+      attempts: 0,
+      appliedState: '1',
+    });
     expect(h.sim.state.firewallSetting('198.18.0.1').state).toBe('1');
   });
 
@@ -211,14 +221,14 @@ describe('a failed firewall change stays pending and is retried with backoff', (
     const waits: number[] = [];
     let last = h.clock.now;
     for (let i = 0; i < 6; i++) {
-      const dueAt = h.journal.desired('100001', '198.18.0.1')!.dueAt;
+      const dueAt = h.journal.desired('default', '100001', '198.18.0.1')!.dueAt;
       waits.push((dueAt - last) / MIN);
       h.clock.now = last = dueAt;
       await h.engine.tick();
     }
     expect(waits).toEqual([2, 4, 8, 16, 30, 30]);
     expect(h.sim.callsTo(STATE)).toHaveLength(7);
-    expect(h.journal.desired('100001', '198.18.0.1')).toMatchObject({ pending: true, attempts: 7 });
+    expect(h.journal.desired('default', '100001', '198.18.0.1')).toMatchObject({ pending: true, attempts: 7 });
   });
 });
 
@@ -238,6 +248,7 @@ describe('exactly once', () => {
     const h = await engineHarness({}, path);
     const other = Journal.open(path);
     const engine = new RemediationEngine({
+      account: 'default',
       journal: other,
       client: h.client,
       metrics: freshMetrics().metrics,
@@ -278,6 +289,7 @@ describe('exactly once', () => {
     await h.engine.request(power({ serverId: '100002' }));
     // A crash mid-call: the row is left executing.
     h.journal.insert({
+      account: 'default',
       createdAt: h.clock.now,
       source: 'alert',
       action: 'poweroff',
@@ -294,6 +306,7 @@ describe('exactly once', () => {
     const { metrics, registry } = freshMetrics();
     const log = captureLogger();
     new RemediationEngine({
+      account: 'default',
       journal,
       client: h.client,
       metrics,
@@ -336,6 +349,7 @@ describe('the console descriptor', () => {
   ])('$name', async ({ known, serverId, error, rows }) => {
     const h = await engineHarness();
     const engine = new RemediationEngine({
+      account: 'default',
       journal: h.journal,
       client: h.client,
       metrics: h.metrics,
