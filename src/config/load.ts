@@ -141,7 +141,8 @@ class Checks {
   }
 }
 
-const BCRYPT_HASH = /^\$2[aby]?\$\d{2}\$[./A-Za-z0-9]{53}$/;
+/** A bcrypt hash as htpasswd and bcryptjs write it. */
+export const BCRYPT_HASH = /^\$2[aby]?\$\d{2}\$[./A-Za-z0-9]{53}$/;
 
 /**
  * Validates parsed YAML (`raw`) with `env` overrides and returns the normalized Config.
