@@ -16,6 +16,7 @@ import { initialPolls, startAccount, type AccountDeps, type AccountRuntime } fro
 import { authEnabled } from './http/auth.js';
 import { statusViewOf } from './http/status-view.js';
 import { readTls, watchTls } from './http/tls.js';
+import { closeServer, extraServer, listenOn } from './http/listeners.js';
 import { httpsOptions, type WebConfigFile } from './http/web-config-reload.js';
 import { Journal } from './journal/journal.js';
 import { lockStateDir, type StateLock } from './journal/state-lock.js';
@@ -173,12 +174,13 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
     if (problem !== undefined) reasons.push(`the journal is unavailable (remediation disabled): ${problem}`);
     return reasons;
   };
+  const web = webDeps(config, options.webConfig);
   const app = buildApp({
     logger,
     exposition,
     graphStores: new Map([...accounts].map(([name, account]) => [name, account.graphStore])),
     graphMaxWidth: config.graphs.maxWidth,
-    ...webDeps(config, options.webConfig),
+    ...web,
     readiness,
     statusView: statusViewOf({ version: VERSION, accounts, journal, now }),
     attacks: new Map([...accounts].map(([name, runtime]) => [name, runtime.poller.attacks])),
@@ -186,9 +188,11 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
       ? { remediation: { engine, journal, client, metrics: first.metrics, config: config.remediation } }
       : {}),
   });
-  const tls = config.web.tls ? watchTls(app.server as HttpsServer, config.web.tls, logger) : undefined;
+  const additional = (config.web.additional ?? []).map((address) => ({ address, server: extraServer(app, web.https) }));
+  const servers = [app.server, ...additional.map((a) => a.server)] as HttpsServer[];
+  const tls = config.web.tls ? watchTls(servers, config.web.tls, logger) : undefined;
   const webConfig = options.webConfig;
-  if (webConfig?.current.tls) webConfig.attach(app.server as HttpsServer);
+  if (webConfig?.current.tls) for (const server of servers) webConfig.attach(server);
 
   await exposition.render();
   exposition.start();
@@ -196,6 +200,8 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
   if (options.listen !== false) {
     url = await app.listen({ host: config.web.host, port: config.web.port });
     logger.info({ url }, 'listening');
+    for (const { address, server } of additional)
+      logger.info({ url: await listenOn(server, address, web.https !== undefined) }, 'listening');
   } else await app.ready();
 
   /** set by stop(): the initial polls start nothing more */
@@ -242,7 +248,9 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
         () => (app.server as { closeIdleConnections?: () => void }).closeIdleConnections?.(),
         100,
       );
-      await app.close().finally(() => clearInterval(sweep));
+      await Promise.all([app.close(), ...additional.map((a) => closeServer(a.server))]).finally(() =>
+        clearInterval(sweep),
+      );
       journal.close();
       await Promise.all([...accounts.values()].map((account) => account.client.close()));
       lock.release();

@@ -19,7 +19,7 @@ export class WebConfigFile {
   readonly #path: string;
   readonly #logger: Logger;
   readonly #watched = new Set<string>();
-  #server: Server | undefined;
+  readonly #servers: Server[] = [];
 
   constructor(path: string, logger: Logger, initial: WebConfig = loadWebConfig(path)) {
     this.#path = path;
@@ -36,7 +36,7 @@ export class WebConfigFile {
    * policies it cannot express (RequireAnyClientCert, VerifyClientCertIfGiven) close the connection here.
    */
   attach(server: Server): void {
-    this.#server = server;
+    this.#servers.push(server);
     server.on('secureConnection', (socket: TLSSocket) => {
       const tls = this.#current.tls;
       const refusal = tls && clientCertRefusal(tls.clientAuthType, socket);
@@ -56,7 +56,7 @@ export class WebConfigFile {
         throw new ConfigError([
           `web.config.file: tls_server_config cannot be ${next.tls ? 'added' : 'removed'} by a reload; restart`,
         ]);
-      if (next.tls && this.#server) applyTls(this.#server, next.tls);
+      for (const server of next.tls ? this.#servers : []) applyTls(server, next.tls!);
     } catch (error) {
       const problems = error instanceof ConfigError ? error.problems : [(error as Error).message];
       this.#logger.error({ file: this.#path, problems }, 'web config reload failed; keeping the previous one');
