@@ -34,8 +34,10 @@ export interface AppDeps {
   graphStores: ReadonlyMap<string, GraphStore>;
   /** largest `?width=` of a graph, in pixels */
   graphMaxWidth: number;
-  /** credentials for the read-only routes; none = open */
-  webAuth?: AuthConfig;
+  /** credentials for the read-only routes; none = open; a function when they can be reloaded */
+  webAuth?: AuthConfig | (() => AuthConfig);
+  /** headers added to every reply (`http_server_config.headers` of `--web.config.file`); read per reply */
+  headers?: () => Record<string, string>;
   /** reasons the daemon is not ready (empty = ready); default: always ready */
   readiness?: Readiness;
   /**
@@ -54,8 +56,8 @@ export interface AppDeps {
     metrics: Metrics;
     config: Config['remediation'];
   };
-  /** serve HTTPS with these PEM contents */
-  https?: { key: string | Buffer; cert: string | Buffer };
+  /** serve HTTPS with these node https options (PEM contents, client certificates, versions) */
+  https?: { key: string | Buffer; cert: string | Buffer } & Record<string, unknown>;
   /** checks basic-auth passwords; default: a `BcryptPool` (worker thread, bounded queue) closed with the app */
   passwordVerifier?: PasswordVerifier;
 }
@@ -106,13 +108,29 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     }),
   );
 
+  const headers = deps.headers;
+  if (headers) app.addHook('onSend', async (_request, reply) => void reply.headers(headers()));
   healthRoutes(app, { readiness: deps.readiness ?? (() => []) });
 
   void app.register(async (scope) => {
-    if (deps.webAuth) scope.addHook('onRequest', createAuthCheck(deps.webAuth, 'allow', authOptions));
+    const webAuth = deps.webAuth;
+    const currentAuth = typeof webAuth === 'function' ? webAuth : () => webAuth;
+    if (webAuth) {
+      // Rebuilt when the credentials are replaced (a web-config reload), so the check's cache is per set.
+      let checked: AuthConfig | undefined;
+      let check: ReturnType<typeof createAuthCheck> | undefined;
+      scope.addHook('onRequest', (request) => {
+        const auth = currentAuth()!;
+        if (auth !== checked || !check) [checked, check] = [auth, createAuthCheck(auth, 'allow', authOptions)];
+        return check(request);
+      });
+    }
     // With no web.auth the page is open to anyone who reaches the port: it leaves the journal out.
-    const actions = deps.webAuth !== undefined && authEnabled(deps.webAuth);
-    if (deps.statusView) statusPageRoutes(scope, { statusView: () => deps.statusView!({ actions }) });
+    const actions = () => {
+      const auth = currentAuth();
+      return auth !== undefined && authEnabled(auth);
+    };
+    if (deps.statusView) statusPageRoutes(scope, { statusView: () => deps.statusView!({ actions: actions() }) });
     metricsRoutes(scope, deps);
     graphRoutes(scope, { graphStores: deps.graphStores, maxWidth: deps.graphMaxWidth });
     if (deps.attacks) attackRoutes(scope, { attacks: deps.attacks });

@@ -9,6 +9,8 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { applyFlags, buildConfig, loadConfig } from './config/load.js';
 import { startDaemon } from './daemon.js';
+import { WebConfigFile } from './http/web-config-reload.js';
+import { loadWebConfig } from './http/web-config.js';
 import { budgetPlan } from './scheduler/budget-plan.js';
 import { BaremetalError, ConfigError } from './errors.js';
 import { createLogger, LOG_FORMATS, type LogFormat } from './logger.js';
@@ -24,6 +26,7 @@ Usage:
   baremetal-exporter run --config.file=FILE   run the exporter (env: BAREMETAL_API_URL, BAREMETAL_API_KEY)
       --config.file FILE (alias --config, -c)   the YAML configuration
       --web.listen-address HOST:PORT            overrides web.listen_address
+      --web.config.file FILE                    exporter-toolkit web config (TLS, basic auth, headers)
       --log.level debug|info|warn|error         overrides log_level
       --log.format logfmt|json                  log line format (default logfmt)
   baremetal-exporter check-config FILE        validate a config file (exit 1 listing the problems)
@@ -198,6 +201,7 @@ async function run(args: string[]): Promise<void> {
       'config.file': { type: 'string' },
       config: { type: 'string', short: 'c' },
       'web.listen-address': { type: 'string', multiple: true },
+      'web.config.file': { type: 'string' },
       'log.level': { type: 'string' },
       'log.format': { type: 'string' },
     },
@@ -208,8 +212,17 @@ async function run(args: string[]): Promise<void> {
   if (!(LOG_FORMATS as readonly string[]).includes(format))
     throw new BaremetalError(`--log.format: must be one of ${LOG_FORMATS.join(', ')} (got ${JSON.stringify(format)})`);
   const config = applyFlags(loadConfig(file), { listen: values['web.listen-address'], logLevel: values['log.level'] });
+  const webConfigPath = values['web.config.file'];
+  // One place for TLS and basic-auth users: both given would leave the operator guessing which is used.
+  if (webConfigPath !== undefined && (config.web.tls || Object.keys(config.web.auth.basicAuthUsers).length > 0))
+    throw new ConfigError([
+      '--web.config.file: given together with web.tls or web.auth.basic_auth_users in the config file; keep one (bearer_token_files may stay)',
+    ]);
+  const webConfig = webConfigPath === undefined ? undefined : loadWebConfig(webConfigPath);
   const logger = createLogger(config.logLevel, undefined, format as LogFormat);
-  const daemon = await startDaemon(config, { logger });
+  const webConfigFile = webConfigPath === undefined ? undefined : new WebConfigFile(webConfigPath, logger, webConfig);
+  const daemon = await startDaemon(config, { logger, ...(webConfigFile ? { webConfig: webConfigFile } : {}) });
+  webConfigFile?.watch();
   onStop(() => daemon.stop(), { info: (msg) => logger.info(msg), error: (msg) => logger.error(msg) });
   process.on('SIGHUP', () => daemon.reloadTls());
 }

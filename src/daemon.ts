@@ -16,6 +16,8 @@ import { initialPolls, startAccount, type AccountDeps, type AccountRuntime } fro
 import { authEnabled } from './http/auth.js';
 import { statusViewOf } from './http/status-view.js';
 import { readTls, watchTls } from './http/tls.js';
+import { closeServer, extraServer, listenOn } from './http/listeners.js';
+import { httpsOptions, type WebConfigFile } from './http/web-config-reload.js';
 import { Journal } from './journal/journal.js';
 import { lockStateDir, type StateLock } from './journal/state-lock.js';
 import { createLogger } from './logger.js';
@@ -42,6 +44,8 @@ export interface DaemonOptions {
   listen?: boolean;
   /** how often pending firewall changes are checked, ms (default 1000) */
   remediationTickMs?: number;
+  /** `--web.config.file`: its TLS, headers and basic-auth users replace `web.tls` and `web.auth.basic_auth_users` */
+  webConfig?: WebConfigFile;
 }
 
 export interface Daemon {
@@ -65,7 +69,7 @@ export interface Daemon {
   graphStore: GraphStore;
   /** resolves when the initial polls have finished */
   ready: Promise<void>;
-  /** re-reads the TLS files (SIGHUP); false without TLS or when reading failed */
+  /** re-reads the TLS files or the web-config file (SIGHUP); false without them or when reading failed */
   reloadTls(): boolean;
   /** stops the schedule, cancels poll runs in progress, closes HTTP and the upstream pool */
   stop(): Promise<void>;
@@ -174,19 +178,23 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
     if (problem !== undefined) reasons.push(`the journal is unavailable (remediation disabled): ${problem}`);
     return reasons;
   };
+  const web = webDeps(config, options.webConfig);
   const app = buildApp({
     logger,
     exposition,
     graphStores: new Map([...accounts].map(([name, account]) => [name, account.graphStore])),
     graphMaxWidth: config.graphs.maxWidth,
-    webAuth: config.web.auth,
+    ...web,
     readiness,
     statusView: statusViewOf({ version: VERSION, accounts, journal, now }),
     attacks: new Map([...accounts].map(([name, runtime]) => [name, runtime.poller.attacks])),
     remediation: { engines, journal, metrics, config: config.remediation },
-    ...(config.web.tls ? { https: readTls(config.web.tls) } : {}),
   });
-  const tls = config.web.tls ? watchTls(app.server as HttpsServer, config.web.tls, logger) : undefined;
+  const additional = (config.web.additional ?? []).map((address) => ({ address, server: extraServer(app, web.https) }));
+  const servers = [app.server, ...additional.map((a) => a.server)] as HttpsServer[];
+  const tls = config.web.tls ? watchTls(servers, config.web.tls, logger) : undefined;
+  const webConfig = options.webConfig;
+  if (webConfig?.current.tls) for (const server of servers) webConfig.attach(server);
 
   await exposition.render();
   exposition.start();
@@ -194,6 +202,8 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
   if (options.listen !== false) {
     url = await app.listen({ host: config.web.host, port: config.web.port });
     logger.info({ url }, 'listening');
+    for (const { address, server } of additional)
+      logger.info({ url: await listenOn(server, address, web.https !== undefined) }, 'listening');
   } else await app.ready();
 
   /** set by stop(): the initial polls start nothing more */
@@ -224,10 +234,11 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
     client,
     graphStore,
     ready,
-    reloadTls: () => tls?.reload() ?? false,
+    reloadTls: () => webConfig?.reload() ?? tls?.reload() ?? false,
     stop: async () => {
       stopping = true;
       tls?.stop();
+      webConfig?.stop();
       // Cancels the poll runs in progress (their upstream requests are aborted) and waits for them to end.
       await Promise.all([...accounts.values()].map((account) => account.scheduler.stop()));
       await Promise.all([...engines.values()].map((e) => e.stop()));
@@ -240,10 +251,29 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
         () => (app.server as { closeIdleConnections?: () => void }).closeIdleConnections?.(),
         100,
       );
-      await app.close().finally(() => clearInterval(sweep));
+      await Promise.all([app.close(), ...additional.map((a) => closeServer(a.server))]).finally(() =>
+        clearInterval(sweep),
+      );
       journal.close();
       await Promise.all([...accounts.values()].map((account) => account.client.close()));
       lock.release();
     },
+  };
+}
+
+/** The app's web options: from the main config, or with `--web.config.file` from it (bearer tokens stay). */
+function webDeps(config: Config, webConfig: WebConfigFile | undefined) {
+  if (!webConfig) return { webAuth: config.web.auth, ...(config.web.tls ? { https: readTls(config.web.tls) } : {}) };
+  const { tls } = webConfig.current;
+  let auth = { bearerTokens: config.web.auth.bearerTokens, basicAuthUsers: webConfig.current.basicAuthUsers };
+  return {
+    // The same object while the file's users are unchanged, so the auth check keeps its cache.
+    webAuth: () => {
+      const users = webConfig.current.basicAuthUsers;
+      if (users !== auth.basicAuthUsers) auth = { bearerTokens: config.web.auth.bearerTokens, basicAuthUsers: users };
+      return auth;
+    },
+    headers: () => webConfig.current.headers,
+    ...(tls ? { https: httpsOptions(tls) } : {}),
   };
 }

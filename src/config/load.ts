@@ -141,7 +141,8 @@ class Checks {
   }
 }
 
-const BCRYPT_HASH = /^\$2[aby]?\$\d{2}\$[./A-Za-z0-9]{53}$/;
+/** A bcrypt hash as htpasswd and bcryptjs write it. */
+export const BCRYPT_HASH = /^\$2[aby]?\$\d{2}\$[./A-Za-z0-9]{53}$/;
 
 /**
  * Validates parsed YAML (`raw`) with `env` overrides and returns the normalized Config.
@@ -380,7 +381,7 @@ function checkRules(checks: Checks): Array<{ holdMs: number; cooldownMs: number 
 
 /** Command-line flags that override the file (`--web.listen-address`, `--log.level`). */
 export interface ConfigFlags {
-  /** `--web.listen-address`, each `host:port`; one is supported */
+  /** `--web.listen-address`, each `host:port`: the first replaces web.listen_address, the others are added */
   listen?: string[] | undefined;
   /** `--log.level` */
   logLevel?: string | undefined;
@@ -393,10 +394,14 @@ export function applyFlags(config: Config, flags: ConfigFlags): Config {
   const problems: string[] = [];
   let web = config.web;
   if (flags.listen !== undefined && flags.listen.length > 0) {
-    if (flags.listen.length > 1) problems.push('--web.listen-address: given more than once; one address is supported');
-    const listen = parseListenAddress(flags.listen[0]!);
-    if (!listen) problems.push(`--web.listen-address: must be "host:port" (got ${JSON.stringify(flags.listen[0])})`);
-    else web = { ...web, ...listen };
+    const addresses = flags.listen.map((text) => {
+      const listen = parseListenAddress(text);
+      if (!listen) problems.push(`--web.listen-address: must be "host:port" (got ${JSON.stringify(text)})`);
+      return listen;
+    });
+    const [first, ...additional] = addresses;
+    if (first && additional.every(Boolean))
+      web = { ...web, ...first, ...(additional.length > 0 ? { additional: additional as (typeof first)[] } : {}) };
   }
   let logLevel = config.logLevel;
   if (flags.logLevel !== undefined) {

@@ -353,6 +353,8 @@ export interface Config {
     host: string;
     port: number;
     tls?: { certFile: string; keyFile: string };
+    /** further addresses to listen on (a repeated `--web.listen-address`), served like host:port */
+    additional?: Array<{ host: string; port: number }>;
     /** credentials for /metrics, /graphs and the status page; none configured = open */
     auth: Credentials;
   };

@@ -16,10 +16,15 @@ export function readTls(files: TlsFiles): { cert: Buffer; key: Buffer } {
 }
 
 /** Watches the files; returns `reload()` (for SIGHUP) and `stop()`. */
-export function watchTls(server: Server, files: TlsFiles, logger: Logger): { reload: () => boolean; stop: () => void } {
+export function watchTls(
+  servers: Server[],
+  files: TlsFiles,
+  logger: Logger,
+): { reload: () => boolean; stop: () => void } {
   const reload = () => {
     try {
-      server.setSecureContext(readTls(files));
+      const pair = readTls(files);
+      for (const server of servers) server.setSecureContext(pair);
       logger.info({ cert_file: files.certFile }, 'TLS certificate reloaded');
       return true;
     } catch (error) {

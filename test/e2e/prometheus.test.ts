@@ -9,16 +9,12 @@ import { startSimulator, type Simulator } from '../../src/simulator/server.js';
 import { requireBinary } from '../helpers/binaries.js';
 import { captureLogger } from '../helpers/logger.js';
 import { eventually, freePort, startProcess } from '../helpers/processes.js';
+import { promQuery } from '../helpers/prometheus.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const prometheus = requireBinary('/usr/bin/prometheus', 'prometheus');
 const promtool = requireBinary('/usr/bin/promtool', 'prometheus');
 const skip = prometheus.skip || promtool.skip;
-
-interface Sample {
-  metric: Record<string, string>;
-  value: [number, string];
-}
 
 describe.skipIf(skip)('a real Prometheus scrapes the daemon running on the simulator', () => {
   let sim: Simulator;
@@ -27,12 +23,7 @@ describe.skipIf(skip)('a real Prometheus scrapes the daemon running on the simul
   let promUrl: string;
   let attackedIp: string;
 
-  const query = async (expr: string): Promise<Sample[]> => {
-    const res = await request(`${promUrl}/api/v1/query?query=${encodeURIComponent(expr)}`);
-    const body = (await res.body.json()) as { status: string; data: { result: Sample[] } };
-    if (body.status !== 'success') throw new Error(`query ${expr} failed: ${JSON.stringify(body)}`);
-    return body.data.result;
-  };
+  const query = (expr: string) => promQuery(promUrl, expr);
 
   beforeAll(async () => {
     const dir = tempDir('bmx-e2e-', 'all');

@@ -1,0 +1,267 @@
+/**
+ * `--web.config.file`: prometheus/exporter-toolkit's web-config format, shared by every official exporter
+ * (https://github.com/prometheus/exporter-toolkit/blob/master/docs/web-configuration.md), mapped onto node's
+ * https options and this daemon's basic auth. Parsed from text (tests need no I/O but the PEM files), checked
+ * strictly like exporter-toolkit's `yaml.UnmarshalStrict`: an unknown key is an error, and every problem is
+ * one line naming the key.
+ *
+ * Differences, each refused or documented rather than silently ignored: `client_allowed_sans`, inline
+ * `cert`/`key`/`client_ca` and `rate_limit` are refused as unsupported; `http2` is accepted and HTTP/1.1 is
+ * served; TLS 1.3 cipher suites are not configurable (as in Go), so `cipher_suites` limits TLS 1.2 and below.
+ */
+import { readFileSync } from 'node:fs';
+import { createSecureContext, DEFAULT_CIPHERS, type SecureVersion, type TLSSocket } from 'node:tls';
+import { Ajv, type ErrorObject } from 'ajv';
+import { Type, type Static } from 'typebox';
+import { parse as parseYaml } from 'yaml';
+import { BCRYPT_HASH } from '../config/load.js';
+import { ConfigError } from '../errors.js';
+import { oneOf, stringMap, strictObject as strict } from '../json-schema.js';
+
+/** Go's `tls.ClientAuthType` names, as exporter-toolkit spells them. */
+export const CLIENT_AUTH_TYPES = [
+  'NoClientCert',
+  'RequestClientCert',
+  'RequireAnyClientCert',
+  'VerifyClientCertIfGiven',
+  'RequireAndVerifyClientCert',
+] as const;
+export type ClientAuthType = (typeof CLIENT_AUTH_TYPES)[number];
+
+/** exporter-toolkit's TLS version names → node's. */
+const TLS_VERSIONS: Record<string, SecureVersion> = {
+  TLS10: 'TLSv1',
+  TLS11: 'TLSv1.1',
+  TLS12: 'TLSv1.2',
+  TLS13: 'TLSv1.3',
+};
+
+/** Go's cipher-suite names (crypto/tls `CipherSuites()` and `InsecureCipherSuites()`) → OpenSSL's. */
+export const CIPHER_SUITES: Record<string, string> = {
+  TLS_RSA_WITH_RC4_128_SHA: 'RC4-SHA',
+  TLS_RSA_WITH_3DES_EDE_CBC_SHA: 'DES-CBC3-SHA',
+  TLS_RSA_WITH_AES_128_CBC_SHA: 'AES128-SHA',
+  TLS_RSA_WITH_AES_256_CBC_SHA: 'AES256-SHA',
+  TLS_RSA_WITH_AES_128_CBC_SHA256: 'AES128-SHA256',
+  TLS_RSA_WITH_AES_128_GCM_SHA256: 'AES128-GCM-SHA256',
+  TLS_RSA_WITH_AES_256_GCM_SHA384: 'AES256-GCM-SHA384',
+  TLS_ECDHE_ECDSA_WITH_RC4_128_SHA: 'ECDHE-ECDSA-RC4-SHA',
+  TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA: 'ECDHE-ECDSA-AES128-SHA',
+  TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA: 'ECDHE-ECDSA-AES256-SHA',
+  TLS_ECDHE_RSA_WITH_RC4_128_SHA: 'ECDHE-RSA-RC4-SHA',
+  TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA: 'ECDHE-RSA-DES-CBC3-SHA',
+  TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA: 'ECDHE-RSA-AES128-SHA',
+  TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA: 'ECDHE-RSA-AES256-SHA',
+  TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256: 'ECDHE-ECDSA-AES128-SHA256',
+  TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256: 'ECDHE-RSA-AES128-SHA256',
+  TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256: 'ECDHE-RSA-AES128-GCM-SHA256',
+  TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256: 'ECDHE-ECDSA-AES128-GCM-SHA256',
+  TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384: 'ECDHE-RSA-AES256-GCM-SHA384',
+  TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384: 'ECDHE-ECDSA-AES256-GCM-SHA384',
+  TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256: 'ECDHE-RSA-CHACHA20-POLY1305',
+  TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256: 'ECDHE-ECDSA-CHACHA20-POLY1305',
+  // TLS 1.3: accepted as Go accepts them, and like Go never restricted (see TLS13_SUITES).
+  TLS_AES_128_GCM_SHA256: 'TLS_AES_128_GCM_SHA256',
+  TLS_AES_256_GCM_SHA384: 'TLS_AES_256_GCM_SHA384',
+  TLS_CHACHA20_POLY1305_SHA256: 'TLS_CHACHA20_POLY1305_SHA256',
+};
+
+/** Node's TLS 1.3 suites, always kept: Go's `cipher_suites` does not apply to TLS 1.3. */
+const TLS13_SUITES = DEFAULT_CIPHERS.split(':').filter((name) => name.startsWith('TLS_'));
+
+/** Go's curve names → OpenSSL's. */
+const CURVES: Record<string, string> = { CurveP256: 'P-256', CurveP384: 'P-384', CurveP521: 'P-521', X25519: 'X25519' };
+
+/**
+ * The headers exporter-toolkit lets `http_server_config.headers` set, with the values it allows (`undefined`:
+ * any value). Every other header (Authorization, Content-Type, Set-Cookie, …) is refused, as there.
+ */
+const ALLOWED_HEADERS: Record<string, readonly string[] | undefined> = {
+  'strict-transport-security': undefined,
+  'x-content-type-options': ['nosniff'],
+  'x-frame-options': ['deny', 'sameorigin'],
+  'x-xss-protection': undefined,
+  'content-security-policy': undefined,
+};
+
+const unsupported = (what: string) => Type.Unsafe<never>({ not: {}, description: what });
+
+const webConfigSchema = strict({
+  tls_server_config: Type.Optional(
+    strict({
+      cert_file: Type.Optional(Type.String()),
+      key_file: Type.Optional(Type.String()),
+      client_ca_file: Type.Optional(Type.String()),
+      client_auth_type: Type.Optional(oneOf(CLIENT_AUTH_TYPES)),
+      min_version: Type.Optional(oneOf(Object.keys(TLS_VERSIONS))),
+      max_version: Type.Optional(oneOf(Object.keys(TLS_VERSIONS))),
+      cipher_suites: Type.Optional(Type.Array(Type.String())),
+      curve_preferences: Type.Optional(Type.Array(oneOf(Object.keys(CURVES)))),
+      prefer_server_cipher_suites: Type.Optional(Type.Boolean()),
+      client_allowed_sans: Type.Optional(unsupported('not supported')),
+      cert: Type.Optional(unsupported('not supported')),
+      key: Type.Optional(unsupported('not supported')),
+      client_ca: Type.Optional(unsupported('not supported')),
+    }),
+  ),
+  http_server_config: Type.Optional(
+    strict({
+      http2: Type.Optional(Type.Boolean()),
+      headers: Type.Optional(stringMap()),
+    }),
+  ),
+  basic_auth_users: Type.Optional(stringMap()),
+  rate_limit: Type.Optional(unsupported('not supported')),
+});
+type WebConfigFile = Static<typeof webConfigSchema>;
+
+const validate = new Ajv({ allErrors: true, strict: true }).compile<WebConfigFile>(webConfigSchema);
+
+/** node https/tls options built from `tls_server_config`, plus the client-certificate policy node lacks. */
+export interface WebTls {
+  cert: Buffer;
+  key: Buffer;
+  ca?: Buffer;
+  requestCert: boolean;
+  rejectUnauthorized: boolean;
+  minVersion: SecureVersion;
+  maxVersion?: SecureVersion;
+  ciphers?: string;
+  ecdhCurve?: string;
+  honorCipherOrder?: boolean;
+  clientAuthType: ClientAuthType;
+}
+
+/** A valid web-config file. */
+export interface WebConfig {
+  /** absent: plain HTTP */
+  tls?: WebTls;
+  /** added to every reply */
+  headers: Record<string, string>;
+  /** user → bcrypt hash */
+  basicAuthUsers: Record<string, string>;
+  /** the PEM files it names (watched for changes) */
+  files: string[];
+}
+
+function describe(error: ErrorObject): string {
+  const path = error.instancePath.replace(/^\//, '').replaceAll('/', '.');
+  if (error.keyword === 'additionalProperties')
+    return `${[path, String(error.params.additionalProperty)].filter(Boolean).join('.')}: unknown key`;
+  if (error.keyword === 'not') return `${path}: not supported by baremetal-exporter`;
+  if (error.keyword === 'enum')
+    return `${path}: must be one of ${(error.params.allowedValues as unknown[]).map(String).join(', ')}`;
+  return `${path || '(top level)'}: ${error.message ?? 'invalid'}`;
+}
+
+/**
+ * Parses and checks a web-config file's text; `readFile` reads the PEM files (relative paths are the
+ * caller's to resolve). Throws ConfigError listing every problem, one line each, prefixed `web.config.file`.
+ */
+export function parseWebConfig(text: string, readFile: (path: string) => Buffer = (p) => readFileSync(p)): WebConfig {
+  let doc: unknown;
+  try {
+    doc = parseYaml(text) ?? {};
+  } catch (error) {
+    throw new ConfigError([`web.config.file: (yaml): ${(error as Error).message.split('\n')[0]}`]);
+  }
+  if (doc === null || typeof doc !== 'object' || Array.isArray(doc))
+    throw new ConfigError(['web.config.file: (top level): must be a mapping']);
+  if (!validate(doc)) throw new ConfigError((validate.errors ?? []).map((e) => `web.config.file: ${describe(e)}`));
+  const problems: string[] = [];
+  const headers = doc.http_server_config?.headers ?? {};
+  for (const [name, value] of Object.entries(headers)) {
+    const lower = name.toLowerCase();
+    if (!(lower in ALLOWED_HEADERS)) problems.push(`http_server_config.headers.${name}: cannot be configured`);
+    else if (ALLOWED_HEADERS[lower] && !ALLOWED_HEADERS[lower].includes(value.toLowerCase()))
+      problems.push(
+        `http_server_config.headers.${name}: must be one of ${ALLOWED_HEADERS[lower].join(', ')} (got ${JSON.stringify(value)})`,
+      );
+  }
+  const basicAuthUsers = doc.basic_auth_users ?? {};
+  for (const [user, hash] of Object.entries(basicAuthUsers))
+    if (!BCRYPT_HASH.test(hash)) problems.push(`basic_auth_users.${user}: must be a bcrypt hash ($2b$…)`);
+  const tls = doc.tls_server_config ? checkTls(doc.tls_server_config, readFile, problems) : undefined;
+  if (problems.length > 0) throw new ConfigError(problems.map((line) => `web.config.file: ${line}`));
+  const { cert_file, key_file, client_ca_file } = doc.tls_server_config ?? {};
+  const files = [cert_file, key_file, client_ca_file].filter((f): f is string => Boolean(f));
+  return { ...(tls ? { tls } : {}), headers, basicAuthUsers, files };
+}
+
+function checkTls(
+  file: NonNullable<WebConfigFile['tls_server_config']>,
+  readFile: (path: string) => Buffer,
+  problems: string[],
+): WebTls | undefined {
+  const before = problems.length;
+  const read = (key: 'cert_file' | 'key_file' | 'client_ca_file') => {
+    const path = file[key];
+    if (path === undefined || path === '') return undefined;
+    try {
+      return readFile(path);
+    } catch (error) {
+      problems.push(`tls_server_config.${key}: cannot read ${path} (${(error as NodeJS.ErrnoException).code})`);
+      return undefined;
+    }
+  };
+  if (!file.cert_file) problems.push('tls_server_config.cert_file: missing (required with tls_server_config)');
+  if (!file.key_file) problems.push('tls_server_config.key_file: missing (required with tls_server_config)');
+  const cert = read('cert_file');
+  const key = read('key_file');
+  const ca = read('client_ca_file');
+  const clientAuthType = file.client_auth_type ?? 'NoClientCert';
+  if (file.client_ca_file && clientAuthType === 'NoClientCert')
+    problems.push('tls_server_config.client_ca_file: set without a client_auth_type that asks for a certificate');
+  const unknown = (file.cipher_suites ?? []).filter((name) => !(name in CIPHER_SUITES));
+  for (const name of unknown) problems.push(`tls_server_config.cipher_suites: unknown cipher suite ${name}`);
+  const minVersion = TLS_VERSIONS[file.min_version ?? 'TLS12']!;
+  const maxVersion = file.max_version === undefined ? undefined : TLS_VERSIONS[file.max_version];
+  if (maxVersion && file.min_version && file.max_version! < file.min_version)
+    problems.push('tls_server_config.max_version: lower than min_version');
+  if (problems.length > before || !cert || !key) return undefined;
+  const legacy = (file.cipher_suites ?? []).map((name) => CIPHER_SUITES[name]!).filter((n) => !n.startsWith('TLS_'));
+  const tls: WebTls = {
+    cert,
+    key,
+    ...(ca ? { ca } : {}),
+    requestCert: clientAuthType !== 'NoClientCert',
+    rejectUnauthorized: clientAuthType === 'RequireAndVerifyClientCert',
+    minVersion,
+    ...(maxVersion ? { maxVersion } : {}),
+    ...(legacy.length > 0 ? { ciphers: [...TLS13_SUITES, ...legacy].join(':') } : {}),
+    ...(file.curve_preferences?.length ? { ecdhCurve: file.curve_preferences.map((c) => CURVES[c]).join(':') } : {}),
+    ...(file.prefer_server_cipher_suites !== undefined ? { honorCipherOrder: file.prefer_server_cipher_suites } : {}),
+    clientAuthType,
+  };
+  try {
+    // The pair must match and OpenSSL must know every suite: found now, not at the first handshake.
+    createSecureContext(tls);
+  } catch (error) {
+    problems.push(`tls_server_config: ${(error as Error).message}`);
+    return undefined;
+  }
+  return tls;
+}
+
+/** Reads and checks the file at `path`. Throws ConfigError. */
+export function loadWebConfig(path: string): WebConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ConfigError([`web.config.file: cannot read ${path} (${(error as NodeJS.ErrnoException).code})`]);
+  }
+  return parseWebConfig(text);
+}
+
+/**
+ * What node's options cannot say: RequireAnyClientCert (a certificate, unverified) and
+ * VerifyClientCertIfGiven (none, or a valid one). Returns why `socket` must be closed, or undefined.
+ */
+export function clientCertRefusal(type: ClientAuthType, socket: TLSSocket): string | undefined {
+  const given = Object.keys(socket.getPeerCertificate()).length > 0;
+  if (type === 'RequireAnyClientCert' && !given) return 'no client certificate';
+  if (type === 'VerifyClientCertIfGiven' && given && !socket.authorized)
+    return `client certificate not verified: ${String(socket.authorizationError)}`;
+  return undefined;
+}
