@@ -13,7 +13,7 @@
  * and while `--flood` loops in another process (bench/flood.ts) send wrong `Authorization: Basic …`
  * headers; the scraper's own credentials were verified before, as Prometheus's would be.
  */
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -52,41 +52,50 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
-// 1. The simulator, in its own process.
-const sim = spawn(
-  process.execPath,
-  [
-    'dist/main.js',
-    'simulate',
-    '--port',
-    '0',
-    '--servers',
-    String(servers),
-    '--ips-per-server',
-    values.ips!,
-    '--latency',
-    String(latencyMs),
-    '--colocations',
-    '0',
-    '--transits',
-    '0',
-    '--api-key',
-    'bench-key',
-  ],
-  { stdio: ['ignore', 'pipe', 'inherit'] },
-);
-let simOutput = '';
-sim.stdout!.on('data', (d) => (simOutput += String(d)));
-const simUrl = await new Promise<string>((resolve, reject) => {
-  const timer = setTimeout(() => reject(new Error(`simulator did not start: ${simOutput}`)), 30_000);
-  sim.stdout!.on('data', () => {
-    const match = /listening on (\S+)/.exec(simOutput);
-    if (match) {
-      clearTimeout(timer);
-      resolve(match[1]!);
-    }
+// 0. First, while the process is small: peak RSS while one 400 MB reply is refused at the size cap (reported in 4).
+const huge = await measureHugeReply();
+
+// 1. The simulator, in its own process (its CPU is not the daemon's).
+async function spawnSimulator(count: number, apiKey: string): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(
+    process.execPath,
+    [
+      'dist/main.js',
+      'simulate',
+      '--port',
+      '0',
+      '--servers',
+      String(count),
+      '--ips-per-server',
+      values.ips!,
+      '--latency',
+      String(latencyMs),
+      '--colocations',
+      '0',
+      '--transits',
+      '0',
+      '--api-key',
+      apiKey,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  let output = '';
+  child.stdout!.on('data', (d) => {
+    output += String(d);
   });
-});
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`simulator did not start: ${output}`)), 30_000);
+    child.stdout!.on('data', () => {
+      const match = /listening on (\S+)/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    });
+  });
+  return { child, url };
+}
+const { child: sim, url: simUrl } = await spawnSimulator(servers, 'bench-key');
 
 // 2. The daemon, in this process, driven by hand.
 const stateDir = mkdtempSync(join(tmpdir(), 'bmx-bench-'));
@@ -290,7 +299,7 @@ const rows = [
 ];
 
 // 4. Faults: one 400 MB reply is refused at the size cap without buffering it.
-const huge = await measureHugeReply();
+
 rows.push({
   what: 'peak RSS growth, one 400 MB reply refused',
   measured: huge.peakMb - huge.baselineMb,
@@ -352,6 +361,58 @@ const budgetLow = sentPerSecond / budget < 0.9;
 await budgetDaemon.stop();
 await limited.close();
 rmSync(budgetDir, { recursive: true, force: true });
+
+// 6. Two accounts, each with half the servers on its own simulator (own key, own client and budget), polled at once.
+const half = Math.floor(servers / 2);
+const [simA, simB] = await Promise.all([spawnSimulator(half, 'bench-key-a'), spawnSimulator(half, 'bench-key-b')]);
+const twoDir = mkdtempSync(join(tmpdir(), 'bmx-bench-accounts-'));
+const twoDaemon = await startDaemon(
+  buildConfig({
+    accounts: [
+      {
+        name: 'a',
+        base_url: simA.url,
+        api_key: 'bench-key-a',
+        concurrency,
+        timeout: '30s',
+        max_requests_per_second: 10000,
+      },
+      {
+        name: 'b',
+        base_url: simB.url,
+        api_key: 'bench-key-b',
+        concurrency,
+        timeout: '30s',
+        max_requests_per_second: 10000,
+      },
+    ],
+    web: { listen_address: '127.0.0.1:0' },
+    state_dir: twoDir,
+  }),
+  { logger: createLogger('error'), schedule: false, initialPolls: false, listen: false },
+);
+const twoStarted = performance.now();
+const twoOutcomes = await Promise.all(
+  [...twoDaemon.accounts.values()].map(async (account) =>
+    [await account.poller.run('servers'), await account.poller.run('firewall')].join('/'),
+  ),
+);
+const twoMs = performance.now() - twoStarted;
+const twoBoundMs = ((1 + half) * latencyMs) / concurrency;
+rows.push({
+  what: `two accounts × ${half} servers, servers+firewall cycle`,
+  measured: twoMs,
+  unit: 'ms',
+  reference: `bound ${twoBoundMs.toFixed(0)} ms per account, both at once (each its own concurrency ${concurrency}); outcomes ${twoOutcomes.join(', ')}`,
+  target: 1.25 * twoBoundMs,
+  rule: '≤ 1.25 × bound',
+});
+await twoDaemon.stop();
+for (const s of [simA, simB]) {
+  s.child.kill('SIGTERM');
+  await once(s.child, 'exit');
+}
+rmSync(twoDir, { recursive: true, force: true });
 
 console.log(
   `\nbaremetal-exporter bench — ${servers} servers × ${values.ips} IPs, ${latencyMs} ms simulated latency, concurrency ${concurrency}, ${series} series (${(exposition.body.length / 2 ** 20).toFixed(1)} MiB exposition), Node ${process.version}`,
