@@ -27,6 +27,13 @@ function fixedParts(config: Config) {
 
 const snake = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
+/** The config-file key of a loaded value whose name differs. */
+const FILE_KEYS: Record<string, string> = {
+  'web.host': 'web.listen_address',
+  'web.port': 'web.listen_address',
+  'web.additional': 'web.listen_address',
+};
+
 /** Dotted paths (config-file spelling) where `a` and `b` differ; an account's name is kept as it is. */
 function differences(a: unknown, b: unknown, path: string, names: boolean): string[] {
   const isObject = (v: unknown): v is Record<string, unknown> =>
@@ -42,7 +49,8 @@ function differences(a: unknown, b: unknown, path: string, names: boolean): stri
 
 /** The keys that changed from `current` to `next` but need a restart to take effect. */
 export function restartKeys(current: Config, next: Config): string[] {
-  const keys = differences(fixedParts(current), fixedParts(next), '', false).map((k) => k.slice(1));
+  const paths = differences(fixedParts(current), fixedParts(next), '', false).map((k) => k.slice(1));
+  const keys = [...new Set(paths.map((path) => FILE_KEYS[path] ?? path))];
   const splits = (c: Config) => c.schedules.firewall_under_attack !== c.schedules.firewall;
   if (splits(current) !== splits(next)) keys.push('schedules.firewall_under_attack');
   return keys;
