@@ -9,6 +9,7 @@ import { STATUS_CODES } from 'node:http';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { AttackLog } from './collectors/attacks.js';
+import type { ReloadResult } from './config/reload.js';
 import type { Config } from './config/schema.js';
 import { BaremetalError, INTERNAL_ERROR_CODE } from './errors.js';
 import type { GraphStore } from './graphs/store.js';
@@ -56,6 +57,8 @@ export interface AppDeps {
     metrics: Metrics;
     config: Config['remediation'];
   };
+  /** `POST /-/reload` (`--web.enable-lifecycle`), behind web.auth; without it the route is not served */
+  reload?: () => Promise<ReloadResult>;
   /** serve HTTPS with these node https options (PEM contents, client certificates, versions) */
   https?: { key: string | Buffer; cert: string | Buffer } & Record<string, unknown>;
   /** checks basic-auth passwords; default: a `BcryptPool` (worker thread, bounded queue) closed with the app */
@@ -134,6 +137,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     metricsRoutes(scope, deps);
     graphRoutes(scope, { graphStores: deps.graphStores, maxWidth: deps.graphMaxWidth });
     if (deps.attacks) attackRoutes(scope, { attacks: deps.attacks });
+    if (deps.reload) reloadRoute(scope, deps.reload);
   });
 
   const remediation = deps.remediation;
@@ -142,11 +146,32 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       scope.addHook('onRequest', createAuthCheck(remediation.config, 'forbid', authOptions));
       alertmanagerRoutes(scope, {
         engines: remediation.engines,
-        rules: remediation.config.rules,
+        // The config object a reload changes in place.
+        rules: () => remediation.config.rules,
         metrics: remediation.metrics,
       });
       actionRoutes(scope, remediation);
     });
   }
   return app;
+}
+
+/**
+ * `POST /-/reload`, as Prometheus has it: 200 when the new configuration is in force (naming the keys that
+ * need a restart), 400 with the problems when the new file is invalid, 500 when it could not be reloaded;
+ * either way the previous configuration stays in force.
+ */
+function reloadRoute(app: FastifyInstance, reload: () => Promise<ReloadResult>): void {
+  app.post('/-/reload', async (_request, reply) => {
+    const result = await reload();
+    if (result.ok) return { status: 'success', needs_restart: result.needsRestart };
+    const status = result.invalid ? 400 : 500;
+    return reply.code(status).send({
+      statusCode: status,
+      code: 'BM_ERR_CONFIG',
+      error: STATUS_CODES[status],
+      message: 'configuration reload failed; the previous configuration stays in force',
+      problems: result.problems,
+    });
+  });
 }

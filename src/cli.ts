@@ -29,6 +29,7 @@ Usage:
       --web.config.file FILE                    exporter-toolkit web config (TLS, basic auth, headers)
       --log.level debug|info|warn|error         overrides log_level
       --log.format logfmt|json                  log line format (default logfmt)
+      --web.enable-lifecycle                    serve POST /-/reload (SIGHUP reloads either way)
   baremetal-exporter check-config FILE        validate a config file (exit 1 listing the problems)
   baremetal-exporter api <command> [options]  every operation of the hosting API (api --help); completion bash
   baremetal-exporter demo [--port N]          the simulator and the exporter on loopback, until Ctrl-C
@@ -204,6 +205,7 @@ async function run(args: string[]): Promise<void> {
       'web.config.file': { type: 'string' },
       'log.level': { type: 'string' },
       'log.format': { type: 'string' },
+      'web.enable-lifecycle': { type: 'boolean' },
     },
   });
   const file = values['config.file'] ?? values.config;
@@ -211,7 +213,10 @@ async function run(args: string[]): Promise<void> {
   const format = values['log.format'] ?? 'logfmt';
   if (!(LOG_FORMATS as readonly string[]).includes(format))
     throw new BaremetalError(`--log.format: must be one of ${LOG_FORMATS.join(', ')} (got ${JSON.stringify(format)})`);
-  const config = applyFlags(loadConfig(file), { listen: values['web.listen-address'], logLevel: values['log.level'] });
+  // The same loader and flags at start and at each reload.
+  const readConfig = () =>
+    applyFlags(loadConfig(file), { listen: values['web.listen-address'], logLevel: values['log.level'] });
+  const config = readConfig();
   const webConfigPath = values['web.config.file'];
   // One place for TLS and basic-auth users: both given would leave the operator guessing which is used.
   if (webConfigPath !== undefined && (config.web.tls || Object.keys(config.web.auth.basicAuthUsers).length > 0))
@@ -221,10 +226,16 @@ async function run(args: string[]): Promise<void> {
   const webConfig = webConfigPath === undefined ? undefined : loadWebConfig(webConfigPath);
   const logger = createLogger(config.logLevel, undefined, format as LogFormat);
   const webConfigFile = webConfigPath === undefined ? undefined : new WebConfigFile(webConfigPath, logger, webConfig);
-  const daemon = await startDaemon(config, { logger, ...(webConfigFile ? { webConfig: webConfigFile } : {}) });
+  const daemon = await startDaemon(config, {
+    logger,
+    reloadConfig: readConfig,
+    lifecycle: values['web.enable-lifecycle'] === true,
+    ...(webConfigFile ? { webConfig: webConfigFile } : {}),
+  });
   webConfigFile?.watch();
   onStop(() => daemon.stop(), { info: (msg) => logger.info(msg), error: (msg) => logger.error(msg) });
-  process.on('SIGHUP', () => daemon.reloadTls());
+  // The outcome is logged and in baremetal_config_last_reload_successful.
+  process.on('SIGHUP', () => void daemon.reload());
 }
 
 /** `check-config FILE`: validates a config (with the environment's overrides); exit 1 listing the problems. */

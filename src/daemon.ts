@@ -22,6 +22,8 @@ import { Journal } from './journal/journal.js';
 import { lockStateDir, type StateLock } from './journal/state-lock.js';
 import { createLogger } from './logger.js';
 import { RemediationEngine } from './remediation/engine.js';
+import { restartKeys, type ReloadResult } from './config/reload.js';
+import { ConfigError } from './errors.js';
 import { createMetrics, type Metrics } from './metrics/definitions.js';
 import { ExpositionCache } from './metrics/exposition.js';
 import type { UpstreamClient } from './upstream/client.js';
@@ -46,6 +48,10 @@ export interface DaemonOptions {
   remediationTickMs?: number;
   /** `--web.config.file`: its TLS, headers and basic-auth users replace `web.tls` and `web.auth.basic_auth_users` */
   webConfig?: WebConfigFile;
+  /** re-reads the config file through the same loader and flags (`reload()`); without it a reload fails */
+  reloadConfig?: () => Config;
+  /** serve `POST /-/reload` (`--web.enable-lifecycle`) */
+  lifecycle?: boolean;
 }
 
 export interface Daemon {
@@ -71,6 +77,12 @@ export interface Daemon {
   ready: Promise<void>;
   /** re-reads the TLS files or the web-config file (SIGHUP); false without them or when reading failed */
   reloadTls(): boolean;
+  /**
+   * SIGHUP and `POST /-/reload`: re-reads the config file and applies what can change safely
+   * (config/reload.ts), and the web config (TLS files, `--web.config.file`); an invalid new file is refused
+   * and the previous configuration stays in force. Reloads run one at a time.
+   */
+  reload(): Promise<ReloadResult>;
   /** stops the schedule, cancels poll runs in progress, closes HTTP and the upstream pool */
   stop(): Promise<void>;
 }
@@ -86,11 +98,16 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
   }
 }
 
-async function start(config: Config, options: DaemonOptions, lock: StateLock): Promise<Daemon> {
+async function start(initial: Config, options: DaemonOptions, lock: StateLock): Promise<Daemon> {
+  // The configuration in force: a reload changes its reloadable parts in place, read by the poll jobs,
+  // schedulers, engines and routes (a copy, so the caller's object is never changed).
+  const config = structuredClone(initial);
   const logger = options.logger ?? createLogger(config.logLevel);
   const now = options.now ?? Date.now;
   const registry = new Registry();
   const metrics = createMetrics(registry, { defaultMetrics: true, version: VERSION });
+  metrics.configReloadSuccessful.set(1);
+  metrics.configReloadSuccessAt.set(now() / 1000);
   // Opened first: a journal that cannot be opened (corrupt, zero-length, unwritable) disables remediation
   // only; the file is left as it is for the operator to inspect.
   const journal = Journal.openOrUnavailable(
@@ -189,6 +206,7 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
     statusView: statusViewOf({ version: VERSION, accounts, journal, now }),
     attacks: new Map([...accounts].map(([name, runtime]) => [name, runtime.poller.attacks])),
     remediation: { engines, journal, metrics, config: config.remediation },
+    ...(options.lifecycle ? { reload: () => reload() } : {}),
   });
   const additional = (config.web.additional ?? []).map((address) => ({ address, server: extraServer(app, web.https) }));
   const servers = [app.server, ...additional.map((a) => a.server)] as HttpsServer[];
@@ -208,6 +226,64 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
 
   /** set by stop(): the initial polls start nothing more */
   let stopping = false;
+
+  const reloadWeb = () => (webConfig ?? tls) === undefined || (webConfig?.reload() ?? tls?.reload() ?? false);
+  const failed = (invalid: boolean, problems: string[]): ReloadResult => {
+    metrics.configReloadSuccessful.set(0);
+    exposition.markDirty();
+    return { ok: false, invalid, problems };
+  };
+  const applyConfig = async (): Promise<ReloadResult> => {
+    if (stopping) return failed(false, ['the daemon is stopping']);
+    const webOk = reloadWeb();
+    if (!options.reloadConfig) return failed(false, ['no configuration file to reload']);
+    let next: Config;
+    try {
+      next = options.reloadConfig();
+    } catch (error) {
+      const invalid = error instanceof ConfigError;
+      const problems = invalid ? error.problems : [(error as Error).message];
+      logger.error({ problems }, 'configuration reload failed; the previous configuration stays in force');
+      return failed(invalid, problems);
+    }
+    const needsRestart = restartKeys(config, next);
+    if (needsRestart.length > 0)
+      logger.warn(
+        { keys: needsRestart },
+        'configuration reload: these keys changed and need a restart; they keep their previous values, the rest is applied',
+      );
+    for (const account of config.accounts) {
+      const services = next.accounts.find((a) => a.name === account.name)?.services;
+      // Read by the next firewall run of the account.
+      if (services) Object.assign(account.services, services);
+    }
+    const schedulesChanged = JSON.stringify(config.schedules) !== JSON.stringify(next.schedules);
+    if (schedulesChanged && !needsRestart.includes('schedules.firewall_under_attack')) {
+      Object.assign(config.schedules, next.schedules);
+      await Promise.all([...accounts.values()].map((account) => account.scheduler.restart()));
+    }
+    const { rules, dryRun, budgetPerHour } = next.remediation;
+    Object.assign(config.remediation, { rules, dryRun, budgetPerHour });
+    if (!webOk)
+      return failed(false, [
+        'the web config could not be reloaded; the previous one stays in force (see its log line)',
+      ]);
+    metrics.configReloadSuccessful.set(1);
+    metrics.configReloadSuccessAt.set(now() / 1000);
+    exposition.markDirty();
+    logger.info(
+      { rules: rules.length, dry_run: dryRun, budget_per_hour: budgetPerHour, needs_restart: needsRestart.length },
+      'configuration reloaded',
+    );
+    return { ok: true, needsRestart };
+  };
+  /** the reload in progress: one at a time */
+  let reloading: Promise<unknown> = Promise.resolve();
+  const reload = (): Promise<ReloadResult> => {
+    const result = reloading.then(applyConfig);
+    reloading = result.catch(() => undefined);
+    return result;
+  };
   // Each account polls on its own: one whose API is down delays no other's first polls.
   const ready =
     options.initialPolls === false
@@ -235,6 +311,7 @@ async function start(config: Config, options: DaemonOptions, lock: StateLock): P
     graphStore,
     ready,
     reloadTls: () => webConfig?.reload() ?? tls?.reload() ?? false,
+    reload,
     stop: async () => {
       stopping = true;
       tls?.stop();

@@ -243,6 +243,16 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['status', 'matched'] as const,
       registers,
     }),
+    configReloadSuccessful: new Gauge({
+      name: 'baremetal_config_last_reload_successful',
+      help: '1 when the last configuration reload (SIGHUP, POST /-/reload) succeeded or none was tried; 0 when the new file was invalid and the previous configuration stays in force.',
+      registers,
+    }),
+    configReloadSuccessAt: new Gauge({
+      name: 'baremetal_config_last_reload_success_timestamp_seconds',
+      help: 'Unix time in seconds of the last successful configuration load (the start, or a reload).',
+      registers,
+    }),
     renderedAt: new Gauge({
       name: 'baremetal_metrics_rendered_timestamp_seconds',
       help: 'Unix time in seconds at which this exposition was rendered; a scrape serves the last rendering.',

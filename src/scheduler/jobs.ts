@@ -121,7 +121,8 @@ export class PollJobs implements TargetDirectory {
             metrics: deps.metrics,
             logger: deps.logger,
             now: this.#now,
-            deadlineMs: runDeadlineMs(schedulePeriodMs(deps.config.schedules[name])),
+            // Read per run: a config reload may change the schedule.
+            deadlineMs: () => runDeadlineMs(schedulePeriodMs(deps.config.schedules[name])),
             onFinished: (outcome, problem) => deps.onFinished?.(name, outcome, problem),
           }),
         ]),

@@ -30,7 +30,7 @@ export interface PollJobOptions {
   /** milliseconds since the epoch; injectable for tests */
   now?: () => number;
   /** a run is cancelled this many milliseconds after it started (see `runDeadlineMs`); none when undefined */
-  deadlineMs?: number;
+  deadlineMs?: number | (() => number);
   /** called after every finished (not skipped) run, e.g. to re-render the exposition */
   /** called when a run ends; `problem` says why a run failed outright (the error's message, never a secret) */
   onFinished?: (outcome: RunOutcome, problem?: string) => void;
@@ -130,7 +130,10 @@ export class PollJob {
   }
 
   async #execute(): Promise<RunOutcome> {
-    const { metrics, name, logger, work, onFinished, deadlineMs } = this.#options;
+    const { metrics, name, logger, work, onFinished } = this.#options;
+    // A function when the schedule can change (a config reload): read as each run starts.
+    const deadlineMs =
+      typeof this.#options.deadlineMs === 'function' ? this.#options.deadlineMs() : this.#options.deadlineMs;
     const now = this.#options.now ?? Date.now;
     const controller = new AbortController();
     this.#controller = controller;

@@ -48,6 +48,17 @@ export class Scheduler {
   }
 
   /**
+   * Replaces the cron tasks with ones on the current schedules (a config reload changed them in place);
+   * runs in progress go on. Does nothing when the schedule was never started.
+   */
+  async restart(): Promise<void> {
+    if (this.#tasks.length === 0) return;
+    await Promise.all(this.#tasks.map((t) => t.destroy()));
+    this.#tasks.length = 0;
+    this.start();
+  }
+
+  /**
    * Stops the cron tasks and cancels the runs in progress (scheduled or started by hand); resolves when
    * they have ended. Their unfinished items are counted as cancelled.
    */

@@ -269,3 +269,46 @@ describe('demo', () => {
     expect(`${demo.output()}\n${replies.join('\n')}`).not.toContain(key);
   });
 });
+
+describe('run: configuration reload', () => {
+  it.each([
+    { name: 'without --web.enable-lifecycle POST /-/reload is 404', flags: [], status: 404 },
+    { name: 'with --web.enable-lifecycle POST /-/reload is 200', flags: ['--web.enable-lifecycle'], status: 200 },
+  ])('$name', async ({ flags, status }) => {
+    const { port, run } = await startRun('', {}, [], () => flags);
+    const res = await eventually(`listening (${run.output()})`, async () =>
+      request(`http://127.0.0.1:${port}/-/reload`, { method: 'POST' }).then(
+        async (r) => ({ status: r.statusCode, body: await r.body.text() }),
+        () => undefined,
+      ),
+    );
+    expect(res.status).toBe(status);
+    if (status === 200) expect(JSON.parse(res.body)).toEqual({ status: 'success', needs_restart: [] });
+  });
+
+  it('SIGHUP reloads the file: a valid one is applied, an invalid one is refused (metric 0)', async () => {
+    const { dir, port, run } = await startRun('');
+    const file = join(dir, 'config.yml');
+    await eventually(`listening (${run.output()})`, async () =>
+      request(`http://127.0.0.1:${port}/healthz`).then(
+        (r) => r.body.text(),
+        () => undefined,
+      ),
+    );
+    run.child.kill('SIGHUP');
+    await eventually(`the reload log line (${run.output()})`, async () =>
+      run.output().includes('configuration reloaded') ? true : undefined,
+    );
+    writeFileSync(file, 'upstream: { base_url: [unclosed\n');
+    run.child.kill('SIGHUP');
+    await eventually(`the refusal log line (${run.output()})`, async () =>
+      run.output().includes('configuration reload failed') ? true : undefined,
+    );
+    const metrics = await eventually('the metric at 0', async () => {
+      const text = await request(`http://127.0.0.1:${port}/metrics`).then((r) => r.body.text());
+      return /^baremetal_config_last_reload_successful 0$/m.test(text) ? text : undefined;
+    });
+    // The start's load stays the last success.
+    expect(metrics).toMatch(/^baremetal_config_last_reload_success_timestamp_seconds \d/m);
+  });
+});

@@ -14,16 +14,18 @@ import type { Metrics } from '../../metrics/definitions.js';
 
 export function alertmanagerRoutes(
   app: FastifyInstance,
-  deps: { engines: ReadonlyMap<string, RemediationEngine>; rules: RemediationRule[]; metrics: Metrics },
+  deps: { engines: ReadonlyMap<string, RemediationEngine>; rules: () => RemediationRule[]; metrics: Metrics },
 ): void {
   app.post<{ Body: WebhookBody }>('/api/v1/alertmanager', { schema: { body: webhookSchema } }, async (request) => {
     const { alerts } = request.body;
+    // Read per request: a config reload may replace the rules.
+    const rules = deps.rules();
     // Validate every alert against the rules before acting on any, so a bad payload changes nothing.
     const accounts = [...deps.engines.keys()];
-    const perAlert = alerts.map((alert, i) => ({ alert, requests: requestsFor(alert, i, deps.rules, accounts) }));
+    const perAlert = alerts.map((alert, i) => ({ alert, requests: requestsFor(alert, i, rules, accounts) }));
     const results = [];
     for (const { alert, requests } of perAlert) {
-      const matched = deps.rules.some((rule) => matches(rule, alert));
+      const matched = rules.some((rule) => matches(rule, alert));
       deps.metrics.alertsReceived.inc({ status: alert.status, matched: String(matched) });
       for (const req of requests) {
         // requestsFor only names configured accounts.

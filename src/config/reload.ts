@@ -1,0 +1,57 @@
+/**
+ * What a configuration reload may change while the daemon runs, and what needs a restart. Reloadable:
+ * each account's `services`, the `schedules` (unless `firewall_under_attack` starts or stops differing from
+ * `firewall`: that adds or removes a poll job), and `remediation.rules`, `dry_run` and `budget_per_hour`.
+ * Anything else that changed (accounts added or removed, an upstream's base_url or key, state_dir,
+ * web.listen_address, web.tls, credentials, graphs, firewall limits, log_level) keeps its previous value
+ * until a restart; the reload applies the rest and names those keys (never their values) in one log line.
+ */
+import type { Config } from './schema.js';
+
+/** The outcome of `Daemon.reload()`. */
+export type ReloadResult =
+  | { ok: true; needsRestart: string[] }
+  /** `invalid`: the new file was refused (ConfigError); otherwise it could not be reloaded at all */
+  | { ok: false; invalid: boolean; problems: string[] };
+
+/** The config with its reloadable parts left out; accounts by name. */
+function fixedParts(config: Config) {
+  const { schedules: _s, remediation, accounts, ...rest } = config;
+  const { rules: _r, dryRun: _d, budgetPerHour: _b, ...fixedRemediation } = remediation;
+  return {
+    ...rest,
+    remediation: fixedRemediation,
+    accounts: Object.fromEntries(accounts.map(({ services: _, name, ...account }) => [name, account])),
+  };
+}
+
+const snake = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+/** The config-file key of a loaded value whose name differs. */
+const FILE_KEYS: Record<string, string> = {
+  'web.host': 'web.listen_address',
+  'web.port': 'web.listen_address',
+  'web.additional': 'web.listen_address',
+};
+
+/** Dotted paths (config-file spelling) where `a` and `b` differ; an account's name is kept as it is. */
+function differences(a: unknown, b: unknown, path: string, names: boolean): string[] {
+  const isObject = (v: unknown): v is Record<string, unknown> =>
+    typeof v === 'object' && v !== null && !Array.isArray(v);
+  if (!isObject(a) || !isObject(b)) return JSON.stringify(a) === JSON.stringify(b) ? [] : [path];
+  const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort();
+  return keys.flatMap((key) => {
+    const child = `${path}.${names ? key : snake(key)}`;
+    if (!(key in a) || !(key in b)) return [child];
+    return differences(a[key], b[key], child, path === '' && key === 'accounts');
+  });
+}
+
+/** The keys that changed from `current` to `next` but need a restart to take effect. */
+export function restartKeys(current: Config, next: Config): string[] {
+  const paths = differences(fixedParts(current), fixedParts(next), '', false).map((k) => k.slice(1));
+  const keys = [...new Set(paths.map((path) => FILE_KEYS[path] ?? path))];
+  const splits = (c: Config) => c.schedules.firewall_under_attack !== c.schedules.firewall;
+  if (splits(current) !== splits(next)) keys.push('schedules.firewall_under_attack');
+  return keys;
+}

@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { buildConfig } from '../../../src/config/load.js';
+import { restartKeys } from '../../../src/config/reload.js';
+
+const base = {
+  upstream: { base_url: 'https://api.provider.test', api_key: 'secret-key-0123456789' },
+  web: { listen_address: '127.0.0.1:9877' },
+  state_dir: '/tmp/state',
+  services: { colocation_ids: ['colo-1'], transit_ids: [] },
+  remediation: { rules: [{ alertname: 'ServerDown', action: 'powercycle' }] },
+};
+const config = (raw: Record<string, unknown>) => buildConfig({ ...base, ...raw }, {});
+
+describe('restartKeys', () => {
+  it.each([
+    { name: 'nothing changed', raw: {}, keys: [] },
+    {
+      name: 'services, schedules and rules are reloadable',
+      raw: {
+        services: { colocation_ids: ['colo-2'], transit_ids: ['transit-1'] },
+        schedules: { servers: '*/7 * * * *' },
+        remediation: { dry_run: false, budget_per_hour: 3, rules: [] },
+      },
+      keys: [],
+    },
+    {
+      name: 'base_url and the key: named, never their values',
+      raw: { upstream: { base_url: 'https://other.provider.test', api_key: 'other-key-0123456789' } },
+      keys: ['accounts.default.upstream.api_key', 'accounts.default.upstream.base_url'],
+    },
+    { name: 'listen address', raw: { web: { listen_address: '127.0.0.1:9999' } }, keys: ['web.listen_address'] },
+    { name: 'state_dir', raw: { state_dir: '/tmp/other' }, keys: ['state_dir'] },
+    {
+      name: 'the under-attack poll starts differing from the firewall poll',
+      raw: { schedules: { firewall_under_attack: '*/30 * * * * *' } },
+      keys: ['schedules.firewall_under_attack'],
+    },
+  ])('$name → $keys', ({ raw, keys }) => {
+    expect(restartKeys(config({}), config(raw))).toEqual(keys);
+  });
+
+  it('accounts added are named', () => {
+    const { upstream: _u, services: _s, ...rest } = base;
+    const two = buildConfig(
+      {
+        ...rest,
+        accounts: [
+          { name: 'default', base_url: 'https://api.provider.test', api_key: 'secret-key-0123456789' },
+          { name: 'eu', base_url: 'https://api.provider.test', api_key: 'secret-key-0123456789' },
+        ],
+      },
+      {},
+    );
+    expect(restartKeys(config({}), two)).toContain('accounts.eu');
+  });
+});
