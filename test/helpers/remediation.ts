@@ -1,14 +1,69 @@
+import { join } from 'node:path';
 import { afterEach } from 'vitest';
+import { buildConfig } from '../../src/config/load.js';
 import type { Config, RemediationRule } from '../../src/config/schema.js';
 import { Journal } from '../../src/journal/journal.js';
 import { RemediationEngine } from '../../src/remediation/engine.js';
-import type { TargetDirectory } from '../../src/remediation/types.js';
+import type { ActionRequest, TargetDirectory } from '../../src/remediation/types.js';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
 import { UpstreamClient } from '../../src/upstream/client.js';
 import { captureLogger } from './logger.js';
 import { freshMetrics } from './metrics.js';
 
 export const TOKEN = 'test-bearer-token-0123456789';
+
+const MIN = 60_000;
+
+/** A power-cycle request on server 100001 of the default account (an operator's unless `over` says). */
+export const powerRequest = (over: Partial<ActionRequest> = {}): ActionRequest => ({
+  account: 'default',
+  source: 'operator',
+  action: 'powercycle',
+  serverId: '100001',
+  cooldownMs: 30 * MIN,
+  requireOwnedIp: true,
+  ...over,
+});
+
+/** An alert's firewall-state request for 198.18.0.1 of server 100001. */
+export const firewallRequest = (value: '0' | '1', over: Partial<ActionRequest> = {}): ActionRequest => ({
+  account: 'default',
+  source: 'alert',
+  action: 'firewall_state',
+  serverId: '100001',
+  ip: '198.18.0.1',
+  value,
+  cooldownMs: 2 * MIN,
+  requireOwnedIp: true,
+  ...over,
+});
+
+/**
+ * A live (not dry-run) daemon config against `simUrl` with key `k`, the token file `<stateDir>/token`, and one
+ * rule: BaremetalServerUnreachable → powercycle with a 30m cooldown. `upstream` adds upstream keys.
+ */
+export function powercycleDaemonConfig(simUrl: string, stateDir: string, upstream: Record<string, unknown> = {}) {
+  return buildConfig(
+    {
+      upstream: { base_url: simUrl, ...upstream },
+      web: { listen_address: '127.0.0.1:0' },
+      state_dir: stateDir,
+      remediation: {
+        dry_run: false,
+        auth: { bearer_token_files: [join(stateDir, 'token')] },
+        rules: [
+          {
+            alertname: 'BaremetalServerUnreachable',
+            action: 'powercycle',
+            server_id_label: 'server_id',
+            cooldown: '30m',
+          },
+        ],
+      },
+    },
+    { BAREMETAL_API_KEY: 'k' },
+  );
+}
 
 /** A rule with the defaults the config loader fills in. */
 export function rule(

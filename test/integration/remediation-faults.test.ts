@@ -5,12 +5,11 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { buildConfig } from '../../src/config/load.js';
 import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
 import { captureLogger } from '../helpers/logger.js';
 import { seriesValue } from '../helpers/metrics.js';
-import { TOKEN } from '../helpers/remediation.js';
+import { powercycleDaemonConfig, TOKEN } from '../helpers/remediation.js';
 import { tempDir } from '../helpers/tmp.js';
 
 let sim: Simulator | undefined;
@@ -33,26 +32,7 @@ async function start(prepare: (stateDir: string) => void = () => undefined) {
   prepare(stateDir);
   sim = await startSimulator({ apiKey: 'k', servers: 3, attackRate: 0 });
   const clock = { now: Date.UTC(2026, 10, 21, 12) };
-  const config = buildConfig(
-    {
-      upstream: { base_url: sim.url, timeout: '500ms', retries: 0 },
-      web: { listen_address: '127.0.0.1:0' },
-      state_dir: stateDir,
-      remediation: {
-        dry_run: false,
-        auth: { bearer_token_files: [join(stateDir, 'token')] },
-        rules: [
-          {
-            alertname: 'BaremetalServerUnreachable',
-            action: 'powercycle',
-            server_id_label: 'server_id',
-            cooldown: '30m',
-          },
-        ],
-      },
-    },
-    { BAREMETAL_API_KEY: 'k' },
-  );
+  const config = powercycleDaemonConfig(sim.url, stateDir, { timeout: '500ms', retries: 0 });
   const log = captureLogger();
   daemon = await startDaemon(config, { logger: log.logger, listen: false, schedule: false, now: () => clock.now });
   await daemon.ready;

@@ -1,11 +1,10 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { buildConfig } from '../../src/config/load.js';
 import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
 import { captureLogger } from '../helpers/logger.js';
-import { TOKEN } from '../helpers/remediation.js';
+import { powercycleDaemonConfig, TOKEN } from '../helpers/remediation.js';
 import { tempDir } from '../helpers/tmp.js';
 
 let sim: Simulator | undefined;
@@ -37,26 +36,7 @@ describe('remediation across a restart', () => {
     const stateDir = tempDir();
     writeFileSync(join(stateDir, 'token'), TOKEN);
     sim = await startSimulator({ apiKey: 'k', servers: 3 });
-    const config = buildConfig(
-      {
-        upstream: { base_url: sim.url },
-        web: { listen_address: '127.0.0.1:0' },
-        state_dir: stateDir,
-        remediation: {
-          dry_run: false,
-          auth: { bearer_token_files: [join(stateDir, 'token')] },
-          rules: [
-            {
-              alertname: 'BaremetalServerUnreachable',
-              action: 'powercycle',
-              server_id_label: 'server_id',
-              cooldown: '30m',
-            },
-          ],
-        },
-      },
-      { BAREMETAL_API_KEY: 'k' },
-    );
+    const config = powercycleDaemonConfig(sim.url, stateDir);
     const deliver = async (d: Daemon) => {
       const res = await d.app.inject({
         method: 'POST',

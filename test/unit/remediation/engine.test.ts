@@ -2,33 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { NotReadyError } from '../../../src/errors.js';
 import { Journal } from '../../../src/journal/journal.js';
 import { RemediationEngine } from '../../../src/remediation/engine.js';
-import type { ActionRequest } from '../../../src/remediation/types.js';
 import { captureLogger } from '../../helpers/logger.js';
 import { freshMetrics, seriesValue } from '../../helpers/metrics.js';
-import { engineHarness, simulatorTargets } from '../../helpers/remediation.js';
+import { engineHarness, firewallRequest, powerRequest, simulatorTargets } from '../../helpers/remediation.js';
 import { tempDir } from '../../helpers/tmp.js';
 
 const MIN = 60_000;
-const power = (over: Partial<ActionRequest> = {}): ActionRequest => ({
-  account: 'default',
-  source: 'operator',
-  action: 'powercycle',
-  serverId: '100001',
-  cooldownMs: 30 * MIN,
-  requireOwnedIp: true,
-  ...over,
-});
-const fw = (value: '0' | '1', over: Partial<ActionRequest> = {}): ActionRequest => ({
-  account: 'default',
-  source: 'alert',
-  action: 'firewall_state',
-  serverId: '100001',
-  ip: '198.18.0.1',
-  value,
-  cooldownMs: 2 * MIN,
-  requireOwnedIp: true,
-  ...over,
-});
+const power = powerRequest;
+const fw = firewallRequest;
 const stateCalls = (sim: Awaited<ReturnType<typeof engineHarness>>['sim']) =>
   sim.callsTo('/api/v1/dedicated/firewall/state').map((c) => c.params.state);
 

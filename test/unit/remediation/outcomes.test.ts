@@ -8,7 +8,7 @@ import type { Faults } from '../../../src/simulator/server.js';
 import { classifyTransportError } from '../../../src/upstream/client.js';
 import { captureLogger } from '../../helpers/logger.js';
 import { freshMetrics, seriesValue } from '../../helpers/metrics.js';
-import { engineHarness, simulatorTargets } from '../../helpers/remediation.js';
+import { engineHarness, firewallRequest, powerRequest, simulatorTargets } from '../../helpers/remediation.js';
 import { tempDir } from '../../helpers/tmp.js';
 
 const ctx = { operation: 'powercycle', path: '/api/v1/dedicated/powercycle' };
@@ -16,26 +16,8 @@ const ctx = { operation: 'powercycle', path: '/api/v1/dedicated/powercycle' };
 const MIN = 60_000;
 const POWERCYCLE = '/api/v1/dedicated/powercycle';
 const STATE = '/api/v1/dedicated/firewall/state';
-const power = (over: Partial<ActionRequest> = {}): ActionRequest => ({
-  account: 'default',
-  source: 'alert',
-  action: 'powercycle',
-  serverId: '100001',
-  cooldownMs: 30 * MIN,
-  requireOwnedIp: true,
-  ...over,
-});
-const fw = (value: '0' | '1', over: Partial<ActionRequest> = {}): ActionRequest => ({
-  account: 'default',
-  source: 'alert',
-  action: 'firewall_state',
-  serverId: '100001',
-  ip: '198.18.0.1',
-  value,
-  cooldownMs: 2 * MIN,
-  requireOwnedIp: true,
-  ...over,
-});
+const power = (over: Partial<ActionRequest> = {}) => powerRequest({ source: 'alert', ...over });
+const fw = firewallRequest;
 type Harness = Awaited<ReturnType<typeof engineHarness>>;
 
 /** Each reply shape of a power cycle, and the decision it must give. */
