@@ -352,16 +352,23 @@ const LABELLED = new Set([
  * as they are, and no call site changes.
  */
 function withAccount<M extends object>(metric: M, account: string): M {
+  // One wrapper per method, made on first use: collectors call these per series on every poll.
+  const wrappers = new Map<string, (...args: unknown[]) => unknown>();
   return new Proxy(metric, {
     get(target, prop) {
       const value: unknown = Reflect.get(target, prop, target);
       if (typeof prop !== 'string' || !LABELLED.has(prop) || typeof value !== 'function') return value;
-      return (...args: unknown[]) => {
-        const first = args[0];
-        if (first !== null && typeof first === 'object')
-          return value.call(target, { account, ...first }, ...args.slice(1));
-        return value.call(target, { account }, ...args);
-      };
+      let wrapper = wrappers.get(prop);
+      if (!wrapper) {
+        wrapper = (...args: unknown[]) => {
+          const first = args[0];
+          if (first !== null && typeof first === 'object')
+            return value.call(target, { account, ...first }, ...args.slice(1));
+          return value.call(target, { account }, ...args);
+        };
+        wrappers.set(prop, wrapper);
+      }
+      return wrapper;
     },
   });
 }
