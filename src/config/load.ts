@@ -31,6 +31,7 @@ import {
 export interface ConfigEnv {
   BAREMETAL_API_URL?: string | undefined;
   BAREMETAL_API_KEY?: string | undefined;
+  BAREMETAL_DATABASE_URL?: string | undefined;
 }
 
 type ReadFile = (path: string) => string;
@@ -185,6 +186,7 @@ export function buildConfig(
   const rules = checkRules(checks);
   const journalRetentionMs = checks.duration('remediation.journal_retention', '30d');
   const webAuth = checks.credentials('web.auth', readFile);
+  const database = checkDatabase(checks, env, readFile);
   for (const key of ['cert_file', 'key_file'] as const) {
     const path = checks.text(`web.tls.${key}`);
     if (path === undefined) continue;
@@ -207,6 +209,7 @@ export function buildConfig(
       auth: webAuth,
     },
     stateDir: file.state_dir,
+    database: database!,
     logLevel: file.log_level,
     schedules: {
       ...file.schedules,
@@ -236,6 +239,52 @@ export function buildConfig(
       ),
     },
   };
+}
+
+/**
+ * The state backend: BAREMETAL_DATABASE_URL, else `database.url_file`, else `database.url` (PostgreSQL), else
+ * SQLite. The URL must be `postgres://` or `postgresql://` with a host; problems name the key, never the URL
+ * (it carries the password).
+ */
+function checkDatabase(checks: Checks, env: ConfigEnv, readFile: ReadFile): Config['database'] | undefined {
+  const { problems } = checks;
+  let url: string | undefined;
+  let at = 'BAREMETAL_DATABASE_URL';
+  if (env.BAREMETAL_DATABASE_URL) url = env.BAREMETAL_DATABASE_URL.trim();
+  else {
+    const urlFile = checks.text('database.url_file');
+    if (urlFile !== undefined && checks.text('database.url') !== undefined) {
+      problems.push('database: set url or url_file, not both');
+      return undefined;
+    }
+    if (urlFile !== undefined) {
+      at = 'database.url_file';
+      try {
+        url = readFile(urlFile).trim();
+        if (!url) problems.push(`database.url_file: file ${urlFile} is empty`);
+      } catch (error) {
+        problems.push(`database.url_file: cannot read ${urlFile} (${errno(error)})`);
+        return undefined;
+      }
+    } else {
+      url = checks.text('database.url');
+      at = 'database.url';
+    }
+  }
+  if (!url) return { kind: 'sqlite' };
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    problems.push(`${at}: not a URL (postgres://user:password@host:port/database expected)`);
+    return undefined;
+  }
+  if ((parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:') || !parsed.hostname) {
+    problems.push(`${at}: must be a postgres:// or postgresql:// URL with a host`);
+    return undefined;
+  }
+  if (parsed.password) parsed.password = '***';
+  return { kind: 'postgres', url, redactedUrl: parsed.toString() };
 }
 
 type UpstreamFile = ConfigFile['upstream'];

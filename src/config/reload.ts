@@ -2,7 +2,7 @@
  * What a configuration reload may change while the daemon runs, and what needs a restart. Reloadable:
  * each account's `services`, the `schedules` (unless `firewall_under_attack` starts or stops differing from
  * `firewall`: that adds or removes a poll job), and `remediation.rules`, `dry_run` and `budget_per_hour`.
- * Anything else that changed (accounts added or removed, an upstream's base_url or key, state_dir,
+ * Anything else that changed (accounts added or removed, an upstream's base_url or key, state_dir, database,
  * web.listen_address, web.tls, credentials, graphs, firewall limits, log_level) keeps its previous value
  * until a restart; the reload applies the rest and names those keys (never their values) in one log line.
  */
@@ -32,6 +32,8 @@ const FILE_KEYS: Record<string, string> = {
   'web.host': 'web.listen_address',
   'web.port': 'web.listen_address',
   'web.additional': 'web.listen_address',
+  'database.kind': 'database.url',
+  'database.redacted_url': 'database.url',
 };
 
 /** Dotted paths (config-file spelling) where `a` and `b` differ; an account's name is kept as it is. */

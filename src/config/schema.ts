@@ -209,6 +209,19 @@ export const configFileSchema = strict({
     default: './data',
     description: 'graph images and the remediation journal are kept under it across restarts',
   }),
+  database: strict(
+    {
+      url: Type.Optional(
+        Type.String({
+          minLength: 1,
+          description:
+            'PostgreSQL URL (`postgres://user:password@host:port/db`) of the state shared by replicas (see High availability); default: SQLite under `state_dir`. Prefer `url_file` or BAREMETAL_DATABASE_URL: a password in the YAML is discouraged',
+        }),
+      ),
+      url_file: Type.Optional(path('file holding the PostgreSQL URL (its password is never logged)')),
+    },
+    { default: {} },
+  ),
   log_level: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
     default: 'info',
     description: 'pino level',
@@ -359,6 +372,11 @@ export interface Config {
     auth: Credentials;
   };
   stateDir: string;
+  /**
+   * Where the remediation state lives: SQLite under `state_dir` (one process), or PostgreSQL shared by
+   * replicas, which then elect one leader to poll. `url` carries the password: never log it (`redactedUrl`).
+   */
+  database: { kind: 'sqlite' } | { kind: 'postgres'; url: string; redactedUrl: string };
   logLevel: ConfigFile['log_level'];
   schedules: Record<JobName, string>;
   graphs: { types: ConfigFile['graphs']['types']; scales: ConfigFile['graphs']['scales']; maxWidth: number };

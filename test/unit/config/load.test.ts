@@ -38,6 +38,7 @@ describe('config', () => {
       ],
       web: { host: '0.0.0.0', port: 9877, auth: { bearerTokens: [], basicAuthUsers: {} } },
       stateDir: './data',
+      database: { kind: 'sqlite' },
       logLevel: 'info',
       schedules: { ...DEFAULT_SCHEDULES, firewall_under_attack: DEFAULT_SCHEDULES.firewall },
       graphs: { types: ['port_bits'], scales: ['day'], maxWidth: 2000 },
@@ -95,6 +96,42 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
       BAREMETAL_API_KEY: 'env-key',
     });
     expect(config.accounts[0]!.upstream).toMatchObject({ baseUrl: 'https://b.test', apiKey: 'env-key' });
+  });
+
+  describe('database', () => {
+    const pgUrl = 'postgres://bmx:s3cret-pw@db.example:5432/bmx';
+    it.each([
+      ['the file', `${minimal}database:\n  url: ${pgUrl}\n`, {}],
+      ['a url_file', `${minimal}database:\n  url_file: /run/secrets/db\n`, {}],
+      [
+        'BAREMETAL_DATABASE_URL, over the file',
+        `${minimal}database:\n  url: postgres://other@h/x\n`,
+        { BAREMETAL_DATABASE_URL: pgUrl },
+      ],
+    ])('takes the PostgreSQL URL from %s, and keeps a redacted copy to log', (_name, text, extra) => {
+      const config = parseConfigText(text, { ...env, ...extra }, (p) => {
+        expect(p).toBe('/run/secrets/db');
+        return `${pgUrl}\n`;
+      });
+      expect(config.database).toEqual({
+        kind: 'postgres',
+        url: pgUrl,
+        redactedUrl: 'postgres://bmx:***@db.example:5432/bmx',
+      });
+    });
+
+    it.each([
+      ['not a URL', 'url: not a url', 'database.url: not a URL'],
+      ['another scheme', 'url: mysql://u:s3cret-pw@h/db', 'database.url: must be a postgres:// or postgresql:// URL'],
+      ['both url and url_file', 'url: postgres://h/db\n  url_file: /f', 'database: set url or url_file, not both'],
+      ['an unreadable url_file', 'url_file: /missing', 'database.url_file: cannot read /missing'],
+    ])('refuses %s, naming the key and never the password', (_name, body, expected) => {
+      const found = problems(`${minimal}database:\n  ${body}\n`, env, () => {
+        throw Object.assign(new Error('nope'), { code: 'ENOENT' });
+      });
+      expect(found.join('\n')).toContain(expected);
+      expect(found.join('\n')).not.toContain('s3cret-pw');
+    });
   });
 
   it('accepts an IPv6 listen address', () => {
