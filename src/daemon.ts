@@ -108,6 +108,8 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
   const metrics = createMetrics(registry, { defaultMetrics: true, version: VERSION });
   metrics.configReloadSuccessful.set(1);
   metrics.configReloadSuccessAt.set(now() / 1000);
+  // With SQLite there is one replica, so it leads (polls and applies deferred firewall changes).
+  metrics.leader.set(1);
   // Opened first: a journal that cannot be opened (corrupt, zero-length, unwritable) disables remediation
   // only; the file is left as it is for the operator to inspect.
   const journal = Journal.openOrUnavailable(

@@ -219,6 +219,11 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       help: '1 when the remediation journal is open and its last write succeeded; 0 when it is unavailable (remediation disabled, the action endpoints answer 503; /readyz names the reason).',
       registers,
     }),
+    leader: new Gauge({
+      name: 'baremetal_leader',
+      help: '1 when this replica is the leader (it polls the API and applies deferred firewall changes), 0 when it is a follower (it answers webhooks and operator calls only). With SQLite (one replica) always 1; with PostgreSQL the leader holds an advisory lock on its own connection.',
+      registers,
+    }),
     actionPending: new Gauge({
       name: 'baremetal_action_pending',
       help: `Remediation changes waiting to be applied (firewall state inside its hold or 2-minute window). ${CACHED}`,
