@@ -102,13 +102,19 @@ describe('rendering with another config', () => {
     }
   });
 
-  it.each([...FLEET])('%s takes one series per fleet: every selector inside max/sum without the replica labels', (name) => {
-    const rule = all.find((r) => (r.alert ?? r.record) === name)!;
-    const selectors = [...rule.expr.matchAll(/\b(?:baremetal_[a-z_]+)\{/g)].length;
-    const aggregated = [...rule.expr.matchAll(/\b(?:max|sum) without \(instance, pod\) \(baremetal_[a-z_]+\{/g)].length;
-    const joined = [...rule.expr.matchAll(/\b(?:by|unless on|and on) \((?:(?!instance)[^)])*\) \(?baremetal_[a-z_]+\{/g)].length;
-    expect(aggregated + joined, rule.expr).toBe(selectors);
-  });
+  it.each([...FLEET])(
+    '%s takes one series per fleet: every selector inside max/sum without the replica labels',
+    (name) => {
+      const rule = all.find((r) => (r.alert ?? r.record) === name)!;
+      const selectors = [...rule.expr.matchAll(/\b(?:baremetal_[a-z_]+)\{/g)].length;
+      const aggregated = [...rule.expr.matchAll(/\b(?:max|sum) without \(instance, pod\) \(baremetal_[a-z_]+\{/g)]
+        .length;
+      const joined = [
+        ...rule.expr.matchAll(/\b(?:by|unless on|and on) \((?:(?!instance)[^)])*\) \(?baremetal_[a-z_]+\{/g),
+      ].length;
+      expect(aggregated + joined, rule.expr).toBe(selectors);
+    },
+  );
 
   it.each(['BaremetalExporterDown', 'BaremetalApiDown', 'BaremetalApiErrorRatioHigh'])(
     '%s stays per replica (its own health)',
