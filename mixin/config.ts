@@ -16,6 +16,12 @@ export interface MixinConfig {
   selector: string;
   /** labels that tell one exporter (and one account of it) from another: every aggregation and `on (…)` keeps them (must hold `job` and `instance`, which the dashboards filter on; `account` keeps one account's problem from hiding in another's) */
   groupBy: string[];
+  /**
+   * labels that tell replicas of one deployment apart (High availability): the alerts that describe the fleet or
+   * drive remediation aggregate them away (`max without (…)`), so such an alert keeps its labels — and its
+   * Alertmanager fingerprint — when another replica becomes the leader; per-replica health alerts keep them
+   */
+  replicaLabels: string[];
   /** window of the rate() recording rules, a Prometheus duration; it is also in their names (`…:rate5m`) */
   rateWindow: string;
   /** the `severity` label each alert gets, by level */
@@ -32,6 +38,7 @@ export interface MixinConfig {
 export const defaultConfig: MixinConfig = {
   selector: 'job="baremetal"',
   groupBy: ['job', 'instance', 'account'],
+  replicaLabels: ['instance', 'pod'],
   rateWindow: '5m',
   severities: { critical: 'critical', warning: 'warning', info: 'info' },
   blackboxSelector: 'job="blackbox-icmp"',
@@ -79,6 +86,13 @@ export function resolveConfig(overrides: unknown, base: MixinConfig = defaultCon
     for (const label of ['job', 'instance'])
       if (!config.groupBy.includes(label))
         problems.push(`groupBy: must include ${label} (the dashboards filter on it)`);
+  if (
+    !Array.isArray(config.replicaLabels) ||
+    !config.replicaLabels.every((l) => typeof l === 'string' && LABEL.test(l))
+  )
+    problems.push('replicaLabels: must be a list of label names');
+  else if (config.replicaLabels.includes('job'))
+    problems.push('replicaLabels: must not include job (it tells one deployment from another)');
   if (typeof config.rateWindow !== 'string' || !DURATION.test(config.rateWindow))
     problems.push('rateWindow: must be a Prometheus duration, e.g. 5m');
   for (const level of ['critical', 'warning', 'info'] as const) {

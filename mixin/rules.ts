@@ -1,6 +1,12 @@
 /**
  * Every recording rule and alert, written once against a MixinConfig: the selector goes into every series
  * selector, `groupBy` into every aggregation and vector match, the severity through the mapping.
+ *
+ * Two kinds of rule, for High availability (several replicas, one leader polling): per-replica health (the
+ * target is down, its own API requests fail) keeps `instance`; everything that describes the fleet or drives
+ * remediation (polls, inventory, attacks, budget, pending and failed actions) first takes the max over the
+ * replicas (`max without (instance, pod)`, the config's `replicaLabels`), so the alert has the same labels —
+ * the same Alertmanager fingerprint — whichever replica leads, and a follower without API series fires nothing.
  */
 import type { MixinConfig } from './config.ts';
 
@@ -34,6 +40,12 @@ export function recordNames(config: MixinConfig) {
 export function ruleGroups(config: MixinConfig): RuleGroup[] {
   const s = (metric: string, extra?: string) => `${metric}{${[config.selector, extra].filter(Boolean).join(',')}}`;
   const by = (...labels: string[]) => `(${[...config.groupBy, ...labels].join(', ')})`;
+  /** `by`/`on` labels of a fleet rule: groupBy without the replica labels */
+  const fleet = (...labels: string[]) =>
+    `(${[...config.groupBy.filter((l) => !config.replicaLabels.includes(l)), ...labels].join(', ')})`;
+  const replicas = `without (${config.replicaLabels.join(', ')})`;
+  /** one series per fleet, whichever replica (the leader, or one just demoted) reports it */
+  const one = (metric: string, extra?: string) => `max ${replicas} (${s(metric, extra)})`;
   const w = config.rateWindow;
   const names = recordNames(config);
   const sev = config.severities;
@@ -69,7 +81,7 @@ sum by ${by()} (rate(${s('baremetal_api_requests_total')}[${w}]))
     { record: names.pollAge, expr: `time() - ${s('baremetal_poll_last_success_timestamp_seconds')}` },
     {
       record: names.ipsUnderAttack,
-      expr: `count by ${by('service_type')} (${s('baremetal_firewall_attack_events_last_hour')} > 0)`,
+      expr: `count by ${fleet('service_type')} (${one('baremetal_firewall_attack_events_last_hour')} > 0)`,
     },
     {
       record: names.actionRequests,
@@ -133,13 +145,13 @@ sum by ${by()} (rate(${s('baremetal_api_requests_total')}[${w}]))
       {
         alert: 'BaremetalPollStale',
         comment:
-          'Computed here rather than from baremetal:poll_age_seconds: a rule of another group may lag one evaluation.',
-        expr: `(time() - ${s('baremetal_poll_last_success_timestamp_seconds')}) > 3 * ${s('baremetal_poll_interval_seconds')}`,
+          'Computed here rather than from baremetal:poll_age_seconds: a rule of another group may lag one evaluation.\nThe newest success of any replica: the leader polls, a follower (or a demoted leader) is not stale.',
+        expr: `(time() - ${one('baremetal_poll_last_success_timestamp_seconds')}) > 3 * ${one('baremetal_poll_interval_seconds')}`,
         for: '1m',
         annotations: {
           summary: 'The {{ $labels.poll }} poll has not succeeded for 3 of its periods',
           description:
-            'The {{ $labels.poll }} poll on {{ $labels.instance }} last succeeded {{ $value | humanizeDuration }} ago, more than 3 schedule periods.',
+            'The {{ $labels.poll }} poll of account {{ $labels.account }} last succeeded {{ $value | humanizeDuration }} ago on any replica, more than 3 schedule periods.',
         },
       },
       'warning',
@@ -147,12 +159,12 @@ sum by ${by()} (rate(${s('baremetal_api_requests_total')}[${w}]))
     alert(
       {
         alert: 'BaremetalPollNeverSucceeded',
-        expr: `${s('baremetal_poll_interval_seconds')} unless on ${by('poll')} ${s('baremetal_poll_last_success_timestamp_seconds')}`,
+        expr: `${one('baremetal_poll_interval_seconds')} unless on ${fleet('poll')} ${s('baremetal_poll_last_success_timestamp_seconds')}`,
         for: '15m',
         annotations: {
           summary: 'The {{ $labels.poll }} poll has never succeeded',
           description:
-            '{{ $labels.instance }} has been running its {{ $labels.poll }} poll for 15 minutes without one success.',
+            'The {{ $labels.poll }} poll of account {{ $labels.account }} has been scheduled for 15 minutes without one success on any replica.',
         },
       },
       'warning',
@@ -161,7 +173,7 @@ sum by ${by()} (rate(${s('baremetal_api_requests_total')}[${w}]))
     alert(
       {
         alert: 'BaremetalGraphsStale',
-        expr: `(time() - ${s('baremetal_graph_last_success_timestamp_seconds')}) > on ${by()} group_left 3 * ${s('baremetal_poll_interval_seconds', 'poll="graphs"')}`,
+        expr: `(time() - ${one('baremetal_graph_last_success_timestamp_seconds')}) > on ${fleet()} group_left 3 * ${one('baremetal_poll_interval_seconds', 'poll="graphs"')}`,
         for: '5m',
         annotations: {
           summary: 'Graph {{ $labels.graph }}/{{ $labels.scale }} of server {{ $labels.server_id }} is stale',
@@ -175,8 +187,8 @@ sum by ${by()} (rate(${s('baremetal_api_requests_total')}[${w}]))
       {
         alert: 'BaremetalIpUnderAttack',
         comment:
-          'The label server_id is what the remediation rule reads; the hour-scale history is already a\nsustained signal, so no "for".',
-        expr: `label_replace(${s('baremetal_firewall_attack_events_last_hour', 'service_type="dedicated"')} > 0, "server_id", "$1", "service_id", "(.+)")`,
+          'The label server_id is what the remediation rule reads; the hour-scale history is already a\nsustained signal, so no "for". Without the replica labels: the alert keeps its fingerprint on failover.',
+        expr: `label_replace(${one('baremetal_firewall_attack_events_last_hour', 'service_type="dedicated"')} > 0, "server_id", "$1", "service_id", "(.+)")`,
         annotations: {
           summary: 'IP {{ $labels.ip }} of server {{ $labels.server_id }} is under attack',
           description: '{{ $value }} firewall (DDoS) events for {{ $labels.ip }} in the last hour.',
@@ -187,7 +199,7 @@ sum by ${by()} (rate(${s('baremetal_api_requests_total')}[${w}]))
     alert(
       {
         alert: 'BaremetalServiceUnderAttack',
-        expr: `${s('baremetal_firewall_attack_events_last_hour', 'service_type=~"colocation|transit"')} > 0`,
+        expr: `${one('baremetal_firewall_attack_events_last_hour', 'service_type=~"colocation|transit"')} > 0`,
         annotations: {
           summary: 'IP {{ $labels.ip }} of {{ $labels.service_type }} service {{ $labels.service_id }} is under attack',
           description:
@@ -199,9 +211,10 @@ sum by ${by()} (rate(${s('baremetal_api_requests_total')}[${w}]))
     alert(
       {
         alert: 'BaremetalServerGone',
-        expr: `(max by ${by('server_id', 'hostname')} (${s('baremetal_server_info')} offset 15m)
-  unless on ${by('server_id')} ${s('baremetal_server_info')})
-and on ${by()} (${s('baremetal_servers')} > 0)
+        comment: 'Across replicas: a new leader reporting the same servers is no server gone.',
+        expr: `(max by ${fleet('server_id', 'hostname')} (${s('baremetal_server_info')} offset 15m)
+  unless on ${fleet('server_id')} ${s('baremetal_server_info')})
+and on ${fleet()} (${s('baremetal_servers')} > 0)
 `,
         annotations: {
           summary: 'Server {{ $labels.server_id }} ({{ $labels.hostname }}) left the inventory',
@@ -240,12 +253,12 @@ max by (instance, account, server_id, hostname) (label_replace(${s('baremetal_se
     alert(
       {
         alert: 'BaremetalRemediationBudgetExhausted',
-        expr: `${s('baremetal_action_budget_remaining')} == 0`,
+        expr: `${one('baremetal_action_budget_remaining')} == 0`,
         for: '1m',
         annotations: {
           summary: 'The remediation budget is used up',
           description:
-            '{{ $labels.instance }} denies further actions this hour (decision denied_budget): many alerts need a person.',
+            'Account {{ $labels.account }} denies further actions this hour (decision denied_budget): many alerts need a person.',
         },
       },
       'warning',
@@ -253,7 +266,7 @@ max by (instance, account, server_id, hostname) (label_replace(${s('baremetal_se
     alert(
       {
         alert: 'BaremetalRemediationPendingStuck',
-        expr: `${s('baremetal_action_pending')} > 0`,
+        expr: `${one('baremetal_action_pending')} > 0`,
         for: '10m',
         annotations: {
           summary: '{{ $value }} {{ $labels.action }} changes pending for over 10 minutes',
@@ -268,7 +281,7 @@ max by (instance, account, server_id, hostname) (label_replace(${s('baremetal_se
         alert: 'BaremetalRemediationFailed',
         comment:
           'A timestamp rather than increase() of the counter: a call whose outcome became unknown in a crash is\ncounted at the next start, where a new series shows no increase.',
-        expr: `time() - ${s('baremetal_action_last_failure_timestamp_seconds')} < 900`,
+        expr: `time() - ${one('baremetal_action_last_failure_timestamp_seconds')} < 900`,
         annotations: {
           summary:
             'A {{ $labels.action }} remediation {{ if eq $labels.decision "unknown" }}has an unknown outcome{{ else }}failed{{ end }}',
@@ -277,6 +290,36 @@ max by (instance, account, server_id, hostname) (label_replace(${s('baremetal_se
         },
       },
       'warning',
+    ),
+    alert(
+      {
+        alert: 'BaremetalNoLeader',
+        comment:
+          'Replicas that are up all report 0. No absent(): with every replica down there is no series, and\nBaremetalExporterDown (each target) or BaremetalExporterAbsent (no target) pages instead.',
+        expr: `max ${replicas} (${s('baremetal_leader')}) == 0`,
+        for: '2m',
+        annotations: {
+          summary: 'No baremetal-exporter replica is the leader',
+          description:
+            'Every scraped replica of {{ $labels.job }} reports baremetal_leader 0 for 2 minutes: nothing polls the API and deferred firewall changes wait. Usually PostgreSQL is unreachable.',
+        },
+      },
+      'critical',
+    ),
+    alert(
+      {
+        alert: 'BaremetalSplitBrain',
+        comment:
+          'Two leaders can only be two databases: replicas on different PostgreSQL databases, or on SQLite\n(always leader). Failover never overlaps for 2 minutes.',
+        expr: `sum ${replicas} (${s('baremetal_leader')}) > 1`,
+        for: '2m',
+        annotations: {
+          summary: '{{ $value }} baremetal-exporter replicas are the leader',
+          description:
+            'More than one replica of {{ $labels.job }} reports baremetal_leader 1 for 2 minutes: they do not share one database, so each polls and each may act on the same alert.',
+        },
+      },
+      'critical',
     ),
   );
 

@@ -16,6 +16,7 @@ import {
   type Panel,
   type VariableModel,
 } from '@grafana/schema';
+import type { MixinConfig } from '../config.ts';
 
 /** Every panel and query reads the data source the `datasource` variable names. */
 export const DATASOURCE: DataSourceRef = { type: 'prometheus', uid: '${datasource}' };
@@ -24,10 +25,17 @@ export const DATASOURCE: DataSourceRef = { type: 'prometheus', uid: '${datasourc
 export const SELECTOR = 'job=~"$job", instance=~"$instance"';
 
 /**
- * Series of the daemon as a whole, without an `account` label (the journal, the webhook): an account
- * matcher would hide them as soon as one account is chosen.
+ * Series of the daemon as a whole, without an `account` label (the journal, the webhook, the leader): an
+ * account matcher would hide them as soon as one account is chosen.
  */
-const DAEMON_SERIES = new Set(['baremetal_journal_up', 'baremetal_alerts_received_total']);
+const DAEMON_SERIES = new Set(['baremetal_journal_up', 'baremetal_alerts_received_total', 'baremetal_leader']);
+
+/**
+ * One series per fleet (High availability): every replica may report the same shared state (pending changes),
+ * and a demoted leader may keep its last values, so sums and counts first take the max over the replicas.
+ */
+export const acrossReplicas = (config: MixinConfig, expr: string): string =>
+  `max without (${config.replicaLabels.join(', ')}) (${expr})`;
 
 /** `metric{job=~"$job", instance=~"$instance", account=~"$account", …extra}` (no account matcher for DAEMON_SERIES). */
 export const sel = (metric: string, extra?: string): string =>
@@ -172,7 +180,7 @@ export function dashboard(spec: {
 }
 
 /** Stat: firewall changes pending, amber from 1 (both the overview and the remediation dashboard show it). */
-export const pendingPanel = (id: number, grid: PanelSpec['grid'], byAction: boolean): Panel =>
+export const pendingPanel = (config: MixinConfig, id: number, grid: PanelSpec['grid'], byAction: boolean): Panel =>
   panel({
     id,
     type: 'stat',
@@ -182,8 +190,8 @@ export const pendingPanel = (id: number, grid: PanelSpec['grid'], byAction: bool
       "Firewall changes waiting for their hold or the API's 2-minute window; BaremetalRemediationPendingStuck fires after 10 minutes.",
     queries: [
       byAction
-        ? { expr: `sum by (action) (${sel('baremetal_action_pending')})`, legend: '{{action}}' }
-        : { expr: `sum(${sel('baremetal_action_pending')})` },
+        ? { expr: `sum by (action) (${acrossReplicas(config, sel('baremetal_action_pending'))})`, legend: '{{action}}' }
+        : { expr: `sum(${acrossReplicas(config, sel('baremetal_action_pending'))})` },
     ],
     fieldConfig: { defaults: { unit: 'short', thresholds: steps('green', [1, 'yellow']) }, overrides: [] },
   });

@@ -8,7 +8,7 @@ import { server } from './server.ts';
 export function dashboards(config: MixinConfig): Array<{ file: string; dashboard: Dashboard }> {
   return [
     { file: 'baremetal-overview.json', dashboard: overview(config) },
-    { file: 'baremetal-remediation.json', dashboard: remediation() },
+    { file: 'baremetal-remediation.json', dashboard: remediation(config) },
     { file: 'baremetal-server.json', dashboard: server() },
   ];
 }

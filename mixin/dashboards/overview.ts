@@ -3,6 +3,7 @@ import type { Dashboard } from '@grafana/schema';
 import type { MixinConfig } from '../config.ts';
 import { recordNames } from '../rules.ts';
 import {
+  acrossReplicas,
   budgetPanel,
   commonVariables,
   dashboard,
@@ -26,7 +27,7 @@ export function overview(config: MixinConfig): Dashboard {
         id: 1,
         type: 'stat',
         title: 'API up',
-        grid: [0, 0, 4, 4],
+        grid: [0, 0, 3, 4],
         description: '1 when the last request to the hosting API succeeded, on every chosen exporter.',
         queries: [{ expr: `min(${sel('baremetal_api_up')})` }],
         fieldConfig: {
@@ -42,35 +43,57 @@ export function overview(config: MixinConfig): Dashboard {
         id: 2,
         type: 'stat',
         title: 'Servers',
-        grid: [4, 0, 4, 4],
+        grid: [3, 0, 3, 4],
         description: 'Dedicated servers in the latest server list.',
-        queries: [{ expr: `sum(${sel('baremetal_servers')})` }],
+        queries: [{ expr: `sum(${acrossReplicas(config, sel('baremetal_servers'))})` }],
         fieldConfig: { defaults: { unit: 'short', thresholds: steps('blue') }, overrides: [] },
       }),
       panel({
         id: 3,
         type: 'stat',
         title: 'IPs under attack now',
-        grid: [8, 0, 4, 4],
+        grid: [6, 0, 4, 4],
         description: 'IPs with firewall events in the latest hour-scale history, all services.',
-        queries: [{ expr: `count(${sel('baremetal_firewall_attack_events_last_hour')} > 0) or vector(0)` }],
+        queries: [
+          {
+            expr: `count(${acrossReplicas(config, sel('baremetal_firewall_attack_events_last_hour'))} > 0) or vector(0)`,
+          },
+        ],
         fieldConfig: { defaults: { unit: 'short', thresholds: steps('green', [1, 'red']) }, overrides: [] },
       }),
-      pendingPanel(4, [12, 0, 4, 4], false),
-      budgetPanel(5, 'Remediation budget left', [16, 0, 4, 4]),
+      pendingPanel(config, 4, [10, 0, 3, 4], false),
+      budgetPanel(5, 'Remediation budget left', [13, 0, 4, 4]),
       panel({
         id: 6,
         type: 'stat',
         title: 'Oldest poll',
-        grid: [20, 0, 4, 4],
+        grid: [17, 0, 3, 4],
         description:
-          'Seconds since the least recently successful poll job finished: amber past 10 minutes, red past 30 (the default servers and graphs schedules are 5 minutes; BaremetalPollStale fires past 3 periods).',
-        queries: [{ expr: `max(${sel(names.pollAge)})` }],
+          'Seconds since the least recently successful poll job finished (on any replica): amber past 10 minutes, red past 30 (the default servers and graphs schedules are 5 minutes; BaremetalPollStale fires past 3 periods).',
+        queries: [{ expr: `max(min without (${config.replicaLabels.join(', ')}) (${sel(names.pollAge)}))` }],
         fieldConfig: {
           defaults: { unit: 's', thresholds: steps('green', [600, 'yellow'], [1800, 'red']) },
           overrides: [],
         },
         options: STAT_OPTIONS,
+      }),
+      panel({
+        id: 14,
+        type: 'stat',
+        title: 'Leader',
+        grid: [20, 0, 4, 4],
+        description:
+          'Each chosen replica: Leader (it polls the API and applies deferred firewall changes) or Follower. One Leader per job; none for 2 minutes fires BaremetalNoLeader, two BaremetalSplitBrain. With SQLite the one exporter is always Leader.',
+        queries: [{ expr: sel('baremetal_leader'), legend: '{{instance}}' }],
+        fieldConfig: {
+          defaults: {
+            unit: 'none',
+            mappings: valueMap({ 0: ['Follower', 'blue'], 1: ['Leader', 'green'] }),
+            thresholds: steps('blue', [1, 'green']),
+          },
+          overrides: [],
+        },
+        options: { ...STAT_OPTIONS, textMode: 'value_and_name' },
       }),
       panel({
         id: 7,

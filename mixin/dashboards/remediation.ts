@@ -1,18 +1,19 @@
 /** Bare metal — remediation: alert-driven actions, decisions, denials and deferrals, desired firewall state. */
 import type { Dashboard } from '@grafana/schema';
+import type { MixinConfig } from '../config.ts';
 import { budgetPanel, commonVariables, dashboard, panel, pendingPanel, sel, steps, valueMap } from './common.ts';
 
 /** 1 Always On, 0 Redirect On Attack, as the API names the firewall states. */
 export const FIREWALL_STATES = valueMap({ 0: ['Redirect On Attack', 'blue'], 1: ['Always On', 'orange'] });
 
-export function remediation(): Dashboard {
+export function remediation(config: MixinConfig): Dashboard {
   return dashboard({
     uid: 'baremetal-remediation',
     title: 'Bare metal — remediation',
     description: 'Alert-driven actions: decisions, denials and deferrals, desired firewall state (baremetal-exporter).',
     variables: commonVariables(),
     panels: [
-      pendingPanel(1, [0, 0, 5, 4], true),
+      pendingPanel(config, 1, [0, 0, 5, 4], true),
       budgetPanel(2, 'Budget left', [5, 0, 5, 4]),
       panel({
         id: 7,

@@ -34,6 +34,7 @@ const MEANINGFUL = [
   'Oldest poll',
   'Journal',
   'Graph age',
+  'Leader',
 ];
 
 // Grafana's own schema: the sources are typed as @grafana/schema's Dashboard (tsc checks mixin/ through this

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { PrometheusRule, ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { ConfigMap, PersistentVolumeClaim, Service } from 'kubernetes-models/v1';
@@ -8,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { kubernetesConfig } from '../../mixin/config.ts';
 import { buildConfig } from '../../src/config/load.js';
 import { requireBinary } from '../helpers/binaries.js';
+import { tempDir } from '../helpers/tmp.js';
 
 const DIR = 'deploy/kubernetes';
 /** A parsed manifest the assertions walk freely: its shape is what the schema validation checks. */
@@ -156,3 +158,41 @@ it.skipIf(kubectl.skip)('kubectl kustomize builds the same objects', () => {
   expect(built.map(key).sort()).toEqual(manifests.map(key).sort());
   for (const m of built) expect(() => validate(m)).not.toThrow();
 });
+
+// docs/deploying.md's overlay for two replicas (High availability), built by kubectl where it exists.
+it.skipIf(kubectl.skip)(
+  "builds docs/deploying.md's two-replica overlay: no claim, the database URL from a Secret",
+  () => {
+    const docs = readFileSync('docs/deploying.md', 'utf8');
+    const overlay = /```yaml\n(# an overlay's kustomization\.yaml[\s\S]*?)```/.exec(docs)?.[1];
+    expect(overlay, 'the overlay in docs/deploying.md').toBeDefined();
+    const dir = tempDir('bmx-k8s-ha-');
+    cpSync(DIR, join(dir, 'kubernetes'), { recursive: true });
+    mkdirSync(join(dir, 'kubernetes-ha'));
+    writeFileSync(join(dir, 'kubernetes-ha', 'kustomization.yaml'), overlay!);
+    const out = execFileSync(kubectl.skip ? '' : kubectl.path, ['kustomize', join(dir, 'kubernetes-ha')], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    const built = parseAllDocuments(out).map((d) => d.toJS() as Json);
+    for (const m of built) expect(() => validate(m)).not.toThrow();
+    expect(built.map((m) => m.kind)).not.toContain('PersistentVolumeClaim');
+    const pod = built.find((m) => m.kind === 'Deployment');
+    expect(pod.spec.replicas).toBe(2);
+    expect(pod.spec.strategy.type).toBe('RollingUpdate');
+    const volumes = pod.spec.template.spec.volumes as Array<{ name: string; [k: string]: unknown }>;
+    expect(volumes.find((v) => v.name === 'state')).toEqual({ name: 'state', emptyDir: {} });
+    const mount = pod.spec.template.spec.containers[0].volumeMounts.find(
+      (v: { name: string }) => v.name === 'database',
+    );
+    expect(volumes.find((v) => v.name === 'database')).toMatchObject({
+      secret: { secretName: /```sh\n.*secret generic (\S+) --from-file=database-url=/.exec(docs)?.[1] },
+    });
+    // The config line the docs add, with the file the Secret mounts, loads as PostgreSQL.
+    const line = /`(database: \{ url_file: (\S+) \})`/.exec(docs);
+    expect(line?.[2]).toBe(`${mount.mountPath}/database-url`);
+    const raw = { ...(parse(byKind('ConfigMap').data['config.yml']) as object), ...(parse(line![1]!) as object) };
+    const config = buildConfig(raw, {}, (path) => (path === line![2] ? 'postgres://u:p@db:5432/baremetal' : 'k8s-key'));
+    expect(config.database.kind).toBe('postgres');
+  },
+);

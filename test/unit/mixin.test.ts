@@ -20,6 +20,21 @@ interface RuleFile {
     }>;
   }>;
 }
+/** The rules that describe the fleet or drive remediation: same labels whichever replica leads (High availability). */
+const FLEET = new Set([
+  'baremetal:ips_under_attack',
+  'BaremetalPollStale',
+  'BaremetalPollNeverSucceeded',
+  'BaremetalGraphsStale',
+  'BaremetalIpUnderAttack',
+  'BaremetalServiceUnderAttack',
+  'BaremetalServerGone',
+  'BaremetalRemediationBudgetExhausted',
+  'BaremetalRemediationPendingStuck',
+  'BaremetalRemediationFailed',
+  'BaremetalNoLeader',
+  'BaremetalSplitBrain',
+]);
 const rules = (text: string) => (parse(text) as RuleFile).groups.flatMap((g) => g.rules);
 const promtool = requireBinary('/usr/bin/promtool', 'prometheus');
 
@@ -75,18 +90,38 @@ describe('rendering with another config', () => {
     }
   });
 
-  it('keeps the groupBy labels in every aggregation and vector match', () => {
+  it('keeps the groupBy labels in every aggregation and vector match, fleet rules without the replica labels', () => {
     for (const rule of all) {
+      const name = rule.alert ?? rule.record!;
+      const kept = FLEET.has(name) ? ['namespace', 'job'] : ['namespace', 'job', 'instance'];
       for (const [clause, labels] of rule.expr.matchAll(/\b(?:by|on) \(([^)]*)\)/g)) {
         if (clause.startsWith('on (instance)')) continue; // the blackbox join, left out here
-        expect(labels!.split(', ').slice(0, 3), `${rule.alert ?? rule.record}: ${clause}`).toEqual([
-          'namespace',
-          'job',
-          'instance',
-        ]);
+        expect(labels!.split(', ').slice(0, kept.length), `${name}: ${clause}`).toEqual(kept);
+        expect(labels!.split(', '), `${name}: ${clause}`).not.toContain(FLEET.has(name) ? 'instance' : 'pod');
       }
     }
   });
+
+  it.each([...FLEET])(
+    '%s takes one series per fleet: every selector inside max/sum without the replica labels',
+    (name) => {
+      const rule = all.find((r) => (r.alert ?? r.record) === name)!;
+      const selectors = [...rule.expr.matchAll(/\b(?:baremetal_[a-z_]+)\{/g)].length;
+      const aggregated = [...rule.expr.matchAll(/\b(?:max|sum) without \(instance, pod\) \(baremetal_[a-z_]+\{/g)]
+        .length;
+      const joined = [
+        ...rule.expr.matchAll(/\b(?:by|unless on|and on) \((?:(?!instance)[^)])*\) \(?baremetal_[a-z_]+\{/g),
+      ].length;
+      expect(aggregated + joined, rule.expr).toBe(selectors);
+    },
+  );
+
+  it.each(['BaremetalExporterDown', 'BaremetalApiDown', 'BaremetalApiErrorRatioHigh'])(
+    '%s stays per replica (its own health)',
+    (name) => {
+      expect(all.find((r) => r.alert === name)!.expr).not.toContain('without');
+    },
+  );
 
   it.each([
     {
@@ -110,6 +145,15 @@ describe('rendering with another config', () => {
       check: () => expect(all.map((r) => r.alert)).not.toContain('BaremetalServerUnreachable'),
     },
     {
+      name: 'other replica labels in every fleet aggregation',
+      check: () =>
+        expect(
+          rules(renderFor(resolveConfig({ replicaLabels: ['instance', 'replica'] }))['baremetal.rules.yml']!).find(
+            (r) => r.alert === 'BaremetalIpUnderAttack',
+          )!.expr,
+        ).toContain('max without (instance, replica) (baremetal_firewall_attack_events_last_hour{'),
+    },
+    {
       name: 'the same groups in the PrometheusRule',
       check: () =>
         expect(
@@ -125,7 +169,7 @@ describe('rendering with another config', () => {
       execFileSync(promtool.skip ? '' : promtool.path, ['check', 'rules', join(dir, 'rules.yml')], {
         encoding: 'utf8',
       }),
-    ).toMatch(/SUCCESS: 18 rules found/);
+    ).toMatch(/SUCCESS: 20 rules found/);
   });
 });
 
@@ -160,6 +204,16 @@ describe('the mixin config', () => {
       error: 'blackboxSelector: must be PromQL matchers or null',
     },
     { name: 'not an object', overrides: ['job'], error: 'must be a JSON object' },
+    {
+      name: 'a bad replica label',
+      overrides: { replicaLabels: ['instance', 'pod name'] },
+      error: 'replicaLabels: must be a list of label names',
+    },
+    {
+      name: 'job as a replica label',
+      overrides: { replicaLabels: ['job'] },
+      error: 'replicaLabels: must not include job',
+    },
   ])('rejects $name', ({ overrides, error }) => {
     expect(() => resolveConfig(overrides)).toThrow(error);
   });
