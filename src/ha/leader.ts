@@ -15,7 +15,8 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { ADVISORY_LOCKS } from '../database/postgres.js';
-import { createScrubber, type Scrubber } from '../scrub.js';
+import type { Scrubber } from '../scrub.js';
+import { databaseScrubber, reasonOf } from './redact.js';
 
 export interface LeaderElectorOptions {
   /** the PostgreSQL URL, with its password: never logged */
@@ -58,11 +59,7 @@ export class LeaderElector {
 
   constructor(options: LeaderElectorOptions) {
     this.#options = { ...LEADER_DEFAULTS, ...options };
-    let password = '';
-    try {
-      password = decodeURIComponent(new URL(options.url).password);
-    } catch {}
-    this.#scrub = createScrubber([options.url, password]);
+    this.#scrub = databaseScrubber(options.url);
   }
 
   /** True while this replica holds the lock (between onElected and onDemoted). */
@@ -207,6 +204,6 @@ export class LeaderElector {
   }
 
   #describe(error: unknown): string {
-    return this.#scrub(error instanceof Error ? error.message || error.name : String(error));
+    return reasonOf(this.#scrub, error);
   }
 }
