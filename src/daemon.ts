@@ -345,7 +345,8 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     {
       logger,
       metrics,
-      onChange: () => exposition.markDirty(),
+      // A role change shows in /metrics at once (baremetal_leader).
+      onChange: () => exposition.renderSoon(),
       duties: {
         start: async () => {
           // Another replica may have counted attack events since this one last polled.
