@@ -2,6 +2,7 @@
  * Leader election on a real PostgreSQL (Debian's, on loopback): one leader among electors on one database,
  * takeover when the leader stops or its backend is terminated, and no password in the logs.
  */
+import { createServer, connect, type Server, type Socket } from 'node:net';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LeaderElector } from '../../src/ha/leader.js';
@@ -29,7 +30,7 @@ describe.skipIf(found.skip)('leader election (Debian postgresql on loopback)', (
   afterAll(() => server?.stop());
 
   /** An elector named `name` (its application_name) recording its role changes in `events`. */
-  function elector(name: string, options: { url?: string } = {}) {
+  function elector(name: string, options: { url?: string; order?: string[] } = {}) {
     const { logger, lines } = captureLogger('debug');
     logs.push(lines);
     const events: string[] = [];
@@ -37,11 +38,18 @@ describe.skipIf(found.skip)('leader election (Debian postgresql on loopback)', (
       url: options.url ?? url,
       redactedUrl: 'postgres://bmx:***@127.0.0.1/ha_leader',
       logger,
-      onElected: () => void events.push('elected'),
-      onDemoted: () => void events.push('demoted'),
+      onElected: () => {
+        events.push('elected');
+        options.order?.push(`${name} elected`);
+      },
+      onDemoted: () => {
+        events.push('demoted');
+        options.order?.push(`${name} demoted`);
+      },
       retryMs: 50,
       heartbeatMs: 100,
-      timeoutMs: 2_000,
+      timeoutMs: 500,
+      sessionTimeoutMs: 2_000,
       applicationName: name,
     });
     electors.push(e);
@@ -115,6 +123,40 @@ describe.skipIf(found.skip)('leader election (Debian postgresql on loopback)', (
       leader.e.problem === undefined && !leader.e.leader ? true : undefined,
     );
     expect(leader.lines.some((l) => l.includes('lost the database connection: no longer leader'))).toBe(true);
+  });
+
+  it('a hung network: the leader demotes itself before the server frees the lock for the other', async () => {
+    // A TCP proxy in front of the database that, once frozen, forwards nothing and closes nothing.
+    const port = Number(new URL(url).port);
+    let frozen = false;
+    const sockets: Socket[] = [];
+    const proxy: Server = createServer((downstream) => {
+      const upstream = connect(port, '127.0.0.1');
+      sockets.push(downstream, upstream);
+      downstream.on('data', (d) => frozen || upstream.write(d));
+      upstream.on('data', (d) => frozen || downstream.write(d));
+      downstream.on('close', () => frozen || upstream.destroy());
+      upstream.on('close', () => frozen || downstream.destroy());
+      downstream.on('error', () => undefined);
+      upstream.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    try {
+      const proxied = url.replace(`:${port}/`, `:${(proxy.address() as { port: number }).port}/`);
+      const order: string[] = [];
+      const a = elector('bmx-h', { url: proxied, order });
+      await eventually('a to lead', async () => (a.e.leader ? true : undefined));
+      const b = elector('bmx-i', { order });
+      await settled(a, b);
+      frozen = true;
+      await eventually('b to take over', async () => (b.e.leader ? true : undefined));
+      // The heartbeat (every 100 ms, 500 ms timeout) demotes a well before the server ends its idle session (2 s).
+      expect(order).toEqual(['bmx-h elected', 'bmx-h demoted', 'bmx-i elected']);
+      expect(a.e.problem).toMatch(/timeout/i);
+    } finally {
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve) => proxy.close(resolve));
+    }
   });
 
   it('a wrong password is retried and logged without the password', async () => {
