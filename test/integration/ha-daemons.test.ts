@@ -6,11 +6,13 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import pg from 'pg';
 import sharp from 'sharp';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildConfig } from '../../src/config/load.js';
 import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
+import { EventLedger } from '../../src/state/event-ledger.js';
 import { captureLogger } from '../helpers/logger.js';
 import { seriesValue } from '../helpers/metrics.js';
 import { requirePostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';
@@ -43,8 +45,7 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
   async function cluster() {
     sim = await startSimulator({ apiKey: KEY, servers: 3, colocations: 0, transits: 0, attackRate: 0, seed: 5 });
     const url = server.createDatabase(`ha_daemons_${++databases}`);
-    const start = async () => {
-      const stateDir = tempDir();
+    const start = async (stateDir = tempDir()) => {
       writeFileSync(join(stateDir, 'token'), TOKEN);
       const config = buildConfig(
         {
@@ -69,7 +70,7 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
       daemons.push(daemon);
       return daemon;
     };
-    return { start };
+    return { start, url };
   }
 
   const leaderGauge = (d: Daemon) => seriesValue(d.registry, 'baremetal_leader');
@@ -138,6 +139,36 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
       { name: 'a listed server', status: 200, decision: 'dry_run' },
       { name: 'an unknown server', status: 200, decision: 'denied_unknown_target' },
     ]);
+  });
+
+  it('a replica elected again reads the attack event ids again: events counted meanwhile do not count twice', async () => {
+    const { start, url } = await cluster();
+    sim!.state.injectEvents('dedicated', '100001', [
+      { id: 'e1', ip: '198.18.0.1' },
+      { id: 'e2', ip: '198.18.0.1' },
+    ]);
+    const stateDir = tempDir();
+    const daemon = await start(stateDir);
+    const firewallPolls = async () =>
+      (await seriesValue(daemon.registry, 'baremetal_poll_runs_total', { poll: 'firewall', outcome: 'success' })) ?? 0;
+    const total = () =>
+      seriesValue(daemon.registry, 'baremetal_firewall_attack_events_total', { service_id: '100001', ip: '198.18.0.1' });
+    await eventually('the first firewall poll', async () => ((await firewallPolls()) > 0 ? true : undefined));
+    const first = await total();
+    // Meanwhile another leader counted e3 and saved the ids (until the ledger is in the database, in this
+    // replica's file); then this replica loses its connection and is elected again.
+    sim!.state.injectEvents('dedicated', '100001', [{ id: 'e3', ip: '198.18.0.1' }]);
+    await new EventLedger(stateDir, 'default').save(new Map([['dedicated/100001', new Set(['e1', 'e2', 'e3'])]]));
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    await admin.query(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'baremetal-exporter-leader'",
+    );
+    await admin.end();
+    await eventually('the second term to poll the firewall', async () =>
+      (await firewallPolls()) > 1 ? true : undefined,
+    );
+    expect({ first, again: await total() }).toEqual({ first: 2, again: 2 });
   });
 
   it('a follower serves the graph images the leader stored, with ETag, 304 and ?width=', async () => {
