@@ -200,9 +200,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
         metrics: runtime.metrics,
         logger: accounts.size > 1 ? logger.child({ account: name }) : logger,
         // A follower checks targets against the list the leader published.
-        targets: shared
-          ? leaderOrSnapshot(runtime.poller, shared.directory.snapshot(name), leading)
-          : runtime.poller,
+        targets: shared ? leaderOrSnapshot(runtime.poller, shared.directory.snapshot(name), leading) : runtime.poller,
         config: config.remediation,
         now,
         onDecision,

@@ -27,7 +27,8 @@ export interface GraphSource {
 
 /** Orders images by account, then server, type and scale. */
 export const byGraphKey = (a: GraphKey & { account: string }, b: GraphKey & { account: string }): number =>
-  a.account.localeCompare(b.account) || `${a.serverId}/${a.type}/${a.scale}`.localeCompare(`${b.serverId}/${b.type}/${b.scale}`);
+  a.account.localeCompare(b.account) ||
+  `${a.serverId}/${a.type}/${a.scale}`.localeCompare(`${b.serverId}/${b.type}/${b.scale}`);
 
 /** Every account's held images in memory, ordered by account, then server, type and scale. */
 export function listStores(graphStores: ReadonlyMap<string, GraphStore>): Array<StoredGraph & { account: string }> {

@@ -44,7 +44,9 @@ export class DirectorySnapshot implements TargetDirectory {
 export function serverIpsOf(poller: Pick<PollJobs, 'inventory' | 'firewallState'>): ServerIps {
   const out: ServerIps = {};
   for (const [serverId, server] of poller.inventory) {
-    const seen = poller.firewallState.services.get(FirewallSeriesState.key({ serviceType: 'dedicated', serviceId: serverId }));
+    const seen = poller.firewallState.services.get(
+      FirewallSeriesState.key({ serviceType: 'dedicated', serviceId: serverId }),
+    );
     out[serverId] = [...new Set([...server.ips, ...(seen?.counts.keys() ?? [])])];
   }
   return out;

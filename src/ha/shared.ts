@@ -37,9 +37,7 @@ export async function openShared(
     await migrate(pool, 'ha', HA_MIGRATIONS);
   } catch (error) {
     await pool.end().catch(() => undefined);
-    throw new Error(
-      `cannot prepare the shared database ${database.redactedUrl}: ${reasonOf(scrub, error)}`,
-    );
+    throw new Error(`cannot prepare the shared database ${database.redactedUrl}: ${reasonOf(scrub, error)}`);
   }
   const directory = new SharedDirectory({ pool, accounts, logger, ...options });
   directory.start();

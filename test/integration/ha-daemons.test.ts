@@ -152,7 +152,10 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
     const firewallPolls = async () =>
       (await seriesValue(daemon.registry, 'baremetal_poll_runs_total', { poll: 'firewall', outcome: 'success' })) ?? 0;
     const total = () =>
-      seriesValue(daemon.registry, 'baremetal_firewall_attack_events_total', { service_id: '100001', ip: '198.18.0.1' });
+      seriesValue(daemon.registry, 'baremetal_firewall_attack_events_total', {
+        service_id: '100001',
+        ip: '198.18.0.1',
+      });
     await eventually('the first firewall poll', async () => ((await firewallPolls()) > 0 ? true : undefined));
     const first = await total();
     // Meanwhile another leader counted e3 and saved the ids (until the ledger is in the database, in this

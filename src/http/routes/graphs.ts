@@ -24,10 +24,7 @@ export function listGraphs(graphStores: ReadonlyMap<string, GraphStore>): Array<
 
 type GraphParams = { account?: string; server_id: string; type: string; file: string };
 
-export function graphRoutes(
-  app: FastifyInstance,
-  deps: { graphs: GraphSource; maxWidth: number },
-): void {
+export function graphRoutes(app: FastifyInstance, deps: { graphs: GraphSource; maxWidth: number }): void {
   app.get('/graphs', async () => ({
     graphs: (await deps.graphs.list()).map((g) => ({
       account: g.account,

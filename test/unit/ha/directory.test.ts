@@ -41,8 +41,18 @@ describe('leaderOrSnapshot', () => {
   const snapshot = directory({ s: ['198.18.0.2'] });
   it.each([
     { name: 'a leader that has read a server list asks its poller', leading: true, pollerKnown: true, answers: 'p' },
-    { name: 'a leader before its first server list asks the snapshot', leading: true, pollerKnown: false, answers: 's' },
-    { name: 'a follower asks the snapshot, whatever its poller holds', leading: false, pollerKnown: true, answers: 's' },
+    {
+      name: 'a leader before its first server list asks the snapshot',
+      leading: true,
+      pollerKnown: false,
+      answers: 's',
+    },
+    {
+      name: 'a follower asks the snapshot, whatever its poller holds',
+      leading: false,
+      pollerKnown: true,
+      answers: 's',
+    },
   ])('$name', ({ leading, pollerKnown, answers }) => {
     const targets = leaderOrSnapshot({ ...poller, serversKnown: pollerKnown }, snapshot, () => leading);
     expect(targets.hasServer(answers)).toBe(true);
