@@ -136,9 +136,9 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
   });
   // ---- High availability (src/ha): with PostgreSQL the replicas share a server directory and the graph
   // images, and only the elected leader polls. With SQLite there is one replica and it leads. ----
-  /** set once HTTP is up, below */
+  /** set once HTTP is up, below; until then a SQLite daemon counts as leading (its readiness waits for its polls) */
   let role: Role | undefined;
-  const leading = () => role?.leading === true;
+  const leading = () => role?.leading ?? config.database.kind === 'sqlite';
   const shared =
     config.database.kind === 'postgres'
       ? await openShared(
