@@ -120,22 +120,9 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
   const metrics = createMetrics(registry, { defaultMetrics: true, version: VERSION });
   metrics.configReloadSuccessful.set(1);
   metrics.configReloadSuccessAt.set(now() / 1000);
-  // Opened first: a journal that cannot be opened (corrupt, zero-length, unwritable) disables remediation
-  // only; the file is left as it is for the operator to inspect.
-  const journal = Journal.openOrUnavailable(
-    join(config.stateDir, 'journal.db'),
-    lock.problem && `state_dir is not writable, so it cannot be locked against a second daemon: ${lock.problem}`,
-  );
-  const exposition = new ExpositionCache({
-    registry,
-    now,
-    beforeRender: (ms) => {
-      metrics.renderedAt.set(ms / 1000);
-      metrics.journalUp.set(journal.healthy() ? 1 : 0);
-    },
-  });
   // ---- High availability (src/ha): with PostgreSQL the replicas share a server directory and the graph
-  // images, and only the elected leader polls. With SQLite there is one replica and it leads. ----
+  // images, and only the elected leader polls. With SQLite there is one replica and it leads. Opened before
+  // anything else: a database that cannot be reached fails the start and leaves nothing open. ----
   /** set once HTTP is up, below; until then a SQLite daemon counts as leading (its readiness waits for its polls) */
   let role: Role | undefined;
   const leading = () => role?.leading ?? config.database.kind === 'sqlite';
@@ -162,6 +149,20 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
       );
   };
   // ---- end of high availability ----
+  // Opened first: a journal that cannot be opened (corrupt, zero-length, unwritable) disables remediation
+  // only; the file is left as it is for the operator to inspect.
+  const journal = Journal.openOrUnavailable(
+    join(config.stateDir, 'journal.db'),
+    lock.problem && `state_dir is not writable, so it cannot be locked against a second daemon: ${lock.problem}`,
+  );
+  const exposition = new ExpositionCache({
+    registry,
+    now,
+    beforeRender: (ms) => {
+      metrics.renderedAt.set(ms / 1000);
+      metrics.journalUp.set(journal.healthy() ? 1 : 0);
+    },
+  });
   const accountDeps: AccountDeps = {
     metrics,
     logger,

@@ -16,7 +16,7 @@ import { EventLedger } from '../../src/state/event-ledger.js';
 import { captureLogger } from '../helpers/logger.js';
 import { seriesValue } from '../helpers/metrics.js';
 import { requirePostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';
-import { eventually } from '../helpers/processes.js';
+import { eventually, freePort } from '../helpers/processes.js';
 import { TOKEN } from '../helpers/remediation.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -172,6 +172,28 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
       (await firewallPolls()) > 1 ? true : undefined,
     );
     expect({ first, again: await total() }).toEqual({ first: 2, again: 2 });
+  });
+
+  it('a database that cannot be reached at start fails the start, naming the redacted URL only', async () => {
+    const stateDir = tempDir();
+    const password = 'start-secret-7f3a9c';
+    const config = buildConfig(
+      {
+        upstream: { base_url: 'http://127.0.0.1:1' },
+        state_dir: stateDir,
+        database: { url: `postgres://bmx:${password}@127.0.0.1:${await freePort()}/bmx` },
+      },
+      { BAREMETAL_API_KEY: KEY },
+    );
+    const log = captureLogger('debug');
+    const error = await startDaemon(config, { logger: log.logger, listen: false }).then(
+      () => undefined,
+      (e: Error) => e,
+    );
+    expect(error?.message).toMatch(
+      /^cannot prepare the shared database postgres:\/\/bmx:\*\*\*@127\.0\.0\.1:\d+\/bmx: /,
+    );
+    expect(`${error?.message}\n${log.lines.join('\n')}`).not.toContain(password);
   });
 
   it('a follower serves the graph images the leader stored, with ETag, 304 and ?width=', async () => {
