@@ -108,8 +108,10 @@ export class LeaderElector {
   async #tick(): Promise<void> {
     const client = this.#client;
     try {
-      if (this.#leader && client) await this.#query(client, 'SELECT 1');
-      else await this.#attempt();
+      if (!this.#leader) await this.#attempt();
+      else if (client) await this.#query(client, 'SELECT 1');
+      // Not reached: losing the connection demotes at once (#lost).
+      else throw new Error('the connection was lost');
       this.#problem = undefined;
       this.#logged = undefined;
     } catch (error) {
@@ -136,6 +138,8 @@ export class LeaderElector {
         );
       },
     );
+    // The connection may have been lost meanwhile (its error event): then the lock went with it.
+    if (client !== this.#client) throw new Error('the connection was lost while taking the lock');
     this.#leader = true;
     this.#options.logger.info(
       { database: this.#options.redactedUrl },

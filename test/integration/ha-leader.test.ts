@@ -30,7 +30,7 @@ describe.skipIf(found.skip)('leader election (Debian postgresql on loopback)', (
   afterAll(() => server?.stop());
 
   /** An elector named `name` (its application_name) recording its role changes in `events`. */
-  function elector(name: string, options: { url?: string; order?: string[] } = {}) {
+  function elector(name: string, options: { url?: string; order?: string[]; retryMs?: number } = {}) {
     const { logger, lines } = captureLogger('debug');
     logs.push(lines);
     const events: string[] = [];
@@ -46,7 +46,7 @@ describe.skipIf(found.skip)('leader election (Debian postgresql on loopback)', (
         events.push('demoted');
         options.order?.push(`${name} demoted`);
       },
-      retryMs: 50,
+      retryMs: options.retryMs ?? 50,
       heartbeatMs: 100,
       timeoutMs: 500,
       sessionTimeoutMs: 2_000,
@@ -98,11 +98,12 @@ describe.skipIf(found.skip)('leader election (Debian postgresql on loopback)', (
       },
     },
   ])('$name', async ({ end }) => {
-    const a = elector('bmx-c');
-    const b = elector('bmx-d');
-    await settled(a, b);
-    const [leader, follower] = a.e.leader ? [a, b] : [b, a];
-    await end(leader.e, leader === a ? 'bmx-c' : 'bmx-d');
+    // The leader retries slowly once it has lost the lock, so that the other is the one to take it.
+    const leader = elector('bmx-c', { retryMs: 1_000 });
+    await eventually('a leader', async () => (leader.e.leader ? true : undefined));
+    const follower = elector('bmx-d');
+    await settled(leader, follower);
+    await end(leader.e, 'bmx-c');
     await eventually('the follower to take over', async () => (follower.e.leader ? true : undefined));
     await eventually('the old leader to be demoted', async () =>
       leader.events.includes('demoted') ? true : undefined,
@@ -112,11 +113,11 @@ describe.skipIf(found.skip)('leader election (Debian postgresql on loopback)', (
   });
 
   it('a terminated leader logs the loss, reconnects and follows; the other leads', async () => {
-    const a = elector('bmx-e');
-    const b = elector('bmx-f');
-    await settled(a, b);
-    const [leader, follower, app] = a.e.leader ? [a, b, 'bmx-e'] : [b, a, 'bmx-f'];
-    await sql('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [app]);
+    const leader = elector('bmx-e', { retryMs: 1_000 });
+    await eventually('a leader', async () => (leader.e.leader ? true : undefined));
+    const follower = elector('bmx-f');
+    await settled(leader, follower);
+    await sql('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', ['bmx-e']);
     await eventually('the follower to take over', async () => (follower.e.leader ? true : undefined));
     // The old leader is connected again, as a follower.
     await eventually('the old leader to reconnect', async () =>
