@@ -40,6 +40,9 @@ export interface LeaderElectorOptions {
   applicationName?: string;
 }
 
+/** The reason onDemoted is given by `stop()` (a graceful shutdown, not a fault). */
+export const STOPPING = 'this replica is stopping';
+
 export const LEADER_DEFAULTS = { retryMs: 5_000, heartbeatMs: 2_000, timeoutMs: 3_000, sessionTimeoutMs: 10_000 };
 
 export class LeaderElector {
@@ -89,7 +92,7 @@ export class LeaderElector {
     await this.#ticking;
     const client = this.#client;
     this.#client = undefined;
-    if (this.#leader) this.#demote('this replica is stopping');
+    if (this.#leader) this.#demote(STOPPING);
     await this.#transitions;
     if (!client) return;
     await this.#query(client, 'SELECT pg_advisory_unlock($1)', [ADVISORY_LOCKS.leader]).catch(() => undefined);

@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import type { Metrics } from '../metrics/definitions.js';
-import { LeaderElector, type LeaderElectorOptions } from './leader.js';
+import { LeaderElector, STOPPING, type LeaderElectorOptions } from './leader.js';
 
 /** What leading means for the daemon. */
 export interface Duties {
@@ -62,7 +62,8 @@ export function startRole(
       leading = false;
       set(false);
       await duties.stop();
-      logger.warn({ reason }, 'following: polls and deferred firewall changes stopped; webhooks and /metrics go on');
+      if (reason !== STOPPING)
+        logger.warn({ reason }, 'following: polls and deferred firewall changes stopped; webhooks and /metrics go on');
     },
   });
   elector.start();
