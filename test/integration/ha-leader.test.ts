@@ -30,7 +30,10 @@ describe.skipIf(found.skip)('leader election (Debian postgresql on loopback)', (
   afterAll(() => server?.stop());
 
   /** An elector named `name` (its application_name) recording its role changes in `events`. */
-  function elector(name: string, options: { url?: string; order?: string[]; retryMs?: number } = {}) {
+  function elector(
+    name: string,
+    options: { url?: string; order?: string[]; retryMs?: number; timeoutMs?: number; sessionTimeoutMs?: number } = {},
+  ) {
     const { logger, lines } = captureLogger('debug');
     logs.push(lines);
     const events: string[] = [];
@@ -48,8 +51,8 @@ describe.skipIf(found.skip)('leader election (Debian postgresql on loopback)', (
       },
       retryMs: options.retryMs ?? 50,
       heartbeatMs: 100,
-      timeoutMs: 500,
-      sessionTimeoutMs: 2_000,
+      timeoutMs: options.timeoutMs ?? 2_000,
+      sessionTimeoutMs: options.sessionTimeoutMs ?? 10_000,
       applicationName: name,
     });
     electors.push(e);
@@ -99,7 +102,7 @@ describe.skipIf(found.skip)('leader election (Debian postgresql on loopback)', (
     },
   ])('$name', async ({ end }) => {
     // The leader retries slowly once it has lost the lock, so that the other is the one to take it.
-    const leader = elector('bmx-c', { retryMs: 1_000 });
+    const leader = elector('bmx-c', { retryMs: 10_000 });
     await eventually('a leader', async () => (leader.e.leader ? true : undefined));
     const follower = elector('bmx-d');
     await settled(leader, follower);
@@ -113,7 +116,7 @@ describe.skipIf(found.skip)('leader election (Debian postgresql on loopback)', (
   });
 
   it('a terminated leader logs the loss, reconnects and follows; the other leads', async () => {
-    const leader = elector('bmx-e', { retryMs: 1_000 });
+    const leader = elector('bmx-e', { retryMs: 10_000 });
     await eventually('a leader', async () => (leader.e.leader ? true : undefined));
     const follower = elector('bmx-f');
     await settled(leader, follower);
@@ -145,13 +148,13 @@ describe.skipIf(found.skip)('leader election (Debian postgresql on loopback)', (
     try {
       const proxied = url.replace(`:${port}/`, `:${(proxy.address() as { port: number }).port}/`);
       const order: string[] = [];
-      const a = elector('bmx-h', { url: proxied, order });
+      const a = elector('bmx-h', { url: proxied, order, timeoutMs: 1_000, sessionTimeoutMs: 5_000 });
       await eventually('a to lead', async () => (a.e.leader ? true : undefined));
       const b = elector('bmx-i', { order });
       await settled(a, b);
       frozen = true;
       await eventually('b to take over', async () => (b.e.leader ? true : undefined));
-      // The heartbeat (every 100 ms, 500 ms timeout) demotes a well before the server ends its idle session (2 s).
+      // The heartbeat (every 100 ms, 1 s timeout) demotes a well before the server ends its idle session (5 s).
       expect(order).toEqual(['bmx-h elected', 'bmx-h demoted', 'bmx-i elected']);
       expect(a.e.problem).toMatch(/timeout/i);
     } finally {
