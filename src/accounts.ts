@@ -7,6 +7,7 @@
 import type { Logger } from 'pino';
 import type { AccountConfig, Config, JobName } from './config/schema.js';
 import { EventLedger } from './state/event-ledger.js';
+import type { GraphMirror } from './graphs/shared.js';
 import { GraphStore } from './graphs/store.js';
 import { createApiObserver } from './metrics/api-observer.js';
 import { forAccount, type Metrics } from './metrics/definitions.js';
@@ -26,6 +27,8 @@ export interface AccountRuntime {
   poller: PollJobs;
   scheduler: Scheduler;
   graphStore: GraphStore;
+  /** where the attack event ids outlive the process (read again when this replica becomes leader) */
+  ledger: EventLedger;
   /** jobs that succeeded at least partly once (readiness) */
   workedOnce: Set<JobName>;
   /** why a job's last run failed outright, until it works (readiness) */
@@ -44,6 +47,8 @@ export interface AccountDeps {
   onChange: () => void;
   /** a poll run of an account ended */
   onPollFinished: (account: string, job: JobName, outcome: RunOutcome) => void;
+  /** where an account's graph store copies its images (replicas sharing PostgreSQL) */
+  graphMirror?: (account: string) => GraphMirror;
 }
 
 /** Builds (but does not start) the runtime of `account`, and loads what it left under state_dir. */
@@ -56,17 +61,13 @@ export async function startAccount(
   const metrics = forAccount(deps.metrics, account.name);
   const apiObserver = createApiObserver(metrics, deps.onChange);
   const client = clientFromConfig(account.upstream, { ...deps.clientOptions, onRequest: apiObserver.onRequest });
-  const graphStore = new GraphStore(deps.config.stateDir, account.name, options);
+  const mirror = deps.graphMirror?.(account.name);
+  const graphStore = new GraphStore(deps.config.stateDir, account.name, { ...options, ...(mirror ? { mirror } : {}) });
   const loaded = await graphStore.load();
   if (loaded > 0) logger.info({ images: loaded }, 'graph images loaded from the state directory');
   metrics.graphImages.set(graphStore.size);
   const ledger = new EventLedger(deps.config.stateDir, account.name);
-  const remembered = await ledger.load();
-  if (remembered.problem !== undefined)
-    logger.warn(
-      { reason: remembered.problem },
-      'attack event ids of the last run could not be read: events still reported by the API count again',
-    );
+  const remembered = await loadEventIds(ledger, logger);
   const workedOnce = new Set<JobName>();
   const lastProblem = new Map<JobName, string>();
   const poller = new PollJobs({
@@ -92,7 +93,26 @@ export async function startAccount(
   );
   if (account.upstream.apiKeySource === 'yaml')
     logger.warn('the API key sits in the config file itself: prefer api_key_file or BAREMETAL_API_KEY');
-  return { name: account.name, client, metrics, poller, scheduler, graphStore, workedOnce, lastProblem };
+  return { name: account.name, client, metrics, poller, scheduler, graphStore, ledger, workedOnce, lastProblem };
+}
+
+async function loadEventIds(ledger: EventLedger, logger: Logger) {
+  const remembered = await ledger.load();
+  if (remembered.problem !== undefined)
+    logger.warn(
+      { reason: remembered.problem },
+      'attack event ids of the last run could not be read: events still reported by the API count again',
+    );
+  return remembered;
+}
+
+/**
+ * Reads the attack event ids again (a replica that becomes leader: another one may have counted events since
+ * this one last polled), so that the first histories it reads do not count them again.
+ */
+export async function reloadEventIds(runtime: AccountRuntime, logger: Logger): Promise<void> {
+  const remembered = await loadEventIds(runtime.ledger, logger.child({ account: runtime.name }));
+  runtime.poller.restoreEventIds(remembered.services);
 }
 
 /**

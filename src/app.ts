@@ -12,6 +12,7 @@ import type { AttackLog } from './collectors/attacks.js';
 import type { ReloadResult } from './config/reload.js';
 import type { Config } from './config/schema.js';
 import { BaremetalError, INTERNAL_ERROR_CODE } from './errors.js';
+import { localGraphs, type GraphSource } from './graphs/source.js';
 import type { GraphStore } from './graphs/store.js';
 import { authEnabled, createAuthCheck, type AuthConfig } from './http/auth.js';
 import { BcryptPool, type PasswordVerifier } from './http/bcrypt-pool.js';
@@ -33,6 +34,8 @@ export interface AppDeps {
   exposition: ExpositionCache;
   /** each account's graph store, by account name */
   graphStores: ReadonlyMap<string, GraphStore>;
+  /** where `/graphs` reads the images from; default: `graphStores` (replicas sharing PostgreSQL: the database) */
+  graphSource?: GraphSource;
   /** largest `?width=` of a graph, in pixels */
   graphMaxWidth: number;
   /** credentials for the read-only routes; none = open; a function when they can be reloaded */
@@ -135,7 +138,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     };
     if (deps.statusView) statusPageRoutes(scope, { statusView: () => deps.statusView!({ actions: actions() }) });
     metricsRoutes(scope, deps);
-    graphRoutes(scope, { graphStores: deps.graphStores, maxWidth: deps.graphMaxWidth });
+    graphRoutes(scope, { graphs: deps.graphSource ?? localGraphs(deps.graphStores), maxWidth: deps.graphMaxWidth });
     if (deps.attacks) attackRoutes(scope, { attacks: deps.attacks });
     if (deps.reload) reloadRoute(scope, deps.reload);
   });

@@ -12,7 +12,10 @@ import type { Dispatcher } from 'undici';
 import { buildApp } from './app.js';
 import { DEFAULT_ACCOUNT, type Config, type JobName } from './config/schema.js';
 import type { GraphStore } from './graphs/store.js';
-import { initialPolls, startAccount, type AccountDeps, type AccountRuntime } from './accounts.js';
+import { initialPolls, reloadEventIds, startAccount, type AccountDeps, type AccountRuntime } from './accounts.js';
+import { leaderOrSnapshot, serverIpsOf } from './ha/directory.js';
+import { startRole, type ElectionTimings, type Role } from './ha/role.js';
+import { openShared, type SharedState } from './ha/shared.js';
 import { authEnabled } from './http/auth.js';
 import { statusViewOf } from './http/status-view.js';
 import { readTls, watchTls } from './http/tls.js';
@@ -52,6 +55,8 @@ export interface DaemonOptions {
   reloadConfig?: () => Config;
   /** serve `POST /-/reload` (`--web.enable-lifecycle`) */
   lifecycle?: boolean;
+  /** with PostgreSQL: the election's timings and how often the shared server directory is read, ms */
+  ha?: ElectionTimings & { refreshMs?: number };
 }
 
 export interface Daemon {
@@ -73,8 +78,15 @@ export interface Daemon {
   /** the first account's client and graph store */
   client: UpstreamClient;
   graphStore: GraphStore;
-  /** resolves when the initial polls have finished */
+  /**
+   * resolves when the initial polls have finished; with PostgreSQL at once (polls start on election:
+   * see `role`)
+   */
   ready: Promise<void>;
+  /** whether this replica leads (polls and applies deferred firewall changes) */
+  role: Role;
+  /** with PostgreSQL: the state shared with the other replicas (server directory, graph images) */
+  shared: SharedState | undefined;
   /** re-reads the TLS files or the web-config file (SIGHUP); false without them or when reading failed */
   reloadTls(): boolean;
   /**
@@ -108,8 +120,35 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
   const metrics = createMetrics(registry, { defaultMetrics: true, version: VERSION });
   metrics.configReloadSuccessful.set(1);
   metrics.configReloadSuccessAt.set(now() / 1000);
-  // With SQLite there is one replica, so it leads (polls and applies deferred firewall changes).
-  metrics.leader.set(1);
+  // ---- High availability (src/ha): with PostgreSQL the replicas share a server directory and the graph
+  // images, and only the elected leader polls. With SQLite there is one replica and it leads. Opened before
+  // anything else: a database that cannot be reached fails the start and leaves nothing open. ----
+  /** set once HTTP is up, below; until then a SQLite daemon counts as leading (its readiness waits for its polls) */
+  let role: Role | undefined;
+  const leading = () => role?.leading ?? config.database.kind === 'sqlite';
+  const shared =
+    config.database.kind === 'postgres'
+      ? await openShared(
+          config.database,
+          config.accounts.map((a) => a.name),
+          logger,
+          options.ha?.refreshMs !== undefined ? { refreshMs: options.ha.refreshMs } : {},
+        )
+      : undefined;
+  /** the leader publishes an account's server list after each servers and firewall run, for the followers */
+  const publish = (account: string, job: JobName, outcome: string) => {
+    const runtime = accounts.get(account);
+    if (!shared || !runtime || !leading() || job === 'graphs' || job === 'catalog' || outcome === 'failure') return;
+    shared.directory
+      .publish(account, () => serverIpsOf(runtime.poller))
+      .catch((error: unknown) =>
+        logger.warn(
+          { account, reason: (error as Error).message },
+          'cannot publish the server list to the shared database: followers check targets against the previous one',
+        ),
+      );
+  };
+  // ---- end of high availability ----
   // Opened first: a journal that cannot be opened (corrupt, zero-length, unwritable) disables remediation
   // only; the file is left as it is for the operator to inspect.
   const journal = Journal.openOrUnavailable(
@@ -134,7 +173,11 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
       ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
     },
     onChange: () => exposition.markDirty(),
-    onPollFinished: () => exposition.renderSoon(),
+    onPollFinished: (account, job, outcome) => {
+      exposition.renderSoon();
+      publish(account, job, outcome);
+    },
+    ...(shared ? { graphMirror: (account: string) => shared.graphs.mirror(account) } : {}),
   };
   const names = new Set(config.accounts.map((a) => a.name));
   const accounts = new Map<string, AccountRuntime>();
@@ -157,7 +200,8 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
         client: runtime.client,
         metrics: runtime.metrics,
         logger: accounts.size > 1 ? logger.child({ account: name }) : logger,
-        targets: runtime.poller,
+        // A follower checks targets against the list the leader published.
+        targets: shared ? leaderOrSnapshot(runtime.poller, shared.directory.snapshot(name), leading) : runtime.poller,
         config: config.remediation,
         now,
         onDecision,
@@ -182,7 +226,9 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
   const readiness = () => {
     // Ready once each account's first servers and firewall polls worked at least partly: a poll that fails
     // outright (a wrong key, the API down) keeps the daemon unready, naming the poll and the error.
-    const reasons = [...accounts.values()].flatMap((account) =>
+    // A follower does not poll: it is ready while the database answers (and the journal).
+    const polls = leading() ? [...accounts.values()] : [];
+    const reasons = polls.flatMap((account) =>
       (['servers', 'firewall'] as JobName[])
         .filter((job) => !account.workedOnce.has(job))
         .map((job) => {
@@ -193,6 +239,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
             : `the first ${poll} has not finished`;
         }),
     );
+    if (role?.problem !== undefined) reasons.push(`the shared database does not answer: ${role.problem}`);
     const problem = journal.problem ?? (journal.healthy() ? undefined : 'it does not answer');
     if (problem !== undefined) reasons.push(`the journal is unavailable (remediation disabled): ${problem}`);
     return reasons;
@@ -203,6 +250,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     exposition,
     graphStores: new Map([...accounts].map(([name, account]) => [name, account.graphStore])),
     graphMaxWidth: config.graphs.maxWidth,
+    ...(shared ? { graphSource: shared.graphs } : {}),
     ...web,
     readiness,
     statusView: statusViewOf({ version: VERSION, accounts, journal, now }),
@@ -286,17 +334,47 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     reloading = result.catch(() => undefined);
     return result;
   };
-  // Each account polls on its own: one whose API is down delays no other's first polls.
-  const ready =
-    options.initialPolls === false
-      ? Promise.resolve()
-      : Promise.all([...accounts.values()].map((account) => initialPolls(account, () => stopping))).then(
-          () => undefined,
-        );
-  if (options.schedule !== false) {
-    for (const account of accounts.values()) account.scheduler.start();
-    for (const e of engines.values()) e.start(options.remediationTickMs);
-  }
+  // ---- High availability: what leading means (all of it with SQLite; from election to demotion with PostgreSQL) ----
+  /** the initial polls of the current term */
+  let term: Promise<void> = Promise.resolve();
+  let firstTerm: (() => void) | undefined;
+  const firstPolls = new Promise<void>((resolve) => (firstTerm = resolve));
+  role = startRole(
+    config.database,
+    {
+      logger,
+      metrics,
+      // A role change shows in /metrics at once (baremetal_leader).
+      onChange: () => exposition.renderSoon(),
+      duties: {
+        start: async () => {
+          // Another replica may have counted attack events since this one last polled.
+          if (shared) await Promise.all([...accounts.values()].map((account) => reloadEventIds(account, logger)));
+          // Each account polls on its own: one whose API is down delays no other's first polls.
+          term =
+            options.initialPolls === false
+              ? Promise.resolve()
+              : Promise.all(
+                  [...accounts.values()].map((account) => initialPolls(account, () => stopping || !leading())),
+                ).then(() => undefined);
+          void term.then(firstTerm);
+          if (options.schedule !== false) {
+            for (const account of accounts.values()) account.scheduler.start();
+            for (const e of engines.values()) e.start(options.remediationTickMs);
+          }
+        },
+        stop: async () => {
+          // Cancels the poll runs in progress (their upstream requests are aborted) and waits for them to end.
+          await Promise.all([...accounts.values()].map((account) => account.scheduler.stop()));
+          await Promise.all([...engines.values()].map((e) => e.stop()));
+          await term.catch(() => undefined);
+        },
+      },
+    },
+    options.ha,
+  );
+  const ready = shared ? Promise.resolve() : firstPolls;
+  // ---- end of high availability ----
 
   return {
     app,
@@ -312,16 +390,17 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     client,
     graphStore,
     ready,
+    role,
+    shared,
     reloadTls: () => webConfig?.reload() ?? tls?.reload() ?? false,
     reload,
     stop: async () => {
       stopping = true;
       tls?.stop();
       webConfig?.stop();
-      // Cancels the poll runs in progress (their upstream requests are aborted) and waits for them to end.
-      await Promise.all([...accounts.values()].map((account) => account.scheduler.stop()));
-      await Promise.all([...engines.values()].map((e) => e.stop()));
-      await ready.catch(() => undefined);
+      // Stops polling and the remediation tickers (cancelling runs in flight), then, with PostgreSQL, frees the
+      // leader lock so that a follower takes over at once.
+      await role.stop();
       exposition.stop();
       // Closing HTTP waits for requests in flight, webhooks with their upstream calls and journal writes.
       // Node closes only the connections idle when close() starts; a keep-alive connection whose request
@@ -334,6 +413,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
         clearInterval(sweep),
       );
       journal.close();
+      await shared?.close();
       await Promise.all([...accounts.values()].map((account) => account.client.close()));
       lock.release();
     },

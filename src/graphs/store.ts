@@ -9,6 +9,7 @@ import { access, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'n
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { GRAPH_SCALES, GRAPH_TYPES, type GraphScale, type GraphType } from '../upstream/params.js';
+import type { GraphMirror } from './shared.js';
 
 /** Identifies one graph of one server. */
 export interface GraphKey {
@@ -40,15 +41,19 @@ export class GraphStore {
   readonly #dir: string;
   /** the directory of the layout before accounts, adopted by `load()` when set */
   readonly #legacyDir: string | undefined;
+  /** where the changes are copied to (the shared database), if anywhere */
+  readonly #mirror: GraphMirror | undefined;
 
   /**
    * `stateDir`: the daemon's state directory; images go below `graphs/<account>/dedicated`. `legacyGraphs`:
    * adopt `graphs/dedicated` (the layout before accounts) — for the `default` account, when no account is
-   * named `dedicated` (whose own directory that would be).
+   * named `dedicated` (whose own directory that would be). `mirror`: every image put and every removal is
+   * also written there (replicas sharing PostgreSQL); a write that fails fails the `put` or removal.
    */
-  constructor(stateDir: string, account: string, options: { legacyGraphs?: boolean } = {}) {
+  constructor(stateDir: string, account: string, options: { legacyGraphs?: boolean; mirror?: GraphMirror } = {}) {
     this.#dir = join(stateDir, 'graphs', account, 'dedicated');
     this.#legacyDir = options.legacyGraphs ? join(stateDir, 'graphs', 'dedicated') : undefined;
+    this.#mirror = options.mirror;
   }
 
   get size(): number {
@@ -79,6 +84,7 @@ export class GraphStore {
       await writeFile(`${file}.tmp`, image.png);
       await rename(`${file}.tmp`, file);
     }
+    await this.#mirror?.put(stored);
     return stored;
   }
 
@@ -86,6 +92,7 @@ export class GraphStore {
   async removeServer(serverId: string): Promise<void> {
     for (const [k, graph] of this.#graphs) if (graph.serverId === serverId) this.#graphs.delete(k);
     if (SAFE_ID.test(serverId)) await rm(join(this.#dir, serverId), { recursive: true, force: true });
+    await this.#mirror?.removeServer(serverId);
   }
 
   /**
@@ -104,6 +111,7 @@ export class GraphStore {
     for (const serverId of onDisk.filter((s) => SAFE_ID.test(s) && !serverIds.has(s))) {
       await rm(join(this.#dir, serverId), { recursive: true, force: true });
     }
+    await this.#mirror?.retainServers(serverIds);
     return dropped;
   }
 

@@ -102,7 +102,7 @@ export class PollJobs implements TargetDirectory {
   constructor(deps: PollJobsDeps) {
     this.#deps = deps;
     this.#now = deps.now ?? Date.now;
-    for (const [key, ids] of deps.restoredEventIds ?? []) this.firewallState.restored.set(key, ids);
+    this.restoreEventIds(deps.restoredEventIds ?? new Map());
     const work: Record<JobName, (signal: AbortSignal) => Promise<WorkResult>> = {
       servers: (signal) => this.pollServers(signal),
       firewall: (signal) => this.pollFirewall(signal),
@@ -127,6 +127,20 @@ export class PollJobs implements TargetDirectory {
           }),
         ]),
     );
+  }
+
+  /**
+   * Takes `ids` (by `type/id`, as the ledger holds them) as counted: at start, and again when this replica
+   * becomes leader (another one may have counted events since). A service this process has polled keeps its
+   * own ids too; the next history replaces both.
+   */
+  restoreEventIds(ids: ReadonlyMap<string, Set<string>>): void {
+    this.firewallState.restored.clear();
+    for (const [key, set] of ids) {
+      const seen = this.firewallState.services.get(key)?.seenIds;
+      if (seen) for (const id of set) seen.add(id);
+      else this.firewallState.restored.set(key, set);
+    }
   }
 
   hasServer(serverId: string): boolean {

@@ -8,6 +8,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DEFAULT_ACCOUNT } from '../../config/schema.js';
 import { NotFoundError } from '../../errors.js';
 import { resizePng } from '../../graphs/image.js';
+import { listStores, type GraphSource } from '../../graphs/source.js';
 import type { GraphStore, StoredGraph } from '../../graphs/store.js';
 import { GRAPH_SCALES, GRAPH_TYPES, type GraphScale, type GraphType } from '../../upstream/params.js';
 import { queryInteger, queryIntegerSchema } from '../schemas.js';
@@ -18,19 +19,14 @@ export const graphPath = (account: string, serverId: string, type: string, scale
 
 /** Every account's held images, ordered by account, then server, type and scale. */
 export function listGraphs(graphStores: ReadonlyMap<string, GraphStore>): Array<StoredGraph & { account: string }> {
-  return [...graphStores]
-    .sort(([a], [b]) => a.localeCompare(b))
-    .flatMap(([account, store]) => store.list().map((g) => ({ ...g, account })));
+  return listStores(graphStores);
 }
 
 type GraphParams = { account?: string; server_id: string; type: string; file: string };
 
-export function graphRoutes(
-  app: FastifyInstance,
-  deps: { graphStores: ReadonlyMap<string, GraphStore>; maxWidth: number },
-): void {
+export function graphRoutes(app: FastifyInstance, deps: { graphs: GraphSource; maxWidth: number }): void {
   app.get('/graphs', async () => ({
-    graphs: listGraphs(deps.graphStores).map((g) => ({
+    graphs: (await deps.graphs.list()).map((g) => ({
       account: g.account,
       server_id: g.serverId,
       type: g.type,
@@ -38,7 +34,7 @@ export function graphRoutes(
       url: graphPath(g.account, g.serverId, g.type, g.scale),
       width: g.width,
       height: g.height,
-      bytes: g.png.length,
+      bytes: g.bytes,
       updated_at: new Date(g.updatedAt).toISOString(),
     })),
   }));
@@ -67,20 +63,16 @@ export function graphRoutes(
           `unknown graph "${file}": expected <scale>.png with scale one of ${GRAPH_SCALES.join(', ')}`,
         );
       }
-      const account = request.params.account ?? (deps.graphStores.has(DEFAULT_ACCOUNT) ? DEFAULT_ACCOUNT : undefined);
-      const store =
-        account === undefined
-          ? deps.graphStores.size === 1
-            ? [...deps.graphStores.values()][0]
-            : undefined
-          : deps.graphStores.get(account);
-      if (!store)
+      const { accounts } = deps.graphs;
+      const named = request.params.account ?? (accounts.includes(DEFAULT_ACCOUNT) ? DEFAULT_ACCOUNT : undefined);
+      const account = named === undefined ? (accounts.length === 1 ? accounts[0] : undefined) : named;
+      if (account === undefined || !accounts.includes(account))
         throw new NotFoundError(
-          account === undefined
+          named === undefined
             ? 'several accounts are configured: use /graphs/<account>/dedicated/…'
-            : `unknown account "${account}"`,
+            : `unknown account "${named}"`,
         );
-      const graph = store.get({ serverId, type: type as GraphType, scale: scale as GraphScale });
+      const graph = await deps.graphs.get(account, { serverId, type: type as GraphType, scale: scale as GraphScale });
       if (!graph) throw new NotFoundError(`no ${type} ${scale} graph held for server "${serverId}"`);
       const etag = width ? `${graph.etag.slice(0, -1)}-w${width}"` : graph.etag;
       reply

@@ -1,0 +1,126 @@
+/**
+ * Graph images shared between replicas through PostgreSQL: the leader's graph store writes each image it
+ * keeps to `ha_graphs` (bytea, the latest per account and key, upserted) and removes those of servers that
+ * are gone; every replica serves `/graphs` from the table. Chosen over proxying `/graphs` to the leader:
+ * followers need no route, address or credentials to reach the leader, and the images survive a failover.
+ */
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { NotReadyError } from '../errors.js';
+import type { GraphScale, GraphType } from '../upstream/params.js';
+import { byGraphKey, type GraphSource, type GraphSummary } from './source.js';
+import type { GraphKey, StoredGraph } from './store.js';
+
+/** What a graph store copies its changes to (the leader's, with PostgreSQL). */
+export interface GraphMirror {
+  /** throws when the image could not be written (that graph's poll fails) */
+  put(graph: StoredGraph): Promise<void>;
+  /** drops every image of a server that is gone; a failure is logged, never thrown (the server poll goes on) */
+  removeServer(serverId: string): Promise<void>;
+  /** drops every image of a server not in `serverIds` */
+  retainServers(serverIds: ReadonlySet<string>): Promise<void>;
+}
+
+interface Row {
+  account: string;
+  server_id: string;
+  type: string;
+  scale: string;
+  etag: string;
+  width: number;
+  height: number;
+  updated_at: string;
+}
+
+const summaryOf = (row: Row & { bytes: number }): GraphSummary => ({
+  account: row.account,
+  serverId: row.server_id,
+  type: row.type as GraphType,
+  scale: row.scale as GraphScale,
+  etag: row.etag,
+  width: row.width,
+  height: row.height,
+  updatedAt: Number(row.updated_at),
+  bytes: row.bytes,
+});
+
+export class SharedGraphs implements GraphSource {
+  readonly accounts: readonly string[];
+  readonly #pool: pg.Pool;
+  readonly #logger: Logger;
+
+  constructor(pool: pg.Pool, accounts: readonly string[], logger: Logger) {
+    this.#pool = pool;
+    this.accounts = accounts;
+    this.#logger = logger;
+  }
+
+  /** The mirror of `account`'s graph store. */
+  mirror(account: string): GraphMirror {
+    const pool = this.#pool;
+    // A removal left undone is repeated when a leader reads its first server list (retainServers).
+    const remove = async (serverIds: string[], sql: string) => {
+      try {
+        await pool.query(sql, [account, serverIds]);
+      } catch (error) {
+        this.#logger.warn(
+          { account, reason: error instanceof Error ? error.message : String(error) },
+          'cannot remove the graph images of removed servers from the database: /graphs lists them until a leader reads its first server list',
+        );
+      }
+    };
+    return {
+      put: async (g) => {
+        await pool.query(
+          `INSERT INTO ha_graphs (account, server_id, type, scale, png, etag, width, height, updated_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+           ON CONFLICT (account, server_id, type, scale) DO UPDATE SET png = EXCLUDED.png, etag = EXCLUDED.etag,
+             width = EXCLUDED.width, height = EXCLUDED.height, updated_at = EXCLUDED.updated_at`,
+          [account, g.serverId, g.type, g.scale, g.png, g.etag, g.width, g.height, g.updatedAt],
+        );
+      },
+      removeServer: (serverId) =>
+        remove([serverId], 'DELETE FROM ha_graphs WHERE account = $1 AND server_id = ANY($2::text[])'),
+      retainServers: (serverIds) =>
+        remove([...serverIds], 'DELETE FROM ha_graphs WHERE account = $1 AND NOT (server_id = ANY($2::text[]))'),
+    };
+  }
+
+  async get(account: string, key: GraphKey): Promise<StoredGraph | undefined> {
+    const { rows } = await this.#read(() =>
+      this.#pool.query<Row & { png: Buffer }>(
+        `SELECT account, server_id, type, scale, etag, width, height, updated_at::text AS updated_at, png
+         FROM ha_graphs WHERE account = $1 AND server_id = $2 AND type = $3 AND scale = $4`,
+        [account, key.serverId, key.type, key.scale],
+      ),
+    );
+    const row = rows[0];
+    if (!row) return undefined;
+    const { account: _account, bytes: _bytes, ...graph } = summaryOf({ ...row, bytes: row.png.length });
+    return { ...graph, png: row.png };
+  }
+
+  async list(): Promise<GraphSummary[]> {
+    const { rows } = await this.#read(() =>
+      this.#pool.query<Row & { bytes: number }>(
+        `SELECT account, server_id, type, scale, etag, width, height, updated_at::text AS updated_at,
+           octet_length(png) AS bytes
+         FROM ha_graphs WHERE account = ANY($1::text[])`,
+        [[...this.accounts]],
+      ),
+    );
+    return rows.map(summaryOf).sort(byGraphKey);
+  }
+
+  /** A database that does not answer is a 503 (the caller retries), naming what failed. */
+  async #read<T>(query: () => Promise<T>): Promise<T> {
+    try {
+      return await query();
+    } catch (error) {
+      throw new NotReadyError(
+        `graph images are unavailable: the database does not answer (${error instanceof Error ? error.message : String(error)})`,
+        { cause: error },
+      );
+    }
+  }
+}

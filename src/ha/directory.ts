@@ -1,0 +1,174 @@
+/**
+ * The server directory shared between replicas: the leader publishes each account's latest server list
+ * (server ids and the IPs each owns: its record's and those seen in its firewall history — what the
+ * remediation guards check a target against) after each servers and firewall run; every replica reads it
+ * back every few seconds into a snapshot, so a follower's engines answer `TargetDirectory` synchronously
+ * without polling the API. The leader's own engines ask its poller while it has read a server list.
+ */
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { FirewallSeriesState } from '../collectors/firewall.js';
+import type { TargetDirectory } from '../remediation/types.js';
+import type { PollJobs } from '../scheduler/jobs.js';
+
+/** server id → the IPs it owns */
+export type ServerIps = Record<string, string[]>;
+
+/** One account's server list as last read from the database. */
+export class DirectorySnapshot implements TargetDirectory {
+  #servers = new Map<string, Set<string>>();
+  #known = false;
+  /** the row version read (bigint as text); '0' before any */
+  version = '0';
+
+  get serversKnown(): boolean {
+    return this.#known;
+  }
+
+  hasServer(serverId: string): boolean {
+    return this.#servers.has(serverId);
+  }
+
+  ownsIp(serverId: string, ip: string): boolean {
+    return this.#servers.get(serverId)?.has(ip) ?? false;
+  }
+
+  replace(servers: ServerIps, version: string): void {
+    this.#servers = new Map(Object.entries(servers).map(([id, ips]) => [id, new Set(ips)]));
+    this.#known = true;
+    this.version = version;
+  }
+}
+
+/** What a poller knows of its servers, in the published shape: the IPs `PollJobs.ownsIp` accepts. */
+export function serverIpsOf(poller: Pick<PollJobs, 'inventory' | 'firewallState'>): ServerIps {
+  const out: ServerIps = {};
+  for (const [serverId, server] of poller.inventory) {
+    const seen = poller.firewallState.services.get(
+      FirewallSeriesState.key({ serviceType: 'dedicated', serviceId: serverId }),
+    );
+    out[serverId] = [...new Set([...server.ips, ...(seen?.counts.keys() ?? [])])];
+  }
+  return out;
+}
+
+/** The engine's directory: the poller while this replica leads and has read a server list, else the snapshot. */
+export function leaderOrSnapshot(
+  poller: TargetDirectory,
+  snapshot: TargetDirectory,
+  leading: () => boolean,
+): TargetDirectory {
+  const current = () => (leading() && poller.serversKnown ? poller : snapshot);
+  return {
+    get serversKnown() {
+      return current().serversKnown;
+    },
+    hasServer: (serverId) => current().hasServer(serverId),
+    ownsIp: (serverId, ip) => current().ownsIp(serverId, ip),
+  };
+}
+
+const isServerIps = (value: unknown): value is ServerIps =>
+  typeof value === 'object' &&
+  value !== null &&
+  !Array.isArray(value) &&
+  Object.values(value).every((ips) => Array.isArray(ips) && ips.every((ip) => typeof ip === 'string'));
+
+export interface SharedDirectoryOptions {
+  pool: pg.Pool;
+  /** the configured accounts */
+  accounts: readonly string[];
+  logger: Logger;
+  /** how often the snapshots are read again, ms (default 3000) */
+  refreshMs?: number;
+}
+
+export class SharedDirectory {
+  readonly #options: SharedDirectoryOptions;
+  readonly #snapshots: Map<string, DirectorySnapshot>;
+  #timer: NodeJS.Timeout | undefined;
+  #refreshing: Promise<void> | undefined;
+  /** each account's publication in progress (they run one after the other) */
+  readonly #publishing = new Map<string, Promise<void>>();
+  /** the refresh problem last logged (logged once while it lasts) */
+  #logged: string | undefined;
+
+  constructor(options: SharedDirectoryOptions) {
+    this.#options = options;
+    this.#snapshots = new Map(options.accounts.map((account) => [account, new DirectorySnapshot()]));
+  }
+
+  /** The snapshot of `account` (a configured account). */
+  snapshot(account: string): DirectorySnapshot {
+    const snapshot = this.#snapshots.get(account);
+    if (!snapshot) throw new Error(`no directory snapshot for account ${account}`);
+    return snapshot;
+  }
+
+  /**
+   * Publishes the server list of `account` (the leader, after a servers or firewall run), read from `servers`
+   * when the previous publication of the account has ended (so the newest list is written last); a list
+   * equal to the one held writes nothing.
+   */
+  publish(account: string, servers: () => ServerIps): Promise<void> {
+    const previous = this.#publishing.get(account) ?? Promise.resolve();
+    const next = previous
+      .catch(() => undefined)
+      .then(async () => {
+        await this.#options.pool.query(
+          `INSERT INTO ha_directory (account, servers, version) VALUES ($1, $2, 1)
+           ON CONFLICT (account) DO UPDATE SET servers = EXCLUDED.servers, version = ha_directory.version + 1, updated_at = now()
+           WHERE ha_directory.servers IS DISTINCT FROM EXCLUDED.servers`,
+          [account, JSON.stringify(servers())],
+        );
+      });
+    this.#publishing.set(account, next);
+    return next;
+  }
+
+  /** Reads every account's list that changed since the last read. Never throws: a failure keeps the last snapshot. */
+  refresh(): Promise<void> {
+    this.#refreshing ??= this.#read().finally(() => {
+      this.#refreshing = undefined;
+    });
+    return this.#refreshing;
+  }
+
+  async #read(): Promise<void> {
+    const { pool, logger } = this.#options;
+    try {
+      for (const [account, snapshot] of this.#snapshots) {
+        const { rows } = await pool.query<{ version: string; servers: unknown }>(
+          'SELECT version::text AS version, servers FROM ha_directory WHERE account = $1 AND version::text <> $2',
+          [account, snapshot.version],
+        );
+        const row = rows[0];
+        if (!row) continue;
+        if (isServerIps(row.servers)) snapshot.replace(row.servers, row.version);
+        else logger.error({ account }, 'the shared server directory holds a malformed row: keeping the last list read');
+      }
+      this.#logged = undefined;
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      if (this.#logged !== reason)
+        logger.warn(
+          { reason },
+          "cannot read the shared server directory: this replica's target checks use the last list read",
+        );
+      this.#logged = reason;
+    }
+  }
+
+  /** Reads at once, then every `refreshMs`. */
+  start(): void {
+    if (this.#timer) return;
+    void this.refresh();
+    this.#timer = setInterval(() => void this.refresh(), this.#options.refreshMs ?? 3_000).unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    await this.#refreshing;
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * This replica's role. With SQLite there is one replica: it leads from the start. With PostgreSQL it leads
+ * only while its elector holds the leader lock (leader.ts): its duties (polls, schedules, the remediation
+ * tickers that apply deferred firewall changes) start on election and stop on demotion, while HTTP keeps
+ * serving. `baremetal_leader` is 1 or 0 accordingly.
+ */
+import type { Logger } from 'pino';
+import type { Config } from '../config/schema.js';
+import type { Metrics } from '../metrics/definitions.js';
+import { LeaderElector, STOPPING, type LeaderElectorOptions } from './leader.js';
+
+/** What leading means for the daemon. */
+export interface Duties {
+  /** starts them (the first polls may go on after it resolves) */
+  start(): Promise<void>;
+  /** stops them, cancelling poll runs in flight; resolves when they have ended */
+  stop(): Promise<void>;
+}
+
+/** Timings of the election, ms (leader.ts defaults). */
+export type ElectionTimings = Pick<LeaderElectorOptions, 'retryMs' | 'heartbeatMs' | 'timeoutMs' | 'sessionTimeoutMs'>;
+
+export interface Role {
+  /** true while this replica leads */
+  readonly leading: boolean;
+  /** why the shared database does not answer the election (readiness); always undefined with SQLite */
+  readonly problem: string | undefined;
+  /** stops leading (the duties end first), then lets another replica take over */
+  stop(): Promise<void>;
+}
+
+export function startRole(
+  database: Config['database'],
+  deps: { logger: Logger; metrics: Pick<Metrics, 'leader'>; duties: Duties; onChange: () => void },
+  timings: ElectionTimings = {},
+): Role {
+  const { metrics, duties, onChange, logger } = deps;
+  const set = (leading: boolean) => {
+    metrics.leader.set(leading ? 1 : 0);
+    onChange();
+  };
+  if (database.kind === 'sqlite') {
+    set(true);
+    // Started at once: what start() does is synchronous up to the first polls.
+    void duties.start();
+    return { leading: true, problem: undefined, stop: () => duties.stop() };
+  }
+  set(false);
+  let leading = false;
+  const elector = new LeaderElector({
+    url: database.url,
+    redactedUrl: database.redactedUrl,
+    logger,
+    ...timings,
+    onElected: async () => {
+      leading = true;
+      set(true);
+      await duties.start();
+    },
+    onDemoted: async (reason) => {
+      // At once: webhooks stop reading this replica's poller before its runs are cancelled.
+      leading = false;
+      set(false);
+      await duties.stop();
+      if (reason !== STOPPING)
+        logger.warn({ reason }, 'following: polls and deferred firewall changes stopped; webhooks and /metrics go on');
+    },
+  });
+  elector.start();
+  return {
+    get leading() {
+      return leading;
+    },
+    get problem() {
+      return elector.problem;
+    },
+    stop: async () => {
+      await elector.stop();
+      await duties.stop();
+    },
+  };
+}

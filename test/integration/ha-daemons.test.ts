@@ -1,0 +1,236 @@
+/**
+ * Two in-process daemons on one real PostgreSQL (Debian's, on loopback), the simulator as their upstream:
+ * exactly one polls, `baremetal_leader` is 1 on it and 0 on the other, the follower's engine checks targets
+ * against the server list the leader published, the follower serves the graph images the leader stored,
+ * and when the leader stops the follower takes over and polls. Each daemon has its own state_dir.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+import sharp from 'sharp';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { buildConfig } from '../../src/config/load.js';
+import { startDaemon, type Daemon } from '../../src/daemon.js';
+import { startSimulator, type Simulator } from '../../src/simulator/server.js';
+import { EventLedger } from '../../src/state/event-ledger.js';
+import { captureLogger } from '../helpers/logger.js';
+import { seriesValue } from '../helpers/metrics.js';
+import { requirePostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { eventually, freePort } from '../helpers/processes.js';
+import { TOKEN } from '../helpers/remediation.js';
+import { tempDir } from '../helpers/tmp.js';
+
+const KEY = 'ha-daemons-key-3c9a1f7e';
+const found = requirePostgres();
+
+describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on loopback)', () => {
+  let server: TestPostgres;
+  let sim: Simulator | undefined;
+  const daemons: Daemon[] = [];
+  const logs: string[][] = [];
+  let databases = 0;
+  beforeAll(async () => {
+    if (found.skip) return;
+    server = await startPostgres(found.bin);
+  }, 120_000);
+  afterEach(async () => {
+    for (const d of daemons.splice(0)) await d.stop();
+    await sim?.close();
+    sim = undefined;
+    for (const line of logs.splice(0).flat()) expect(line).not.toContain(server.password);
+  });
+  afterAll(() => server?.stop());
+
+  /** A simulator and a fresh database; `start()` starts one more daemon on them. */
+  async function cluster() {
+    sim = await startSimulator({ apiKey: KEY, servers: 3, colocations: 0, transits: 0, attackRate: 0, seed: 5 });
+    const url = server.createDatabase(`ha_daemons_${++databases}`);
+    const start = async (stateDir = tempDir()) => {
+      writeFileSync(join(stateDir, 'token'), TOKEN);
+      const config = buildConfig(
+        {
+          upstream: { base_url: sim!.url, retries: 0 },
+          web: { listen_address: '127.0.0.1:0' },
+          state_dir: stateDir,
+          database: { url },
+          graphs: { types: ['port_bits'], scales: ['day'] },
+          remediation: { dry_run: true, auth: { bearer_token_files: [join(stateDir, 'token')] } },
+        },
+        { BAREMETAL_API_KEY: KEY },
+      );
+      const log = captureLogger('debug');
+      logs.push(log.lines);
+      const daemon = await startDaemon(config, {
+        logger: log.logger,
+        schedule: false,
+        listen: false,
+        retryMinDelayMs: 1,
+        ha: { retryMs: 100, heartbeatMs: 200, timeoutMs: 2_000, refreshMs: 100 },
+      });
+      daemons.push(daemon);
+      return daemon;
+    };
+    return { start, url };
+  }
+
+  const leaderGauge = (d: Daemon) => seriesValue(d.registry, 'baremetal_leader');
+  const serverPolls = async (d: Daemon) =>
+    (await seriesValue(d.registry, 'baremetal_poll_runs_total', { poll: 'servers', outcome: 'success' })) ?? 0;
+  const graphPolls = async (d: Daemon) =>
+    (await seriesValue(d.registry, 'baremetal_poll_runs_total', { poll: 'graphs', outcome: 'success' })) ?? 0;
+  /** Waits until one of `all` leads and has run its first server and graph polls; returns [leader, follower]. */
+  const elected = async (all: Daemon[]) => {
+    const leader = await eventually('a leader that has polled', async () => {
+      const leaders = all.filter((d) => d.role.leading);
+      const [one] = leaders;
+      return leaders.length === 1 && one && (await serverPolls(one)) > 0 && (await graphPolls(one)) > 0
+        ? one
+        : undefined;
+    });
+    return [leader, all.find((d) => d !== leader)!] as const;
+  };
+  const powercycle = (d: Daemon, serverId: string) =>
+    d.app.inject({
+      method: 'POST',
+      url: '/api/v1/actions/powercycle',
+      payload: { server_id: serverId },
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+
+  it('exactly one polls; baremetal_leader 1 and 0; when the leader stops the other takes over and polls', async () => {
+    const { start } = await cluster();
+    const a = await start();
+    const b = await start();
+    const [leader, follower] = await elected([a, b]);
+    expect({
+      leader: await leaderGauge(leader),
+      follower: await leaderGauge(follower),
+      followerPolls: await serverPolls(follower),
+      followerReady: (await follower.app.inject('/readyz')).statusCode,
+    }).toEqual({ leader: 1, follower: 0, followerPolls: 0, followerReady: 200 });
+    const listed = sim!.callsTo('/api/v1/dedicated').length;
+    // Only the leader's initial polls reached the API: one server list.
+    expect(listed).toBe(1);
+
+    await leader.stop();
+    daemons.splice(daemons.indexOf(leader), 1);
+    await eventually('the follower to lead and poll', async () =>
+      follower.role.leading && (await serverPolls(follower)) > 0 ? true : undefined,
+    );
+    expect(await leaderGauge(follower)).toBe(1);
+    expect(sim!.callsTo('/api/v1/dedicated').length).toBe(listed + 1);
+  });
+
+  it("a follower's engine checks targets against the leader's server list", async () => {
+    const { start } = await cluster();
+    const [leader, follower] = await elected([await start(), await start()]);
+    const known = [...leader.poller.inventory.keys()][0]!;
+    // The follower never polled: its engine answers from the shared directory.
+    expect(follower.poller.serversKnown).toBe(false);
+    const res = await eventually('the follower to know the servers', async () => {
+      const r = await powercycle(follower, known);
+      return r.statusCode === 200 ? r : undefined;
+    });
+    const cases = [
+      { name: 'a listed server', res },
+      { name: 'an unknown server', res: await powercycle(follower, '999999') },
+    ];
+    expect(cases.map((c) => ({ name: c.name, status: c.res.statusCode, decision: c.res.json().decision }))).toEqual([
+      { name: 'a listed server', status: 200, decision: 'dry_run' },
+      { name: 'an unknown server', status: 200, decision: 'denied_unknown_target' },
+    ]);
+  });
+
+  it('a replica elected again reads the attack event ids again: events counted meanwhile do not count twice', async () => {
+    const { start, url } = await cluster();
+    sim!.state.injectEvents('dedicated', '100001', [
+      { id: 'e1', ip: '198.18.0.1' },
+      { id: 'e2', ip: '198.18.0.1' },
+    ]);
+    const stateDir = tempDir();
+    const daemon = await start(stateDir);
+    const firewallPolls = async () =>
+      (await seriesValue(daemon.registry, 'baremetal_poll_runs_total', { poll: 'firewall', outcome: 'success' })) ?? 0;
+    const total = () =>
+      seriesValue(daemon.registry, 'baremetal_firewall_attack_events_total', {
+        service_id: '100001',
+        ip: '198.18.0.1',
+      });
+    await eventually('the first firewall poll', async () => ((await firewallPolls()) > 0 ? true : undefined));
+    const first = await total();
+    // Meanwhile another leader counted e3 and saved the ids (until the ledger is in the database, in this
+    // replica's file); then this replica loses its connection and is elected again.
+    sim!.state.injectEvents('dedicated', '100001', [{ id: 'e3', ip: '198.18.0.1' }]);
+    await new EventLedger(stateDir, 'default').save(new Map([['dedicated/100001', new Set(['e1', 'e2', 'e3'])]]));
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    await admin.query(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'baremetal-exporter-leader'",
+    );
+    await admin.end();
+    await eventually('the second term to poll the firewall', async () =>
+      (await firewallPolls()) > 1 ? true : undefined,
+    );
+    expect({ first, again: await total() }).toEqual({ first: 2, again: 2 });
+  });
+
+  it('a database that cannot be reached at start fails the start, naming the redacted URL only', async () => {
+    const stateDir = tempDir();
+    const password = 'start-secret-7f3a9c';
+    const config = buildConfig(
+      {
+        upstream: { base_url: 'http://127.0.0.1:1' },
+        state_dir: stateDir,
+        database: { url: `postgres://bmx:${password}@127.0.0.1:${await freePort()}/bmx` },
+      },
+      { BAREMETAL_API_KEY: KEY },
+    );
+    const log = captureLogger('debug');
+    const error = await startDaemon(config, { logger: log.logger, listen: false }).then(
+      () => undefined,
+      (e: Error) => e,
+    );
+    expect(error?.message).toMatch(
+      /^cannot prepare the shared database postgres:\/\/bmx:\*\*\*@127\.0\.0\.1:\d+\/bmx: /,
+    );
+    expect(`${error?.message}\n${log.lines.join('\n')}`).not.toContain(password);
+  });
+
+  it('a follower serves the graph images the leader stored, with ETag, 304 and ?width=', async () => {
+    const { start } = await cluster();
+    const [leader, follower] = await elected([await start(), await start()]);
+    const held = leader.graphStore.list();
+    expect(held.length).toBe(3);
+    const list = (await follower.app.inject('/graphs')).json().graphs as Array<{ url: string; bytes: number }>;
+    expect(list.map((g) => g.url)).toEqual(
+      held.map((g) => `/graphs/default/dedicated/${g.serverId}/port_bits/day.png`),
+    );
+    const first = held[0]!;
+    const url = list[0]!.url;
+    const image = await follower.app.inject(url);
+    const notModified = await follower.app.inject({ url, headers: { 'if-none-match': first.etag } });
+    const narrow = await follower.app.inject(`${url}?width=32`);
+    const missing = await follower.app.inject('/graphs/default/dedicated/999999/port_bits/day.png');
+    expect({
+      status: image.statusCode,
+      type: image.headers['content-type'],
+      etag: image.headers.etag,
+      same: Buffer.compare(image.rawPayload, first.png) === 0,
+      notModified: notModified.statusCode,
+      narrow: narrow.statusCode,
+      narrowWidth: (await sharp(narrow.rawPayload).metadata()).width,
+      missing: missing.statusCode,
+      missingMessage: missing.json().message,
+    }).toEqual({
+      status: 200,
+      type: 'image/png',
+      etag: first.etag,
+      same: true,
+      notModified: 304,
+      narrow: 200,
+      narrowWidth: 32,
+      missing: 404,
+      missingMessage: 'no port_bits day graph held for server "999999"',
+    });
+  });
+});

@@ -1,0 +1,84 @@
+import { describe, expect, it } from 'vitest';
+import { collectFirewallHistory, FirewallSeriesState } from '../../../src/collectors/firewall.js';
+import type { Inventory } from '../../../src/collectors/inventory.js';
+import { DirectorySnapshot, leaderOrSnapshot, serverIpsOf } from '../../../src/ha/directory.js';
+import type { TargetDirectory } from '../../../src/remediation/types.js';
+import { freshMetrics } from '../../helpers/metrics.js';
+
+const directory = (servers: Record<string, string[]>, known = true): TargetDirectory => ({
+  serversKnown: known,
+  hasServer: (id) => id in servers,
+  ownsIp: (id, ip) => servers[id]?.includes(ip) ?? false,
+});
+
+describe('DirectorySnapshot', () => {
+  it('knows nothing until a list is read, then answers from it', () => {
+    const snapshot = new DirectorySnapshot();
+    const before = { known: snapshot.serversKnown, has: snapshot.hasServer('1') };
+    snapshot.replace({ '1': ['198.18.0.1'] }, '4');
+    expect({
+      before,
+      known: snapshot.serversKnown,
+      version: snapshot.version,
+      has: snapshot.hasServer('1'),
+      hasOther: snapshot.hasServer('2'),
+      owns: snapshot.ownsIp('1', '198.18.0.1'),
+      ownsOther: snapshot.ownsIp('1', '198.18.0.2'),
+    }).toEqual({
+      before: { known: false, has: false },
+      known: true,
+      version: '4',
+      has: true,
+      hasOther: false,
+      owns: true,
+      ownsOther: false,
+    });
+  });
+});
+
+describe('leaderOrSnapshot', () => {
+  const poller = directory({ p: ['198.18.0.1'] });
+  const snapshot = directory({ s: ['198.18.0.2'] });
+  it.each([
+    { name: 'a leader that has read a server list asks its poller', leading: true, pollerKnown: true, answers: 'p' },
+    {
+      name: 'a leader before its first server list asks the snapshot',
+      leading: true,
+      pollerKnown: false,
+      answers: 's',
+    },
+    {
+      name: 'a follower asks the snapshot, whatever its poller holds',
+      leading: false,
+      pollerKnown: true,
+      answers: 's',
+    },
+  ])('$name', ({ leading, pollerKnown, answers }) => {
+    const targets = leaderOrSnapshot({ ...poller, serversKnown: pollerKnown }, snapshot, () => leading);
+    expect(targets.hasServer(answers)).toBe(true);
+    expect(targets.ownsIp(answers, answers === 'p' ? '198.18.0.1' : '198.18.0.2')).toBe(true);
+    expect(targets.hasServer(answers === 'p' ? 's' : 'p')).toBe(false);
+  });
+});
+
+describe('serverIpsOf', () => {
+  it("publishes each server's record IPs and the IPs seen in its firewall history, what PollJobs.ownsIp accepts", () => {
+    const { metrics } = freshMetrics();
+    const poller = {
+      inventory: new Map([
+        ['100001', { serverId: '100001', ips: ['198.18.0.1'] }],
+        ['100002', { serverId: '100002', ips: [] }],
+      ]) as unknown as Inventory,
+      firewallState: new FirewallSeriesState(),
+    };
+    collectFirewallHistory(
+      poller.firewallState,
+      metrics,
+      { serviceType: 'dedicated', serviceId: '100001' },
+      [{ id: 'e1', ip: '198.18.0.9' }] as never,
+      { limits: { maxIpsPerService: 10, ipRetentionMs: 0 }, now: 0, knownIps: ['198.18.0.1'] },
+    );
+    const published = serverIpsOf(poller);
+    expect(published).toEqual({ '100001': ['198.18.0.1', '198.18.0.9'], '100002': [] });
+  });
+});
