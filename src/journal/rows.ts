@@ -88,3 +88,33 @@ export const toDesired = (r: Row): DesiredFirewall => ({
   appliedAt: r.applied_at === null ? null : Number(r.applied_at),
   cooldownMs: Number(r.cooldown_ms),
 });
+
+/** The values of a new row, in the column order of the INSERT both backends write. */
+export const entryValues = (e: NewEntry) => [
+  e.account,
+  e.createdAt,
+  e.source,
+  e.action,
+  e.serverId,
+  e.ip,
+  e.value,
+  e.alertname,
+  e.fingerprint,
+  e.startsAt,
+  e.decision,
+  e.message ?? null,
+];
+
+/** The values of a desired state, in the column order of the upsert both backends write. */
+export const desiredValues = (d: DesiredFirewall) => [
+  d.account,
+  d.serverId,
+  d.ip,
+  d.desiredState,
+  d.dueAt,
+  d.pending ? 1 : 0,
+  d.attempts,
+  d.appliedState,
+  d.appliedAt,
+  d.cooldownMs,
+];
