@@ -88,7 +88,15 @@ describe.each(backends())('the state store on $name', (backend) => {
     'counts budget use per account and the last call per target, sent decisions only',
     async () => {
       const store = await (await backend.fresh()).open();
-      for (const decision of ['executing', 'executed', 'failed', 'unknown', 'cooldown', 'dry_run', 'duplicate'] as const)
+      for (const decision of [
+        'executing',
+        'executed',
+        'failed',
+        'unknown',
+        'cooldown',
+        'dry_run',
+        'duplicate',
+      ] as const)
         await store.insert(row(NOW, { decision }));
       await store.insert(row(NOW - 2 * 3_600_000));
       await store.insert(row(NOW + 10, { account: 'reseller-eu' }));
@@ -231,30 +239,33 @@ describe.each(backends())('the state store on $name', (backend) => {
     },
   );
 
-  it.skipIf(backend.skip !== undefined)('saves and loads the attack-event ids per account; load changes nothing', async () => {
-    const db = await backend.fresh();
-    const store = await db.open();
-    const ledger = store.eventLedger('default');
-    expect(await ledger.load()).toEqual({ services: new Map() });
-    await ledger.save(
-      new Map([
-        ['dedicated/100001', new Set(['e1', 'e2'])],
-        ['vps/7', new Set<string>()],
-      ]),
-    );
-    await store.eventLedger('reseller-eu').save(new Map([['dedicated/9', new Set(['x'])]]));
-    const expected = { services: new Map([['dedicated/100001', new Set(['e1', 'e2'])]]) };
-    expect(await ledger.load()).toEqual(expected);
-    expect(await ledger.load()).toEqual(expected);
-    // Replaced, not merged.
-    await ledger.save(new Map([['dedicated/100002', new Set(['e3'])]]));
-    expect(await store.eventLedger('default').load()).toEqual({
-      services: new Map([['dedicated/100002', new Set(['e3'])]]),
-    });
-    expect(await store.eventLedger('reseller-eu').load()).toEqual({
-      services: new Map([['dedicated/9', new Set(['x'])]]),
-    });
-  });
+  it.skipIf(backend.skip !== undefined)(
+    'saves and loads the attack-event ids per account; load changes nothing',
+    async () => {
+      const db = await backend.fresh();
+      const store = await db.open();
+      const ledger = store.eventLedger('default');
+      expect(await ledger.load()).toEqual({ services: new Map() });
+      await ledger.save(
+        new Map([
+          ['dedicated/100001', new Set(['e1', 'e2'])],
+          ['vps/7', new Set<string>()],
+        ]),
+      );
+      await store.eventLedger('reseller-eu').save(new Map([['dedicated/9', new Set(['x'])]]));
+      const expected = { services: new Map([['dedicated/100001', new Set(['e1', 'e2'])]]) };
+      expect(await ledger.load()).toEqual(expected);
+      expect(await ledger.load()).toEqual(expected);
+      // Replaced, not merged.
+      await ledger.save(new Map([['dedicated/100002', new Set(['e3'])]]));
+      expect(await store.eventLedger('default').load()).toEqual({
+        services: new Map([['dedicated/100002', new Set(['e3'])]]),
+      });
+      expect(await store.eventLedger('reseller-eu').load()).toEqual({
+        services: new Map([['dedicated/9', new Set(['x'])]]),
+      });
+    },
+  );
 
   it.skipIf(backend.skip !== undefined)('reopens a database (migrations applied once) with its rows', async () => {
     const db = await backend.fresh();
