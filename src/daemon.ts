@@ -17,7 +17,7 @@ import { statusViewOf } from './http/status-view.js';
 import { readTls, watchTls } from './http/tls.js';
 import { closeServer, extraServer, listenOn } from './http/listeners.js';
 import { httpsOptions, type WebConfigFile } from './http/web-config-reload.js';
-import { openStore } from './journal/open-store.js';
+import { openStore, type OpenStoreOptions } from './journal/open-store.js';
 import type { StateStore } from './journal/store.js';
 import { lockStateDir, type StateLock } from './journal/state-lock.js';
 import { createLogger } from './logger.js';
@@ -52,6 +52,8 @@ export interface DaemonOptions {
   reloadConfig?: () => Config;
   /** serve `POST /-/reload` (`--web.enable-lifecycle`) */
   lifecycle?: boolean;
+  /** PostgreSQL state store: retry and health-check intervals, pool limits (tests shorten them) */
+  stateStore?: OpenStoreOptions['postgres'];
 }
 
 export interface Daemon {
@@ -115,6 +117,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
   // disables remediation only; a SQLite file is left as it is for the operator to inspect.
   const journal = await openStore(config, {
     logger,
+    ...(options.stateStore ? { postgres: options.stateStore } : {}),
     ...(lock.problem
       ? { refuse: `state_dir is not writable, so it cannot be locked against a second daemon: ${lock.problem}` }
       : {}),

@@ -61,6 +61,13 @@ export async function openPostgresStore(o: PostgresStoreOptions): Promise<Postgr
   let openFailure: string | undefined = `not connected yet to ${redactedUrl}`;
   /** the last statement's failure, cleared by the next success */
   let failure: string | undefined;
+  // A connection that drops while checked out (mid-transaction, during migrations) emits `error` on its client;
+  // unhandled, that would end the process. The statement in flight fails on its own; note it here.
+  pool.on('connect', (client) =>
+    client.on('error', (error) => {
+      failure = message(error);
+    }),
+  );
   let closed = false;
   /** set once opening failed: the next success is logged */
   let retrying = false;
