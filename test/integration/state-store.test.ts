@@ -164,7 +164,10 @@ describe.each(backends())('the state store on $name', (backend) => {
       await store.insert(row(NOW - DAY, { serverId: 'recent' }));
       const before = NOW - 30 * DAY;
       const batches: number[] = [];
-      for (let n = 5; n === 5; ) batches.push((n = await store.prune(before, 5)));
+      for (let i = 0; i < 10; i++) {
+        batches.push(await store.prune(before, 5));
+        if (batches.at(-1)! < 5) break;
+      }
       expect(batches).toEqual([5, 3]);
       expect((await store.list({ limit: 20 })).map((e) => e.serverId).sort()).toEqual(['keyed', 'recent', 'running']);
       expect(await store.delivery('alert:stale')).toBeUndefined();
