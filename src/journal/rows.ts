@@ -1,6 +1,6 @@
 /**
- * The journal's rows as the rest of the code sees them, and the mapping from SQLite rows to them. Times are
- * Unix milliseconds.
+ * The journal's rows as the rest of the code sees them, and the mapping from database rows (SQLite's, and
+ * PostgreSQL's with BIGINT as strings) to them. Times are Unix milliseconds.
  */
 import type { SQLInputValue } from 'node:sqlite';
 import type { Decision } from '../remediation/decisions.js';
@@ -55,7 +55,7 @@ export interface Delivery {
   digest: string | null;
 }
 
-/** A row as node:sqlite returns it. */
+/** A row as node:sqlite returns it (node-postgres rows are read the same way: every field is converted). */
 export type Row = Record<string, SQLInputValue>;
 
 export const toEntry = (r: Row): JournalEntry => ({
