@@ -56,6 +56,8 @@ export class RemediationEngine {
   readonly #firewall: DesiredFirewallState;
   #timer: NodeJS.Timeout | undefined;
   #ticking: Promise<void> | undefined;
+  /** the last tick failed on the journal (logged once until a tick succeeds) */
+  #tickFailing = false;
 
   constructor(deps: EngineDeps) {
     this.#deps = deps;
@@ -242,7 +244,16 @@ export class RemediationEngine {
         if (due > 0) await this.#refreshGauges();
       })
       .then(() => this.#housekeeping.run(this.#now()))
-      .catch((error: unknown) => this.#deps.logger.error({ err: error }, 'applying pending firewall changes failed'))
+      .then(() => {
+        if (this.#tickFailing) this.#deps.logger.info('applying pending firewall changes works again');
+        this.#tickFailing = false;
+      })
+      .catch((error: unknown) => {
+        // Once per outage, not every second: a lost database fails every tick until it is back.
+        if (!(this.#tickFailing && error instanceof JournalError))
+          this.#deps.logger.error({ err: error }, 'applying pending firewall changes failed');
+        this.#tickFailing = error instanceof JournalError;
+      })
       .finally(() => {
         this.#ticking = undefined;
       });

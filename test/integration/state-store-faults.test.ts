@@ -164,6 +164,9 @@ describe.skipIf(found.skip)('the daemon on PostgreSQL under database faults', ()
       /the journal is unavailable \(remediation disabled\): its last statement failed/,
     );
     expect(await journalUp(d)).toBe('0');
+    // The ticker fails every second while it is down: logged once.
+    for (let i = 0; i < 3; i++) await d.engine.tick();
+    expect(h.log.lines.filter((l) => l.includes('applying pending firewall changes failed'))).toHaveLength(1);
     // /metrics and the status of polling are untouched.
     expect((await d.app.inject({ method: 'GET', url: '/metrics' })).statusCode).toBe(200);
 
@@ -179,6 +182,8 @@ describe.skipIf(found.skip)('the daemon on PostgreSQL under database faults', ()
       (await d.app.inject({ method: 'GET', url: '/readyz' })).statusCode === 200 ? true : undefined,
     );
     expect(await journalUp(d)).toBe('1');
+    await d.engine.tick();
+    expect(h.log.lines.some((l) => l.includes('applying pending firewall changes works again'))).toBe(true);
     expect(noSecret([...h.log.lines, lost.body, unready.body])).toEqual([]);
   });
 });
