@@ -6,7 +6,7 @@
  */
 import type { Logger } from 'pino';
 import type { AccountConfig, Config, JobName } from './config/schema.js';
-import { EventLedger } from './state/event-ledger.js';
+import { FileEventLedger, type EventLedger } from './state/event-ledger.js';
 import type { GraphMirror } from './graphs/shared.js';
 import { GraphStore } from './graphs/store.js';
 import { createApiObserver } from './metrics/api-observer.js';
@@ -45,6 +45,8 @@ export interface AccountDeps {
   clientOptions?: Partial<UpstreamClientOptions>;
   /** a metric changed (the exposition is marked dirty) */
   onChange: () => void;
+  /** the attack-event ids of an account (the state store's); default: a file under state_dir */
+  eventLedger?: (account: string) => EventLedger;
   /** a poll run of an account ended */
   onPollFinished: (account: string, job: JobName, outcome: RunOutcome) => void;
   /** where an account's graph store copies its images (replicas sharing PostgreSQL) */
@@ -66,7 +68,7 @@ export async function startAccount(
   const loaded = await graphStore.load();
   if (loaded > 0) logger.info({ images: loaded }, 'graph images loaded from the state directory');
   metrics.graphImages.set(graphStore.size);
-  const ledger = new EventLedger(deps.config.stateDir, account.name);
+  const ledger = deps.eventLedger?.(account.name) ?? new FileEventLedger(deps.config.stateDir, account.name);
   const remembered = await loadEventIds(ledger, logger);
   const workedOnce = new Set<JobName>();
   const lastProblem = new Map<JobName, string>();

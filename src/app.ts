@@ -24,7 +24,7 @@ import { graphRoutes } from './http/routes/graphs.js';
 import { healthRoutes, type Readiness } from './http/routes/health.js';
 import { metricsRoutes } from './http/routes/metrics.js';
 import { statusPageRoutes, type StatusView } from './http/routes/status-page.js';
-import type { Journal } from './journal/journal.js';
+import type { StateStore } from './journal/store.js';
 import type { Metrics } from './metrics/definitions.js';
 import type { ExpositionCache } from './metrics/exposition.js';
 import type { RemediationEngine } from './remediation/engine.js';
@@ -55,7 +55,7 @@ export interface AppDeps {
   remediation?: {
     /** one engine per account, by account name, over the one journal */
     engines: ReadonlyMap<string, RemediationEngine>;
-    journal: Journal;
+    journal: StateStore;
     /** the registry's metrics (the webhook's counters carry no account) */
     metrics: Metrics;
     config: Config['remediation'];

@@ -4,7 +4,6 @@
  * integration tests call it too, with an injected logger and clock.
  */
 import type { Server as HttpsServer } from 'node:https';
-import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
@@ -21,7 +20,8 @@ import { statusViewOf } from './http/status-view.js';
 import { readTls, watchTls } from './http/tls.js';
 import { closeServer, extraServer, listenOn } from './http/listeners.js';
 import { httpsOptions, type WebConfigFile } from './http/web-config-reload.js';
-import { Journal } from './journal/journal.js';
+import { openStore, type OpenStoreOptions } from './journal/open-store.js';
+import type { StateStore } from './journal/store.js';
 import { lockStateDir, type StateLock } from './journal/state-lock.js';
 import { createLogger } from './logger.js';
 import { RemediationEngine } from './remediation/engine.js';
@@ -57,6 +57,8 @@ export interface DaemonOptions {
   lifecycle?: boolean;
   /** with PostgreSQL: the election's timings and how often the shared server directory is read, ms */
   ha?: ElectionTimings & { refreshMs?: number };
+  /** PostgreSQL state store: retry and health-check intervals, pool limits (tests shorten them) */
+  stateStore?: OpenStoreOptions['postgres'];
 }
 
 export interface Daemon {
@@ -73,7 +75,8 @@ export interface Daemon {
   engines: Map<string, RemediationEngine>;
   /** the first account's engine */
   engine: RemediationEngine;
-  journal: Journal;
+  /** the state store: SQLite, or PostgreSQL (`database.url`) */
+  journal: StateStore;
   exposition: ExpositionCache;
   /** the first account's client and graph store */
   client: UpstreamClient;
@@ -149,12 +152,15 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
       );
   };
   // ---- end of high availability ----
-  // Opened first: a journal that cannot be opened (corrupt, zero-length, unwritable) disables remediation
-  // only; the file is left as it is for the operator to inspect.
-  const journal = Journal.openOrUnavailable(
-    join(config.stateDir, 'journal.db'),
-    lock.problem && `state_dir is not writable, so it cannot be locked against a second daemon: ${lock.problem}`,
-  );
+  // Opened first: a journal that cannot be opened (corrupt, zero-length, unwritable; PostgreSQL unreachable)
+  // disables remediation only; a SQLite file is left as it is for the operator to inspect.
+  const journal = await openStore(config, {
+    logger,
+    ...(options.stateStore ? { postgres: options.stateStore } : {}),
+    ...(lock.problem
+      ? { refuse: `state_dir is not writable, so it cannot be locked against a second daemon: ${lock.problem}` }
+      : {}),
+  });
   const exposition = new ExpositionCache({
     registry,
     now,
@@ -178,6 +184,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
       publish(account, job, outcome);
     },
     ...(shared ? { graphMirror: (account: string) => shared.graphs.mirror(account) } : {}),
+    ...(journal.kind === 'postgres' ? { eventLedger: (account: string) => journal.eventLedger(account) } : {}),
   };
   const names = new Set(config.accounts.map((a) => a.name));
   const accounts = new Map<string, AccountRuntime>();
@@ -209,6 +216,9 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     ]),
   );
   const engine = engines.get(first.name)!;
+  // Counters and gauges read back from the journal before the first exposition (a store still opening, such as
+  // an unreachable PostgreSQL, reads them back when it opens).
+  if (journal.unavailable === undefined) await Promise.all([...engines.values()].map((e) => e.ready));
   if (!authEnabled(config.remediation))
     logger.warn(
       'remediation is disabled: no credentials configured (remediation.auth); the action endpoints answer 403',
@@ -412,7 +422,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
       await Promise.all([app.close(), ...additional.map((a) => closeServer(a.server))]).finally(() =>
         clearInterval(sweep),
       );
-      journal.close();
+      await journal.close();
       await shared?.close();
       await Promise.all([...accounts.values()].map((account) => account.client.close()));
       lock.release();

@@ -16,6 +16,13 @@ export const ADVISORY_LOCKS = {
   leader: 0x6d78_0002n,
 } as const;
 
+/**
+ * The transaction-level advisory lock key of an account's decisions (`$1`: the account name), taken with
+ * `pg_advisory_xact_lock` by every guard decision: derived from the name, in the same bigint space as the ids
+ * above (a collision with them is a 2^-64 chance and would only make a decision wait).
+ */
+export const ACCOUNT_LOCK_KEY = "hashtextextended('bmx:' || $1, 0)";
+
 /** Bounds of every connection: how long to wait for a connection and for a statement, in ms. */
 export interface PoolLimits {
   /** connections at most */

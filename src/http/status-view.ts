@@ -4,14 +4,14 @@
  */
 import type { AccountRuntime } from '../accounts.js';
 import { FirewallSeriesState, type ServiceRef } from '../collectors/firewall.js';
-import type { Journal } from '../journal/journal.js';
+import type { StateStore } from '../journal/store.js';
 import { listGraphs } from './routes/graphs.js';
 import type { StatusView } from './routes/status-page.js';
 
 export interface StatusSources {
   version: string;
   accounts: ReadonlyMap<string, Pick<AccountRuntime, 'poller' | 'graphStore' | 'metrics'>>;
-  journal: Journal;
+  journal: StateStore;
   now: () => number;
   /** thumbnails shown at most */
   maxGraphs?: number;
@@ -37,7 +37,7 @@ export function statusViewOf(s: StatusSources): (options: { actions: boolean }) 
     let actions: StatusView['actions'];
     if (options.actions) {
       try {
-        actions = s.journal.list({ limit: 10 });
+        actions = await s.journal.list({ limit: 10 });
       } catch {
         // The page still shows the rest when the journal is unavailable (/readyz says so).
         actions = [];

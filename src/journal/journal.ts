@@ -3,13 +3,15 @@
  * The queries live here; the row shapes in rows.ts, opening and migrations in open.ts.
  * Every action request is written before its upstream call and completed after it; deliveries already
  * acted on (idempotency keys) and the desired firewall state per IP live here too, so all of it
- * survives restarts. Every method is synchronous: a check and the write it guards cannot interleave
- * with another request.
+ * survives restarts. Every method is synchronous; the daemon uses it through the asynchronous state store
+ * (sqlite-store.ts), the CLI directly.
  */
 import type { DatabaseSync } from 'node:sqlite';
 import { JournalError } from '../errors.js';
 import type { Decision } from '../remediation/decisions.js';
 import {
+  desiredValues,
+  entryValues,
   toDesired,
   toEntry,
   type DesiredFirewall,
@@ -74,13 +76,17 @@ export class Journal {
     );
   }
 
-  /** Runs `fn` in one transaction, which holds the database's write lock from its start (BEGIN IMMEDIATE):
-   * a check and the write it guards cannot interleave with another process's. Throws JournalError. */
-  transaction<T>(fn: () => T): T {
+  /**
+   * Runs `fn` in one transaction, which holds the database's write lock from its start (BEGIN IMMEDIATE):
+   * a check and the write it guards cannot interleave with another process's. While `fn`'s promise is
+   * pending, nothing else may use this connection (sqlite-store.ts queues every other statement). Rolled back
+   * when `fn` rejects. Throws JournalError.
+   */
+  async transactionAsync<T>(fn: () => Promise<T>): Promise<T> {
     const db = this.#open();
     this.#write(() => db.exec('BEGIN IMMEDIATE'));
     try {
-      const result = fn();
+      const result = await fn();
       this.#write(() => db.exec('COMMIT'));
       return result;
     } catch (error) {
@@ -97,20 +103,7 @@ export class Journal {
           `INSERT INTO actions (account, created_at, source, action, server_id, ip, value, alertname, fingerprint, starts_at, decision, message)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         )
-        .run(
-          entry.account,
-          entry.createdAt,
-          entry.source,
-          entry.action,
-          entry.serverId,
-          entry.ip,
-          entry.value,
-          entry.alertname,
-          entry.fingerprint,
-          entry.startsAt,
-          entry.decision,
-          entry.message ?? null,
-        );
+        .run(...entryValues(entry));
       return Number(result.lastInsertRowid);
     });
   }
@@ -324,18 +317,7 @@ export class Journal {
              pending = excluded.pending, attempts = excluded.attempts, applied_state = excluded.applied_state,
              applied_at = excluded.applied_at, cooldown_ms = excluded.cooldown_ms`,
         )
-        .run(
-          d.account,
-          d.serverId,
-          d.ip,
-          d.desiredState,
-          d.dueAt,
-          d.pending ? 1 : 0,
-          d.attempts,
-          d.appliedState,
-          d.appliedAt,
-          d.cooldownMs,
-        ),
+        .run(...desiredValues(d)),
     );
   }
 

@@ -1,6 +1,6 @@
 /**
- * The journal's rows as the rest of the code sees them, and the mapping from SQLite rows to them. Times are
- * Unix milliseconds.
+ * The journal's rows as the rest of the code sees them, and the mapping from database rows (SQLite's, and
+ * PostgreSQL's with BIGINT as strings) to them. Times are Unix milliseconds.
  */
 import type { SQLInputValue } from 'node:sqlite';
 import type { Decision } from '../remediation/decisions.js';
@@ -55,7 +55,7 @@ export interface Delivery {
   digest: string | null;
 }
 
-/** A row as node:sqlite returns it. */
+/** A row as node:sqlite returns it (node-postgres rows are read the same way: every field is converted). */
 export type Row = Record<string, SQLInputValue>;
 
 export const toEntry = (r: Row): JournalEntry => ({
@@ -88,3 +88,33 @@ export const toDesired = (r: Row): DesiredFirewall => ({
   appliedAt: r.applied_at === null ? null : Number(r.applied_at),
   cooldownMs: Number(r.cooldown_ms),
 });
+
+/** The values of a new row, in the column order of the INSERT both backends write. */
+export const entryValues = (e: NewEntry) => [
+  e.account,
+  e.createdAt,
+  e.source,
+  e.action,
+  e.serverId,
+  e.ip,
+  e.value,
+  e.alertname,
+  e.fingerprint,
+  e.startsAt,
+  e.decision,
+  e.message ?? null,
+];
+
+/** The values of a desired state, in the column order of the upsert both backends write. */
+export const desiredValues = (d: DesiredFirewall) => [
+  d.account,
+  d.serverId,
+  d.ip,
+  d.desiredState,
+  d.dueAt,
+  d.pending ? 1 : 0,
+  d.attempts,
+  d.appliedState,
+  d.appliedAt,
+  d.cooldownMs,
+];

@@ -8,11 +8,12 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { ApiError } from '../errors.js';
-import type { Journal } from '../journal/journal.js';
 import type { DesiredFirewall, NewEntry } from '../journal/rows.js';
+import type { StateQueries, StateStore } from '../journal/store.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { setFirewallState } from '../upstream/firewall.js';
 import type { Decision } from './decisions.js';
+import { budgetLeft } from './guards.js';
 import { failureDecision, failureOutcome, retryDelay } from './outcome.js';
 import type { ActionDecision, ActionRequest } from './types.js';
 
@@ -25,21 +26,19 @@ const BUDGET_RETRY_MS = 60_000;
 export type Decided = ActionDecision & { send: boolean };
 
 /** Journals a decision inside the engine's transaction; `executing` claims the upstream call. */
-export type DecideFn = (decision: Decision | 'executing', message: string, claim: boolean) => Decided;
+export type DecideFn = (decision: Decision | 'executing', message: string, claim: boolean) => Promise<Decided>;
 
 export interface DesiredFirewallDeps {
   /** the account whose desired state this is; its client sends it */
   account: string;
-  journal: Journal;
+  journal: StateStore;
   client: UpstreamClient;
   logger: Logger;
   config: Config['remediation'];
   /** ms since epoch */
   now: () => number;
-  /** upstream calls still allowed in the rolling hour before `now` */
-  budgetLeft: (now: number) => number;
   /** counts a finished decision (metrics, gauges); `failedAt` (ms) marks a failed or unknown one */
-  record: (action: string, result: ActionDecision, failedAt?: number) => ActionDecision;
+  record: (action: string, result: ActionDecision, failedAt?: number) => Promise<ActionDecision>;
 }
 
 export class DesiredFirewallState {
@@ -51,17 +50,20 @@ export class DesiredFirewallState {
     this.#deps = deps;
   }
 
-  /** Inside the decision transaction: records the wanted state; claims the call when due and allowed, else leaves it pending. */
-  decide(req: ActionRequest, now: number, decide: DecideFn): Decided {
-    const { account, journal, config } = this.#deps;
+  /**
+   * Inside the decision transaction (`tx` its queries): records the wanted state; claims the call when due and
+   * allowed, else leaves it pending.
+   */
+  async decide(req: ActionRequest, now: number, decide: DecideFn, tx: StateQueries): Promise<Decided> {
+    const { account, config } = this.#deps;
     const ip = req.ip!;
     const state = req.value as '0' | '1';
     if (config.dryRun)
       return decide('dry_run', `dry run: desired state ${state} recorded, nothing sent upstream`, true);
 
-    const previous = journal.desired(account, req.serverId, ip);
+    const previous = await tx.desired(account, req.serverId, ip);
     const cooldownMs = Math.max(req.cooldownMs, previous?.cooldownMs ?? 0);
-    const lastSent = journal.lastSent(account, 'firewall_state', req.serverId, ip);
+    const lastSent = await tx.lastSent(account, 'firewall_state', req.serverId, ip);
     // The window opens 2 minutes after the last call (applied or not); a failing change keeps its backoff.
     const windowOpensAt = Math.max(
       lastSent === undefined ? now : lastSent + cooldownMs,
@@ -82,10 +84,10 @@ export class DesiredFirewallState {
       appliedAt: previous?.appliedAt ?? null,
       cooldownMs,
     };
-    journal.saveDesired(desired);
+    await tx.saveDesired(desired);
     if (!desired.pending) return decide('duplicate', `IP ${ip} is already in state ${state}; nothing to do`, true);
     const inFlight = this.#inFlight.has(`${req.serverId}/${ip}`);
-    if (dueAt > now || inFlight || this.#deps.budgetLeft(now) <= 0) {
+    if (dueAt > now || inFlight || (await budgetLeft(tx, account, config.budgetPerHour, now)) <= 0) {
       const why = inFlight
         ? 'another change of this IP is in flight'
         : dueAt > now
@@ -98,102 +100,137 @@ export class DesiredFirewallState {
 
   /** Sends a desired firewall state (journal row `id` is already written) and records the outcome. */
   async apply(d: DesiredFirewall, id: number): Promise<ActionDecision> {
-    const { journal, client, logger, now, record } = this.#deps;
+    const { account, journal, client, logger, now, record } = this.#deps;
     const key = `${d.serverId}/${d.ip}`;
     this.#inFlight.add(key);
+    /** Updates the desired state from its latest form and completes the row, in one transaction. */
+    const settle = (
+      update: (latest: DesiredFirewall) => DesiredFirewall,
+      done: { decision: Decision; upstreamOutcome: string; message: string; at: number },
+    ) =>
+      journal.transaction(account, async (tx) => {
+        const latest = (await tx.desired(d.account, d.serverId, d.ip)) ?? d;
+        const saved = update(latest);
+        await tx.saveDesired(saved);
+        await tx.complete(id, done);
+        return saved;
+      });
     try {
       const result = await setFirewallState(client, { serverId: d.serverId, ip: d.ip, state: d.desiredState });
       const at = now();
       // The desired state may have changed while the call was in flight: keep it pending then.
-      const latest = journal.desired(d.account, d.serverId, d.ip) ?? d;
-      const stillPending = latest.desiredState !== d.desiredState;
-      journal.saveDesired({
-        ...latest,
-        appliedState: d.desiredState,
-        appliedAt: at,
-        attempts: 0,
-        pending: stillPending,
-        dueAt: stillPending ? at + latest.cooldownMs : latest.dueAt,
-      });
-      journal.complete(id, { decision: 'executed', upstreamOutcome: 'success', message: result.message, at });
-      return record('firewall_state', { id, decision: 'executed', message: result.message });
+      await settle(
+        (latest) => {
+          const stillPending = latest.desiredState !== d.desiredState;
+          return {
+            ...latest,
+            appliedState: d.desiredState,
+            appliedAt: at,
+            attempts: 0,
+            pending: stillPending,
+            dueAt: stillPending ? at + latest.cooldownMs : latest.dueAt,
+          };
+        },
+        { decision: 'executed', upstreamOutcome: 'success', message: result.message, at },
+      );
+      return await record('firewall_state', { id, decision: 'executed', message: result.message });
     } catch (error) {
       const at = now();
       const message = error instanceof Error ? error.message : String(error);
-      const latest = journal.desired(d.account, d.serverId, d.ip) ?? d;
       if (error instanceof ApiError && WINDOW_REFUSAL.test(error.apiMessage)) {
         // Changed elsewhere (or by a run before a crash) within the window: wait for it to open.
-        journal.saveDesired({ ...latest, pending: true, dueAt: at + latest.cooldownMs });
-        journal.complete(id, { decision: 'deferred', upstreamOutcome: error.code, message, at });
-        return record('firewall_state', { id, decision: 'deferred', message });
+        await settle((latest) => ({ ...latest, pending: true, dueAt: at + latest.cooldownMs }), {
+          decision: 'deferred',
+          upstreamOutcome: error.code,
+          message,
+          at,
+        });
+        return await record('firewall_state', { id, decision: 'deferred', message });
       }
       // Failed or unknown: the change stays pending and is sent again after the window, with backoff.
       // Re-sending the same state is harmless if the unknown call did apply it.
       const decision = failureDecision(error);
-      const attempts = latest.attempts + 1;
-      const retryAt = at + retryDelay(attempts, latest.cooldownMs);
-      journal.saveDesired({
-        ...latest,
-        attempts,
-        pending: latest.appliedState !== latest.desiredState || decision === 'unknown',
-        dueAt: retryAt,
-      });
-      journal.complete(id, { decision, upstreamOutcome: failureOutcome(error), message, at });
+      const saved = await settle(
+        (latest) => {
+          const attempts = latest.attempts + 1;
+          return {
+            ...latest,
+            attempts,
+            pending: latest.appliedState !== latest.desiredState || decision === 'unknown',
+            dueAt: at + retryDelay(attempts, latest.cooldownMs),
+          };
+        },
+        { decision, upstreamOutcome: failureOutcome(error), message, at },
+      );
       logger.error(
-        { server_id: d.serverId, ip: d.ip, attempts, decision, retry_at: new Date(retryAt).toISOString(), err: error },
+        {
+          server_id: d.serverId,
+          ip: d.ip,
+          attempts: saved.attempts,
+          decision,
+          retry_at: new Date(saved.dueAt).toISOString(),
+          err: error,
+        },
         'firewall state change failed; it stays pending and is retried',
       );
-      return record('firewall_state', { id, decision, message }, at);
+      return await record('firewall_state', { id, decision, message }, at);
     } finally {
       this.#inFlight.delete(key);
     }
   }
 
-  /** Applies the pending changes due now, one after the other. Returns how many were due. */
+  /**
+   * Applies the pending changes due now, one after the other, each decided in one transaction (another replica
+   * or a request may have changed or applied it since it was listed). Returns how many were due.
+   */
   async applyDue(): Promise<number> {
-    const { account, journal, logger, record } = this.#deps;
+    const { account, journal, logger, record, config } = this.#deps;
     const now = this.#deps.now();
-    const due = journal.dueDesired(account, now);
-    for (const d of due) {
-      if (this.#inFlight.has(`${d.serverId}/${d.ip}`)) continue;
-      const base: NewEntry = {
-        account,
-        createdAt: now,
-        source: 'pending',
-        action: 'firewall_state',
-        serverId: d.serverId,
-        ip: d.ip,
-        value: d.desiredState,
-        alertname: null,
-        fingerprint: null,
-        startsAt: null,
-        decision: 'executing',
-      };
-      if (d.desiredState === d.appliedState && d.attempts === 0) {
-        // Firing then resolved inside one window: the IP is already where it should end. No call.
-        journal.saveDesired({ ...d, pending: false });
-        const message = `collapsed: IP ${d.ip} is already in state ${d.desiredState}`;
-        record('firewall_state', {
-          id: journal.insert({ ...base, decision: 'duplicate', message }),
-          decision: 'duplicate',
-          message: '',
-        });
-        continue;
-      }
-      const lastSent = Math.max(
-        d.appliedAt ?? -Infinity,
-        journal.lastSent(account, 'firewall_state', d.serverId, d.ip) ?? -Infinity,
-      );
-      if (now - lastSent < d.cooldownMs) {
-        journal.saveDesired({ ...d, dueAt: lastSent + d.cooldownMs });
-        continue;
-      }
-      if (this.#deps.budgetLeft(now) <= 0) {
-        logger.warn({ server_id: d.serverId, ip: d.ip }, 'remediation budget exhausted: pending firewall change waits');
-        journal.saveDesired({ ...d, dueAt: now + BUDGET_RETRY_MS });
-        continue;
-      }
-      await this.apply(d, journal.insert(base));
+    const due = await journal.dueDesired(account, now);
+    for (const listed of due) {
+      if (this.#inFlight.has(`${listed.serverId}/${listed.ip}`)) continue;
+      const step = await journal.transaction(account, async (tx) => {
+        const d = await tx.desired(account, listed.serverId, listed.ip);
+        if (!d?.pending || d.dueAt > now) return undefined;
+        const base: NewEntry = {
+          account,
+          createdAt: now,
+          source: 'pending',
+          action: 'firewall_state',
+          serverId: d.serverId,
+          ip: d.ip,
+          value: d.desiredState,
+          alertname: null,
+          fingerprint: null,
+          startsAt: null,
+          decision: 'executing',
+        };
+        if (d.desiredState === d.appliedState && d.attempts === 0) {
+          // Firing then resolved inside one window: the IP is already where it should end. No call.
+          await tx.saveDesired({ ...d, pending: false });
+          const message = `collapsed: IP ${d.ip} is already in state ${d.desiredState}`;
+          return { send: false, d, id: await tx.insert({ ...base, decision: 'duplicate', message }) };
+        }
+        const lastSent = Math.max(
+          d.appliedAt ?? -Infinity,
+          (await tx.lastSent(account, 'firewall_state', d.serverId, d.ip)) ?? -Infinity,
+        );
+        if (now - lastSent < d.cooldownMs) {
+          await tx.saveDesired({ ...d, dueAt: lastSent + d.cooldownMs });
+          return undefined;
+        }
+        if ((await budgetLeft(tx, account, config.budgetPerHour, now)) <= 0) {
+          logger.warn(
+            { server_id: d.serverId, ip: d.ip },
+            'remediation budget exhausted: pending firewall change waits',
+          );
+          await tx.saveDesired({ ...d, dueAt: now + BUDGET_RETRY_MS });
+          return undefined;
+        }
+        return { send: true, d, id: await tx.insert(base) };
+      });
+      if (step?.send === false) await record('firewall_state', { id: step.id, decision: 'duplicate', message: '' });
+      else if (step) await this.apply(step.d, step.id);
     }
     return due.length;
   }

@@ -11,12 +11,17 @@
  * server list and metrics, and every journal query it makes (cooldown, budget, desired state, recovery)
  * names its account. A decision is still one journal transaction, and the code that decides never has to
  * pick a client: it has only one.
+ *
+ * The store is asynchronous (SQLite or PostgreSQL, store.ts): a decision is one `transaction(account, …)`, which
+ * on PostgreSQL serializes the account's decisions across replicas. A delivery key claimed concurrently by a
+ * transaction the account lock did not serialize (another account's, with the same key) conflicts: the decision
+ * is rolled back and decided again, and then finds the key taken.
  */
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { JournalError, NotFoundError, NotReadyError } from '../errors.js';
-import type { Journal } from '../journal/journal.js';
 import type { NewEntry } from '../journal/rows.js';
+import type { StateQueries, StateStore } from '../journal/store.js';
 import type { Metrics } from '../metrics/definitions.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { getConsole, power } from '../upstream/dedicated.js';
@@ -31,7 +36,8 @@ import type { ActionDecision, ActionRequest, TargetDirectory } from './types.js'
 export interface EngineDeps {
   /** the account this engine acts for: its requests must name it */
   account: string;
-  journal: Journal;
+  /** the state store (SQLite or PostgreSQL), shared by every account's engine */
+  journal: StateStore;
   client: UpstreamClient;
   metrics: Metrics;
   logger: Logger;
@@ -50,6 +56,8 @@ export class RemediationEngine {
   readonly #firewall: DesiredFirewallState;
   #timer: NodeJS.Timeout | undefined;
   #ticking: Promise<void> | undefined;
+  /** the last tick failed on the journal (logged once until a tick succeeds) */
+  #tickFailing = false;
 
   constructor(deps: EngineDeps) {
     this.#deps = deps;
@@ -58,32 +66,43 @@ export class RemediationEngine {
     this.#firewall = new DesiredFirewallState({
       ...deps,
       now: this.#now,
-      budgetLeft: (now) => this.#budgetLeft(now),
       record: (action, result, failedAt) => this.#record(action, result, failedAt),
     });
-    const { account, journal, logger, metrics } = deps;
-    if (journal.unavailable !== undefined) {
+    const { journal, logger } = deps;
+    if (journal.unavailable !== undefined)
       logger.error(
         { reason: journal.unavailable },
         'remediation disabled: the journal is unavailable; polling and /metrics go on, the action endpoints answer 503',
       );
-      return;
+    this.ready = journal.opened.then((open) => (open ? this.#restore() : undefined));
+  }
+
+  /**
+   * Resolves once the engine has read its state back (interrupted rows, counters, gauges) after the store
+   * opened; never rejects (a failure is logged, the counters then start from zero).
+   */
+  readonly ready: Promise<void>;
+
+  async #restore(): Promise<void> {
+    const { account, journal, logger, metrics } = this.#deps;
+    try {
+      for (const row of await journal.recoverInterrupted(account, this.#now())) {
+        logger.warn(
+          { journal_id: row.id, action: row.action, server_id: row.serverId, ip: row.ip },
+          'journal row left executing by a previous run: outcome unknown (the API may have acted); it counts for cooldown and budget',
+        );
+      }
+      // Decision metrics are rebuilt from the journal, so a restart loses none (failed and unknown included).
+      for (const c of await journal.decisionCounts(account))
+        metrics.actionRequests.inc({ action: c.action, decision: c.decision }, c.count);
+      for (const f of await journal.lastFailures(account))
+        metrics.actionLastFailure.set({ action: f.action, decision: f.decision }, f.at / 1000);
+      for (const d of await journal.allDesired(account))
+        metrics.firewallDesiredState.set({ server_id: d.serverId, ip: d.ip }, Number(d.desiredState));
+      await this.#refreshGauges();
+    } catch (error) {
+      logger.error({ err: error }, 'reading the remediation state back from the journal failed');
     }
-    for (const row of journal.recoverInterrupted(account, this.#now())) {
-      logger.warn(
-        { journal_id: row.id, action: row.action, server_id: row.serverId, ip: row.ip },
-        'journal row left executing by a previous run: outcome unknown (the API may have acted); it counts for cooldown and budget',
-      );
-    }
-    // Decision metrics are rebuilt from the journal, so a restart loses none (failed and unknown included).
-    for (const c of journal.decisionCounts(account))
-      metrics.actionRequests.inc({ action: c.action, decision: c.decision }, c.count);
-    for (const f of journal.lastFailures(account))
-      metrics.actionLastFailure.set({ action: f.action, decision: f.decision }, f.at / 1000);
-    for (const d of journal.allDesired(account)) {
-      metrics.firewallDesiredState.set({ server_id: d.serverId, ip: d.ip }, Number(d.desiredState));
-    }
-    this.#refreshGauges();
   }
 
   /** Starts applying due firewall changes every `intervalMs` (unref'd), and the housekeeping. */
@@ -120,27 +139,30 @@ export class RemediationEngine {
       decision: 'executing',
     };
     const digest = requestDigest(req);
-    const decide: DecideFn = (decision, message, claim) => {
-      const id = journal.insert({ ...entry, decision, message });
-      if (claim && req.idempotencyKey !== undefined) journal.claimDelivery(req.idempotencyKey, digest, id, now);
-      return decision === 'executing'
-        ? { id, decision: 'executed', message: '', send: true }
-        : { id, decision, message, send: false };
-    };
+    await this.ready;
     let desiredRecorded = false;
-    // One transaction checks and claims: a second request (or daemon) for the same key waits for it.
-    const decided = journal.transaction((): Decided => {
-      const denial = checkDelivery(journal, req, digest, now) ?? checkTarget(this.#deps.targets, req);
+    /** One decision: checks, the row and the claim, in one transaction (`tx`). */
+    const decideIn = async (tx: StateQueries): Promise<Decided> => {
+      desiredRecorded = false;
+      const decide: DecideFn = async (decision, message, claim) => {
+        const id = await tx.insert({ ...entry, decision, message });
+        if (claim && req.idempotencyKey !== undefined && !(await tx.claimDelivery(req.idempotencyKey, digest, id, now)))
+          throw new ClaimConflict();
+        return decision === 'executing'
+          ? { id, decision: 'executed', message: '', send: true }
+          : { id, decision, message, send: false };
+      };
+      const denial = (await checkDelivery(tx, req, digest, now)) ?? checkTarget(this.#deps.targets, req);
       if (denial) return decide(denial.decision, denial.message, false);
       // Firewall state is desired state: a change inside its window is deferred, not denied.
       if (req.action === 'firewall_state') {
         desiredRecorded = true;
-        return this.#firewall.decide(req, now, decide);
+        return this.#firewall.decide(req, now, decide, tx);
       }
-      const cooling = checkCooldown(journal, req, now);
+      const cooling = await checkCooldown(tx, req, now);
       if (cooling) return decide(cooling.decision, cooling.message, false);
       if (config.dryRun) return decide('dry_run', 'dry run: nothing sent upstream', true);
-      if (this.#budgetLeft(now) <= 0) {
+      if ((await budgetLeft(tx, account, config.budgetPerHour, now)) <= 0) {
         this.#deps.logger.warn(
           { action: req.action, server_id: req.serverId },
           'remediation budget exhausted: action denied',
@@ -148,13 +170,22 @@ export class RemediationEngine {
         return decide('denied_budget', `budget of ${config.budgetPerHour} actions per hour is used up`, false);
       }
       return decide('executing', '', true);
-    });
+    };
+    // One transaction checks and claims: a second request (or replica) for the same key waits for it. A claim
+    // that conflicts rolls back; decided again, the key is then found taken (a duplicate).
+    let decided: Decided;
+    try {
+      decided = await journal.transaction(account, decideIn);
+    } catch (error) {
+      if (!(error instanceof ClaimConflict)) throw error;
+      decided = await journal.transaction(account, decideIn);
+    }
     if (desiredRecorded) {
       this.#deps.metrics.firewallDesiredState.set({ server_id: req.serverId, ip: req.ip! }, Number(req.value));
     }
     if (!decided.send) return this.#record(req.action, decided);
     if (req.action === 'firewall_state')
-      return this.#firewall.apply(journal.desired(account, req.serverId, req.ip!)!, decided.id);
+      return this.#firewall.apply((await journal.desired(account, req.serverId, req.ip!))!, decided.id);
     return this.#execute(decided.id, req.action, () => this.#send(req));
   }
 
@@ -165,6 +196,7 @@ export class RemediationEngine {
   async console(serverId: string): Promise<string> {
     const { account, journal, targets } = this.#deps;
     this.#requireUsable();
+    await this.ready;
     const now = this.#now();
     const entry: NewEntry = {
       account,
@@ -181,23 +213,23 @@ export class RemediationEngine {
     };
     if (!targets.hasServer(serverId)) {
       const message = `server ${serverId} is not in the latest server list`;
-      const id = journal.insert({ ...entry, decision: 'denied_unknown_target', message });
-      this.#record('console', { id, decision: 'denied_unknown_target', message });
+      const id = await journal.insert({ ...entry, decision: 'denied_unknown_target', message });
+      await this.#record('console', { id, decision: 'denied_unknown_target', message });
       throw new NotFoundError(message);
     }
-    const id = journal.insert(entry);
+    const id = await journal.insert(entry);
     try {
       const xml = await getConsole(this.#deps.client, serverId);
       const message = `console descriptor sent (${Buffer.byteLength(xml)} bytes)`;
-      journal.complete(id, { decision: 'executed', upstreamOutcome: 'success', message, at: this.#now() });
-      this.#record('console', { id, decision: 'executed', message });
+      await journal.complete(id, { decision: 'executed', upstreamOutcome: 'success', message, at: this.#now() });
+      await this.#record('console', { id, decision: 'executed', message });
       return xml;
     } catch (error) {
       // Reading a descriptor changes nothing upstream: a failure is `failed`, never `unknown`.
       const at = this.#now();
       const message = error instanceof Error ? error.message : String(error);
-      journal.complete(id, { decision: 'failed', upstreamOutcome: failureOutcome(error), message, at });
-      this.#record('console', { id, decision: 'failed', message }, at);
+      await journal.complete(id, { decision: 'failed', upstreamOutcome: failureOutcome(error), message, at });
+      await this.#record('console', { id, decision: 'failed', message }, at);
       throw error;
     }
   }
@@ -205,12 +237,23 @@ export class RemediationEngine {
   /** Applies the pending firewall changes that are due, and the housekeeping. Called by the ticker; safe to call directly. */
   tick(): Promise<void> {
     if (this.#deps.journal.unavailable !== undefined) return Promise.resolve();
-    this.#ticking ??= this.#firewall
-      .applyDue()
+    this.#ticking ??= this.ready
+      .then(() => this.#firewall.applyDue())
       // The ticker runs every second; with nothing due it costs one indexed query and no gauge update.
-      .then((due) => due > 0 && this.#refreshGauges())
+      .then(async (due) => {
+        if (due > 0) await this.#refreshGauges();
+      })
       .then(() => this.#housekeeping.run(this.#now()))
-      .catch((error: unknown) => this.#deps.logger.error({ err: error }, 'applying pending firewall changes failed'))
+      .then(() => {
+        if (this.#tickFailing) this.#deps.logger.info('applying pending firewall changes works again');
+        this.#tickFailing = false;
+      })
+      .catch((error: unknown) => {
+        // Once per outage, not every second: a lost database fails every tick until it is back.
+        if (!(this.#tickFailing && error instanceof JournalError))
+          this.#deps.logger.error({ err: error }, 'applying pending firewall changes failed');
+        this.#tickFailing = error instanceof JournalError;
+      })
       .finally(() => {
         this.#ticking = undefined;
       });
@@ -226,15 +269,11 @@ export class RemediationEngine {
       throw new NotReadyError('no server list read yet: cannot check the target, retry later');
   }
 
-  #budgetLeft(now: number): number {
-    return budgetLeft(this.#deps.journal, this.#deps.account, this.#deps.config.budgetPerHour, now);
-  }
-
   /** Runs the upstream call of journal row `id` and completes the row with what the API said. */
   async #execute(id: number, action: string, call: () => Promise<{ message: string }>): Promise<ActionDecision> {
     try {
       const result = await call();
-      this.#deps.journal.complete(id, {
+      await this.#deps.journal.complete(id, {
         decision: 'executed',
         upstreamOutcome: 'success',
         message: result.message,
@@ -245,7 +284,7 @@ export class RemediationEngine {
       const message = error instanceof Error ? error.message : String(error);
       const decision = failureDecision(error);
       const at = this.#now();
-      this.#deps.journal.complete(id, { decision, upstreamOutcome: failureOutcome(error), message, at });
+      await this.#deps.journal.complete(id, { decision, upstreamOutcome: failureOutcome(error), message, at });
       this.#deps.logger.error(
         { action, journal_id: id, decision, err: error },
         decision === 'unknown'
@@ -275,18 +314,30 @@ export class RemediationEngine {
   }
 
   /** Counts a finished decision; `failedAt` (ms) marks a failed or unknown one for BaremetalRemediationFailed. */
-  #record(action: string, result: ActionDecision, failedAt?: number): ActionDecision {
-    const { metrics } = this.#deps;
+  async #record(action: string, result: ActionDecision, failedAt?: number): Promise<ActionDecision> {
+    const { metrics, logger } = this.#deps;
     metrics.actionRequests.inc({ action, decision: result.decision });
     if (failedAt !== undefined) metrics.actionLastFailure.set({ action, decision: result.decision }, failedAt / 1000);
-    this.#refreshGauges();
+    // The decision is made and journaled: gauges that cannot be read now are refreshed by the next one.
+    await this.#refreshGauges().catch((error: unknown) =>
+      logger.warn({ err: error }, 'cannot refresh the pending and budget gauges from the journal'),
+    );
     this.#deps.onDecision?.();
     return result;
   }
 
-  #refreshGauges(): void {
-    const { metrics, journal } = this.#deps;
-    metrics.actionPending.set({ action: 'firewall_state' }, journal.pendingCount(this.#deps.account));
-    metrics.actionBudgetRemaining.set(Math.max(0, this.#budgetLeft(this.#now())));
+  async #refreshGauges(): Promise<void> {
+    const { metrics, journal, account, config } = this.#deps;
+    const pending = await journal.pendingCount(account);
+    const left = await budgetLeft(journal, account, config.budgetPerHour, this.#now());
+    metrics.actionPending.set({ action: 'firewall_state' }, pending);
+    metrics.actionBudgetRemaining.set(Math.max(0, left));
+  }
+}
+
+/** A delivery key claimed by a concurrent transaction: the decision is rolled back and made again. */
+class ClaimConflict extends Error {
+  constructor() {
+    super('the delivery key was claimed concurrently');
   }
 }

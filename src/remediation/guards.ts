@@ -1,10 +1,10 @@
 /**
  * The guards a remediation request passes before any upstream call, in the order the engine applies
  * them (see engine.ts: delivery, target, then — for actions other than firewall state — cooldown, dry run, budget). Each returns the denial (decision and message for the journal) or undefined to let it through.
- * The engine runs them and the claim of the delivery key inside one journal transaction.
+ * The engine runs them and the claim of the delivery key inside one state-store transaction (`q` is its queries).
  */
 import { IdempotencyMismatchError } from '../errors.js';
-import type { Journal } from '../journal/journal.js';
+import type { StateQueries } from '../journal/store.js';
 import type { Decision } from './decisions.js';
 import type { ActionRequest, TargetDirectory } from './types.js';
 
@@ -21,9 +21,14 @@ const HOUR = 3_600_000;
  * reused for a request with another action, target or value (`digest`) throws IdempotencyMismatchError:
  * a mistyped retry must not look done. (An alert's key names its fingerprint, so its target cannot change.)
  */
-export function checkDelivery(journal: Journal, req: ActionRequest, digest: string, now: number): Denial | undefined {
+export async function checkDelivery(
+  q: StateQueries,
+  req: ActionRequest,
+  digest: string,
+  now: number,
+): Promise<Denial | undefined> {
   if (req.idempotencyKey === undefined) return undefined;
-  const first = journal.delivery(req.idempotencyKey, now);
+  const first = await q.delivery(req.idempotencyKey, now);
   if (first === undefined) return undefined;
   if (req.source === 'operator' && first.digest !== null && first.digest !== digest) {
     throw new IdempotencyMismatchError(
@@ -44,8 +49,8 @@ export function checkTarget(targets: TargetDirectory, req: ActionRequest): Denia
 }
 
 /** Cooldown per (action, target): the last upstream call of the same action on the same target. */
-export function checkCooldown(journal: Journal, req: ActionRequest, now: number): Denial | undefined {
-  const last = journal.lastSent(req.account, req.action, req.serverId, req.ip ?? null);
+export async function checkCooldown(q: StateQueries, req: ActionRequest, now: number): Promise<Denial | undefined> {
+  const last = await q.lastSent(req.account, req.action, req.serverId, req.ip ?? null);
   if (last === undefined || now - last >= req.cooldownMs) return undefined;
   const target = req.ip ? `${req.serverId}/${req.ip}` : req.serverId;
   return {
@@ -55,6 +60,11 @@ export function checkCooldown(journal: Journal, req: ActionRequest, now: number)
 }
 
 /** Upstream calls still allowed to `account` in the rolling hour before `now` (the budget is per account). */
-export function budgetLeft(journal: Journal, account: string, budgetPerHour: number, now: number): number {
-  return budgetPerHour - journal.sentSince(account, now - HOUR);
+export async function budgetLeft(
+  q: StateQueries,
+  account: string,
+  budgetPerHour: number,
+  now: number,
+): Promise<number> {
+  return budgetPerHour - (await q.sentSince(account, now - HOUR));
 }

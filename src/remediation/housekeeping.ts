@@ -8,7 +8,7 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
-import type { Journal } from '../journal/journal.js';
+import type { StateQueries } from '../journal/store.js';
 import type { Metrics } from '../metrics/definitions.js';
 import type { TargetDirectory } from './types.js';
 
@@ -25,7 +25,7 @@ const PRUNE_EVERY_MS = 3_600_000;
 export interface HousekeepingDeps {
   /** the account whose desired state is retired; pruning is journal-wide */
   account: string;
-  journal: Journal;
+  journal: StateQueries;
   metrics: Metrics;
   logger: Logger;
   targets: TargetDirectory;
@@ -45,7 +45,7 @@ export class Housekeeping {
   async run(now: number): Promise<void> {
     if (now - this.#retiredAt >= RETIRE_EVERY_MS) {
       this.#retiredAt = now;
-      this.retire(now);
+      await this.retire(now);
     }
     if (now - this.#prunedAt >= PRUNE_EVERY_MS) {
       this.#prunedAt = now;
@@ -54,11 +54,11 @@ export class Housekeeping {
   }
 
   /** Marks desired state of unlisted servers, and retires what has been missing for RETIRE_AFTER_MS. Returns the rows retired. */
-  retire(now: number): number {
+  async retire(now: number): Promise<number> {
     const { account, journal, metrics, logger, targets } = this.#deps;
     // Before the first server list every server would look gone.
     if (!targets.serversKnown) return 0;
-    const retired = journal.retireMissing(account, (id) => targets.hasServer(id), now, now - RETIRE_AFTER_MS);
+    const retired = await journal.retireMissing(account, (id) => targets.hasServer(id), now, now - RETIRE_AFTER_MS);
     for (const r of retired) metrics.firewallDesiredState.remove({ server_id: r.serverId, ip: r.ip });
     if (retired.length > 0)
       logger.info(
@@ -74,7 +74,7 @@ export class Housekeeping {
     const before = now - config.journalRetentionMs;
     let total = 0;
     for (;;) {
-      const n = journal.prune(before, PRUNE_BATCH);
+      const n = await journal.prune(before, PRUNE_BATCH);
       total += n;
       if (n < PRUNE_BATCH) break;
       await yieldToLoop();

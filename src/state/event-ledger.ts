@@ -22,7 +22,19 @@ const fileSchema = Type.Object({
 type LedgerFile = Static<typeof fileSchema>;
 const validate = new Ajv({ strict: true }).compile<LedgerFile>(fileSchema);
 
-export class EventLedger {
+/**
+ * The attack-event ids of one account: this file for SQLite, a table for PostgreSQL
+ * (postgres-event-ledger.ts). `load()` has no side effect: it may be called again (a follower that becomes
+ * leader reads what the previous leader left).
+ */
+export interface EventLedger {
+  /** The ids the previous run left, by `type/id`; a `problem` when they could not be read (they count again, once). */
+  load(): Promise<{ services: Map<string, Set<string>>; problem?: string }>;
+  /** Replaces the ids with `services` (`type/id` → ids), atomically. */
+  save(services: ReadonlyMap<string, ReadonlySet<string>>): Promise<void>;
+}
+
+export class FileEventLedger implements EventLedger {
   readonly #file: string;
 
   /** `stateDir`: the daemon's state directory; `account`: the account (a validated name, safe as a file name) */

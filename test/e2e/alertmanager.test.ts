@@ -34,8 +34,8 @@ describe.skipIf(alertmanager.skip)('two unclustered Alertmanagers drive the webh
   };
   const toBoth = (alerts: object[]) => Promise.all(managers.map((m) => post(m.url, alerts)));
   const stateCalls = (state: string) => sim.callsTo('/api/v1/dedicated/firewall/state', { ip: attackedIp, state });
-  const journalFor = (alertname: string) =>
-    daemon.journal.list({ limit: 1000 }).filter((e) => e.alertname === alertname);
+  const journalFor = async (alertname: string) =>
+    (await daemon.journal.list({ limit: 1000 })).filter((e) => e.alertname === alertname);
   /** Webhook notifications each Alertmanager has started, from its own `alertmanager_notifications_total`. */
   const notifications = async () =>
     Promise.all(
@@ -58,7 +58,7 @@ describe.skipIf(alertmanager.skip)('two unclustered Alertmanagers drive the webh
     await eventually(`${atLeast} more notification(s) from each Alertmanager, all journaled`, async () => {
       const now = await notifications();
       const started = now.reduce((sum, n, i) => sum + n - since[i]!, 0);
-      const rows = journalFor(alertname);
+      const rows = await journalFor(alertname);
       const done =
         now.every((n, i) => n - since[i]! >= atLeast) &&
         rows.length - rowsBefore >= started &&
@@ -132,13 +132,15 @@ describe.skipIf(alertmanager.skip)('two unclustered Alertmanagers drive the webh
     // The first delivery and one repeat (repeat_interval 2s) of each Alertmanager.
     await settle('BaremetalIpUnderAttack', since, 0, 2);
     expect(stateCalls('1')).toHaveLength(1);
-    expect(journalFor('BaremetalIpUnderAttack').filter((e) => e.decision === 'executed')).toHaveLength(1);
+    expect((await journalFor('BaremetalIpUnderAttack')).filter((e) => e.decision === 'executed')).toHaveLength(1);
 
     since = await notifications();
-    const rowsBefore = journalFor('BaremetalIpUnderAttack').length;
+    const rowsBefore = (await journalFor('BaremetalIpUnderAttack')).length;
     await toBoth([{ labels, annotations: { summary: 'attack' }, startsAt, endsAt: new Date().toISOString() }]);
     await eventually('the resolved notifications', async () =>
-      journalFor('BaremetalIpUnderAttack').some((e) => e.decision === 'deferred' && e.value === '0') ? true : undefined,
+      (await journalFor('BaremetalIpUnderAttack')).some((e) => e.decision === 'deferred' && e.value === '0')
+        ? true
+        : undefined,
     );
     await settle('BaremetalIpUnderAttack', since, rowsBefore, 1);
     expect(stateCalls('0')).toHaveLength(0);
@@ -160,10 +162,8 @@ describe.skipIf(alertmanager.skip)('two unclustered Alertmanagers drive the webh
     ]);
     await settle('BaremetalServerUnreachable', since, 0, 1);
     expect(sim.callsTo('/api/v1/dedicated/powercycle', { server_id: '100002' })).toHaveLength(1);
-    expect(
-      journalFor('BaremetalServerUnreachable')
-        .map((e) => e.decision)
-        .sort(),
-    ).toEqual(expect.arrayContaining(['duplicate', 'executed']));
+    expect((await journalFor('BaremetalServerUnreachable')).map((e) => e.decision).sort()).toEqual(
+      expect.arrayContaining(['duplicate', 'executed']),
+    );
   });
 });

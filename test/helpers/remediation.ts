@@ -3,12 +3,14 @@ import { afterEach } from 'vitest';
 import { buildConfig } from '../../src/config/load.js';
 import type { Config, RemediationRule } from '../../src/config/schema.js';
 import { Journal } from '../../src/journal/journal.js';
+import { sqliteStore, type SqliteStore } from '../../src/journal/sqlite-store.js';
 import { RemediationEngine } from '../../src/remediation/engine.js';
 import type { ActionRequest, TargetDirectory } from '../../src/remediation/types.js';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
 import { UpstreamClient } from '../../src/upstream/client.js';
 import { captureLogger } from './logger.js';
 import { freshMetrics } from './metrics.js';
+import { tempDir } from './tmp.js';
 
 export const TOKEN = 'test-bearer-token-0123456789';
 
@@ -92,6 +94,11 @@ export function simulatorTargets(sim: Simulator, known = true): TargetDirectory 
   };
 }
 
+/** The SQLite state store on the journal at `path` (created; `:memory:` by default). Throws JournalError. */
+export function openTestStore(path = ':memory:'): SqliteStore {
+  return sqliteStore(Journal.open(path), path, tempDir());
+}
+
 /**
  * An engine on a fresh journal, talking to a simulator, with one clock for both. Everything is closed
  * after the test.
@@ -110,7 +117,7 @@ export async function engineHarness(
     concurrency: 4,
     retries: 0,
   });
-  const journal = Journal.open(journalPath);
+  const journal = openTestStore(journalPath);
   const { registry, metrics } = freshMetrics();
   const log = captureLogger();
   const config: Config['remediation'] = {
@@ -134,9 +141,10 @@ export async function engineHarness(
   });
   afterEach(async () => {
     await engine.stop();
-    journal.close();
+    await journal.close();
     await client.close();
     await sim.close();
   });
+  await engine.ready;
   return { clock, sim, client, journal, registry, metrics, engine, config, log };
 }

@@ -171,7 +171,7 @@ describe('several accounts', () => {
         calls: { main: a.callsTo(POWERCYCLE).length, reseller: b.callsTo(POWERCYCLE).length },
       }).toEqual({ status, message, calls });
       if (status === 200)
-        expect(daemon.journal.list({ limit: 1 })[0]).toMatchObject({
+        expect((await daemon.journal.list({ limit: 1 }))[0]).toMatchObject({
           account: 'reseller-eu',
           serverId: '100001',
           decision: 'executed',

@@ -73,7 +73,7 @@ describe('remediation under upstream faults', () => {
           decision: 'failed',
           message: expect.stringContaining('The request could not be completed.'),
         });
-        expect(d.journal.desired('default', '100001', '198.18.0.1')).toMatchObject({
+        expect(await d.journal.desired('default', '100001', '198.18.0.1')).toMatchObject({
           pending: true,
           desiredState: '1',
           appliedState: null,
@@ -82,7 +82,7 @@ describe('remediation under upstream faults', () => {
         clock.now += 2 * MIN;
         await d.engine.tick();
         expect(s.callsTo(STATE).map((c) => c.params.state)).toEqual(['1', '1']);
-        expect(d.journal.list({ limit: 2 }).map((e) => e.decision)).toEqual(['executed', 'failed']);
+        expect((await d.journal.list({ limit: 2 })).map((e) => e.decision)).toEqual(['executed', 'failed']);
         expect(s.state.firewallSetting('198.18.0.1').state).toBe('1');
         expect(await seriesValue(d.registry, 'baremetal_action_pending', { action: 'firewall_state' })).toBe(0);
       },
@@ -218,7 +218,7 @@ describe('the console download', () => {
     const res = await d.app.inject({ method: 'GET', url: `/api/v1/servers/${serverId}/console.jnlp`, headers: auth });
     expect(res.statusCode).toBe(status);
     if (status === 200) expect(res.body).toContain('<jnlp');
-    expect(d.journal.list({ limit: 1 })[0]).toMatchObject({
+    expect((await d.journal.list({ limit: 1 }))[0]).toMatchObject({
       source: 'operator',
       action: 'console',
       serverId,
@@ -232,7 +232,7 @@ describe('the console download', () => {
     s.setFaults({ errorRate: 1, paths: ['/api/v1/dedicated/console'] });
     const res = await d.app.inject({ method: 'GET', url: '/api/v1/servers/100001/console.jnlp', headers: auth });
     expect(res.statusCode).toBe(502);
-    expect(d.journal.list({ limit: 1 })[0]).toMatchObject({
+    expect((await d.journal.list({ limit: 1 }))[0]).toMatchObject({
       action: 'console',
       decision: 'failed',
       upstreamOutcome: 'BM_ERR_API',

@@ -57,6 +57,6 @@ describe('remediation across a restart', () => {
     await daemon.ready;
     expect(await deliver(daemon)).toBe('duplicate');
     expect(sim.callsTo('/api/v1/dedicated/powercycle', { server_id: '100002' })).toHaveLength(1);
-    expect(daemon.journal.list({ limit: 10 }).map((e) => e.decision)).toEqual(['duplicate', 'executed']);
+    expect((await daemon.journal.list({ limit: 10 })).map((e) => e.decision)).toEqual(['duplicate', 'executed']);
   });
 });

@@ -13,7 +13,7 @@ import { findAccount } from '../../accounts.js';
 import { ACTIONS, DEFAULT_COOLDOWN_MS, type ActionName } from '../../config/schema.js';
 import { BadRequestError } from '../../errors.js';
 import { oneOf, strictObject } from '../../json-schema.js';
-import type { Journal } from '../../journal/journal.js';
+import type { StateStore } from '../../journal/store.js';
 import type { RemediationEngine } from '../../remediation/engine.js';
 import { SENSITIVITIES } from '../../upstream/params.js';
 import { idSchema, queryInteger, queryIntegerSchema } from '../schemas.js';
@@ -60,7 +60,7 @@ export function engineOf(
 
 export function actionRoutes(
   app: FastifyInstance,
-  deps: { engines: ReadonlyMap<string, RemediationEngine>; journal: Journal },
+  deps: { engines: ReadonlyMap<string, RemediationEngine>; journal: StateStore },
 ): void {
   for (const action of ACTIONS) {
     app.post<{ Body: ActionBody; Headers: { 'idempotency-key'?: string } }>(
@@ -115,7 +115,7 @@ export function actionRoutes(
     async (request) => {
       const { account, server_id, action } = request.query;
       const limit = queryInteger('limit', request.query.limit, { min: 1, max: 1000 }) ?? 100;
-      const entries = deps.journal.list({
+      const entries = await deps.journal.list({
         ...(account ? { account } : {}),
         ...(server_id ? { serverId: server_id } : {}),
         ...(action ? { action } : {}),

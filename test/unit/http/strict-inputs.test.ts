@@ -190,7 +190,7 @@ describe('no type coercion: wrong types are 400 and nothing acts', () => {
       message: expect.stringContaining(message),
     });
     expect(sim.calls).toEqual([]);
-    expect(journal.list({ limit: 10 })).toEqual([]);
+    expect(await journal.list({ limit: 10 })).toEqual([]);
   });
 
   it.each([

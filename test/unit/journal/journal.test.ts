@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { JournalError, StateDirLockedError } from '../../../src/errors.js';
 import { Journal } from '../../../src/journal/journal.js';
 import { MIGRATIONS } from '../../../src/journal/open.js';
+import { sqliteStore } from '../../../src/journal/sqlite-store.js';
 import type { NewEntry } from '../../../src/journal/rows.js';
 import { LOCK_FILE, lockStateDir } from '../../../src/journal/state-lock.js';
 import { Housekeeping, PRUNE_BATCH, RETIRE_AFTER_MS } from '../../../src/remediation/housekeeping.js';
@@ -151,7 +152,7 @@ describe('pruning', () => {
     const { metrics } = freshMetrics();
     const housekeeping = new Housekeeping({
       account: 'default',
-      journal,
+      journal: sqliteStore(journal, ':memory:', tempDir()),
       metrics,
       logger: captureLogger().logger,
       targets: { serversKnown: true, hasServer: () => true, ownsIp: () => true },
@@ -178,7 +179,7 @@ describe('retiring desired state of servers gone from the list', () => {
     const targets = { serversKnown: true, hasServer: (id: string) => listed.has(id), ownsIp: () => true };
     const housekeeping = new Housekeeping({
       account: 'default',
-      journal,
+      journal: sqliteStore(journal, ':memory:', tempDir()),
       metrics,
       logger: captureLogger().logger,
       targets,
@@ -201,11 +202,11 @@ describe('retiring desired state of servers gone from the list', () => {
     }
     let now = DAY;
     listed.delete('100002');
-    expect(housekeeping.retire(now)).toBe(0);
+    expect(await housekeeping.retire(now)).toBe(0);
     now += RETIRE_AFTER_MS - 1;
-    expect(housekeeping.retire(now)).toBe(0);
+    expect(await housekeeping.retire(now)).toBe(0);
     now += 2;
-    expect(housekeeping.retire(now)).toBe(1);
+    expect(await housekeeping.retire(now)).toBe(1);
     expect(journal.allDesired('default').map((d) => d.serverId)).toEqual(['100001']);
     expect(
       await seriesValue(registry, 'baremetal_firewall_desired_state', { server_id: '100002', ip: '198.18.0.2' }),
@@ -216,12 +217,12 @@ describe('retiring desired state of servers gone from the list', () => {
     journal.close();
   });
 
-  it('forgets the mark when the server comes back', () => {
+  it('forgets the mark when the server comes back', async () => {
     const journal = Journal.open(':memory:');
     let listed = false;
     const housekeeping = new Housekeeping({
       account: 'default',
-      journal,
+      journal: sqliteStore(journal, ':memory:', tempDir()),
       metrics: freshMetrics().metrics,
       logger: captureLogger().logger,
       targets: { serversKnown: true, hasServer: () => listed, ownsIp: () => true },
@@ -239,13 +240,13 @@ describe('retiring desired state of servers gone from the list', () => {
       appliedAt: 0,
       cooldownMs: 1,
     });
-    housekeeping.retire(0);
+    await housekeeping.retire(0);
     listed = true;
-    housekeeping.retire(DAY);
+    await housekeeping.retire(DAY);
     listed = false;
-    expect(housekeeping.retire(DAY + 1)).toBe(0);
-    expect(housekeeping.retire(2 * DAY)).toBe(0);
-    expect(housekeeping.retire(2 * DAY + 2)).toBe(1);
+    expect(await housekeeping.retire(DAY + 1)).toBe(0);
+    expect(await housekeeping.retire(2 * DAY)).toBe(0);
+    expect(await housekeeping.retire(2 * DAY + 2)).toBe(1);
     journal.close();
   });
 });

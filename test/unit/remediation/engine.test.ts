@@ -1,10 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { NotReadyError } from '../../../src/errors.js';
-import { Journal } from '../../../src/journal/journal.js';
 import { RemediationEngine } from '../../../src/remediation/engine.js';
 import { captureLogger } from '../../helpers/logger.js';
 import { freshMetrics, seriesValue } from '../../helpers/metrics.js';
-import { engineHarness, firewallRequest, powerRequest, simulatorTargets } from '../../helpers/remediation.js';
+import {
+  engineHarness,
+  firewallRequest,
+  openTestStore,
+  powerRequest,
+  simulatorTargets,
+} from '../../helpers/remediation.js';
 import { tempDir } from '../../helpers/tmp.js';
 
 const MIN = 60_000;
@@ -26,7 +31,7 @@ describe('guards', () => {
       config: h.config,
     });
     await expect(engine.request(power())).rejects.toBeInstanceOf(NotReadyError);
-    expect(h.journal.list({ limit: 10 })).toEqual([]);
+    expect(await h.journal.list({ limit: 10 })).toEqual([]);
   });
 
   it.each([
@@ -69,7 +74,7 @@ describe('guards', () => {
     expect(await h.engine.request(power())).toMatchObject({ decision: 'dry_run' });
     expect(await h.engine.request(fw('1'))).toMatchObject({ decision: 'dry_run' });
     expect(h.sim.calls).toEqual([]);
-    expect(h.journal.list({ limit: 10 }).map((e) => e.decision)).toEqual(['dry_run', 'dry_run']);
+    expect((await h.journal.list({ limit: 10 })).map((e) => e.decision)).toEqual(['dry_run', 'dry_run']);
     expect(
       await seriesValue(h.registry, 'baremetal_firewall_desired_state', { server_id: '100001', ip: '198.18.0.1' }),
     ).toBe(1);
@@ -122,7 +127,7 @@ describe('guards', () => {
       decision: 'failed',
       message: 'power_cycle [POST] "/api/v1/dedicated/powercycle": 500 API error: An unexpected error occurred.',
     });
-    expect(h.journal.get(result.id)).toMatchObject({
+    expect(await h.journal.get(result.id)).toMatchObject({
       decision: 'failed',
       upstreamOutcome: 'BM_ERR_API',
       completedAt: h.clock.now,
@@ -193,7 +198,7 @@ describe('firewall state as desired state', () => {
     h.sim.state.setFirewallState('198.18.0.1', '0');
     const result = await h.engine.request(fw('1'));
     expect(result.decision).toBe('deferred');
-    expect(h.journal.get(result.id)?.message).toContain('already updated in the last 2 minutes');
+    expect((await h.journal.get(result.id))?.message).toContain('already updated in the last 2 minutes');
     h.clock.now += 2 * MIN;
     await h.engine.tick();
     expect(stateCalls(h.sim)).toEqual(['1', '1']);
@@ -206,8 +211,8 @@ describe('firewall state as desired state', () => {
     await h.engine.request(fw('1'));
     h.clock.now += 10_000;
     expect((await h.engine.request(fw('0'))).decision).toBe('deferred');
-    h.journal.close();
-    const journal = Journal.open(path);
+    await h.journal.close();
+    const journal = openTestStore(path);
     const { metrics, registry } = freshMetrics();
     const engine = new RemediationEngine({
       account: 'default',
@@ -219,10 +224,11 @@ describe('firewall state as desired state', () => {
       config: h.config,
       now: () => h.clock.now,
     });
+    await engine.ready;
     expect(await seriesValue(registry, 'baremetal_action_pending', { action: 'firewall_state' })).toBe(1);
     h.clock.now += 2 * MIN;
     await engine.tick();
     expect(stateCalls(h.sim)).toEqual(['1', '0']);
-    journal.close();
+    await journal.close();
   });
 });

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { IdempotencyMismatchError, UpstreamConnectionError } from '../../../src/errors.js';
-import { Journal } from '../../../src/journal/journal.js';
 import { RemediationEngine } from '../../../src/remediation/engine.js';
 import type { ActionRequest } from '../../../src/remediation/types.js';
 import { failureDecision } from '../../../src/remediation/outcome.js';
@@ -8,7 +7,13 @@ import type { Faults } from '../../../src/simulator/server.js';
 import { classifyTransportError } from '../../../src/upstream/client.js';
 import { captureLogger } from '../../helpers/logger.js';
 import { freshMetrics, seriesValue } from '../../helpers/metrics.js';
-import { engineHarness, firewallRequest, powerRequest, simulatorTargets } from '../../helpers/remediation.js';
+import {
+  engineHarness,
+  firewallRequest,
+  openTestStore,
+  powerRequest,
+  simulatorTargets,
+} from '../../helpers/remediation.js';
 import { tempDir } from '../../helpers/tmp.js';
 
 const ctx = { operation: 'powercycle', path: '/api/v1/dedicated/powercycle' };
@@ -84,7 +89,11 @@ describe('action outcomes: what the API said', () => {
       const result = await h.engine.request(power());
       expect(result.decision).toBe(decision);
       expect(result.message).toMatch(message);
-      expect(h.journal.get(result.id)).toMatchObject({ decision, upstreamOutcome: outcome, completedAt: h.clock.now });
+      expect(await h.journal.get(result.id)).toMatchObject({
+        decision,
+        upstreamOutcome: outcome,
+        completedAt: h.clock.now,
+      });
       expect(await seriesValue(h.registry, 'baremetal_action_requests_total', { action: 'powercycle', decision })).toBe(
         1,
       );
@@ -172,7 +181,7 @@ describe('a failed firewall change stays pending and is retried with backoff', (
     const h = await engineHarness();
     h.sim.setFaults(faults);
     expect((await h.engine.request(fw('1'))).decision).toBe(decision);
-    expect(h.journal.desired('default', '100001', '198.18.0.1')).toMatchObject({
+    expect(await h.journal.desired('default', '100001', '198.18.0.1')).toMatchObject({
       pending: true,
       attempts: 1,
       desiredState: '1',
@@ -187,8 +196,8 @@ describe('a failed firewall change stays pending and is retried with backoff', (
     h.clock.now += 30_000;
     await h.engine.tick();
     expect(stateCalls(h)).toEqual(['1', '1']);
-    expect(h.journal.list({ limit: 1 })[0]).toMatchObject({ source: 'pending', decision: 'executed' });
-    expect(h.journal.desired('default', '100001', '198.18.0.1')).toMatchObject({
+    expect((await h.journal.list({ limit: 1 }))[0]).toMatchObject({ source: 'pending', decision: 'executed' });
+    expect(await h.journal.desired('default', '100001', '198.18.0.1')).toMatchObject({
       pending: false,
       attempts: 0,
       appliedState: '1',
@@ -203,14 +212,14 @@ describe('a failed firewall change stays pending and is retried with backoff', (
     const waits: number[] = [];
     let last = h.clock.now;
     for (let i = 0; i < 6; i++) {
-      const dueAt = h.journal.desired('default', '100001', '198.18.0.1')!.dueAt;
+      const dueAt = (await h.journal.desired('default', '100001', '198.18.0.1'))!.dueAt;
       waits.push((dueAt - last) / MIN);
       h.clock.now = last = dueAt;
       await h.engine.tick();
     }
     expect(waits).toEqual([2, 4, 8, 16, 30, 30]);
     expect(h.sim.callsTo(STATE)).toHaveLength(7);
-    expect(h.journal.desired('default', '100001', '198.18.0.1')).toMatchObject({ pending: true, attempts: 7 });
+    expect(await h.journal.desired('default', '100001', '198.18.0.1')).toMatchObject({ pending: true, attempts: 7 });
   });
 });
 
@@ -228,7 +237,7 @@ describe('exactly once', () => {
   it('two engines on one journal file (two processes) make one call for one key', async () => {
     const path = `${tempDir()}/journal.db`;
     const h = await engineHarness({}, path);
-    const other = Journal.open(path);
+    const other = openTestStore(path);
     const engine = new RemediationEngine({
       account: 'default',
       journal: other,
@@ -243,7 +252,7 @@ describe('exactly once', () => {
       h.engine.request(power({ idempotencyKey: 'k' })),
       engine.request(power({ idempotencyKey: 'k' })),
     ]);
-    other.close();
+    await other.close();
     expect(results.map((r) => r.decision).sort()).toEqual(['duplicate', 'executed']);
     expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(1);
   });
@@ -260,7 +269,7 @@ describe('exactly once', () => {
     const again = h.engine.request({ ...base, ...second, idempotencyKey: 'operator:x' });
     if (error) await expect(again).rejects.toBeInstanceOf(IdempotencyMismatchError);
     else expect((await again).decision).toBe('duplicate');
-    expect(h.journal.list({ limit: 10 })).toHaveLength(error ? 1 : 2);
+    expect(await h.journal.list({ limit: 10 })).toHaveLength(error ? 1 : 2);
   });
 
   it('rebuilds decision metrics from the journal when it is reopened; executing rows become unknown', async () => {
@@ -270,7 +279,7 @@ describe('exactly once', () => {
     h.sim.setFaults({ mode: 'success_false', paths: [POWERCYCLE] });
     await h.engine.request(power({ serverId: '100002' }));
     // A crash mid-call: the row is left executing.
-    h.journal.insert({
+    await h.journal.insert({
       account: 'default',
       createdAt: h.clock.now,
       source: 'alert',
@@ -283,11 +292,11 @@ describe('exactly once', () => {
       startsAt: null,
       decision: 'executing',
     });
-    h.journal.close();
-    const journal = Journal.open(path);
+    await h.journal.close();
+    const journal = openTestStore(path);
     const { metrics, registry } = freshMetrics();
     const log = captureLogger();
-    new RemediationEngine({
+    await new RemediationEngine({
       account: 'default',
       journal,
       client: h.client,
@@ -296,8 +305,8 @@ describe('exactly once', () => {
       targets: simulatorTargets(h.sim),
       config: h.config,
       now: () => h.clock.now + 1000,
-    });
-    expect(journal.list({ limit: 1 })[0]).toMatchObject({
+    }).ready;
+    expect((await journal.list({ limit: 1 }))[0]).toMatchObject({
       action: 'poweroff',
       decision: 'unknown',
       upstreamOutcome: 'interrupted',
@@ -320,7 +329,7 @@ describe('exactly once', () => {
       }),
     ).toBe((h.clock.now + 1000) / 1000);
     expect(await seriesValue(registry, 'baremetal_action_budget_remaining')).toBe(7);
-    journal.close();
+    await journal.close();
   });
 });
 
@@ -341,7 +350,7 @@ describe('the console descriptor', () => {
       now: () => h.clock.now,
     });
     await expect(engine.console(serverId)).rejects.toMatchObject({ name: error });
-    expect(h.journal.list({ limit: 5 })).toHaveLength(rows);
+    expect(await h.journal.list({ limit: 5 })).toHaveLength(rows);
     expect(h.sim.calls).toEqual([]);
   });
 });

@@ -1,0 +1,29 @@
+/**
+ * Picks the state store's backend from `config.database`: SQLite at `<state_dir>/journal.db` (the default),
+ * or PostgreSQL at `database.url` (shared by replicas). Neither throws: a store that cannot be opened is
+ * returned unavailable (remediation disabled, the action endpoints answer 503, /readyz names the reason).
+ */
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { Config } from '../config/schema.js';
+import { openPostgresStore, type PostgresStoreOptions } from './postgres.js';
+import { openSqliteStore } from './sqlite-store.js';
+import type { StateStore } from './store.js';
+
+export interface OpenStoreOptions {
+  logger: Logger;
+  /** SQLite only: a reason not to open the journal (an unlockable state_dir) */
+  refuse?: string;
+  /** PostgreSQL only: retry and health-check intervals, pool limits */
+  postgres?: Pick<PostgresStoreOptions, 'retryMs' | 'pingMs' | 'limits'>;
+}
+
+export async function openStore(
+  config: Pick<Config, 'database' | 'stateDir'>,
+  o: OpenStoreOptions,
+): Promise<StateStore> {
+  const db = config.database;
+  if (db.kind === 'sqlite') return openSqliteStore(join(config.stateDir, 'journal.db'), config.stateDir, o.refuse);
+  o.logger.info({ database: db.redactedUrl }, 'state database: PostgreSQL');
+  return openPostgresStore({ url: db.url, redactedUrl: db.redactedUrl, logger: o.logger, ...o.postgres });
+}

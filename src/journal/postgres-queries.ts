@@ -1,0 +1,263 @@
+/**
+ * The state store's queries in PostgreSQL's dialect, over any statement runner: the pool (one statement per
+ * connection checkout) or one client inside a transaction. Same tables and columns as the SQLite journal
+ * (open.ts), created by the `journal` migrations below; times are BIGINT Unix milliseconds, ids BIGSERIAL.
+ * node-postgres returns BIGINT as a string: rows.ts converts with Number() (ms and ids stay below 2^53).
+ */
+import type { Decision } from '../remediation/decisions.js';
+import {
+  desiredValues,
+  entryValues,
+  toDesired,
+  toEntry,
+  type DesiredFirewall,
+  type Delivery,
+  type JournalEntry,
+  type NewEntry,
+  type Row,
+} from './rows.js';
+import type { StateQueries } from './store.js';
+
+/** Runs one statement; rejects with JournalError. */
+export type Run = (sql: string, params?: unknown[]) => Promise<{ rows: Row[]; rowCount: number | null }>;
+
+/** Append only: a released migration is never edited; a new one is added at the end. */
+export const JOURNAL_MIGRATIONS = [
+  `CREATE TABLE actions (
+     id BIGSERIAL PRIMARY KEY,
+     account TEXT NOT NULL,
+     created_at BIGINT NOT NULL,
+     completed_at BIGINT,
+     source TEXT NOT NULL,
+     action TEXT NOT NULL,
+     server_id TEXT NOT NULL,
+     ip TEXT,
+     value TEXT,
+     alertname TEXT,
+     fingerprint TEXT,
+     starts_at TEXT,
+     decision TEXT NOT NULL,
+     upstream_outcome TEXT,
+     message TEXT
+   );
+   CREATE INDEX actions_target ON actions (account, action, server_id, ip, created_at);
+   CREATE INDEX actions_account_created ON actions (account, created_at);
+   CREATE INDEX actions_created ON actions (created_at);
+   CREATE TABLE deliveries (
+     key TEXT PRIMARY KEY,
+     action_id BIGINT NOT NULL,
+     created_at BIGINT NOT NULL,
+     request_digest TEXT,
+     seen_at BIGINT
+   );
+   CREATE INDEX deliveries_action ON deliveries (action_id);
+   CREATE INDEX deliveries_seen ON deliveries (seen_at);
+   CREATE TABLE firewall_desired (
+     account TEXT NOT NULL,
+     server_id TEXT NOT NULL,
+     ip TEXT NOT NULL,
+     desired_state TEXT NOT NULL,
+     due_at BIGINT NOT NULL,
+     pending INTEGER NOT NULL,
+     attempts INTEGER NOT NULL DEFAULT 0,
+     applied_state TEXT,
+     applied_at BIGINT,
+     cooldown_ms BIGINT NOT NULL,
+     missing_since BIGINT,
+     PRIMARY KEY (account, server_id, ip)
+   );
+   CREATE TABLE event_ids (
+     account TEXT NOT NULL,
+     service_key TEXT NOT NULL,
+     ids TEXT[] NOT NULL,
+     PRIMARY KEY (account, service_key)
+   );`,
+];
+
+/** Decisions that mean an upstream call was made or may have been (budget and cooldown count them). */
+const SENT = "('executing', 'executed', 'failed', 'unknown')";
+
+export class PgQueries implements StateQueries {
+  readonly #run: Run;
+
+  constructor(run: Run) {
+    this.#run = run;
+  }
+
+  async insert(entry: NewEntry): Promise<number> {
+    const { rows } = await this.#run(
+      `INSERT INTO actions (account, created_at, source, action, server_id, ip, value, alertname, fingerprint, starts_at, decision, message)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
+      entryValues(entry),
+    );
+    return Number(rows[0]!.id);
+  }
+
+  async complete(
+    id: number,
+    update: { decision: Decision; upstreamOutcome?: string | null; message?: string | null; at: number },
+  ): Promise<void> {
+    await this.#run(
+      'UPDATE actions SET decision = $1, upstream_outcome = $2, message = $3, completed_at = $4 WHERE id = $5',
+      [update.decision, update.upstreamOutcome ?? null, update.message ?? null, update.at, id],
+    );
+  }
+
+  async claimDelivery(key: string, digest: string, actionId: number, at: number): Promise<boolean> {
+    // A concurrent transaction's uncommitted claim of the same key makes this wait for it; then it conflicts.
+    const result = await this.#run(
+      'INSERT INTO deliveries (key, action_id, created_at, request_digest, seen_at) VALUES ($1, $2, $3, $4, $3) ON CONFLICT (key) DO NOTHING',
+      [key, actionId, at, digest],
+    );
+    return result.rowCount === 1;
+  }
+
+  async delivery(key: string, seenAt?: number): Promise<Delivery | undefined> {
+    const { rows } =
+      seenAt === undefined
+        ? await this.#run('SELECT action_id, request_digest FROM deliveries WHERE key = $1', [key])
+        : await this.#run('UPDATE deliveries SET seen_at = $2 WHERE key = $1 RETURNING action_id, request_digest', [
+            key,
+            seenAt,
+          ]);
+    const row = rows[0];
+    return row ? { actionId: Number(row.action_id), digest: row.request_digest as string | null } : undefined;
+  }
+
+  async sentSince(account: string, since: number): Promise<number> {
+    const { rows } = await this.#run(
+      `SELECT count(*) AS n FROM actions WHERE account = $1 AND created_at >= $2 AND decision IN ${SENT}`,
+      [account, since],
+    );
+    return Number(rows[0]!.n);
+  }
+
+  async lastSent(account: string, action: string, serverId: string, ip: string | null): Promise<number | undefined> {
+    const { rows } = await this.#run(
+      `SELECT max(created_at) AS at FROM actions WHERE account = $1 AND action = $2 AND server_id = $3
+         AND ip IS NOT DISTINCT FROM $4 AND decision IN ${SENT}`,
+      [account, action, serverId, ip],
+    );
+    return rows[0]!.at === null ? undefined : Number(rows[0]!.at);
+  }
+
+  async get(id: number): Promise<JournalEntry | undefined> {
+    const { rows } = await this.#run('SELECT * FROM actions WHERE id = $1', [id]);
+    return rows[0] ? toEntry(rows[0]) : undefined;
+  }
+
+  async list(filter: { account?: string; serverId?: string; action?: string; limit: number }): Promise<JournalEntry[]> {
+    const { rows } = await this.#run(
+      `SELECT * FROM actions WHERE ($1::text IS NULL OR account = $1) AND ($2::text IS NULL OR server_id = $2)
+         AND ($3::text IS NULL OR action = $3) ORDER BY id DESC LIMIT $4`,
+      [filter.account ?? null, filter.serverId ?? null, filter.action ?? null, filter.limit],
+    );
+    return rows.map(toEntry);
+  }
+
+  async recoverInterrupted(account: string, at: number): Promise<JournalEntry[]> {
+    const { rows } = await this.#run(
+      `UPDATE actions SET decision = 'unknown', upstream_outcome = 'interrupted',
+         message = 'interrupted: the daemon stopped during the upstream call; the API may have acted', completed_at = $1
+       WHERE account = $2 AND decision = 'executing' RETURNING *`,
+      [at, account],
+    );
+    return rows.map(toEntry);
+  }
+
+  async decisionCounts(account: string): Promise<Array<{ action: string; decision: Decision; count: number }>> {
+    const { rows } = await this.#run(
+      "SELECT action, decision, count(*) AS n FROM actions WHERE account = $1 AND decision != 'executing' GROUP BY action, decision",
+      [account],
+    );
+    return rows.map((r) => ({ action: String(r.action), decision: r.decision as Decision, count: Number(r.n) }));
+  }
+
+  async lastFailures(account: string): Promise<Array<{ action: string; decision: 'failed' | 'unknown'; at: number }>> {
+    const { rows } = await this.#run(
+      `SELECT action, decision, max(coalesce(completed_at, created_at)) AS at FROM actions
+       WHERE account = $1 AND decision IN ('failed', 'unknown') GROUP BY action, decision`,
+      [account],
+    );
+    return rows.map((r) => ({
+      action: String(r.action),
+      decision: r.decision as 'failed' | 'unknown',
+      at: Number(r.at),
+    }));
+  }
+
+  async prune(before: number, batch: number): Promise<number> {
+    const keys = await this.#run(
+      'DELETE FROM deliveries WHERE key IN (SELECT key FROM deliveries WHERE coalesce(seen_at, created_at) < $1 LIMIT $2)',
+      [before, batch],
+    );
+    const rows = await this.#run(
+      `DELETE FROM actions WHERE id IN (SELECT id FROM actions WHERE created_at < $1 AND decision != 'executing'
+         AND NOT EXISTS (SELECT 1 FROM deliveries WHERE deliveries.action_id = actions.id) ORDER BY id LIMIT $2)`,
+      [before, batch],
+    );
+    return Math.max(keys.rowCount ?? 0, rows.rowCount ?? 0);
+  }
+
+  async desired(account: string, serverId: string, ip: string): Promise<DesiredFirewall | undefined> {
+    const { rows } = await this.#run(
+      'SELECT * FROM firewall_desired WHERE account = $1 AND server_id = $2 AND ip = $3',
+      [account, serverId, ip],
+    );
+    return rows[0] ? toDesired(rows[0]) : undefined;
+  }
+
+  async allDesired(account: string): Promise<DesiredFirewall[]> {
+    const { rows } = await this.#run('SELECT * FROM firewall_desired WHERE account = $1', [account]);
+    return rows.map(toDesired);
+  }
+
+  async dueDesired(account: string, at: number): Promise<DesiredFirewall[]> {
+    const { rows } = await this.#run(
+      'SELECT * FROM firewall_desired WHERE account = $1 AND pending = 1 AND due_at <= $2 ORDER BY due_at',
+      [account, at],
+    );
+    return rows.map(toDesired);
+  }
+
+  async pendingCount(account: string): Promise<number> {
+    const { rows } = await this.#run('SELECT count(*) AS n FROM firewall_desired WHERE account = $1 AND pending = 1', [
+      account,
+    ]);
+    return Number(rows[0]!.n);
+  }
+
+  async saveDesired(d: DesiredFirewall): Promise<void> {
+    await this.#run(
+      `INSERT INTO firewall_desired (account, server_id, ip, desired_state, due_at, pending, attempts, applied_state, applied_at, cooldown_ms)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+       ON CONFLICT (account, server_id, ip) DO UPDATE SET desired_state = excluded.desired_state, due_at = excluded.due_at,
+         pending = excluded.pending, attempts = excluded.attempts, applied_state = excluded.applied_state,
+         applied_at = excluded.applied_at, cooldown_ms = excluded.cooldown_ms`,
+      desiredValues(d),
+    );
+  }
+
+  async retireMissing(
+    account: string,
+    isListed: (serverId: string) => boolean,
+    at: number,
+    retireBefore: number,
+  ): Promise<Array<{ serverId: string; ip: string }>> {
+    const { rows } = await this.#run('SELECT DISTINCT server_id FROM firewall_desired WHERE account = $1', [account]);
+    const listed = rows.map((r) => String(r.server_id)).filter((id) => isListed(id));
+    await this.#run(
+      'UPDATE firewall_desired SET missing_since = NULL WHERE account = $1 AND server_id = ANY($2) AND missing_since IS NOT NULL',
+      [account, listed],
+    );
+    await this.#run(
+      'UPDATE firewall_desired SET missing_since = $3 WHERE account = $1 AND NOT (server_id = ANY($2)) AND missing_since IS NULL',
+      [account, listed, at],
+    );
+    const deleted = await this.#run(
+      'DELETE FROM firewall_desired WHERE account = $1 AND missing_since IS NOT NULL AND missing_since < $2 RETURNING server_id, ip',
+      [account, retireBefore],
+    );
+    return deleted.rows.map((r) => ({ serverId: String(r.server_id), ip: String(r.ip) }));
+  }
+}

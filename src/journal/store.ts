@@ -1,0 +1,130 @@
+/**
+ * The remediation state behind one asynchronous interface: the journal rows, the delivery keys (idempotency),
+ * the desired firewall state, the cooldown and budget queries, and the attack-event ids. Two backends
+ * implement it: SQLite (sqlite-store.ts over journal.ts, one process, the zero-setup default) and PostgreSQL
+ * (postgres.ts, shared by replicas). open-store.ts picks one from `config.database`.
+ *
+ * A guard decision is one `transaction(account, …)`: on PostgreSQL under a per-account transaction-level
+ * advisory lock, on SQLite under BEGIN IMMEDIATE with transactions serialized in the process. Inside it use
+ * only the queries it is given: on SQLite any other call waits for the transaction to end.
+ */
+import type { EventLedger } from '../state/event-ledger.js';
+import type { DesiredFirewall, Delivery, JournalEntry, NewEntry } from './rows.js';
+import type { Decision } from '../remediation/decisions.js';
+
+/** The queries, each a promise; every failure is a JournalError (the action endpoints answer 503). */
+export interface StateQueries {
+  /** Inserts a journal row and returns its id. */
+  insert(entry: NewEntry): Promise<number>;
+  /** Completes a row after its upstream call (or a later decision); `at` in ms. */
+  complete(
+    id: number,
+    update: { decision: Decision; upstreamOutcome?: string | null; message?: string | null; at: number },
+  ): Promise<void>;
+  /**
+   * Records that `key` was acted on by row `actionId`; false when it already was (the unique key decides).
+   * Call it inside the transaction that checked `delivery(key)`.
+   */
+  claimDelivery(key: string, digest: string, actionId: number, at: number): Promise<boolean>;
+  /** The claim of `key`, if any; `seenAt` (ms) marks it as seen again, which keeps it from being pruned. */
+  delivery(key: string, seenAt?: number): Promise<Delivery | undefined>;
+  /** Upstream calls made (or maybe made) for `account` since `since` (ms): the account's budget use. */
+  sentSince(account: string, since: number): Promise<number>;
+  /** Time (ms) of the last upstream call of `action` on the target, if any (cooldown). */
+  lastSent(account: string, action: string, serverId: string, ip: string | null): Promise<number | undefined>;
+  get(id: number): Promise<JournalEntry | undefined>;
+  /** Newest first, optionally for one account, server and/or action; `limit` rows at most. */
+  list(filter: { account?: string; serverId?: string; action?: string; limit: number }): Promise<JournalEntry[]>;
+  /** Rows of `account` left `executing` by a crash become `unknown`; returns them. */
+  recoverInterrupted(account: string, at: number): Promise<JournalEntry[]>;
+  /** Rows per action and decision (rows still `executing` left out), to rebuild counters at start. */
+  decisionCounts(account: string): Promise<Array<{ action: string; decision: Decision; count: number }>>;
+  /** Time (ms) of the latest `failed` and `unknown` row per action. */
+  lastFailures(account: string): Promise<Array<{ action: string; decision: 'failed' | 'unknown'; at: number }>>;
+  /**
+   * Deletes up to `batch` rows created before `before` (ms), and delivery keys not seen since then; never a row
+   * still `executing` or one a remaining key points to. Returns the rows deleted.
+   */
+  prune(before: number, batch: number): Promise<number>;
+  desired(account: string, serverId: string, ip: string): Promise<DesiredFirewall | undefined>;
+  /** Every IP of `account` with a desired state. */
+  allDesired(account: string): Promise<DesiredFirewall[]>;
+  /** Pending changes of `account` due at or before `at` (ms), oldest due first. */
+  dueDesired(account: string, at: number): Promise<DesiredFirewall[]>;
+  pendingCount(account: string): Promise<number>;
+  saveDesired(d: DesiredFirewall): Promise<void>;
+  /**
+   * Marks the desired state of `account`'s servers not listed as missing since `at`, clears the mark of listed
+   * ones, deletes the rows missing since before `retireBefore` and returns them.
+   */
+  retireMissing(
+    account: string,
+    isListed: (serverId: string) => boolean,
+    at: number,
+    retireBefore: number,
+  ): Promise<Array<{ serverId: string; ip: string }>>;
+}
+
+/** The method names of StateQueries, for adapters that forward them. */
+export const QUERY_METHODS = [
+  'insert',
+  'complete',
+  'claimDelivery',
+  'delivery',
+  'sentSince',
+  'lastSent',
+  'get',
+  'list',
+  'recoverInterrupted',
+  'decisionCounts',
+  'lastFailures',
+  'prune',
+  'desired',
+  'allDesired',
+  'dueDesired',
+  'pendingCount',
+  'saveDesired',
+  'retireMissing',
+] as const satisfies ReadonlyArray<keyof StateQueries>;
+// Every query is listed: a method added to StateQueries and not here fails to compile.
+const listed: [Exclude<keyof StateQueries, (typeof QUERY_METHODS)[number]>] extends [never] ? true : false = true;
+void listed;
+
+export interface StateStore extends StateQueries {
+  /** `sqlite` or `postgres` */
+  readonly kind: 'sqlite' | 'postgres';
+  /**
+   * Why the store is not open (remediation disabled; the action endpoints answer 503), or undefined when it
+   * is. A SQLite journal that failed to open stays so until a restart; PostgreSQL is retried until it answers.
+   */
+  readonly unavailable: string | undefined;
+  /** What is wrong now (not open, or the last statement failed), for /readyz and `baremetal_journal_up`. */
+  readonly problem: string | undefined;
+  /** True when open and the last statement (or health check) succeeded. */
+  healthy(): boolean;
+  /** Resolves true once the store is open, false when it never will be (it failed for good, or was closed). */
+  readonly opened: Promise<boolean>;
+  /**
+   * Runs `fn` as one transaction that serializes every decision of `account` against every other decision of
+   * it, across processes and replicas; `fn` must use only the queries it is given. Rolled back when `fn`
+   * throws. Throws JournalError.
+   */
+  transaction<T>(account: string, fn: (tx: StateQueries) => Promise<T>): Promise<T>;
+  /** The attack-event ids of `account` (persisted firewall event ids). */
+  eventLedger(account: string): EventLedger;
+  /** Closes the database (the PostgreSQL pool ends); idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * StateQueries over `target` (an object with every query method, synchronous or not), each call made through
+ * `through` (a queue, or directly).
+ */
+export function forwardQueries(target: object, through: (call: () => unknown) => Promise<unknown>): StateQueries {
+  const out: Record<string, unknown> = {};
+  for (const name of QUERY_METHODS) {
+    const method = (target as Record<string, (...args: unknown[]) => unknown>)[name]!;
+    out[name] = (...args: unknown[]) => through(() => method.apply(target, args));
+  }
+  return out as unknown as StateQueries;
+}

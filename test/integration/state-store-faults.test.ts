@@ -1,0 +1,189 @@
+/**
+ * PostgreSQL faults (issue 10): the daemon on a real PostgreSQL reached through a TCP relay the test opens and
+ * closes. Unreachable at start: remediation disabled (503, `baremetal_journal_up 0`, /readyz names it), polling
+ * goes on, and it is enabled once the database answers. Lost mid-run: the requests that touch it answer 503,
+ * and it recovers when the pool reconnects. The password appears in no log line, reply or metric.
+ */
+import { writeFileSync } from 'node:fs';
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startDaemon, type Daemon } from '../../src/daemon.js';
+import { startSimulator, type Simulator } from '../../src/simulator/server.js';
+import { captureLogger } from '../helpers/logger.js';
+import { requirePostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { eventually, freePort } from '../helpers/processes.js';
+import { powercycleDaemonConfig, TOKEN } from '../helpers/remediation.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/** A TCP relay on `port` to the database: `up()` listens, `down()` closes it and cuts every connection. */
+function relay(port: number, target: number) {
+  const sockets = new Set<Socket>();
+  let server: Server | undefined;
+  const track = (s: Socket) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+    s.on('error', () => s.destroy());
+  };
+  return {
+    up: () =>
+      new Promise<void>((resolve, reject) => {
+        server = createServer((client) => {
+          const upstream = connect(target, '127.0.0.1');
+          track(client);
+          track(upstream);
+          client.pipe(upstream).pipe(client);
+          client.on('close', () => upstream.destroy());
+          upstream.on('close', () => client.destroy());
+        });
+        server.once('error', reject);
+        server.listen(port, '127.0.0.1', () => resolve());
+      }),
+    down: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        if (server) server.close(() => resolve());
+        else resolve();
+        server = undefined;
+      }),
+  };
+}
+
+const found = requirePostgres();
+const auth = { authorization: `Bearer ${TOKEN}` };
+
+describe.skipIf(found.skip)('the daemon on PostgreSQL under database faults', () => {
+  let pg: TestPostgres;
+  let databases = 0;
+  let sim: Simulator | undefined;
+  let daemon: Daemon | undefined;
+  let link: ReturnType<typeof relay> | undefined;
+  beforeAll(async () => {
+    if (!found.skip) pg = await startPostgres(found.bin);
+  }, 120_000);
+  afterAll(() => pg?.stop());
+  afterEach(async () => {
+    await daemon?.stop();
+    await sim?.close();
+    await link?.down();
+    daemon = sim = link = undefined;
+  });
+
+  /** A daemon whose database URL goes through a relay, down until the test brings it up. */
+  async function start() {
+    const url = pg.createDatabase(`faults_${process.pid}_${++databases}`);
+    const port = await freePort();
+    link = relay(port, pg.port);
+    const viaRelay = url.replace(`127.0.0.1:${pg.port}`, `127.0.0.1:${port}`);
+    const stateDir = tempDir();
+    writeFileSync(join(stateDir, 'token'), TOKEN);
+    sim = await startSimulator({ apiKey: 'k', servers: 3, attackRate: 0 });
+    const config = {
+      ...powercycleDaemonConfig(sim.url, stateDir, { timeout: '500ms', retries: 0 }),
+      database: {
+        kind: 'postgres' as const,
+        url: viaRelay,
+        redactedUrl: viaRelay.replace(pg.password, '***'),
+      },
+    };
+    const log = captureLogger();
+    return {
+      log,
+      link,
+      sim,
+      boot: async () => {
+        daemon = await startDaemon(config, {
+          logger: log.logger,
+          listen: false,
+          schedule: false,
+          stateStore: { retryMs: 100, pingMs: 100, limits: { connectTimeoutMs: 1000 } },
+        });
+        await daemon.ready;
+        return daemon;
+      },
+    };
+  }
+  const powercycle = (d: Daemon, serverId: string) =>
+    d.app.inject({
+      method: 'POST',
+      url: '/api/v1/actions/powercycle',
+      headers: auth,
+      payload: { server_id: serverId },
+    });
+  const journalUp = async (d: Daemon) => {
+    await d.exposition.render();
+    const text = (await d.app.inject({ method: 'GET', url: '/metrics' })).body;
+    return /^baremetal_journal_up (\d)$/m.exec(text)?.[1];
+  };
+  const noSecret = (texts: string[]) => texts.filter((t) => t.includes(pg.password));
+
+  it('unreachable at start: remediation disabled (503), polling on; enabled once it answers', async () => {
+    const h = await start();
+    const d = await h.boot();
+    const refused = await powercycle(d, '100001');
+    expect(refused.statusCode).toBe(503);
+    expect(refused.json()).toMatchObject({ code: 'BM_ERR_JOURNAL', message: expect.stringContaining('***') });
+    const ready = await d.app.inject({ method: 'GET', url: '/readyz' });
+    expect(ready.statusCode).toBe(503);
+    expect(ready.json().reasons.join('\n')).toMatch(
+      /the journal is unavailable \(remediation disabled\): cannot open the state database at postgres:\/\/bmx:\*\*\*@127\.0\.0\.1:\d+\/faults_/,
+    );
+    expect(await journalUp(d)).toBe('0');
+    // Polling went on: the server list was read.
+    expect(h.sim.callsTo('/api/v1/dedicated').length).toBeGreaterThan(0);
+    expect(h.sim.callsTo('/api/v1/dedicated/powercycle')).toHaveLength(0);
+    expect(
+      h.log.lines.some((l) => l.includes('remediation disabled: the state database (PostgreSQL) cannot be opened')),
+    ).toBe(true);
+
+    await h.link.up();
+    await eventually('the store to open', async () => (d.journal.unavailable === undefined ? true : undefined));
+    await d.engine.ready;
+    expect((await powercycle(d, '100001')).json()).toMatchObject({ decision: 'executed' });
+    expect(h.sim.callsTo('/api/v1/dedicated/powercycle')).toHaveLength(1);
+    expect(await journalUp(d)).toBe('1');
+    expect(h.log.lines.some((l) => l.includes('state database reachable: remediation enabled'))).toBe(true);
+    expect(noSecret([...h.log.lines, refused.body, ready.body])).toEqual([]);
+  });
+
+  it('lost mid-run: the requests that touch it answer 503, then it recovers with the pool', async () => {
+    const h = await start();
+    await h.link.up();
+    const d = await h.boot();
+    expect((await powercycle(d, '100001')).json()).toMatchObject({ decision: 'executed' });
+
+    await h.link.down();
+    const lost = await powercycle(d, '100002');
+    expect(lost.statusCode).toBe(503);
+    expect(lost.json()).toMatchObject({ code: 'BM_ERR_JOURNAL' });
+    const unready = await eventually('/readyz to name the database', async () => {
+      const res = await d.app.inject({ method: 'GET', url: '/readyz' });
+      return res.statusCode === 503 ? res : undefined;
+    });
+    expect(unready.json().reasons.join('\n')).toMatch(
+      /the journal is unavailable \(remediation disabled\): its last statement failed/,
+    );
+    expect(await journalUp(d)).toBe('0');
+    // The ticker fails every second while it is down: logged once.
+    for (let i = 0; i < 3; i++) await d.engine.tick();
+    expect(h.log.lines.filter((l) => l.includes('applying pending firewall changes failed'))).toHaveLength(1);
+    // /metrics and the status of polling are untouched.
+    expect((await d.app.inject({ method: 'GET', url: '/metrics' })).statusCode).toBe(200);
+
+    await h.link.up();
+    // Alertmanager-like retry: the same request until the database answers; it acts once.
+    const done = await eventually('the request to go through again', async () => {
+      const res = await powercycle(d, '100002');
+      return res.statusCode === 200 ? res : undefined;
+    });
+    expect(done.json()).toMatchObject({ decision: 'executed' });
+    expect(h.sim.callsTo('/api/v1/dedicated/powercycle', { server_id: '100002' })).toHaveLength(1);
+    await eventually('/readyz to be ready again', async () =>
+      (await d.app.inject({ method: 'GET', url: '/readyz' })).statusCode === 200 ? true : undefined,
+    );
+    expect(await journalUp(d)).toBe('1');
+    await d.engine.tick();
+    expect(h.log.lines.some((l) => l.includes('applying pending firewall changes works again'))).toBe(true);
+    expect(noSecret([...h.log.lines, lost.body, unready.body])).toEqual([]);
+  });
+});

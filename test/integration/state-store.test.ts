@@ -1,0 +1,296 @@
+/**
+ * The shared backend suite (issue 10): every query of the state store, run against SQLite and PostgreSQL with
+ * the same expectations.
+ */
+import { describe, expect, it } from 'vitest';
+import { IdempotencyMismatchError, JournalError } from '../../src/errors.js';
+import type { DesiredFirewall, NewEntry } from '../../src/journal/rows.js';
+import { checkDelivery } from '../../src/remediation/guards.js';
+import { powerRequest } from '../helpers/remediation.js';
+import { backends } from './state-store-backends.js';
+
+const DAY = 86_400_000;
+const NOW = 100 * DAY;
+
+const row = (createdAt: number, over: Partial<NewEntry> = {}): NewEntry => ({
+  account: 'default',
+  createdAt,
+  source: 'alert',
+  action: 'powercycle',
+  serverId: '100001',
+  ip: null,
+  value: null,
+  alertname: 'BaremetalServerUnreachable',
+  fingerprint: 'f1',
+  startsAt: '2026-11-21T12:00:00Z',
+  decision: 'executed',
+  ...over,
+});
+
+const desired = (over: Partial<DesiredFirewall> = {}): DesiredFirewall => ({
+  account: 'default',
+  serverId: '100001',
+  ip: '198.18.0.1',
+  desiredState: '1',
+  dueAt: NOW,
+  pending: true,
+  attempts: 0,
+  appliedState: null,
+  appliedAt: null,
+  cooldownMs: 120_000,
+  ...over,
+});
+
+describe.each(backends())('the state store on $name', (backend) => {
+  it.skipIf(backend.skip !== undefined)('inserts, completes, gets and lists rows newest first, filtered', async () => {
+    const store = await (await backend.fresh()).open();
+    const a = await store.insert(row(NOW, { decision: 'executing' }));
+    const b = await store.insert(row(NOW + 1, { account: 'reseller-eu', serverId: '7', message: 'm' }));
+    const c = await store.insert(row(NOW + 2, { action: 'firewall_state', ip: '198.18.0.1', value: '1' }));
+    await store.complete(a, { decision: 'executed', upstreamOutcome: 'success', message: 'ok', at: NOW + 5 });
+    expect(await store.get(a)).toEqual({
+      ...row(NOW),
+      id: a,
+      completedAt: NOW + 5,
+      decision: 'executed',
+      upstreamOutcome: 'success',
+      message: 'ok',
+    });
+    expect(await store.get(999_999)).toBeUndefined();
+    expect((await store.list({ limit: 10 })).map((e) => e.id)).toEqual([c, b, a]);
+    expect((await store.list({ limit: 2 })).map((e) => e.id)).toEqual([c, b]);
+    expect((await store.list({ account: 'reseller-eu', limit: 10 })).map((e) => e.id)).toEqual([b]);
+    expect((await store.list({ serverId: '100001', action: 'powercycle', limit: 10 })).map((e) => e.id)).toEqual([a]);
+  });
+
+  it.skipIf(backend.skip !== undefined)(
+    'claims a delivery key once; a later look marks it seen; a reused operator key with another body is refused',
+    async () => {
+      const store = await (await backend.fresh()).open();
+      const id = await store.insert(row(NOW));
+      expect(await store.delivery('operator:k')).toBeUndefined();
+      expect(await store.claimDelivery('operator:k', 'digest-a', id, NOW)).toBe(true);
+      expect(await store.claimDelivery('operator:k', 'digest-b', id, NOW)).toBe(false);
+      const req = powerRequest({ idempotencyKey: 'operator:k' });
+      await expect(checkDelivery(store, req, 'digest-b', NOW)).rejects.toBeInstanceOf(IdempotencyMismatchError);
+      expect(await checkDelivery(store, req, 'digest-a', NOW)).toEqual({
+        decision: 'duplicate',
+        message: `already acted on this delivery (journal entry ${id})`,
+      });
+      // Seen a day later: pruning before then keeps it.
+      expect(await store.delivery('operator:k', NOW + DAY)).toEqual({ actionId: id, digest: 'digest-a' });
+      await store.prune(NOW + DAY - 1, 100);
+      expect(await store.delivery('operator:k')).toBeDefined();
+    },
+  );
+
+  it.skipIf(backend.skip !== undefined)(
+    'counts budget use per account and the last call per target, sent decisions only',
+    async () => {
+      const store = await (await backend.fresh()).open();
+      for (const decision of [
+        'executing',
+        'executed',
+        'failed',
+        'unknown',
+        'cooldown',
+        'dry_run',
+        'duplicate',
+      ] as const)
+        await store.insert(row(NOW, { decision }));
+      await store.insert(row(NOW - 2 * 3_600_000));
+      await store.insert(row(NOW + 10, { account: 'reseller-eu' }));
+      await store.insert(row(NOW + 20, { action: 'firewall_state', ip: '198.18.0.1' }));
+      await store.insert(row(NOW + 30, { action: 'firewall_state', ip: '198.18.0.2', decision: 'deferred' }));
+      expect(await store.sentSince('default', NOW - 3_600_000)).toBe(5);
+      expect(await store.sentSince('reseller-eu', 0)).toBe(1);
+      expect(await store.sentSince('nobody', 0)).toBe(0);
+      expect(await store.lastSent('default', 'powercycle', '100001', null)).toBe(NOW);
+      expect(await store.lastSent('reseller-eu', 'powercycle', '100001', null)).toBe(NOW + 10);
+      expect(await store.lastSent('default', 'firewall_state', '100001', '198.18.0.1')).toBe(NOW + 20);
+      expect(await store.lastSent('default', 'firewall_state', '100001', '198.18.0.2')).toBeUndefined();
+      expect(await store.lastSent('default', 'firewall_state', '100001', null)).toBeUndefined();
+    },
+  );
+
+  it.skipIf(backend.skip !== undefined)('keeps desired state: save, due, pending, all, retire', async () => {
+    const store = await (await backend.fresh()).open();
+    await store.saveDesired(desired());
+    await store.saveDesired(desired({ ip: '198.18.0.2', dueAt: NOW + 1000 }));
+    await store.saveDesired(desired({ serverId: '100002', ip: '198.18.0.3', pending: false, appliedState: '1' }));
+    await store.saveDesired(desired({ account: 'reseller-eu', serverId: '7' }));
+    expect(await store.desired('default', '100001', '198.18.0.1')).toEqual(desired());
+    expect(await store.desired('default', '100001', '198.18.0.9')).toBeUndefined();
+    expect((await store.dueDesired('default', NOW)).map((d) => d.ip)).toEqual(['198.18.0.1']);
+    expect((await store.dueDesired('default', NOW + 1000)).map((d) => d.ip)).toEqual(['198.18.0.1', '198.18.0.2']);
+    expect(await store.pendingCount('default')).toBe(2);
+    expect(await store.pendingCount('reseller-eu')).toBe(1);
+    // The latest wins.
+    await store.saveDesired(desired({ desiredState: '0', attempts: 2, appliedState: '1', appliedAt: NOW - 5 }));
+    expect(await store.desired('default', '100001', '198.18.0.1')).toMatchObject({
+      desiredState: '0',
+      attempts: 2,
+      appliedState: '1',
+      appliedAt: NOW - 5,
+    });
+    expect((await store.allDesired('default')).length).toBe(3);
+    // 100002 leaves the server list: marked, then retired a day later; the other account is untouched.
+    const listed = (id: string) => id !== '100002';
+    expect(await store.retireMissing('default', listed, NOW, NOW - DAY)).toEqual([]);
+    expect(await store.retireMissing('default', listed, NOW + DAY, NOW + 1)).toEqual([
+      { serverId: '100002', ip: '198.18.0.3' },
+    ]);
+    // A server back in the list loses its mark.
+    await store.saveDesired(desired({ serverId: '100003', ip: '198.18.0.4' }));
+    await store.retireMissing('default', (id) => id !== '100003', NOW, 0);
+    await store.retireMissing('default', () => true, NOW + 1, 0);
+    expect(await store.retireMissing('default', () => true, NOW + 2 * DAY, NOW + DAY)).toEqual([]);
+    expect((await store.allDesired('default')).map((d) => d.serverId).sort()).toEqual(['100001', '100001', '100003']);
+    expect(await store.allDesired('reseller-eu')).toHaveLength(1);
+  });
+
+  it.skipIf(backend.skip !== undefined)(
+    'prunes old rows in batches, never a running one or one a recent key points to',
+    async () => {
+      const store = await (await backend.fresh()).open();
+      const old = NOW - 31 * DAY;
+      for (let i = 0; i < 7; i++) await store.insert(row(old + i, { serverId: 'old' }));
+      const keyed = await store.insert(row(old, { serverId: 'keyed' }));
+      await store.claimDelivery('alert:recent', 'd', keyed, old);
+      await store.delivery('alert:recent', NOW - DAY);
+      const stale = await store.insert(row(old, { serverId: 'stale' }));
+      await store.claimDelivery('alert:stale', 'd', stale, old);
+      await store.insert(row(old, { serverId: 'running', decision: 'executing' }));
+      await store.insert(row(NOW - DAY, { serverId: 'recent' }));
+      const before = NOW - 30 * DAY;
+      const batches: number[] = [];
+      for (let i = 0; i < 10; i++) {
+        batches.push(await store.prune(before, 5));
+        if (batches.at(-1)! < 5) break;
+      }
+      expect(batches).toEqual([5, 3]);
+      expect((await store.list({ limit: 20 })).map((e) => e.serverId).sort()).toEqual(['keyed', 'recent', 'running']);
+      expect(await store.delivery('alert:stale')).toBeUndefined();
+    },
+  );
+
+  it.skipIf(backend.skip !== undefined)(
+    'recovers rows left executing as unknown; counts decisions and the last failures per account',
+    async () => {
+      const store = await (await backend.fresh()).open();
+      const running = await store.insert(row(NOW, { decision: 'executing' }));
+      await store.insert(row(NOW, { account: 'reseller-eu', decision: 'executing' }));
+      await store.insert(row(NOW + 1, { decision: 'failed' }));
+      await store.insert(row(NOW + 2, { decision: 'failed', action: 'poweroff' }));
+      expect(await store.decisionCounts('default')).toEqual(
+        expect.arrayContaining([
+          { action: 'powercycle', decision: 'failed', count: 1 },
+          { action: 'poweroff', decision: 'failed', count: 1 },
+        ]),
+      );
+      const recovered = await store.recoverInterrupted('default', NOW + 100);
+      expect(recovered.map((e) => [e.id, e.decision, e.upstreamOutcome, e.completedAt])).toEqual([
+        [running, 'unknown', 'interrupted', NOW + 100],
+      ]);
+      expect(await store.recoverInterrupted('default', NOW + 200)).toEqual([]);
+      expect((await store.decisionCounts('default')).sort((x, y) => x.action.localeCompare(y.action))).toEqual(
+        expect.arrayContaining([
+          { action: 'powercycle', decision: 'unknown', count: 1 },
+          { action: 'powercycle', decision: 'failed', count: 1 },
+        ]),
+      );
+      expect(await store.lastFailures('default')).toEqual(
+        expect.arrayContaining([
+          { action: 'powercycle', decision: 'unknown', at: NOW + 100 },
+          { action: 'powercycle', decision: 'failed', at: NOW + 1 },
+          { action: 'poweroff', decision: 'failed', at: NOW + 2 },
+        ]),
+      );
+      expect(await store.lastFailures('reseller-eu')).toEqual([]);
+    },
+  );
+
+  it.skipIf(backend.skip !== undefined)('rolls a transaction back when its body throws', async () => {
+    const store = await (await backend.fresh()).open();
+    await expect(
+      store.transaction('default', async (tx) => {
+        const id = await tx.insert(row(NOW));
+        await tx.claimDelivery('alert:x', 'd', id, NOW);
+        throw new Error('a guard failed');
+      }),
+    ).rejects.toThrow('a guard failed');
+    expect(await store.list({ limit: 5 })).toEqual([]);
+    expect(await store.delivery('alert:x')).toBeUndefined();
+    expect(await store.transaction('default', async (tx) => tx.insert(row(NOW)))).toBeGreaterThan(0);
+  });
+
+  it.skipIf(backend.skip !== undefined)(
+    'serializes one account’s transactions across two stores: check-then-insert never overshoots',
+    async () => {
+      const db = await backend.fresh();
+      const [a, b] = [await db.open(), await db.open()];
+      // Each transaction inserts only while fewer than 3 rows exist: 20 of them, alternating stores.
+      const attempts = Array.from({ length: 20 }, (_, i) =>
+        (i % 2 ? a : b).transaction('default', async (tx) => {
+          if ((await tx.sentSince('default', 0)) >= 3) return false;
+          // More round trips between the check and the write: without the serialization, others check meanwhile.
+          for (let i = 0; i < 3; i++) await tx.lastSent('default', 'powercycle', '100001', null);
+          await tx.insert(row(NOW));
+          return true;
+        }),
+      );
+      expect((await Promise.all(attempts)).filter(Boolean)).toHaveLength(3);
+      expect(await a.sentSince('default', 0)).toBe(3);
+    },
+  );
+
+  it.skipIf(backend.skip !== undefined)(
+    'saves and loads the attack-event ids per account; load changes nothing',
+    async () => {
+      const db = await backend.fresh();
+      const store = await db.open();
+      const ledger = store.eventLedger('default');
+      expect(await ledger.load()).toEqual({ services: new Map() });
+      await ledger.save(
+        new Map([
+          ['dedicated/100001', new Set(['e1', 'e2'])],
+          ['vps/7', new Set<string>()],
+        ]),
+      );
+      await store.eventLedger('reseller-eu').save(new Map([['dedicated/9', new Set(['x'])]]));
+      const expected = { services: new Map([['dedicated/100001', new Set(['e1', 'e2'])]]) };
+      expect(await ledger.load()).toEqual(expected);
+      expect(await ledger.load()).toEqual(expected);
+      // Replaced, not merged.
+      await ledger.save(new Map([['dedicated/100002', new Set(['e3'])]]));
+      expect(await store.eventLedger('default').load()).toEqual({
+        services: new Map([['dedicated/100002', new Set(['e3'])]]),
+      });
+      expect(await store.eventLedger('reseller-eu').load()).toEqual({
+        services: new Map([['dedicated/9', new Set(['x'])]]),
+      });
+    },
+  );
+
+  it.skipIf(backend.skip !== undefined)('reopens a database (migrations applied once) with its rows', async () => {
+    const db = await backend.fresh();
+    const first = await db.open();
+    const id = await first.insert(row(NOW));
+    await first.saveDesired(desired());
+    await first.close();
+    const again = await db.open();
+    expect(again.unavailable).toBeUndefined();
+    expect(again.healthy()).toBe(true);
+    expect(await again.get(id)).toMatchObject({ id, serverId: '100001' });
+    expect(await again.desired('default', '100001', '198.18.0.1')).toEqual(desired());
+    expect(await again.insert(row(NOW))).toBeGreaterThan(id);
+    expect(db.lines.filter((l) => l.includes('"level":"error"'))).toEqual([]);
+  });
+
+  it.skipIf(backend.skip !== undefined)('a closed store fails with JournalError (503)', async () => {
+    const store = await (await backend.fresh()).open();
+    await store.close();
+    await expect(store.list({ limit: 1 })).rejects.toBeInstanceOf(JournalError);
+    await expect(store.transaction('default', async (tx) => tx.insert(row(NOW)))).rejects.toBeInstanceOf(JournalError);
+  });
+});
