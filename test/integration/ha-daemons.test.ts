@@ -12,7 +12,6 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildConfig } from '../../src/config/load.js';
 import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
-import { EventLedger } from '../../src/state/event-ledger.js';
 import { captureLogger } from '../helpers/logger.js';
 import { seriesValue } from '../helpers/metrics.js';
 import { requirePostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';
@@ -158,10 +157,10 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
       });
     await eventually('the first firewall poll', async () => ((await firewallPolls()) > 0 ? true : undefined));
     const first = await total();
-    // Meanwhile another leader counted e3 and saved the ids (until the ledger is in the database, in this
-    // replica's file); then this replica loses its connection and is elected again.
+    // Meanwhile another leader counted e3 and saved the ids in the shared database; then this replica loses
+    // its connection and is elected again.
     sim!.state.injectEvents('dedicated', '100001', [{ id: 'e3', ip: '198.18.0.1' }]);
-    await new EventLedger(stateDir, 'default').save(new Map([['dedicated/100001', new Set(['e1', 'e2', 'e3'])]]));
+    await daemon.journal.eventLedger('default').save(new Map([['dedicated/100001', new Set(['e1', 'e2', 'e3'])]]));
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     await admin.query(
