@@ -124,7 +124,7 @@ async function webhookLatency(dir: string, deliveries: number, databaseUrl: stri
 /** SIGKILL of the leader of two CLI processes on `db`, `runs` times; ms until the other reports leader 1. */
 async function failover(dir: string, db: TestPostgres, runs: number): Promise<number[]> {
   if (!existsSync(CLI)) throw new Error(`bench: ${CLI} is missing (npm run build)`);
-  const sim = await startSimulator({ apiKey: KEY, servers: 50, attackRate: 0, latencyMs: 5 });
+  const sim = await startSimulator({ apiKey: KEY, servers: 50, attackRate: 0, faults: { latencyMs: 5 } });
   writeFileSync(join(dir, 'database-url'), `${db.url}\n`);
   const replicas: Array<{ base: string; file: string; child?: ReturnType<typeof spawn> }> = [];
   for (const name of ['a', 'b']) {

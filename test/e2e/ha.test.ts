@@ -114,7 +114,7 @@ describe.skipIf(alertmanager.skip || postgres.skip)('two replicas on one Postgre
       apiKey: KEY,
       servers: 30,
       attackRate: 0,
-      latencyMs: 20,
+      faults: { latencyMs: 20 },
       now: () => Date.now() + offset,
     });
     writeFileSync(join(dir, 'token'), `${TOKEN}\n`);
