@@ -124,18 +124,21 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
   metrics.configReloadSuccessful.set(1);
   metrics.configReloadSuccessAt.set(now() / 1000);
   // ---- High availability (src/ha): with PostgreSQL the replicas share a server directory and the graph
-  // images, and only the elected leader polls. With SQLite there is one replica and it leads. Opened before
-  // anything else: a database that cannot be reached fails the start and leaves nothing open. ----
+  // images, and only the elected leader polls. With SQLite there is one replica and it leads. A database that
+  // cannot be reached at start is retried in the background (shared.ts): nothing polls until it answers. ----
   /** set once HTTP is up, below; until then a SQLite daemon counts as leading (its readiness waits for its polls) */
   let role: Role | undefined;
   const leading = () => role?.leading ?? config.database.kind === 'sqlite';
   const shared =
     config.database.kind === 'postgres'
-      ? await openShared(
+      ? openShared(
           config.database,
           config.accounts.map((a) => a.name),
           logger,
-          options.ha?.refreshMs !== undefined ? { refreshMs: options.ha.refreshMs } : {},
+          {
+            ...(options.ha?.refreshMs !== undefined ? { refreshMs: options.ha.refreshMs } : {}),
+            ...(options.ha?.retryMs !== undefined ? { retryMs: options.ha.retryMs } : {}),
+          },
         )
       : undefined;
   /** the leader publishes an account's server list after each servers and firewall run, for the followers */
@@ -358,6 +361,8 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
       onChange: () => exposition.renderSoon(),
       duties: {
         start: async () => {
+          // The `ha` tables first (a database that answers the election is normally migrated already).
+          await shared?.ready;
           // Another replica may have counted attack events since this one last polled.
           if (shared) await Promise.all([...accounts.values()].map((account) => reloadEventIds(account, logger)));
           // Each account polls on its own: one whose API is down delays no other's first polls.

@@ -12,6 +12,11 @@ import { databaseScrubber, reasonOf } from './redact.js';
 import { HA_MIGRATIONS } from './schema.js';
 
 export interface SharedState {
+  /**
+   * resolves once the `ha` tables are migrated (at once when the database answers; otherwise retried every
+   * `retryMs` until it does, or until close()); a replica leads only after it
+   */
+  ready: Promise<void>;
   pool: pg.Pool;
   directory: SharedDirectory;
   graphs: SharedGraphs;
@@ -20,32 +25,61 @@ export interface SharedState {
 }
 
 /**
- * Opens the pool on `database` and applies the `ha` migrations. Throws when the database cannot be reached
- * or migrated; the message names the redacted URL, never the password.
+ * Opens the pool on `database` and applies the `ha` migrations in the background: a database that cannot be
+ * reached or migrated at start does not fail the start (the daemon serves /metrics and /readyz names the
+ * problem; nothing polls, since no replica can be elected without it). The failure is logged once per
+ * distinct reason, with the redacted URL, never the password, and retried every `retryMs` (default 5 s).
  */
-export async function openShared(
+export function openShared(
   database: { url: string; redactedUrl: string },
   accounts: readonly string[],
   logger: Logger,
-  options: { refreshMs?: number } = {},
-): Promise<SharedState> {
+  options: { refreshMs?: number; retryMs?: number } = {},
+): SharedState {
   const scrub = databaseScrubber(database.url);
   const pool = openPool(database.url, (error) =>
     logger.warn({ database: database.redactedUrl, reason: scrub(error.message) }, 'an idle database connection failed'),
   );
-  try {
-    await migrate(pool, 'ha', HA_MIGRATIONS);
-  } catch (error) {
-    await pool.end().catch(() => undefined);
-    throw new Error(`cannot prepare the shared database ${database.redactedUrl}: ${reasonOf(scrub, error)}`);
-  }
-  const directory = new SharedDirectory({ pool, accounts, logger, ...options });
-  directory.start();
+  const directory = new SharedDirectory({
+    pool,
+    accounts,
+    logger,
+    ...(options.refreshMs !== undefined ? { refreshMs: options.refreshMs } : {}),
+  });
+  let closed = false;
+  let wake: (() => void) | undefined;
+  const ready = (async () => {
+    let logged: string | undefined;
+    while (!closed) {
+      try {
+        await migrate(pool, 'ha', HA_MIGRATIONS);
+        if (logged !== undefined) logger.info({ database: database.redactedUrl }, 'shared database prepared');
+        if (!closed) directory.start();
+        return;
+      } catch (error) {
+        const reason = reasonOf(scrub, error);
+        if (reason !== logged)
+          logger.error(
+            { database: database.redactedUrl, reason },
+            'cannot prepare the shared database: no replica can lead (nothing polls) until it answers; retrying',
+          );
+        logged = reason;
+      }
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+        setTimeout(resolve, options.retryMs ?? 5_000).unref();
+      });
+    }
+  })();
   return {
+    ready,
     pool,
     directory,
     graphs: new SharedGraphs(pool, accounts, logger),
     close: async () => {
+      closed = true;
+      wake?.();
+      await ready;
       await directory.stop();
       await pool.end();
     },

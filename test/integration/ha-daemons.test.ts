@@ -173,7 +173,7 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
     expect({ first, again: await total() }).toEqual({ first: 2, again: 2 });
   });
 
-  it('a database that cannot be reached at start fails the start, naming the redacted URL only', async () => {
+  it('a database that cannot be reached at start: the daemon serves, leads nothing, polls nothing, names the redacted URL only', async () => {
     const stateDir = tempDir();
     const password = 'start-secret-7f3a9c';
     const config = buildConfig(
@@ -185,14 +185,27 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
       { BAREMETAL_API_KEY: KEY },
     );
     const log = captureLogger('debug');
-    const error = await startDaemon(config, { logger: log.logger, listen: false }).then(
-      () => undefined,
-      (e: Error) => e,
+    const daemon = await startDaemon(config, {
+      logger: log.logger,
+      listen: false,
+      ha: { retryMs: 100, heartbeatMs: 200, timeoutMs: 2_000, refreshMs: 100 },
+      stateStore: { retryMs: 100, pingMs: 100, limits: { connectTimeoutMs: 1000 } },
+    });
+    daemons.push(daemon);
+    const unready = await eventually('/readyz to name the shared database', async () => {
+      const res = await daemon.app.inject({ method: 'GET', url: '/readyz' });
+      return res.statusCode === 503 && res.body.includes('the shared database does not answer') ? res : undefined;
+    });
+    await eventually('the shared tables to be retried', async () =>
+      log.lines.some((l) => l.includes('cannot prepare the shared database')) ? true : undefined,
     );
-    expect(error?.message).toMatch(
-      /^cannot prepare the shared database postgres:\/\/bmx:\*\*\*@127\.0\.0\.1:\d+\/bmx: /,
-    );
-    expect(`${error?.message}\n${log.lines.join('\n')}`).not.toContain(password);
+    expect(daemon.role.leading).toBe(false);
+    expect(await leaderGauge(daemon)).toBe(0);
+    expect(await serverPolls(daemon)).toBe(0);
+    expect((await daemon.app.inject({ method: 'GET', url: '/metrics' })).statusCode).toBe(200);
+    const preparing = log.lines.filter((l) => l.includes('cannot prepare the shared database'));
+    expect(preparing.join('\n')).toMatch(/postgres:\/\/bmx:\*\*\*@127\.0\.0\.1:\d+\/bmx/);
+    expect(`${unready.body}\n${log.lines.join('\n')}`).not.toContain(password);
   });
 
   it('a follower serves the graph images the leader stored, with ETag, 304 and ?width=', async () => {

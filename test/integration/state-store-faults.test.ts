@@ -1,7 +1,8 @@
 /**
  * PostgreSQL faults (issue 10): the daemon on a real PostgreSQL reached through a TCP relay the test opens and
- * closes. Unreachable at start: remediation disabled (503, `baremetal_journal_up 0`, /readyz names it), polling
- * goes on, and it is enabled once the database answers. Lost mid-run: the requests that touch it answer 503,
+ * closes. Unreachable at start: remediation disabled (503, `baremetal_journal_up 0`, /readyz names it), nothing
+ * polls (no replica can be elected leader without the database), and once it answers the replica leads, polls
+ * and acts. Lost mid-run: the requests that touch it answer 503,
  * and it recovers when the pool reconnects. The password appears in no log line, reply or metric.
  */
 import { writeFileSync } from 'node:fs';
@@ -97,6 +98,7 @@ describe.skipIf(found.skip)('the daemon on PostgreSQL under database faults', ()
           listen: false,
           schedule: false,
           stateStore: { retryMs: 100, pingMs: 100, limits: { connectTimeoutMs: 1000 } },
+          ha: { retryMs: 100, heartbeatMs: 200, timeoutMs: 2_000, refreshMs: 100 },
         });
         await daemon.ready;
         return daemon;
@@ -117,7 +119,13 @@ describe.skipIf(found.skip)('the daemon on PostgreSQL under database faults', ()
   };
   const noSecret = (texts: string[]) => texts.filter((t) => t.includes(pg.password));
 
-  it('unreachable at start: remediation disabled (503), polling on; enabled once it answers', async () => {
+  /** Waits until the replica leads and its first polls worked (/readyz 200). */
+  const leading = (d: Daemon) =>
+    eventually('the replica to lead and poll', async () =>
+      (await d.app.inject({ method: 'GET', url: '/readyz' })).statusCode === 200 ? true : undefined,
+    );
+
+  it('unreachable at start: remediation disabled (503), nothing polls; it leads and acts once it answers', async () => {
     const h = await start();
     const d = await h.boot();
     const refused = await powercycle(d, '100001');
@@ -129,9 +137,9 @@ describe.skipIf(found.skip)('the daemon on PostgreSQL under database faults', ()
       /the journal is unavailable \(remediation disabled\): cannot open the state database at postgres:\/\/bmx:\*\*\*@127\.0\.0\.1:\d+\/faults_/,
     );
     expect(await journalUp(d)).toBe('0');
-    // Polling went on: the server list was read.
-    expect(h.sim.callsTo('/api/v1/dedicated').length).toBeGreaterThan(0);
-    expect(h.sim.callsTo('/api/v1/dedicated/powercycle')).toHaveLength(0);
+    // No replica leads without the database: nothing polls the API.
+    expect(d.role.leading).toBe(false);
+    expect(h.sim.calls).toHaveLength(0);
     expect(
       h.log.lines.some((l) => l.includes('remediation disabled: the state database (PostgreSQL) cannot be opened')),
     ).toBe(true);
@@ -139,6 +147,8 @@ describe.skipIf(found.skip)('the daemon on PostgreSQL under database faults', ()
     await h.link.up();
     await eventually('the store to open', async () => (d.journal.unavailable === undefined ? true : undefined));
     await d.engine.ready;
+    await leading(d);
+    expect(h.sim.callsTo('/api/v1/dedicated').length).toBeGreaterThan(0);
     expect((await powercycle(d, '100001')).json()).toMatchObject({ decision: 'executed' });
     expect(h.sim.callsTo('/api/v1/dedicated/powercycle')).toHaveLength(1);
     expect(await journalUp(d)).toBe('1');
@@ -150,6 +160,7 @@ describe.skipIf(found.skip)('the daemon on PostgreSQL under database faults', ()
     const h = await start();
     await h.link.up();
     const d = await h.boot();
+    await leading(d);
     expect((await powercycle(d, '100001')).json()).toMatchObject({ decision: 'executed' });
 
     await h.link.down();
