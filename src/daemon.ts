@@ -215,6 +215,11 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
         config: config.remediation,
         now,
         onDecision,
+        // Shared by replicas: a row `executing` may be another replica's call in flight, for at most one
+        // attempt's deadline (writes are not retried); a minute more and it was left by a replica that died.
+        ...(journal.kind === 'postgres'
+          ? { interruptedAfterMs: config.accounts.find((a) => a.name === name)!.upstream.timeoutMs + 60_000 }
+          : {}),
       }),
     ]),
   );

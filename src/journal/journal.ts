@@ -202,14 +202,14 @@ export class Journal {
    * Rows left `executing` by a crash: the call may have reached the API and been acted on, so their
    * decision is `unknown` (they keep counting for cooldown and budget). Returns the rows changed.
    */
-  recoverInterrupted(account: string, at: number): JournalEntry[] {
+  recoverInterrupted(account: string, at: number, startedBefore = Number.MAX_SAFE_INTEGER): JournalEntry[] {
     return this.#write((db) =>
       (
         db
           .prepare(
-            "UPDATE actions SET decision = 'unknown', upstream_outcome = 'interrupted', message = 'interrupted: the daemon stopped during the upstream call; the API may have acted', completed_at = ? WHERE account = ? AND decision = 'executing' RETURNING *",
+            "UPDATE actions SET decision = 'unknown', upstream_outcome = 'interrupted', message = 'interrupted: the daemon stopped during the upstream call; the API may have acted', completed_at = ? WHERE account = ? AND decision = 'executing' AND created_at < ? RETURNING *",
           )
-          .all(at, account) as Row[]
+          .all(at, account, startedBefore) as Row[]
       ).map(toEntry),
     );
   }

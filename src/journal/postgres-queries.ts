@@ -155,12 +155,16 @@ export class PgQueries implements StateQueries {
     return rows.map(toEntry);
   }
 
-  async recoverInterrupted(account: string, at: number): Promise<JournalEntry[]> {
+  async recoverInterrupted(
+    account: string,
+    at: number,
+    startedBefore = Number.MAX_SAFE_INTEGER,
+  ): Promise<JournalEntry[]> {
     const { rows } = await this.#run(
       `UPDATE actions SET decision = 'unknown', upstream_outcome = 'interrupted',
          message = 'interrupted: the daemon stopped during the upstream call; the API may have acted', completed_at = $1
-       WHERE account = $2 AND decision = 'executing' RETURNING *`,
-      [at, account],
+       WHERE account = $2 AND decision = 'executing' AND created_at < $3 RETURNING *`,
+      [at, account, startedBefore],
     );
     return rows.map(toEntry);
   }

@@ -35,8 +35,12 @@ export interface StateQueries {
   get(id: number): Promise<JournalEntry | undefined>;
   /** Newest first, optionally for one account, server and/or action; `limit` rows at most. */
   list(filter: { account?: string; serverId?: string; action?: string; limit: number }): Promise<JournalEntry[]>;
-  /** Rows of `account` left `executing` by a crash become `unknown`; returns them. */
-  recoverInterrupted(account: string, at: number): Promise<JournalEntry[]>;
+  /**
+   * Rows of `account` left `executing` by a crash, created before `startedBefore` (ms; default: all), become
+   * `unknown` (completed at `at`); returns them. With a shared store another replica's call may still be in
+   * flight: only rows older than the longest possible call are recovered (EngineDeps.interruptedAfterMs).
+   */
+  recoverInterrupted(account: string, at: number, startedBefore?: number): Promise<JournalEntry[]>;
   /** Rows per action and decision (rows still `executing` left out), to rebuild counters at start. */
   decisionCounts(account: string): Promise<Array<{ action: string; decision: Decision; count: number }>>;
   /** Time (ms) of the latest `failed` and `unknown` row per action. */

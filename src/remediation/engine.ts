@@ -47,6 +47,13 @@ export interface EngineDeps {
   now?: () => number;
   /** called after every decision (the daemon re-renders the exposition) */
   onDecision?: () => void;
+  /**
+   * With a store shared by replicas: how long (ms) a row may stay `executing` while its call is still in
+   * flight on another replica (the account's upstream.timeout, one attempt per write, plus a margin). Older
+   * rows were left by a replica that died mid-call: they are recovered as `unknown` at start and then by the
+   * leader's housekeeping. Unset (one process, SQLite): every `executing` row at start was left by a crash.
+   */
+  interruptedAfterMs?: number;
 }
 
 export class RemediationEngine {
@@ -86,7 +93,9 @@ export class RemediationEngine {
   async #restore(): Promise<void> {
     const { account, journal, logger, metrics } = this.#deps;
     try {
-      for (const row of await journal.recoverInterrupted(account, this.#now())) {
+      const at = this.#now();
+      const before = this.#deps.interruptedAfterMs === undefined ? undefined : at - this.#deps.interruptedAfterMs;
+      for (const row of await journal.recoverInterrupted(account, at, before)) {
         logger.warn(
           { journal_id: row.id, action: row.action, server_id: row.serverId, ip: row.ip },
           'journal row left executing by a previous run: outcome unknown (the API may have acted); it counts for cooldown and budget',

@@ -30,6 +30,8 @@ export interface HousekeepingDeps {
   logger: Logger;
   targets: TargetDirectory;
   config: Config['remediation'];
+  /** a shared store: rows `executing` longer than this (ms) are recovered as `unknown` (see EngineDeps) */
+  interruptedAfterMs?: number;
 }
 
 export class Housekeeping {
@@ -46,11 +48,28 @@ export class Housekeeping {
     if (now - this.#retiredAt >= RETIRE_EVERY_MS) {
       this.#retiredAt = now;
       await this.retire(now);
+      await this.recoverInterrupted(now);
     }
     if (now - this.#prunedAt >= PRUNE_EVERY_MS) {
       this.#prunedAt = now;
       await this.prune(now);
     }
+  }
+
+  /**
+   * With a shared store: rows left `executing` by a replica that died mid-call (older than any call in
+   * flight can be) become `unknown`. The API may have acted: they still count for cooldown and budget.
+   */
+  async recoverInterrupted(now: number): Promise<number> {
+    const { account, journal, logger, interruptedAfterMs } = this.#deps;
+    if (interruptedAfterMs === undefined) return 0;
+    const rows = await journal.recoverInterrupted(account, now, now - interruptedAfterMs);
+    for (const row of rows)
+      logger.warn(
+        { journal_id: row.id, action: row.action, server_id: row.serverId, ip: row.ip },
+        'journal row left executing by a replica that stopped mid-call: outcome unknown (the API may have acted); it counts for cooldown and budget',
+      );
+    return rows.length;
   }
 
   /** Marks desired state of unlisted servers, and retires what has been missing for RETIRE_AFTER_MS. Returns the rows retired. */

@@ -188,10 +188,14 @@ describe.each(backends())('the state store on $name', (backend) => {
           { action: 'poweroff', decision: 'failed', count: 1 },
         ]),
       );
-      const recovered = await store.recoverInterrupted('default', NOW + 100);
+      // Shared by replicas: a row younger than the longest call may be another replica's call in flight.
+      const inFlight = await store.insert(row(NOW + 50, { decision: 'executing' }));
+      const recovered = await store.recoverInterrupted('default', NOW + 100, NOW + 50);
       expect(recovered.map((e) => [e.id, e.decision, e.upstreamOutcome, e.completedAt])).toEqual([
         [running, 'unknown', 'interrupted', NOW + 100],
       ]);
+      expect((await store.get(inFlight))?.decision).toBe('executing');
+      await store.complete(inFlight, { decision: 'executed', upstreamOutcome: 'success', message: 'ok', at: NOW + 60 });
       expect(await store.recoverInterrupted('default', NOW + 200)).toEqual([]);
       expect((await store.decisionCounts('default')).sort((x, y) => x.action.localeCompare(y.action))).toEqual(
         expect.arrayContaining([
