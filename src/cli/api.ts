@@ -10,12 +10,16 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildConfig, loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
-import { Journal } from '../journal/journal.js';
+import { DEFAULT_POOL_LIMITS } from '../database/postgres.js';
+import { openPostgresStore } from '../journal/postgres.js';
+import { openSqliteStore } from '../journal/sqlite-store.js';
+import type { StateStore } from '../journal/store.js';
+import { createLogger } from '../logger.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { clientFromConfig } from '../upstream/from-config.js';
 import { LEAVES, type Leaf } from './commands.js';
 import type { CliIo, CommandContext } from './context.js';
-import { EXIT, exitCodeOf, oneLine, usage } from './exit.js';
+import { CliExit, EXIT, exitCodeOf, oneLine, usage } from './exit.js';
 import { OUTPUT_FORMATS, render, type OutputFormat } from './output.js';
 
 interface OptionSpec {
@@ -144,10 +148,44 @@ function loadCliConfig(file: string | undefined, env: NodeJS.ProcessEnv): Config
   return buildConfig({}, { BAREMETAL_API_URL: env.BAREMETAL_API_URL, BAREMETAL_API_KEY: env.BAREMETAL_API_KEY });
 }
 
+/**
+ * The daemon's journal for a write, so that its budget and cooldowns see the CLI's actions: with
+ * `database.url` the shared PostgreSQL one, which must answer within its connect timeout (else CliExit: an
+ * action the daemons could not see is not sent); else the SQLite journal when `state_dir` already holds one
+ * (`fromFile`: a config file was given; the CLI never creates a journal).
+ */
+async function openCliJournal(config: Config, fromFile: boolean): Promise<StateStore | undefined> {
+  const db = config.database;
+  if (db.kind === 'postgres') {
+    const store = await openPostgresStore({
+      url: db.url,
+      redactedUrl: db.redactedUrl,
+      logger: createLogger('silent'),
+      retryMs: 60_000,
+      limits: { max: 2 },
+    });
+    // A timer that keeps the process alive (the store's own retry timers do not) while the first attempt runs.
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), DEFAULT_POOL_LIMITS.connectTimeoutMs + 1_000);
+    });
+    const open = await Promise.race([store.opened, timeout]).finally(() => clearTimeout(timer));
+    if (open) return store;
+    const reason = store.unavailable ?? 'it does not answer';
+    await store.close();
+    throw new CliExit(
+      EXIT.upstream,
+      `the state database does not answer (${reason}): not sending an action the daemons' budget and cooldowns would not see`,
+    );
+  }
+  const path = join(config.stateDir, 'journal.db');
+  return fromFile && existsSync(path) ? openSqliteStore(path, config.stateDir) : undefined;
+}
+
 /** Runs `baremetal-exporter api <argv…>`; resolves with the exit code. */
 export async function runApi(argv: string[], io: CliIo = processIo()): Promise<number> {
   let client: UpstreamClient | undefined;
-  let journal: Journal | undefined;
+  let journal: StateStore | undefined;
   try {
     const options = Object.fromEntries(
       Object.entries(OPTIONS).map(([name, o]) => [name, { type: o.type, ...(o.short ? { short: o.short } : {}) }]),
@@ -193,8 +231,7 @@ export async function runApi(argv: string[], io: CliIo = processIo()): Promise<n
         `--account: ${wanted === undefined ? 'required with several accounts' : `unknown account ${JSON.stringify(wanted)}`} (configured: ${names.join(', ')})`,
       );
     client = clientFromConfig(account.upstream);
-    // Only a state directory that already holds the daemon's journal: the CLI never creates one.
-    const journalPath = file !== undefined ? join(config.stateDir, 'journal.db') : undefined;
+    let opening: Promise<StateStore | undefined> | undefined;
     const ctx: CommandContext = {
       io,
       values,
@@ -203,8 +240,7 @@ export async function runApi(argv: string[], io: CliIo = processIo()): Promise<n
       config,
       client,
       account: account.name,
-      journal: () =>
-        (journal ??= journalPath !== undefined && existsSync(journalPath) ? Journal.open(journalPath) : undefined),
+      journal: () => (opening ??= openCliJournal(config, file !== undefined).then((store) => (journal = store))),
     };
     io.stdout.write(render(format, await leaf.run(ctx)));
     return EXIT.ok;
@@ -213,7 +249,7 @@ export async function runApi(argv: string[], io: CliIo = processIo()): Promise<n
     io.stderr.write(`baremetal-exporter api: ${client ? client.scrub(line) : line}\n`);
     return exitCodeOf(error);
   } finally {
-    journal?.close();
+    await journal?.close();
     await client?.close();
   }
 }

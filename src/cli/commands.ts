@@ -409,19 +409,19 @@ export const LEAVES: Leaf[] = [
     example: 'baremetal-exporter api firewall state 100001 198.18.0.1 1 --wait',
     run: (ctx) => {
       const [serverId, ip, state] = ctx.args as [string, string, string];
-      const lastChange = () => ctx.journal()?.lastSent(ctx.account, 'firewall_state', serverId, ip);
+      const lastChange = async () => (await ctx.journal())?.lastSent(ctx.account, 'firewall_state', serverId, ip);
       return action(ctx, {
         action: 'firewall_state',
         serverId,
         ip,
         value: state,
         call: (c) => setFirewallState(c, { serverId, ip, state: state as never }),
-        around: (send) =>
+        around: async (send) =>
           withFirewallWindow(send, {
             wait: flag(ctx, 'wait'),
             now: ctx.io.now,
             sleep: ctx.io.sleep,
-            lastChange: lastChange(),
+            lastChange: await lastChange(),
             notify: (l) => ctx.io.stderr.write(`${l}\n`),
           }),
       });

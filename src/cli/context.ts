@@ -5,7 +5,7 @@
  */
 import type { Readable, Writable } from 'node:stream';
 import type { Config } from '../config/schema.js';
-import type { Journal } from '../journal/journal.js';
+import type { StateQueries } from '../journal/store.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { usage } from './exit.js';
 import type { OutputFormat } from './output.js';
@@ -37,8 +37,11 @@ export interface CommandContext {
   client: UpstreamClient;
   /** the account whose client this is (`--account`; the only one when one is configured) */
   account: string;
-  /** the daemon's journal, when the config's state_dir holds one; opened on first use */
-  journal: () => Journal | undefined;
+  /**
+   * the daemon's journal, opened on first use: with `database.url` the shared PostgreSQL one (it must answer:
+   * CliExit otherwise), else the SQLite journal when the config's state_dir holds one (the CLI never creates it)
+   */
+  journal: () => Promise<StateQueries | undefined>;
 }
 
 /** The string value of option `name`, or undefined. */

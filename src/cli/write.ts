@@ -62,8 +62,8 @@ export async function runWrite<T>(ctx: CommandContext, write: WriteAction<T>): P
 }
 
 async function journaled<T>(ctx: CommandContext, write: WriteAction<T>, _operation: string): Promise<T> {
-  const journal = ctx.journal();
-  const id = journal?.insert({
+  const journal = await ctx.journal();
+  const id = await journal?.insert({
     account: ctx.account,
     createdAt: ctx.io.now(),
     source: 'cli',
@@ -81,7 +81,7 @@ async function journaled<T>(ctx: CommandContext, write: WriteAction<T>, _operati
     // The action functions throw unless the API confirmed the action (decodeActionResult).
     const action = result as Partial<ActionResult>;
     if (id !== undefined)
-      journal!.complete(id, {
+      await journal!.complete(id, {
         decision: 'executed',
         upstreamOutcome: 'success',
         message: typeof action?.message === 'string' ? action.message : null,
@@ -90,7 +90,7 @@ async function journaled<T>(ctx: CommandContext, write: WriteAction<T>, _operati
     return result;
   } catch (error) {
     if (id !== undefined)
-      journal!.complete(id, {
+      await journal!.complete(id, {
         decision: failureDecision(error),
         upstreamOutcome: failureOutcome(error),
         message: (error as Error).message,
