@@ -7,6 +7,7 @@
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { Registry } from 'prom-client';
+import { CLOCK_EVERY, Slices } from '../slices.js';
 
 const gzipAsync = promisify(gzip);
 const SEPARATOR = Buffer.from('\n\n');
@@ -45,11 +46,6 @@ interface Sample {
   exemplar?: unknown;
 }
 type Collected = { name: string; help: string; type: string; values?: Sample[] };
-
-/** How long one rendering runs before it yields to the event loop, in milliseconds. */
-export const RENDER_SLICE_MS = 8;
-/** Samples formatted between two looks at the clock. */
-const CLOCK_EVERY = 512;
 
 const escapeString = (text: string): string =>
   text.includes('\\') || text.includes('\n') ? text.replace(/\\/g, '\\\\').replace(/\n/g, '\\n') : text;
@@ -98,25 +94,14 @@ function labelText(sample: Sample, cache: WeakMap<object, string>): string {
   return parts.length > 0 ? `{${parts.join(',')}}` : '';
 }
 
-/** Yields to the event loop when the current slice has run `RENDER_SLICE_MS`; returns when the next slice began. */
-async function yieldIfDue(sliceStart: number): Promise<number> {
-  if (performance.now() - sliceStart < RENDER_SLICE_MS) return sliceStart;
-  await new Promise<void>((resolve) => setImmediate(resolve));
-  return performance.now();
-}
-
 /**
  * Renders one metric in both formats, byte for byte what prom-client's `getMetricsAsString` writes for each
  * (a unit test compares them), from one collection so both show the same values, and in slices of
- * RENDER_SLICE_MS. OpenMetrics names a counter family without `_total` and its samples with it; every other
+ * SLICE_MS. OpenMetrics names a counter family without `_total` and its samples with it; every other
  * sample line is the same in both formats, so it is built once. A metric with exemplars goes through
  * prom-client itself.
  */
-async function renderMetric(
-  metric: object,
-  cache: WeakMap<object, string>,
-  slice: { start: number },
-): Promise<[string, string]> {
+async function renderMetric(metric: object, cache: WeakMap<object, string>, slices: Slices): Promise<[string, string]> {
   const source = metric as unknown as { get(): Promise<Collected>; getForPromString?: () => Promise<Collected> };
   const data = await (source.getForPromString ? source.getForPromString() : source.get());
   const counter = data.type === 'counter';
@@ -146,7 +131,7 @@ async function renderMetric(
     const omName = counter ? `${sample.metricName ?? familyName}_total` : textName;
     samples += `\n${textName}${rest}`;
     if (omName !== textName) apart = true;
-    if (i % CLOCK_EVERY === CLOCK_EVERY - 1) slice.start = await yieldIfDue(slice.start);
+    if (i % CLOCK_EVERY === CLOCK_EVERY - 1) await slices.next();
   }
   if (!apart) return [text + samples, om + samples];
   // Rare (no such metric here): the OpenMetrics lines apart.
@@ -215,17 +200,17 @@ export class ExpositionCache {
       const now = (this.#options.now ?? Date.now)();
       this.#options.beforeRender?.(now);
       const { registry } = this.#options;
-      // In slices of RENDER_SLICE_MS with a yield between them (also inside a metric of many series), so a
+      // In slices of SLICE_MS with a yield between them (also inside a metric of many series), so a
       // scrape or a poll reply waits for one slice at most. Same bytes as registry.metrics().
-      const slice = { start: performance.now() };
+      const slices = new Slices();
       const parts: Buffer[] = [];
       const omParts: Buffer[] = [];
       for (const metric of registry.getMetricsAsArray()) {
         if (parts.length > 0) parts.push(SEPARATOR);
-        const [plain, openMetrics] = await renderMetric(metric, this.#labels, slice);
+        const [plain, openMetrics] = await renderMetric(metric, this.#labels, slices);
         parts.push(Buffer.from(plain));
         omParts.push(Buffer.from(openMetrics), NEWLINE);
-        slice.start = await yieldIfDue(slice.start);
+        await slices.next();
       }
       parts.push(NEWLINE);
       omParts.push(EOF);
