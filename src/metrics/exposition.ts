@@ -94,14 +94,23 @@ function labelText(sample: Sample, cache: WeakMap<object, string>): string {
   return parts.length > 0 ? `{${parts.join(',')}}` : '';
 }
 
+/** Sample text kept as a string at most this long before it is encoded: no multi-MB strings per rendering. */
+const CHUNK_CHARS = 64 * 1024;
+
+/** One metric in both formats: its header in each, then sample lines as encoded chunks. */
+interface RenderedMetric {
+  text: Buffer[];
+  openMetrics: Buffer[];
+}
+
 /**
  * Renders one metric in both formats, byte for byte what prom-client's `getMetricsAsString` writes for each
  * (a unit test compares them), from one collection so both show the same values, and in slices of
  * SLICE_MS. OpenMetrics names a counter family without `_total` and its samples with it; every other
- * sample line is the same in both formats, so it is built once. A metric with exemplars goes through
- * prom-client itself.
+ * sample line is the same in both formats, so it is built and encoded once, in chunks of CHUNK_CHARS that
+ * both bodies share. A metric with exemplars goes through prom-client itself.
  */
-async function renderMetric(metric: object, cache: WeakMap<object, string>, slices: Slices): Promise<[string, string]> {
+async function renderMetric(metric: object, cache: WeakMap<object, string>, slices: Slices): Promise<RenderedMetric> {
   const source = metric as unknown as { get(): Promise<Collected>; getForPromString?: () => Promise<Collected> };
   const data = await (source.getForPromString ? source.getForPromString() : source.get());
   const counter = data.type === 'counter';
@@ -111,34 +120,39 @@ async function renderMetric(metric: object, cache: WeakMap<object, string>, slic
     const text = new Registry() as unknown as Renderer;
     const om = new Registry() as unknown as Renderer & { setContentType(type: string): void };
     om.setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
-    return [
-      await text.getMetricsAsString({ get: async () => data }),
-      await om.getMetricsAsString({ get: async () => family }),
-    ];
+    return {
+      text: [Buffer.from(await text.getMetricsAsString({ get: async () => data }))],
+      openMetrics: [Buffer.from(await om.getMetricsAsString({ get: async () => family }))],
+    };
   }
   const name = escapeString(data.name);
   const familyName = escapeString(family.name);
   const help = escapeString(data.help);
-  let text = `# HELP ${name} ${help}\n# TYPE ${name} ${data.type}`;
-  let om = `# HELP ${familyName} ${help}\n# TYPE ${familyName} ${data.type}`;
-  let samples = '';
-  /** the OpenMetrics sample lines differ from the text ones (a counter not named `…_total`) */
+  const line = (sample: Sample, sampleName: string) =>
+    `\n${sampleName}${labelText(sample, cache)} ${valueText(sample.value)}`;
+  /** the OpenMetrics name of a sample; the same as the text one but for a counter not named `…_total` */
+  const omName = (sample: Sample) =>
+    counter ? `${sample.metricName ?? familyName}_total` : (sample.metricName ?? name);
+  const chunks: Buffer[] = [];
+  let pending = '';
   let apart = false;
   for (let i = 0; i < values.length; i++) {
     const sample = values[i]!;
-    const rest = `${labelText(sample, cache)} ${valueText(sample.value)}`;
     const textName = sample.metricName ?? name;
-    const omName = counter ? `${sample.metricName ?? familyName}_total` : textName;
-    samples += `\n${textName}${rest}`;
-    if (omName !== textName) apart = true;
+    pending += line(sample, textName);
+    if (omName(sample) !== textName) apart = true;
+    if (pending.length >= CHUNK_CHARS) {
+      chunks.push(Buffer.from(pending));
+      pending = '';
+    }
     if (i % CLOCK_EVERY === CLOCK_EVERY - 1) await slices.next();
   }
-  if (!apart) return [text + samples, om + samples];
+  if (pending) chunks.push(Buffer.from(pending));
+  const text = [Buffer.from(`# HELP ${name} ${help}\n# TYPE ${name} ${data.type}`), ...chunks];
+  const omHead = Buffer.from(`# HELP ${familyName} ${help}\n# TYPE ${familyName} ${data.type}`);
+  if (!apart) return { text, openMetrics: [omHead, ...chunks] };
   // Rare (no such metric here): the OpenMetrics lines apart.
-  for (const sample of values)
-    om += `\n${counter ? `${sample.metricName ?? familyName}_total` : (sample.metricName ?? name)}${labelText(sample, cache)} ${valueText(sample.value)}`;
-  text += samples;
-  return [text, om];
+  return { text, openMetrics: [omHead, Buffer.from(values.map((sample) => line(sample, omName(sample))).join(''))] };
 }
 
 export interface ExpositionCacheOptions {
@@ -207,9 +221,9 @@ export class ExpositionCache {
       const omParts: Buffer[] = [];
       for (const metric of registry.getMetricsAsArray()) {
         if (parts.length > 0) parts.push(SEPARATOR);
-        const [plain, openMetrics] = await renderMetric(metric, this.#labels, slices);
-        parts.push(Buffer.from(plain));
-        omParts.push(Buffer.from(openMetrics), NEWLINE);
+        const rendered = await renderMetric(metric, this.#labels, slices);
+        parts.push(...rendered.text);
+        omParts.push(...rendered.openMetrics, NEWLINE);
         await slices.next();
       }
       parts.push(NEWLINE);
