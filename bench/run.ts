@@ -18,18 +18,11 @@ import { once } from 'node:events';
 import { parseArgs } from 'node:util';
 import { writeScaleChart } from './chart.ts';
 import { measureHugeReply } from './huge-reply.ts';
-import type { Row } from './size.ts';
+import { type Row, SIZE_OPTIONS, type SizeResult } from './options.ts';
 
 const { values } = parseArgs({
   options: {
-    servers: { type: 'string', default: '10000' },
-    ips: { type: 'string', default: '2' },
-    latency: { type: 'string', default: '5' },
-    concurrency: { type: 'string', default: '16' },
-    scrapes: { type: 'string', default: '300' },
-    flood: { type: 'string', default: '16' },
-    budget: { type: 'string', default: '200' },
-    'budget-servers': { type: 'string', default: '2000' },
+    ...SIZE_OPTIONS,
     chart: { type: 'string' },
     'node-flags': { type: 'string', default: '--max-semi-space-size=8' },
   },
@@ -37,42 +30,15 @@ const { values } = parseArgs({
 const sizes = values.servers.split(',').map(Number);
 if (sizes.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`--servers: ${values.servers}`);
 
-/** What bench/size.ts prints. */
-interface SizeResult {
-  servers: number;
-  series: number;
-  requests: number;
-  outcomes: string[];
-  coldMs: number;
-  warmMs: number;
-  floorMs: number;
-  rssMb: number;
-  rssSteadyMb: number;
-  heapMb: number;
-  heapPerServerKb: number;
-  blockMaxMs: number;
-  delayMaxMs: number;
-  delayP99Ms: number;
-  expositionBytes: number;
-  gzipBytes: number;
-  scrapeIdleP50: number;
-  scrapeIdleP99: number;
-  scrapeDuringP50: number;
-  scrapeDuringP99: number;
-  scrapesDuring: number;
-  staticP50: number;
-  staticP99: number;
-  rows: Row[];
-}
-
 // First, while the process is small: peak RSS while one 400 MB reply is refused at the size cap.
 const huge = await measureHugeReply();
 
 async function measureSize(servers: number, extras: boolean): Promise<SizeResult> {
   const flags = values['node-flags'].split(/\s+/).filter(Boolean);
-  const args = ['--servers', String(servers), '--ips', values.ips, '--latency', values.latency];
-  args.push('--concurrency', values.concurrency, '--scrapes', values.scrapes, '--flood', values.flood);
-  args.push('--budget', values.budget, '--budget-servers', values['budget-servers']);
+  const args = (Object.keys(SIZE_OPTIONS) as Array<keyof typeof SIZE_OPTIONS>).flatMap((key) => [
+    `--${key}`,
+    key === 'servers' ? String(servers) : values[key],
+  ]);
   if (extras) args.push('--extras');
   const child = spawn(process.execPath, [...flags, '--expose-gc', 'bench/size.ts', ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],

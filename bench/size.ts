@@ -26,20 +26,9 @@ import { BcryptPool } from '../dist/http/bcrypt-pool.js';
 import { startDaemon } from '../dist/daemon.js';
 import { createLogger } from '../dist/logger.js';
 import { startSimulator } from '../dist/simulator/server.js';
+import { type Row, SIZE_OPTIONS } from './options.ts';
 
-const { values } = parseArgs({
-  options: {
-    servers: { type: 'string', default: '10000' },
-    ips: { type: 'string', default: '2' },
-    latency: { type: 'string', default: '5' },
-    concurrency: { type: 'string', default: '16' },
-    scrapes: { type: 'string', default: '300' },
-    extras: { type: 'boolean', default: false },
-    flood: { type: 'string', default: '16' },
-    budget: { type: 'string', default: '200' },
-    'budget-servers': { type: 'string', default: '2000' },
-  },
-});
+const { values } = parseArgs({ options: { ...SIZE_OPTIONS, extras: { type: 'boolean', default: false } } });
 const servers = Number(values.servers);
 const latencyMs = Number(values.latency);
 const concurrency = Number(values.concurrency);
@@ -47,19 +36,7 @@ const scrapes = Number(values.scrapes);
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error('bench/size.ts needs --expose-gc (run.ts passes it)');
 
-/** A bench row: what, the figure, what it is compared with, the target and whether higher is worse. */
-export interface Row {
-  what: string;
-  measured: number;
-  unit: string;
-  reference: string;
-  target: number;
-  /** the lowest passing figure, when there is one */
-  min?: number;
-  rule: string;
-}
-
-export function percentile(sorted: number[], p: number): number {
+function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
 }
 
