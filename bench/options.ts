@@ -33,6 +33,10 @@ export interface SizeResult {
   coldMs: number;
   warmMs: number;
   floorMs: number;
+  /** main-thread CPU of the first and steady cycle and of the floor loop, ms */
+  cpuColdMs: number;
+  cpuWarmMs: number;
+  floorCpuMs: number;
   rssMb: number;
   rssSteadyMb: number;
   heapMb: number;

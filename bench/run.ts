@@ -65,7 +65,7 @@ const rows: Row[] = [
     what: 'servers+firewall cycle, first',
     measured: first.coldMs / first.floorMs,
     unit: '× floor',
-    reference: `${first.coldMs.toFixed(0)} ms; floor ${first.floorMs.toFixed(0)} ms (bare undici loop, ${first.requests} requests)`,
+    reference: `${first.coldMs.toFixed(0)} ms; floor ${first.floorMs.toFixed(0)} ms (bare undici loop, ${first.requests} requests); main-thread CPU ${first.cpuColdMs.toFixed(0)} ms vs the floor's ${first.floorCpuMs.toFixed(0)} ms`,
     target: 1.1,
     rule: '≤ 1.10 × floor',
   },
@@ -73,7 +73,7 @@ const rows: Row[] = [
     what: 'servers+firewall cycle, steady',
     measured: first.warmMs / first.floorMs,
     unit: '× floor',
-    reference: `${first.warmMs.toFixed(0)} ms; floor ${first.floorMs.toFixed(0)} ms`,
+    reference: `${first.warmMs.toFixed(0)} ms; floor ${first.floorMs.toFixed(0)} ms; main-thread CPU ${first.cpuWarmMs.toFixed(0)} ms vs the floor's ${first.floorCpuMs.toFixed(0)} ms`,
     target: 1.1,
     rule: '≤ 1.10 × floor',
   },
@@ -138,12 +138,12 @@ if (results.some((r) => r.outcomes.some((o) => o !== 'success'))) missed++;
 
 console.log('\nScale curve (each size in a process of its own):\n');
 console.log(
-  '| servers | series | cycle first ÷ floor | cycle steady ÷ floor | floor | RSS after cycle (steady) | live heap | heap per server | exposition plain / gzip | /metrics p99 idle / during cycle | longest loop block (delay max) |',
+  '| servers | series | cycle first ÷ floor | cycle steady ÷ floor | floor | CPU µs per request: first / steady / floor | RSS after cycle (steady) | live heap | heap per server | exposition plain / gzip | /metrics p99 idle / during cycle | longest loop block (delay max) |',
 );
-console.log('|---|---|---|---|---|---|---|---|---|---|---|');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const r of results)
   console.log(
-    `| ${r.servers.toLocaleString('en')} | ${r.series.toLocaleString('en')} | ${(r.coldMs / r.floorMs).toFixed(2)} | ${(r.warmMs / r.floorMs).toFixed(2)} | ${(r.floorMs / 1000).toFixed(1)} s | ${r.rssMb.toFixed(0)} (${r.rssSteadyMb.toFixed(0)}) MB | ${r.heapMb.toFixed(0)} MB | ${r.heapPerServerKb.toFixed(2)} KiB | ${mb(r.expositionBytes)} / ${mb(r.gzipBytes)} | ${r.scrapeIdleP99.toFixed(1)} / ${r.scrapeDuringP99.toFixed(1)} ms | ${r.blockMaxMs.toFixed(0)} (${r.delayMaxMs.toFixed(0)}) ms |`,
+    `| ${r.servers.toLocaleString('en')} | ${r.series.toLocaleString('en')} | ${(r.coldMs / r.floorMs).toFixed(2)} | ${(r.warmMs / r.floorMs).toFixed(2)} | ${(r.floorMs / 1000).toFixed(1)} s | ${[r.cpuColdMs, r.cpuWarmMs, r.floorCpuMs].map((ms) => ((ms * 1000) / r.requests).toFixed(0)).join(' / ')} | ${r.rssMb.toFixed(0)} (${r.rssSteadyMb.toFixed(0)}) MB | ${r.heapMb.toFixed(0)} MB | ${r.heapPerServerKb.toFixed(2)} KiB | ${mb(r.expositionBytes)} / ${mb(r.gzipBytes)} | ${r.scrapeIdleP99.toFixed(1)} / ${r.scrapeDuringP99.toFixed(1)} ms | ${r.blockMaxMs.toFixed(0)} (${r.delayMaxMs.toFixed(0)}) ms |`,
   );
 
 if (values.chart) {

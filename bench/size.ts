@@ -115,6 +115,12 @@ const metricsUrl = `${daemon.url}/metrics`;
 gc();
 const heapBefore = process.memoryUsage().heapUsed;
 
+/** CPU time of this thread (the event loop's), ms: unlike wall time, what other processes do moves it little. */
+function threadCpuMs(): number {
+  const { user, system } = process.threadCpuUsage();
+  return (user + system) / 1000;
+}
+
 /**
  * The event loop while `during` runs. Its delay (monitorEventLoopDelay) is wall time: on a shared machine it
  * also counts the time the OS gave the CPU to other processes. A block is measured as this thread's CPU
@@ -124,14 +130,10 @@ const heapBefore = process.memoryUsage().heapUsed;
 async function watchLoop<T>(during: () => Promise<T>) {
   const delay = monitorEventLoopDelay({ resolution: 5 });
   delay.enable();
-  const cpuMs = () => {
-    const { user, system } = process.threadCpuUsage();
-    return (user + system) / 1000;
-  };
-  let last = cpuMs();
+  let last = threadCpuMs();
   let blockMaxMs = 0;
   const tick = setInterval(() => {
-    const now = cpuMs();
+    const now = threadCpuMs();
     blockMaxMs = Math.max(blockMaxMs, now - last);
     last = now;
   }, 5);
@@ -144,14 +146,17 @@ async function watchLoop<T>(during: () => Promise<T>) {
 /** One servers + firewall cycle, then the rendering a finished poll asks for; the event loop throughout. */
 async function cycle() {
   const started = performance.now();
+  const cpuStarted = threadCpuMs();
   let ms = 0;
+  let cpuMs = 0;
   const { value: outcomes, ...loop } = await watchLoop(async () => {
     const outcomes = [await daemon.poller.run('servers'), await daemon.poller.run('firewall')];
     ms = performance.now() - started;
+    cpuMs = threadCpuMs() - cpuStarted;
     await daemon.exposition.render();
     return outcomes;
   });
-  return { ms, outcomes, ...loop };
+  return { ms, cpuMs, outcomes, ...loop };
 }
 const cold = await scrapeDuring(metricsUrl, cycle);
 const rssMb = process.memoryUsage().rss / 2 ** 20;
@@ -159,6 +164,7 @@ const rssMb = process.memoryUsage().rss / 2 ** 20;
 // The floor: the same requests from a bare undici loop, no daemon.
 const floorAgent = new Agent({ connections: concurrency });
 const floorStarted = performance.now();
+const floorCpuStarted = threadCpuMs();
 let cursor = -1;
 await Promise.all(
   Array.from({ length: concurrency }, async () => {
@@ -176,6 +182,7 @@ await Promise.all(
   }),
 );
 const floorMs = performance.now() - floorStarted;
+const floorCpuMs = threadCpuMs() - floorCpuStarted;
 await floorAgent.close();
 
 // The steady state: every minute in production the same servers are polled again.
@@ -211,6 +218,9 @@ const result = {
   coldMs: cold.value.ms,
   warmMs: warm.value.ms,
   floorMs,
+  cpuColdMs: cold.value.cpuMs,
+  cpuWarmMs: warm.value.cpuMs,
+  floorCpuMs,
   rssMb,
   rssSteadyMb,
   heapMb: heapAfter / 2 ** 20,

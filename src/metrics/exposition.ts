@@ -80,7 +80,8 @@ function labelText(sample: Sample, cache: WeakMap<object, string>): string {
     let text = cache.get(labels);
     if (text === undefined) {
       const parts = formatLabels(labels);
-      text = parts.length > 0 ? `{${parts.join(',')}}` : '';
+      // Joined, not concatenated: a flat string. `{${…}}` would keep a rope of three strings per series.
+      text = parts.length > 0 ? ['{', parts.join(','), '}'].join('') : '';
       cache.set(labels, text);
     }
     return text;
