@@ -143,7 +143,7 @@ console.log(
 console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const r of results)
   console.log(
-    `| ${r.servers.toLocaleString('en')} | ${r.series.toLocaleString('en')} | ${(r.coldMs / r.floorMs).toFixed(2)} | ${(r.warmMs / r.floorMs).toFixed(2)} | ${(r.floorMs / 1000).toFixed(1)} s | ${[r.cpuColdMs, r.cpuWarmMs, r.floorCpuMs].map((ms) => ((ms * 1000) / r.requests).toFixed(0)).join(' / ')} | ${r.rssMb.toFixed(0)} (${r.rssSteadyMb.toFixed(0)}) MB | ${r.heapMb.toFixed(0)} MB | ${r.heapPerServerKb.toFixed(2)} KiB | ${mb(r.expositionBytes)} / ${mb(r.gzipBytes)} | ${r.scrapeIdleP99.toFixed(1)} / ${r.scrapeDuringP99.toFixed(1)} ms | ${r.blockMaxMs.toFixed(0)} (${r.delayMaxMs.toFixed(0)}) ms |`,
+    `| ${r.servers.toLocaleString('en')}${r.outcomes.every((o) => o === 'success') ? '' : ` (${r.outcomes.join('/')})`} | ${r.series.toLocaleString('en')} | ${(r.coldMs / r.floorMs).toFixed(2)} | ${(r.warmMs / r.floorMs).toFixed(2)} | ${(r.floorMs / 1000).toFixed(1)} s | ${[r.cpuColdMs, r.cpuWarmMs, r.floorCpuMs].map((ms) => ((ms * 1000) / r.requests).toFixed(0)).join(' / ')} | ${r.rssMb.toFixed(0)} (${r.rssSteadyMb.toFixed(0)}) MB | ${r.heapMb.toFixed(0)} MB | ${r.heapPerServerKb.toFixed(2)} KiB | ${mb(r.expositionBytes)} / ${mb(r.gzipBytes)} | ${r.scrapeIdleP99.toFixed(1)} / ${r.scrapeDuringP99.toFixed(1)} ms | ${r.blockMaxMs.toFixed(0)} (${r.delayMaxMs.toFixed(0)}) ms |`,
   );
 
 if (values.chart) {
