@@ -71,7 +71,8 @@ function panel(
 }
 
 /** The SVG of the scale curve. */
-export function scaleSvg(points: ChartPoint[], subtitle: string): string {
+export function scaleSvg(unsorted: ChartPoint[], subtitle: string): string {
+  const points = [...unsorted].sort((a, b) => a.servers - b.servers);
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H + 20}" font-family="sans-serif">`,
     `<rect width="100%" height="100%" fill="#fff"/>`,
@@ -85,9 +86,9 @@ export function scaleSvg(points: ChartPoint[], subtitle: string): string {
       ],
       { value: 1.1, label: 'goal 1.10' },
     ),
-    panel(LEFT[1]!, 'live heap per server (KiB) and RSS ÷ 100 MB', points, [
+    panel(LEFT[1]!, 'memory: heap per server, RSS', points, [
       { label: 'heap per server, KiB', color: '#2ca02c', value: (p) => p.heapPerServerKb },
-      { label: 'RSS after a cycle, ×100 MB', color: '#9467bd', value: (p) => p.rssMb / 100 },
+      { label: 'RSS after a cycle, in 100 MB', color: '#9467bd', value: (p) => p.rssMb / 100 },
     ]),
     `<text x="${W / 2}" y="${H + 12}" font-size="11" text-anchor="middle" fill="#555">${xmlText(subtitle)}</text>`,
     '</svg>',
