@@ -6,7 +6,7 @@
  * goal table of the first size, then the scale curve; exits 1 when a goal is missed.
  *
  *   node bench/run.ts [--servers 10000 | --servers 1000,10000,50000] [--chart docs/bench-scale.png]
- *                     [--ips 2] [--latency 5] [--concurrency 16] [--scrapes 300] [--node-flags "…"]
+ *                     [--ips 2] [--latency 5] [--concurrency 16] [--scrapes 300] [--node-flags "…"] [--skip-extras]
  *
  * The "floor" is a bare undici loop making the same requests to the same simulator in the same run: what the
  * simulator, loopback and this machine allow. Goals are ratios to it (or to idle, or to a static buffer), so
@@ -24,6 +24,8 @@ const { values } = parseArgs({
   options: {
     ...SIZE_OPTIONS,
     chart: { type: 'string' },
+    /** leave out the flood, budget and two-account rows (they take minutes) */
+    'skip-extras': { type: 'boolean', default: false },
     'node-flags': { type: 'string', default: '--max-semi-space-size=8' },
   },
 });
@@ -55,7 +57,7 @@ async function measureSize(servers: number, extras: boolean): Promise<SizeResult
 const results: SizeResult[] = [];
 for (const [i, servers] of sizes.entries()) {
   process.stderr.write(`bench: ${servers} servers…\n`);
-  results.push(await measureSize(servers, i === 0));
+  results.push(await measureSize(servers, i === 0 && !values['skip-extras']));
 }
 
 const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;

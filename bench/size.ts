@@ -2,7 +2,7 @@
  * One size of `npm run bench`, in a process of its own (so that its RSS and heap are this size's alone; run.ts
  * starts one per `--servers` value): the simulator with `--servers` servers in a child process, the daemon in
  * this one, driven by hand. Measures a first and a steady `servers` + `firewall` cycle (event-loop delay, and
- * /metrics latency from another process while it runs), the bare-undici floor in between, RSS after the
+ * /metrics latency from another process while it runs, 4 scrapes a second), the bare-undici floor in between, RSS after the
  * first cycle, the live heap per server after a full GC, the exposition's size plain and gzipped, and
  * /metrics idle against fastify serving the same bytes from a static buffer. With `--extras`, also the rows
  * that need one daemon only: /metrics under a flood of wrong credentials, the request budget, two accounts.
@@ -91,9 +91,13 @@ async function scrapeTimes(url: string, count: number): Promise<number[]> {
   scraper.send({ url, count });
   return (await next<number[]>()).sort((a, b) => a - b);
 }
-/** Scrapes `url` one at a time while `during` runs; the latencies sorted, in ms. */
+/**
+ * Scrapes `url` while `during` runs, one scrape every SCRAPE_EVERY_MS: a scraper's pace, not back to back (a
+ * 10 MB exposition served without a pause would cost the daemon more CPU than its polls).
+ */
+const SCRAPE_EVERY_MS = 250;
 async function scrapeDuring<T>(url: string, during: () => Promise<T>): Promise<{ value: T; times: number[] }> {
-  scraper.send({ url });
+  scraper.send({ url, everyMs: SCRAPE_EVERY_MS });
   await next<'started'>();
   const value = await during();
   scraper.send('stop');
