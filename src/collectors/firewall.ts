@@ -85,6 +85,24 @@ function chooseIps(
 }
 
 /**
+ * A dedicated server's history without events leaves its series as they are when the previous one was a
+ * success without events too and the exposed IPs would be the same: its known IPs, in order, at 0.
+ */
+function quietAsBefore(previous: ServiceSeries, { limits, knownIps = [] }: HistoryContext): boolean {
+  if (!previous.up || previous.seenIds.size > 0) return false;
+  const exposed = previous.counts.entries();
+  let size = 0;
+  for (const ip of knownIps) {
+    if (isIP(ip) === 0) continue;
+    if (size >= limits.maxIpsPerService) break;
+    const next = exposed.next();
+    if (next.done || next.value[0] !== ip || next.value[1] !== 0) return false;
+    size++;
+  }
+  return size === previous.counts.size;
+}
+
+/**
  * Applies a successful history. Events whose `ip` is not an IP address, or whose IP is beyond the
  * service's cap, still belong to the history (deduplication, the return value) but create no series;
  * each distinct one is counted in `firewallEventsDropped`. IPs of dedicated servers that are neither known
@@ -100,9 +118,18 @@ export function collectFirewallHistory(
 ): number {
   const key = FirewallSeriesState.key(ref);
   const previous = state.services.get(key);
+  const retained = ref.serviceType !== 'dedicated';
+  if (previous && !retained && events.length === 0 && quietAsBefore(previous, context)) {
+    // Most polls of most servers: no events, before and now. Only the time of the last success moves.
+    state.restored.delete(key);
+    metrics.firewallHistoryLastSuccess.set(
+      { service_type: ref.serviceType, service_id: ref.serviceId },
+      context.now / 1000,
+    );
+    return 0;
+  }
   const counted = previous?.seenIds ?? state.restored.get(key);
   state.restored.delete(key);
-  const retained = ref.serviceType !== 'dedicated';
   const perIp = new Map<string, number>();
   const seenIds = new Set<string>();
   const fresh: FirewallEvent[] = [];

@@ -1,9 +1,11 @@
 /**
  * The server-list collector: a decoded server list and the previous inventory in; it updates the server
- * series of the registry and returns the new inventory, and does no I/O. Servers that disappeared are reported so that their firewall and graph
+ * series of the registry and returns the new inventory, and does no I/O (it yields to the event loop between
+ * slices of a long list). Servers that disappeared are reported so that their firewall and graph
  * series are removed too, never left stale.
  */
 import type { Metrics } from '../metrics/definitions.js';
+import { CLOCK_EVERY, Slices } from '../slices.js';
 import type { ServerList, ServerRecord } from '../upstream/decode.js';
 
 /** The latest server list, keyed by server id. */
@@ -22,16 +24,28 @@ function infoLabels(server: ServerRecord) {
   };
 }
 
+/** The fields that are labels of `baremetal_server_info`. */
+const INFO_FIELDS = ['serverId', 'hostname', 'ip', 'os', 'processor', 'memory', 'location', 'status'] as const;
+
+/** The server's series are as they were: same info labels, same number of IPs. */
+function unchanged(old: ServerRecord, server: ServerRecord): boolean {
+  for (const field of INFO_FIELDS) if (old[field] !== server[field]) return false;
+  return old.ips.length === server.ips.length;
+}
+
 /**
- * Applies a server list to the metrics. Returns the new inventory and the ids of servers that were in
- * `previous` but are gone now.
+ * Applies a server list to the metrics, in slices with yields to the event loop (the first list of 50,000
+ * servers sets 100,000 series). Returns the new inventory and the ids of servers that were in `previous`
+ * but are gone now.
  */
-export function collectServerList(
+export async function collectServerList(
   list: ServerList,
   previous: Inventory,
   metrics: Metrics,
-): { inventory: Inventory; removed: string[] } {
-  const inventory: Inventory = new Map(list.servers.map((s) => [s.serverId, s]));
+): Promise<{ inventory: Inventory; removed: string[] }> {
+  const slices = new Slices();
+  const inventory: Inventory = new Map();
+  for (const server of list.servers) inventory.set(server.serverId, server);
   const removed: string[] = [];
   for (const [id, old] of previous) {
     if (!inventory.has(id)) {
@@ -41,19 +55,16 @@ export function collectServerList(
     }
   }
   // Only new or changed servers touch prom-client: at 10,000 servers an unchanged list costs no label hashing.
-  for (const server of list.servers) {
+  for (let i = 0; i < list.servers.length; i++) {
+    const server = list.servers[i]!;
     const old = previous.get(server.serverId);
-    const labels = infoLabels(server);
-    if (old && sameLabels(infoLabels(old), labels) && old.ips.length === server.ips.length) continue;
+    if (old && unchanged(old, server)) continue;
     if (old) metrics.serverInfo.remove(infoLabels(old));
-    metrics.serverInfo.set(labels, 1);
+    metrics.serverInfo.set(infoLabels(server), 1);
     metrics.serverIps.set({ server_id: server.serverId }, server.ips.length);
+    if (i % CLOCK_EVERY === CLOCK_EVERY - 1) await slices.next();
   }
   metrics.servers.set(list.servers.length);
   metrics.serverRecordsSkipped.set(list.skipped);
   return { inventory, removed };
-}
-
-function sameLabels(a: ReturnType<typeof infoLabels>, b: ReturnType<typeof infoLabels>): boolean {
-  return (Object.keys(a) as Array<keyof typeof a>).every((k) => a[k] === b[k]);
 }

@@ -7,6 +7,7 @@
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { Registry } from 'prom-client';
+import { CLOCK_EVERY, Slices } from '../slices.js';
 
 const gzipAsync = promisify(gzip);
 const SEPARATOR = Buffer.from('\n\n');
@@ -35,21 +36,124 @@ export interface Exposition {
 
 /** What prom-client's renderer reads of a metric (`Registry.getMetricsAsString`, untyped in its .d.ts). */
 type Renderer = { getMetricsAsString(metric: { get(): Promise<unknown> }): Promise<string> };
-type Collected = { name: string; type: string };
+/** One sample of a collected metric, as prom-client's `get()`/`getForPromString()` return it. */
+interface Sample {
+  labels?: Record<string, unknown>;
+  /** a histogram's series labels, shared by its buckets */
+  sharedLabels?: Record<string, unknown>;
+  value: number;
+  metricName?: string;
+  exemplar?: unknown;
+}
+type Collected = { name: string; help: string; type: string; values?: Sample[] };
+
+const escapeString = (text: string): string =>
+  text.includes('\\') || text.includes('\n') ? text.replace(/\\/g, '\\\\').replace(/\n/g, '\\n') : text;
+const NEEDS_ESCAPE = /[\\\n"]/;
+/** prom-client's `escapeLabelValue`: non-strings as they are; most values need no escaping and skip the replaces. */
+function escapeLabelValue(value: unknown): unknown {
+  if (typeof value !== 'string' || !NEEDS_ESCAPE.test(value)) return value;
+  return escapeString(value).replace(/"/g, '\\"');
+}
+function formatLabels(labels: Record<string, unknown>, exclude?: Record<string, unknown>): string[] {
+  const formatted: string[] = [];
+  for (const name of Object.keys(labels))
+    if (!exclude || !Object.hasOwn(exclude, name)) formatted.push(`${name}="${escapeLabelValue(labels[name])}"`);
+  return formatted;
+}
+/** prom-client's `getValueAsString`. */
+function valueText(value: number): string {
+  if (Number.isNaN(value)) return 'Nan';
+  if (!Number.isFinite(value)) return value < 0 ? '-Inf' : '+Inf';
+  return `${value}`;
+}
 
 /**
- * Renders both formats with prom-client from one collection of each metric, so they show the same values.
- * prom-client's own OpenMetrics mode renames counters in place (`metric.name` loses `_total`), so the
- * OpenMetrics renderer is given a view of the collected data with the family name instead.
+ * The `{…}` of a sample, as prom-client writes it. Cached by label object: prom-client keeps one object per
+ * series (a counter for its life, a gauge until its next `set`), so an unchanged series is formatted once,
+ * not at every rendering. A histogram's bucket labels are new objects each time; its shared part is cached.
  */
-async function renderMetric(metric: object, text: Renderer, om: Renderer): Promise<[string, string]> {
+function labelText(sample: Sample, cache: WeakMap<object, string>): string {
+  const labels = sample.labels ?? {};
+  const shared = sample.sharedLabels;
+  if (shared === undefined || Object.keys(shared).length === 0) {
+    let text = cache.get(labels);
+    if (text === undefined) {
+      const parts = formatLabels(labels);
+      // Joined, not concatenated: a flat string. `{${…}}` would keep a rope of three strings per series.
+      text = parts.length > 0 ? ['{', parts.join(','), '}'].join('') : '';
+      cache.set(labels, text);
+    }
+    return text;
+  }
+  let flat = cache.get(shared);
+  if (flat === undefined) {
+    flat = formatLabels(shared).join(',');
+    cache.set(shared, flat);
+  }
+  const parts = [...formatLabels(labels, shared), flat].filter(Boolean);
+  return parts.length > 0 ? `{${parts.join(',')}}` : '';
+}
+
+/** Sample text kept as a string at most this long before it is encoded: no multi-MB strings per rendering. */
+const CHUNK_CHARS = 64 * 1024;
+
+/** One metric in both formats: its header in each, then sample lines as encoded chunks. */
+interface RenderedMetric {
+  text: Buffer[];
+  openMetrics: Buffer[];
+}
+
+/**
+ * Renders one metric in both formats, byte for byte what prom-client's `getMetricsAsString` writes for each
+ * (a unit test compares them), from one collection so both show the same values, and in slices of
+ * SLICE_MS. OpenMetrics names a counter family without `_total` and its samples with it; every other
+ * sample line is the same in both formats, so it is built and encoded once, in chunks of CHUNK_CHARS that
+ * both bodies share. A metric with exemplars goes through prom-client itself.
+ */
+async function renderMetric(metric: object, cache: WeakMap<object, string>, slices: Slices): Promise<RenderedMetric> {
   const source = metric as unknown as { get(): Promise<Collected>; getForPromString?: () => Promise<Collected> };
   const data = await (source.getForPromString ? source.getForPromString() : source.get());
-  const family = data.type === 'counter' ? { ...data, name: data.name.replace(/_total$/, '') } : data;
-  return [
-    await text.getMetricsAsString({ get: async () => data }),
-    await om.getMetricsAsString({ get: async () => family }),
-  ];
+  const counter = data.type === 'counter';
+  const family = counter ? { ...data, name: data.name.replace(/_total$/, '') } : data;
+  const values = data.values ?? [];
+  if (values.some((sample) => sample.exemplar)) {
+    const text = new Registry() as unknown as Renderer;
+    const om = new Registry() as unknown as Renderer & { setContentType(type: string): void };
+    om.setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
+    return {
+      text: [Buffer.from(await text.getMetricsAsString({ get: async () => data }))],
+      openMetrics: [Buffer.from(await om.getMetricsAsString({ get: async () => family }))],
+    };
+  }
+  const name = escapeString(data.name);
+  const familyName = escapeString(family.name);
+  const help = escapeString(data.help);
+  const line = (sample: Sample, sampleName: string) =>
+    `\n${sampleName}${labelText(sample, cache)} ${valueText(sample.value)}`;
+  /** the OpenMetrics name of a sample; the same as the text one but for a counter not named `…_total` */
+  const omName = (sample: Sample) =>
+    counter ? `${sample.metricName ?? familyName}_total` : (sample.metricName ?? name);
+  const chunks: Buffer[] = [];
+  let pending = '';
+  let apart = false;
+  for (let i = 0; i < values.length; i++) {
+    const sample = values[i]!;
+    const textName = sample.metricName ?? name;
+    pending += line(sample, textName);
+    if (omName(sample) !== textName) apart = true;
+    if (pending.length >= CHUNK_CHARS) {
+      chunks.push(Buffer.from(pending));
+      pending = '';
+    }
+    if (i % CLOCK_EVERY === CLOCK_EVERY - 1) await slices.next();
+  }
+  if (pending) chunks.push(Buffer.from(pending));
+  const text = [Buffer.from(`# HELP ${name} ${help}\n# TYPE ${name} ${data.type}`), ...chunks];
+  const omHead = Buffer.from(`# HELP ${familyName} ${help}\n# TYPE ${familyName} ${data.type}`);
+  if (!apart) return { text, openMetrics: [omHead, ...chunks] };
+  // Rare (no such metric here): the OpenMetrics lines apart.
+  return { text, openMetrics: [omHead, Buffer.from(values.map((sample) => line(sample, omName(sample))).join(''))] };
 }
 
 export interface ExpositionCacheOptions {
@@ -67,6 +171,8 @@ export class ExpositionCache {
   #rendering: Promise<Exposition> | undefined;
   #soon: NodeJS.Timeout | undefined;
   #timer: NodeJS.Timeout | undefined;
+  /** formatted label sets by prom-client's label object (see labelText) */
+  readonly #labels = new WeakMap<object, string>();
   readonly #options: ExpositionCacheOptions;
 
   constructor(options: ExpositionCacheOptions) {
@@ -109,19 +215,17 @@ export class ExpositionCache {
       const now = (this.#options.now ?? Date.now)();
       this.#options.beforeRender?.(now);
       const { registry } = this.#options;
-      const text = new Registry() as unknown as Renderer;
-      const om = new Registry() as unknown as Renderer & { setContentType(type: string): void };
-      om.setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
-      // One metric at a time, yielding between them: the event loop is blocked for the largest metric, not
-      // for all ~100k series, and each metric's garbage dies young. Same bytes as registry.metrics().
+      // In slices of SLICE_MS with a yield between them (also inside a metric of many series), so a
+      // scrape or a poll reply waits for one slice at most. Same bytes as registry.metrics().
+      const slices = new Slices();
       const parts: Buffer[] = [];
       const omParts: Buffer[] = [];
       for (const metric of registry.getMetricsAsArray()) {
         if (parts.length > 0) parts.push(SEPARATOR);
-        const [plain, openMetrics] = await renderMetric(metric, text, om);
-        parts.push(Buffer.from(plain));
-        omParts.push(Buffer.from(openMetrics), NEWLINE);
-        await new Promise<void>((resolve) => setImmediate(resolve));
+        const rendered = await renderMetric(metric, this.#labels, slices);
+        parts.push(...rendered.text);
+        omParts.push(...rendered.openMetrics, NEWLINE);
+        await slices.next();
       }
       parts.push(NEWLINE);
       omParts.push(EOF);

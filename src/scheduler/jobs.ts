@@ -237,7 +237,7 @@ export class PollJobs implements TargetDirectory {
   async pollServers(signal: AbortSignal = new AbortController().signal): Promise<WorkResult> {
     const { client, metrics, graphStore } = this.#deps;
     const list = await abortable(listServers(client, signal), signal);
-    const { inventory, removed } = collectServerList(list, this.inventory, metrics);
+    const { inventory, removed } = await collectServerList(list, this.inventory, metrics);
     const first = !this.serversKnown;
     this.inventory = inventory;
     this.serversKnown = true;

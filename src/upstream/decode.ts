@@ -8,6 +8,7 @@
 import { createHash } from 'node:crypto';
 import validator from 'validator';
 import { ApiError, InvalidReplyError, type UpstreamContext } from '../errors.js';
+import { CLOCK_EVERY, Slices } from '../slices.js';
 
 /** A dedicated server as far as the exporter needs it; every string may be empty. */
 export interface ServerRecord {
@@ -115,10 +116,11 @@ export interface ServerList {
 }
 
 /**
- * Decodes the list-all reply: an array of records, an object wrapping one (`servers`, `data`, `result`),
- * or an object keyed by server id. Throws InvalidReplyError for anything else.
+ * The records of a list-all reply, not yet decoded: an array of records, an object wrapping one (`servers`,
+ * `data`, `result`), or an object keyed by server id (the key is the fallback id). Throws InvalidReplyError
+ * for anything else: this is the part of decoding that can fail the call.
  */
-export function decodeServerList(reply: unknown, ctx: UpstreamContext): ServerList {
+export function serverListEntries(reply: unknown, ctx: UpstreamContext): Array<[string, unknown]> {
   let entries: Array<[string, unknown]>;
   if (Array.isArray(reply)) entries = reply.map((r) => ['', r]);
   else if (isObject(reply)) {
@@ -129,18 +131,44 @@ export function decodeServerList(reply: unknown, ctx: UpstreamContext): ServerLi
       throw new InvalidReplyError(ctx, 'server list is neither an array nor a map of records', excerpt(reply));
     }
   } else throw new InvalidReplyError(ctx, 'server list is neither an array nor a map of records', excerpt(reply));
-  const servers: ServerRecord[] = [];
-  const seen = new Set<string>();
-  let skipped = 0;
-  for (const [key, value] of entries) {
+  return entries;
+}
+
+/** Collects decoded records: the first of each id is kept, records without an id or repeated are skipped. */
+class ServerListBuilder {
+  readonly servers: ServerRecord[] = [];
+  readonly #seen = new Set<string>();
+  skipped = 0;
+
+  add([key, value]: [string, unknown]): void {
     const server = decodeServerRecord(value, key);
-    if (!server || seen.has(server.serverId)) skipped++;
+    if (!server || this.#seen.has(server.serverId)) this.skipped++;
     else {
-      seen.add(server.serverId);
-      servers.push(server);
+      this.#seen.add(server.serverId);
+      this.servers.push(server);
     }
   }
-  return { servers, skipped };
+}
+
+/** Decodes the list-all reply (see `serverListEntries`) at once. Throws InvalidReplyError. */
+export function decodeServerList(reply: unknown, ctx: UpstreamContext): ServerList {
+  const list = new ServerListBuilder();
+  for (const entry of serverListEntries(reply, ctx)) list.add(entry);
+  return { servers: list.servers, skipped: list.skipped };
+}
+
+/**
+ * Decodes the records of a list-all reply in slices with yields to the event loop (50,000 records take
+ * hundreds of milliseconds). Never throws: an unusable record is skipped and counted.
+ */
+export async function decodeServerEntries(entries: ReadonlyArray<[string, unknown]>): Promise<ServerList> {
+  const list = new ServerListBuilder();
+  const slices = new Slices();
+  for (let i = 0; i < entries.length; i++) {
+    list.add(entries[i]!);
+    if (i % CLOCK_EVERY === CLOCK_EVERY - 1) await slices.next();
+  }
+  return { servers: list.servers, skipped: list.skipped };
 }
 
 /** Decodes a get-one reply. Throws InvalidReplyError when no record with an id is found. */

@@ -10,7 +10,8 @@ import {
   decodeGraph,
   decodeOperatingSystems,
   decodeServer,
-  decodeServerList,
+  serverListEntries,
+  decodeServerEntries,
   type ActionResult,
   type OperatingSystem,
   type ServerList,
@@ -30,10 +31,13 @@ import {
 
 const DEDICATED = '/api/v1/dedicated';
 
-/** Lists every dedicated server (contract §4, rule 1: no `server_id`). `signal` cancels the request. */
+/**
+ * Lists every dedicated server (contract §4, rule 1: no `server_id`). `signal` cancels the request. The
+ * reply's shape is checked within the request; its records are decoded after it, in slices.
+ */
 export async function listServers(client: UpstreamClient, signal?: AbortSignal): Promise<ServerList> {
   const req = { operation: 'list_servers', path: DEDICATED, body: {}, read: true, ...(signal ? { signal } : {}) };
-  return client.json(req, decodeServerList);
+  return decodeServerEntries(await client.json(req, serverListEntries));
 }
 
 /** Fetches one server's record (contract §4, rule 1: with `server_id`). */

@@ -62,6 +62,21 @@ export class RequestBudget {
     return { write: this.#queues.write.length, read: this.#queues.read.length };
   }
 
+  /**
+   * Takes a token now if one is available and nobody of the same or a higher priority waits (a write never
+   * waits behind reads); false otherwise, and the caller then waits with `take`. The common case of a
+   * budget that is not exhausted costs no promise, queue entry or abort listener.
+   */
+  tryTake(priority: BudgetPriority): boolean {
+    if (this.#queues.write.length > 0 || (priority === 'read' && this.#queues.read.length > 0)) return false;
+    const now = this.#now();
+    if (now < this.#pausedUntil) return false;
+    this.#refill(now);
+    if (this.#tokens < 1) return false;
+    this.#tokens -= 1;
+    return true;
+  }
+
   /** Resolves when a token is granted; rejects with the signal's reason when it aborts first. */
   take(priority: BudgetPriority, signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason);
@@ -93,10 +108,7 @@ export class RequestBudget {
 
   #drain(): void {
     const now = this.#now();
-    if (now >= this.#pausedUntil && now > this.#refilledAt) {
-      this.#tokens = Math.min(this.burst, this.#tokens + ((now - this.#refilledAt) * this.ratePerSecond) / 1000);
-      this.#refilledAt = now;
-    }
+    if (now >= this.#pausedUntil) this.#refill(now);
     while (now >= this.#pausedUntil && this.#tokens >= 1) {
       const waiter = this.#queues.write.shift() ?? this.#queues.read.shift();
       if (!waiter) break;
@@ -105,6 +117,13 @@ export class RequestBudget {
       waiter.resolve();
     }
     this.#schedule(now);
+  }
+
+  /** Adds the tokens earned since the last refill (outside a pause). */
+  #refill(now: number): void {
+    if (now <= this.#refilledAt) return;
+    this.#tokens = Math.min(this.burst, this.#tokens + ((now - this.#refilledAt) * this.ratePerSecond) / 1000);
+    this.#refilledAt = now;
   }
 
   /** One timer at most: wakes up when the next token (or the end of a pause) is due. */

@@ -21,6 +21,30 @@ const LIMITS = { maxIpsPerService: 1024, ipRetentionMs: 24 * 3600_000 };
 const ctx = (knownIps: string[] = [], now = 0) => ({ limits: LIMITS, now, knownIps });
 
 describe('firewall collector', () => {
+  // The second history has no events, like the first: series stay unless the known IPs changed.
+  it.each([
+    { name: 'same known IPs', before: ['192.0.2.1', '192.0.2.2'], after: ['192.0.2.1', '192.0.2.2'] },
+    { name: 'one known IP more', before: ['192.0.2.1'], after: ['192.0.2.1', '192.0.2.2'] },
+    { name: 'one known IP fewer', before: ['192.0.2.1', '192.0.2.2'], after: ['192.0.2.2'] },
+    { name: 'the same IPs reordered', before: ['192.0.2.1', '192.0.2.2'], after: ['192.0.2.2', '192.0.2.1'] },
+    { name: 'an invalid known IP ignored', before: ['192.0.2.1'], after: ['not-an-ip', '192.0.2.1'] },
+  ])('a quiet history after a quiet one exposes exactly the known IPs at 0: $name', async ({ before, after }) => {
+    const { registry, metrics } = freshMetrics();
+    const state = new FirewallSeriesState();
+    collectFirewallHistory(state, metrics, server, [], ctx(before, 1000));
+    expect(collectFirewallHistory(state, metrics, server, [], ctx(after, 2000))).toBe(0);
+    const valid = after.filter((ip) => ip !== 'not-an-ip');
+    const exposed = await seriesOf(registry, 'baremetal_firewall_attack_events_last_hour');
+    expect(exposed.map((labels) => labels.ip).sort()).toEqual([...valid].sort());
+    expect([...state.services.get('dedicated/1')!.counts.keys()].sort()).toEqual([...valid].sort());
+    expect(
+      await seriesValue(registry, 'baremetal_firewall_history_last_success_timestamp_seconds', {
+        service_type: 'dedicated',
+        service_id: '1',
+      }),
+    ).toBe(2);
+  });
+
   it('counts events per IP in the latest history and exposes known IPs with 0', async () => {
     const { registry, metrics } = freshMetrics();
     collectFirewallHistory(

@@ -9,7 +9,7 @@ const list = (...records: object[]) => decodeServerList(records, ctx);
 describe('server-list collector', () => {
   it('exposes the server count and one info series per server, empty labels for missing fields', async () => {
     const { registry, metrics } = freshMetrics();
-    collectServerList(
+    await collectServerList(
       list({ server_id: '1', hostname: 'a', IP: '192.0.2.1', OS: 'Debian 12' }, { server_id: '2' }),
       new Map(),
       metrics,
@@ -32,8 +32,8 @@ describe('server-list collector', () => {
 
   it('removes the series of servers that disappeared and reports them', async () => {
     const { registry, metrics } = freshMetrics();
-    const first = collectServerList(list({ server_id: '1' }, { server_id: '2' }), new Map(), metrics);
-    const second = collectServerList(list({ server_id: '2' }), first.inventory, metrics);
+    const first = await collectServerList(list({ server_id: '1' }, { server_id: '2' }), new Map(), metrics);
+    const second = await collectServerList(list({ server_id: '2' }), first.inventory, metrics);
     expect(second.removed).toEqual(['1']);
     expect((await seriesOf(registry, 'baremetal_server_info')).map((l) => l.server_id)).toEqual(['2']);
     expect((await seriesOf(registry, 'baremetal_server_ips')).map((l) => l.server_id)).toEqual(['2']);
@@ -42,8 +42,8 @@ describe('server-list collector', () => {
 
   it('replaces the info series when a label changes, leaving no stale copy', async () => {
     const { registry, metrics } = freshMetrics();
-    const first = collectServerList(list({ server_id: '1', status: 'online' }), new Map(), metrics);
-    collectServerList(list({ server_id: '1', status: 'offline' }), first.inventory, metrics);
+    const first = await collectServerList(list({ server_id: '1', status: 'online' }), new Map(), metrics);
+    await collectServerList(list({ server_id: '1', status: 'offline' }), first.inventory, metrics);
     expect((await seriesOf(registry, 'baremetal_server_info')).map((l) => l.status)).toEqual(['offline']);
   });
 });

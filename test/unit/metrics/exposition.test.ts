@@ -1,7 +1,26 @@
-import { Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { createMetrics } from '../../../src/metrics/definitions.js';
 import { ExpositionCache } from '../../../src/metrics/exposition.js';
+
+/** Label values prom-client must escape or write as they are. */
+const AWKWARD = ['plain', 'quote " in it', 'back\\slash', 'new\nline', '', 'ünïcode ✓', 'all \\ " \n three'];
+
+/** Builds the same metrics with the same values on `registry`: one for us, one for each prom-client reference. */
+function populate(registry: Registry, series: number): void {
+  const registers = [registry];
+  const gauge = new Gauge({ name: 'g', help: 'help with \\ and\nnewline', labelNames: ['a', 'b'], registers });
+  const counter = new Counter({ name: 'c_total', help: 'c', labelNames: ['a'], registers });
+  const bare = new Counter({ name: 'bare', help: 'a counter not named _total', registers });
+  const histogram = new Histogram({ name: 'h', help: 'h', labelNames: ['a'], buckets: [0.1, 1], registers });
+  new Gauge({ name: 'empty', help: 'no series', labelNames: ['a'], registers });
+  for (let i = 0; i < series; i++) gauge.set({ a: AWKWARD[i % AWKWARD.length]!, b: String(i) }, i / 7);
+  for (const [i, value] of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, -0.5, 1e21].entries())
+    gauge.set({ a: 'special', b: String(i) }, value);
+  for (const a of AWKWARD) counter.inc({ a }, 2);
+  bare.inc(3);
+  for (const a of AWKWARD.slice(0, 3)) histogram.observe({ a }, 0.5);
+}
 
 describe('exposition cache', () => {
   it('renders exactly the bytes prom-client renders, with the rendering time set', async () => {
@@ -26,6 +45,26 @@ describe('exposition cache', () => {
     expect(exposition.body.toString()).toContain('\nbaremetal_metrics_rendered_timestamp_seconds 1700000000\n');
     expect(exposition.body.toString().endsWith('\n')).toBe(true);
     expect(exposition.renderedAt).toBe(1_700_000_000_000);
+  });
+
+  // 3,000 series: more than one slice of samples between two looks at the clock.
+  it.each([
+    { name: 'a few series', series: 7 },
+    { name: 'many series', series: 3000 },
+  ])('renders both formats as prom-client does, twice in a row: $name', async ({ series }) => {
+    const ours = new Registry();
+    populate(ours, series);
+    const text = new Registry();
+    populate(text, series);
+    const om = new Registry<typeof Registry.OPENMETRICS_CONTENT_TYPE>();
+    om.setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
+    populate(om as unknown as Registry, series);
+    const cache = new ExpositionCache({ registry: ours });
+    for (let rendering = 0; rendering < 2; rendering++) {
+      const exposition = await cache.render();
+      expect(exposition.body.toString()).toBe(await text.metrics());
+      expect(exposition.openMetrics.toString()).toBe(await om.metrics());
+    }
   });
 
   it('serves the last rendering until the next one, and renders once at first use', async () => {

@@ -6,7 +6,9 @@ import {
   decodeLocations,
   decodeOperatingSystems,
   decodeServer,
+  decodeServerEntries,
   decodeServerList,
+  serverListEntries,
 } from '../../../src/upstream/decode.js';
 
 const ctx = { operation: 'op', path: '/api/v1/x', status: 200 };
@@ -92,6 +94,19 @@ describe('server lists', () => {
   it('skips records without an id and duplicates, counting them', () => {
     const list = decodeServerList([{ server_id: '1' }, { hostname: 'no id' }, 'text', { server_id: '1' }], ctx);
     expect(list).toMatchObject({ skipped: 3, servers: [{ serverId: '1' }] });
+  });
+
+  it.each([
+    { name: 'four records', count: 4 },
+    { name: '5,000 records: many slices', count: 5000 },
+  ])('decodes the same list in slices as at once: $name', async ({ count }) => {
+    // Every 7th record has no id, every 11th repeats the one before.
+    const reply = Array.from({ length: count }, (_, i) =>
+      i % 7 === 3 ? { hostname: 'no id' } : { server_id: String(i % 11 === 5 ? i - 1 : i), IP: '192.0.2.1' },
+    );
+    const sliced = await decodeServerEntries(serverListEntries(reply, ctx));
+    expect(sliced).toEqual(decodeServerList(reply, ctx));
+    expect(sliced.skipped).toBeGreaterThan(0);
   });
 
   it.each([

@@ -124,6 +124,49 @@ describe('RequestBudget', () => {
     expect(budget.waiting).toEqual({ write: 0, read: 0 });
   });
 
+  it.each([
+    { name: 'a token available, nobody waiting', priority: 'read' as const, waiting: [], pausedFor: 0, expected: true },
+    { name: 'the bucket empty', priority: 'read' as const, waiting: [], spent: 2, pausedFor: 0, expected: false },
+    {
+      name: 'a read already waiting (no overtaking)',
+      priority: 'read' as const,
+      waiting: ['read'],
+      spent: 2,
+      pausedFor: 0,
+      expected: false,
+    },
+    {
+      name: 'a write waiting: a read does not go first',
+      priority: 'read' as const,
+      waiting: ['write'],
+      spent: 2,
+      pausedFor: 0,
+      expected: false,
+    },
+    { name: 'during a pause', priority: 'write' as const, waiting: [], pausedFor: 1000, expected: false },
+  ] as Array<{
+    name: string;
+    priority: BudgetPriority;
+    waiting: BudgetPriority[];
+    spent?: number;
+    pausedFor: number;
+    expected: boolean;
+  }>)(
+    'tryTake grants a token at once only when take would: $name',
+    async ({ priority, waiting, spent = 0, pausedFor, expected }) => {
+      const clock = fakeClock();
+      const budget = new RequestBudget({ ratePerSecond: 10, burst: 2, now: clock.now, setTimer: clock.setTimer });
+      for (let i = 0; i < spent; i++) expect(budget.tryTake('read')).toBe(true);
+      const granted: string[] = [];
+      for (const p of waiting) takeAll(budget, clock, granted, p, 1);
+      if (pausedFor > 0) budget.pauseFor(pausedFor);
+      expect(budget.tryTake(priority)).toBe(expected);
+      // A granted token is spent: the waiters' turns come at the rate, as before.
+      await clock.advance(100 * (waiting.length + 1));
+      expect(granted).toEqual(waiting.map((p, i) => `${p}0@${100 * (i + 1)}`));
+    },
+  );
+
   it.each([0, -1, Number.NaN])('refuses a rate of %s', (rate) => {
     expect(() => new RequestBudget({ ratePerSecond: rate })).toThrow(RangeError);
   });

@@ -1,0 +1,57 @@
+/** What bench/run.ts and bench/size.ts share: the options of a size, a row, the result of a size. */
+
+/** The options of one size (bench/size.ts), which run.ts passes on to each size's process. */
+export const SIZE_OPTIONS = {
+  servers: { type: 'string', default: '10000' },
+  ips: { type: 'string', default: '2' },
+  latency: { type: 'string', default: '5' },
+  concurrency: { type: 'string', default: '16' },
+  scrapes: { type: 'string', default: '300' },
+  flood: { type: 'string', default: '16' },
+  budget: { type: 'string', default: '200' },
+  'budget-servers': { type: 'string', default: '2000' },
+} as const;
+
+/** A bench row: what, the figure, what it is compared with, the target and whether higher is worse. */
+export interface Row {
+  what: string;
+  measured: number;
+  unit: string;
+  reference: string;
+  target: number;
+  /** the lowest passing figure, when there is one */
+  min?: number;
+  rule: string;
+}
+
+/** What bench/size.ts prints. */
+export interface SizeResult {
+  servers: number;
+  series: number;
+  requests: number;
+  outcomes: string[];
+  coldMs: number;
+  warmMs: number;
+  floorMs: number;
+  /** main-thread CPU of the first and steady cycle and of the floor loop, ms */
+  cpuColdMs: number;
+  cpuWarmMs: number;
+  floorCpuMs: number;
+  rssMb: number;
+  rssSteadyMb: number;
+  heapMb: number;
+  heapPerServerKb: number;
+  blockMaxMs: number;
+  delayMaxMs: number;
+  delayP99Ms: number;
+  expositionBytes: number;
+  gzipBytes: number;
+  scrapeIdleP50: number;
+  scrapeIdleP99: number;
+  scrapeDuringP50: number;
+  scrapeDuringP99: number;
+  scrapesDuring: number;
+  staticP50: number;
+  staticP99: number;
+  rows: Row[];
+}

@@ -1,0 +1,449 @@
+/**
+ * One size of `npm run bench`, in a process of its own (so that its RSS and heap are this size's alone; run.ts
+ * starts one per `--servers` value): the simulator with `--servers` servers in a child process, the daemon in
+ * this one, driven by hand. Measures a first and a steady `servers` + `firewall` cycle (event-loop delay, and
+ * /metrics latency from another process while it runs, 4 scrapes a second), the bare-undici floor in between, RSS after the
+ * first cycle, the live heap per server after a full GC, the exposition's size plain and gzipped, and
+ * /metrics idle against fastify serving the same bytes from a static buffer. With `--extras`, also the rows
+ * that need one daemon only: /metrics under a flood of wrong credentials, the request budget, two accounts.
+ * Prints one JSON line (`SizeResult`) last.
+ *
+ *   node --max-semi-space-size=8 --expose-gc bench/size.ts --servers 10000 [--extras]
+ */
+import { type ChildProcess, fork, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import Fastify from 'fastify';
+import bcrypt from 'bcryptjs';
+import { Agent, request } from 'undici';
+import { buildApp } from '../dist/app.js';
+import { buildConfig } from '../dist/config/load.js';
+import { BcryptPool } from '../dist/http/bcrypt-pool.js';
+import { startDaemon } from '../dist/daemon.js';
+import { createLogger } from '../dist/logger.js';
+import { startSimulator } from '../dist/simulator/server.js';
+import { type Row, SIZE_OPTIONS } from './options.ts';
+
+const { values } = parseArgs({ options: { ...SIZE_OPTIONS, extras: { type: 'boolean', default: false } } });
+const servers = Number(values.servers);
+const latencyMs = Number(values.latency);
+const concurrency = Number(values.concurrency);
+const scrapes = Number(values.scrapes);
+const gc = (globalThis as { gc?: () => void }).gc;
+if (!gc) throw new Error('bench/size.ts needs --expose-gc (run.ts passes it)');
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
+}
+
+// The simulator, in its own process (its CPU is not the daemon's).
+async function spawnSimulator(count: number, apiKey: string): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(
+    process.execPath,
+    [
+      'dist/main.js',
+      'simulate',
+      '--port',
+      '0',
+      '--servers',
+      String(count),
+      '--ips-per-server',
+      values.ips!,
+      '--latency',
+      String(latencyMs),
+      '--colocations',
+      '0',
+      '--transits',
+      '0',
+      '--api-key',
+      apiKey,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  let output = '';
+  child.stdout!.on('data', (d) => {
+    output += String(d);
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`simulator did not start: ${output}`)), 60_000);
+    child.stdout!.on('data', () => {
+      const match = /listening on (\S+)/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    });
+  });
+  return { child, url };
+}
+const { child: sim, url: simUrl } = await spawnSimulator(servers, 'bench-key');
+
+// The scraper (bench/scraper.ts), in its own process like Prometheus.
+const scraper = fork(new URL('./scraper.ts', import.meta.url), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+const next = <T>() => once(scraper, 'message').then(([message]) => message as T);
+await next<'ready'>();
+/** `count` scrapes of `url`, one at a time; the latencies sorted, in ms. */
+async function scrapeTimes(url: string, count: number): Promise<number[]> {
+  scraper.send({ url, count });
+  return (await next<number[]>()).sort((a, b) => a - b);
+}
+/**
+ * Scrapes `url` while `during` runs, one scrape every SCRAPE_EVERY_MS: a scraper's pace, not back to back (a
+ * 10 MB exposition served without a pause would cost the daemon more CPU than its polls).
+ */
+const SCRAPE_EVERY_MS = 250;
+async function scrapeDuring<T>(url: string, during: () => Promise<T>): Promise<{ value: T; times: number[] }> {
+  scraper.send({ url, everyMs: SCRAPE_EVERY_MS });
+  await next<'started'>();
+  const value = await during();
+  scraper.send('stop');
+  return { value, times: (await next<number[]>()).sort((a, b) => a - b) };
+}
+
+// The daemon, in this process, driven by hand.
+const stateDir = mkdtempSync(join(tmpdir(), 'bmx-bench-'));
+const config = buildConfig(
+  {
+    upstream: { base_url: simUrl, concurrency, timeout: '30s', max_requests_per_second: 10000 },
+    // A firewall run's deadline is its period: every 10 minutes, so that 50,000 servers on a busy machine
+    // are all polled in one run (the bench drives the runs by hand; the schedule only sets the deadline).
+    schedules: { firewall: '0 */10 * * * *' },
+    web: { listen_address: '127.0.0.1:0' },
+    state_dir: stateDir,
+  },
+  { BAREMETAL_API_KEY: 'bench-key' },
+);
+const daemon = await startDaemon(config, { logger: createLogger('error'), schedule: false, initialPolls: false });
+const metricsUrl = `${daemon.url}/metrics`;
+gc();
+const heapBefore = process.memoryUsage().heapUsed;
+
+/** CPU time of this thread (the event loop's), ms: unlike wall time, what other processes do moves it little. */
+function threadCpuMs(): number {
+  const { user, system } = process.threadCpuUsage();
+  return (user + system) / 1000;
+}
+
+/**
+ * The event loop while `during` runs. Its delay (monitorEventLoopDelay) is wall time: on a shared machine it
+ * also counts the time the OS gave the CPU to other processes. A block is measured as this thread's CPU
+ * time between two ticks of a 5 ms timer (process.threadCpuUsage): what the loop itself spent before it
+ * could come back to its timers, whatever the neighbours do.
+ */
+async function watchLoop<T>(during: () => Promise<T>) {
+  const delay = monitorEventLoopDelay({ resolution: 5 });
+  delay.enable();
+  let last = threadCpuMs();
+  let blockMaxMs = 0;
+  const tick = setInterval(() => {
+    const now = threadCpuMs();
+    blockMaxMs = Math.max(blockMaxMs, now - last);
+    last = now;
+  }, 5);
+  const value = await during();
+  clearInterval(tick);
+  delay.disable();
+  return { value, blockMaxMs, delayMaxMs: delay.max / 1e6, delayP99Ms: delay.percentile(99) / 1e6 };
+}
+
+/** One servers + firewall cycle, then the rendering a finished poll asks for; the event loop throughout. */
+async function cycle() {
+  const started = performance.now();
+  const cpuStarted = threadCpuMs();
+  let ms = 0;
+  let cpuMs = 0;
+  const { value: outcomes, ...loop } = await watchLoop(async () => {
+    const outcomes = [await daemon.poller.run('servers'), await daemon.poller.run('firewall')];
+    ms = performance.now() - started;
+    cpuMs = threadCpuMs() - cpuStarted;
+    await daemon.exposition.render();
+    return outcomes;
+  });
+  return { ms, cpuMs, outcomes, ...loop };
+}
+const cold = await scrapeDuring(metricsUrl, cycle);
+const rssMb = process.memoryUsage().rss / 2 ** 20;
+
+// The floor: the same requests from a bare undici loop, no daemon.
+const floorAgent = new Agent({ connections: concurrency });
+const floorStarted = performance.now();
+const floorCpuStarted = threadCpuMs();
+let cursor = -1;
+await Promise.all(
+  Array.from({ length: concurrency }, async () => {
+    while (cursor < servers) {
+      const i = cursor++;
+      const body = i < 0 ? '' : `server_id=${100001 + i}&scale=hour`;
+      const res = await request(`${simUrl}/api/v1/dedicated${i < 0 ? '' : '/firewall'}`, {
+        method: 'POST',
+        dispatcher: floorAgent,
+        headers: { authorization: 'bench-key', 'content-type': 'application/x-www-form-urlencoded' },
+        body,
+      });
+      await res.body.text();
+    }
+  }),
+);
+const floorMs = performance.now() - floorStarted;
+const floorCpuMs = threadCpuMs() - floorCpuStarted;
+await floorAgent.close();
+
+// The steady state: every minute in production the same servers are polled again.
+const warm = await scrapeDuring(metricsUrl, cycle);
+const rssSteadyMb = process.memoryUsage().rss / 2 ** 20;
+const exposition = await daemon.exposition.get();
+const gzipBytes = (await exposition.gzipped('text')).length;
+gc();
+const heapAfter = process.memoryUsage().heapUsed;
+
+// Idle scrapes: the daemon's /metrics against fastify serving the same bytes from a static buffer.
+const baseline = Fastify();
+const staticBody = Buffer.from(exposition.body);
+baseline.get('/metrics', (_req, reply) => reply.type(exposition.contentType).send(staticBody));
+const baselineUrl = `${await baseline.listen({ host: '127.0.0.1', port: 0 })}/metrics`;
+await scrapeTimes(metricsUrl, 10);
+await scrapeTimes(baselineUrl, 10);
+const idle = await scrapeTimes(metricsUrl, scrapes);
+const staticTimes = await scrapeTimes(baselineUrl, scrapes);
+await baseline.close();
+
+const series = exposition.body
+  .toString()
+  .split('\n')
+  .filter((l) => l && !l.startsWith('#')).length;
+
+/** What one size measured (run.ts prints the table). */
+const result = {
+  servers,
+  series,
+  requests: 1 + servers,
+  outcomes: [...cold.value.outcomes, ...warm.value.outcomes],
+  coldMs: cold.value.ms,
+  warmMs: warm.value.ms,
+  floorMs,
+  cpuColdMs: cold.value.cpuMs,
+  cpuWarmMs: warm.value.cpuMs,
+  floorCpuMs,
+  rssMb,
+  rssSteadyMb,
+  heapMb: heapAfter / 2 ** 20,
+  heapPerServerKb: (heapAfter - heapBefore) / 1024 / servers,
+  blockMaxMs: Math.max(cold.value.blockMaxMs, warm.value.blockMaxMs),
+  delayMaxMs: Math.max(cold.value.delayMaxMs, warm.value.delayMaxMs),
+  delayP99Ms: Math.max(cold.value.delayP99Ms, warm.value.delayP99Ms),
+  expositionBytes: exposition.body.length,
+  gzipBytes,
+  scrapeIdleP50: percentile(idle, 50),
+  scrapeIdleP99: percentile(idle, 99),
+  scrapeDuringP50: percentile(warm.times, 50),
+  scrapeDuringP99: percentile(warm.times, 99),
+  scrapesDuring: warm.times.length,
+  staticP50: percentile(staticTimes, 50),
+  staticP99: percentile(staticTimes, 99),
+  rows: [] as Row[],
+};
+
+if (values.extras) {
+  const rows = result.rows;
+  const agent = new Agent({ connections: 1 });
+  async function scrape(url: string, headers: Record<string, string> = {}): Promise<number> {
+    const t = performance.now();
+    const res = await request(`${url}/metrics`, { dispatcher: agent, headers });
+    if (res.statusCode !== 200) throw new Error(`/metrics answered ${res.statusCode}`);
+    await res.body.arrayBuffer();
+    return performance.now() - t;
+  }
+  // /metrics behind web.auth, idle and under a flood of wrong Basic credentials from another process.
+  const floodLoops = Number(values.flood);
+  const PASSWORD = 'bench-password-0123';
+  const TOKEN = 'bench-token-0123456789';
+  const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+  /** `scrapes` scrapes, and more until 5 s have passed, so that the flood reaches its steady state. */
+  async function latencies(url: string, headers: Record<string, string>): Promise<number[]> {
+    const times: number[] = [];
+    const started = performance.now();
+    while (times.length < scrapes || performance.now() - started < 5000) times.push(await scrape(url, headers));
+    return times.sort((a, b) => a - b);
+  }
+  async function underFlood(
+    what: string,
+    webAuth: { bearerTokens: string[]; basicAuthUsers: Record<string, string> },
+    scraper: Record<string, string>,
+  ) {
+    const pool = new BcryptPool();
+    const app = buildApp({
+      logger: createLogger('error'),
+      exposition: daemon.exposition,
+      graphStores: new Map([['default', daemon.graphStore]]),
+      graphMaxWidth: 2000,
+      webAuth,
+      passwordVerifier: pool,
+    });
+    const url = await app.listen({ host: '127.0.0.1', port: 0 });
+    for (let i = 0; i < 10; i++) await scrape(url, scraper);
+    const idle = await latencies(url, scraper);
+    const flood = spawn(
+      process.execPath,
+      ['bench/flood.ts', `${url}/metrics`, String(floodLoops), basic('prometheus', 'wrong-password')],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let out = '';
+    flood.stdout!.on('data', (d) => (out += String(d)));
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`flood did not start: ${out}`)), 30_000);
+      flood.stdout!.on('data', () => {
+        if (!out.includes('started')) return;
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    const floodStarted = performance.now();
+    const loaded = await latencies(url, scraper);
+    const flooded = performance.now() - floodStarted;
+    flood.kill('SIGTERM');
+    await once(flood, 'exit');
+    const { requests: floodRequests } = JSON.parse(out.trim().split('\n').pop()!) as { requests: number };
+    await app.close();
+    await pool.close();
+    const note = `idle %s ms; ${floodLoops} loops, ${floodRequests} wrong requests in ${(flooded / 1000).toFixed(1)} s, bcrypt ran ${pool.compared}×, ${pool.refused} refused unchecked`;
+    return [50, 99].map((p) => ({
+      what: `/metrics p${p}, wrong-Basic flood, ${what}`,
+      measured: percentile(loaded, p),
+      unit: 'ms',
+      reference: note.replace('%s', percentile(idle, p).toFixed(2)),
+      target: 2 * percentile(idle, p),
+      rule: '≤ 2 × idle',
+    }));
+  }
+  rows.push(
+    ...(await underFlood(
+      'basic user',
+      { bearerTokens: [], basicAuthUsers: { prometheus: bcrypt.hashSync(PASSWORD, 10) } },
+      { authorization: basic('prometheus', PASSWORD) },
+    )),
+    ...(await underFlood(
+      'bearer only',
+      { bearerTokens: [TOKEN], basicAuthUsers: {} },
+      { authorization: `Bearer ${TOKEN}` },
+    )),
+  );
+
+  // The request budget: a full firewall cycle against a simulator limited to 10 % above the budget.
+  const budget = Number(values.budget);
+  const budgetServers = Number(values['budget-servers']);
+  const limited = await startSimulator({
+    apiKey: 'bench-key',
+    servers: budgetServers,
+    ipsPerServer: 1,
+    colocations: 0,
+    transits: 0,
+    attackRate: 0,
+    rateLimit: { perSecond: Math.ceil(budget * 1.1) },
+  });
+  const budgetDir = mkdtempSync(join(tmpdir(), 'bmx-bench-budget-'));
+  const budgetDaemon = await startDaemon(
+    buildConfig(
+      {
+        upstream: { base_url: limited.url, concurrency, max_requests_per_second: budget },
+        schedules: { firewall: '0 */5 * * * *' },
+        web: { listen_address: '127.0.0.1:0' },
+        state_dir: budgetDir,
+      },
+      { BAREMETAL_API_KEY: 'bench-key' },
+    ),
+    { logger: createLogger('error'), schedule: false, initialPolls: false, listen: false },
+  );
+  await budgetDaemon.poller.run('servers');
+  const budgetStarted = performance.now();
+  const budgetOutcome = await budgetDaemon.poller.run('firewall');
+  const budgetSeconds = (performance.now() - budgetStarted) / 1000;
+  const sentPerSecond = budgetServers / budgetSeconds;
+  rows.push(
+    {
+      what: 'budget: requests/s sent ÷ max_requests_per_second',
+      measured: sentPerSecond / budget,
+      unit: '×',
+      reference: `${budgetServers} firewall requests in ${budgetSeconds.toFixed(2)} s at ${budget}/s (expected ${(budgetServers / budget).toFixed(2)} s); outcome ${budgetOutcome}`,
+      target: 1,
+      min: 0.9,
+      rule: '0.9–1.0',
+    },
+    {
+      what: 'budget: 429s seen',
+      measured: limited.rateLimited,
+      unit: '',
+      reference: `simulator limit ${Math.ceil(budget * 1.1)}/s per key`,
+      target: 0,
+      rule: '= 0',
+    },
+  );
+  await budgetDaemon.stop();
+  await limited.close();
+  rmSync(budgetDir, { recursive: true, force: true });
+
+  // Two accounts, each with half the servers on its own simulator (own key, own client and budget), polled at once.
+  const half = Math.floor(servers / 2);
+  const [simA, simB] = await Promise.all([spawnSimulator(half, 'bench-key-a'), spawnSimulator(half, 'bench-key-b')]);
+  const twoDir = mkdtempSync(join(tmpdir(), 'bmx-bench-accounts-'));
+  const twoDaemon = await startDaemon(
+    buildConfig({
+      accounts: [
+        {
+          name: 'a',
+          base_url: simA.url,
+          api_key: 'bench-key-a',
+          concurrency,
+          timeout: '30s',
+          max_requests_per_second: 10000,
+        },
+        {
+          name: 'b',
+          base_url: simB.url,
+          api_key: 'bench-key-b',
+          concurrency,
+          timeout: '30s',
+          max_requests_per_second: 10000,
+        },
+      ],
+      web: { listen_address: '127.0.0.1:0' },
+      state_dir: twoDir,
+    }),
+    { logger: createLogger('error'), schedule: false, initialPolls: false, listen: false },
+  );
+  const twoStarted = performance.now();
+  const twoOutcomes = await Promise.all(
+    [...twoDaemon.accounts.values()].map(async (account) =>
+      [await account.poller.run('servers'), await account.poller.run('firewall')].join('/'),
+    ),
+  );
+  const twoMs = performance.now() - twoStarted;
+  const twoBoundMs = ((1 + half) * latencyMs) / concurrency;
+  rows.push({
+    what: `two accounts × ${half} servers, servers+firewall cycle`,
+    measured: twoMs,
+    unit: 'ms',
+    reference: `floor ${floorMs.toFixed(0)} ms (all ${servers} servers, one bare loop); bound ${twoBoundMs.toFixed(0)} ms per account, both at once (each its own concurrency ${concurrency}, its own simulator process); outcomes ${twoOutcomes.join(', ')}`,
+    target: 1.25 * floorMs,
+    rule: '≤ 1.25 × floor',
+  });
+  await twoDaemon.stop();
+  for (const s of [simA, simB]) {
+    s.child.kill('SIGTERM');
+    await once(s.child, 'exit');
+  }
+  rmSync(twoDir, { recursive: true, force: true });
+
+  await agent.close();
+}
+
+scraper.send('exit');
+await once(scraper, 'exit');
+await daemon.stop();
+sim.kill('SIGTERM');
+await once(sim, 'exit');
+rmSync(stateDir, { recursive: true, force: true });
+console.log(JSON.stringify(result));
