@@ -2,7 +2,8 @@
  * `npm run bench`: the daemon's poll cycle, memory, event loop and /metrics against what the machine allows,
  * at one or more sizes. Each size runs in a process of its own (bench/size.ts: simulator child, daemon,
  * scraper child), so that RSS and heap are that size's alone; the first size also measures the rows that
- * need one daemon only (/metrics under a credential flood, the request budget, two accounts). Prints the
+ * need one daemon only (/metrics under a credential flood, the request budget, two accounts) and the HA rows
+ * (bench/ha.ts: webhook → upstream call on SQLite and PostgreSQL, failover time). Prints the
  * goal table of the first size, then the scale curve; exits 1 when a goal is missed.
  *
  *   node bench/run.ts [--servers 10000 | --servers 1000,10000,50000] [--chart docs/bench-scale.png]
@@ -17,6 +18,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { parseArgs } from 'node:util';
 import { writeScaleChart } from './chart.ts';
+import { haRows, measureHa } from './ha.ts';
 import { measureHugeReply } from './huge-reply.ts';
 import { type Row, SIZE_OPTIONS, type SizeResult } from './options.ts';
 
@@ -59,6 +61,9 @@ for (const [i, servers] of sizes.entries()) {
   process.stderr.write(`bench: ${servers} servers…\n`);
   results.push(await measureSize(servers, i === 0 && !values['skip-extras']));
 }
+
+// High availability (issue 10): webhook → upstream call on SQLite and PostgreSQL, and the failover time.
+const ha = values['skip-extras'] ? undefined : await measureHa();
 
 const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 const first = results[0]!;
@@ -120,6 +125,7 @@ const rows: Row[] = [
     target: 96,
     rule: '≤ 96 MB',
   },
+  ...(ha ? haRows(ha) : []),
 ];
 
 console.log(
@@ -137,6 +143,7 @@ for (const row of rows) {
   );
 }
 if (results.some((r) => r.outcomes.some((o) => o !== 'success'))) missed++;
+if (ha?.skipped) console.log(`\n${ha.skipped}`);
 
 console.log('\nScale curve (each size in a process of its own):\n');
 console.log(
