@@ -27,7 +27,7 @@ import { createLogger } from './logger.js';
 import { RemediationEngine } from './remediation/engine.js';
 import { restartKeys, type ReloadResult } from './config/reload.js';
 import { ConfigError } from './errors.js';
-import { createMetrics, type Metrics } from './metrics/definitions.js';
+import { createMetrics, leaderOnlyNames, type Metrics } from './metrics/definitions.js';
 import { ExpositionCache } from './metrics/exposition.js';
 import type { UpstreamClient } from './upstream/client.js';
 import type { PollJobs } from './scheduler/jobs.js';
@@ -164,9 +164,12 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
       ? { refuse: `state_dir is not writable, so it cannot be locked against a second daemon: ${lock.problem}` }
       : {}),
   });
+  // A follower's exposition leaves out what only the polling replica knows (definitions.ts).
+  const leaderOnly = leaderOnlyNames(metrics);
   const exposition = new ExpositionCache({
     registry,
     now,
+    include: (name) => leading() || !leaderOnly.has(name),
     beforeRender: (ms) => {
       metrics.renderedAt.set(ms / 1000);
       metrics.journalUp.set(journal.healthy() ? 1 : 0);

@@ -310,6 +310,42 @@ export const ACCOUNT_METRICS = [
 ] as const satisfies ReadonlyArray<keyof Metrics>;
 
 /**
+ * What only the replica that polls knows: the API's health and the inventory, attack, graph and catalog
+ * series its polls set. A follower (HA, PostgreSQL) leaves them out of its exposition — its own would be
+ * the initial zeros (`baremetal_api_up 0` would page for every follower) or, after a demotion, the last
+ * values it polled, which the fleet alerts (`max without (instance, pod)`) must not keep reading. The
+ * remediation series (from the shared journal) and its own request counters stay.
+ */
+export const LEADER_ONLY_METRICS = [
+  'apiUp',
+  'pollLastSuccess',
+  'pollDuration',
+  'pollRuns',
+  'pollInterval',
+  'pollItemsFailed',
+  'pollItemsCancelled',
+  'pollItemsPending',
+  'servers',
+  'serverRecordsSkipped',
+  'serverInfo',
+  'serverIps',
+  'attackEvents',
+  'attackEventsTotal',
+  'firewallEventsDropped',
+  'firewallHistoryUp',
+  'firewallHistoryLastSuccess',
+  'graphLastSuccess',
+  'graphImages',
+  'catalogOperatingSystems',
+  'catalogLocations',
+] as const satisfies ReadonlyArray<(typeof ACCOUNT_METRICS)[number]>;
+
+/** The names of LEADER_ONLY_METRICS (as prom-client registered them). */
+export function leaderOnlyNames(metrics: Metrics): Set<string> {
+  return new Set(LEADER_ONLY_METRICS.map((key) => (metrics[key] as unknown as { name: string }).name));
+}
+
+/**
  * The metrics as one account sees them: each of ACCOUNT_METRICS with the label `account` filled in on
  * every call (`set`, `inc`, `observe`, `remove`, `labels`…), the others as they are. Collectors, poll jobs
  * and the remediation engine take a `Metrics` and never name the account: it is bound once, here.

@@ -163,6 +163,8 @@ export interface ExpositionCacheOptions {
   /** called just before rendering, with the time in milliseconds (sets the rendered-at gauge) */
   beforeRender?: (nowMs: number) => void;
   now?: () => number;
+  /** which metrics (by name) a rendering includes, asked at each rendering (default: all) */
+  include?: (name: string) => boolean;
 }
 
 export class ExpositionCache {
@@ -220,7 +222,9 @@ export class ExpositionCache {
       const slices = new Slices();
       const parts: Buffer[] = [];
       const omParts: Buffer[] = [];
+      const { include } = this.#options;
       for (const metric of registry.getMetricsAsArray()) {
+        if (include && !include(metric.name)) continue;
         if (parts.length > 0) parts.push(SEPARATOR);
         const rendered = await renderMetric(metric, this.#labels, slices);
         parts.push(...rendered.text);

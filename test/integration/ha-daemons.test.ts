@@ -107,6 +107,21 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
       followerPolls: await serverPolls(follower),
       followerReady: (await follower.app.inject('/readyz')).statusCode,
     }).toEqual({ leader: 1, follower: 0, followerPolls: 0, followerReady: 200 });
+    // What only the polling replica knows is on the leader's /metrics alone (a follower's api_up 0 would page).
+    const scrape = async (d: Daemon) => {
+      await d.exposition.render();
+      const text = (await d.app.inject('/metrics')).body;
+      return [
+        'baremetal_api_up',
+        'baremetal_servers',
+        'baremetal_poll_last_success_timestamp_seconds',
+        'baremetal_leader',
+      ].map((name) => new RegExp(`^${name}[{ ]`, 'm').test(text));
+    };
+    expect({ leader: await scrape(leader), follower: await scrape(follower) }).toEqual({
+      leader: [true, true, true, true],
+      follower: [false, false, false, true],
+    });
     const listed = sim!.callsTo('/api/v1/dedicated').length;
     // Only the leader's initial polls reached the API: one server list.
     expect(listed).toBe(1);
@@ -118,6 +133,7 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
     );
     expect(await leaderGauge(follower)).toBe(1);
     expect(sim!.callsTo('/api/v1/dedicated').length).toBe(listed + 1);
+    expect(await scrape(follower)).toEqual([true, true, true, true]);
   });
 
   it("a follower's engine checks targets against the leader's server list", async () => {

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { createMetrics } from '../../../src/metrics/definitions.js';
+import { createMetrics, leaderOnlyNames } from '../../../src/metrics/definitions.js';
 import { ExpositionCache } from '../../../src/metrics/exposition.js';
 
 /** Label values prom-client must escape or write as they are. */
@@ -77,5 +77,29 @@ describe('exposition cache', () => {
     expect((await cache.get()).body.toString()).toContain('\nbaremetal_servers 1\n');
     await cache.render();
     expect((await cache.get()).body.toString()).toContain('\nbaremetal_servers 2\n');
+  });
+
+  it('leaves out what `include` refuses, asked again at each rendering (a follower that becomes leader)', async () => {
+    const registry = new Registry();
+    const metrics = createMetrics(registry);
+    const leaderOnly = leaderOnlyNames(metrics);
+    let leading = false;
+    const cache = new ExpositionCache({ registry, include: (name) => leading || !leaderOnly.has(name) });
+    metrics.apiUp.set(0);
+    metrics.leader.set(0);
+    const names = async () => {
+      const { body, openMetrics } = await cache.render();
+      const of = (text: string) =>
+        ['baremetal_api_up', 'baremetal_leader'].filter((n) => new RegExp(`^# TYPE ${n} `, 'm').test(text));
+      return [of(body.toString()), of(openMetrics.toString())];
+    };
+    expect(await names()).toEqual([['baremetal_leader'], ['baremetal_leader']]);
+    leading = true;
+    expect(await names()).toEqual([
+      ['baremetal_api_up', 'baremetal_leader'],
+      ['baremetal_api_up', 'baremetal_leader'],
+    ]);
+    expect(leaderOnly.has('baremetal_servers')).toBe(true);
+    expect(leaderOnly.has('baremetal_action_requests_total')).toBe(false);
   });
 });
