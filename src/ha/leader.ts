@@ -190,6 +190,13 @@ export class LeaderElector {
         'lost the database connection: no longer leader; polling and deferred firewall changes stop until this replica is elected again',
       );
       this.#demote(reason);
+      // The next heartbeat was due soon; as a follower it tries again after retryMs like the others, so a
+      // replica whose connection just failed does not retake the lock before a healthy one can.
+      if (this.#timer !== undefined) {
+        clearTimeout(this.#timer);
+        this.#timer = undefined;
+        this.#schedule(this.#options.retryMs);
+      }
     } else if (this.#logged !== reason && !this.#stopped) {
       this.#options.logger.warn(
         { ...fields, retry_ms: this.#options.retryMs },
