@@ -27,7 +27,7 @@ import { createLogger } from '../dist/logger.js';
 import { startSimulator } from '../dist/simulator/server.js';
 import { postgresBinDir, startPostgres, type TestPostgres } from '../test/helpers/postgres-cluster.ts';
 import { freePort } from '../test/helpers/free-port.ts';
-import type { Row } from './options.ts';
+import { percentile, type Row } from './options.ts';
 
 const KEY = 'bench-ha-key-0b1e';
 const TOKEN = 'bench-ha-token-4d2f9c81a7e3';
@@ -41,11 +41,6 @@ export interface HaBench {
   /** why the PostgreSQL rows were not measured */
   skipped?: string;
 }
-
-const percentile = (values: number[], p: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-};
 
 /** Polls `probe` every `stepMs` until it returns true; throws after `timeoutMs`. */
 async function until(what: string, probe: () => Promise<boolean>, timeoutMs = 60_000, stepMs = 50): Promise<void> {
@@ -188,13 +183,10 @@ export async function measureHa(options: { deliveries?: number; failovers?: numb
   const deliveries = options.deliveries ?? 200;
   const dir = mkdtempSync(join(tmpdir(), 'bmx-bench-ha-'));
   const result: HaBench = { latency: [], failoverMs: [] };
-  const summary = (backend: 'sqlite' | 'postgres', times: number[]) => ({
-    backend,
-    p50: percentile(times, 50),
-    p95: percentile(times, 95),
-    max: Math.max(...times),
-    n: times.length,
-  });
+  const summary = (backend: 'sqlite' | 'postgres', times: number[]) => {
+    const sorted = [...times].sort((a, b) => a - b);
+    return { backend, p50: percentile(sorted, 50), p95: percentile(sorted, 95), max: sorted.at(-1)!, n: sorted.length };
+  };
   try {
     result.latency.push(summary('sqlite', await webhookLatency(dir, deliveries, undefined)));
     if (!existsSync(join(postgresBinDir(), 'initdb'))) {

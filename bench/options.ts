@@ -55,3 +55,8 @@ export interface SizeResult {
   staticP99: number;
   rows: Row[];
 }
+
+/** The `p`th percentile (nearest rank) of ascending `sorted`; NaN when empty. */
+export function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
+}

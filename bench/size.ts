@@ -26,7 +26,7 @@ import { BcryptPool } from '../dist/http/bcrypt-pool.js';
 import { startDaemon } from '../dist/daemon.js';
 import { createLogger } from '../dist/logger.js';
 import { startSimulator } from '../dist/simulator/server.js';
-import { type Row, SIZE_OPTIONS } from './options.ts';
+import { percentile, type Row, SIZE_OPTIONS } from './options.ts';
 
 const { values } = parseArgs({ options: { ...SIZE_OPTIONS, extras: { type: 'boolean', default: false } } });
 const servers = Number(values.servers);
@@ -35,10 +35,6 @@ const concurrency = Number(values.concurrency);
 const scrapes = Number(values.scrapes);
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error('bench/size.ts needs --expose-gc (run.ts passes it)');
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
-}
 
 // The simulator, in its own process (its CPU is not the daemon's).
 async function spawnSimulator(count: number, apiKey: string): Promise<{ child: ChildProcess; url: string }> {

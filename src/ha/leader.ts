@@ -16,7 +16,7 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import { ADVISORY_LOCKS } from '../database/postgres.js';
 import type { Scrubber } from '../scrub.js';
-import { databaseScrubber, reasonOf } from './redact.js';
+import { databaseScrubber, reasonOf } from '../database/redact.js';
 
 export interface LeaderElectorOptions {
   /** the PostgreSQL URL, with its password: never logged */

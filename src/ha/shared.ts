@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { migrate, openPool } from '../database/postgres.js';
 import { SharedGraphs } from '../graphs/shared.js';
 import { SharedDirectory } from './directory.js';
-import { databaseScrubber, reasonOf } from './redact.js';
+import { databaseScrubber, reasonOf } from '../database/redact.js';
 import { HA_MIGRATIONS } from './schema.js';
 
 export interface SharedState {

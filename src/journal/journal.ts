@@ -19,14 +19,10 @@ import {
   type JournalEntry,
   type NewEntry,
   type Row,
+  INTERRUPTED_MESSAGE,
+  SENT_DECISIONS_SQL,
 } from './rows.js';
 import { openDatabase } from './open.js';
-
-/**
- * Decisions that mean an upstream call was made or may have been (they count against the budget and the
- * cooldown): a `failed` or `unknown` power cycle may still have cycled the server.
- */
-const SENT = "('executing', 'executed', 'failed', 'unknown')";
 
 export class Journal {
   readonly #db: DatabaseSync | undefined;
@@ -152,7 +148,9 @@ export class Journal {
       Number(
         (
           db
-            .prepare(`SELECT count(*) AS n FROM actions WHERE account = ? AND created_at >= ? AND decision IN ${SENT}`)
+            .prepare(
+              `SELECT count(*) AS n FROM actions WHERE account = ? AND created_at >= ? AND decision IN ${SENT_DECISIONS_SQL}`,
+            )
             .get(account, since) as Row
         ).n,
       ),
@@ -165,7 +163,7 @@ export class Journal {
       (db) =>
         db
           .prepare(
-            `SELECT max(created_at) AS at FROM actions WHERE account = ? AND action = ? AND server_id = ? AND ip IS ? AND decision IN ${SENT}`,
+            `SELECT max(created_at) AS at FROM actions WHERE account = ? AND action = ? AND server_id = ? AND ip IS ? AND decision IN ${SENT_DECISIONS_SQL}`,
           )
           .get(account, action, serverId, ip) as Row,
     );
@@ -207,9 +205,9 @@ export class Journal {
       (
         db
           .prepare(
-            "UPDATE actions SET decision = 'unknown', upstream_outcome = 'interrupted', message = 'interrupted: the daemon stopped during the upstream call; the API may have acted', completed_at = ? WHERE account = ? AND decision = 'executing' AND created_at < ? RETURNING *",
+            "UPDATE actions SET decision = 'unknown', upstream_outcome = 'interrupted', message = ?, completed_at = ? WHERE account = ? AND decision = 'executing' AND created_at < ? RETURNING *",
           )
-          .all(at, account, startedBefore) as Row[]
+          .all(INTERRUPTED_MESSAGE, at, account, startedBefore) as Row[]
       ).map(toEntry),
     );
   }

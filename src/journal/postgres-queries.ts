@@ -15,6 +15,8 @@ import {
   type JournalEntry,
   type NewEntry,
   type Row,
+  INTERRUPTED_MESSAGE,
+  SENT_DECISIONS_SQL,
 } from './rows.js';
 import type { StateQueries } from './store.js';
 
@@ -74,9 +76,6 @@ export const JOURNAL_MIGRATIONS = [
    );`,
 ];
 
-/** Decisions that mean an upstream call was made or may have been (budget and cooldown count them). */
-const SENT = "('executing', 'executed', 'failed', 'unknown')";
-
 export class PgQueries implements StateQueries {
   readonly #run: Run;
 
@@ -126,7 +125,7 @@ export class PgQueries implements StateQueries {
 
   async sentSince(account: string, since: number): Promise<number> {
     const { rows } = await this.#run(
-      `SELECT count(*) AS n FROM actions WHERE account = $1 AND created_at >= $2 AND decision IN ${SENT}`,
+      `SELECT count(*) AS n FROM actions WHERE account = $1 AND created_at >= $2 AND decision IN ${SENT_DECISIONS_SQL}`,
       [account, since],
     );
     return Number(rows[0]!.n);
@@ -135,7 +134,7 @@ export class PgQueries implements StateQueries {
   async lastSent(account: string, action: string, serverId: string, ip: string | null): Promise<number | undefined> {
     const { rows } = await this.#run(
       `SELECT max(created_at) AS at FROM actions WHERE account = $1 AND action = $2 AND server_id = $3
-         AND ip IS NOT DISTINCT FROM $4 AND decision IN ${SENT}`,
+         AND ip IS NOT DISTINCT FROM $4 AND decision IN ${SENT_DECISIONS_SQL}`,
       [account, action, serverId, ip],
     );
     return rows[0]!.at === null ? undefined : Number(rows[0]!.at);
@@ -161,10 +160,9 @@ export class PgQueries implements StateQueries {
     startedBefore = Number.MAX_SAFE_INTEGER,
   ): Promise<JournalEntry[]> {
     const { rows } = await this.#run(
-      `UPDATE actions SET decision = 'unknown', upstream_outcome = 'interrupted',
-         message = 'interrupted: the daemon stopped during the upstream call; the API may have acted', completed_at = $1
+      `UPDATE actions SET decision = 'unknown', upstream_outcome = 'interrupted', message = $4, completed_at = $1
        WHERE account = $2 AND decision = 'executing' AND created_at < $3 RETURNING *`,
-      [at, account, startedBefore],
+      [at, account, startedBefore, INTERRUPTED_MESSAGE],
     );
     return rows.map(toEntry);
   }

@@ -15,6 +15,7 @@
 import type { Logger } from 'pino';
 import type pg from 'pg';
 import { ACCOUNT_LOCK_KEY, migrate, openPool, type PoolLimits } from '../database/postgres.js';
+import { databaseScrubber, reasonOf } from '../database/redact.js';
 import { JournalError } from '../errors.js';
 import { PostgresEventLedger } from '../state/postgres-event-ledger.js';
 import { JOURNAL_MIGRATIONS, PgQueries, type Run } from './postgres-queries.js';
@@ -33,16 +34,6 @@ export interface PostgresStoreOptions {
   limits?: Partial<PoolLimits>;
 }
 
-/** A function that removes the URL's password from a text (pg's messages do not carry it; belt and braces). */
-function scrubberOf(url: string): (text: string) => string {
-  let secrets: string[] = [];
-  try {
-    const password = new URL(url).password;
-    if (password) secrets = [...new Set([password, decodeURIComponent(password)])];
-  } catch {}
-  return (text) => secrets.reduce((t, s) => t.split(s).join('***'), text);
-}
-
 export type PostgresStore = StateStore;
 
 /**
@@ -50,8 +41,9 @@ export type PostgresStore = StateStore;
  * resolves either way; when that failed the store is unavailable and retried every `retryMs`.
  */
 export async function openPostgresStore(o: PostgresStoreOptions): Promise<PostgresStore> {
-  const scrub = scrubberOf(o.url);
-  const message = (error: unknown) => scrub(error instanceof Error ? error.message : String(error));
+  // pg's messages do not carry the URL or its password; scrubbed anyway, belt and braces.
+  const scrub = databaseScrubber(o.url);
+  const message = (error: unknown) => reasonOf(scrub, error);
   const { logger, redactedUrl } = o;
   const pool = openPool(
     o.url,

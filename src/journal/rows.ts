@@ -55,6 +55,16 @@ export interface Delivery {
   digest: string | null;
 }
 
+/**
+ * Decisions that mean an upstream call was made or may have been (they count against the budget and the
+ * cooldown): a `failed` or `unknown` power cycle may still have cycled the server. As an SQL list, the same
+ * in both backends.
+ */
+export const SENT_DECISIONS_SQL = "('executing', 'executed', 'failed', 'unknown')";
+
+/** The message of a row left `executing` by a crash, once recovered as `unknown` (recoverInterrupted). */
+export const INTERRUPTED_MESSAGE = 'interrupted: the daemon stopped during the upstream call; the API may have acted';
+
 /** A row as node:sqlite returns it (node-postgres rows are read the same way: every field is converted). */
 export type Row = Record<string, SQLInputValue>;
 

@@ -277,38 +277,6 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
   return metrics;
 }
 
-/** The metrics each account has its own series of: every one carries the label `account`. */
-export const ACCOUNT_METRICS = [
-  'apiUp',
-  'apiRequests',
-  'apiRequestDuration',
-  'pollLastSuccess',
-  'pollDuration',
-  'pollRuns',
-  'pollInterval',
-  'pollItemsFailed',
-  'pollItemsCancelled',
-  'pollItemsPending',
-  'servers',
-  'serverRecordsSkipped',
-  'serverInfo',
-  'serverIps',
-  'attackEvents',
-  'attackEventsTotal',
-  'firewallEventsDropped',
-  'firewallHistoryUp',
-  'firewallHistoryLastSuccess',
-  'graphLastSuccess',
-  'graphImages',
-  'catalogOperatingSystems',
-  'catalogLocations',
-  'actionRequests',
-  'actionLastFailure',
-  'actionPending',
-  'firewallDesiredState',
-  'actionBudgetRemaining',
-] as const satisfies ReadonlyArray<keyof Metrics>;
-
 /**
  * What only the replica that polls knows: the API's health and the inventory, attack, graph and catalog
  * series its polls set. A follower (HA, PostgreSQL) leaves them out of its exposition — its own would be
@@ -338,7 +306,22 @@ export const LEADER_ONLY_METRICS = [
   'graphImages',
   'catalogOperatingSystems',
   'catalogLocations',
-] as const satisfies ReadonlyArray<(typeof ACCOUNT_METRICS)[number]>;
+] as const satisfies ReadonlyArray<keyof Metrics>;
+
+/**
+ * The metrics each account has its own series of: every one carries the label `account`. The leader's
+ * poll-derived ones, and those every replica sets (its own upstream requests, remediation from the journal).
+ */
+export const ACCOUNT_METRICS = [
+  ...LEADER_ONLY_METRICS,
+  'apiRequests',
+  'apiRequestDuration',
+  'actionRequests',
+  'actionLastFailure',
+  'actionPending',
+  'firewallDesiredState',
+  'actionBudgetRemaining',
+] as const satisfies ReadonlyArray<keyof Metrics>;
 
 /** The names of LEADER_ONLY_METRICS (as prom-client registered them). */
 export function leaderOnlyNames(metrics: Metrics): Set<string> {
