@@ -212,14 +212,14 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
       const res = await daemon.app.inject({ method: 'GET', url: '/readyz' });
       return res.statusCode === 503 && res.body.includes('the shared database does not answer') ? res : undefined;
     });
-    await eventually('the shared tables to be retried', async () =>
-      log.lines.some((l) => l.includes('cannot prepare the shared database')) ? true : undefined,
+    await eventually('the state database to be retried', async () =>
+      log.lines.some((l) => l.includes('cannot open the state database')) ? true : undefined,
     );
     expect(daemon.role.leading).toBe(false);
     expect(await leaderGauge(daemon)).toBe(0);
     expect(await serverPolls(daemon)).toBe(0);
     expect((await daemon.app.inject({ method: 'GET', url: '/metrics' })).statusCode).toBe(200);
-    const preparing = log.lines.filter((l) => l.includes('cannot prepare the shared database'));
+    const preparing = log.lines.filter((l) => l.includes('cannot open the state database'));
     expect(preparing.join('\n')).toMatch(/postgres:\/\/bmx:\*\*\*@127\.0\.0\.1:\d+\/bmx/);
     expect(`${unready.body}\n${log.lines.join('\n')}`).not.toContain(password);
   });

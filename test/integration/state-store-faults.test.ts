@@ -141,7 +141,7 @@ describe.skipIf(found.skip)('the daemon on PostgreSQL under database faults', ()
     expect(d.role.leading).toBe(false);
     expect(h.sim.calls).toHaveLength(0);
     expect(
-      h.log.lines.some((l) => l.includes('remediation disabled: the state database (PostgreSQL) cannot be opened')),
+      h.log.lines.some((l) => l.includes('cannot open the state database (PostgreSQL)')),
     ).toBe(true);
 
     await h.link.up();

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { IdempotencyMismatchError, JournalError } from '../../src/errors.js';
-import type { DesiredFirewall, NewEntry } from '../../src/journal/rows.js';
+import type { DesiredFirewall, NewEntry } from '../../src/store/rows.js';
 import { checkDelivery } from '../../src/remediation/guards.js';
 import { powerRequest } from '../helpers/remediation.js';
 import { backends } from './state-store-backends.js';

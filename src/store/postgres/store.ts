@@ -1,7 +1,9 @@
 /**
- * The PostgreSQL backend of the state store, shared by replicas: a node-postgres pool (database/postgres.ts
- * `openPool`), the `journal` migrations applied at start under the migrations advisory lock, and the queries
- * of postgres-queries.ts.
+ * The PostgreSQL backend of the state store, shared by replicas: the process's one node-postgres pool (pool.ts
+ * `openPool`; the leader's session connection, ha/leader.ts, is the only other connection), every component's
+ * migrations (migrations.ts) applied at start under the migrations advisory lock, the queries of queries.ts,
+ * and what the leader publishes for the other replicas over the same pool: the server directory
+ * (directory.ts) and the graph images (graphs.ts).
  *
  * A decision is one transaction on one connection: BEGIN; `pg_advisory_xact_lock` on the account's key (every
  * decision of the account, on any replica, waits for the one in progress); the guards' reads; the row and the
@@ -14,19 +16,26 @@
  */
 import type { Logger } from 'pino';
 import type pg from 'pg';
-import { ACCOUNT_LOCK_KEY, migrate, openPool, type PoolLimits } from '../database/postgres.js';
-import { databaseScrubber, reasonOf } from '../database/redact.js';
-import { JournalError } from '../errors.js';
-import { PostgresEventLedger } from '../state/postgres-event-ledger.js';
-import { JOURNAL_MIGRATIONS, PgQueries, type Run } from './postgres-queries.js';
-import type { Row } from './rows.js';
-import { forwardQueries, type StateQueries, type StateStore } from './store.js';
+import { SharedDirectory } from './directory.js';
+import { SharedGraphs } from './graphs.js';
+import { migrateAll } from './migrations.js';
+import { ACCOUNT_LOCK_KEY, openPool, type PoolLimits } from './pool.js';
+import { databaseScrubber, reasonOf } from '../../config/database-url.js';
+import { JournalError } from '../../errors.js';
+import { PostgresEventLedger } from './event-ledger.js';
+import { PgQueries, type Run } from './queries.js';
+import type { Row } from '../rows.js';
+import { forwardQueries, type StateQueries, type StateStore } from '../store.js';
 
 export interface PostgresStoreOptions {
   url: string;
   /** the URL without its password: the only form logged */
   redactedUrl: string;
   logger: Logger;
+  /** the configured accounts (the server directory keeps a snapshot of each) */
+  accounts: readonly string[];
+  /** how often the server directory is read again once `startDirectory()` was called, ms (default 3000) */
+  refreshMs?: number;
   /** how often opening is retried while the database cannot be reached, ms */
   retryMs?: number;
   /** how often a `SELECT 1` refreshes the health while open, ms */
@@ -34,7 +43,11 @@ export interface PostgresStoreOptions {
   limits?: Partial<PoolLimits>;
 }
 
-export type PostgresStore = StateStore;
+export interface PostgresStore extends StateStore {
+  readonly kind: 'postgres';
+  /** what replicas share besides the journal, over the same pool */
+  readonly shared: { directory: SharedDirectory; graphs: SharedGraphs };
+}
 
 /**
  * Opens the store: tries once to connect and migrate (bounded by the pool's connect and statement timeouts) and
@@ -90,6 +103,13 @@ export async function openPostgresStore(o: PostgresStoreOptions): Promise<Postgr
     return poolRun(sql, params);
   };
   const queries = new PgQueries(run);
+  const directory = new SharedDirectory({
+    pool,
+    accounts: o.accounts,
+    logger,
+    ...(o.refreshMs !== undefined ? { refreshMs: o.refreshMs } : {}),
+  });
+  const shared = { directory, graphs: new SharedGraphs(pool, o.accounts, logger) };
 
   /** Runs `fn` in one transaction on one connection; `lock` names the account whose decisions it serializes. */
   async function inTransaction<T>(lock: string | undefined, fn: (run: Run) => Promise<T>): Promise<T> {
@@ -125,7 +145,7 @@ export async function openPostgresStore(o: PostgresStoreOptions): Promise<Postgr
   /** Connects and migrates; on failure retries in `retryMs`, logging the first failure and the recovery. */
   const attempt = async (): Promise<void> => {
     try {
-      await migrate(pool, 'journal', JOURNAL_MIGRATIONS);
+      await migrateAll(pool);
     } catch (error) {
       if (closed) return;
       const first = !retrying;
@@ -134,7 +154,7 @@ export async function openPostgresStore(o: PostgresStoreOptions): Promise<Postgr
       if (first)
         logger.error(
           { database: redactedUrl, reason: openFailure },
-          'remediation disabled: the state database (PostgreSQL) cannot be opened; polling and /metrics go on, the action endpoints answer 503; retrying',
+          'cannot open the state database (PostgreSQL): remediation is disabled (the action endpoints answer 503) and no replica can lead (nothing polls) until it answers; /metrics goes on; retrying',
         );
       retry = setTimeout(() => void attempt(), o.retryMs ?? 5_000).unref();
       return;
@@ -151,6 +171,7 @@ export async function openPostgresStore(o: PostgresStoreOptions): Promise<Postgr
   return {
     ...forwardQueries(queries, async (call) => call()),
     kind: 'postgres',
+    shared,
     get unavailable() {
       return openFailure;
     },
@@ -173,6 +194,7 @@ export async function openPostgresStore(o: PostgresStoreOptions): Promise<Postgr
       clearTimeout(retry);
       clearInterval(ping);
       resolveOpened(false);
+      await directory.stop();
       await pool.end();
     },
   };
