@@ -140,9 +140,7 @@ describe.skipIf(found.skip)('the daemon on PostgreSQL under database faults', ()
     // No replica leads without the database: nothing polls the API.
     expect(d.role.leading).toBe(false);
     expect(h.sim.calls).toHaveLength(0);
-    expect(
-      h.log.lines.some((l) => l.includes('cannot open the state database (PostgreSQL)')),
-    ).toBe(true);
+    expect(h.log.lines.some((l) => l.includes('cannot open the state database (PostgreSQL)'))).toBe(true);
 
     await h.link.up();
     await eventually('the store to open', async () => (d.journal.unavailable === undefined ? true : undefined));
