@@ -6,10 +6,10 @@
  */
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll } from 'vitest';
-import { captureLogger } from '../helpers/logger.js';
-import { requirePostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';
-import { openTestStore } from '../helpers/remediation.js';
-import { tempDir } from '../helpers/tmp.js';
+import { captureLogger } from './logger.js';
+import { requirePostgres, startPostgres, type TestPostgres } from './postgres.js';
+import { openTestStore } from './remediation.js';
+import { tempDir } from './tmp.js';
 import { openPostgresStore } from '../../src/store/postgres/store.js';
 import type { StateStore } from '../../src/store/store.js';
 

@@ -1,0 +1,138 @@
+/**
+ * The one harness for a running daemon in integration and e2e tests: a simulator per account, a config in the
+ * file's own shape (merged over what every test needs), a fresh state_dir and the daemon, on SQLite or on a
+ * PostgreSQL URL. Everything it starts is stopped when the test finishes (or with `stop()`), daemon first.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { onTestFinished } from 'vitest';
+import type { AccountRuntime } from '../../src/accounts.js';
+import { buildConfig } from '../../src/config/load.js';
+import type { Config } from '../../src/config/schema.js';
+import { startDaemon, type Daemon, type DaemonOptions } from '../../src/daemon.js';
+import { startSimulator, type Simulator, type SimulatorServerOptions } from '../../src/simulator/server.js';
+import { captureLogger } from './logger.js';
+import { TOKEN } from './remediation.js';
+import { tempDir } from './tmp.js';
+
+/** The API key of the harness's simulators, unless a test names its own. */
+export const HARNESS_KEY = 'harness-key-2f8c41d7';
+
+export interface HarnessOptions {
+  /** the API key (default HARNESS_KEY) */
+  key?: string;
+  /** the simulator of the single account (or of `default`); `apiKey` is the harness's */
+  simulator?: SimulatorServerOptions;
+  /**
+   * several accounts: name → its simulator's options; each account gets its own simulator and key
+   * (`<key>-<name>`) and the config's `accounts:` list. Without it the daemon has the single `default` account.
+   */
+  accounts?: Record<string, SimulatorServerOptions>;
+  /** config keys in the file's shape, merged over the harness's; a function sees the simulators and state_dir */
+  config?: Record<string, unknown> | ((ctx: HarnessContext) => Record<string, unknown>);
+  /** the environment `buildConfig` reads (default: the API key of a single account) */
+  env?: NodeJS.ProcessEnv;
+  /** an existing state_dir (a restart); default a fresh one */
+  stateDir?: string;
+  /** PostgreSQL: the `database.url` of the state store (default SQLite under state_dir) */
+  databaseUrl?: string;
+  /** write `<state_dir>/token` (TOKEN) and accept it as the remediation bearer token */
+  remediationAuth?: boolean;
+  /** the daemon's options (default: no schedule, no listener, 1 ms retry delay, a captured debug logger) */
+  daemon?: DaemonOptions;
+  /** the log level of the captured logger (default `debug`) */
+  logLevel?: string;
+}
+
+export interface HarnessContext {
+  stateDir: string;
+  /** simulators by account name */
+  sims: Map<string, Simulator>;
+}
+
+export interface Harness extends HarnessContext {
+  daemon: Daemon;
+  config: Config;
+  /** the simulator of the first account */
+  sim: Simulator;
+  /** every line the daemon logged */
+  log: { lines: string[] };
+  /** the runtime of account `name` (default: the only or first account) */
+  account(name?: string): AccountRuntime;
+  /** stops the daemon and starts a new one on the same config and state_dir */
+  restart(options?: DaemonOptions): Promise<Daemon>;
+  /** stops the daemon, then the simulators (also done when the test finishes); idempotent */
+  stop(): Promise<void>;
+}
+
+const merge = (base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> => {
+  const out = { ...base };
+  for (const [key, value] of Object.entries(over)) {
+    const prior = out[key];
+    const nested = (v: unknown): v is Record<string, unknown> =>
+      typeof v === 'object' && v !== null && !Array.isArray(v);
+    out[key] = nested(prior) && nested(value) ? merge(prior, value) : value;
+  }
+  return out;
+};
+
+/** Starts the simulators and a daemon as `o` says; see HarnessOptions. */
+export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
+  const key = o.key ?? HARNESS_KEY;
+  const stateDir = o.stateDir ?? tempDir();
+  const sims = new Map<string, Simulator>();
+  let daemon: Daemon | undefined;
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await daemon?.stop();
+    await Promise.all([...sims.values()].map((s) => s.close()));
+  };
+  onTestFinished(stop);
+  const several = o.accounts !== undefined;
+  for (const [name, options] of Object.entries(o.accounts ?? { default: o.simulator ?? {} }))
+    sims.set(name, await startSimulator({ ...options, apiKey: several ? `${key}-${name}` : key }));
+  const ctx = { stateDir, sims };
+  const upstream = (sim: Simulator) => ({ base_url: sim.url, retries: 0 });
+  const base: Record<string, unknown> = {
+    web: { listen_address: '127.0.0.1:0' },
+    state_dir: stateDir,
+    ...(several
+      ? {
+          accounts: [...sims].map(([name, sim]) => ({ name, ...upstream(sim), api_key: `${key}-${name}` })),
+        }
+      : { upstream: upstream(sims.get('default')!) }),
+    ...(o.databaseUrl !== undefined ? { database: { url: o.databaseUrl } } : {}),
+  };
+  if (o.remediationAuth) {
+    writeFileSync(join(stateDir, 'token'), TOKEN);
+    base.remediation = { auth: { bearer_token_files: [join(stateDir, 'token')] } };
+  }
+  const over = typeof o.config === 'function' ? o.config(ctx) : (o.config ?? {});
+  const config = buildConfig(merge(base, over), o.env ?? (several ? {} : { BAREMETAL_API_KEY: key }));
+  const log = captureLogger(o.logLevel ?? 'debug');
+  const start = (options: DaemonOptions = o.daemon ?? {}) =>
+    startDaemon(config, { logger: log.logger, schedule: false, listen: false, retryMinDelayMs: 1, ...options });
+  daemon = await start();
+  return {
+    ...ctx,
+    get daemon() {
+      return daemon!;
+    },
+    config,
+    sim: [...sims.values()][0]!,
+    log,
+    account: (name) => {
+      const runtime = name === undefined ? [...daemon!.accounts.values()][0] : daemon!.accounts.get(name);
+      if (!runtime) throw new Error(`no account ${name} in the harness's daemon`);
+      return runtime;
+    },
+    restart: async (options) => {
+      await daemon!.stop();
+      daemon = await start(options);
+      return daemon;
+    },
+    stop,
+  };
+}
