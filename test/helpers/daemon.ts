@@ -57,8 +57,8 @@ export interface Harness extends HarnessContext {
   sim: Simulator;
   /** every line the daemon logged */
   log: { lines: string[] };
-  /** the runtime of account `name` (default: the only or first account) */
-  account(name?: string): AccountRuntime;
+  /** the runtime of account `name` (`default` for the single-account form) */
+  account(name: string): AccountRuntime;
   /** stops the daemon and starts a new one on the same config and state_dir */
   restart(options?: DaemonOptions): Promise<Daemon>;
   /** stops the daemon, then the simulators (also done when the test finishes); idempotent */
@@ -124,7 +124,7 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
     sim: [...sims.values()][0]!,
     log,
     account: (name) => {
-      const runtime = name === undefined ? [...daemon!.accounts.values()][0] : daemon!.accounts.get(name);
+      const runtime = daemon!.accounts.get(name);
       if (!runtime) throw new Error(`no account ${name} in the harness's daemon`);
       return runtime;
     },

@@ -1,55 +1,27 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { buildConfig } from '../../src/config/load.js';
-import { startDaemon, type Daemon } from '../../src/daemon.js';
-import { startSimulator, type Simulator, type SimulatorServerOptions } from '../../src/simulator/server.js';
-import { captureLogger } from '../helpers/logger.js';
+import { describe, expect, it } from 'vitest';
+import type { SimulatorServerOptions } from '../../src/simulator/server.js';
+import { startHarness } from '../helpers/daemon.js';
 import { seriesOf, seriesValue } from '../helpers/metrics.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const KEY = 'integration-key-5f1c2d9e';
 const NOW = Date.UTC(2026, 10, 21, 12, 0, 0);
 
-let sim: Simulator | undefined;
-let daemon: Daemon | undefined;
-afterEach(async () => {
-  await daemon?.stop();
-  await sim?.close();
-  daemon = sim = undefined;
-});
-
 async function setup(simOptions: SimulatorServerOptions = {}, stateDir = tempDir()) {
-  const log = captureLogger('debug');
-  sim = await startSimulator({
-    apiKey: KEY,
-    servers: 6,
-    colocations: 2,
-    transits: 1,
-    attackRate: 0.25,
-    seed: 11,
-    now: () => NOW,
-    ...simOptions,
-  });
-  const config = buildConfig(
-    {
-      upstream: { base_url: sim.url, concurrency: 4, retries: 1 },
-      web: { listen_address: '127.0.0.1:0' },
-      state_dir: stateDir,
+  const h = await startHarness({
+    key: KEY,
+    stateDir,
+    simulator: { servers: 6, colocations: 2, transits: 1, attackRate: 0.25, seed: 11, now: () => NOW, ...simOptions },
+    config: {
+      upstream: { concurrency: 4, retries: 1 },
       graphs: { types: ['port_bits', 'port_errors'], scales: ['day'] },
       services: { colocation_ids: ['colo-1', 'colo-2'], transit_ids: ['transit-1'] },
     },
-    { BAREMETAL_API_KEY: KEY },
-  );
-  daemon = await startDaemon(config, {
-    logger: log.logger,
-    now: () => NOW,
-    schedule: false,
-    initialPolls: false,
-    listen: false,
-    retryMinDelayMs: 1,
+    daemon: { now: () => NOW, initialPolls: false },
   });
-  return { daemon, sim, log, stateDir };
+  return { daemon: h.daemon, sim: h.sim, log: h.log, stateDir, stop: h.stop };
 }
 
 describe('daemon against the simulator', () => {
@@ -200,9 +172,7 @@ describe('daemon against the simulator', () => {
     const first = await setup({}, stateDir);
     await first.daemon.poller.run('servers');
     await first.daemon.poller.run('graphs');
-    await first.daemon.stop();
-    await first.sim.close();
-    daemon = sim = undefined;
+    await first.stop();
     const second = await setup({}, stateDir);
     expect((await second.daemon.app.inject('/graphs/dedicated/100001/port_bits/day.png')).statusCode).toBe(200);
     expect(second.sim.callsTo('/api/v1/dedicated/graphs')).toHaveLength(0);

@@ -50,78 +50,70 @@ export interface PostgresStore extends StateStore {
 }
 
 /**
- * Opens the store: tries once to connect and migrate (bounded by the pool's connect and statement timeouts) and
- * resolves either way; when that failed the store is unavailable and retried every `retryMs`.
+ * The pool and what it last said: why the store is not open (`openFailure`) and the last statement's failure,
+ * cleared by the next success. Every statement goes through `run` or `transaction`, which turn a failure into a
+ * JournalError and keep the health current.
  */
-export async function openPostgresStore(o: PostgresStoreOptions): Promise<PostgresStore> {
-  // pg's messages do not carry the URL or its password; scrubbed anyway, belt and braces.
-  const scrub = databaseScrubber(o.url);
-  const message = (error: unknown) => reasonOf(scrub, error);
-  const { logger, redactedUrl } = o;
-  const pool = openPool(
-    o.url,
-    (error) => logger.warn({ database: redactedUrl, reason: message(error) }, 'state database connection lost'),
-    o.limits,
-  );
-  let openFailure: string | undefined = `not connected yet to ${redactedUrl}`;
-  /** the last statement's failure, cleared by the next success */
-  let failure: string | undefined;
-  // A connection that drops while checked out (mid-transaction, during migrations) emits `error` on its client;
-  // unhandled, that would end the process. The statement in flight fails on its own; note it here.
-  pool.on('connect', (client) =>
-    client.on('error', (error) => {
-      failure = message(error);
-    }),
-  );
-  let closed = false;
-  /** set once opening failed: the next success is logged */
-  let retrying = false;
-  let retry: NodeJS.Timeout | undefined;
-  let ping: NodeJS.Timeout | undefined;
-  let resolveOpened: (ok: boolean) => void = () => undefined;
-  const opened = new Promise<boolean>((resolve) => (resolveOpened = resolve));
+class Connection {
+  readonly pool: pg.Pool;
+  openFailure: string | undefined;
+  failure: string | undefined;
+  readonly #label: string;
+  readonly #message: (error: unknown) => string;
+
+  constructor(o: PostgresStoreOptions, message: (error: unknown) => string) {
+    this.#label = `PostgreSQL at ${o.redactedUrl}`;
+    this.#message = message;
+    this.openFailure = `not connected yet to ${o.redactedUrl}`;
+    this.pool = openPool(
+      o.url,
+      (error) => o.logger.warn({ database: o.redactedUrl, reason: message(error) }, 'state database connection lost'),
+      o.limits,
+    );
+    // A connection that drops while checked out (mid-transaction, during migrations) emits `error` on its
+    // client; unhandled, that would end the process. The statement in flight fails on its own; note it here.
+    this.pool.on('connect', (client) =>
+      client.on('error', (error) => {
+        this.failure = message(error);
+      }),
+    );
+  }
 
   /** A statement runner over `target` that turns every failure into a JournalError and tracks health. */
-  const runnerOf =
-    (target: pg.Pool | pg.PoolClient): Run =>
-    async (sql, params) => {
+  runner(target: pg.Pool | pg.PoolClient): Run {
+    return async (sql, params) => {
       try {
         const result = await target.query(sql, params);
-        failure = undefined;
+        this.failure = undefined;
         return { rows: result.rows as Row[], rowCount: result.rowCount };
       } catch (error) {
-        failure = message(error);
-        throw new JournalError(`state database (PostgreSQL at ${redactedUrl}) statement failed: ${failure}`);
+        this.failure = this.#message(error);
+        throw new JournalError(`state database (${this.#label}) statement failed: ${this.failure}`);
       }
     };
-  const requireOpen = () => {
-    if (openFailure !== undefined) throw new JournalError(`the journal is unavailable: ${openFailure}`);
+  }
+
+  requireOpen(): void {
+    if (this.openFailure !== undefined) throw new JournalError(`the journal is unavailable: ${this.openFailure}`);
+  }
+
+  /** One statement on the pool, once the store is open. */
+  readonly run: Run = (sql, params) => {
+    this.requireOpen();
+    return this.runner(this.pool)(sql, params);
   };
-  const poolRun = runnerOf(pool);
-  const run: Run = (sql, params) => {
-    requireOpen();
-    return poolRun(sql, params);
-  };
-  const queries = new PgQueries(run);
-  const directory = new SharedDirectory({
-    pool,
-    accounts: o.accounts,
-    logger,
-    ...(o.refreshMs !== undefined ? { refreshMs: o.refreshMs } : {}),
-  });
-  const shared = { directory, graphs: new SharedGraphs(pool, o.accounts, logger) };
 
   /** Runs `fn` in one transaction on one connection; `lock` names the account whose decisions it serializes. */
-  async function inTransaction<T>(lock: string | undefined, fn: (run: Run) => Promise<T>): Promise<T> {
-    requireOpen();
+  async transaction<T>(lock: string | undefined, fn: (run: Run) => Promise<T>): Promise<T> {
+    this.requireOpen();
     let client: pg.PoolClient;
     try {
-      client = await pool.connect();
+      client = await this.pool.connect();
     } catch (error) {
-      failure = message(error);
-      throw new JournalError(`state database (PostgreSQL at ${redactedUrl}) cannot be reached: ${failure}`);
+      this.failure = this.#message(error);
+      throw new JournalError(`state database (${this.#label}) cannot be reached: ${this.failure}`);
     }
-    const txRun = runnerOf(client);
+    const txRun = this.runner(client);
     let broken = false;
     try {
       await txRun('BEGIN');
@@ -141,61 +133,107 @@ export async function openPostgresStore(o: PostgresStoreOptions): Promise<Postgr
       client.release(broken);
     }
   }
+}
 
-  /** Connects and migrates; on failure retries in `retryMs`, logging the first failure and the recovery. */
-  const attempt = async (): Promise<void> => {
+/**
+ * Opening, and the one retry loop: connects and migrates every component; on failure retries every `retryMs`,
+ * logging the first failure and the recovery. Once open, a `SELECT 1` every `pingMs` keeps the health current.
+ */
+class Opener {
+  readonly opened: Promise<boolean>;
+  #resolve: (ok: boolean) => void = () => undefined;
+  #closed = false;
+  #retrying = false;
+  #retry: NodeJS.Timeout | undefined;
+  #ping: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly connection: Connection,
+    readonly o: PostgresStoreOptions,
+    readonly message: (error: unknown) => string,
+  ) {
+    this.opened = new Promise<boolean>((resolve) => (this.#resolve = resolve));
+  }
+
+  async attempt(): Promise<void> {
+    const { connection: c, o } = this;
     try {
-      await migrateAll(pool);
+      await migrateAll(c.pool);
     } catch (error) {
-      if (closed) return;
-      const first = !retrying;
-      retrying = true;
-      openFailure = `cannot open the state database at ${redactedUrl}: ${message(error)}`;
+      if (this.#closed) return;
+      const first = !this.#retrying;
+      this.#retrying = true;
+      c.openFailure = `cannot open the state database at ${o.redactedUrl}: ${this.message(error)}`;
       if (first)
-        logger.error(
-          { database: redactedUrl, reason: openFailure },
+        o.logger.error(
+          { database: o.redactedUrl, reason: c.openFailure },
           'cannot open the state database (PostgreSQL): remediation is disabled (the action endpoints answer 503) and no replica can lead (nothing polls) until it answers; /metrics goes on; retrying',
         );
-      retry = setTimeout(() => void attempt(), o.retryMs ?? 5_000).unref();
+      this.#retry = setTimeout(() => void this.attempt(), o.retryMs ?? 5_000).unref();
       return;
     }
-    if (closed) return;
-    openFailure = undefined;
-    failure = undefined;
-    if (retrying) logger.info({ database: redactedUrl }, 'state database reachable: remediation enabled');
-    ping = setInterval(() => void poolRun('SELECT 1').catch(() => undefined), o.pingMs ?? 5_000).unref();
-    resolveOpened(true);
-  };
-  await attempt();
+    if (this.#closed) return;
+    c.openFailure = undefined;
+    c.failure = undefined;
+    if (this.#retrying) o.logger.info({ database: o.redactedUrl }, 'state database reachable: remediation enabled');
+    const ping = c.runner(c.pool);
+    this.#ping = setInterval(() => void ping('SELECT 1').catch(() => undefined), o.pingMs ?? 5_000).unref();
+    this.#resolve(true);
+  }
 
+  /** Stops retrying and pinging; `opened` resolves false if it had not resolved. */
+  close(): void {
+    this.#closed = true;
+    clearTimeout(this.#retry);
+    clearInterval(this.#ping);
+    this.#resolve(false);
+  }
+}
+
+/**
+ * Opens the store: tries once to connect and migrate (bounded by the pool's connect and statement timeouts) and
+ * resolves either way; when that failed the store is unavailable and retried every `retryMs`.
+ */
+export async function openPostgresStore(o: PostgresStoreOptions): Promise<PostgresStore> {
+  // pg's messages do not carry the URL or its password; scrubbed anyway, belt and braces.
+  const scrub = databaseScrubber(o.url);
+  const message = (error: unknown) => reasonOf(scrub, error);
+  const c = new Connection(o, message);
+  const opener = new Opener(c, o, message);
+  const directory = new SharedDirectory({
+    pool: c.pool,
+    accounts: o.accounts,
+    logger: o.logger,
+    ...(o.refreshMs !== undefined ? { refreshMs: o.refreshMs } : {}),
+  });
+  await opener.attempt();
+  let closed = false;
   return {
-    ...forwardQueries(queries, async (call) => call()),
+    ...forwardQueries(new PgQueries(c.run), async (call) => call()),
     kind: 'postgres',
-    shared,
+    shared: { directory, graphs: new SharedGraphs(c.pool, o.accounts, o.logger) },
     get unavailable() {
-      return openFailure;
+      return c.openFailure;
     },
     get problem() {
-      return openFailure ?? (failure === undefined ? undefined : `its last statement failed: ${failure}`);
+      return c.openFailure ?? (c.failure === undefined ? undefined : `its last statement failed: ${c.failure}`);
     },
-    healthy: () => openFailure === undefined && failure === undefined,
-    opened,
+    healthy: () => c.openFailure === undefined && c.failure === undefined,
+    opened: opener.opened,
     transaction: <T>(account: string, fn: (tx: StateQueries) => Promise<T>) =>
-      inTransaction(account, (txRun) => fn(new PgQueries(txRun))),
+      c.transaction(account, (txRun) => fn(new PgQueries(txRun))),
     eventLedger: (account: string) =>
       new PostgresEventLedger(account, {
-        run,
-        transaction: (fn) => inTransaction(undefined, fn),
-        unavailable: () => openFailure,
+        run: c.run,
+        transaction: (fn) => c.transaction(undefined, fn),
+        unavailable: () => c.openFailure,
       }),
     close: async () => {
       if (closed) return;
       closed = true;
-      clearTimeout(retry);
-      clearInterval(ping);
-      resolveOpened(false);
+      opener.close();
       await directory.stop();
-      await pool.end();
+      await c.pool.end();
     },
   };
 }
