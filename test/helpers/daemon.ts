@@ -1,7 +1,8 @@
 /**
  * The one harness for a running daemon in integration and e2e tests: a simulator per account, a config in the
  * file's own shape (merged over what every test needs), a fresh state_dir and the daemon, on SQLite or on a
- * PostgreSQL URL. Everything it starts is stopped when the test finishes (or with `stop()`), daemon first.
+ * PostgreSQL URL. Everything it starts is stopped when the test finishes (started from a `beforeAll`: by calling
+ * `stop()` in `afterAll`), daemon first.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -55,8 +56,8 @@ export interface Harness extends HarnessContext {
   config: Config;
   /** the simulator of the first account */
   sim: Simulator;
-  /** every line the daemon logged */
-  log: { lines: string[] };
+  /** the daemon's logger and every line it logged */
+  log: ReturnType<typeof captureLogger>;
   /** the runtime of account `name` (`default` for the single-account form) */
   account(name: string): AccountRuntime;
   /** stops the daemon and starts a new one on the same config and state_dir */
@@ -79,7 +80,6 @@ const merge = (base: Record<string, unknown>, over: Record<string, unknown>): Re
 /** Starts the simulators and a daemon as `o` says; see HarnessOptions. */
 export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
   const key = o.key ?? HARNESS_KEY;
-  const stateDir = o.stateDir ?? tempDir();
   const sims = new Map<string, Simulator>();
   let daemon: Daemon | undefined;
   let stopped = false;
@@ -89,7 +89,14 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
     await daemon?.stop();
     await Promise.all([...sims.values()].map((s) => s.close()));
   };
-  onTestFinished(stop);
+  // Inside a test it stops with the test; from a beforeAll the caller stops it in afterAll.
+  let inTest = true;
+  try {
+    onTestFinished(stop);
+  } catch {
+    inTest = false;
+  }
+  const stateDir = o.stateDir ?? tempDir('bmx-', inTest ? 'each' : 'all');
   const several = o.accounts !== undefined;
   for (const [name, options] of Object.entries(o.accounts ?? { default: o.simulator ?? {} }))
     sims.set(name, await startSimulator({ ...options, apiKey: several ? `${key}-${name}` : key }));
