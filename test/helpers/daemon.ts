@@ -43,6 +43,8 @@ export interface HarnessOptions {
   daemon?: DaemonOptions;
   /** the log level of the captured logger (default `debug`) */
   logLevel?: string;
+  /** false: do not start the daemon yet (the test prepares the simulator first, then calls `start()`) */
+  start?: boolean;
 }
 
 export interface HarnessContext {
@@ -60,8 +62,8 @@ export interface Harness extends HarnessContext {
   log: ReturnType<typeof captureLogger>;
   /** the runtime of account `name` (`default` for the single-account form) */
   account(name: string): AccountRuntime;
-  /** stops the daemon and starts a new one on the same config and state_dir */
-  restart(options?: DaemonOptions): Promise<Daemon>;
+  /** starts the daemon, stopping the one running first (a restart on the same config and state_dir) */
+  start(options?: DaemonOptions): Promise<Daemon>;
   /** stops the daemon, then the simulators (also done when the test finishes); idempotent */
   stop(): Promise<void>;
 }
@@ -119,13 +121,28 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
   const over = typeof o.config === 'function' ? o.config(ctx) : (o.config ?? {});
   const config = buildConfig(merge(base, over), o.env ?? (several ? {} : { BAREMETAL_API_KEY: key }));
   const log = captureLogger(o.logLevel ?? 'debug');
-  const start = (options: DaemonOptions = o.daemon ?? {}) =>
-    startDaemon(config, { logger: log.logger, schedule: false, listen: false, retryMinDelayMs: 1, ...options });
-  daemon = await start();
+  const start = async (options: DaemonOptions = o.daemon ?? {}) => {
+    await daemon?.stop();
+    const started = await startDaemon(config, {
+      logger: log.logger,
+      schedule: false,
+      listen: false,
+      retryMinDelayMs: 1,
+      ...options,
+    });
+    // A test may stop the daemon itself: the harness's own stop then waits for that one.
+    const stopOnce = started.stop;
+    let stopping: Promise<void> | undefined;
+    started.stop = () => (stopping ??= stopOnce());
+    daemon = started;
+    return started;
+  };
+  if (o.start !== false) await start();
   return {
     ...ctx,
     get daemon() {
-      return daemon!;
+      if (!daemon) throw new Error('the harness has not started its daemon yet: call start()');
+      return daemon;
     },
     config,
     sim: [...sims.values()][0]!,
@@ -135,11 +152,7 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
       if (!runtime) throw new Error(`no account ${name} in the harness's daemon`);
       return runtime;
     },
-    restart: async (options) => {
-      await daemon!.stop();
-      daemon = await start(options);
-      return daemon;
-    },
+    start,
     stop,
   };
 }

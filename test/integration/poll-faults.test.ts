@@ -5,25 +5,15 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { buildConfig } from '../../src/config/load.js';
-import { startDaemon, type Daemon } from '../../src/daemon.js';
-import { startSimulator, type Simulator } from '../../src/simulator/server.js';
-import { captureLogger } from '../helpers/logger.js';
+import { describe, expect, it } from 'vitest';
+import type { Daemon } from '../../src/daemon.js';
+import type { Simulator } from '../../src/simulator/server.js';
+import { startHarness } from '../helpers/daemon.js';
 import { seriesOf, seriesValue } from '../helpers/metrics.js';
-import { tempDir } from '../helpers/tmp.js';
 
 const KEY = 'poll-faults-key-7d2a91c4';
 const START = Date.UTC(2026, 10, 21, 12, 0, 0);
 const HOUR = 3600_000;
-
-let sim: Simulator | undefined;
-let daemon: Daemon | undefined;
-afterEach(async () => {
-  await daemon?.stop();
-  await sim?.close();
-  daemon = sim = undefined;
-});
 
 /** What a row works with: the simulator, a way to (re)start the daemon, and the injected clock. */
 interface Fixture {
@@ -35,39 +25,19 @@ interface Fixture {
 
 async function fixture(file: Record<string, unknown> = {}): Promise<Fixture> {
   const clock = { now: START };
-  const stateDir = tempDir();
-  sim = await startSimulator({
-    apiKey: KEY,
-    servers: 6,
-    colocations: 2,
-    transits: 1,
-    attackRate: 0,
-    seed: 5,
-    now: () => clock.now,
-  });
-  const config = buildConfig(
-    {
-      upstream: { base_url: sim.url, concurrency: 4, retries: 0 },
-      web: { listen_address: '127.0.0.1:0' },
-      state_dir: stateDir,
+  const h = await startHarness({
+    key: KEY,
+    start: false,
+    simulator: { servers: 6, colocations: 2, transits: 1, attackRate: 0, seed: 5, now: () => clock.now },
+    config: {
+      upstream: { concurrency: 4 },
       graphs: { types: ['port_bits'], scales: ['day'] },
       services: { colocation_ids: ['colo-1', 'colo-2'], transit_ids: ['transit-1'] },
       ...file,
     },
-    { BAREMETAL_API_KEY: KEY },
-  );
-  const start = async () => {
-    daemon = await startDaemon(config, {
-      logger: captureLogger().logger,
-      now: () => clock.now,
-      schedule: false,
-      initialPolls: false,
-      listen: false,
-      retryMinDelayMs: 1,
-    });
-    return daemon;
-  };
-  return { sim, start, stateDir, clock };
+    daemon: { now: () => clock.now, initialPolls: false },
+  });
+  return { sim: h.sim, start: () => h.start(), stateDir: h.stateDir, clock };
 }
 
 const metric = (d: Daemon, name: string, labels: Record<string, string> = {}) => seriesValue(d.registry, name, labels);
@@ -132,7 +102,6 @@ const rows: Row[] = [
       await first.poller.run('servers');
       await first.poller.run('graphs');
       await first.stop();
-      daemon = undefined;
       sim.state.removeServer('100002');
       sim.state.removeServer('100005');
       const d = await start();
@@ -272,7 +241,6 @@ const rows: Row[] = [
       for (let i = 0; i < 1000 && (await seriesOf(d.registry, 'baremetal_firewall_history_up')).length < 8; i++)
         await new Promise((r) => setTimeout(r, 10));
       await d.stop();
-      daemon = undefined;
       return {
         stopped: true,
         outcome: await run,
