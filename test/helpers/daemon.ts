@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { onTestFinished } from 'vitest';
 import type { AccountRuntime } from '../../src/accounts.js';
-import { buildConfig } from '../../src/config/load.js';
+import { buildConfig, loadConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { startDaemon, type Daemon, type DaemonOptions } from '../../src/daemon.js';
 import { startSimulator, type Simulator, type SimulatorServerOptions } from '../../src/simulator/server.js';
@@ -43,6 +43,11 @@ export interface HarnessOptions {
   daemon?: DaemonOptions;
   /** the log level of the captured logger (default `debug`) */
   logLevel?: string;
+  /**
+   * write the config to `<state_dir>/config.yml` and load it from there with the daemon's loader, which a reload
+   * (SIGHUP, `POST /-/reload`) reads again: the test rewrites `configFile` to change it
+   */
+  configFile?: boolean;
   /** false: do not start the daemon yet (the test prepares the simulator first, then calls `start()`) */
   start?: boolean;
 }
@@ -58,6 +63,8 @@ export interface Harness extends HarnessContext {
   config: Config;
   /** the simulator of the first account */
   sim: Simulator;
+  /** with `configFile`: the file the daemon loaded and reloads */
+  configFile: string | undefined;
   /** the daemon's logger and every line it logged */
   log: ReturnType<typeof captureLogger>;
   /** the runtime of account `name` (`default` for the single-account form) */
@@ -119,7 +126,12 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
     base.remediation = { auth: { bearer_token_files: [join(stateDir, 'token')] } };
   }
   const over = typeof o.config === 'function' ? o.config(ctx) : (o.config ?? {});
-  const config = buildConfig(merge(base, over), o.env ?? (several ? {} : { BAREMETAL_API_KEY: key }));
+  const env = o.env ?? (several ? {} : { BAREMETAL_API_KEY: key });
+  const configFile = o.configFile ? join(stateDir, 'config.yml') : undefined;
+  // JSON is YAML: the file holds the same keys the object would.
+  if (configFile) writeFileSync(configFile, JSON.stringify(merge(base, over)));
+  const config = configFile ? loadConfig(configFile, env) : buildConfig(merge(base, over), env);
+  const reload = configFile ? { reloadConfig: () => loadConfig(configFile, env) } : {};
   const log = captureLogger(o.logLevel ?? 'debug');
   const start = async (options: DaemonOptions = o.daemon ?? {}) => {
     await daemon?.stop();
@@ -128,6 +140,7 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
       schedule: false,
       listen: false,
       retryMinDelayMs: 1,
+      ...reload,
       ...options,
     });
     // A test may stop the daemon itself: the harness's own stop then waits for that one.
@@ -145,6 +158,7 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
       return daemon;
     },
     config,
+    configFile,
     sim: [...sims.values()][0]!,
     log,
     account: (name) => {
