@@ -37,8 +37,10 @@ export interface HarnessOptions {
   stateDir?: string;
   /** PostgreSQL: the `database.url` of the state store (default SQLite under state_dir) */
   databaseUrl?: string;
-  /** write `<state_dir>/token` (TOKEN) and accept it as the remediation bearer token */
+  /** write `<state_dir>/token` (`token`, default TOKEN) and accept it as the remediation bearer token */
   remediationAuth?: boolean;
+  /** the bearer token `remediationAuth` writes */
+  token?: string;
   /** the daemon's options (default: no schedule, no listener, 1 ms retry delay, a captured debug logger) */
   daemon?: DaemonOptions;
   /** the log level of the captured logger (default `debug`) */
@@ -122,7 +124,7 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
     ...(o.databaseUrl !== undefined ? { database: { url: o.databaseUrl } } : {}),
   };
   if (o.remediationAuth) {
-    writeFileSync(join(stateDir, 'token'), TOKEN);
+    writeFileSync(join(stateDir, 'token'), o.token ?? TOKEN);
     base.remediation = { auth: { bearer_token_files: [join(stateDir, 'token')] } };
   }
   const over = typeof o.config === 'function' ? o.config(ctx) : (o.config ?? {});

@@ -6,45 +6,34 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { buildConfig } from '../../src/config/load.js';
-import { startDaemon, type Daemon } from '../../src/daemon.js';
+import { describe, expect, it } from 'vitest';
 import { runDeadlineMs } from '../../src/scheduler/poll-job.js';
 import { runCapacity } from '../../src/scheduler/round-robin.js';
 import { schedulePeriodMs } from '../../src/scheduler/scheduler.js';
-import { startSimulator, type Simulator, type SimulatorServerOptions } from '../../src/simulator/server.js';
-import { captureLogger } from '../helpers/logger.js';
+import type { Simulator, SimulatorServerOptions } from '../../src/simulator/server.js';
+import { startHarness } from '../helpers/daemon.js';
 import { seriesOf, seriesValue } from '../helpers/metrics.js';
-import { tempDir } from '../helpers/tmp.js';
 
 const KEY = 'budget-key-3b7e91c4';
 const TOKEN = 'attacks-reader-token-0123456789';
 
-let sim: Simulator | undefined;
-let daemon: Daemon | undefined;
-afterEach(async () => {
-  await daemon?.stop();
-  await sim?.close();
-  daemon = sim = undefined;
-});
-
 async function setup(simOptions: SimulatorServerOptions, file: Record<string, unknown>) {
-  const log = captureLogger('debug');
-  const stateDir = tempDir();
-  sim = await startSimulator({ apiKey: KEY, colocations: 0, transits: 0, attackRate: 0, seed: 3, ...simOptions });
-  const tokenFile = join(stateDir, 'token');
-  writeFileSync(tokenFile, TOKEN);
-  const config = buildConfig(
-    {
-      ...file,
-      upstream: { base_url: sim.url, concurrency: 16, retries: 0, ...(file.upstream as object) },
-      web: { listen_address: '127.0.0.1:0', auth: { bearer_token_files: [tokenFile] } },
-      state_dir: stateDir,
+  const h = await startHarness({
+    key: KEY,
+    simulator: { colocations: 0, transits: 0, attackRate: 0, seed: 3, ...simOptions },
+    config: ({ stateDir }) => {
+      const tokenFile = join(stateDir, 'token');
+      writeFileSync(tokenFile, TOKEN);
+      return {
+        ...file,
+        upstream: { concurrency: 16, ...(file.upstream as object) },
+        web: { auth: { bearer_token_files: [tokenFile] } },
+      };
     },
-    { BAREMETAL_API_KEY: KEY },
-  );
-  daemon = await startDaemon(config, { logger: log.logger, schedule: false, initialPolls: false, listen: false });
-  return { daemon, sim, log, config };
+    // The client's own backoff (a 429 is waited out as the reply says).
+    daemon: { initialPolls: false, retryMinDelayMs: 250 },
+  });
+  return { daemon: h.daemon, sim: h.sim, log: h.log, config: h.config };
 }
 
 /** The most requests the simulator received in any one-second window (by its real clock). */
