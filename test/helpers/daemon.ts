@@ -24,6 +24,8 @@ export interface HarnessOptions {
   key?: string;
   /** the simulator of the single account (or of `default`); `apiKey` is the harness's */
   simulator?: SimulatorServerOptions;
+  /** a running simulator to use instead (replicas sharing one upstream); the harness does not close it */
+  upstream?: Simulator;
   /**
    * several accounts: name → its simulator's options; each account gets its own simulator and key
    * (`<key>-<name>`) and the config's `accounts:` list. Without it the daemon has the single `default` account.
@@ -92,13 +94,15 @@ const merge = (base: Record<string, unknown>, over: Record<string, unknown>): Re
 export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
   const key = o.key ?? HARNESS_KEY;
   const sims = new Map<string, Simulator>();
+  /** the simulators the harness started (and closes) */
+  const owned: Simulator[] = [];
   let daemon: Daemon | undefined;
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
     stopped = true;
     await daemon?.stop();
-    await Promise.all([...sims.values()].map((s) => s.close()));
+    await Promise.all(owned.map((s) => s.close()));
   };
   // Inside a test it stops with the test; from a beforeAll the caller stops it in afterAll.
   let inTest = true;
@@ -109,8 +113,13 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
   }
   const stateDir = o.stateDir ?? tempDir('bmx-', inTest ? 'each' : 'all');
   const several = o.accounts !== undefined;
-  for (const [name, options] of Object.entries(o.accounts ?? { default: o.simulator ?? {} }))
-    sims.set(name, await startSimulator({ ...options, apiKey: several ? `${key}-${name}` : key }));
+  if (o.upstream) sims.set('default', o.upstream);
+  else
+    for (const [name, options] of Object.entries(o.accounts ?? { default: o.simulator ?? {} })) {
+      const sim = await startSimulator({ ...options, apiKey: several ? `${key}-${name}` : key });
+      owned.push(sim);
+      sims.set(name, sim);
+    }
   const ctx = { stateDir, sims };
   const upstream = (sim: Simulator) => ({ base_url: sim.url, retries: 0 });
   const base: Record<string, unknown> = {

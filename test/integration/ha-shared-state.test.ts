@@ -3,20 +3,16 @@
  * (docs/high-availability.md gives the count), and a follower's status page listing the server directory and
  * the graph images the leader published — the same ones its guards check and its `/graphs` serves.
  */
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { buildConfig } from '../../src/config/load.js';
-import { startDaemon, type Daemon } from '../../src/daemon.js';
+import type { Daemon } from '../../src/daemon.js';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
 import { DEFAULT_POOL_LIMITS } from '../../src/store/postgres/pool.js';
-import { captureLogger } from '../helpers/logger.js';
+import { startHarness, type Harness } from '../helpers/daemon.js';
 import { seriesValue } from '../helpers/metrics.js';
 import { requirePostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { eventually } from '../helpers/processes.js';
 import { TOKEN } from '../helpers/remediation.js';
-import { tempDir } from '../helpers/tmp.js';
 
 const KEY = 'ha-shared-state-key-5d1e2a';
 const found = requirePostgres();
@@ -24,45 +20,43 @@ const found = requirePostgres();
 describe.skipIf(found.skip)('a replica on PostgreSQL (Debian postgresql on loopback)', () => {
   let server: TestPostgres;
   let sim: Simulator | undefined;
-  const daemons: Daemon[] = [];
+  const replicas: Harness[] = [];
   let databases = 0;
   beforeAll(async () => {
     if (found.skip) return;
     server = await startPostgres(found.bin);
   }, 120_000);
   afterEach(async () => {
-    for (const d of daemons.splice(0)) await d.stop();
+    // The replicas first, then the upstream they share.
+    for (const replica of replicas.splice(0)) await replica.stop();
     await sim?.close();
     sim = undefined;
   });
   afterAll(() => server?.stop());
 
+  /** A simulator and a fresh database; `start()` starts one more replica on them. */
   async function cluster() {
-    sim = await startSimulator({ apiKey: KEY, servers: 3, colocations: 0, transits: 0, attackRate: 0, seed: 7 });
+    const upstream = await startSimulator({
+      apiKey: KEY,
+      servers: 3,
+      colocations: 0,
+      transits: 0,
+      attackRate: 0,
+      seed: 7,
+    });
+    sim = upstream;
     const url = server.createDatabase(`ha_shared_${++databases}`);
     const start = async () => {
-      const stateDir = tempDir();
-      writeFileSync(join(stateDir, 'token'), TOKEN);
-      const config = buildConfig(
-        {
-          upstream: { base_url: sim!.url, retries: 0 },
-          web: { listen_address: '127.0.0.1:0' },
-          state_dir: stateDir,
-          database: { url },
-          graphs: { types: ['port_bits'], scales: ['day'] },
-          remediation: { dry_run: true, auth: { bearer_token_files: [join(stateDir, 'token')] } },
-        },
-        { BAREMETAL_API_KEY: KEY },
-      );
-      const daemon = await startDaemon(config, {
-        logger: captureLogger().logger,
-        schedule: false,
-        listen: false,
-        retryMinDelayMs: 1,
-        ha: { retryMs: 100, heartbeatMs: 200, timeoutMs: 2_000, refreshMs: 100 },
+      const replica = await startHarness({
+        key: KEY,
+        upstream,
+        databaseUrl: url,
+        remediationAuth: true,
+        config: { graphs: { types: ['port_bits'], scales: ['day'] }, remediation: { dry_run: true } },
+        daemon: { ha: { retryMs: 100, heartbeatMs: 200, timeoutMs: 2_000, refreshMs: 100 } },
       });
-      daemons.push(daemon);
-      return daemon;
+      replicas.push(replica);
+      return replica.daemon;
     };
     return { start, url };
   }
