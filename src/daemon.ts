@@ -11,7 +11,6 @@ import type { Dispatcher } from 'undici';
 import { buildApp } from './app.js';
 import { DEFAULT_ACCOUNT, type Config, type JobName } from './config/schema.js';
 import { localGraphs } from './graphs/source.js';
-import type { GraphStore } from './graphs/store.js';
 import { initialPolls, reloadEventIds, startAccount, type AccountDeps, type AccountRuntime } from './accounts.js';
 import { leaderOrSnapshot } from './remediation/targets.js';
 import { startRole, type ElectionTimings, type Role } from './ha/role.js';
@@ -30,8 +29,6 @@ import { restartKeys, type ReloadResult } from './config/reload.js';
 import { ConfigError } from './errors.js';
 import { createMetrics, leaderOnlyNames, type Metrics } from './metrics/definitions.js';
 import { ExpositionCache } from './metrics/exposition.js';
-import type { UpstreamClient } from './upstream/client.js';
-import type { PollJobs } from './scheduler/jobs.js';
 import { VERSION } from './version.js';
 
 export interface DaemonOptions {
@@ -70,18 +67,11 @@ export interface Daemon {
   metrics: Metrics;
   /** each account's runtime (client, poll jobs, graph store, metrics view), by name */
   accounts: Map<string, AccountRuntime>;
-  /** the first account's poll jobs and latest inventory */
-  poller: PollJobs;
   /** each account's remediation engine (its client, server list and metrics), by name, over one journal */
   engines: Map<string, RemediationEngine>;
-  /** the first account's engine */
-  engine: RemediationEngine;
   /** the state store: SQLite, or PostgreSQL (`database.url`) */
   journal: StateStore;
   exposition: ExpositionCache;
-  /** the first account's client and graph store */
-  client: UpstreamClient;
-  graphStore: GraphStore;
   /**
    * resolves when the initial polls have finished; with PostgreSQL at once (polls start on election:
    * see `role`)
@@ -194,8 +184,6 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     const legacyGraphs = account.name === DEFAULT_ACCOUNT && !names.has('dedicated');
     accounts.set(account.name, await startAccount(account, accountDeps, { legacyGraphs }));
   }
-  const first = [...accounts.values()][0]!;
-  const { client, poller, graphStore } = first;
   // A decision shows in /metrics within a second; a burst of alerts costs one rendering.
   const onDecision = () => exposition.renderSoon(1000);
   // Targets are (account, server_id): one engine per account, with that account's client, server list and
@@ -222,7 +210,6 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
       }),
     ]),
   );
-  const engine = engines.get(first.name)!;
   // Counters and gauges read back from the journal before the first exposition (a store still opening, such as
   // an unreachable PostgreSQL, reads them back when it opens).
   if (journal.unavailable === undefined) await Promise.all([...engines.values()].map((e) => e.ready));
@@ -411,13 +398,9 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     registry,
     metrics,
     accounts,
-    poller,
     engines,
-    engine,
     journal,
     exposition,
-    client,
-    graphStore,
     ready,
     role,
     shared,

@@ -4,7 +4,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon.js';
 import type { Simulator } from '../../src/simulator/server.js';
-import { startHarness, type Harness } from '../helpers/daemon.js';
+import { accountOf, startHarness, type Harness } from '../helpers/daemon.js';
 import { requireBinary } from '../helpers/binaries.js';
 import { startAlertmanager } from '../helpers/alertmanager.js';
 import { eventually, type startProcess } from '../helpers/processes.js';
@@ -66,7 +66,7 @@ describe.skipIf(alertmanager.skip)('two unclustered Alertmanagers drive the webh
       return done ? true : undefined;
     });
     // A firewall change due now is applied by the next tick: run one to its end before asserting.
-    await daemon.engine.tick();
+    await accountOf(daemon, 'default').engine.tick();
   };
 
   beforeAll(async () => {
@@ -146,8 +146,8 @@ describe.skipIf(alertmanager.skip)('two unclustered Alertmanagers drive the webh
     offset += 2 * 60_000 + 10_000;
     await eventually('the resolved state to be applied', async () => (stateCalls('0').length > 0 ? true : undefined));
     // The ticker applied it; one more whole tick shows nothing else was pending.
-    await daemon.engine.tick();
-    await daemon.engine.tick();
+    await accountOf(daemon, 'default').engine.tick();
+    await accountOf(daemon, 'default').engine.tick();
     expect(stateCalls('0')).toHaveLength(1);
     expect(stateCalls('1')).toHaveLength(1);
     expect(sim.state.firewallSetting(attackedIp).state).toBe('0');

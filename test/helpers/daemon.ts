@@ -8,6 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { onTestFinished } from 'vitest';
 import type { AccountRuntime } from '../../src/accounts.js';
+import type { RemediationEngine } from '../../src/remediation/engine.js';
 import { buildConfig, loadConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { startDaemon, type Daemon, type DaemonOptions } from '../../src/daemon.js';
@@ -71,8 +72,8 @@ export interface Harness extends HarnessContext {
   configFile: string | undefined;
   /** the daemon's logger and every line it logged */
   log: ReturnType<typeof captureLogger>;
-  /** the runtime of account `name` (`default` for the single-account form) */
-  account(name: string): AccountRuntime;
+  /** account `name` of the running daemon (`default` for the single-account form): see accountOf */
+  account(name: string): ReturnType<typeof accountOf>;
   /** starts the daemon, stopping the one running first (a restart on the same config and state_dir) */
   start(options?: DaemonOptions): Promise<Daemon>;
   /** stops the daemon, then the simulators (also done when the test finishes); idempotent */
@@ -89,6 +90,17 @@ const merge = (base: Record<string, unknown>, over: Record<string, unknown>): Re
   }
   return out;
 };
+
+/**
+ * What a test reaches of account `name` of `daemon`: its runtime (poll jobs, client, graph store, metrics) and its
+ * remediation engine. Throws for an account the daemon does not have.
+ */
+export function accountOf(daemon: Daemon, name: string): AccountRuntime & { engine: RemediationEngine } {
+  const runtime = daemon.accounts.get(name);
+  const engine = daemon.engines.get(name);
+  if (!runtime || !engine) throw new Error(`the daemon has no account ${name}`);
+  return { ...runtime, engine };
+}
 
 /** Starts the simulators and a daemon as `o` says; see HarnessOptions. */
 export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
@@ -172,11 +184,7 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
     configFile,
     sim: [...sims.values()][0]!,
     log,
-    account: (name) => {
-      const runtime = daemon!.accounts.get(name);
-      if (!runtime) throw new Error(`no account ${name} in the harness's daemon`);
-      return runtime;
-    },
+    account: (name) => accountOf(daemon!, name),
     start,
     stop,
   };

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { buildConfig } from '../../src/config/load.js';
 import type { Daemon } from '../../src/daemon.js';
 import type { ConfigError } from '../../src/errors.js';
-import { startHarness } from '../helpers/daemon.js';
+import { accountOf, startHarness } from '../helpers/daemon.js';
 import { TOKEN } from '../helpers/remediation.js';
 
 const NOW = Date.UTC(2026, 10, 21, 12, 0, 0);
@@ -165,17 +165,17 @@ describe('several accounts', () => {
       });
 
     const first = h.daemon;
-    await first.poller.run('servers');
-    await first.poller.run('firewall');
+    await accountOf(first, 'default').poller.run('servers');
+    await accountOf(first, 'default').poller.run('firewall');
     expect(await total(first)).toBe(2);
 
     // The same config and state_dir.
     const second = await h.start();
-    await second.poller.run('servers');
-    await second.poller.run('firewall');
+    await accountOf(second, 'default').poller.run('servers');
+    await accountOf(second, 'default').poller.run('firewall');
     const afterRestart = await total(second);
     sim.state.injectEvents('dedicated', '100001', [{ id: 'e3', ip: '198.18.0.1' }]);
-    await second.poller.run('firewall');
+    await accountOf(second, 'default').poller.run('firewall');
     expect({ afterRestart, afterNewEvent: await total(second) }).toEqual({ afterRestart: 0, afterNewEvent: 1 });
   });
 });

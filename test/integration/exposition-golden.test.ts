@@ -18,7 +18,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon.js';
 import { requireBinary } from '../helpers/binaries.js';
-import { startHarness, type Harness } from '../helpers/daemon.js';
+import { accountOf, startHarness, type Harness } from '../helpers/daemon.js';
 
 const KEY = 'golden-key-3b9e61c2';
 const NOW = Date.UTC(2026, 10, 21, 12, 0, 0);
@@ -64,7 +64,7 @@ beforeAll(async () => {
   });
   daemon = harness.daemon;
   for (const job of ['servers', 'firewall', 'graphs', 'catalog'] as const)
-    expect(await daemon.poller.run(job)).toBe('success');
+    expect(await accountOf(daemon, 'default').poller.run(job)).toBe('success');
   await daemon.exposition.render();
   raw = (await daemon.app.inject('/metrics')).body;
   openMetrics = (

@@ -3,7 +3,7 @@ import sharp from 'sharp';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon.js';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
-import { startHarness } from '../helpers/daemon.js';
+import { accountOf, startHarness } from '../helpers/daemon.js';
 import { seriesValue } from '../helpers/metrics.js';
 import { requirePostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { eventually, freePort } from '../helpers/processes.js';
@@ -127,9 +127,9 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
   it("a follower's engine checks targets against the leader's server list", async () => {
     const { start } = await cluster();
     const [leader, follower] = await elected([await start(), await start()]);
-    const known = [...leader.poller.inventory.keys()][0]!;
+    const known = [...accountOf(leader, 'default').poller.inventory.keys()][0]!;
     // The follower never polled: its engine answers from the shared directory.
-    expect(follower.poller.serversKnown).toBe(false);
+    expect(accountOf(follower, 'default').poller.serversKnown).toBe(false);
     const res = await eventually('the follower to know the servers', async () => {
       const r = await powercycle(follower, known);
       return r.statusCode === 200 ? r : undefined;
@@ -210,7 +210,7 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
   it('a follower serves the graph images the leader stored, with ETag, 304 and ?width=', async () => {
     const { start } = await cluster();
     const [leader, follower] = await elected([await start(), await start()]);
-    const held = leader.graphStore.list();
+    const held = accountOf(leader, 'default').graphStore.list();
     expect(held.length).toBe(3);
     const list = (await follower.app.inject('/graphs')).json().graphs as Array<{ url: string; bytes: number }>;
     expect(list.map((g) => g.url)).toEqual(

@@ -4,7 +4,7 @@ import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon.js';
 import { MAX_CONNECTIONS } from '../../src/http/server-limits.js';
-import { startHarness, type Harness } from '../helpers/daemon.js';
+import { accountOf, startHarness, type Harness } from '../helpers/daemon.js';
 import { TOKEN } from '../helpers/remediation.js';
 
 const KEY = 'http-faults-key-7a0c';
@@ -33,8 +33,8 @@ beforeAll(async () => {
     daemon: { initialPolls: false, listen: true },
   });
   ({ daemon, log } = harness);
-  await daemon.poller.run('servers');
-  await daemon.poller.run('graphs');
+  await accountOf(daemon, 'default').poller.run('servers');
+  await accountOf(daemon, 'default').poller.run('graphs');
   // Prometheus has scraped before the fault starts: its credentials are verified and remembered.
   expect((await scrape()).status).toBe(200);
 });

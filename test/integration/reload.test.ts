@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon.js';
 import type { Simulator } from '../../src/simulator/server.js';
-import { startHarness } from '../helpers/daemon.js';
+import { accountOf, startHarness } from '../helpers/daemon.js';
 import { TOKEN } from '../helpers/remediation.js';
 
 const NOW = Date.UTC(2026, 10, 21, 12, 0, 0);
@@ -39,7 +39,7 @@ async function setUp() {
   });
   const { sim, daemon, stateDir: dir } = h;
   const file = h.configFile!;
-  await daemon.poller.run('servers');
+  await accountOf(daemon, 'default').poller.run('servers');
   const write = (overrides: Record<string, unknown>, baseUrl?: string) =>
     writeFileSync(file, configText(sim, dir, overrides, baseUrl));
   return { sim, daemon, write, lines: h.log.lines, file, dir };
@@ -70,11 +70,11 @@ const webhook = (daemon: Daemon, alertname: string) =>
 describe('Daemon.reload()', () => {
   it('polls a changed colocation list on the next firewall run', async () => {
     const { sim, daemon, write } = await setUp();
-    await daemon.poller.run('firewall');
+    await accountOf(daemon, 'default').poller.run('firewall');
     write({ services: { colocation_ids: ['colo-2', 'colo-3'], transit_ids: [] } });
     expect(await daemon.reload()).toEqual({ ok: true, needsRestart: [] });
     const before = sim.callsTo(COLOCATION).length;
-    await daemon.poller.run('firewall');
+    await accountOf(daemon, 'default').poller.run('firewall');
     const polled = sim
       .callsTo(COLOCATION)
       .slice(before)
@@ -133,7 +133,7 @@ describe('Daemon.reload()', () => {
     expect(line).toContain('accounts.default.upstream.base_url');
     expect(line).not.toContain(KEY);
     // Still polling the old API.
-    await daemon.poller.run('servers');
+    await accountOf(daemon, 'default').poller.run('servers');
     expect(await gauge(daemon, 'baremetal_config_last_reload_successful')).toBe(1);
     expect(sim.callsTo('/api/v1/dedicated').length).toBeGreaterThan(1);
   });

@@ -6,7 +6,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon.js';
-import { startHarness } from '../helpers/daemon.js';
+import { accountOf, startHarness } from '../helpers/daemon.js';
 import { seriesValue } from '../helpers/metrics.js';
 import { POWERCYCLE_REMEDIATION, TOKEN } from '../helpers/remediation.js';
 
@@ -73,7 +73,7 @@ describe('remediation under upstream faults', () => {
         });
         expect(await seriesValue(d.registry, 'baremetal_action_pending', { action: 'firewall_state' })).toBe(1);
         clock.now += 2 * MIN;
-        await d.engine.tick();
+        await accountOf(d, 'default').engine.tick();
         expect(s.callsTo(STATE).map((c) => c.params.state)).toEqual(['1', '1']);
         expect((await d.journal.list({ limit: 2 })).map((e) => e.decision)).toEqual(['executed', 'failed']);
         expect(s.state.firewallSetting('198.18.0.1').state).toBe('1');

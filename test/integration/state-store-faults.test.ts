@@ -1,7 +1,7 @@
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon.js';
-import { startHarness, type Harness } from '../helpers/daemon.js';
+import { accountOf, startHarness, type Harness } from '../helpers/daemon.js';
 import { requirePostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { eventually, freePort } from '../helpers/processes.js';
 import { POWERCYCLE_REMEDIATION, TOKEN } from '../helpers/remediation.js';
@@ -127,7 +127,7 @@ describe.skipIf(found.skip)('the daemon on PostgreSQL under database faults', ()
 
     await h.link.up();
     await eventually('the store to open', async () => (d.journal.unavailable === undefined ? true : undefined));
-    await d.engine.ready;
+    await accountOf(d, 'default').engine.ready;
     await leading(d);
     expect(h.sim.callsTo('/api/v1/dedicated').length).toBeGreaterThan(0);
     expect((await powercycle(d, '100001')).json()).toMatchObject({ decision: 'executed' });
@@ -157,7 +157,7 @@ describe.skipIf(found.skip)('the daemon on PostgreSQL under database faults', ()
     );
     expect(await journalUp(d)).toBe('0');
     // The ticker fails every second while it is down: logged once.
-    for (let i = 0; i < 3; i++) await d.engine.tick();
+    for (let i = 0; i < 3; i++) await accountOf(d, 'default').engine.tick();
     expect(h.log.lines.filter((l) => l.includes('applying pending firewall changes failed'))).toHaveLength(1);
     // /metrics and the status of polling are untouched.
     expect((await d.app.inject({ method: 'GET', url: '/metrics' })).statusCode).toBe(200);
@@ -174,7 +174,7 @@ describe.skipIf(found.skip)('the daemon on PostgreSQL under database faults', ()
       (await d.app.inject({ method: 'GET', url: '/readyz' })).statusCode === 200 ? true : undefined,
     );
     expect(await journalUp(d)).toBe('1');
-    await d.engine.tick();
+    await accountOf(d, 'default').engine.tick();
     expect(h.log.lines.some((l) => l.includes('applying pending firewall changes works again'))).toBe(true);
     expect(noSecret([...h.log.lines, lost.body, unready.body])).toEqual([]);
   });

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon.js';
 import type { Faults } from '../../src/simulator/server.js';
 import { secretForms } from '../../src/scrub.js';
-import { startHarness } from '../helpers/daemon.js';
+import { accountOf, startHarness } from '../helpers/daemon.js';
 import { seriesValue } from '../helpers/metrics.js';
 
 /** A key with "/" and "+": its JSON-escaped (PHP `\/`) and URL-encoded spellings differ from the plain one. */
@@ -37,7 +37,7 @@ describe('upstream faults', () => {
     const before = process.memoryUsage().rss;
     let peak = before;
     const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 5);
-    expect(await daemon.poller.run('servers')).toBe('failure');
+    expect(await accountOf(daemon, 'default').poller.run('servers')).toBe('failure');
     clearInterval(sampler);
     expect(await requests(daemon, 'list_servers', 'too_large')).toBe(1);
     // Not retried: a reply that is too large will be too large again.
@@ -63,9 +63,9 @@ describe('upstream faults', () => {
     },
   ])('pauses every request after $name instead of hammering the API', async ({ faults }) => {
     const { daemon, sim } = await setup();
-    expect(await daemon.poller.run('servers')).toBe('success');
+    expect(await accountOf(daemon, 'default').poller.run('servers')).toBe('success');
     sim.setFaults({ ...faults, modeCount: 1, paths: [HISTORY] });
-    expect(await daemon.poller.run('firewall')).toBe('success');
+    expect(await accountOf(daemon, 'default').poller.run('firewall')).toBe('success');
     const calls = sim.callsTo(HISTORY);
     const limited = calls[0]!;
     // Every later request of the run — the retry of the throttled one included — waited out the pause; only
@@ -86,9 +86,9 @@ describe('upstream faults', () => {
     'keeps the key out of logs, metrics, the journal, the actions API and the status page after $name',
     async ({ faults }) => {
       const { daemon, sim, log } = await setup();
-      expect(await daemon.poller.run('servers')).toBe('success');
+      expect(await accountOf(daemon, 'default').poller.run('servers')).toBe('success');
       sim.setFaults(faults);
-      await daemon.poller.run('firewall');
+      await accountOf(daemon, 'default').poller.run('firewall');
       const [server] = sim.state.servers.values();
       const action = await daemon.app.inject({
         method: 'POST',
