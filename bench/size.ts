@@ -153,7 +153,10 @@ async function cycle() {
   let ms = 0;
   let cpuMs = 0;
   const { value: outcomes, ...loop } = await watchLoop(async () => {
-    const outcomes = [await daemon.poller.run('servers'), await daemon.poller.run('firewall')];
+    const outcomes = [
+      await daemon.accounts.get('default')!.poller.run('servers'),
+      await daemon.accounts.get('default')!.poller.run('firewall'),
+    ];
     ms = performance.now() - started;
     cpuMs = threadCpuMs() - cpuStarted;
     await daemon.exposition.render();
@@ -274,7 +277,7 @@ if (values.extras) {
     const app = buildApp({
       logger: createLogger('error'),
       exposition: daemon.exposition,
-      graphStores: new Map([['default', daemon.graphStore]]),
+      graphStores: new Map([['default', daemon.accounts.get('default')!.graphStore]]),
       graphMaxWidth: 2000,
       webAuth,
       passwordVerifier: pool,
@@ -353,9 +356,9 @@ if (values.extras) {
     ),
     { logger: createLogger('error'), schedule: false, initialPolls: false, listen: false },
   );
-  await budgetDaemon.poller.run('servers');
+  await budgetDaemon.accounts.get('default')!.poller.run('servers');
   const budgetStarted = performance.now();
-  const budgetOutcome = await budgetDaemon.poller.run('firewall');
+  const budgetOutcome = await budgetDaemon.accounts.get('default')!.poller.run('firewall');
   const budgetSeconds = (performance.now() - budgetStarted) / 1000;
   const sentPerSecond = budgetServers / budgetSeconds;
   rows.push(

@@ -6,13 +6,11 @@
  */
 import type { Logger } from 'pino';
 import type { AccountConfig, Config, JobName } from './config/schema.js';
-import { FileEventLedger, type EventLedger } from './state/event-ledger.js';
-import type { GraphMirror } from './graphs/shared.js';
-import { GraphStore } from './graphs/store.js';
+import type { EventLedger } from './store/store.js';
+import { GraphStore, type GraphMirror } from './graphs/store.js';
 import { createApiObserver } from './metrics/api-observer.js';
-import { forAccount, type Metrics } from './metrics/definitions.js';
+import { forAccount, type Metrics, type RunOutcome } from './metrics/definitions.js';
 import { PollJobs } from './scheduler/jobs.js';
-import type { RunOutcome } from './scheduler/poll-job.js';
 import { Scheduler } from './scheduler/scheduler.js';
 import type { UpstreamClient, UpstreamClientOptions } from './upstream/client.js';
 import { clientFromConfig } from './upstream/from-config.js';
@@ -45,8 +43,8 @@ export interface AccountDeps {
   clientOptions?: Partial<UpstreamClientOptions>;
   /** a metric changed (the exposition is marked dirty) */
   onChange: () => void;
-  /** the attack-event ids of an account (the state store's); default: a file under state_dir */
-  eventLedger?: (account: string) => EventLedger;
+  /** the attack-event ids of an account: the state store's (`StateStore.eventLedger`) */
+  eventLedger: (account: string) => EventLedger;
   /** a poll run of an account ended */
   onPollFinished: (account: string, job: JobName, outcome: RunOutcome) => void;
   /** where an account's graph store copies its images (replicas sharing PostgreSQL) */
@@ -68,7 +66,7 @@ export async function startAccount(
   const loaded = await graphStore.load();
   if (loaded > 0) logger.info({ images: loaded }, 'graph images loaded from the state directory');
   metrics.graphImages.set(graphStore.size);
-  const ledger = deps.eventLedger?.(account.name) ?? new FileEventLedger(deps.config.stateDir, account.name);
+  const ledger = deps.eventLedger(account.name);
   const remembered = await loadEventIds(ledger, logger);
   const workedOnce = new Set<JobName>();
   const lastProblem = new Map<JobName, string>();

@@ -24,7 +24,7 @@ import { graphRoutes } from './http/routes/graphs.js';
 import { healthRoutes, type Readiness } from './http/routes/health.js';
 import { metricsRoutes } from './http/routes/metrics.js';
 import { statusPageRoutes, type StatusView } from './http/routes/status-page.js';
-import type { StateStore } from './journal/store.js';
+import type { StateStore } from './store/store.js';
 import type { Metrics } from './metrics/definitions.js';
 import type { ExpositionCache } from './metrics/exposition.js';
 import type { RemediationEngine } from './remediation/engine.js';

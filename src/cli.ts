@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { applyFlags, buildConfig, loadConfig } from './config/load.js';
+import { DEFAULT_ACCOUNT } from './config/schema.js';
 import { startDaemon } from './daemon.js';
 import { WebConfigFile } from './http/web-config-reload.js';
 import { loadWebConfig } from './http/web-config.js';
@@ -178,7 +179,7 @@ async function demo(args: string[]): Promise<void> {
     await sim.close();
   });
   await daemon.ready;
-  const first = [...daemon.poller.inventory.keys()][0] ?? '100001';
+  const first = [...(daemon.accounts.get(DEFAULT_ACCOUNT)?.poller.inventory.keys() ?? [])][0] ?? '100001';
   process.stdout.write(
     [
       '',

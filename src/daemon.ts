@@ -10,27 +10,25 @@ import { Registry } from 'prom-client';
 import type { Dispatcher } from 'undici';
 import { buildApp } from './app.js';
 import { DEFAULT_ACCOUNT, type Config, type JobName } from './config/schema.js';
-import type { GraphStore } from './graphs/store.js';
+import { localGraphs } from './graphs/source.js';
 import { initialPolls, reloadEventIds, startAccount, type AccountDeps, type AccountRuntime } from './accounts.js';
-import { leaderOrSnapshot, serverIpsOf } from './ha/directory.js';
+import { leaderOrSnapshot } from './remediation/targets.js';
 import { startRole, type ElectionTimings, type Role } from './ha/role.js';
-import { openShared, type SharedState } from './ha/shared.js';
 import { authEnabled } from './http/auth.js';
 import { statusViewOf } from './http/status-view.js';
 import { readTls, watchTls } from './http/tls.js';
 import { closeServer, extraServer, listenOn } from './http/listeners.js';
 import { httpsOptions, type WebConfigFile } from './http/web-config-reload.js';
-import { openStore, type OpenStoreOptions } from './journal/open-store.js';
-import type { StateStore } from './journal/store.js';
-import { lockStateDir, type StateLock } from './journal/state-lock.js';
+import { openStore, type OpenStoreOptions } from './store/open.js';
+import type { PostgresStore } from './store/postgres/store.js';
+import type { StateStore } from './store/store.js';
+import { lockStateDir, type StateLock } from './store/state-dir-lock.js';
 import { createLogger } from './logger.js';
 import { RemediationEngine } from './remediation/engine.js';
 import { restartKeys, type ReloadResult } from './config/reload.js';
 import { ConfigError } from './errors.js';
 import { createMetrics, leaderOnlyNames, type Metrics } from './metrics/definitions.js';
 import { ExpositionCache } from './metrics/exposition.js';
-import type { UpstreamClient } from './upstream/client.js';
-import type { PollJobs } from './scheduler/jobs.js';
 import { VERSION } from './version.js';
 
 export interface DaemonOptions {
@@ -69,18 +67,11 @@ export interface Daemon {
   metrics: Metrics;
   /** each account's runtime (client, poll jobs, graph store, metrics view), by name */
   accounts: Map<string, AccountRuntime>;
-  /** the first account's poll jobs and latest inventory */
-  poller: PollJobs;
   /** each account's remediation engine (its client, server list and metrics), by name, over one journal */
   engines: Map<string, RemediationEngine>;
-  /** the first account's engine */
-  engine: RemediationEngine;
   /** the state store: SQLite, or PostgreSQL (`database.url`) */
   journal: StateStore;
   exposition: ExpositionCache;
-  /** the first account's client and graph store */
-  client: UpstreamClient;
-  graphStore: GraphStore;
   /**
    * resolves when the initial polls have finished; with PostgreSQL at once (polls start on election:
    * see `role`)
@@ -89,7 +80,7 @@ export interface Daemon {
   /** whether this replica leads (polls and applies deferred firewall changes) */
   role: Role;
   /** with PostgreSQL: the state shared with the other replicas (server directory, graph images) */
-  shared: SharedState | undefined;
+  shared: PostgresStore['shared'] | undefined;
   /** re-reads the TLS files or the web-config file (SIGHUP); false without them or when reading failed */
   reloadTls(): boolean;
   /**
@@ -129,24 +120,12 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
   /** set once HTTP is up, below; until then a SQLite daemon counts as leading (its readiness waits for its polls) */
   let role: Role | undefined;
   const leading = () => role?.leading ?? config.database.kind === 'sqlite';
-  const shared =
-    config.database.kind === 'postgres'
-      ? openShared(
-          config.database,
-          config.accounts.map((a) => a.name),
-          logger,
-          {
-            ...(options.ha?.refreshMs !== undefined ? { refreshMs: options.ha.refreshMs } : {}),
-            ...(options.ha?.retryMs !== undefined ? { retryMs: options.ha.retryMs } : {}),
-          },
-        )
-      : undefined;
   /** the leader publishes an account's server list after each servers and firewall run, for the followers */
   const publish = (account: string, job: JobName, outcome: string) => {
     const runtime = accounts.get(account);
     if (!shared || !runtime || !leading() || job === 'graphs' || job === 'catalog' || outcome === 'failure') return;
     shared.directory
-      .publish(account, () => serverIpsOf(runtime.poller))
+      .publish(account, () => runtime.poller.serverIps())
       .catch((error: unknown) =>
         logger.warn(
           { account, reason: (error as Error).message },
@@ -156,14 +135,21 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
   };
   // ---- end of high availability ----
   // Opened first: a journal that cannot be opened (corrupt, zero-length, unwritable; PostgreSQL unreachable)
-  // disables remediation only; a SQLite file is left as it is for the operator to inspect.
+  // disables remediation only; a SQLite file is left as it is for the operator to inspect. With PostgreSQL the
+  // store's one pool also carries what the replicas share (server directory, graph images).
   const journal = await openStore(config, {
     logger,
-    ...(options.stateStore ? { postgres: options.stateStore } : {}),
+    postgres: {
+      ...options.stateStore,
+      ...(options.ha?.refreshMs !== undefined ? { refreshMs: options.ha.refreshMs } : {}),
+    },
     ...(lock.problem
       ? { refuse: `state_dir is not writable, so it cannot be locked against a second daemon: ${lock.problem}` }
       : {}),
   });
+  const shared = journal.kind === 'postgres' ? journal.shared : undefined;
+  // Followers read the leader's server list once the schema is there.
+  if (shared) void journal.opened.then((open) => open && shared.directory.start());
   // A follower's exposition leaves out what only the polling replica knows (definitions.ts).
   const leaderOnly = leaderOnlyNames(metrics);
   const exposition = new ExpositionCache({
@@ -190,7 +176,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
       publish(account, job, outcome);
     },
     ...(shared ? { graphMirror: (account: string) => shared.graphs.mirror(account) } : {}),
-    ...(journal.kind === 'postgres' ? { eventLedger: (account: string) => journal.eventLedger(account) } : {}),
+    eventLedger: (account: string) => journal.eventLedger(account),
   };
   const names = new Set(config.accounts.map((a) => a.name));
   const accounts = new Map<string, AccountRuntime>();
@@ -198,8 +184,6 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     const legacyGraphs = account.name === DEFAULT_ACCOUNT && !names.has('dedicated');
     accounts.set(account.name, await startAccount(account, accountDeps, { legacyGraphs }));
   }
-  const first = [...accounts.values()][0]!;
-  const { client, poller, graphStore } = first;
   // A decision shows in /metrics within a second; a burst of alerts costs one rendering.
   const onDecision = () => exposition.renderSoon(1000);
   // Targets are (account, server_id): one engine per account, with that account's client, server list and
@@ -226,7 +210,6 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
       }),
     ]),
   );
-  const engine = engines.get(first.name)!;
   // Counters and gauges read back from the journal before the first exposition (a store still opening, such as
   // an unreachable PostgreSQL, reads them back when it opens).
   if (journal.unavailable === undefined) await Promise.all([...engines.values()].map((e) => e.ready));
@@ -266,15 +249,25 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     return reasons;
   };
   const web = webDeps(config, options.webConfig);
+  const graphStores = new Map([...accounts].map(([name, account]) => [name, account.graphStore]));
+  // `/graphs` and the status page show the same images: the database's with replicas, else each account's store.
+  const graphSource = shared ? shared.graphs : localGraphs(graphStores);
   const app = buildApp({
     logger,
     exposition,
-    graphStores: new Map([...accounts].map(([name, account]) => [name, account.graphStore])),
+    graphStores,
     graphMaxWidth: config.graphs.maxWidth,
-    ...(shared ? { graphSource: shared.graphs } : {}),
+    graphSource,
     ...web,
     readiness,
-    statusView: statusViewOf({ version: VERSION, accounts, journal, now }),
+    statusView: statusViewOf({
+      version: VERSION,
+      accounts,
+      journal,
+      graphs: graphSource,
+      ...(shared ? { replicas: { leading, directory: shared.directory } } : {}),
+      now,
+    }),
     attacks: new Map([...accounts].map(([name, runtime]) => [name, runtime.poller.attacks])),
     remediation: { engines, journal, metrics, config: config.remediation },
     ...(options.lifecycle ? { reload: () => reload() } : {}),
@@ -369,8 +362,8 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
       onChange: () => exposition.renderSoon(),
       duties: {
         start: async () => {
-          // The `ha` tables first (a database that answers the election is normally migrated already).
-          await shared?.ready;
+          // The schema first (a database that answers the election is normally migrated already).
+          if (shared) await journal.opened;
           // Another replica may have counted attack events since this one last polled.
           if (shared) await Promise.all([...accounts.values()].map((account) => reloadEventIds(account, logger)));
           // Each account polls on its own: one whose API is down delays no other's first polls.
@@ -405,13 +398,9 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     registry,
     metrics,
     accounts,
-    poller,
     engines,
-    engine,
     journal,
     exposition,
-    client,
-    graphStore,
     ready,
     role,
     shared,
@@ -436,7 +425,6 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
         clearInterval(sweep),
       );
       await journal.close();
-      await shared?.close();
       await Promise.all([...accounts.values()].map((account) => account.client.close()));
       lock.release();
     },

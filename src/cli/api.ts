@@ -10,10 +10,9 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildConfig, loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
-import { DEFAULT_POOL_LIMITS } from '../database/postgres.js';
-import { openPostgresStore } from '../journal/postgres.js';
-import { openSqliteStore } from '../journal/sqlite-store.js';
-import type { StateStore } from '../journal/store.js';
+import { DEFAULT_POOL_LIMITS } from '../store/postgres/pool.js';
+import { openStore } from '../store/open.js';
+import type { StateStore } from '../store/store.js';
 import { createLogger } from '../logger.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { clientFromConfig } from '../upstream/from-config.js';
@@ -155,31 +154,27 @@ function loadCliConfig(file: string | undefined, env: NodeJS.ProcessEnv): Config
  * (`fromFile`: a config file was given; the CLI never creates a journal).
  */
 async function openCliJournal(config: Config, fromFile: boolean): Promise<StateStore | undefined> {
-  const db = config.database;
-  if (db.kind === 'postgres') {
-    const store = await openPostgresStore({
-      url: db.url,
-      redactedUrl: db.redactedUrl,
-      logger: createLogger('silent'),
-      retryMs: 60_000,
-      limits: { max: 2 },
-    });
-    // A timer that keeps the process alive (the store's own retry timers do not) while the first attempt runs.
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<false>((resolve) => {
-      timer = setTimeout(() => resolve(false), DEFAULT_POOL_LIMITS.connectTimeoutMs + 1_000);
-    });
-    const open = await Promise.race([store.opened, timeout]).finally(() => clearTimeout(timer));
-    if (open) return store;
-    const reason = store.unavailable ?? 'it does not answer';
-    await store.close();
-    throw new CliExit(
-      EXIT.upstream,
-      `the state database does not answer (${reason}): not sending an action the daemons' budget and cooldowns would not see`,
-    );
-  }
-  const path = join(config.stateDir, 'journal.db');
-  return fromFile && existsSync(path) ? openSqliteStore(path, config.stateDir) : undefined;
+  // The CLI never creates a SQLite journal: it writes to the daemon's when state_dir already holds one.
+  if (config.database.kind === 'sqlite' && !(fromFile && existsSync(join(config.stateDir, 'journal.db'))))
+    return undefined;
+  const store = await openStore(config, {
+    logger: createLogger('silent'),
+    postgres: { retryMs: 60_000, limits: { max: 2 } },
+  });
+  if (store.kind === 'sqlite') return store;
+  // A timer that keeps the process alive (the store's own retry timers do not) while the first attempt runs.
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), DEFAULT_POOL_LIMITS.connectTimeoutMs + 1_000);
+  });
+  const open = await Promise.race([store.opened, timeout]).finally(() => clearTimeout(timer));
+  if (open) return store;
+  const reason = store.unavailable ?? 'it does not answer';
+  await store.close();
+  throw new CliExit(
+    EXIT.upstream,
+    `the state database does not answer (${reason}): not sending an action the daemons' budget and cooldowns would not see`,
+  );
 }
 
 /** Runs `baremetal-exporter api <argv…>`; resolves with the exit code. */

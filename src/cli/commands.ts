@@ -26,7 +26,7 @@ import {
   type GraphScale,
   type GraphType,
   type ServiceType,
-} from '../upstream/params.js';
+} from '../config/api-terms.js';
 import { listLocations, setCancellation } from '../upstream/reseller.js';
 import { flag, option, requiredOption, type CommandContext } from './context.js';
 import { refused, usage } from './exit.js';

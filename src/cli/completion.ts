@@ -11,7 +11,7 @@ import {
   GRAPH_TYPES,
   SENSITIVITIES,
   SERVICE_TYPES,
-} from '../upstream/params.js';
+} from '../config/api-terms.js';
 import { OPTIONS, optionsOf } from './api.js';
 import { LEAVES } from './commands.js';
 import { EXIT, usage, oneLine, exitCodeOf } from './exit.js';

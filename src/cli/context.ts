@@ -5,7 +5,7 @@
  */
 import type { Readable, Writable } from 'node:stream';
 import type { Config } from '../config/schema.js';
-import type { StateQueries } from '../journal/store.js';
+import type { StateQueries } from '../store/store.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { usage } from './exit.js';
 import type { OutputFormat } from './output.js';

@@ -9,7 +9,7 @@
 import { isIP } from 'node:net';
 import type { Metrics } from '../metrics/definitions.js';
 import type { FirewallEvent } from '../upstream/decode.js';
-import type { ServiceType } from '../upstream/params.js';
+import type { ServiceType } from '../config/api-terms.js';
 
 /** A service with a firewall history: a dedicated server, a colocation or a transit service. */
 export interface ServiceRef {

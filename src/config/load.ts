@@ -11,7 +11,7 @@ import ms from 'ms';
 import cron from 'node-cron';
 import { parse as parseYaml } from 'yaml';
 import { ConfigError, InsecureUrlError } from '../errors.js';
-import { checkBaseUrl } from '../upstream/base-url.js';
+import { checkBaseUrl } from './base-url.js';
 import {
   ACCOUNT_NAME,
   ACTIONS,

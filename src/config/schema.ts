@@ -10,7 +10,7 @@
 import ms from 'ms';
 import { Type, type Static } from 'typebox';
 import { oneOf, stringMap, strictObject as strict } from '../json-schema.js';
-import { GRAPH_SCALES, GRAPH_TYPES, SENSITIVITIES } from '../upstream/params.js';
+import { GRAPH_SCALES, GRAPH_TYPES, SENSITIVITIES } from './api-terms.js';
 
 /** Default schedules (node-cron, six fields: seconds first). */
 export const DEFAULT_SCHEDULES = {

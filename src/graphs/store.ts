@@ -8,8 +8,17 @@ import { createHash } from 'node:crypto';
 import { access, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import sharp from 'sharp';
-import { GRAPH_SCALES, GRAPH_TYPES, type GraphScale, type GraphType } from '../upstream/params.js';
-import type { GraphMirror } from './shared.js';
+import { GRAPH_SCALES, GRAPH_TYPES, type GraphScale, type GraphType } from '../config/api-terms.js';
+
+/** What a graph store copies its changes to (the leader's, with PostgreSQL). */
+export interface GraphMirror {
+  /** throws when the image could not be written (that graph's poll fails) */
+  put(graph: StoredGraph): Promise<void>;
+  /** drops every image of a server that is gone; a failure is logged, never thrown (the server poll goes on) */
+  removeServer(serverId: string): Promise<void>;
+  /** drops every image of a server not in `serverIds` */
+  retainServers(serverIds: ReadonlySet<string>): Promise<void>;
+}
 
 /** Identifies one graph of one server. */
 export interface GraphKey {

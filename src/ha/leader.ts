@@ -14,9 +14,9 @@
  */
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { ADVISORY_LOCKS } from '../database/postgres.js';
+import { ADVISORY_LOCKS } from '../store/postgres/pool.js';
 import type { Scrubber } from '../scrub.js';
-import { databaseScrubber, reasonOf } from '../database/redact.js';
+import { databaseScrubber, reasonOf } from '../config/database-url.js';
 
 export interface LeaderElectorOptions {
   /** the PostgreSQL URL, with its password: never logged */

@@ -1,17 +1,35 @@
 /**
- * Builds the status page's view from the daemon's live state (each account's poller, graph store and
- * metrics; the journal). Polls, servers and services are listed per account, in config order.
+ * Builds the status page's view from the daemon's live state (each account's poller and metrics; the journal;
+ * the graph images `/graphs` serves). Polls, servers and services are listed per account, in config order. A
+ * follower (replicas sharing PostgreSQL) does not poll: it lists the servers of the directory the leader
+ * publishes, the same one its remediation guards check targets against.
  */
-import type { AccountRuntime } from '../accounts.js';
 import { FirewallSeriesState, type ServiceRef } from '../collectors/firewall.js';
-import type { StateStore } from '../journal/store.js';
-import { listGraphs } from './routes/graphs.js';
+import type { GraphSource } from '../graphs/source.js';
+import type { Metrics } from '../metrics/definitions.js';
+import type { PollJobs } from '../scheduler/jobs.js';
+import type { StateStore } from '../store/store.js';
 import type { StatusView } from './routes/status-page.js';
+
+/** What the page reads of one account. */
+export interface StatusAccount {
+  poller: PollJobs;
+  metrics: Pick<Metrics, 'apiUp'>;
+}
+
+/** The server list a follower shows: the published directory of an account (server id → its IPs). */
+export interface PublishedServers {
+  servers(account: string): ReadonlyMap<string, ReadonlySet<string>>;
+}
 
 export interface StatusSources {
   version: string;
-  accounts: ReadonlyMap<string, Pick<AccountRuntime, 'poller' | 'graphStore' | 'metrics'>>;
+  accounts: ReadonlyMap<string, StatusAccount>;
   journal: StateStore;
+  /** the images `/graphs` serves: each account's store, or the shared database */
+  graphs: GraphSource;
+  /** with replicas: whether this one leads, and the directory a follower lists instead of its idle poller */
+  replicas?: { leading: () => boolean; directory: PublishedServers };
   now: () => number;
   /** thumbnails shown at most */
   maxGraphs?: number;
@@ -24,7 +42,7 @@ export function statusViewOf(s: StatusSources): (options: { actions: boolean }) 
     // The registry's apiUp holds every account's series: the page shows the worst.
     const ups = runtimes.length ? (await runtimes[0]![1].metrics.apiUp.get()).values.map((v) => v.value) : [];
     const apiUp = ups.length ? Math.min(...ups) : undefined;
-    const ipsOf = (poller: AccountRuntime['poller'], ref: ServiceRef, known: string[] = []) => {
+    const ipsOf = (poller: PollJobs, ref: ServiceRef, known: string[] = []) => {
       const counts =
         poller.firewallState.services.get(FirewallSeriesState.key(ref))?.counts ?? new Map<string, number>();
       const newest = poller.attacks.newestPerIp(ref);
@@ -34,6 +52,17 @@ export function statusViewOf(s: StatusSources): (options: { actions: boolean }) 
         return { ip, events: counts.get(ip) ?? 0, ...(event ? { newest: { raw: event.raw, time: event.time } } : {}) };
       });
     };
+    const following = s.replicas !== undefined && !s.replicas.leading();
+    // What the leader published: ids and IPs (the rest of a record stays with the leader).
+    const publishedServers = (account: string): StatusView['servers'] =>
+      [...(s.replicas?.directory.servers(account) ?? [])].map(([serverId, ips]) => ({
+        account,
+        serverId,
+        hostname: '',
+        location: '',
+        status: '',
+        ips: [...ips].map((ip) => ({ ip, events: 0 })),
+      }));
     let actions: StatusView['actions'];
     if (options.actions) {
       try {
@@ -57,14 +86,16 @@ export function statusViewOf(s: StatusSources): (options: { actions: boolean }) 
           durationMs: job.last?.durationMs,
         })),
       servers: runtimes.flatMap(([account, { poller }]) =>
-        [...poller.inventory.values()].map((server) => ({
-          account,
-          serverId: server.serverId,
-          hostname: server.hostname,
-          location: server.location,
-          status: server.status,
-          ips: ipsOf(poller, { serviceType: 'dedicated', serviceId: server.serverId }, server.ips),
-        })),
+        following
+          ? publishedServers(account)
+          : [...poller.inventory.values()].map((server) => ({
+              account,
+              serverId: server.serverId,
+              hostname: server.hostname,
+              location: server.location,
+              status: server.status,
+              ips: ipsOf(poller, { serviceType: 'dedicated', serviceId: server.serverId }, server.ips),
+            })),
       ),
       services: runtimes.flatMap(([account, { poller }]) =>
         poller
@@ -77,7 +108,7 @@ export function statusViewOf(s: StatusSources): (options: { actions: boolean }) 
             ips: ipsOf(poller, ref).filter((i) => i.events > 0),
           })),
       ),
-      graphs: listGraphs(new Map(runtimes.map(([account, r]) => [account, r.graphStore]))).slice(0, s.maxGraphs ?? 24),
+      graphs: (await s.graphs.list()).slice(0, s.maxGraphs ?? 24),
       actions,
       now: s.now(),
     };

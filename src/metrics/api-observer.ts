@@ -10,9 +10,8 @@
  * requests (a run's deadline, shutdown) say nothing about the API and are not counted.
  */
 import type { JobName } from '../config/schema.js';
-import type { RunOutcome } from '../scheduler/poll-job.js';
 import type { RequestEvent } from '../upstream/client.js';
-import type { Metrics } from './definitions.js';
+import type { Metrics, RunOutcome } from './definitions.js';
 
 /** The request outcome that says nothing about the API's health. */
 const NEUTRAL_OUTCOMES = new Set(['cancelled']);

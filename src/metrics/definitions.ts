@@ -4,8 +4,11 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
 import { ACTIONS, JOB_NAMES } from '../config/schema.js';
-import { DECISIONS } from '../remediation/decisions.js';
+import { DECISIONS } from '../store/decisions.js';
 import { BUILD } from '../version.js';
+
+/** How a poll run ended: the `outcome` label of `baremetal_poll_runs_total`. */
+export type RunOutcome = 'success' | 'partial' | 'failure' | 'skipped';
 
 /** Appended to the help of polled values: a scrape never calls the API (see metrics/exposition.ts). */
 export const CACHED = 'Cached: as of the last poll; the exposition is re-rendered after each poll and at most 15s old.';

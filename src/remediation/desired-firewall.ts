@@ -8,11 +8,11 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { ApiError } from '../errors.js';
-import type { DesiredFirewall, NewEntry } from '../journal/rows.js';
-import type { StateQueries, StateStore } from '../journal/store.js';
+import type { DesiredFirewall, NewEntry } from '../store/rows.js';
+import type { StateQueries, StateStore } from '../store/store.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { setFirewallState } from '../upstream/firewall.js';
-import type { Decision } from './decisions.js';
+import type { Decision } from '../store/decisions.js';
 import { budgetLeft } from './guards.js';
 import { failureDecision, failureOutcome, retryDelay } from './outcome.js';
 import type { ActionDecision, ActionRequest } from './types.js';

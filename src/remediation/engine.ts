@@ -20,13 +20,13 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { JournalError, NotFoundError, NotReadyError } from '../errors.js';
-import type { NewEntry } from '../journal/rows.js';
-import type { StateQueries, StateStore } from '../journal/store.js';
+import type { NewEntry } from '../store/rows.js';
+import type { StateQueries, StateStore } from '../store/store.js';
 import type { Metrics } from '../metrics/definitions.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { getConsole, power } from '../upstream/dedicated.js';
 import { setFirewallSensitivity, setFirewallState } from '../upstream/firewall.js';
-import type { Sensitivity } from '../upstream/params.js';
+import type { Sensitivity } from '../config/api-terms.js';
 import { type Decided, type DecideFn, DesiredFirewallState } from './desired-firewall.js';
 import { budgetLeft, checkCooldown, checkDelivery, checkTarget } from './guards.js';
 import { Housekeeping } from './housekeeping.js';

@@ -4,8 +4,8 @@
  * The engine runs them and the claim of the delivery key inside one state-store transaction (`q` is its queries).
  */
 import { IdempotencyMismatchError } from '../errors.js';
-import type { StateQueries } from '../journal/store.js';
-import type { Decision } from './decisions.js';
+import type { StateQueries } from '../store/store.js';
+import type { Decision } from '../store/decisions.js';
 import type { ActionRequest, TargetDirectory } from './types.js';
 
 /** A request stopped by a guard. */

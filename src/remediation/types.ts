@@ -4,7 +4,7 @@
  * housekeeping and the scheduler depend on these types and not on each other.
  */
 import type { ActionName } from '../config/schema.js';
-import type { Decision } from './decisions.js';
+import type { Decision } from '../store/decisions.js';
 
 /** What the engine needs to know of one account's inventory (the account's poller provides it). */
 export interface TargetDirectory {

@@ -13,17 +13,18 @@ import {
   type ServiceRef,
 } from '../collectors/firewall.js';
 import { collectServerList, type Inventory } from '../collectors/inventory.js';
+import { ownedIps, serverIps } from '../collectors/ownership.js';
 import type { AccountConfig, Config, JobName } from '../config/schema.js';
 import { checkImage } from '../graphs/image.js';
 import type { GraphKey, GraphStore } from '../graphs/store.js';
-import type { Metrics } from '../metrics/definitions.js';
+import type { Metrics, RunOutcome } from '../metrics/definitions.js';
 import type { TargetDirectory } from '../remediation/types.js';
-import type { EventLedger } from '../state/event-ledger.js';
+import type { EventLedger } from '../store/store.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { getGraph, listOperatingSystems, listServers } from '../upstream/dedicated.js';
 import { getFirewallHistory } from '../upstream/firewall.js';
 import { listLocations } from '../upstream/reseller.js';
-import { abortable, PollJob, runDeadlineMs, type RunOutcome, type WorkResult } from './poll-job.js';
+import { abortable, PollJob, runDeadlineMs, type WorkResult } from './poll-job.js';
 import { RoundRobin, runCapacity } from './round-robin.js';
 import { schedulePeriodMs } from './scheduler.js';
 
@@ -147,14 +148,14 @@ export class PollJobs implements TargetDirectory {
     return this.inventory.has(serverId);
   }
 
-  /** The IP is in the server's record or was seen in its firewall history. */
+  /** The IP is the server's (collectors/ownership.ts: its record's or seen in its firewall history). */
   ownsIp(serverId: string, ip: string): boolean {
-    if (this.inventory.get(serverId)?.ips.includes(ip)) return true;
-    return (
-      this.firewallState.services
-        .get(FirewallSeriesState.key({ serviceType: 'dedicated', serviceId: serverId }))
-        ?.counts.has(ip) ?? false
-    );
+    return ownedIps(this.inventory, this.firewallState, serverId).has(ip);
+  }
+
+  /** Every listed server's IPs (server id → IPs), by the same rule: what the leader publishes. */
+  serverIps(): Record<string, string[]> {
+    return serverIps(this.inventory, this.firewallState);
   }
 
   /** Runs one job now (through its overlap guard); `skipped` for a job that does not exist (see `jobs`). */

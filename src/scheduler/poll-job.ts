@@ -6,7 +6,7 @@
  */
 import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
-import type { Metrics } from '../metrics/definitions.js';
+import type { Metrics, RunOutcome } from '../metrics/definitions.js';
 
 /** What a job's work reports: how many items it handled, how many failed, how many were cancelled. */
 export interface WorkResult {
@@ -15,8 +15,6 @@ export interface WorkResult {
   /** items not finished because the run's signal was aborted (deadline or stop); default 0 */
   cancelled?: number;
 }
-
-export type RunOutcome = 'success' | 'partial' | 'failure' | 'skipped';
 
 /** Why a run's signal was aborted. */
 export type CancelReason = 'deadline' | 'stop';

@@ -23,7 +23,7 @@ import {
   type UpstreamContext,
 } from '../errors.js';
 import { createScrubber, type Scrubber } from '../scrub.js';
-import { checkBaseUrl } from './base-url.js';
+import { checkBaseUrl } from '../config/base-url.js';
 import { RequestBudget } from './request-budget.js';
 
 /** How many characters of an unexpected body an error keeps. */

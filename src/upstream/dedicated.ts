@@ -17,17 +17,8 @@ import {
   type ServerList,
   type ServerRecord,
 } from './decode.js';
-import {
-  GRAPH_SCALES,
-  GRAPH_TYPES,
-  requireBashSyntax,
-  requireHostname,
-  requireId,
-  requireIp,
-  requireOneOf,
-  type GraphScale,
-  type GraphType,
-} from './params.js';
+import { GRAPH_SCALES, GRAPH_TYPES, type GraphScale, type GraphType } from '../config/api-terms.js';
+import { requireBashSyntax, requireHostname, requireId, requireIp, requireOneOf } from './params.js';
 
 const DEDICATED = '/api/v1/dedicated';
 

@@ -8,14 +8,12 @@ import {
   FIREWALL_SCALES,
   FIREWALL_STATES,
   SENSITIVITIES,
-  requireId,
-  requireIp,
-  requireOneOf,
   type FirewallScale,
   type FirewallState,
   type Sensitivity,
   type ServiceType,
-} from './params.js';
+} from '../config/api-terms.js';
+import { requireId, requireIp, requireOneOf } from './params.js';
 
 /** Per service type: the path and the name of its id parameter (contract §4). */
 export const FIREWALL_HISTORY = {

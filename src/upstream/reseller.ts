@@ -1,7 +1,8 @@
 /** Reseller operations (contract §4): cancellation of a server and the list of locations. */
 import type { UpstreamClient } from './client.js';
 import { decodeActionResult, decodeLocations, type ActionResult, type Location } from './decode.js';
-import { CANCELLATION_TYPES, requireId, requireOneOf, type CancellationType } from './params.js';
+import { CANCELLATION_TYPES, type CancellationType } from '../config/api-terms.js';
+import { requireId, requireOneOf } from './params.js';
 
 /** Schedules (`immediate`, `end`) or withdraws (`delete`) cancellation of a server (contract §3). Never retried. */
 export async function setCancellation(

@@ -2,11 +2,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildConfig } from '../../src/config/load.js';
-import { startDaemon, type Daemon } from '../../src/daemon.js';
-import { startSimulator, type Simulator } from '../../src/simulator/server.js';
+import type { Daemon } from '../../src/daemon.js';
+import type { Simulator } from '../../src/simulator/server.js';
+import { accountOf, startHarness, type Harness } from '../helpers/daemon.js';
 import { requireBinary } from '../helpers/binaries.js';
-import { captureLogger } from '../helpers/logger.js';
 import { startAlertmanager } from '../helpers/alertmanager.js';
 import { eventually, type startProcess } from '../helpers/processes.js';
 import { TOKEN } from '../helpers/remediation.js';
@@ -15,6 +14,7 @@ import { tempDir } from '../helpers/tmp.js';
 const alertmanager = requireBinary('/usr/bin/prometheus-alertmanager', 'prometheus-alertmanager');
 
 describe.skipIf(alertmanager.skip)('two unclustered Alertmanagers drive the webhook receiver', () => {
+  let harness: Harness;
   let sim: Simulator;
   let daemon: Daemon;
   const managers: Array<ReturnType<typeof startProcess> & { url: string }> = [];
@@ -66,18 +66,19 @@ describe.skipIf(alertmanager.skip)('two unclustered Alertmanagers drive the webh
       return done ? true : undefined;
     });
     // A firewall change due now is applied by the next tick: run one to its end before asserting.
-    await daemon.engine.tick();
+    await accountOf(daemon, 'default').engine.tick();
   };
 
   beforeAll(async () => {
     const dir = tempDir('bmx-am-', 'all');
     writeFileSync(join(dir, 'token'), `${TOKEN}\n`);
-    sim = await startSimulator({ apiKey: 'am-key', servers: 3, attackRate: 0, now });
-    const config = buildConfig(
-      {
-        upstream: { base_url: sim.url },
-        web: { listen_address: '127.0.0.1:0' },
-        state_dir: join(dir, 'state'),
+    harness = await startHarness({
+      key: 'am-key',
+      stateDir: join(dir, 'state'),
+      simulator: { servers: 3, attackRate: 0, now },
+      logLevel: 'warn',
+      daemon: { now, remediationTickMs: 200, schedule: true, listen: true },
+      config: {
         schedules: {
           servers: '*/10 * * * * *',
           firewall: '*/10 * * * * *',
@@ -100,9 +101,8 @@ describe.skipIf(alertmanager.skip)('two unclustered Alertmanagers drive the webh
           ],
         },
       },
-      { BAREMETAL_API_KEY: 'am-key' },
-    );
-    daemon = await startDaemon(config, { logger: captureLogger('warn').logger, now, remediationTickMs: 200 });
+    });
+    ({ sim, daemon } = harness);
     await daemon.ready;
     for (const name of ['am1', 'am2']) {
       managers.push(
@@ -120,8 +120,7 @@ describe.skipIf(alertmanager.skip)('two unclustered Alertmanagers drive the webh
 
   afterAll(async () => {
     await Promise.all(managers.map((m) => m.stop()));
-    await daemon?.stop();
-    await sim?.close();
+    await harness?.stop();
   });
 
   it('switches the attacked IP to Always On once, and back once after the hold and the window', async () => {
@@ -147,8 +146,8 @@ describe.skipIf(alertmanager.skip)('two unclustered Alertmanagers drive the webh
     offset += 2 * 60_000 + 10_000;
     await eventually('the resolved state to be applied', async () => (stateCalls('0').length > 0 ? true : undefined));
     // The ticker applied it; one more whole tick shows nothing else was pending.
-    await daemon.engine.tick();
-    await daemon.engine.tick();
+    await accountOf(daemon, 'default').engine.tick();
+    await accountOf(daemon, 'default').engine.tick();
     expect(stateCalls('0')).toHaveLength(1);
     expect(stateCalls('1')).toHaveLength(1);
     expect(sim.state.firewallSetting(attackedIp).state).toBe('0');

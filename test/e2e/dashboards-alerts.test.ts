@@ -2,12 +2,11 @@ import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildConfig } from '../../src/config/load.js';
-import { startDaemon, type Daemon } from '../../src/daemon.js';
-import { startSimulator, type Simulator } from '../../src/simulator/server.js';
+import type { Daemon } from '../../src/daemon.js';
+import type { Simulator } from '../../src/simulator/server.js';
+import { startHarness, type Harness } from '../helpers/daemon.js';
 import { requireBinary } from '../helpers/binaries.js';
 import { dashboards, substitute } from '../helpers/dashboards.js';
-import { captureLogger } from '../helpers/logger.js';
 import { startAlertmanager } from '../helpers/alertmanager.js';
 import { eventually, freePort, startProcess } from '../helpers/processes.js';
 import { TOKEN } from '../helpers/remediation.js';
@@ -28,6 +27,7 @@ interface Sample {
 describe.skipIf(prometheus.skip || alertmanager.skip)(
   'dashboards and alerts against a real Prometheus and Alertmanager',
   () => {
+    let harness: Harness;
     let sim: Simulator;
     let daemon: Daemon;
     const processes: Array<ReturnType<typeof startProcess>> = [];
@@ -45,13 +45,14 @@ describe.skipIf(prometheus.skip || alertmanager.skip)(
     beforeAll(async () => {
       const dir = tempDir('bmx-loop-', 'all');
       writeFileSync(join(dir, 'token'), TOKEN);
-      sim = await startSimulator({ apiKey: 'loop-key', servers: 4, colocations: 1, transits: 1, attackRate: 0 });
-      sim.state.startAttack(attackedIp);
-      const config = buildConfig(
-        {
-          upstream: { base_url: sim.url },
-          web: { listen_address: '127.0.0.1:0' },
-          state_dir: join(dir, 'state'),
+      harness = await startHarness({
+        key: 'loop-key',
+        start: false,
+        stateDir: join(dir, 'state'),
+        simulator: { servers: 4, colocations: 1, transits: 1, attackRate: 0 },
+        logLevel: 'warn',
+        daemon: { remediationTickMs: 250, schedule: true, listen: true },
+        config: {
           schedules: {
             servers: '*/5 * * * * *',
             firewall: '*/2 * * * * *',
@@ -73,9 +74,10 @@ describe.skipIf(prometheus.skip || alertmanager.skip)(
             ],
           },
         },
-        { BAREMETAL_API_KEY: 'loop-key' },
-      );
-      daemon = await startDaemon(config, { logger: captureLogger('warn').logger, remediationTickMs: 250 });
+      });
+      sim = harness.sim;
+      sim.state.startAttack(attackedIp);
+      daemon = await harness.start();
       await daemon.ready;
 
       const am = await startAlertmanager(alertmanager.skip ? '' : alertmanager.path, {
@@ -121,8 +123,7 @@ scrape_configs:
 
     afterAll(async () => {
       await Promise.all(processes.map((p) => p.stop()));
-      await daemon?.stop();
-      await sim?.close();
+      await harness?.stop();
     });
 
     it('fires BaremetalIpUnderAttack for the attacked IP and no other', async () => {

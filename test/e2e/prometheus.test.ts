@@ -3,11 +3,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildConfig } from '../../src/config/load.js';
-import { startDaemon, type Daemon } from '../../src/daemon.js';
-import { startSimulator, type Simulator } from '../../src/simulator/server.js';
+import type { Daemon } from '../../src/daemon.js';
+import type { Simulator } from '../../src/simulator/server.js';
+import { startHarness, type Harness } from '../helpers/daemon.js';
 import { requireBinary } from '../helpers/binaries.js';
-import { captureLogger } from '../helpers/logger.js';
 import { eventually, freePort, startProcess } from '../helpers/processes.js';
 import { promQuery } from '../helpers/prometheus.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -17,6 +16,7 @@ const promtool = requireBinary('/usr/bin/promtool', 'prometheus');
 const skip = prometheus.skip || promtool.skip;
 
 describe.skipIf(skip)('a real Prometheus scrapes the daemon running on the simulator', () => {
+  let harness: Harness;
   let sim: Simulator;
   let daemon: Daemon;
   let prom: ReturnType<typeof startProcess>;
@@ -29,23 +29,12 @@ describe.skipIf(skip)('a real Prometheus scrapes the daemon running on the simul
     const dir = tempDir('bmx-e2e-', 'all');
     // The simulator's clock stands still, so its history cannot change between a scrape and an assertion.
     let simNow = Date.now();
-    sim = await startSimulator({
-      apiKey: 'e2e-key',
-      servers: 5,
-      colocations: 1,
-      transits: 1,
-      attackRate: 0,
-      seed: 5,
-      now: () => simNow,
-    });
-    attackedIp = sim.state.servers.get('100003')!.ips[1]!;
-    sim.state.startAttack(attackedIp);
-    simNow += 10 * 60_000;
-    const config = buildConfig(
-      {
-        upstream: { base_url: sim.url },
-        web: { listen_address: '127.0.0.1:0' },
-        state_dir: join(dir, 'state'),
+    harness = await startHarness({
+      key: 'e2e-key',
+      start: false,
+      stateDir: join(dir, 'state'),
+      simulator: { servers: 5, colocations: 1, transits: 1, attackRate: 0, seed: 5, now: () => simNow },
+      config: {
         schedules: {
           servers: '*/5 * * * * *',
           firewall: '*/2 * * * * *',
@@ -54,9 +43,14 @@ describe.skipIf(skip)('a real Prometheus scrapes the daemon running on the simul
         },
         services: { colocation_ids: ['colo-1'], transit_ids: ['transit-1'] },
       },
-      { BAREMETAL_API_KEY: 'e2e-key' },
-    );
-    daemon = await startDaemon(config, { logger: captureLogger('warn').logger });
+      logLevel: 'warn',
+      daemon: { schedule: true, listen: true },
+    });
+    sim = harness.sim;
+    attackedIp = sim.state.servers.get('100003')!.ips[1]!;
+    sim.state.startAttack(attackedIp);
+    simNow += 10 * 60_000;
+    daemon = await harness.start();
     await daemon.ready;
     const port = await freePort();
     promUrl = `http://127.0.0.1:${port}`;
@@ -78,8 +72,7 @@ describe.skipIf(skip)('a real Prometheus scrapes the daemon running on the simul
 
   afterAll(async () => {
     await prom?.stop();
-    await daemon?.stop();
-    await sim?.close();
+    await harness?.stop();
   });
 
   it('stores baremetal_servers equal to the simulator server count', async () => {

@@ -1,12 +1,8 @@
-import { join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildConfig } from '../../src/config/load.js';
-import { startDaemon, type Daemon } from '../../src/daemon.js';
-import { startSimulator, type Simulator } from '../../src/simulator/server.js';
+import type { Daemon } from '../../src/daemon.js';
 import { requireBinary } from '../helpers/binaries.js';
-import { captureLogger } from '../helpers/logger.js';
-import { tempDir } from '../helpers/tmp.js';
+import { startHarness, type Harness } from '../helpers/daemon.js';
 
 const browserBinary = requireBinary('/usr/bin/chromium', 'chromium');
 
@@ -23,23 +19,21 @@ const CHROMIUM_ARGS = [
 ];
 
 describe.skipIf(browserBinary.skip)('the status page in a real headless Chromium', () => {
-  let sim: Simulator;
+  let harness: Harness;
   let daemon: Daemon;
   let browser: Browser;
   const attackedIp = '198.18.0.4';
 
   beforeAll(async () => {
-    sim = await startSimulator({ apiKey: 'page-key', servers: 3, attackRate: 0 });
-    sim.state.startAttack(attackedIp);
-    const config = buildConfig(
-      {
-        upstream: { base_url: sim.url },
-        web: { listen_address: '127.0.0.1:0' },
-        state_dir: join(tempDir('bmx-page-', 'all'), 'state'),
-      },
-      { BAREMETAL_API_KEY: 'page-key' },
-    );
-    daemon = await startDaemon(config, { logger: captureLogger('warn').logger, schedule: false });
+    harness = await startHarness({
+      key: 'page-key',
+      start: false,
+      simulator: { servers: 3, attackRate: 0 },
+      logLevel: 'warn',
+      daemon: { listen: true },
+    });
+    harness.sim.state.startAttack(attackedIp);
+    daemon = await harness.start();
     await daemon.ready;
     browser = await chromium.launch({
       executablePath: browserBinary.skip ? '' : browserBinary.path,
@@ -50,8 +44,7 @@ describe.skipIf(browserBinary.skip)('the status page in a real headless Chromium
 
   afterAll(async () => {
     await browser?.close();
-    await daemon?.stop();
-    await sim?.close();
+    await harness?.stop();
   });
 
   it('loads without console errors, highlights the attacked IP and shows a graph that decoded', async () => {

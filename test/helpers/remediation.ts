@@ -1,9 +1,7 @@
-import { join } from 'node:path';
 import { afterEach } from 'vitest';
-import { buildConfig } from '../../src/config/load.js';
 import type { Config, RemediationRule } from '../../src/config/schema.js';
-import { Journal } from '../../src/journal/journal.js';
-import { sqliteStore, type SqliteStore } from '../../src/journal/sqlite-store.js';
+import { Journal } from '../../src/store/sqlite/journal.js';
+import { sqliteStore, type SqliteStore } from '../../src/store/sqlite/store.js';
 import { RemediationEngine } from '../../src/remediation/engine.js';
 import type { ActionRequest, TargetDirectory } from '../../src/remediation/types.js';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
@@ -41,31 +39,15 @@ export const firewallRequest = (value: '0' | '1', over: Partial<ActionRequest> =
 });
 
 /**
- * A live (not dry-run) daemon config against `simUrl` with key `k`, the token file `<stateDir>/token`, and one
- * rule: BaremetalServerUnreachable → powercycle with a 30m cooldown. `upstream` adds upstream keys.
+ * The remediation block of a live (not dry-run) daemon, for the harness (with `remediationAuth`): one rule,
+ * BaremetalServerUnreachable → powercycle with a 30m cooldown.
  */
-export function powercycleDaemonConfig(simUrl: string, stateDir: string, upstream: Record<string, unknown> = {}) {
-  return buildConfig(
-    {
-      upstream: { base_url: simUrl, ...upstream },
-      web: { listen_address: '127.0.0.1:0' },
-      state_dir: stateDir,
-      remediation: {
-        dry_run: false,
-        auth: { bearer_token_files: [join(stateDir, 'token')] },
-        rules: [
-          {
-            alertname: 'BaremetalServerUnreachable',
-            action: 'powercycle',
-            server_id_label: 'server_id',
-            cooldown: '30m',
-          },
-        ],
-      },
-    },
-    { BAREMETAL_API_KEY: 'k' },
-  );
-}
+export const POWERCYCLE_REMEDIATION = {
+  dry_run: false,
+  rules: [
+    { alertname: 'BaremetalServerUnreachable', action: 'powercycle', server_id_label: 'server_id', cooldown: '30m' },
+  ],
+};
 
 /** A rule with the defaults the config loader fills in. */
 export function rule(

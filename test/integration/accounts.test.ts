@@ -1,49 +1,21 @@
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildConfig } from '../../src/config/load.js';
+import type { Daemon } from '../../src/daemon.js';
 import type { ConfigError } from '../../src/errors.js';
-import { startDaemon, type Daemon } from '../../src/daemon.js';
-import { startSimulator, type Simulator } from '../../src/simulator/server.js';
-import { captureLogger } from '../helpers/logger.js';
+import { accountOf, startHarness } from '../helpers/daemon.js';
 import { TOKEN } from '../helpers/remediation.js';
-import { tempDir } from '../helpers/tmp.js';
 
 const NOW = Date.UTC(2026, 10, 21, 12, 0, 0);
-const sims: Simulator[] = [];
-const daemons: Daemon[] = [];
-afterEach(async () => {
-  for (const d of daemons.splice(0)) await d.stop();
-  for (const s of sims.splice(0)) await s.close();
+/** Each account's simulator: no services, no attacks, the fixed clock. */
+const upstream = (servers: number) => ({
+  servers,
+  colocations: 0,
+  transits: 0,
+  attackRate: 0,
+  seed: 3,
+  now: () => NOW,
 });
-
-async function simulator(apiKey: string, servers: number): Promise<Simulator> {
-  const sim = await startSimulator({
-    apiKey,
-    servers,
-    colocations: 0,
-    transits: 0,
-    attackRate: 0,
-    seed: 3,
-    now: () => NOW,
-  });
-  sims.push(sim);
-  return sim;
-}
-
-async function daemonOf(raw: Record<string, unknown>, stateDir = tempDir()): Promise<Daemon> {
-  const config = buildConfig({ web: { listen_address: '127.0.0.1:0' }, state_dir: stateDir, ...raw });
-  const daemon = await startDaemon(config, {
-    logger: captureLogger('debug').logger,
-    now: () => NOW,
-    schedule: false,
-    initialPolls: false,
-    listen: false,
-    retryMinDelayMs: 1,
-  });
-  daemons.push(daemon);
-  return daemon;
-}
+const daemonOptions = { now: () => NOW, initialPolls: false };
 
 const value = async (daemon: Daemon, name: string, labels: Record<string, string>) => {
   const { values } = await daemon.registry.getSingleMetric(name)!.get();
@@ -57,13 +29,22 @@ describe('several accounts', () => {
     { name: 'both keys good: each account its own series', badKey: false, upB: 1 },
     { name: 'a bad key on one account leaves the other green', badKey: true, upB: 0 },
   ])('$name', async ({ badKey, upB }) => {
-    const a = await simulator('key-a-0123456789', 3);
-    const b = await simulator('key-b-0123456789', 5);
-    const daemon = await daemonOf({
-      accounts: [
-        { name: 'main', base_url: a.url, api_key: 'key-a-0123456789', retries: 0 },
-        { name: 'reseller-eu', base_url: b.url, api_key: badKey ? 'wrong-key-000000' : 'key-b-0123456789', retries: 0 },
-      ],
+    const { daemon } = await startHarness({
+      key: 'key-0123456789',
+      accounts: { main: upstream(3), 'reseller-eu': upstream(5) },
+      // The second account's key as configured: the simulator's, or a wrong one.
+      config: ({ sims }) => ({
+        accounts: [
+          { name: 'main', base_url: sims.get('main')!.url, api_key: 'key-0123456789-main', retries: 0 },
+          {
+            name: 'reseller-eu',
+            base_url: sims.get('reseller-eu')!.url,
+            api_key: badKey ? 'wrong-key-000000' : 'key-0123456789-reseller-eu',
+            retries: 0,
+          },
+        ],
+      }),
+      daemon: daemonOptions,
     });
     for (const account of daemon.accounts.values()) await account.poller.run('servers');
     expect({
@@ -140,24 +121,13 @@ describe('several accounts', () => {
         calls: { main: 0, reseller: 0 },
       },
     ])('$name', async ({ url, payload, status, message, calls }) => {
-      const a = await simulator('key-a-0123456789', 3);
-      const b = await simulator('key-b-0123456789', 3);
-      const stateDir = tempDir();
-      writeFileSync(join(stateDir, 'token'), TOKEN);
-      const daemon = await daemonOf(
-        {
-          accounts: [
-            { name: 'main', base_url: a.url, api_key: 'key-a-0123456789' },
-            { name: 'reseller-eu', base_url: b.url, api_key: 'key-b-0123456789' },
-          ],
-          remediation: {
-            dry_run: false,
-            auth: { bearer_token_files: [join(stateDir, 'token')] },
-            rules: [{ alertname: 'ServerDown', action: 'powercycle' }],
-          },
-        },
-        stateDir,
-      );
+      const { daemon, sims } = await startHarness({
+        accounts: { main: upstream(3), 'reseller-eu': upstream(3) },
+        remediationAuth: true,
+        config: { remediation: { dry_run: false, rules: [{ alertname: 'ServerDown', action: 'powercycle' }] } },
+        daemon: daemonOptions,
+      });
+      const [a, b] = [sims.get('main')!, sims.get('reseller-eu')!];
       for (const account of daemon.accounts.values()) await account.poller.run('servers');
       const res = await daemon.app.inject({
         method: 'POST',
@@ -180,9 +150,8 @@ describe('several accounts', () => {
   });
 
   it('a restart does not count again the events counted before; a new event counts once', async () => {
-    const sim = await simulator('key-a-0123456789', 2);
-    const raw = { upstream: { base_url: sim.url, api_key: 'key-a-0123456789' } };
-    const stateDir = tempDir();
+    const h = await startHarness({ simulator: upstream(2), daemon: daemonOptions });
+    const { sim } = h;
     const events = [
       { id: 'e1', ip: '198.18.0.1' },
       { id: 'e2', ip: '198.18.0.1' },
@@ -195,19 +164,18 @@ describe('several accounts', () => {
         ip: '198.18.0.1',
       });
 
-    const first = await daemonOf(raw, stateDir);
-    await first.poller.run('servers');
-    await first.poller.run('firewall');
+    const first = h.daemon;
+    await accountOf(first, 'default').poller.run('servers');
+    await accountOf(first, 'default').poller.run('firewall');
     expect(await total(first)).toBe(2);
-    await first.stop();
-    daemons.splice(daemons.indexOf(first), 1);
 
-    const second = await daemonOf(raw, stateDir);
-    await second.poller.run('servers');
-    await second.poller.run('firewall');
+    // The same config and state_dir.
+    const second = await h.start();
+    await accountOf(second, 'default').poller.run('servers');
+    await accountOf(second, 'default').poller.run('firewall');
     const afterRestart = await total(second);
     sim.state.injectEvents('dedicated', '100001', [{ id: 'e3', ip: '198.18.0.1' }]);
-    await second.poller.run('firewall');
+    await accountOf(second, 'default').poller.run('firewall');
     expect({ afterRestart, afterNewEvent: await total(second) }).toEqual({ afterRestart: 0, afterNewEvent: 1 });
   });
 });

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { Journal } from '../../src/journal/journal.js';
+import { Journal } from '../../src/store/sqlite/journal.js';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
 import { LOCATIONS, OPERATING_SYSTEMS } from '../../src/simulator/state.js';
 import { CLI, runCli } from '../helpers/cli.js';

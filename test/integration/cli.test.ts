@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Journal } from '../../src/journal/journal.js';
+import { Journal } from '../../src/store/sqlite/journal.js';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
 import { makeTestPki } from '../helpers/certs.js';
 import { runCli, spawnCli } from '../helpers/cli.js';

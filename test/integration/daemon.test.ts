@@ -1,62 +1,34 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { buildConfig } from '../../src/config/load.js';
-import { startDaemon, type Daemon } from '../../src/daemon.js';
-import { startSimulator, type Simulator, type SimulatorServerOptions } from '../../src/simulator/server.js';
-import { captureLogger } from '../helpers/logger.js';
+import { describe, expect, it } from 'vitest';
+import type { SimulatorServerOptions } from '../../src/simulator/server.js';
+import { accountOf, startHarness } from '../helpers/daemon.js';
 import { seriesOf, seriesValue } from '../helpers/metrics.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const KEY = 'integration-key-5f1c2d9e';
 const NOW = Date.UTC(2026, 10, 21, 12, 0, 0);
 
-let sim: Simulator | undefined;
-let daemon: Daemon | undefined;
-afterEach(async () => {
-  await daemon?.stop();
-  await sim?.close();
-  daemon = sim = undefined;
-});
-
 async function setup(simOptions: SimulatorServerOptions = {}, stateDir = tempDir()) {
-  const log = captureLogger('debug');
-  sim = await startSimulator({
-    apiKey: KEY,
-    servers: 6,
-    colocations: 2,
-    transits: 1,
-    attackRate: 0.25,
-    seed: 11,
-    now: () => NOW,
-    ...simOptions,
-  });
-  const config = buildConfig(
-    {
-      upstream: { base_url: sim.url, concurrency: 4, retries: 1 },
-      web: { listen_address: '127.0.0.1:0' },
-      state_dir: stateDir,
+  const h = await startHarness({
+    key: KEY,
+    stateDir,
+    simulator: { servers: 6, colocations: 2, transits: 1, attackRate: 0.25, seed: 11, now: () => NOW, ...simOptions },
+    config: {
+      upstream: { concurrency: 4, retries: 1 },
       graphs: { types: ['port_bits', 'port_errors'], scales: ['day'] },
       services: { colocation_ids: ['colo-1', 'colo-2'], transit_ids: ['transit-1'] },
     },
-    { BAREMETAL_API_KEY: KEY },
-  );
-  daemon = await startDaemon(config, {
-    logger: log.logger,
-    now: () => NOW,
-    schedule: false,
-    initialPolls: false,
-    listen: false,
-    retryMinDelayMs: 1,
+    daemon: { now: () => NOW, initialPolls: false },
   });
-  return { daemon, sim, log, stateDir };
+  return { daemon: h.daemon, sim: h.sim, log: h.log, stateDir, stop: h.stop };
 }
 
 describe('daemon against the simulator', () => {
   it('exposes the simulator state: server count and events per IP of every service', async () => {
     const { daemon, sim } = await setup();
-    expect(await daemon.poller.run('servers')).toBe('success');
-    expect(await daemon.poller.run('firewall')).toBe('success');
+    expect(await accountOf(daemon, 'default').poller.run('servers')).toBe('success');
+    expect(await accountOf(daemon, 'default').poller.run('firewall')).toBe('success');
     expect(await seriesValue(daemon.registry, 'baremetal_servers')).toBe(6);
 
     let attacked = 0;
@@ -80,7 +52,8 @@ describe('daemon against the simulator', () => {
 
   it('serves the exposition rendered after the polls, with every core metric', async () => {
     const { daemon } = await setup();
-    for (const job of ['servers', 'firewall', 'graphs', 'catalog'] as const) await daemon.poller.run(job);
+    for (const job of ['servers', 'firewall', 'graphs', 'catalog'] as const)
+      await accountOf(daemon, 'default').poller.run(job);
     await daemon.exposition.render();
     const body = (await daemon.app.inject('/metrics')).body;
     for (const name of [
@@ -108,10 +81,10 @@ describe('daemon against the simulator', () => {
   it('removes every series of a server that disappears, and its graphs', async () => {
     const { daemon, sim, stateDir } = await setup({ attackRate: 0 });
     sim.state.startAttack(sim.state.servers.get('100002')!.ips[0]!);
-    for (const job of ['servers', 'firewall', 'graphs'] as const) await daemon.poller.run(job);
+    for (const job of ['servers', 'firewall', 'graphs'] as const) await accountOf(daemon, 'default').poller.run(job);
     expect(existsSync(join(stateDir, 'graphs/default/dedicated/100002/port_bits-day.png'))).toBe(true);
     sim.state.removeServer('100002');
-    await daemon.poller.run('servers');
+    await accountOf(daemon, 'default').poller.run('servers');
     for (const metric of [
       'baremetal_server_info',
       'baremetal_server_ips',
@@ -141,8 +114,8 @@ describe('daemon against the simulator', () => {
     const { daemon } = await setup({
       faults: { malformedRate: 1, ids: ['100004'], paths: ['/api/v1/dedicated/firewall'] },
     });
-    await daemon.poller.run('servers');
-    expect(await daemon.poller.run('firewall')).toBe('partial');
+    await accountOf(daemon, 'default').poller.run('servers');
+    expect(await accountOf(daemon, 'default').poller.run('firewall')).toBe('partial');
     const up = Object.fromEntries(
       (await daemon.registry.getSingleMetric('baremetal_firewall_history_up')!.get()).values.map((v) => [
         v.labels.service_id,
@@ -173,15 +146,19 @@ describe('daemon against the simulator', () => {
     const { daemon } = await setup({
       faults: { malformedRate: 1, ids: ['100003'], paths: ['/api/v1/dedicated/graphs'] },
     });
-    await daemon.poller.run('servers');
-    expect(await daemon.poller.run('graphs')).toBe('partial');
-    expect(daemon.graphStore.size).toBe(10);
-    expect(daemon.graphStore.list().map((g) => g.serverId)).not.toContain('100003');
+    await accountOf(daemon, 'default').poller.run('servers');
+    expect(await accountOf(daemon, 'default').poller.run('graphs')).toBe('partial');
+    expect(accountOf(daemon, 'default').graphStore.size).toBe(10);
+    expect(
+      accountOf(daemon, 'default')
+        .graphStore.list()
+        .map((g) => g.serverId),
+    ).not.toContain('100003');
   });
 
   it('retries reads through transient HTML 502s and counts each attempt', async () => {
     const { daemon, sim } = await setup({ faults: { htmlErrorRate: 1, paths: ['/api/v1/dedicated'] } });
-    expect(await daemon.poller.run('servers')).toBe('failure');
+    expect(await accountOf(daemon, 'default').poller.run('servers')).toBe('failure');
     expect(sim.callsTo('/api/v1/dedicated')).toHaveLength(2);
     expect(await seriesValue(daemon.registry, 'baremetal_api_up')).toBe(0);
     expect(
@@ -191,18 +168,16 @@ describe('daemon against the simulator', () => {
       }),
     ).toBe(2);
     sim.setFaults({});
-    expect(await daemon.poller.run('servers')).toBe('success');
+    expect(await accountOf(daemon, 'default').poller.run('servers')).toBe('success');
     expect(await seriesValue(daemon.registry, 'baremetal_api_up')).toBe(1);
   });
 
   it('serves graphs kept on disk at once after a restart', async () => {
     const stateDir = tempDir();
     const first = await setup({}, stateDir);
-    await first.daemon.poller.run('servers');
-    await first.daemon.poller.run('graphs');
-    await first.daemon.stop();
-    await first.sim.close();
-    daemon = sim = undefined;
+    await accountOf(first.daemon, 'default').poller.run('servers');
+    await accountOf(first.daemon, 'default').poller.run('graphs');
+    await first.stop();
     const second = await setup({}, stateDir);
     expect((await second.daemon.app.inject('/graphs/dedicated/100001/port_bits/day.png')).statusCode).toBe(200);
     expect(second.sim.callsTo('/api/v1/dedicated/graphs')).toHaveLength(0);
@@ -210,9 +185,10 @@ describe('daemon against the simulator', () => {
 
   it('never writes the API key to a log line, an error or /metrics', async () => {
     const { daemon, log, sim } = await setup({ faults: { errorRate: 0.5, htmlErrorRate: 0.2 } });
-    for (const job of ['servers', 'firewall', 'graphs', 'catalog'] as const) await daemon.poller.run(job);
+    for (const job of ['servers', 'firewall', 'graphs', 'catalog'] as const)
+      await accountOf(daemon, 'default').poller.run(job);
     sim.setFaults({});
-    await daemon.poller.run('servers');
+    await accountOf(daemon, 'default').poller.run('servers');
     await daemon.exposition.render();
     expect(log.lines.length).toBeGreaterThan(5);
     expect(log.lines.some((l) => l.includes('"level":"warn"'))).toBe(true);

@@ -16,12 +16,9 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildConfig } from '../../src/config/load.js';
-import { startDaemon, type Daemon } from '../../src/daemon.js';
-import { startSimulator, type Simulator } from '../../src/simulator/server.js';
+import type { Daemon } from '../../src/daemon.js';
 import { requireBinary } from '../helpers/binaries.js';
-import { captureLogger } from '../helpers/logger.js';
-import { tempDir } from '../helpers/tmp.js';
+import { accountOf, startHarness, type Harness } from '../helpers/daemon.js';
 
 const KEY = 'golden-key-3b9e61c2';
 const NOW = Date.UTC(2026, 10, 21, 12, 0, 0);
@@ -49,40 +46,25 @@ function normalize(exposition: string): string {
     .join('\n');
 }
 
-let sim: Simulator;
+let harness: Harness;
 let daemon: Daemon;
 let raw: string;
 let openMetrics: string;
 
 beforeAll(async () => {
-  sim = await startSimulator({
-    apiKey: KEY,
-    servers: 4,
-    colocations: 1,
-    transits: 1,
-    attackRate: 0.3,
-    seed: 7,
-    now: () => NOW,
-  });
-  const config = buildConfig(
-    {
-      upstream: { base_url: sim.url, concurrency: 1, retries: 0 },
-      web: { listen_address: '127.0.0.1:0' },
-      state_dir: tempDir(),
+  harness = await startHarness({
+    key: KEY,
+    simulator: { servers: 4, colocations: 1, transits: 1, attackRate: 0.3, seed: 7, now: () => NOW },
+    config: {
+      upstream: { concurrency: 1 },
       graphs: { types: ['port_bits'], scales: ['day'] },
       services: { colocation_ids: ['colo-1'], transit_ids: ['transit-1'] },
     },
-    { BAREMETAL_API_KEY: KEY },
-  );
-  daemon = await startDaemon(config, {
-    logger: captureLogger().logger,
-    now: () => NOW,
-    schedule: false,
-    initialPolls: false,
-    listen: false,
+    daemon: { now: () => NOW, initialPolls: false },
   });
+  daemon = harness.daemon;
   for (const job of ['servers', 'firewall', 'graphs', 'catalog'] as const)
-    expect(await daemon.poller.run(job)).toBe('success');
+    expect(await accountOf(daemon, 'default').poller.run(job)).toBe('success');
   await daemon.exposition.render();
   raw = (await daemon.app.inject('/metrics')).body;
   openMetrics = (
@@ -90,10 +72,7 @@ beforeAll(async () => {
   ).body;
 });
 
-afterAll(async () => {
-  await daemon?.stop();
-  await sim?.close();
-});
+afterAll(() => harness?.stop());
 
 describe('golden exposition', () => {
   it('is byte for byte test/fixtures/exposition/daemon.txt', () => {

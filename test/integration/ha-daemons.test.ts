@@ -1,18 +1,9 @@
-/**
- * Two in-process daemons on one real PostgreSQL (Debian's, on loopback), the simulator as their upstream:
- * exactly one polls, `baremetal_leader` is 1 on it and 0 on the other, the follower's engine checks targets
- * against the server list the leader published, the follower serves the graph images the leader stored,
- * and when the leader stops the follower takes over and polls. Each daemon has its own state_dir.
- */
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import pg from 'pg';
 import sharp from 'sharp';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { buildConfig } from '../../src/config/load.js';
-import { startDaemon, type Daemon } from '../../src/daemon.js';
+import type { Daemon } from '../../src/daemon.js';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
-import { captureLogger } from '../helpers/logger.js';
+import { accountOf, startHarness } from '../helpers/daemon.js';
 import { seriesValue } from '../helpers/metrics.js';
 import { requirePostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { eventually, freePort } from '../helpers/processes.js';
@@ -42,32 +33,29 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
 
   /** A simulator and a fresh database; `start()` starts one more daemon on them. */
   async function cluster() {
-    sim = await startSimulator({ apiKey: KEY, servers: 3, colocations: 0, transits: 0, attackRate: 0, seed: 5 });
+    const upstream = await startSimulator({
+      apiKey: KEY,
+      servers: 3,
+      colocations: 0,
+      transits: 0,
+      attackRate: 0,
+      seed: 5,
+    });
+    sim = upstream;
     const url = server.createDatabase(`ha_daemons_${++databases}`);
     const start = async (stateDir = tempDir()) => {
-      writeFileSync(join(stateDir, 'token'), TOKEN);
-      const config = buildConfig(
-        {
-          upstream: { base_url: sim!.url, retries: 0 },
-          web: { listen_address: '127.0.0.1:0' },
-          state_dir: stateDir,
-          database: { url },
-          graphs: { types: ['port_bits'], scales: ['day'] },
-          remediation: { dry_run: true, auth: { bearer_token_files: [join(stateDir, 'token')] } },
-        },
-        { BAREMETAL_API_KEY: KEY },
-      );
-      const log = captureLogger('debug');
-      logs.push(log.lines);
-      const daemon = await startDaemon(config, {
-        logger: log.logger,
-        schedule: false,
-        listen: false,
-        retryMinDelayMs: 1,
-        ha: { retryMs: 100, heartbeatMs: 200, timeoutMs: 2_000, refreshMs: 100 },
+      const replica = await startHarness({
+        key: KEY,
+        upstream,
+        stateDir,
+        databaseUrl: url,
+        remediationAuth: true,
+        config: { graphs: { types: ['port_bits'], scales: ['day'] }, remediation: { dry_run: true } },
+        daemon: { ha: { retryMs: 100, heartbeatMs: 200, timeoutMs: 2_000, refreshMs: 100 } },
       });
-      daemons.push(daemon);
-      return daemon;
+      logs.push(replica.log.lines);
+      daemons.push(replica.daemon);
+      return replica.daemon;
     };
     return { start, url };
   }
@@ -139,9 +127,9 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
   it("a follower's engine checks targets against the leader's server list", async () => {
     const { start } = await cluster();
     const [leader, follower] = await elected([await start(), await start()]);
-    const known = [...leader.poller.inventory.keys()][0]!;
+    const known = [...accountOf(leader, 'default').poller.inventory.keys()][0]!;
     // The follower never polled: its engine answers from the shared directory.
-    expect(follower.poller.serversKnown).toBe(false);
+    expect(accountOf(follower, 'default').poller.serversKnown).toBe(false);
     const res = await eventually('the follower to know the servers', async () => {
       const r = await powercycle(follower, known);
       return r.statusCode === 200 ? r : undefined;
@@ -190,36 +178,31 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
   });
 
   it('a database that cannot be reached at start: the daemon serves, leads nothing, polls nothing, names the redacted URL only', async () => {
-    const stateDir = tempDir();
     const password = 'start-secret-7f3a9c';
-    const config = buildConfig(
-      {
-        upstream: { base_url: 'http://127.0.0.1:1' },
-        state_dir: stateDir,
-        database: { url: `postgres://bmx:${password}@127.0.0.1:${await freePort()}/bmx` },
+    const h = await startHarness({
+      key: KEY,
+      databaseUrl: `postgres://bmx:${password}@127.0.0.1:${await freePort()}/bmx`,
+      config: { upstream: { base_url: 'http://127.0.0.1:1' } },
+      daemon: {
+        schedule: true,
+        ha: { retryMs: 100, heartbeatMs: 200, timeoutMs: 2_000, refreshMs: 100 },
+        stateStore: { retryMs: 100, pingMs: 100, limits: { connectTimeoutMs: 1000 } },
       },
-      { BAREMETAL_API_KEY: KEY },
-    );
-    const log = captureLogger('debug');
-    const daemon = await startDaemon(config, {
-      logger: log.logger,
-      listen: false,
-      ha: { retryMs: 100, heartbeatMs: 200, timeoutMs: 2_000, refreshMs: 100 },
-      stateStore: { retryMs: 100, pingMs: 100, limits: { connectTimeoutMs: 1000 } },
     });
+    const { daemon, log } = h;
     daemons.push(daemon);
     const unready = await eventually('/readyz to name the shared database', async () => {
       const res = await daemon.app.inject({ method: 'GET', url: '/readyz' });
       return res.statusCode === 503 && res.body.includes('the shared database does not answer') ? res : undefined;
     });
-    await eventually('the shared tables to be retried', async () =>
-      log.lines.some((l) => l.includes('cannot prepare the shared database')) ? true : undefined,
+    await eventually('the state database to be retried', async () =>
+      log.lines.some((l) => l.includes('cannot open the state database')) ? true : undefined,
     );
     expect(daemon.role.leading).toBe(false);
     expect(await leaderGauge(daemon)).toBe(0);
     expect(await serverPolls(daemon)).toBe(0);
     expect((await daemon.app.inject({ method: 'GET', url: '/metrics' })).statusCode).toBe(200);
-    const preparing = log.lines.filter((l) => l.includes('cannot prepare the shared database'));
+    const preparing = log.lines.filter((l) => l.includes('cannot open the state database'));
     expect(preparing.join('\n')).toMatch(/postgres:\/\/bmx:\*\*\*@127\.0\.0\.1:\d+\/bmx/);
     expect(`${unready.body}\n${log.lines.join('\n')}`).not.toContain(password);
   });
@@ -227,7 +210,7 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
   it('a follower serves the graph images the leader stored, with ETag, 304 and ?width=', async () => {
     const { start } = await cluster();
     const [leader, follower] = await elected([await start(), await start()]);
-    const held = leader.graphStore.list();
+    const held = accountOf(leader, 'default').graphStore.list();
     expect(held.length).toBe(3);
     const list = (await follower.app.inject('/graphs')).json().graphs as Array<{ url: string; bytes: number }>;
     expect(list.map((g) => g.url)).toEqual(

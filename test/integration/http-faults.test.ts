@@ -1,21 +1,11 @@
-/**
- * Fault matrix of the daemon's own HTTP edge (issue 8, items 3, 4 and 7): a real daemon listening on
- * 127.0.0.1 against the simulator, hostile clients over real sockets. No timing assertions: each row
- * asserts what was answered, closed or called (latency figures are in `npm run bench`).
- */
-import { writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildConfig } from '../../src/config/load.js';
-import { startDaemon, type Daemon } from '../../src/daemon.js';
+import type { Daemon } from '../../src/daemon.js';
 import { MAX_CONNECTIONS } from '../../src/http/server-limits.js';
-import { startSimulator, type Simulator } from '../../src/simulator/server.js';
-import { captureLogger } from '../helpers/logger.js';
+import { accountOf, startHarness, type Harness } from '../helpers/daemon.js';
 import { TOKEN } from '../helpers/remediation.js';
-import { tempDir } from '../helpers/tmp.js';
 
 const KEY = 'http-faults-key-7a0c';
 const PASSWORD = 'scrape-password-0123';
@@ -25,40 +15,33 @@ const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:
 const SCRAPER = { authorization: basic('prometheus', PASSWORD) };
 const OPERATOR = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
 
-let sim: Simulator;
+let harness: Harness;
 let daemon: Daemon;
-let log: ReturnType<typeof captureLogger>;
+let log: Harness['log'];
 const agent = new Agent({ connections: 32 });
 
 beforeAll(async () => {
-  const stateDir = tempDir();
-  writeFileSync(join(stateDir, 'token'), TOKEN);
-  log = captureLogger('info');
-  sim = await startSimulator({ apiKey: KEY, servers: 3, attackRate: 0 });
-  const config = buildConfig(
-    {
-      upstream: { base_url: sim.url, retries: 0 },
-      web: { listen_address: '127.0.0.1:0', auth: { basic_auth_users: { prometheus: HASH } } },
-      state_dir: stateDir,
-      remediation: {
-        dry_run: false,
-        auth: { bearer_token_files: [join(stateDir, 'token')] },
-        rules: [{ alertname: 'BaremetalServerUnreachable', action: 'powercycle' }],
-      },
+  harness = await startHarness({
+    key: KEY,
+    simulator: { servers: 3, attackRate: 0 },
+    remediationAuth: true,
+    logLevel: 'info',
+    config: {
+      web: { auth: { basic_auth_users: { prometheus: HASH } } },
+      remediation: { dry_run: false, rules: [{ alertname: 'BaremetalServerUnreachable', action: 'powercycle' }] },
     },
-    { BAREMETAL_API_KEY: KEY },
-  );
-  daemon = await startDaemon(config, { logger: log.logger, schedule: false, initialPolls: false });
-  await daemon.poller.run('servers');
-  await daemon.poller.run('graphs');
+    daemon: { initialPolls: false, listen: true },
+  });
+  ({ daemon, log } = harness);
+  await accountOf(daemon, 'default').poller.run('servers');
+  await accountOf(daemon, 'default').poller.run('graphs');
   // Prometheus has scraped before the fault starts: its credentials are verified and remembered.
   expect((await scrape()).status).toBe(200);
 });
 
 afterAll(async () => {
   await agent.close();
-  await daemon?.stop();
-  await sim?.close();
+  await harness?.stop();
 });
 
 async function call(
@@ -120,7 +103,7 @@ function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
   return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
 }
 
-const powercycles = () => sim.callsTo('/api/v1/dedicated/powercycle').length;
+const powercycles = () => harness.sim.callsTo('/api/v1/dedicated/powercycle').length;
 const errorLines = (from: number) =>
   log.lines.slice(from).filter((line) => ['error', 'fatal'].includes(JSON.parse(line).level));
 const alert = (serverId: unknown, fingerprint: string) =>

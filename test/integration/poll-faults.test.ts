@@ -5,25 +5,15 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { buildConfig } from '../../src/config/load.js';
-import { startDaemon, type Daemon } from '../../src/daemon.js';
-import { startSimulator, type Simulator } from '../../src/simulator/server.js';
-import { captureLogger } from '../helpers/logger.js';
+import { describe, expect, it } from 'vitest';
+import type { Daemon } from '../../src/daemon.js';
+import type { Simulator } from '../../src/simulator/server.js';
+import { accountOf, startHarness } from '../helpers/daemon.js';
 import { seriesOf, seriesValue } from '../helpers/metrics.js';
-import { tempDir } from '../helpers/tmp.js';
 
 const KEY = 'poll-faults-key-7d2a91c4';
 const START = Date.UTC(2026, 10, 21, 12, 0, 0);
 const HOUR = 3600_000;
-
-let sim: Simulator | undefined;
-let daemon: Daemon | undefined;
-afterEach(async () => {
-  await daemon?.stop();
-  await sim?.close();
-  daemon = sim = undefined;
-});
 
 /** What a row works with: the simulator, a way to (re)start the daemon, and the injected clock. */
 interface Fixture {
@@ -35,39 +25,19 @@ interface Fixture {
 
 async function fixture(file: Record<string, unknown> = {}): Promise<Fixture> {
   const clock = { now: START };
-  const stateDir = tempDir();
-  sim = await startSimulator({
-    apiKey: KEY,
-    servers: 6,
-    colocations: 2,
-    transits: 1,
-    attackRate: 0,
-    seed: 5,
-    now: () => clock.now,
-  });
-  const config = buildConfig(
-    {
-      upstream: { base_url: sim.url, concurrency: 4, retries: 0 },
-      web: { listen_address: '127.0.0.1:0' },
-      state_dir: stateDir,
+  const h = await startHarness({
+    key: KEY,
+    start: false,
+    simulator: { servers: 6, colocations: 2, transits: 1, attackRate: 0, seed: 5, now: () => clock.now },
+    config: {
+      upstream: { concurrency: 4 },
       graphs: { types: ['port_bits'], scales: ['day'] },
       services: { colocation_ids: ['colo-1', 'colo-2'], transit_ids: ['transit-1'] },
       ...file,
     },
-    { BAREMETAL_API_KEY: KEY },
-  );
-  const start = async () => {
-    daemon = await startDaemon(config, {
-      logger: captureLogger().logger,
-      now: () => clock.now,
-      schedule: false,
-      initialPolls: false,
-      listen: false,
-      retryMinDelayMs: 1,
-    });
-    return daemon;
-  };
-  return { sim, start, stateDir, clock };
+    daemon: { now: () => clock.now, initialPolls: false },
+  });
+  return { sim: h.sim, start: () => h.start(), stateDir: h.stateDir, clock };
 }
 
 const metric = (d: Daemon, name: string, labels: Record<string, string> = {}) => seriesValue(d.registry, name, labels);
@@ -93,16 +63,16 @@ const rows: Row[] = [
         ...Array.from({ length: 20_000 }, (_, i) => ({ id: `junk-${i}`, ip: `junk-${i}` })),
         ...Array.from({ length: 300 }, (_, i) => ({ id: `flood-${i}`, ip: `10.9.${i >> 8}.${i & 255}` })),
       ]);
-      await d.poller.run('servers');
-      const first = await d.poller.run('firewall');
+      await accountOf(d, 'default').poller.run('servers');
+      const first = await accountOf(d, 'default').poller.run('firewall');
       const during = await seriesFor(d, 'baremetal_firewall_attack_events_last_hour', 'colo-1');
-      await d.poller.run('firewall');
+      await accountOf(d, 'default').poller.run('firewall');
       sim.state.clearInjectedEvents();
       clock.now += 30 * 60_000;
-      await d.poller.run('firewall');
+      await accountOf(d, 'default').poller.run('firewall');
       const withinRetention = await seriesFor(d, 'baremetal_firewall_attack_events_last_hour', 'colo-1');
       clock.now += HOUR;
-      await d.poller.run('firewall');
+      await accountOf(d, 'default').poller.run('firewall');
       return {
         first,
         during,
@@ -129,23 +99,24 @@ const rows: Row[] = [
     name: 'servers deleted while the daemon was down → their images (disk and memory) removed after the first server list',
     scenario: async ({ sim, start, stateDir }) => {
       const first = await start();
-      await first.poller.run('servers');
-      await first.poller.run('graphs');
+      await accountOf(first, 'default').poller.run('servers');
+      await accountOf(first, 'default').poller.run('graphs');
       await first.stop();
-      daemon = undefined;
       sim.state.removeServer('100002');
       sim.state.removeServer('100005');
       const d = await start();
       const servedBefore = (await d.app.inject('/graphs/dedicated/100002/port_bits/day.png')).statusCode;
-      const imagesBefore = d.graphStore.size;
-      await d.poller.run('servers');
+      const imagesBefore = accountOf(d, 'default').graphStore.size;
+      await accountOf(d, 'default').poller.run('servers');
       return {
         servedBefore,
         imagesBefore,
         servedAfter: (await d.app.inject('/graphs/dedicated/100002/port_bits/day.png')).statusCode,
         keptServed: (await d.app.inject('/graphs/dedicated/100001/port_bits/day.png')).statusCode,
         onDisk: ['100001', '100002', '100005'].map((id) => existsSync(join(stateDir, 'graphs/default/dedicated', id))),
-        images: d.graphStore.list().map((g) => g.serverId),
+        images: accountOf(d, 'default')
+          .graphStore.list()
+          .map((g) => g.serverId),
         imagesMetric: await metric(d, 'baremetal_graph_images'),
       };
     },
@@ -163,17 +134,17 @@ const rows: Row[] = [
     name: 'server list 100% failing while other calls succeed → baremetal_api_up 0 after every run',
     scenario: async ({ sim, start }) => {
       const d = await start();
-      await d.poller.run('servers');
+      await accountOf(d, 'default').poller.run('servers');
       const before = await metric(d, 'baremetal_api_up');
       sim.setFaults({ errorRate: 1, paths: ['/api/v1/dedicated'] });
       const outcomes: string[] = [];
       const up: Array<number | undefined> = [];
       for (const job of ['servers', 'firewall', 'graphs', 'catalog', 'firewall'] as const) {
-        outcomes.push(await d.poller.run(job));
+        outcomes.push(await accountOf(d, 'default').poller.run(job));
         up.push(await metric(d, 'baremetal_api_up'));
       }
       sim.setFaults({});
-      await d.poller.run('servers');
+      await accountOf(d, 'default').poller.run('servers');
       return { before, outcomes, up, recovered: await metric(d, 'baremetal_api_up') };
     },
     expected: {
@@ -188,8 +159,8 @@ const rows: Row[] = [
     scenario: async ({ sim, start }) => {
       const d = await start();
       sim.setFaults({ errorRate: 1, ids: ['100004'], paths: ['/api/v1/dedicated/firewall'] });
-      await d.poller.run('servers');
-      const outcome = await d.poller.run('firewall');
+      await accountOf(d, 'default').poller.run('servers');
+      const outcome = await accountOf(d, 'default').poller.run('firewall');
       const up = Object.fromEntries(
         (await d.registry.getSingleMetric('baremetal_firewall_history_up')!.get()).values.map((v) => [
           v.labels.service_id,
@@ -210,9 +181,9 @@ const rows: Row[] = [
     name: 'every request of the cycle failing after a good server list → api_up 0 once the run ends',
     scenario: async ({ sim, start }) => {
       const d = await start();
-      await d.poller.run('servers');
+      await accountOf(d, 'default').poller.run('servers');
       sim.setFaults({ htmlErrorRate: 1 });
-      const outcome = await d.poller.run('firewall');
+      const outcome = await accountOf(d, 'default').poller.run('firewall');
       return { outcome, apiUp: await metric(d, 'baremetal_api_up') };
     },
     expected: { outcome: 'failure', apiUp: 0 },
@@ -223,7 +194,7 @@ const rows: Row[] = [
     file: { schedules: { firewall: '* * * * * *' } },
     scenario: async ({ sim, start }) => {
       const d = await start();
-      await d.poller.run('servers');
+      await accountOf(d, 'default').poller.run('servers');
       sim.setFaults({
         mode: 'drip',
         dripIntervalMs: 100,
@@ -231,11 +202,11 @@ const rows: Row[] = [
         paths: ['/api/v1/colocation/firewall'],
         ids: ['colo-1'],
       });
-      const first = await d.poller.run('firewall');
+      const first = await accountOf(d, 'default').poller.run('firewall');
       const cancelled = await metric(d, 'baremetal_poll_items_cancelled', { poll: 'firewall' });
       const colo1 = await metric(d, 'baremetal_firewall_history_up', { service_id: 'colo-1' });
       const lastSuccess = await metric(d, 'baremetal_poll_last_success_timestamp_seconds', { poll: 'firewall' });
-      const next = await d.poller.run('firewall');
+      const next = await accountOf(d, 'default').poller.run('firewall');
       return {
         first,
         cancelled,
@@ -264,15 +235,14 @@ const rows: Row[] = [
     name: 'daemon.stop() during a run stuck on a slow-drip reply → stop resolves, the run is cancelled and counted',
     scenario: async ({ sim, start }) => {
       const d = await start();
-      await d.poller.run('servers');
+      await accountOf(d, 'default').poller.run('servers');
       sim.setFaults({ mode: 'drip', dripIntervalMs: 100, paths: ['/api/v1/transit/firewall'] });
-      const run = d.poller.run('firewall');
+      const run = accountOf(d, 'default').poller.run('firewall');
       // Stop once the dripping request is the only one left: every other history has been applied.
       // (Real HTTP has no clock to inject: a bounded wait, at most 10 s.)
       for (let i = 0; i < 1000 && (await seriesOf(d.registry, 'baremetal_firewall_history_up')).length < 8; i++)
         await new Promise((r) => setTimeout(r, 10));
       await d.stop();
-      daemon = undefined;
       return {
         stopped: true,
         outcome: await run,

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrate, openPool } from '../../src/database/postgres.js';
+import { migrate, openPool } from '../../src/store/postgres/pool.js';
 import { requirePostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';
 
 const found = requirePostgres();

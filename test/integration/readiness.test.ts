@@ -1,19 +1,8 @@
 /** /readyz means working: ready once the first servers and firewall polls succeeded at least partly. */
-import { afterEach, describe, expect, it } from 'vitest';
-import { buildConfig } from '../../src/config/load.js';
-import { startDaemon, type Daemon } from '../../src/daemon.js';
-import { startSimulator, type Simulator } from '../../src/simulator/server.js';
-import { captureLogger } from '../helpers/logger.js';
-import { tempDir } from '../helpers/tmp.js';
+import { describe, expect, it } from 'vitest';
+import { startHarness } from '../helpers/daemon.js';
 
 const KEY = 'readiness-key-8d2f4a61';
-let sim: Simulator | undefined;
-let daemon: Daemon | undefined;
-afterEach(async () => {
-  await daemon?.stop();
-  await sim?.close();
-  daemon = sim = undefined;
-});
 
 describe('readiness', () => {
   it.each([
@@ -26,12 +15,11 @@ describe('readiness', () => {
     },
     { name: 'the right key → 200', key: KEY, status: 200, reasons: [] },
   ])('$name', async ({ key, status, reasons }) => {
-    sim = await startSimulator({ apiKey: KEY, servers: 3, colocations: 0, transits: 0, seed: 3 });
-    const config = buildConfig(
-      { upstream: { base_url: sim.url, retries: 0 }, web: { listen_address: '127.0.0.1:0' }, state_dir: tempDir() },
-      { BAREMETAL_API_KEY: key },
-    );
-    daemon = await startDaemon(config, { logger: captureLogger().logger, schedule: false, listen: false });
+    const { daemon } = await startHarness({
+      key: KEY,
+      simulator: { servers: 3, colocations: 0, transits: 0, seed: 3 },
+      env: { BAREMETAL_API_KEY: key },
+    });
     await daemon.ready;
     const res = await daemon.app.inject('/readyz');
     expect(res.statusCode).toBe(status);

@@ -1,23 +1,15 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/load.js';
-import { startDaemon, type Daemon } from '../../src/daemon.js';
-import { startSimulator, type Simulator } from '../../src/simulator/server.js';
-import { captureLogger } from '../helpers/logger.js';
+import { describe, expect, it } from 'vitest';
+import type { Daemon } from '../../src/daemon.js';
+import type { Simulator } from '../../src/simulator/server.js';
+import { accountOf, startHarness } from '../helpers/daemon.js';
 import { TOKEN } from '../helpers/remediation.js';
-import { tempDir } from '../helpers/tmp.js';
 
 const NOW = Date.UTC(2026, 10, 21, 12, 0, 0);
 const KEY = 'key-reload-0123456789';
 const COLOCATION = '/api/v1/colocation/firewall';
 const POWERCYCLE = '/api/v1/dedicated/powercycle';
-const sims: Simulator[] = [];
-const daemons: Daemon[] = [];
-afterEach(async () => {
-  for (const d of daemons.splice(0)) await d.stop();
-  for (const s of sims.splice(0)) await s.close();
-});
 
 /** The config file (JSON is YAML) with `overrides` over a base: one account on `sim`, one rule. */
 function configText(sim: Simulator, dir: string, overrides: Record<string, unknown> = {}, baseUrl = sim.url): string {
@@ -36,27 +28,21 @@ function configText(sim: Simulator, dir: string, overrides: Record<string, unkno
 }
 
 async function setUp() {
-  const sim = await startSimulator({ apiKey: KEY, servers: 2, colocations: 3, transits: 0, attackRate: 0, seed: 5 });
-  sims.push(sim);
-  const dir = tempDir();
-  writeFileSync(join(dir, 'token'), TOKEN);
-  const file = join(dir, 'config.yml');
-  writeFileSync(file, configText(sim, dir));
-  const capture = captureLogger('debug');
-  const daemon = await startDaemon(loadConfig(file, {}), {
-    logger: capture.logger,
-    now: () => NOW,
-    schedule: false,
-    initialPolls: false,
-    listen: false,
-    retryMinDelayMs: 1,
-    reloadConfig: () => loadConfig(file, {}),
+  const h = await startHarness({
+    key: KEY,
+    simulator: { servers: 2, colocations: 3, transits: 0, attackRate: 0, seed: 5 },
+    remediationAuth: true,
+    configFile: true,
+    env: {},
+    config: ({ sims, stateDir }) => JSON.parse(configText(sims.get('default')!, stateDir)),
+    daemon: { now: () => NOW, initialPolls: false },
   });
-  daemons.push(daemon);
-  await daemon.poller.run('servers');
+  const { sim, daemon, stateDir: dir } = h;
+  const file = h.configFile!;
+  await accountOf(daemon, 'default').poller.run('servers');
   const write = (overrides: Record<string, unknown>, baseUrl?: string) =>
     writeFileSync(file, configText(sim, dir, overrides, baseUrl));
-  return { sim, daemon, write, lines: capture.lines, file, dir };
+  return { sim, daemon, write, lines: h.log.lines, file, dir };
 }
 
 const gauge = async (daemon: Daemon, name: string) =>
@@ -84,11 +70,11 @@ const webhook = (daemon: Daemon, alertname: string) =>
 describe('Daemon.reload()', () => {
   it('polls a changed colocation list on the next firewall run', async () => {
     const { sim, daemon, write } = await setUp();
-    await daemon.poller.run('firewall');
+    await accountOf(daemon, 'default').poller.run('firewall');
     write({ services: { colocation_ids: ['colo-2', 'colo-3'], transit_ids: [] } });
     expect(await daemon.reload()).toEqual({ ok: true, needsRestart: [] });
     const before = sim.callsTo(COLOCATION).length;
-    await daemon.poller.run('firewall');
+    await accountOf(daemon, 'default').poller.run('firewall');
     const polled = sim
       .callsTo(COLOCATION)
       .slice(before)
@@ -147,7 +133,7 @@ describe('Daemon.reload()', () => {
     expect(line).toContain('accounts.default.upstream.base_url');
     expect(line).not.toContain(KEY);
     // Still polling the old API.
-    await daemon.poller.run('servers');
+    await accountOf(daemon, 'default').poller.run('servers');
     expect(await gauge(daemon, 'baremetal_config_last_reload_successful')).toBe(1);
     expect(sim.callsTo('/api/v1/dedicated').length).toBeGreaterThan(1);
   });

@@ -4,21 +4,11 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { startDaemon, type Daemon } from '../../src/daemon.js';
-import { startSimulator, type Simulator } from '../../src/simulator/server.js';
-import { captureLogger } from '../helpers/logger.js';
+import { describe, expect, it } from 'vitest';
+import type { Daemon } from '../../src/daemon.js';
+import { accountOf, startHarness } from '../helpers/daemon.js';
 import { seriesValue } from '../helpers/metrics.js';
-import { powercycleDaemonConfig, TOKEN } from '../helpers/remediation.js';
-import { tempDir } from '../helpers/tmp.js';
-
-let sim: Simulator | undefined;
-let daemon: Daemon | undefined;
-afterEach(async () => {
-  await daemon?.stop();
-  await sim?.close();
-  daemon = sim = undefined;
-});
+import { POWERCYCLE_REMEDIATION, TOKEN } from '../helpers/remediation.js';
 
 const MIN = 60_000;
 const auth = { authorization: `Bearer ${TOKEN}` };
@@ -27,16 +17,19 @@ const STATE = '/api/v1/dedicated/firewall/state';
 
 /** A daemon on a fresh state_dir (prepared by `prepare`), with a clock the test moves. */
 async function start(prepare: (stateDir: string) => void = () => undefined) {
-  const stateDir = tempDir();
-  writeFileSync(join(stateDir, 'token'), TOKEN);
-  prepare(stateDir);
-  sim = await startSimulator({ apiKey: 'k', servers: 3, attackRate: 0 });
   const clock = { now: Date.UTC(2026, 10, 21, 12) };
-  const config = powercycleDaemonConfig(sim.url, stateDir, { timeout: '500ms', retries: 0 });
-  const log = captureLogger();
-  daemon = await startDaemon(config, { logger: log.logger, listen: false, schedule: false, now: () => clock.now });
+  const h = await startHarness({
+    key: 'k',
+    start: false,
+    simulator: { servers: 3, attackRate: 0 },
+    remediationAuth: true,
+    config: { upstream: { timeout: '500ms' }, remediation: POWERCYCLE_REMEDIATION },
+    daemon: { now: () => clock.now },
+  });
+  prepare(h.stateDir);
+  const daemon = await h.start();
   await daemon.ready;
-  return { daemon, sim, clock, stateDir, log };
+  return { daemon, sim: h.sim, clock, stateDir: h.stateDir, log: h.log };
 }
 
 const alert = (startsAt: string) => ({
@@ -80,7 +73,7 @@ describe('remediation under upstream faults', () => {
         });
         expect(await seriesValue(d.registry, 'baremetal_action_pending', { action: 'firewall_state' })).toBe(1);
         clock.now += 2 * MIN;
-        await d.engine.tick();
+        await accountOf(d, 'default').engine.tick();
         expect(s.callsTo(STATE).map((c) => c.params.state)).toEqual(['1', '1']);
         expect((await d.journal.list({ limit: 2 })).map((e) => e.decision)).toEqual(['executed', 'failed']);
         expect(s.state.firewallSetting('198.18.0.1').state).toBe('1');

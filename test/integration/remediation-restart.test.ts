@@ -1,19 +1,7 @@
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { startDaemon, type Daemon } from '../../src/daemon.js';
-import { startSimulator, type Simulator } from '../../src/simulator/server.js';
-import { captureLogger } from '../helpers/logger.js';
-import { powercycleDaemonConfig, TOKEN } from '../helpers/remediation.js';
-import { tempDir } from '../helpers/tmp.js';
-
-let sim: Simulator | undefined;
-let daemon: Daemon | undefined;
-afterEach(async () => {
-  await daemon?.stop();
-  await sim?.close();
-  daemon = sim = undefined;
-});
+import { describe, expect, it } from 'vitest';
+import type { Daemon } from '../../src/daemon.js';
+import { startHarness } from '../helpers/daemon.js';
+import { POWERCYCLE_REMEDIATION, TOKEN } from '../helpers/remediation.js';
 
 const unreachable = {
   version: '4',
@@ -33,10 +21,13 @@ const unreachable = {
 
 describe('remediation across a restart', () => {
   it('power-cycles once for an alert delivered before and after a restart', async () => {
-    const stateDir = tempDir();
-    writeFileSync(join(stateDir, 'token'), TOKEN);
-    sim = await startSimulator({ apiKey: 'k', servers: 3 });
-    const config = powercycleDaemonConfig(sim.url, stateDir);
+    const h = await startHarness({
+      key: 'k',
+      start: false,
+      simulator: { servers: 3 },
+      remediationAuth: true,
+      config: { remediation: POWERCYCLE_REMEDIATION },
+    });
     const deliver = async (d: Daemon) => {
       const res = await d.app.inject({
         method: 'POST',
@@ -48,15 +39,15 @@ describe('remediation across a restart', () => {
       return res.json().results[0].decision as string;
     };
 
-    daemon = await startDaemon(config, { logger: captureLogger().logger, listen: false, schedule: false });
-    await daemon.ready;
-    expect(await deliver(daemon)).toBe('executed');
-    await daemon.stop();
+    const first = await h.start();
+    await first.ready;
+    expect(await deliver(first)).toBe('executed');
 
-    daemon = await startDaemon(config, { logger: captureLogger().logger, listen: false, schedule: false });
+    // The same config and state_dir: the journal remembers the delivery.
+    const daemon = await h.start();
     await daemon.ready;
     expect(await deliver(daemon)).toBe('duplicate');
-    expect(sim.callsTo('/api/v1/dedicated/powercycle', { server_id: '100002' })).toHaveLength(1);
+    expect(h.sim.callsTo('/api/v1/dedicated/powercycle', { server_id: '100002' })).toHaveLength(1);
     expect((await daemon.journal.list({ limit: 10 })).map((e) => e.decision)).toEqual(['duplicate', 'executed']);
   });
 });

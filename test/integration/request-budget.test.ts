@@ -6,45 +6,34 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { buildConfig } from '../../src/config/load.js';
-import { startDaemon, type Daemon } from '../../src/daemon.js';
+import { describe, expect, it } from 'vitest';
 import { runDeadlineMs } from '../../src/scheduler/poll-job.js';
 import { runCapacity } from '../../src/scheduler/round-robin.js';
 import { schedulePeriodMs } from '../../src/scheduler/scheduler.js';
-import { startSimulator, type Simulator, type SimulatorServerOptions } from '../../src/simulator/server.js';
-import { captureLogger } from '../helpers/logger.js';
+import type { Simulator, SimulatorServerOptions } from '../../src/simulator/server.js';
+import { accountOf, startHarness } from '../helpers/daemon.js';
 import { seriesOf, seriesValue } from '../helpers/metrics.js';
-import { tempDir } from '../helpers/tmp.js';
 
 const KEY = 'budget-key-3b7e91c4';
 const TOKEN = 'attacks-reader-token-0123456789';
 
-let sim: Simulator | undefined;
-let daemon: Daemon | undefined;
-afterEach(async () => {
-  await daemon?.stop();
-  await sim?.close();
-  daemon = sim = undefined;
-});
-
 async function setup(simOptions: SimulatorServerOptions, file: Record<string, unknown>) {
-  const log = captureLogger('debug');
-  const stateDir = tempDir();
-  sim = await startSimulator({ apiKey: KEY, colocations: 0, transits: 0, attackRate: 0, seed: 3, ...simOptions });
-  const tokenFile = join(stateDir, 'token');
-  writeFileSync(tokenFile, TOKEN);
-  const config = buildConfig(
-    {
-      ...file,
-      upstream: { base_url: sim.url, concurrency: 16, retries: 0, ...(file.upstream as object) },
-      web: { listen_address: '127.0.0.1:0', auth: { bearer_token_files: [tokenFile] } },
-      state_dir: stateDir,
+  const h = await startHarness({
+    key: KEY,
+    simulator: { colocations: 0, transits: 0, attackRate: 0, seed: 3, ...simOptions },
+    config: ({ stateDir }) => {
+      const tokenFile = join(stateDir, 'token');
+      writeFileSync(tokenFile, TOKEN);
+      return {
+        ...file,
+        upstream: { concurrency: 16, ...(file.upstream as object) },
+        web: { auth: { bearer_token_files: [tokenFile] } },
+      };
     },
-    { BAREMETAL_API_KEY: KEY },
-  );
-  daemon = await startDaemon(config, { logger: log.logger, schedule: false, initialPolls: false, listen: false });
-  return { daemon, sim, log, config };
+    // The client's own backoff (a 429 is waited out as the reply says).
+    daemon: { initialPolls: false, retryMinDelayMs: 250 },
+  });
+  return { daemon: h.daemon, sim: h.sim, log: h.log, config: h.config };
 }
 
 /** The most requests the simulator received in any one-second window (by its real clock). */
@@ -77,8 +66,8 @@ describe('request budget against a rate-limited provider', () => {
       { servers, ipsPerServer: 1, rateLimit: { perSecond: limit } },
       { upstream: { max_requests_per_second: rate }, schedules: { firewall: '0 * * * * *' } },
     );
-    expect(await daemon.poller.run('servers')).toBe('success');
-    const outcome = await daemon.poller.run('firewall');
+    expect(await accountOf(daemon, 'default').poller.run('servers')).toBe('success');
+    const outcome = await accountOf(daemon, 'default').poller.run('firewall');
     const rateLimited =
       (await seriesValue(daemon.registry, 'baremetal_api_requests_total', {
         operation: 'firewall_history_dedicated',
@@ -108,7 +97,7 @@ describe('request budget against a rate-limited provider', () => {
     const perRun = runCapacity(rate, runDeadlineMs(schedulePeriodMs(schedule)));
     const runs = Math.ceil(servers / perRun);
     expect(runs).toBeGreaterThan(1);
-    expect(await daemon.poller.run('servers')).toBe('success');
+    expect(await accountOf(daemon, 'default').poller.run('servers')).toBe('success');
     expect(
       log.lines.some(
         (l) =>
@@ -119,7 +108,7 @@ describe('request budget against a rate-limited provider', () => {
     ).toBe(true);
     const polled = () => new Set(sim.callsTo('/api/v1/dedicated/firewall').map((c) => c.params.server_id));
     for (let run = 1; run <= runs; run++) {
-      expect(await daemon.poller.run('firewall')).toBe('success');
+      expect(await accountOf(daemon, 'default').poller.run('firewall')).toBe('success');
       const pending = await seriesValue(daemon.registry, 'baremetal_poll_items_pending', { poll: 'firewall' });
       expect(pending, `after run ${run}`).toBe(Math.max(0, servers - run * perRun));
       // Not before the last run: each run polls a new slice, none twice.
@@ -130,7 +119,7 @@ describe('request budget against a rate-limited provider', () => {
       servers,
     );
     // The next run starts a new round from the first server.
-    await daemon.poller.run('firewall');
+    await accountOf(daemon, 'default').poller.run('firewall');
     expect(sim.callsTo('/api/v1/dedicated/firewall', { server_id: '100001' }).length).toBe(2);
   });
 });
@@ -148,19 +137,19 @@ describe('services under attack on their own schedule', () => {
     const attacked = ['100002', '100005'];
     for (const id of attacked)
       sim.state.injectEvents('dedicated', id, [{ id: `ev-${id}`, ip: sim.state.servers.get(id)!.ips[0]! }]);
-    await daemon.poller.run('servers');
-    expect(await daemon.poller.run('firewall')).toBe('success');
-    expect(daemon.poller.jobs.has('firewall_under_attack')).toBe(split);
+    await accountOf(daemon, 'default').poller.run('servers');
+    expect(await accountOf(daemon, 'default').poller.run('firewall')).toBe('success');
+    expect(accountOf(daemon, 'default').poller.jobs.has('firewall_under_attack')).toBe(split);
     const ids = () =>
       sim!
         .callsTo('/api/v1/dedicated/firewall')
         .map((c) => c.params.server_id)
         .sort();
     sim.calls.length = 0;
-    await daemon.poller.run('firewall_under_attack');
+    await accountOf(daemon, 'default').poller.run('firewall_under_attack');
     expect(ids()).toEqual(split ? attacked : []);
     sim.calls.length = 0;
-    await daemon.poller.run('firewall');
+    await accountOf(daemon, 'default').poller.run('firewall');
     const all = [...sim.state.servers.keys()].sort();
     expect(ids()).toEqual(split ? all.filter((id) => !attacked.includes(id)) : all);
   });
@@ -176,8 +165,8 @@ describe('the attack itself, for people', () => {
       { id: 'old', ip, raw: 'older event', time: 1_700_000_000 },
       { id: 'new', ip, raw: RAW, time: 1_700_000_060 },
     ]);
-    await ctx.daemon.poller.run('servers');
-    await ctx.daemon.poller.run('firewall');
+    await accountOf(ctx.daemon, 'default').poller.run('servers');
+    await accountOf(ctx.daemon, 'default').poller.run('firewall');
     return { ...ctx, ip };
   }
 

@@ -12,7 +12,7 @@ import { UpstreamClient } from '../../src/upstream/client.js';
 import { captureLogger } from '../helpers/logger.js';
 import { freshMetrics } from '../helpers/metrics.js';
 import { firewallRequest, powerRequest, simulatorTargets, TOKEN } from '../helpers/remediation.js';
-import { backends, type TestDatabase } from './state-store-backends.js';
+import { backends, type TestDatabase } from '../helpers/store-backends.js';
 
 const closing: Array<() => Promise<void>> = [];
 afterEach(async () => {

@@ -1,21 +1,10 @@
-/**
- * PostgreSQL faults (issue 10): the daemon on a real PostgreSQL reached through a TCP relay the test opens and
- * closes. Unreachable at start: remediation disabled (503, `baremetal_journal_up 0`, /readyz names it), nothing
- * polls (no replica can be elected leader without the database), and once it answers the replica leads, polls
- * and acts. Lost mid-run: the requests that touch it answer 503,
- * and it recovers when the pool reconnects. The password appears in no log line, reply or metric.
- */
-import { writeFileSync } from 'node:fs';
 import { createServer, connect, type Server, type Socket } from 'node:net';
-import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startDaemon, type Daemon } from '../../src/daemon.js';
-import { startSimulator, type Simulator } from '../../src/simulator/server.js';
-import { captureLogger } from '../helpers/logger.js';
+import type { Daemon } from '../../src/daemon.js';
+import { accountOf, startHarness, type Harness } from '../helpers/daemon.js';
 import { requirePostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { eventually, freePort } from '../helpers/processes.js';
-import { powercycleDaemonConfig, TOKEN } from '../helpers/remediation.js';
-import { tempDir } from '../helpers/tmp.js';
+import { POWERCYCLE_REMEDIATION, TOKEN } from '../helpers/remediation.js';
 
 /** A TCP relay on `port` to the database: `up()` listens, `down()` closes it and cuts every connection. */
 function relay(port: number, target: number) {
@@ -56,18 +45,17 @@ const auth = { authorization: `Bearer ${TOKEN}` };
 describe.skipIf(found.skip)('the daemon on PostgreSQL under database faults', () => {
   let pg: TestPostgres;
   let databases = 0;
-  let sim: Simulator | undefined;
-  let daemon: Daemon | undefined;
+  let harness: Harness | undefined;
   let link: ReturnType<typeof relay> | undefined;
   beforeAll(async () => {
     if (!found.skip) pg = await startPostgres(found.bin);
   }, 120_000);
   afterAll(() => pg?.stop());
   afterEach(async () => {
-    await daemon?.stop();
-    await sim?.close();
+    // The daemon stops while its database still answers, then the relay goes.
+    await harness?.stop();
     await link?.down();
-    daemon = sim = link = undefined;
+    harness = link = undefined;
   });
 
   /** A daemon whose database URL goes through a relay, down until the test brings it up. */
@@ -76,30 +64,25 @@ describe.skipIf(found.skip)('the daemon on PostgreSQL under database faults', ()
     const port = await freePort();
     link = relay(port, pg.port);
     const viaRelay = url.replace(`127.0.0.1:${pg.port}`, `127.0.0.1:${port}`);
-    const stateDir = tempDir();
-    writeFileSync(join(stateDir, 'token'), TOKEN);
-    sim = await startSimulator({ apiKey: 'k', servers: 3, attackRate: 0 });
-    const config = {
-      ...powercycleDaemonConfig(sim.url, stateDir, { timeout: '500ms', retries: 0 }),
-      database: {
-        kind: 'postgres' as const,
-        url: viaRelay,
-        redactedUrl: viaRelay.replace(pg.password, '***'),
+    const h = await startHarness({
+      key: 'k',
+      start: false,
+      simulator: { servers: 3, attackRate: 0 },
+      databaseUrl: viaRelay,
+      remediationAuth: true,
+      config: { upstream: { timeout: '500ms' }, remediation: POWERCYCLE_REMEDIATION },
+      daemon: {
+        stateStore: { retryMs: 100, pingMs: 100, limits: { connectTimeoutMs: 1000 } },
+        ha: { retryMs: 100, heartbeatMs: 200, timeoutMs: 2_000, refreshMs: 100 },
       },
-    };
-    const log = captureLogger();
+    });
+    harness = h;
     return {
-      log,
+      log: h.log,
       link,
-      sim,
+      sim: h.sim,
       boot: async () => {
-        daemon = await startDaemon(config, {
-          logger: log.logger,
-          listen: false,
-          schedule: false,
-          stateStore: { retryMs: 100, pingMs: 100, limits: { connectTimeoutMs: 1000 } },
-          ha: { retryMs: 100, heartbeatMs: 200, timeoutMs: 2_000, refreshMs: 100 },
-        });
+        const daemon = await h.start();
         await daemon.ready;
         return daemon;
       },
@@ -140,13 +123,11 @@ describe.skipIf(found.skip)('the daemon on PostgreSQL under database faults', ()
     // No replica leads without the database: nothing polls the API.
     expect(d.role.leading).toBe(false);
     expect(h.sim.calls).toHaveLength(0);
-    expect(
-      h.log.lines.some((l) => l.includes('remediation disabled: the state database (PostgreSQL) cannot be opened')),
-    ).toBe(true);
+    expect(h.log.lines.some((l) => l.includes('cannot open the state database (PostgreSQL)'))).toBe(true);
 
     await h.link.up();
     await eventually('the store to open', async () => (d.journal.unavailable === undefined ? true : undefined));
-    await d.engine.ready;
+    await accountOf(d, 'default').engine.ready;
     await leading(d);
     expect(h.sim.callsTo('/api/v1/dedicated').length).toBeGreaterThan(0);
     expect((await powercycle(d, '100001')).json()).toMatchObject({ decision: 'executed' });
@@ -176,7 +157,7 @@ describe.skipIf(found.skip)('the daemon on PostgreSQL under database faults', ()
     );
     expect(await journalUp(d)).toBe('0');
     // The ticker fails every second while it is down: logged once.
-    for (let i = 0; i < 3; i++) await d.engine.tick();
+    for (let i = 0; i < 3; i++) await accountOf(d, 'default').engine.tick();
     expect(h.log.lines.filter((l) => l.includes('applying pending firewall changes failed'))).toHaveLength(1);
     // /metrics and the status of polling are untouched.
     expect((await d.app.inject({ method: 'GET', url: '/metrics' })).statusCode).toBe(200);
@@ -193,7 +174,7 @@ describe.skipIf(found.skip)('the daemon on PostgreSQL under database faults', ()
       (await d.app.inject({ method: 'GET', url: '/readyz' })).statusCode === 200 ? true : undefined,
     );
     expect(await journalUp(d)).toBe('1');
-    await d.engine.tick();
+    await accountOf(d, 'default').engine.tick();
     expect(h.log.lines.some((l) => l.includes('applying pending firewall changes works again'))).toBe(true);
     expect(noSecret([...h.log.lines, lost.body, unready.body])).toEqual([]);
   });

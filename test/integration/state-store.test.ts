@@ -4,10 +4,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { IdempotencyMismatchError, JournalError } from '../../src/errors.js';
-import type { DesiredFirewall, NewEntry } from '../../src/journal/rows.js';
+import type { DesiredFirewall, NewEntry } from '../../src/store/rows.js';
 import { checkDelivery } from '../../src/remediation/guards.js';
 import { powerRequest } from '../helpers/remediation.js';
-import { backends } from './state-store-backends.js';
+import { backends } from '../helpers/store-backends.js';
 
 const DAY = 86_400_000;
 const NOW = 100 * DAY;

@@ -3,60 +3,28 @@
  * reply, a throttling API, an API that echoes the key — and what must (not) happen. Rows of the other
  * sides (polls, HTTP, remediation) live in the neighbouring *-faults test files.
  */
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { buildConfig } from '../../src/config/load.js';
-import { startDaemon, type Daemon } from '../../src/daemon.js';
-import { startSimulator, type Faults, type Simulator } from '../../src/simulator/server.js';
+import { describe, expect, it } from 'vitest';
+import type { Daemon } from '../../src/daemon.js';
+import type { Faults } from '../../src/simulator/server.js';
 import { secretForms } from '../../src/scrub.js';
-import { captureLogger } from '../helpers/logger.js';
+import { accountOf, startHarness } from '../helpers/daemon.js';
 import { seriesValue } from '../helpers/metrics.js';
-import { tempDir } from '../helpers/tmp.js';
 
 /** A key with "/" and "+": its JSON-escaped (PHP `\/`) and URL-encoded spellings differ from the plain one. */
 const KEY = 'integration/key+5f1c2d9e/0a';
 const TOKEN = 'upstream-faults-token-0123456789';
 const HISTORY = '/api/v1/dedicated/firewall';
 
-let sim: Simulator | undefined;
-let daemon: Daemon | undefined;
-afterEach(async () => {
-  await daemon?.stop();
-  await sim?.close();
-  daemon = sim = undefined;
-});
-
 async function setup(faults: Faults = {}) {
-  const log = captureLogger('debug');
-  const stateDir = tempDir();
-  writeFileSync(join(stateDir, 'token'), TOKEN);
-  sim = await startSimulator({
-    apiKey: KEY,
-    servers: 4,
-    colocations: 0,
-    transits: 0,
-    attackRate: 0.25,
-    seed: 5,
-    faults,
+  const h = await startHarness({
+    key: KEY,
+    token: TOKEN,
+    remediationAuth: true,
+    simulator: { servers: 4, colocations: 0, transits: 0, attackRate: 0.25, seed: 5, faults },
+    config: { upstream: { concurrency: 2, retries: 2, timeout: '5s' }, remediation: { dry_run: false } },
+    daemon: { initialPolls: false },
   });
-  const config = buildConfig(
-    {
-      upstream: { base_url: sim.url, concurrency: 2, retries: 2, timeout: '5s' },
-      web: { listen_address: '127.0.0.1:0' },
-      state_dir: stateDir,
-      remediation: { dry_run: false, auth: { bearer_token_files: [join(stateDir, 'token')] } },
-    },
-    { BAREMETAL_API_KEY: KEY },
-  );
-  daemon = await startDaemon(config, {
-    logger: log.logger,
-    schedule: false,
-    initialPolls: false,
-    listen: false,
-    retryMinDelayMs: 1,
-  });
-  return { daemon, sim, log };
+  return { daemon: h.daemon, sim: h.sim, log: h.log };
 }
 
 const requests = (d: Daemon, operation: string, outcome: string) =>
@@ -69,7 +37,7 @@ describe('upstream faults', () => {
     const before = process.memoryUsage().rss;
     let peak = before;
     const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 5);
-    expect(await daemon.poller.run('servers')).toBe('failure');
+    expect(await accountOf(daemon, 'default').poller.run('servers')).toBe('failure');
     clearInterval(sampler);
     expect(await requests(daemon, 'list_servers', 'too_large')).toBe(1);
     // Not retried: a reply that is too large will be too large again.
@@ -95,9 +63,9 @@ describe('upstream faults', () => {
     },
   ])('pauses every request after $name instead of hammering the API', async ({ faults }) => {
     const { daemon, sim } = await setup();
-    expect(await daemon.poller.run('servers')).toBe('success');
+    expect(await accountOf(daemon, 'default').poller.run('servers')).toBe('success');
     sim.setFaults({ ...faults, modeCount: 1, paths: [HISTORY] });
-    expect(await daemon.poller.run('firewall')).toBe('success');
+    expect(await accountOf(daemon, 'default').poller.run('firewall')).toBe('success');
     const calls = sim.callsTo(HISTORY);
     const limited = calls[0]!;
     // Every later request of the run — the retry of the throttled one included — waited out the pause; only
@@ -118,9 +86,9 @@ describe('upstream faults', () => {
     'keeps the key out of logs, metrics, the journal, the actions API and the status page after $name',
     async ({ faults }) => {
       const { daemon, sim, log } = await setup();
-      expect(await daemon.poller.run('servers')).toBe('success');
+      expect(await accountOf(daemon, 'default').poller.run('servers')).toBe('success');
       sim.setFaults(faults);
-      await daemon.poller.run('firewall');
+      await accountOf(daemon, 'default').poller.run('firewall');
       const [server] = sim.state.servers.values();
       const action = await daemon.app.inject({
         method: 'POST',

@@ -13,9 +13,9 @@ import { findAccount } from '../../accounts.js';
 import { ACTIONS, DEFAULT_COOLDOWN_MS, type ActionName } from '../../config/schema.js';
 import { BadRequestError } from '../../errors.js';
 import { oneOf, strictObject } from '../../json-schema.js';
-import type { StateStore } from '../../journal/store.js';
+import type { StateStore } from '../../store/store.js';
 import type { RemediationEngine } from '../../remediation/engine.js';
-import { SENSITIVITIES } from '../../upstream/params.js';
+import { SENSITIVITIES } from '../../config/api-terms.js';
 import { idSchema, queryInteger, queryIntegerSchema } from '../schemas.js';
 
 const ip = Type.Unsafe<string>({ type: 'string', anyOf: [{ format: 'ipv4' }, { format: 'ipv6' }] });

@@ -10,7 +10,7 @@ import { NotFoundError } from '../../errors.js';
 import { resizePng } from '../../graphs/image.js';
 import { listStores, type GraphSource } from '../../graphs/source.js';
 import type { GraphStore, StoredGraph } from '../../graphs/store.js';
-import { GRAPH_SCALES, GRAPH_TYPES, type GraphScale, type GraphType } from '../../upstream/params.js';
+import { GRAPH_SCALES, GRAPH_TYPES, type GraphScale, type GraphType } from '../../config/api-terms.js';
 import { queryInteger, queryIntegerSchema } from '../schemas.js';
 
 /** URL path of a graph image. */

@@ -7,8 +7,8 @@
  */
 import escapeHtml from 'escape-html';
 import type { FastifyInstance } from 'fastify';
-import type { StoredGraph } from '../../graphs/store.js';
-import type { JournalEntry } from '../../journal/rows.js';
+import type { GraphSummary } from '../../graphs/source.js';
+import type { JournalEntry } from '../../store/rows.js';
 import { graphPath } from './graphs.js';
 
 /** An IP of a server or service: its event count and, when under attack, its newest event as the provider described it. */
@@ -41,7 +41,8 @@ export interface StatusView {
     ips: StatusIp[];
   }>;
   services: Array<{ account?: string; serviceType: string; serviceId: string; ips: StatusIp[] }>;
-  graphs: Array<StoredGraph & { account: string }>;
+  /** the images `/graphs` serves (the first few) */
+  graphs: GraphSummary[];
   /** the latest remediation decisions; undefined when the page is open to anyone (no web.auth) */
   actions: JournalEntry[] | undefined;
   /** ms since epoch */

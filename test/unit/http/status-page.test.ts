@@ -4,7 +4,7 @@ import { buildApp } from '../../../src/app.js';
 import { GraphStore } from '../../../src/graphs/store.js';
 import type { AuthConfig } from '../../../src/http/auth.js';
 import { HIDDEN_ACTIONS, renderStatusPage, type StatusView } from '../../../src/http/routes/status-page.js';
-import type { JournalEntry } from '../../../src/journal/rows.js';
+import type { JournalEntry } from '../../../src/store/rows.js';
 import { ExpositionCache } from '../../../src/metrics/exposition.js';
 import { captureLogger } from '../../helpers/logger.js';
 import { tempDir } from '../../helpers/tmp.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { JobName } from '../../../src/config/schema.js';
 import { createApiObserver } from '../../../src/metrics/api-observer.js';
-import type { RunOutcome } from '../../../src/scheduler/poll-job.js';
+import type { RunOutcome } from '../../../src/metrics/definitions.js';
 import { freshMetrics, seriesValue } from '../../helpers/metrics.js';
 
 /** A request with its outcome, or the end of a poll run. */

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { createMetrics } from '../../../src/metrics/definitions.js';
-import { DECISIONS } from '../../../src/remediation/decisions.js';
+import { DECISIONS } from '../../../src/store/decisions.js';
 
 describe('decisions', () => {
   const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');

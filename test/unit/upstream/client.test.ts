@@ -15,7 +15,7 @@ import {
   UpstreamTimeoutError,
   UpstreamTlsError,
 } from '../../../src/errors.js';
-import { checkBaseUrl } from '../../../src/upstream/base-url.js';
+import { checkBaseUrl } from '../../../src/config/base-url.js';
 import { UpstreamClient, type RequestEvent } from '../../../src/upstream/client.js';
 import { listServers, powerCycle } from '../../../src/upstream/dedicated.js';
 import { getDedicatedFirewallHistory, setFirewallState } from '../../../src/upstream/firewall.js';

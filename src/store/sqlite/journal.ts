@@ -7,8 +7,8 @@
  * (sqlite-store.ts), the CLI directly.
  */
 import type { DatabaseSync } from 'node:sqlite';
-import { JournalError } from '../errors.js';
-import type { Decision } from '../remediation/decisions.js';
+import { JournalError } from '../../errors.js';
+import type { Decision } from '../decisions.js';
 import {
   desiredValues,
   entryValues,
@@ -21,8 +21,8 @@ import {
   type Row,
   INTERRUPTED_MESSAGE,
   SENT_DECISIONS_SQL,
-} from './rows.js';
-import { openDatabase } from './open.js';
+} from '../rows.js';
+import { openDatabase } from './database.js';
 
 export class Journal {
   readonly #db: DatabaseSync | undefined;

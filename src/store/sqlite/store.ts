@@ -6,9 +6,9 @@
  * that file is open (node:sqlite's busy wait would block the event loop the open transaction needs).
  */
 import { resolve } from 'node:path';
-import { FileEventLedger, type EventLedger } from '../state/event-ledger.js';
+import { FileEventLedger } from './event-ledger.js';
 import { Journal } from './journal.js';
-import { forwardQueries, type StateQueries, type StateStore } from './store.js';
+import { forwardQueries, type EventLedger, type StateQueries, type StateStore } from '../store.js';
 
 /** Runs tasks one after the other. */
 class Queue {
@@ -35,6 +35,7 @@ const journalMatches: Journal extends SyncQueries ? true : false = true;
 void journalMatches;
 
 export interface SqliteStore extends StateStore {
+  readonly kind: 'sqlite';
   /** the synchronous journal underneath (tests, the CLI) */
   readonly journal: Journal;
 }

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { collectFirewallHistory, FirewallSeriesState } from '../../../src/collectors/firewall.js';
 import type { Inventory } from '../../../src/collectors/inventory.js';
-import { DirectorySnapshot, leaderOrSnapshot, serverIpsOf } from '../../../src/ha/directory.js';
+import { ownedIps, serverIps } from '../../../src/collectors/ownership.js';
+import { leaderOrSnapshot } from '../../../src/remediation/targets.js';
+import { DirectorySnapshot } from '../../../src/store/postgres/directory.js';
 import type { TargetDirectory } from '../../../src/remediation/types.js';
 import { freshMetrics } from '../../helpers/metrics.js';
 
@@ -61,8 +63,8 @@ describe('leaderOrSnapshot', () => {
   });
 });
 
-describe('serverIpsOf', () => {
-  it("publishes each server's record IPs and the IPs seen in its firewall history, what PollJobs.ownsIp accepts", () => {
+describe('serverIps', () => {
+  it("publishes each server's record IPs and the IPs seen in its firewall history: the IPs ownedIps gives the leader", () => {
     const { metrics } = freshMetrics();
     const poller = {
       inventory: new Map([
@@ -78,7 +80,10 @@ describe('serverIpsOf', () => {
       [{ id: 'e1', ip: '198.18.0.9' }] as never,
       { limits: { maxIpsPerService: 10, ipRetentionMs: 0 }, now: 0, knownIps: ['198.18.0.1'] },
     );
-    const published = serverIpsOf(poller);
+    const published = serverIps(poller.inventory, poller.firewallState);
     expect(published).toEqual({ '100001': ['198.18.0.1', '198.18.0.9'], '100002': [] });
+    // One rule: what the leader checks is what it publishes, and a server not listed owns nothing.
+    expect([...ownedIps(poller.inventory, poller.firewallState, '100001')]).toEqual(published['100001']);
+    expect(ownedIps(poller.inventory, poller.firewallState, '100003').size).toBe(0);
   });
 });

@@ -2,20 +2,17 @@
  * The server directory shared between replicas: the leader publishes each account's latest server list
  * (server ids and the IPs each owns: its record's and those seen in its firewall history — what the
  * remediation guards check a target against) after each servers and firewall run; every replica reads it
- * back every few seconds into a snapshot, so a follower's engines answer `TargetDirectory` synchronously
+ * back every few seconds into a snapshot, so a follower's engines check targets synchronously
  * without polling the API. The leader's own engines ask its poller while it has read a server list.
  */
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { FirewallSeriesState } from '../collectors/firewall.js';
-import type { TargetDirectory } from '../remediation/types.js';
-import type { PollJobs } from '../scheduler/jobs.js';
 
 /** server id → the IPs it owns */
 export type ServerIps = Record<string, string[]>;
 
 /** One account's server list as last read from the database. */
-export class DirectorySnapshot implements TargetDirectory {
+export class DirectorySnapshot {
   #servers = new Map<string, Set<string>>();
   #known = false;
   /** the row version read (bigint as text); '0' before any */
@@ -33,39 +30,16 @@ export class DirectorySnapshot implements TargetDirectory {
     return this.#servers.get(serverId)?.has(ip) ?? false;
   }
 
+  /** every server of the list read, with its IPs */
+  get servers(): ReadonlyMap<string, ReadonlySet<string>> {
+    return this.#servers;
+  }
+
   replace(servers: ServerIps, version: string): void {
     this.#servers = new Map(Object.entries(servers).map(([id, ips]) => [id, new Set(ips)]));
     this.#known = true;
     this.version = version;
   }
-}
-
-/** What a poller knows of its servers, in the published shape: the IPs `PollJobs.ownsIp` accepts. */
-export function serverIpsOf(poller: Pick<PollJobs, 'inventory' | 'firewallState'>): ServerIps {
-  const out: ServerIps = {};
-  for (const [serverId, server] of poller.inventory) {
-    const seen = poller.firewallState.services.get(
-      FirewallSeriesState.key({ serviceType: 'dedicated', serviceId: serverId }),
-    );
-    out[serverId] = [...new Set([...server.ips, ...(seen?.counts.keys() ?? [])])];
-  }
-  return out;
-}
-
-/** The engine's directory: the poller while this replica leads and has read a server list, else the snapshot. */
-export function leaderOrSnapshot(
-  poller: TargetDirectory,
-  snapshot: TargetDirectory,
-  leading: () => boolean,
-): TargetDirectory {
-  const current = () => (leading() && poller.serversKnown ? poller : snapshot);
-  return {
-    get serversKnown() {
-      return current().serversKnown;
-    },
-    hasServer: (serverId) => current().hasServer(serverId),
-    ownsIp: (serverId, ip) => current().ownsIp(serverId, ip),
-  };
 }
 
 const isServerIps = (value: unknown): value is ServerIps =>
@@ -103,6 +77,11 @@ export class SharedDirectory {
     const snapshot = this.#snapshots.get(account);
     if (!snapshot) throw new Error(`no directory snapshot for account ${account}`);
     return snapshot;
+  }
+
+  /** The servers of `account`'s snapshot, with their IPs (a follower's status page). */
+  servers(account: string): ReadonlyMap<string, ReadonlySet<string>> {
+    return this.snapshot(account).servers;
   }
 
   /**

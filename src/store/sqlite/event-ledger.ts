@@ -10,6 +10,7 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
 import { Type, type Static } from 'typebox';
+import type { EventLedger } from '../store.js';
 
 const fileSchema = Type.Object({
   version: Type.Unsafe<1>({ const: 1 }),
@@ -21,18 +22,6 @@ const fileSchema = Type.Object({
 });
 type LedgerFile = Static<typeof fileSchema>;
 const validate = new Ajv({ strict: true }).compile<LedgerFile>(fileSchema);
-
-/**
- * The attack-event ids of one account: this file for SQLite, a table for PostgreSQL
- * (postgres-event-ledger.ts). `load()` has no side effect: it may be called again (a follower that becomes
- * leader reads what the previous leader left).
- */
-export interface EventLedger {
-  /** The ids the previous run left, by `type/id`; a `problem` when they could not be read (they count again, once). */
-  load(): Promise<{ services: Map<string, Set<string>>; problem?: string }>;
-  /** Replaces the ids with `services` (`type/id` → ids), atomically. */
-  save(services: ReadonlyMap<string, ReadonlySet<string>>): Promise<void>;
-}
 
 export class FileEventLedger implements EventLedger {
   readonly #file: string;

@@ -3,7 +3,7 @@
  * PostgreSQL's with BIGINT as strings) to them. Times are Unix milliseconds.
  */
 import type { SQLInputValue } from 'node:sqlite';
-import type { Decision } from '../remediation/decisions.js';
+import type { Decision } from './decisions.js';
 
 /** A journal row. Times are Unix milliseconds. `decision` is `executing` while the upstream call runs. */
 export interface JournalEntry {

@@ -1,10 +1,10 @@
 /**
  * The state store's queries in PostgreSQL's dialect, over any statement runner: the pool (one statement per
  * connection checkout) or one client inside a transaction. Same tables and columns as the SQLite journal
- * (open.ts), created by the `journal` migrations below; times are BIGINT Unix milliseconds, ids BIGSERIAL.
+ * (open.ts), created by the `journal` migrations (migrations.ts); times are BIGINT Unix milliseconds, ids BIGSERIAL.
  * node-postgres returns BIGINT as a string: rows.ts converts with Number() (ms and ids stay below 2^53).
  */
-import type { Decision } from '../remediation/decisions.js';
+import type { Decision } from '../decisions.js';
 import {
   desiredValues,
   entryValues,
@@ -17,64 +17,11 @@ import {
   type Row,
   INTERRUPTED_MESSAGE,
   SENT_DECISIONS_SQL,
-} from './rows.js';
-import type { StateQueries } from './store.js';
+} from '../rows.js';
+import type { StateQueries } from '../store.js';
 
 /** Runs one statement; rejects with JournalError. */
 export type Run = (sql: string, params?: unknown[]) => Promise<{ rows: Row[]; rowCount: number | null }>;
-
-/** Append only: a released migration is never edited; a new one is added at the end. */
-export const JOURNAL_MIGRATIONS = [
-  `CREATE TABLE actions (
-     id BIGSERIAL PRIMARY KEY,
-     account TEXT NOT NULL,
-     created_at BIGINT NOT NULL,
-     completed_at BIGINT,
-     source TEXT NOT NULL,
-     action TEXT NOT NULL,
-     server_id TEXT NOT NULL,
-     ip TEXT,
-     value TEXT,
-     alertname TEXT,
-     fingerprint TEXT,
-     starts_at TEXT,
-     decision TEXT NOT NULL,
-     upstream_outcome TEXT,
-     message TEXT
-   );
-   CREATE INDEX actions_target ON actions (account, action, server_id, ip, created_at);
-   CREATE INDEX actions_account_created ON actions (account, created_at);
-   CREATE INDEX actions_created ON actions (created_at);
-   CREATE TABLE deliveries (
-     key TEXT PRIMARY KEY,
-     action_id BIGINT NOT NULL,
-     created_at BIGINT NOT NULL,
-     request_digest TEXT,
-     seen_at BIGINT
-   );
-   CREATE INDEX deliveries_action ON deliveries (action_id);
-   CREATE INDEX deliveries_seen ON deliveries (seen_at);
-   CREATE TABLE firewall_desired (
-     account TEXT NOT NULL,
-     server_id TEXT NOT NULL,
-     ip TEXT NOT NULL,
-     desired_state TEXT NOT NULL,
-     due_at BIGINT NOT NULL,
-     pending INTEGER NOT NULL,
-     attempts INTEGER NOT NULL DEFAULT 0,
-     applied_state TEXT,
-     applied_at BIGINT,
-     cooldown_ms BIGINT NOT NULL,
-     missing_since BIGINT,
-     PRIMARY KEY (account, server_id, ip)
-   );
-   CREATE TABLE event_ids (
-     account TEXT NOT NULL,
-     service_key TEXT NOT NULL,
-     ids TEXT[] NOT NULL,
-     PRIMARY KEY (account, service_key)
-   );`,
-];
 
 export class PgQueries implements StateQueries {
   readonly #run: Run;

@@ -6,20 +6,10 @@
  */
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { NotReadyError } from '../errors.js';
-import type { GraphScale, GraphType } from '../upstream/params.js';
-import { byGraphKey, type GraphSource, type GraphSummary } from './source.js';
-import type { GraphKey, StoredGraph } from './store.js';
-
-/** What a graph store copies its changes to (the leader's, with PostgreSQL). */
-export interface GraphMirror {
-  /** throws when the image could not be written (that graph's poll fails) */
-  put(graph: StoredGraph): Promise<void>;
-  /** drops every image of a server that is gone; a failure is logged, never thrown (the server poll goes on) */
-  removeServer(serverId: string): Promise<void>;
-  /** drops every image of a server not in `serverIds` */
-  retainServers(serverIds: ReadonlySet<string>): Promise<void>;
-}
+import { NotReadyError } from '../../errors.js';
+import type { GraphScale, GraphType } from '../../config/api-terms.js';
+import { byGraphKey, type GraphSource, type GraphSummary } from '../../graphs/source.js';
+import type { GraphKey, GraphMirror, StoredGraph } from '../../graphs/store.js';
 
 interface Row {
   account: string;

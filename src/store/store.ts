@@ -8,9 +8,20 @@
  * advisory lock, on SQLite under BEGIN IMMEDIATE with transactions serialized in the process. Inside it use
  * only the queries it is given: on SQLite any other call waits for the transaction to end.
  */
-import type { EventLedger } from '../state/event-ledger.js';
 import type { DesiredFirewall, Delivery, JournalEntry, NewEntry } from './rows.js';
-import type { Decision } from '../remediation/decisions.js';
+import type { Decision } from './decisions.js';
+
+/**
+ * The attack-event ids of one account: a file under state_dir for SQLite
+ * (sqlite/event-ledger.ts), a table for PostgreSQL (postgres/event-ledger.ts). `load()` has no side effect: it may be called again (a follower that becomes
+ * leader reads what the previous leader left).
+ */
+export interface EventLedger {
+  /** The ids the previous run left, by `type/id`; a `problem` when they could not be read (they count again, once). */
+  load(): Promise<{ services: Map<string, Set<string>>; problem?: string }>;
+  /** Replaces the ids with `services` (`type/id` → ids), atomically. */
+  save(services: ReadonlyMap<string, ReadonlySet<string>>): Promise<void>;
+}
 
 /** The queries, each a promise; every failure is a JournalError (the action endpoints answer 503). */
 export interface StateQueries {

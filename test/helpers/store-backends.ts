@@ -6,12 +6,12 @@
  */
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll } from 'vitest';
-import { captureLogger } from '../helpers/logger.js';
-import { requirePostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';
-import { openTestStore } from '../helpers/remediation.js';
-import { tempDir } from '../helpers/tmp.js';
-import { openPostgresStore } from '../../src/journal/postgres.js';
-import type { StateStore } from '../../src/journal/store.js';
+import { captureLogger } from './logger.js';
+import { requirePostgres, startPostgres, type TestPostgres } from './postgres.js';
+import { openTestStore } from './remediation.js';
+import { tempDir } from './tmp.js';
+import { openPostgresStore } from '../../src/store/postgres/store.js';
+import type { StateStore } from '../../src/store/store.js';
 
 export interface TestDatabase {
   /** opens another store on this database */
@@ -66,6 +66,7 @@ export function backends(): Backend[] {
             keep(
               await openPostgresStore({
                 url,
+                accounts: ['default'],
                 redactedUrl: url.replace(server!.password, '***'),
                 logger: log.logger,
                 retryMs: 200,

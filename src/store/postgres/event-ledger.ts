@@ -3,8 +3,8 @@
  * the file ledger when the state is shared by replicas: the replica that polls next reads what the previous
  * one saved. `load()` only reads.
  */
-import type { Run } from '../journal/postgres-queries.js';
-import type { EventLedger } from './event-ledger.js';
+import type { Run } from './queries.js';
+import type { EventLedger } from '../store.js';
 
 /** What the ledger needs of the PostgreSQL store. */
 export interface LedgerDatabase {

@@ -1,0 +1,23 @@
+/**
+ * Which IPs a server owns — the one rule the remediation guards check a target against, on the leader (its
+ * poller) and on the followers (the server directory the leader publishes, store/postgres/directory.ts): the IPs
+ * of the server's record (per the API contract, §1 server list) and those seen in its own firewall history
+ * (§4), which may name IPs added since the record was read. A server not in the latest list owns nothing.
+ */
+import { FirewallSeriesState } from './firewall.js';
+import type { Inventory } from './inventory.js';
+
+/** The IPs `serverId` owns now; empty when the server is not in `inventory`. */
+export function ownedIps(inventory: Inventory, firewall: FirewallSeriesState, serverId: string): Set<string> {
+  const server = inventory.get(serverId);
+  if (!server) return new Set();
+  const seen = firewall.services.get(FirewallSeriesState.key({ serviceType: 'dedicated', serviceId: serverId }));
+  return new Set([...server.ips, ...(seen?.counts.keys() ?? [])]);
+}
+
+/** Every listed server's owned IPs (server id → IPs), the shape the leader publishes for the followers. */
+export function serverIps(inventory: Inventory, firewall: FirewallSeriesState): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const serverId of inventory.keys()) out[serverId] = [...ownedIps(inventory, firewall, serverId)];
+  return out;
+}

@@ -1,0 +1,21 @@
+/**
+ * Which directory an engine checks targets against: with replicas sharing PostgreSQL, the leader's own poller
+ * while it leads and has read a server list, else the list the leader published (store/postgres/directory.ts).
+ */
+import type { TargetDirectory } from './types.js';
+
+/** The engine's directory: the poller while this replica leads and has read a server list, else the snapshot. */
+export function leaderOrSnapshot(
+  poller: TargetDirectory,
+  snapshot: TargetDirectory,
+  leading: () => boolean,
+): TargetDirectory {
+  const current = () => (leading() && poller.serversKnown ? poller : snapshot);
+  return {
+    get serversKnown() {
+      return current().serversKnown;
+    },
+    hasServer: (serverId) => current().hasServer(serverId),
+    ownsIp: (serverId, ip) => current().ownsIp(serverId, ip),
+  };
+}

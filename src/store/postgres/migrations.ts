@@ -1,0 +1,91 @@
+/**
+ * The PostgreSQL schema, one list per component, applied at open by `migrateAll` (each under the migrations
+ * advisory lock, pool.ts `migrate`): `journal` (the remediation journal, delivery keys, desired firewall state,
+ * attack-event ids) and `ha` (what the leader publishes for the other replicas: the server directory and the
+ * graph images). The component names are stored in `schema_migrations` and never change. Append only: a
+ * released migration is never edited; a new one is added at the end of its component's list.
+ */
+import type pg from 'pg';
+import { migrate, type Migration } from './pool.js';
+
+export const MIGRATIONS: Readonly<Record<'journal' | 'ha', readonly Migration[]>> = {
+  journal: [
+    `CREATE TABLE actions (
+     id BIGSERIAL PRIMARY KEY,
+     account TEXT NOT NULL,
+     created_at BIGINT NOT NULL,
+     completed_at BIGINT,
+     source TEXT NOT NULL,
+     action TEXT NOT NULL,
+     server_id TEXT NOT NULL,
+     ip TEXT,
+     value TEXT,
+     alertname TEXT,
+     fingerprint TEXT,
+     starts_at TEXT,
+     decision TEXT NOT NULL,
+     upstream_outcome TEXT,
+     message TEXT
+   );
+   CREATE INDEX actions_target ON actions (account, action, server_id, ip, created_at);
+   CREATE INDEX actions_account_created ON actions (account, created_at);
+   CREATE INDEX actions_created ON actions (created_at);
+   CREATE TABLE deliveries (
+     key TEXT PRIMARY KEY,
+     action_id BIGINT NOT NULL,
+     created_at BIGINT NOT NULL,
+     request_digest TEXT,
+     seen_at BIGINT
+   );
+   CREATE INDEX deliveries_action ON deliveries (action_id);
+   CREATE INDEX deliveries_seen ON deliveries (seen_at);
+   CREATE TABLE firewall_desired (
+     account TEXT NOT NULL,
+     server_id TEXT NOT NULL,
+     ip TEXT NOT NULL,
+     desired_state TEXT NOT NULL,
+     due_at BIGINT NOT NULL,
+     pending INTEGER NOT NULL,
+     attempts INTEGER NOT NULL DEFAULT 0,
+     applied_state TEXT,
+     applied_at BIGINT,
+     cooldown_ms BIGINT NOT NULL,
+     missing_since BIGINT,
+     PRIMARY KEY (account, server_id, ip)
+   );
+   CREATE TABLE event_ids (
+     account TEXT NOT NULL,
+     service_key TEXT NOT NULL,
+     ids TEXT[] NOT NULL,
+     PRIMARY KEY (account, service_key)
+   );`,
+  ],
+  ha: [
+    `CREATE TABLE ha_directory (
+     account TEXT PRIMARY KEY,
+     -- server id -> the IPs it owns: its record's and those seen in its firewall history
+     servers JSONB NOT NULL,
+     -- bumped by every change, so that a replica reads the list only when it changed
+     version BIGINT NOT NULL,
+     updated_at TIMESTAMPTZ NOT NULL DEFAULT now()
+   );
+   CREATE TABLE ha_graphs (
+     account TEXT NOT NULL,
+     server_id TEXT NOT NULL,
+     type TEXT NOT NULL,
+     scale TEXT NOT NULL,
+     png BYTEA NOT NULL,
+     etag TEXT NOT NULL,
+     width INTEGER NOT NULL,
+     height INTEGER NOT NULL,
+     -- ms since the epoch the leader fetched the image
+     updated_at BIGINT NOT NULL,
+     PRIMARY KEY (account, server_id, type, scale)
+   );`,
+  ],
+};
+
+/** Applies every component's migrations, in order (journal, then ha). Throws as `migrate` does. */
+export async function migrateAll(pool: pg.Pool): Promise<void> {
+  for (const [component, migrations] of Object.entries(MIGRATIONS)) await migrate(pool, component, migrations);
+}
