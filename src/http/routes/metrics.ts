@@ -1,5 +1,5 @@
 /**
- * `GET /metrics`: the cached exposition (a scrape never calls the API nor renders ~100k series), in the
+ * `GET /metrics` (or the `--web.telemetry-path`): the cached exposition (a scrape never calls the API nor renders ~100k series), in the
  * format the scraper asks for (`Accept`: OpenMetrics 1.0.0 when it prefers it, as Prometheus does, else the
  * text format 0.0.4) and gzipped when `Accept-Encoding` allows it (compressed once per rendering).
  */
@@ -45,8 +45,8 @@ export function acceptsGzip(acceptEncoding: string | undefined): boolean {
   return entries.some((e) => e.value === '*' && e.q > 0);
 }
 
-export function metricsRoutes(app: FastifyInstance, deps: { exposition: ExpositionCache }): void {
-  app.get('/metrics', async (request, reply) => {
+export function metricsRoutes(app: FastifyInstance, deps: { exposition: ExpositionCache; path: string }): void {
+  app.get(deps.path, async (request, reply) => {
     const exposition = await deps.exposition.get();
     const format = negotiateFormat(request.headers.accept);
     void reply
