@@ -23,7 +23,6 @@ import { attackRoutes } from './http/routes/attacks.js';
 import { graphRoutes } from './http/routes/graphs.js';
 import { healthRoutes, type Readiness } from './http/routes/health.js';
 import { metricsRoutes } from './http/routes/metrics.js';
-import { DEFAULT_TELEMETRY_PATH } from './http/telemetry-path.js';
 import { statusPageRoutes, type StatusView } from './http/routes/status-page.js';
 import type { StateStore } from './journal/store.js';
 import type { Metrics } from './metrics/definitions.js';
@@ -140,7 +139,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       return auth !== undefined && authEnabled(auth);
     };
     if (deps.statusView) statusPageRoutes(scope, { statusView: () => deps.statusView!({ actions: actions() }) });
-    metricsRoutes(scope, { exposition: deps.exposition, path: deps.telemetryPath ?? DEFAULT_TELEMETRY_PATH });
+    metricsRoutes(scope, { exposition: deps.exposition, ...(deps.telemetryPath ? { path: deps.telemetryPath } : {}) });
     graphRoutes(scope, { graphs: deps.graphSource ?? localGraphs(deps.graphStores), maxWidth: deps.graphMaxWidth });
     if (deps.attacks) attackRoutes(scope, { attacks: deps.attacks });
     if (deps.reload) reloadRoute(scope, deps.reload);

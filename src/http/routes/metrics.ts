@@ -4,6 +4,7 @@
  * text format 0.0.4) and gzipped when `Accept-Encoding` allows it (compressed once per rendering).
  */
 import type { FastifyInstance } from 'fastify';
+import { DEFAULT_TELEMETRY_PATH } from '../telemetry-path.js';
 import { CONTENT_TYPES, type ExpositionCache, type ExpositionFormat } from '../../metrics/exposition.js';
 
 /** The entries of an `Accept` or `Accept-Encoding` header: lower-cased media type or coding → its q (0..1). */
@@ -45,8 +46,9 @@ export function acceptsGzip(acceptEncoding: string | undefined): boolean {
   return entries.some((e) => e.value === '*' && e.q > 0);
 }
 
-export function metricsRoutes(app: FastifyInstance, deps: { exposition: ExpositionCache; path: string }): void {
-  app.get(deps.path, async (request, reply) => {
+/** `path`: `--web.telemetry-path`, validated by `validateTelemetryPath` (default `/metrics`). */
+export function metricsRoutes(app: FastifyInstance, deps: { exposition: ExpositionCache; path?: string }): void {
+  app.get(deps.path ?? DEFAULT_TELEMETRY_PATH, async (request, reply) => {
     const exposition = await deps.exposition.get();
     const format = negotiateFormat(request.headers.accept);
     void reply
