@@ -34,6 +34,16 @@ RUN mkdir -p /var/lib/baremetal-exporter /etc/baremetal-exporter \
 USER node
 EXPOSE 9877
 VOLUME ["/var/lib/baremetal-exporter"]
+# OCI image labels. A release build passes BAREMETAL_VERSION (package.json's), BAREMETAL_REVISION (the commit)
+# and BAREMETAL_CREATED (RFC 3339 UTC), as .ci/image-check does; without them they are empty.
+ARG BAREMETAL_VERSION="" BAREMETAL_REVISION="" BAREMETAL_CREATED=""
+LABEL org.opencontainers.image.title="baremetal-exporter" \
+      org.opencontainers.image.description="Prometheus exporter for a bare-metal hosting provider's API: attacks, inventory, graphs and guarded remediation" \
+      org.opencontainers.image.source="https://github.com/baremetal-exporter/baremetal-exporter" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${BAREMETAL_VERSION}" \
+      org.opencontainers.image.revision="${BAREMETAL_REVISION}" \
+      org.opencontainers.image.created="${BAREMETAL_CREATED}"
 # /healthz answers while the process serves HTTP. The probe is bash's /dev/tcp (bash is in every Debian image):
 # a few ms and ~4 MB per probe, against 0.1 s and 60 MB for a `node -e fetch(...)` probe (docs/deploying.md).
 # With web.tls set, plain HTTP gets no answer: override HEALTHCHECK (docs/deploying.md).

@@ -2,7 +2,7 @@
  * buildApp(deps) → a fastify instance with every route of the daemon. It never listens itself, so tests
  * drive it with `app.inject()`. Every error reply is JSON: `{statusCode, code, error, message}`.
  *
- * Three scopes: health probes (always open), the read-only routes — status page, /metrics, /graphs, /api/v1/attacks —
+ * Three scopes: health probes (always open), the read-only routes — status page, /metrics (or --web.telemetry-path), /graphs, /api/v1/attacks —
  * (open unless `web.auth` is set), and the remediation routes (always behind `remediation.auth`).
  */
 import { STATUS_CODES } from 'node:http';
@@ -60,6 +60,8 @@ export interface AppDeps {
     metrics: Metrics;
     config: Config['remediation'];
   };
+  /** where the exposition is served (`--web.telemetry-path`, checked by `validateTelemetryPath`); default `/metrics` */
+  telemetryPath?: string;
   /** `POST /-/reload` (`--web.enable-lifecycle`), behind web.auth; without it the route is not served */
   reload?: () => Promise<ReloadResult>;
   /** serve HTTPS with these node https options (PEM contents, client certificates, versions) */
@@ -137,7 +139,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       return auth !== undefined && authEnabled(auth);
     };
     if (deps.statusView) statusPageRoutes(scope, { statusView: () => deps.statusView!({ actions: actions() }) });
-    metricsRoutes(scope, deps);
+    metricsRoutes(scope, { exposition: deps.exposition, ...(deps.telemetryPath ? { path: deps.telemetryPath } : {}) });
     graphRoutes(scope, { graphs: deps.graphSource ?? localGraphs(deps.graphStores), maxWidth: deps.graphMaxWidth });
     if (deps.attacks) attackRoutes(scope, { attacks: deps.attacks });
     if (deps.reload) reloadRoute(scope, deps.reload);

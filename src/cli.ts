@@ -11,6 +11,7 @@ import { applyFlags, buildConfig, loadConfig } from './config/load.js';
 import { DEFAULT_ACCOUNT } from './config/schema.js';
 import { startDaemon } from './daemon.js';
 import { WebConfigFile } from './http/web-config-reload.js';
+import { DEFAULT_TELEMETRY_PATH, validateTelemetryPath } from './http/telemetry-path.js';
 import { loadWebConfig } from './http/web-config.js';
 import { budgetPlan } from './scheduler/budget-plan.js';
 import { BaremetalError, ConfigError } from './errors.js';
@@ -31,6 +32,7 @@ Usage:
       --log.level debug|info|warn|error         overrides log_level
       --log.format logfmt|json                  log line format (default logfmt)
       --web.enable-lifecycle                    serve POST /-/reload (SIGHUP reloads either way)
+      --web.telemetry-path PATH                 where the metrics are served (default /metrics)
   baremetal-exporter check-config FILE        validate a config file (exit 1 listing the problems)
   baremetal-exporter api <command> [options]  every operation of the hosting API (api --help); completion bash
   baremetal-exporter demo [--port N]          the simulator and the exporter on loopback, until Ctrl-C
@@ -207,10 +209,12 @@ async function run(args: string[]): Promise<void> {
       'log.level': { type: 'string' },
       'log.format': { type: 'string' },
       'web.enable-lifecycle': { type: 'boolean' },
+      'web.telemetry-path': { type: 'string' },
     },
   });
   const file = values['config.file'] ?? values.config;
   if (!file) throw new BaremetalError('run: --config.file=FILE is required');
+  const telemetryPath = validateTelemetryPath(values['web.telemetry-path'] ?? DEFAULT_TELEMETRY_PATH);
   const format = values['log.format'] ?? 'logfmt';
   if (!(LOG_FORMATS as readonly string[]).includes(format))
     throw new BaremetalError(`--log.format: must be one of ${LOG_FORMATS.join(', ')} (got ${JSON.stringify(format)})`);
@@ -231,6 +235,7 @@ async function run(args: string[]): Promise<void> {
     logger,
     reloadConfig: readConfig,
     lifecycle: values['web.enable-lifecycle'] === true,
+    telemetryPath,
     ...(webConfigFile ? { webConfig: webConfigFile } : {}),
   });
   webConfigFile?.watch();

@@ -53,6 +53,8 @@ export interface DaemonOptions {
   reloadConfig?: () => Config;
   /** serve `POST /-/reload` (`--web.enable-lifecycle`) */
   lifecycle?: boolean;
+  /** `--web.telemetry-path`, already validated (`validateTelemetryPath`); default `/metrics` */
+  telemetryPath?: string;
   /** with PostgreSQL: the election's timings and how often the shared server directory is read, ms */
   ha?: ElectionTimings & { refreshMs?: number };
   /** PostgreSQL state store: retry and health-check intervals, pool limits (tests shorten them) */
@@ -271,6 +273,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     attacks: new Map([...accounts].map(([name, runtime]) => [name, runtime.poller.attacks])),
     remediation: { engines, journal, metrics, config: config.remediation },
     ...(options.lifecycle ? { reload: () => reload() } : {}),
+    ...(options.telemetryPath === undefined ? {} : { telemetryPath: options.telemetryPath }),
   });
   const additional = (config.web.additional ?? []).map((address) => ({ address, server: extraServer(app, web.https) }));
   const servers = [app.server, ...additional.map((a) => a.server)] as HttpsServer[];

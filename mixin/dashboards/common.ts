@@ -10,6 +10,7 @@ import {
   VariableHide,
   VariableRefresh,
   VariableSort,
+  type AnnotationQuery,
   type Dashboard,
   type DataSourceRef,
   type FieldConfigSource,
@@ -158,6 +159,8 @@ export function dashboard(spec: {
   description: string;
   variables: VariableModel[];
   panels: Panel[];
+  /** annotation queries (annotations.ts), shown as marks on every time series panel */
+  annotations?: AnnotationQuery[];
 }): Dashboard {
   return {
     uid: spec.uid,
@@ -167,7 +170,7 @@ export function dashboard(spec: {
     editable: true,
     graphTooltip: DashboardCursorSync.Crosshair,
     links: [],
-    annotations: { list: [] },
+    annotations: { list: spec.annotations ?? [] },
     refresh: '30s',
     schemaVersion: 39,
     time: { from: 'now-6h', to: 'now' },

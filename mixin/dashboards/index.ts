@@ -9,6 +9,6 @@ export function dashboards(config: MixinConfig): Array<{ file: string; dashboard
   return [
     { file: 'baremetal-overview.json', dashboard: overview(config) },
     { file: 'baremetal-remediation.json', dashboard: remediation(config) },
-    { file: 'baremetal-server.json', dashboard: server() },
+    { file: 'baremetal-server.json', dashboard: server(config) },
   ];
 }

@@ -2,6 +2,7 @@
 import type { Dashboard } from '@grafana/schema';
 import type { MixinConfig } from '../config.ts';
 import { recordNames } from '../rules.ts';
+import { attackStarts, remediationDecisions } from './annotations.ts';
 import {
   acrossReplicas,
   budgetPanel,
@@ -22,6 +23,7 @@ export function overview(config: MixinConfig): Dashboard {
     title: 'Bare metal — overview',
     description: 'API health, poll freshness, inventory, attacks and remediation at a glance (baremetal-exporter).',
     variables: commonVariables(),
+    annotations: [attackStarts(config), remediationDecisions(config)],
     panels: [
       panel({
         id: 1,

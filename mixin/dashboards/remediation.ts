@@ -1,6 +1,7 @@
 /** Bare metal — remediation: alert-driven actions, decisions, denials and deferrals, desired firewall state. */
 import type { Dashboard } from '@grafana/schema';
 import type { MixinConfig } from '../config.ts';
+import { attackStarts, remediationDecisions } from './annotations.ts';
 import { budgetPanel, commonVariables, dashboard, panel, pendingPanel, sel, steps, valueMap } from './common.ts';
 
 /** 1 Always On, 0 Redirect On Attack, as the API names the firewall states. */
@@ -12,6 +13,7 @@ export function remediation(config: MixinConfig): Dashboard {
     title: 'Bare metal — remediation',
     description: 'Alert-driven actions: decisions, denials and deferrals, desired firewall state (baremetal-exporter).',
     variables: commonVariables(),
+    annotations: [remediationDecisions(config), attackStarts(config)],
     panels: [
       pendingPanel(config, 1, [0, 0, 5, 4], true),
       budgetPanel(2, 'Budget left', [5, 0, 5, 4]),

@@ -1,13 +1,15 @@
 /** Bare metal — server: one dedicated server's inventory, attacks per IP, port-traffic graphs and remediation state. */
 import type { Dashboard } from '@grafana/schema';
 import { VariableHide } from '@grafana/schema';
+import type { MixinConfig } from '../config.ts';
+import { attackStarts } from './annotations.ts';
 import { commonVariables, dashboard, panel, sel, serverVariable, steps } from './common.ts';
 import { FIREWALL_STATES } from './remediation.ts';
 
 const image = (scale: string) =>
   `<img src="\${exporter_url}/graphs/dedicated/\${server_id}/port_bits/${scale}.png" alt="port_bits ${scale}" style="max-width:49%">`;
 
-export function server(): Dashboard {
+export function server(config: MixinConfig): Dashboard {
   return dashboard({
     uid: 'baremetal-server',
     title: 'Bare metal — server',
@@ -27,6 +29,8 @@ export function server(): Dashboard {
           "Where the browser reaches the exporter's /graphs: with web.auth set, a proxy that adds the credentials (README, Dashboards)",
       },
     ],
+    // This server's attacks; remediation decisions carry no server_id, so they stay on the fleet dashboards.
+    annotations: [attackStarts(config, 'service_type="dedicated", service_id="$server_id"')],
     panels: [
       panel({
         id: 1,

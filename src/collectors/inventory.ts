@@ -24,6 +24,27 @@ function infoLabels(server: ServerRecord) {
   };
 }
 
+/** Bytes per unit of a memory size; RAM is sold in binary units, so the provider's "GB" is 2^30 bytes. */
+const MEMORY_UNITS: Record<string, number> = {
+  mb: 2 ** 20,
+  mib: 2 ** 20,
+  gb: 2 ** 30,
+  gib: 2 ** 30,
+  tb: 2 ** 40,
+  tib: 2 ** 40,
+};
+
+/**
+ * The server's memory in bytes, from its record's memory text: `"256 GB"`, `"256GB"`, `"0.5 TB"`, `"512 MiB"`,
+ * or a bare number of GB (the unit the provider reports). Undefined for anything else (empty, `"n/a"`, `"-1 GB"`).
+ */
+export function memoryBytes(memory: string): number | undefined {
+  const match = /^(\d{1,7}(?:\.\d{1,3})?)\s?([a-z]{2,3})?$/i.exec(memory.trim());
+  if (!match) return undefined;
+  const unit = MEMORY_UNITS[(match[2] ?? 'gb').toLowerCase()];
+  return unit === undefined ? undefined : Math.round(Number(match[1]) * unit);
+}
+
 /** The fields that are labels of `baremetal_server_info`. */
 const INFO_FIELDS = ['serverId', 'hostname', 'ip', 'os', 'processor', 'memory', 'location', 'status'] as const;
 
@@ -51,6 +72,7 @@ export async function collectServerList(
     if (!inventory.has(id)) {
       metrics.serverInfo.remove(infoLabels(old));
       metrics.serverIps.remove({ server_id: id });
+      metrics.serverMemory.remove({ server_id: id });
       removed.push(id);
     }
   }
@@ -62,6 +84,9 @@ export async function collectServerList(
     if (old) metrics.serverInfo.remove(infoLabels(old));
     metrics.serverInfo.set(infoLabels(server), 1);
     metrics.serverIps.set({ server_id: server.serverId }, server.ips.length);
+    const bytes = memoryBytes(server.memory);
+    if (bytes === undefined) metrics.serverMemory.remove({ server_id: server.serverId });
+    else metrics.serverMemory.set({ server_id: server.serverId }, bytes);
     if (i % CLOCK_EVERY === CLOCK_EVERY - 1) await slices.next();
   }
   metrics.servers.set(list.servers.length);

@@ -131,7 +131,7 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
     }),
     serverInfo: new Gauge({
       name: 'baremetal_server_info',
-      help: `Always 1 per dedicated server; labels carry its inventory data (empty when the API did not send a field). ${CACHED}`,
+      help: `Always 1 per dedicated server; labels carry its inventory data as the API sent it (empty when the API did not send a field); memory is the provider's text, in GB (e.g. "256 GB"), as a number in baremetal_server_memory_bytes. ${CACHED}`,
       labelNames: [
         'account',
         'server_id',
@@ -143,6 +143,12 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
         'location',
         'status',
       ] as const,
+      registers,
+    }),
+    serverMemory: new Gauge({
+      name: 'baremetal_server_memory_bytes',
+      help: `Memory of the dedicated server in bytes, from the memory field of its record (the provider reports GB, read as GiB: 2^30 bytes; MB and TB are read alike). No series when the field is missing or not a size. ${CACHED}`,
+      labelNames: ['account', 'server_id'] as const,
       registers,
     }),
     serverIps: new Gauge({
@@ -299,6 +305,7 @@ export const LEADER_ONLY_METRICS = [
   'servers',
   'serverRecordsSkipped',
   'serverInfo',
+  'serverMemory',
   'serverIps',
   'attackEvents',
   'attackEventsTotal',

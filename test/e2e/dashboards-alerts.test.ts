@@ -150,7 +150,7 @@ scrape_configs:
       expect(sim.state.firewallSetting(attackedIp).state).toBe('1');
     });
 
-    it('returns at least one series for every panel query of every dashboard', async () => {
+    it('returns at least one series for every panel query and annotation of every dashboard', async () => {
       // Give the remediation panels a denial and a deferral to show, as an operator would cause them.
       const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
       await request(`${daemon.url}/api/v1/actions/powercycle`, {
@@ -182,7 +182,23 @@ scrape_configs:
           }
         }
       }
-      expect(empty, `panels whose query returned nothing:\n${empty.join('\n')}`).toEqual([]);
+      // The annotations: the attack started minutes ago, and the two calls above were decided just now.
+      for (const { file, dashboard } of dashboards()) {
+        for (const annotation of dashboard.annotations.list) {
+          const expr = substitute(annotation.expr, variables);
+          const result = await eventually(
+            `${file} / annotation ${annotation.name}`,
+            async () => {
+              const r = await query(expr);
+              return r.length ? r : undefined;
+            },
+            30_000,
+          ).catch(() => [] as Sample[]);
+          if (result.length === 0)
+            empty.push(`${dashboard.title} (${file}) › annotation "${annotation.name}": ${expr}`);
+        }
+      }
+      expect(empty, `panels and annotations whose query returned nothing:\n${empty.join('\n')}`).toEqual([]);
     });
 
     it('serves the images the server dashboard shows', async () => {

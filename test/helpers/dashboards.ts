@@ -18,6 +18,18 @@ export interface Dashboard {
   title: string;
   panels: Panel[];
   templating: { list: Array<{ name: string; type: string; query?: unknown; datasource?: { uid?: string } }> };
+  /** Grafana Prometheus annotation queries (mixin/dashboards/annotations.ts) */
+  annotations: {
+    list: Array<{
+      name: string;
+      enable: boolean;
+      expr: string;
+      step: string;
+      titleFormat: string;
+      tagKeys: string;
+      datasource?: { type?: string; uid?: string };
+    }>;
+  };
 }
 
 const DIR = new URL('../../dashboards/', import.meta.url);

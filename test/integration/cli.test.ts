@@ -270,6 +270,34 @@ describe('demo', () => {
   });
 });
 
+describe('run --web.telemetry-path', () => {
+  it("serves the metrics at the flag's path, not at /metrics", async () => {
+    const { port, run } = await startRun('', {}, [], () => ['--web.telemetry-path=/exporter/metrics']);
+    const moved = await eventually(`listening (${run.output()})`, async () =>
+      request(`http://127.0.0.1:${port}/exporter/metrics`).then(
+        async (r) => ({ status: r.statusCode, body: await r.body.text() }),
+        () => undefined,
+      ),
+    );
+    expect(moved.status).toBe(200);
+    expect(moved.body).toContain('# TYPE baremetal_api_up gauge');
+    const old = await request(`http://127.0.0.1:${port}/metrics`);
+    await old.body.dump();
+    expect(old.statusCode).toBe(404);
+  });
+
+  it.each([
+    { path: 'metrics', problem: 'must start with "/"' },
+    { path: '/readyz', problem: "collides with the daemon's other routes" },
+  ])('refuses $path before starting: exit 2 naming the flag', async ({ path, problem }) => {
+    const file = join(tempDir(), 'config.yml');
+    writeFileSync(file, 'upstream: { base_url: "https://api.provider.test", api_key: k }\n');
+    const result = await runCli(['run', `--config.file=${file}`, `--web.telemetry-path=${path}`]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`--web.telemetry-path: ${problem}`);
+  });
+});
+
 describe('run: configuration reload', () => {
   it.each([
     { name: 'without --web.enable-lifecycle POST /-/reload is 404', flags: [], status: 404 },

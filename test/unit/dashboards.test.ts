@@ -99,8 +99,36 @@ describe.each(dashboards())('dashboard $file', ({ file, dashboard }) => {
       '__range',
       '__all',
     ]);
-    const text = JSON.stringify([dashboard.panels, dashboard.templating]);
+    const text = JSON.stringify([dashboard.panels, dashboard.templating, dashboard.annotations]);
     for (const [, name] of text.matchAll(/\$\{?(\w+)/g)) expect(defined.has(name!), `$${name}`).toBe(true);
+  });
+
+  it('marks attack starts (and, on the fleet dashboards, remediation decisions) with annotations from its series', () => {
+    const annotations = dashboard.annotations.list;
+    const names = knownNames();
+    expect(annotations.map((a) => a.name)).toEqual(
+      expect.arrayContaining(
+        file === 'baremetal-server.json' ? ['Attack starts'] : ['Attack starts', 'Remediation decisions'],
+      ),
+    );
+    for (const annotation of annotations) {
+      expect(annotation.datasource, annotation.name).toEqual({ type: 'prometheus', uid: '${datasource}' });
+      expect(annotation.enable, annotation.name).toBe(true);
+      expect(annotation.step, annotation.name).toMatch(/^\d+[smh]$/);
+      const metrics = [...annotation.expr.matchAll(/\b(baremetal[_:][a-z0-9_:]+)(\{[^}]*\})?/g)];
+      expect(metrics.length, annotation.name).toBeGreaterThan(0);
+      for (const [whole, name, matchers = ''] of metrics) {
+        expect(names.has(name!), `${annotation.name}: ${name}`).toBe(true);
+        expect(matchers, `${annotation.name}: ${whole}`).toContain('job=~"$job"');
+        expect(matchers, `${annotation.name}: ${whole}`).toContain('instance=~"$instance"');
+      }
+      // Every label the title and tags name survives the query's aggregation.
+      const kept = /^sum by \(([^)]*)\)/.exec(annotation.expr)?.[1]?.split(/,\s*/);
+      for (const label of [...annotation.titleFormat.matchAll(/\{\{(\w+)\}\}/g)]
+        .map((m) => m[1]!)
+        .concat(annotation.tagKeys.split(',')))
+        if (kept) expect(kept, `${annotation.name}: ${label}`).toContain(label);
+    }
   });
 
   it('queries only metrics the exporter exposes or the rules record', () => {

@@ -1,9 +1,10 @@
 /**
- * `GET /metrics`: the cached exposition (a scrape never calls the API nor renders ~100k series), in the
+ * `GET /metrics` (or the `--web.telemetry-path`): the cached exposition (a scrape never calls the API nor renders ~100k series), in the
  * format the scraper asks for (`Accept`: OpenMetrics 1.0.0 when it prefers it, as Prometheus does, else the
  * text format 0.0.4) and gzipped when `Accept-Encoding` allows it (compressed once per rendering).
  */
 import type { FastifyInstance } from 'fastify';
+import { DEFAULT_TELEMETRY_PATH } from '../telemetry-path.js';
 import { CONTENT_TYPES, type ExpositionCache, type ExpositionFormat } from '../../metrics/exposition.js';
 
 /** The entries of an `Accept` or `Accept-Encoding` header: lower-cased media type or coding → its q (0..1). */
@@ -45,8 +46,9 @@ export function acceptsGzip(acceptEncoding: string | undefined): boolean {
   return entries.some((e) => e.value === '*' && e.q > 0);
 }
 
-export function metricsRoutes(app: FastifyInstance, deps: { exposition: ExpositionCache }): void {
-  app.get('/metrics', async (request, reply) => {
+/** `path`: `--web.telemetry-path`, validated by `validateTelemetryPath` (default `/metrics`). */
+export function metricsRoutes(app: FastifyInstance, deps: { exposition: ExpositionCache; path?: string }): void {
+  app.get(deps.path ?? DEFAULT_TELEMETRY_PATH, async (request, reply) => {
     const exposition = await deps.exposition.get();
     const format = negotiateFormat(request.headers.accept);
     void reply

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { collectServerList } from '../../../src/collectors/inventory.js';
+import { collectServerList, memoryBytes } from '../../../src/collectors/inventory.js';
 import { decodeServerList } from '../../../src/upstream/decode.js';
 import { freshMetrics, seriesOf, seriesValue } from '../../helpers/metrics.js';
 
@@ -45,5 +45,45 @@ describe('server-list collector', () => {
     const first = await collectServerList(list({ server_id: '1', status: 'online' }), new Map(), metrics);
     await collectServerList(list({ server_id: '1', status: 'offline' }), first.inventory, metrics);
     expect((await seriesOf(registry, 'baremetal_server_info')).map((l) => l.status)).toEqual(['offline']);
+  });
+
+  it.each([
+    { memory: '256 GB', bytes: 256 * 2 ** 30 },
+    { memory: '64GB', bytes: 64 * 2 ** 30 },
+    { memory: '128', bytes: 128 * 2 ** 30 },
+    { memory: ' 32 gb ', bytes: 32 * 2 ** 30 },
+    { memory: '0.5 TB', bytes: 2 ** 39 },
+    { memory: '512 MiB', bytes: 512 * 2 ** 20 },
+    { memory: '', bytes: undefined },
+    { memory: 'n/a', bytes: undefined },
+    { memory: '-1 GB', bytes: undefined },
+    { memory: '16 GHz', bytes: undefined },
+    { memory: '1e9 GB', bytes: undefined },
+  ])('reads memory $memory as $bytes bytes', ({ memory, bytes }) => {
+    expect(memoryBytes(memory)).toBe(bytes);
+  });
+
+  it('exposes baremetal_server_memory_bytes from the memory field, and none when it is not a size', async () => {
+    const { registry, metrics } = freshMetrics();
+    const first = await collectServerList(
+      list({ server_id: '1', memory: '256 GB' }, { server_id: '2', ram: '64 GB' }, { server_id: '3', memory: 'n/a' }),
+      new Map(),
+      metrics,
+    );
+    const memory = async () =>
+      Object.fromEntries(
+        (await registry.getSingleMetric('baremetal_server_memory_bytes')!.get()).values.map((v) => [
+          v.labels.server_id,
+          v.value,
+        ]),
+      );
+    expect(await memory()).toEqual({ '1': 256 * 2 ** 30, '2': 64 * 2 ** 30 });
+    // Memory that stops being a size, and a server that disappears, leave no stale series.
+    await collectServerList(
+      list({ server_id: '1', memory: '' }, { server_id: '3', memory: '32 GB' }),
+      first.inventory,
+      metrics,
+    );
+    expect(await memory()).toEqual({ '3': 32 * 2 ** 30 });
   });
 });

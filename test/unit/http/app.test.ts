@@ -47,6 +47,28 @@ describe('GET /metrics', () => {
   });
 });
 
+describe('--web.telemetry-path', () => {
+  it('serves the exposition at the given path only, behind web.auth like /metrics', async () => {
+    const moved = buildApp({
+      logger: captureLogger().logger,
+      exposition,
+      graphStores: new Map([['default', store]]),
+      graphMaxWidth: 2000,
+      telemetryPath: '/prometheus/metrics',
+      webAuth: { bearerTokens: ['metrics-token-0123456789'], basicAuthUsers: {} },
+    });
+    metrics.servers.set(7);
+    await exposition.render();
+    const authorization = 'Bearer metrics-token-0123456789';
+    const res = await moved.inject({ url: '/prometheus/metrics', headers: { authorization } });
+    expect(res.statusCode).toBe(200);
+    expect(res.body).toContain('\nbaremetal_servers{account="default"} 7\n');
+    expect((await moved.inject('/prometheus/metrics')).statusCode).toBe(401);
+    expect((await moved.inject({ url: '/metrics', headers: { authorization } })).statusCode).toBe(404);
+    await moved.close();
+  });
+});
+
 describe('GET /graphs', () => {
   it('lists the held images', async () => {
     const res = await app.inject('/graphs');
@@ -186,12 +208,12 @@ describe('?width=', () => {
   });
 });
 
-describe('GET /healthz and /readyz', () => {
-  it('answers /healthz while the process serves', async () => {
-    expect((await app.inject('/healthz')).json()).toEqual({ status: 'ok' });
+describe('GET /healthz and /readyz (and /-/healthy, /-/ready)', () => {
+  it.each(['/healthz', '/-/healthy'])('answers %s while the process serves', async (path) => {
+    expect((await app.inject(path)).json()).toEqual({ status: 'ok' });
   });
 
-  it('answers /readyz 503 with the reasons until ready, then 200', async () => {
+  it.each(['/readyz', '/-/ready'])('answers %s 503 with the reasons until ready, then 200', async (path) => {
     const reasons = ['the first firewall poll has not finished'];
     const probed = buildApp({
       logger: captureLogger().logger,
@@ -200,11 +222,13 @@ describe('GET /healthz and /readyz', () => {
       graphMaxWidth: 2000,
       readiness: () => reasons,
     });
-    const before = await probed.inject('/readyz');
+    const before = await probed.inject(path);
     expect(before.statusCode).toBe(503);
     expect(before.json()).toEqual({ status: 'not ready', reasons });
     reasons.length = 0;
-    expect((await probed.inject('/readyz')).json()).toEqual({ status: 'ready' });
+    const after = await probed.inject(path);
+    expect(after.statusCode).toBe(200);
+    expect(after.json()).toEqual({ status: 'ready' });
     await probed.close();
   });
 });
@@ -224,8 +248,8 @@ describe('web.auth', () => {
       (await guarded.inject({ url: '/metrics', headers: { authorization: 'Bearer metrics-token-0123456789' } }))
         .statusCode,
     ).toBe(200);
-    expect((await guarded.inject('/healthz')).statusCode).toBe(200);
-    expect((await guarded.inject('/readyz')).statusCode).toBe(200);
+    for (const probe of ['/healthz', '/readyz', '/-/healthy', '/-/ready'])
+      expect((await guarded.inject(probe)).statusCode, probe).toBe(200);
     await guarded.close();
   });
 
