@@ -279,6 +279,24 @@ function holdBack(request: FastifyRequest, ms: number): Promise<void> {
   });
 }
 
+/**
+ * The provider's rate limit (`rateLimit.perSecond`): a function that is true when `key` has had that many requests
+ * accepted in the second before `at` (simulator clock, ms), and otherwise counts this one. Never true without a limit.
+ */
+function rateLimiter(perSecond: number | undefined): (key: string, at: number) => boolean {
+  /** per key: arrival times of the requests accepted in the last second */
+  const windows = new Map<string, number[]>();
+  return (key, at) => {
+    if (perSecond === undefined) return false;
+    const window = windows.get(key) ?? [];
+    windows.set(key, window);
+    while (window.length > 0 && window[0]! <= at - 1000) window.shift();
+    if (window.length >= perSecond) return true;
+    window.push(at);
+    return false;
+  };
+}
+
 /** Starts a simulator on loopback (default port 0) and resolves once it listens. */
 export async function startSimulator(options: SimulatorServerOptions = {}): Promise<Simulator> {
   const apiKey = options.apiKey ?? 'demo-key';
@@ -288,19 +306,8 @@ export async function startSimulator(options: SimulatorServerOptions = {}): Prom
   let modeUsed = 0;
   const calls: SimulatorCall[] = [];
   const maxCalls = options.maxRecordedCalls ?? 100_000;
-  /** per key: arrival times (simulator clock) of the requests accepted in the last second */
-  const windows = new Map<string, number[]>();
+  const overLimit = rateLimiter(options.rateLimit?.perSecond);
   let rateLimited = 0;
-  /** true when the key has had `perSecond` requests accepted in the second before `at` */
-  const overLimit = (key: string, at: number): boolean => {
-    if (!options.rateLimit) return false;
-    const window = windows.get(key) ?? [];
-    windows.set(key, window);
-    while (window.length > 0 && window[0]! <= at - 1000) window.shift();
-    if (window.length >= options.rateLimit.perSecond) return true;
-    window.push(at);
-    return false;
-  };
   const app: FastifyInstance = Fastify({ logger: false, ...(options.tls ? { https: options.tls } : {}) });
 
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {

@@ -1,0 +1,40 @@
+/**
+ * What `/readyz` waits for: each account's first servers and firewall polls worked at least partly (a poll that
+ * fails outright — a wrong key, the API down — keeps the daemon unready, naming the poll and the error). A
+ * follower does not poll: it is ready while the shared database and the journal answer.
+ */
+import type { AccountRuntime } from '../accounts.js';
+import type { JobName } from '../config/schema.js';
+import type { StateStore } from '../store/store.js';
+
+export interface ReadinessSources {
+  accounts: ReadonlyMap<string, Pick<AccountRuntime, 'name' | 'workedOnce' | 'lastProblem'>>;
+  /** whether this replica leads (polls) */
+  leading: () => boolean;
+  /** the election's problem, with replicas: the shared database does not answer */
+  electionProblem: () => string | undefined;
+  journal: Pick<StateStore, 'problem' | 'healthy'>;
+}
+
+/** The reasons the daemon is not ready, in sentences; empty when it is. */
+export function readinessOf(s: ReadinessSources): () => string[] {
+  return () => {
+    const polls = s.leading() ? [...s.accounts.values()] : [];
+    const reasons = polls.flatMap((account) =>
+      (['servers', 'firewall'] as JobName[])
+        .filter((job) => !account.workedOnce.has(job))
+        .map((job) => {
+          const poll = `${job} poll${s.accounts.size > 1 ? ` of account ${account.name}` : ''}`;
+          const problem = account.lastProblem.get(job);
+          return problem !== undefined
+            ? `the ${poll} has not succeeded yet: ${problem}`
+            : `the first ${poll} has not finished`;
+        }),
+    );
+    const election = s.electionProblem();
+    if (election !== undefined) reasons.push(`the shared database does not answer: ${election}`);
+    const problem = s.journal.problem ?? (s.journal.healthy() ? undefined : 'it does not answer');
+    if (problem !== undefined) reasons.push(`the journal is unavailable (remediation disabled): ${problem}`);
+    return reasons;
+  };
+}

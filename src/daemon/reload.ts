@@ -1,0 +1,96 @@
+/**
+ * SIGHUP and `POST /-/reload`: re-reads the config file through the daemon's loader and applies what can change
+ * safely (config/reload.ts says which keys need a restart), and the web config (TLS files, `--web.config.file`).
+ * An invalid new file is refused and the previous configuration stays in force; reloads run one at a time.
+ */
+import type { Logger } from 'pino';
+import type { AccountRuntime } from '../accounts.js';
+import { restartKeys, type ReloadResult } from '../config/reload.js';
+import type { Config } from '../config/schema.js';
+import { ConfigError } from '../errors.js';
+import type { Metrics } from '../metrics/definitions.js';
+
+export interface ReloadDeps {
+  /** the configuration in force, changed in place */
+  config: Config;
+  /** re-reads the config file; without it a reload fails */
+  reloadConfig: (() => Config) | undefined;
+  /** re-reads the TLS files or the web-config file; false when that failed */
+  reloadWeb: () => boolean;
+  accounts: ReadonlyMap<string, Pick<AccountRuntime, 'scheduler'>>;
+  metrics: Pick<Metrics, 'configReloadSuccessful' | 'configReloadSuccessAt'>;
+  /** the exposition shows the reload's outcome */
+  markDirty: () => void;
+  logger: Logger;
+  now: () => number;
+  /** the daemon is stopping: a reload changes nothing */
+  stopping: () => boolean;
+}
+
+/** Applies the parts of `next` a reload may change to `config`, in place; returns the keys that need a restart. */
+async function apply(d: ReloadDeps, next: Config): Promise<string[]> {
+  const { config } = d;
+  const needsRestart = restartKeys(config, next);
+  if (needsRestart.length > 0)
+    d.logger.warn(
+      { keys: needsRestart },
+      'configuration reload: these keys changed and need a restart; they keep their previous values, the rest is applied',
+    );
+  for (const account of config.accounts) {
+    const services = next.accounts.find((a) => a.name === account.name)?.services;
+    // Read by the next firewall run of the account.
+    if (services) Object.assign(account.services, services);
+  }
+  const schedulesChanged = JSON.stringify(config.schedules) !== JSON.stringify(next.schedules);
+  if (schedulesChanged && !needsRestart.includes('schedules.firewall_under_attack')) {
+    Object.assign(config.schedules, next.schedules);
+    await Promise.all([...d.accounts.values()].map((account) => account.scheduler.restart()));
+  }
+  const { rules, dryRun, budgetPerHour } = next.remediation;
+  Object.assign(config.remediation, { rules, dryRun, budgetPerHour });
+  return needsRestart;
+}
+
+/** The daemon's `reload()`: one at a time, each answering what it applied or why it refused. */
+export function createReload(d: ReloadDeps): () => Promise<ReloadResult> {
+  const failed = (invalid: boolean, problems: string[]): ReloadResult => {
+    d.metrics.configReloadSuccessful.set(0);
+    d.markDirty();
+    return { ok: false, invalid, problems };
+  };
+  const once = async (): Promise<ReloadResult> => {
+    if (d.stopping()) return failed(false, ['the daemon is stopping']);
+    const webOk = d.reloadWeb();
+    if (!d.reloadConfig) return failed(false, ['no configuration file to reload']);
+    let next: Config;
+    try {
+      next = d.reloadConfig();
+    } catch (error) {
+      const invalid = error instanceof ConfigError;
+      const problems = invalid ? error.problems : [(error as Error).message];
+      d.logger.error({ problems }, 'configuration reload failed; the previous configuration stays in force');
+      return failed(invalid, problems);
+    }
+    const needsRestart = await apply(d, next);
+    if (!webOk)
+      return failed(false, [
+        'the web config could not be reloaded; the previous one stays in force (see its log line)',
+      ]);
+    d.metrics.configReloadSuccessful.set(1);
+    d.metrics.configReloadSuccessAt.set(d.now() / 1000);
+    d.markDirty();
+    const { rules, dryRun, budgetPerHour } = d.config.remediation;
+    d.logger.info(
+      { rules: rules.length, dry_run: dryRun, budget_per_hour: budgetPerHour, needs_restart: needsRestart.length },
+      'configuration reloaded',
+    );
+    return { ok: true, needsRestart };
+  };
+  /** the reload in progress: one at a time */
+  let reloading: Promise<unknown> = Promise.resolve();
+  return () => {
+    const result = reloading.then(once);
+    reloading = result.catch(() => undefined);
+    return result;
+  };
+}
