@@ -218,7 +218,7 @@ const rows: Row[] = [
     expected: { outcome: 'failure', apiUp: 0 },
   },
   {
-    name: 'a slow-drip history reply → the firewall run ends at its deadline, counted, the next run runs',
+    name: 'a slow-drip history reply → the firewall run ends at its deadline, counted, the next run runs, the slow service is polled at the end of the next round',
     // Period 1 s, so the deadline is 900 ms; the dripped reply would take about 3 s.
     file: { schedules: { firewall: '* * * * * *' } },
     scenario: async ({ sim, start }) => {
@@ -236,8 +236,11 @@ const rows: Row[] = [
       const colo1 = await metric(d, 'baremetal_firewall_history_up', { service_id: 'colo-1' });
       const lastSuccess = await metric(d, 'baremetal_poll_last_success_timestamp_seconds', { poll: 'firewall' });
       const next = await d.poller.run('firewall');
+      // colo-1 went to the back of the round-robin: the next round polls it last (8 services a run).
+      const laterRuns = [await d.poller.run('firewall'), await d.poller.run('firewall')];
       return {
         first,
+        laterRuns,
         cancelled,
         colo1,
         lastSuccess,
@@ -254,11 +257,39 @@ const rows: Row[] = [
       colo1: 0,
       lastSuccess: START / 1000,
       next: 'success',
+      laterRuns: ['success', 'success'],
       cancelledAfter: 0,
       colo1After: 1,
       runs: 1,
       skipped: 0,
     },
+  },
+  {
+    name: 'one service whose history always drips past the deadline → every other service is still polled once a round, only its history_up is 0',
+    // Period 1 s, so the deadline is 900 ms; the dripped reply would take about 3 s, every time. At the
+    // default 10 requests/s a run polls 8 of the 9 services: a round is two runs.
+    file: { schedules: { firewall: '* * * * * *' } },
+    scenario: async ({ sim, start }) => {
+      const d = await start();
+      await d.poller.run('servers');
+      sim.setFaults({ mode: 'drip', dripIntervalMs: 100, paths: ['/api/v1/colocation/firewall'], ids: ['colo-1'] });
+      const history = /^\/api\/v1\/(dedicated|colocation|transit)\/firewall$/;
+      const before = sim.calls.length;
+      for (let run = 0; run < 4; run++) await d.poller.run('firewall');
+      const polls = new Map<string, number>();
+      for (const call of sim.calls.slice(before).filter((c) => history.test(c.path))) {
+        const id = call.params.server_id ?? call.params.colocation_id ?? call.params.transit_id ?? '';
+        polls.set(id, (polls.get(id) ?? 0) + 1);
+      }
+      const { values } = await d.registry.getSingleMetric('baremetal_firewall_history_up')!.get();
+      return {
+        pollsOfOthers: [...polls].filter(([id]) => id !== 'colo-1').map(([, n]) => n),
+        down: values.filter((s) => s.value === 0).map((s) => s.labels.service_id),
+        up: values.filter((s) => s.value === 1).length,
+      };
+    },
+    // Two rounds in four runs: each of the 8 others polled twice; colo-1 cut every time.
+    expected: { pollsOfOthers: [2, 2, 2, 2, 2, 2, 2, 2], down: ['colo-1'], up: 8 },
   },
   {
     name: 'daemon.stop() during a run stuck on a slow-drip reply → stop resolves, the run is cancelled and counted',
