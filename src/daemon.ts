@@ -335,6 +335,14 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     }
     const { rules, dryRun, budgetPerHour } = next.remediation;
     Object.assign(config.remediation, { rules, dryRun, budgetPerHour });
+    // A removed rule takes its pending changes with it; a journal that fails here fails no reload.
+    await Promise.all(
+      [...engines.values()].map((e) =>
+        e.rulesChanged().catch((error: unknown) => {
+          logger.error({ err: error }, 'cannot cancel the pending changes of removed remediation rules');
+        }),
+      ),
+    );
     if (!webOk)
       return failed(false, [
         'the web config could not be reloaded; the previous one stays in force (see its log line)',
