@@ -11,9 +11,13 @@ import { buildConfig } from '../../src/config/load.js';
 import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
 import { captureLogger } from '../helpers/logger.js';
-import { seriesValue } from '../helpers/metrics.js';
-import { TOKEN } from '../helpers/remediation.js';
+import { freshMetrics, seriesValue } from '../helpers/metrics.js';
+import { firewallRequest, rule, simulatorTargets, TOKEN } from '../helpers/remediation.js';
 import { tempDir } from '../helpers/tmp.js';
+import type { Config } from '../../src/config/schema.js';
+import { RemediationEngine } from '../../src/remediation/engine.js';
+import { UpstreamClient } from '../../src/upstream/client.js';
+import { backends } from './state-store-backends.js';
 
 const STATE = '/api/v1/dedicated/firewall/state';
 const MIN = 60_000;
@@ -223,5 +227,65 @@ describe('dry run and removed rules hold every pending change', () => {
         .filter((c) => c.params.ip === at)
         .map((c) => c.params.state);
     expect({ operator: sent(ip), rule: sent(w.ip) }).toEqual({ operator: ['1', '0'], rule: ['1'] });
+  });
+});
+
+describe.each(backends())('on the $name store: dry run holds, a removed rule cancels', ({ name, skip, fresh }) => {
+  it.skipIf(skip !== undefined)(`the engine over ${name}`, async () => {
+    const clock = { now: Date.UTC(2026, 10, 23, 12) };
+    sim = await startSimulator({ apiKey: 'k', servers: 2, attackRate: 0, now: () => clock.now });
+    const client = new UpstreamClient({ baseUrl: sim.url, apiKey: 'k', timeoutMs: 2000, concurrency: 2, retries: 0 });
+    const journal = await (await fresh()).open();
+    const config: Config['remediation'] = {
+      dryRun: false,
+      journalRetentionMs: 30 * 86_400_000,
+      budgetPerHour: 10,
+      bearerTokens: [TOKEN],
+      basicAuthUsers: {},
+      rules: [rule({ alertname: 'BaremetalFirewallAttack', action: 'firewall_state' })],
+    };
+    const engine = new RemediationEngine({
+      account: 'default',
+      journal,
+      client,
+      metrics: freshMetrics().metrics,
+      logger: captureLogger().logger,
+      targets: simulatorTargets(sim),
+      config,
+      now: () => clock.now,
+    });
+    await engine.ready;
+    try {
+      const alert = { alertname: 'BaremetalFirewallAttack', fingerprint: 'f00d', startsAt: '2026-11-23T11:58:00Z' };
+      const ask = (value: '0' | '1', ip: string, holdMs = 0) =>
+        engine.request(firewallRequest(value, { ip, alert, holdMs, requireOwnedIp: false }));
+      // Two IPs, each set to 1 and its resolve deferred by a 5-minute hold.
+      for (const ip of ['198.18.0.1', '198.18.0.2']) {
+        expect((await ask('1', ip)).decision).toBe('executed');
+        expect((await ask('0', ip, 5 * MIN)).decision).toBe('deferred');
+      }
+      config.dryRun = true;
+      clock.now += 6 * MIN;
+      await engine.tick();
+      await engine.tick();
+      const held = (await journal.list({ limit: 2 })).map((r) => [r.ip, r.decision]);
+      const sentWhileDry = sim.callsTo(STATE).length;
+      config.dryRun = false;
+      config.rules = [];
+      const cancelled = await engine.rulesChanged();
+      await engine.tick();
+      expect({ held, sentWhileDry, cancelled, sent: sim.callsTo(STATE).length }).toEqual({
+        held: [
+          ['198.18.0.2', 'dry_run'],
+          ['198.18.0.1', 'dry_run'],
+        ],
+        sentWhileDry: 2,
+        cancelled: 2,
+        sent: 2,
+      });
+    } finally {
+      await engine.stop();
+      await client.close();
+    }
   });
 });
