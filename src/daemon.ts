@@ -193,6 +193,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     reloadConfig: options.reloadConfig,
     reloadWeb: listeners.reloadWeb,
     accounts,
+    engines,
     metrics,
     markDirty: () => exposition.markDirty(),
     logger,

@@ -13,9 +13,11 @@ import type { Config } from '../config/schema.js';
 import { DEFAULT_POOL_LIMITS } from '../store/postgres/pool.js';
 import { openStore } from '../store/open.js';
 import type { StateStore } from '../store/store.js';
+import { ID_PATTERN } from '../http/schemas.js';
 import { createLogger } from '../logger.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { clientFromConfig } from '../upstream/from-config.js';
+import { requireIp } from '../upstream/params.js';
 import { LEAVES, type Leaf } from './commands.js';
 import type { CliIo, CommandContext } from './context.js';
 import { CliExit, EXIT, exitCodeOf, oneLine, usage } from './exit.js';
@@ -177,6 +179,27 @@ async function openCliJournal(config: Config, fromFile: boolean): Promise<StateS
   );
 }
 
+const ID = new RegExp(ID_PATTERN);
+
+/**
+ * Checks the ids and IPs a command names with the daemon's own shapes (ID_PATTERN of its HTTP API, the
+ * upstream IP check) before anything is sent: `100001;id` or `../../x` is a usage error (exit 2).
+ */
+function checkTargets(leaf: Leaf, args: string[], os: unknown): void {
+  const where = leaf.path.join(' ');
+  const ids: Array<[string, unknown]> = leaf.args.flatMap((name, i) =>
+    name === 'SERVER_ID' || name === 'ID' ? [[name, args[i]] as [string, unknown]] : [],
+  );
+  if (os !== undefined) ids.push(['--os', os]);
+  for (const [name, value] of ids)
+    if (typeof value !== 'string' || !ID.test(value))
+      throw usage(
+        `${where}: ${name} must be an id as the API gives them: a letter or digit, then up to 63 letters, digits, _ . : or - (got ${JSON.stringify(value)})`,
+      );
+  const ip = leaf.args.indexOf('IP');
+  if (ip >= 0) requireIp(where, args[ip]!);
+}
+
 /** Runs `baremetal-exporter api <argv…>`; resolves with the exit code. */
 export async function runApi(argv: string[], io: CliIo = processIo()): Promise<number> {
   let client: UpstreamClient | undefined;
@@ -213,6 +236,7 @@ export async function runApi(argv: string[], io: CliIo = processIo()): Promise<n
     if (extra !== undefined) throw usage(`${leaf.path.join(' ')}: unknown option --${extra} (see --help)`);
     if (args.length !== leaf.args.length)
       throw usage(`${leaf.path.join(' ')}: expected ${leaf.args.length} argument(s): ${usageOf(leaf)}`);
+    checkTargets(leaf, args, values.os);
     const format = (values.output ?? 'table') as OutputFormat;
     if (!OUTPUT_FORMATS.includes(format))
       throw usage(`--output must be one of ${OUTPUT_FORMATS.join(', ')} (got ${JSON.stringify(values.output)})`);

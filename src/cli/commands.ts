@@ -3,7 +3,8 @@
  * calling the typed function of src/upstream/ and rendering its result. Adding an operation is one entry.
  * JSON shapes are documented in the README ("Command line: the whole API").
  */
-import { closeSync, existsSync, openSync, readFileSync, statSync, writeSync, writeFileSync } from 'node:fs';
+import { closeSync, lstatSync, openSync, readFileSync, statSync, writeSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import {
   getConsole,
   getGraph,
@@ -107,18 +108,53 @@ function save(file: string, data: string | Buffer): number {
   return Buffer.byteLength(data);
 }
 
-/** Checks where provisioning's root password will go, before anything is sent. */
+/**
+ * Checks where provisioning's root password will go, before anything is sent: a new file (not even a broken
+ * symbolic link there) in a folder that exists. Throws CliExit (exit 3) with a sentence naming the path.
+ */
 function passwordDestination(ctx: CommandContext): { file?: string; show: boolean } {
   const file = option(ctx, 'password-file');
   const show = flag(ctx, 'show-password') || (file === undefined && ctx.io.stdoutIsTTY);
-  if (file !== undefined && existsSync(file))
-    throw refused(`--password-file ${file} exists; refusing to overwrite it (nothing was sent)`);
+  if (file !== undefined) {
+    // lstat, not exists: a dangling symbolic link would be followed by the write (and then EEXIST).
+    const there = lstatSync(file, { throwIfNoEntry: false });
+    if (there?.isSymbolicLink())
+      throw refused(`--password-file ${file} is a symbolic link; refusing to write through it (nothing was sent)`);
+    if (there) throw refused(`--password-file ${file} exists; refusing to overwrite it (nothing was sent)`);
+    const folder = dirname(file);
+    if (!statSync(folder, { throwIfNoEntry: false })?.isDirectory())
+      throw refused(`--password-file ${file}: the folder ${folder} does not exist (nothing was sent)`);
+  }
   if (file === undefined && !show) {
     throw refused(
       'the root password needs a place: --password-file FILE, a terminal on stdout, or --show-password (nothing was sent)',
     );
   }
   return { ...(file !== undefined ? { file } : {}), show };
+}
+
+/** Creates the password file (0600, never an existing one); a failure is a sentence naming the path (exit 3). */
+function claimPasswordFile(file: string): number {
+  try {
+    return openSync(file, 'wx', 0o600);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'error';
+    throw refused(`--password-file ${file} cannot be created (${code}); nothing was sent`);
+  }
+}
+
+/**
+ * The text of a post-install script from its bytes: UTF-8 without NUL bytes (a BASH script, not a binary).
+ * Throws CliExit (exit 2) naming `path` otherwise.
+ */
+export function scriptText(path: string, bytes: Uint8Array): string {
+  if (bytes.includes(0))
+    throw usage(`--post-install: ${path} is a binary file (it holds NUL bytes), not a BASH script`);
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw usage(`--post-install: ${path} is not UTF-8 text; a post-install script must be a UTF-8 BASH script`);
+  }
 }
 
 function readScript(path: string): string {
@@ -129,7 +165,7 @@ function readScript(path: string): string {
     throw usage(`--post-install: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
   }
   if (size > MAX_SCRIPT_BYTES) throw usage(`--post-install: ${path} is ${size} bytes; at most ${MAX_SCRIPT_BYTES}`);
-  return readFileSync(path, 'utf8');
+  return scriptText(path, readFileSync(path));
 }
 
 async function runProvision(ctx: CommandContext): Promise<Rendered> {
@@ -157,7 +193,7 @@ async function runProvision(ctx: CommandContext): Promise<Rendered> {
     },
     around: async (send) => {
       // Claim the file before the disk is wiped: created now (0600, never an existing one), filled after.
-      if (dest.file !== undefined) fd = openSync(dest.file, 'wx', 0o600);
+      if (dest.file !== undefined) fd = claimPasswordFile(dest.file);
       try {
         return await send();
       } catch (error) {

@@ -9,6 +9,7 @@ import { restartKeys, type ReloadResult } from '../config/reload.js';
 import type { Config } from '../config/schema.js';
 import { ConfigError } from '../errors.js';
 import type { Metrics } from '../metrics/definitions.js';
+import type { RemediationEngine } from '../remediation/engine.js';
 
 export interface ReloadDeps {
   /** the configuration in force, changed in place */
@@ -18,6 +19,8 @@ export interface ReloadDeps {
   /** re-reads the TLS files or the web-config file; false when that failed */
   reloadWeb: () => boolean;
   accounts: ReadonlyMap<string, Pick<AccountRuntime, 'scheduler'>>;
+  /** each account's engine: a removed rule takes its pending changes with it */
+  engines: ReadonlyMap<string, Pick<RemediationEngine, 'rulesChanged'>>;
   metrics: Pick<Metrics, 'configReloadSuccessful' | 'configReloadSuccessAt'>;
   /** the exposition shows the reload's outcome */
   markDirty: () => void;
@@ -48,6 +51,14 @@ async function apply(d: ReloadDeps, next: Config): Promise<string[]> {
   }
   const { rules, dryRun, budgetPerHour } = next.remediation;
   Object.assign(config.remediation, { rules, dryRun, budgetPerHour });
+  // A removed rule takes its pending changes with it; a journal that fails here fails no reload.
+  await Promise.all(
+    [...d.engines.values()].map((e) =>
+      e.rulesChanged().catch((error: unknown) => {
+        d.logger.error({ err: error }, 'cannot cancel the pending changes of removed remediation rules');
+      }),
+    ),
+  );
   return needsRestart;
 }
 

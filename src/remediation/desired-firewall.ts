@@ -4,10 +4,16 @@
  * latest wins; a failed change stays pending and is retried with backoff. The engine decides on a request
  * and then hands firewall-state requests to this module (`decide` inside its transaction, `apply` after it);
  * its ticker calls `applyDue`.
+ *
+ * While `remediation.dry_run` is true (at start or after a reload) nothing is sent: a change that falls due
+ * is held, journaled once as a `dry_run` decision, and sent when dry run is switched off. A reload that
+ * removes the last firewall-state rule of an alert cancels the pending changes that alert asked for
+ * (`cancelWithoutRule`).
  */
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { ApiError } from '../errors.js';
+import type { Metrics } from '../metrics/definitions.js';
 import type { DesiredFirewall, NewEntry } from '../store/rows.js';
 import type { StateQueries, StateStore } from '../store/store.js';
 import type { UpstreamClient } from '../upstream/client.js';
@@ -34,6 +40,7 @@ export interface DesiredFirewallDeps {
   journal: StateStore;
   client: UpstreamClient;
   logger: Logger;
+  metrics: Metrics;
   config: Config['remediation'];
   /** ms since epoch */
   now: () => number;
@@ -45,6 +52,8 @@ export class DesiredFirewallState {
   readonly #deps: DesiredFirewallDeps;
   /** IPs whose firewall state call is in flight: `server/ip` */
   readonly #inFlight = new Set<string>();
+  /** changes held by dry run and journaled so: `server/ip/state`; cleared when dry run is off */
+  readonly #held = new Set<string>();
 
   constructor(deps: DesiredFirewallDeps) {
     this.#deps = deps;
@@ -187,24 +196,14 @@ export class DesiredFirewallState {
     const { account, journal, logger, record, config } = this.#deps;
     const now = this.#deps.now();
     const due = await journal.dueDesired(account, now);
+    if (config.dryRun) return this.#hold(due, now);
+    this.#held.clear();
     for (const listed of due) {
       if (this.#inFlight.has(`${listed.serverId}/${listed.ip}`)) continue;
       const step = await journal.transaction(account, async (tx) => {
         const d = await tx.desired(account, listed.serverId, listed.ip);
         if (!d?.pending || d.dueAt > now) return undefined;
-        const base: NewEntry = {
-          account,
-          createdAt: now,
-          source: 'pending',
-          action: 'firewall_state',
-          serverId: d.serverId,
-          ip: d.ip,
-          value: d.desiredState,
-          alertname: null,
-          fingerprint: null,
-          startsAt: null,
-          decision: 'executing',
-        };
+        const base = pendingEntry(d, now);
         if (d.desiredState === d.appliedState && d.attempts === 0) {
           // Firing then resolved inside one window: the IP is already where it should end. No call.
           await tx.saveDesired({ ...d, pending: false });
@@ -234,4 +233,93 @@ export class DesiredFirewallState {
     }
     return due.length;
   }
+
+  /**
+   * Dry run: journals each due change once as `dry_run` (source `pending`) and sends nothing; the change stays
+   * pending, due, and is sent by the first tick after dry run is switched off. Returns how many rows it wrote.
+   */
+  async #hold(due: DesiredFirewall[], now: number): Promise<number> {
+    const { account, journal, record } = this.#deps;
+    let journaled = 0;
+    for (const listed of due) {
+      const key = `${listed.serverId}/${listed.ip}/${listed.desiredState}`;
+      if (this.#held.has(key)) continue;
+      const message = `dry run: pending state ${listed.desiredState} held, nothing sent upstream (sent once remediation.dry_run is false)`;
+      const id = await journal.transaction(account, async (tx) => {
+        const d = await tx.desired(account, listed.serverId, listed.ip);
+        if (!d?.pending || d.dueAt > now || d.desiredState !== listed.desiredState) return undefined;
+        return tx.insert({
+          ...pendingEntry(d, now),
+          decision: 'dry_run',
+          message,
+        });
+      });
+      this.#held.add(key);
+      if (id !== undefined) {
+        journaled++;
+        await record('firewall_state', { id, decision: 'dry_run', message });
+      }
+    }
+    return journaled;
+  }
+
+  /**
+   * After a reload: cancels the pending changes asked for by an alert that no firewall-state rule names any
+   * more (the alert of the latest row that set the desired state). The IP keeps its applied state; each
+   * cancellation is journaled (decision `duplicate`, source `pending`, message `cancelled: …`, as a change that
+   * collapsed) and counted in `baremetal_action_requests_total`. Changes an operator asked for stay. Returns
+   * how many were cancelled. Throws JournalError.
+   */
+  async cancelWithoutRule(): Promise<number> {
+    const { account, journal, config, metrics, record } = this.#deps;
+    const ruled = new Set(config.rules.filter((r) => r.action === 'firewall_state').map((r) => r.alertname));
+    let cancelled = 0;
+    for (const listed of (await journal.allDesired(account)).filter((d) => d.pending)) {
+      const now = this.#deps.now();
+      const step = await journal.transaction(account, async (tx) => {
+        const d = await tx.desired(account, listed.serverId, listed.ip);
+        if (!d?.pending || this.#inFlight.has(`${d.serverId}/${d.ip}`)) return undefined;
+        const rows = await tx.list({ account, serverId: d.serverId, action: 'firewall_state', limit: ORIGIN_ROWS });
+        const origin = rows.find(
+          (r) => r.ip === d.ip && r.value === d.desiredState && (r.source === 'alert' || r.source === 'operator'),
+        );
+        if (origin?.source !== 'alert' || origin.alertname === null || ruled.has(origin.alertname)) return undefined;
+        const kept = d.appliedState;
+        await tx.saveDesired({ ...d, desiredState: kept ?? d.desiredState, pending: false, attempts: 0 });
+        const message = `cancelled: no remediation rule for alert ${origin.alertname} any more (configuration reload); state ${d.desiredState} not sent${kept === null ? '' : `, the IP stays in state ${kept}`}`;
+        return { d, kept, message, id: await tx.insert({ ...pendingEntry(d, now), decision: 'duplicate', message }) };
+      });
+      if (!step) continue;
+      cancelled++;
+      const series = { server_id: step.d.serverId, ip: step.d.ip };
+      if (step.kept === null) metrics.firewallDesiredState.remove(series);
+      else metrics.firewallDesiredState.set(series, Number(step.kept));
+      this.#deps.logger.warn(
+        { server_id: step.d.serverId, ip: step.d.ip, journal_id: step.id },
+        'pending firewall change cancelled: its remediation rule was removed',
+      );
+      await record('firewall_state', { id: step.id, decision: 'duplicate', message: step.message });
+    }
+    return cancelled;
+  }
+}
+
+/** Journal rows of a server read to find the request that set an IP's desired state. */
+const ORIGIN_ROWS = 200;
+
+/** A journal row for a pending change, decided by the daemon itself (source `pending`). */
+function pendingEntry(d: DesiredFirewall, now: number): NewEntry {
+  return {
+    account: d.account,
+    createdAt: now,
+    source: 'pending',
+    action: 'firewall_state',
+    serverId: d.serverId,
+    ip: d.ip,
+    value: d.desiredState,
+    alertname: null,
+    fingerprint: null,
+    startsAt: null,
+    decision: 'executing',
+  };
 }

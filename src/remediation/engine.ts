@@ -269,6 +269,18 @@ export class RemediationEngine {
     return this.#ticking;
   }
 
+  /**
+   * After a configuration reload changed the rules: cancels the pending firewall changes whose alert no rule
+   * names any more (desired-firewall.ts, `cancelWithoutRule`). Returns how many; throws JournalError.
+   */
+  async rulesChanged(): Promise<number> {
+    if (this.#deps.journal.unavailable !== undefined) return 0;
+    await this.ready;
+    const cancelled = await this.#firewall.cancelWithoutRule();
+    if (cancelled > 0) await this.#refreshGauges();
+    return cancelled;
+  }
+
   /** Throws when no decision can be made: the journal is unavailable, or no server list was read yet. */
   #requireUsable(): void {
     const unavailable = this.#deps.journal.unavailable;

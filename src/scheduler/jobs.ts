@@ -290,8 +290,12 @@ export class PollJobs implements TargetDirectory {
     const result = await each(slice, client.concurrency, signal, fetchOne, (ref, error) => {
       collectFirewallFailure(this.firewallState, metrics, ref);
       const fields = { service_type: ref.serviceType, service_id: ref.serviceId };
-      if (signal.aborted) logger.warn(fields, 'firewall history poll cancelled');
-      else {
+      if (signal.aborted) {
+        // Cut at the deadline while in flight: to the back of the round-robin, so that a reply that drips
+        // or hangs never heads every run (the items never started stay first for the next run).
+        round.deferred(ref);
+        logger.warn(fields, 'firewall history poll cancelled');
+      } else {
         round.covered(ref);
         logger.warn({ ...fields, err: error }, 'firewall history poll failed');
       }

@@ -3,6 +3,10 @@
  * takes the next slice of items not yet covered in the current round, in list order, so that every item is
  * still polled, only less often. A round ends when every current item has been covered; items added
  * meanwhile join the current round, items removed leave it.
+ *
+ * An item whose poll was cut at the run's deadline (a reply that drips or hangs) is `deferred`: it counts
+ * as covered for the round and goes to the back of the following rounds, so that it never again heads a
+ * run and keeps the others from being polled. It comes back to its place once a poll of it finishes.
  */
 
 /** Share of a run's time the budget plan spends; the rest is left for the other polls, retries and actions. */
@@ -20,6 +24,8 @@ export class RoundRobin<T> {
   readonly #key: (item: T) => string;
   /** keys covered in the current round */
   #covered = new Set<string>();
+  /** keys of items whose last poll was cut at a deadline: polled after every other item of a round */
+  readonly #slow = new Set<string>();
 
   constructor(key: (item: T) => string) {
     this.#key = key;
@@ -29,16 +35,27 @@ export class RoundRobin<T> {
   next(items: readonly T[], capacity: number): T[] {
     if (this.pending(items) === 0) this.#covered = new Set();
     const slice: T[] = [];
-    for (const item of items) {
-      if (slice.length >= capacity) break;
-      if (!this.#covered.has(this.#key(item))) slice.push(item);
-    }
+    for (const slow of [false, true])
+      for (const item of items) {
+        if (slice.length >= capacity) return slice;
+        const key = this.#key(item);
+        if (this.#slow.has(key) === slow && !this.#covered.has(key)) slice.push(item);
+      }
     return slice;
   }
 
   /** Marks an item as covered in this round (its poll finished, successfully or not). */
   covered(item: T): void {
-    this.#covered.add(this.#key(item));
+    const key = this.#key(item);
+    this.#covered.add(key);
+    this.#slow.delete(key);
+  }
+
+  /** Marks an item as covered in this round and sends it to the back of the next ones (its poll was cut). */
+  deferred(item: T): void {
+    const key = this.#key(item);
+    this.#covered.add(key);
+    this.#slow.add(key);
   }
 
   /** Items of `items` not yet covered in the current round. */

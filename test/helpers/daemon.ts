@@ -32,7 +32,10 @@ export interface HarnessOptions {
    * (`<key>-<name>`) and the config's `accounts:` list. Without it the daemon has the single `default` account.
    */
   accounts?: Record<string, SimulatorServerOptions>;
-  /** config keys in the file's shape, merged over the harness's; a function sees the simulators and state_dir */
+  /**
+   * config keys in the file's shape, merged over the harness's; a function sees the simulators and state_dir, and is
+   * called again by a reload (SIGHUP, `POST /-/reload`), which then applies what it returns
+   */
   config?: Record<string, unknown> | ((ctx: HarnessContext) => Record<string, unknown>);
   /** the environment `buildConfig` reads (default: the API key of a single account) */
   env?: NodeJS.ProcessEnv;
@@ -154,7 +157,12 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
   // JSON is YAML: the file holds the same keys the object would.
   if (configFile) writeFileSync(configFile, JSON.stringify(merge(base, over)));
   const config = configFile ? loadConfig(configFile, env) : buildConfig(merge(base, over), env);
-  const reload = configFile ? { reloadConfig: () => loadConfig(configFile, env) } : {};
+  // A reload reads the file again, or calls the config function again (the test changes what it returns).
+  const configOf = () =>
+    configFile
+      ? loadConfig(configFile, env)
+      : buildConfig(merge(base, typeof o.config === 'function' ? o.config(ctx) : (o.config ?? {})), env);
+  const reload = { reloadConfig: configOf };
   const log = captureLogger(o.logLevel ?? 'debug');
   const start = async (options: DaemonOptions = o.daemon ?? {}) => {
     await daemon?.stop();

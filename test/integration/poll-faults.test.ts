@@ -30,10 +30,10 @@ async function fixture(file: Record<string, unknown> = {}): Promise<Fixture> {
     start: false,
     simulator: { servers: 6, colocations: 2, transits: 1, attackRate: 0, seed: 5, now: () => clock.now },
     config: {
-      upstream: { concurrency: 4 },
       graphs: { types: ['port_bits'], scales: ['day'] },
       services: { colocation_ids: ['colo-1', 'colo-2'], transit_ids: ['transit-1'] },
       ...file,
+      upstream: { concurrency: 4, ...(file.upstream as object | undefined) },
     },
     daemon: { now: () => clock.now, initialPolls: false },
   });
@@ -190,8 +190,9 @@ const rows: Row[] = [
   },
   {
     name: 'a slow-drip history reply → the firewall run ends at its deadline, counted, the next run runs',
-    // Period 1 s, so the deadline is 900 ms; the dripped reply would take about 3 s.
-    file: { schedules: { firewall: '* * * * * *' } },
+    // Period 1 s, so the deadline is 900 ms; the dripped reply would take about 3 s. A request budget that
+    // fits every service in one run: the real-time token bucket never holds a request back.
+    file: { schedules: { firewall: '* * * * * *' }, upstream: { max_requests_per_second: 1000 } },
     scenario: async ({ sim, start }) => {
       const d = await start();
       await accountOf(d, 'default').poller.run('servers');
@@ -229,6 +230,45 @@ const rows: Row[] = [
       colo1After: 1,
       runs: 1,
       skipped: 0,
+    },
+  },
+  {
+    name: 'one service whose history always drips past the deadline → every other service is polled in every run, only its history_up is 0',
+    // Period 1 s, so the deadline is 900 ms; the dripped reply would take about 3 s, every time. A request
+    // budget that fits every service in one run (the round-robin under a tight budget: round-robin.test.ts).
+    file: { schedules: { firewall: '* * * * * *' }, upstream: { max_requests_per_second: 1000 } },
+    scenario: async ({ sim, start }) => {
+      const d = await start();
+      await accountOf(d, 'default').poller.run('servers');
+      sim.setFaults({ mode: 'drip', dripIntervalMs: 100, paths: ['/api/v1/colocation/firewall'], ids: ['colo-1'] });
+      const history = /^\/api\/v1\/(dedicated|colocation|transit)\/firewall$/;
+      const before = sim.calls.length;
+      const outcomes: string[] = [];
+      for (let run = 0; run < 3; run++) outcomes.push(await accountOf(d, 'default').poller.run('firewall'));
+      const polls = new Map<string, number>();
+      for (const call of sim.calls.slice(before).filter((c) => history.test(c.path))) {
+        const id = call.params.server_id ?? call.params.colocation_id ?? call.params.transit_id ?? '';
+        polls.set(id, (polls.get(id) ?? 0) + 1);
+      }
+      const { values } = await d.registry.getSingleMetric('baremetal_firewall_history_up')!.get();
+      return {
+        outcomes,
+        polls: Object.fromEntries(polls),
+        down: values.filter((s) => s.value === 0).map((s) => s.labels.service_id),
+        up: values.filter((s) => s.value === 1).length,
+      };
+    },
+    // Each run: the 8 others answered, colo-1 cut at the deadline.
+    expected: {
+      outcomes: ['partial', 'partial', 'partial'],
+      polls: Object.fromEntries(
+        ['100001', '100002', '100003', '100004', '100005', '100006', 'colo-1', 'colo-2', 'transit-1'].map((id) => [
+          id,
+          3,
+        ]),
+      ),
+      down: ['colo-1'],
+      up: 8,
     },
   },
   {

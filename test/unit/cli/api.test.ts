@@ -101,11 +101,15 @@ describe('validation: exit 2, one line, nothing sent', () => {
       args: ['provision', '100001', '--os', '1', '--post-install', '/nonexistent.sh', '--yes'],
       err: /--post-install: cannot read \/nonexistent.sh \(ENOENT\)/,
     },
-    { name: 'an empty server id', args: ['servers', 'show', ''], err: /"server_id": must be a non-empty identifier/ },
+    {
+      name: 'an empty server id',
+      args: ['servers', 'show', ''],
+      err: /SERVER_ID must be an id as the API gives them: .* \(got ""\)/,
+    },
     {
       name: 'a server id with whitespace',
       args: ['power', 'on', '1 2'],
-      err: /"server_id": must be at most 128 characters without whitespace/,
+      err: /SERVER_ID must be an id as the API gives them: .* \(got "1 2"\)/,
     },
     { name: 'a missing argument', args: ['power', 'on'], err: /expected 1 argument/ },
     { name: 'an extra argument', args: ['servers', 'list', 'x'], err: /expected 0 argument/ },

@@ -46,6 +46,31 @@ describe('round-robin coverage', () => {
     expect(round.next(list, 3)).toEqual(['s1', 's2', 's3']);
   });
 
+  it('sends an item cut at the deadline to the back: every other item is still polled each round', () => {
+    const round = new RoundRobin<string>((s) => s);
+    const list = ids(6);
+    const runs: string[][] = [];
+    for (let run = 0; run < 6; run++) {
+      const slice = round.next(list, 3);
+      runs.push(slice);
+      // s0 drips until the deadline every time; the others answer.
+      for (const item of slice)
+        if (item === 's0') round.deferred(item);
+        else round.covered(item);
+    }
+    expect(runs).toEqual([
+      ['s0', 's1', 's2'],
+      ['s3', 's4', 's5'],
+      ['s1', 's2', 's3'],
+      ['s4', 's5', 's0'],
+      ['s1', 's2', 's3'],
+      ['s4', 's5', 's0'],
+    ]);
+    // Once it answers it is back at its place.
+    round.covered('s0');
+    expect(round.next(list, 3)).toEqual(['s0', 's1', 's2']);
+  });
+
   it('adds new items to the current round and forgets removed ones', () => {
     const round = new RoundRobin<string>((s) => s);
     for (const item of round.next(ids(4), 2)) round.covered(item);
