@@ -266,8 +266,7 @@ export class DesiredFirewallState {
   /**
    * After a reload: cancels the pending changes asked for by an alert that no firewall-state rule names any
    * more (the alert of the latest row that set the desired state). The IP keeps its applied state; each
-   * cancellation is journaled (decision `duplicate`, source `pending`, message `cancelled: …`, as a change that
-   * collapsed) and counted in `baremetal_action_requests_total`. Changes an operator asked for stay. Returns
+   * cancellation is journaled (decision `cancelled`, source `pending`, message `cancelled: …`) and counted in `baremetal_action_requests_total`. Changes an operator asked for stay. Returns
    * how many were cancelled. Throws JournalError.
    */
   async cancelWithoutRule(): Promise<number> {
@@ -287,7 +286,7 @@ export class DesiredFirewallState {
         const kept = d.appliedState;
         await tx.saveDesired({ ...d, desiredState: kept ?? d.desiredState, pending: false, attempts: 0 });
         const message = `cancelled: no remediation rule for alert ${origin.alertname} any more (configuration reload); state ${d.desiredState} not sent${kept === null ? '' : `, the IP stays in state ${kept}`}`;
-        return { d, kept, message, id: await tx.insert({ ...pendingEntry(d, now), decision: 'duplicate', message }) };
+        return { d, kept, message, id: await tx.insert({ ...pendingEntry(d, now), decision: 'cancelled', message }) };
       });
       if (!step) continue;
       cancelled++;
@@ -298,7 +297,7 @@ export class DesiredFirewallState {
         { server_id: step.d.serverId, ip: step.d.ip, journal_id: step.id },
         'pending firewall change cancelled: its remediation rule was removed',
       );
-      await record('firewall_state', { id: step.id, decision: 'duplicate', message: step.message });
+      await record('firewall_state', { id: step.id, decision: 'cancelled', message: step.message });
     }
     return cancelled;
   }

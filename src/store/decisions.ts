@@ -13,6 +13,7 @@ export const DECISION_MEANINGS = {
   cooldown: 'the same action ran on the same target within its cooldown',
   duplicate: 'this delivery (alert or Idempotency-Key) was already acted on, or the IP is already in that state',
   deferred: 'a firewall-state change waits for its hold, the 2-minute window or a retry',
+  cancelled: 'a pending firewall-state change whose remediation rule a configuration reload removed; nothing was sent',
   failed: 'the API said no, or the request never left',
   unknown: 'the API may have acted without saying so (timeout, connection lost or crash mid-call)',
 } as const;

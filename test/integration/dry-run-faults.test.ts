@@ -175,7 +175,7 @@ describe('dry run and removed rules hold every pending change', () => {
     const after = await afterDue(w, since);
     expect(after).toMatchObject({
       sent: ['1'],
-      rows: [{ source: 'pending', decision: 'duplicate', value: '0' }],
+      rows: [{ source: 'pending', decision: 'cancelled', value: '0' }],
       desired: { pending: false, desiredState: '1', appliedState: '1' },
     });
     expect(after.messages[0]).toBe(
@@ -184,7 +184,7 @@ describe('dry run and removed rules hold every pending change', () => {
     expect(
       await seriesValue(d.registry, 'baremetal_action_requests_total', {
         action: 'firewall_state',
-        decision: 'duplicate',
+        decision: 'cancelled',
       }),
     ).toBe(1);
   });
