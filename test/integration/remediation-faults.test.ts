@@ -239,3 +239,24 @@ describe('the console download', () => {
     });
   });
 });
+
+describe('an unknown account in a query (issue 19)', () => {
+  it.each([
+    { name: 'GET /api/v1/actions', url: '/api/v1/actions?account=nobody', headers: auth },
+    { name: 'GET /api/v1/attacks', url: '/api/v1/attacks?account=nobody', headers: {} },
+  ])('$name → 400 like the POST endpoints, naming the account', async ({ url, headers }) => {
+    const { daemon: d } = await start();
+    await post(d, '/api/v1/actions/poweroff', { server_id: '100001' });
+    const post400 = await post(d, '/api/v1/actions/poweroff', { account: 'nobody', server_id: '100001' });
+    const res = await d.app.inject({ method: 'GET', url, headers });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({
+      code: post400.json().code,
+      error: post400.json().error,
+      message: 'querystring/account: unknown account "nobody" (configured: default)',
+    });
+    // The configured account is still served.
+    const known = await d.app.inject({ method: 'GET', url: url.replace('nobody', 'default'), headers });
+    expect(known.statusCode).toBe(200);
+  });
+});
