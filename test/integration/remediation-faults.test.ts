@@ -4,7 +4,7 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
 import { captureLogger } from '../helpers/logger.js';
@@ -258,5 +258,31 @@ describe('an unknown account in a query (issue 19)', () => {
     // The configured account is still served.
     const known = await d.app.inject({ method: 'GET', url: url.replace('nobody', 'default'), headers });
     expect(known.statusCode).toBe(200);
+  });
+});
+
+describe('a demoted leader (issue 19)', () => {
+  it('stopping the engine (what demotion does) aborts its tick: the change in flight finishes, no further one is sent', async () => {
+    const { daemon: d, sim: s, clock } = await start();
+    const targets = [
+      ['100001', '198.18.0.1'],
+      ['100001', '198.18.0.2'],
+      ['100002', '198.18.0.3'],
+    ] as const;
+    // Each IP: state 1 is sent, state 0 inside the 2-minute window waits as a pending change.
+    for (const [server_id, ip] of targets)
+      for (const state of ['1', '0']) await post(d, '/api/v1/actions/firewall-state', { server_id, ip, state });
+    expect(s.callsTo(STATE)).toHaveLength(3);
+    clock.now += 2 * MIN;
+    s.setFaults({ latencyMs: 200 });
+    const tick = d.engine.tick();
+    await vi.waitFor(() => expect(s.callsTo(STATE)).toHaveLength(4), { timeout: 5000, interval: 5 });
+    await d.engine.stop();
+    await tick;
+    expect(s.callsTo(STATE)).toHaveLength(4);
+    // One pending change was decided and sent; the other two were never decided on this replica.
+    const rows = (await d.journal.list({ limit: 50 })).filter((e) => e.source === 'pending');
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.decision).not.toBe('executing');
   });
 });
