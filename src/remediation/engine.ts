@@ -177,7 +177,23 @@ export class RemediationEngine {
         return this.#firewall.decide(req, now, decide, tx);
       }
       const cooling = await checkCooldown(tx, req, now);
-      if (cooling) return decide(cooling.decision, cooling.message, false);
+      if (cooling) {
+        // An alert delivered again inside this cooldown (to another replica, or retried) is a duplicate: one
+        // cooldown decision per alert and cooldown, claimed under a key naming the cooldown's start, so the
+        // alert still acts once the cooldown is over.
+        const key =
+          req.source === 'alert' && req.idempotencyKey !== undefined
+            ? `${req.idempotencyKey}:cooldown:${cooling.since}`
+            : undefined;
+        const seen = key === undefined ? undefined : await tx.delivery(key, now);
+        if (seen) {
+          const message = `already decided on this alert in this cooldown (journal entry ${seen.actionId})`;
+          return decide('duplicate', message, false);
+        }
+        const decided = await decide(cooling.decision, cooling.message, false);
+        if (key !== undefined && !(await tx.claimDelivery(key, digest, decided.id, now))) throw new ClaimConflict();
+        return decided;
+      }
       if (config.dryRun) return decide('dry_run', 'dry run: nothing sent upstream', true);
       if ((await budgetLeft(tx, account, config.budgetPerHour, now)) <= 0) {
         this.#deps.logger.warn(

@@ -9,7 +9,16 @@ import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
 import { captureLogger } from '../helpers/logger.js';
 import { seriesValue } from '../helpers/metrics.js';
-import { powercycleDaemonConfig, TOKEN } from '../helpers/remediation.js';
+import { RemediationEngine } from '../../src/remediation/engine.js';
+import type { ActionRequest } from '../../src/remediation/types.js';
+import { freshMetrics } from '../helpers/metrics.js';
+import {
+  engineHarness,
+  powercycleDaemonConfig,
+  powerRequest,
+  simulatorTargets,
+  TOKEN,
+} from '../helpers/remediation.js';
 import { tempDir } from '../helpers/tmp.js';
 
 let sim: Simulator | undefined;
@@ -284,5 +293,53 @@ describe('a demoted leader (issue 19)', () => {
     const rows = (await d.journal.list({ limit: 50 })).filter((e) => e.source === 'pending');
     expect(rows).toHaveLength(1);
     expect(rows[0]!.decision).not.toBe('executing');
+  });
+});
+
+describe('one alert delivered to two replicas inside a cooldown (issue 19)', () => {
+  /** The request an alert instance (its startsAt) makes, as the webhook route builds it (rules.ts). */
+  const alertRequest = (startsAt: string): ActionRequest =>
+    powerRequest({
+      source: 'alert',
+      alert: { alertname: 'BaremetalServerUnreachable', fingerprint: 'a1b2c3d4e5f60718', startsAt },
+      idempotencyKey: `alert:a1b2c3d4e5f60718:${startsAt}:firing:powercycle`,
+    });
+
+  it('is journaled once as the decision and once as duplicate; after the cooldown it acts', async () => {
+    const h = await engineHarness();
+    // A second replica: its own engine and metrics over the same state store, client and server list.
+    const replica = new RemediationEngine({
+      account: 'default',
+      journal: h.journal,
+      client: h.client,
+      metrics: freshMetrics().metrics,
+      logger: h.log.logger,
+      targets: simulatorTargets(h.sim),
+      config: h.config,
+      now: () => h.clock.now,
+    });
+    await replica.ready;
+    expect((await h.engine.request(alertRequest('2026-11-21T11:50:00Z'))).decision).toBe('executed');
+    h.clock.now += MIN;
+    // A new instance of the alert inside the 30-minute cooldown, delivered to both replicas.
+    const later = alertRequest('2026-11-21T12:00:30Z');
+    expect((await h.engine.request(later)).decision).toBe('cooldown');
+    expect(await replica.request(later)).toMatchObject({
+      decision: 'duplicate',
+      message: expect.stringContaining('in this cooldown'),
+    });
+    // The first instance again, on the other replica: a duplicate as before.
+    expect((await replica.request(alertRequest('2026-11-21T11:50:00Z'))).decision).toBe('duplicate');
+    expect((await h.journal.list({ limit: 10 })).map((e) => e.decision)).toEqual([
+      'duplicate',
+      'duplicate',
+      'cooldown',
+      'executed',
+    ]);
+    // Once the cooldown is over the same alert, still firing and delivered again, acts.
+    h.clock.now += 30 * MIN;
+    expect((await replica.request(later)).decision).toBe('executed');
+    expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(2);
+    await replica.stop();
   });
 });
