@@ -127,21 +127,20 @@ describe('the daemon reads an action reply by §7', () => {
       upstreamOutcome: 'BM_ERR_API',
     });
   });
-});
-
-it('a reply that says neither (not JSON, or not an object) → unknown: the API may have acted', async () => {
-  const { daemon: d, sim: s } = await start();
-  s.setFaults({ malformedRate: 1, paths: ['/api/v1/dedicated/poweroff'] });
-  const res = await d.app.inject({
-    method: 'POST',
-    url: '/api/v1/actions/poweroff',
-    headers: auth,
-    payload: { server_id: '100001' },
-  });
-  expect(res.json()).toMatchObject({ decision: 'unknown', message: expect.stringContaining('invalid reply') });
-  expect((await d.journal.list({ limit: 1 }))[0]).toMatchObject({
-    decision: 'unknown',
-    upstreamOutcome: 'BM_ERR_INVALID_REPLY',
+  it('a reply that says neither (not JSON, or not an object) → unknown: the API may have acted', async () => {
+    const { daemon: d, sim: s } = await start();
+    s.setFaults({ malformedRate: 1, paths: ['/api/v1/dedicated/poweroff'] });
+    const res = await d.app.inject({
+      method: 'POST',
+      url: '/api/v1/actions/poweroff',
+      headers: auth,
+      payload: { server_id: '100001' },
+    });
+    expect(res.json()).toMatchObject({ decision: 'unknown', message: expect.stringContaining('invalid reply') });
+    expect((await d.journal.list({ limit: 1 }))[0]).toMatchObject({
+      decision: 'unknown',
+      upstreamOutcome: 'BM_ERR_INVALID_REPLY',
+    });
   });
 });
 
