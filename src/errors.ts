@@ -126,8 +126,14 @@ export class InvalidReplyError extends UpstreamError {
     ctx: UpstreamContext,
     detail: string,
     readonly bodyExcerpt: string,
+    /** `outcomeUnknown`: a write's reply that does not say whether it acted (its outcome is `unknown`) */
+    options?: { outcomeUnknown?: boolean },
   ) {
-    super(ctx, `invalid reply: ${detail}${bodyExcerpt ? ` (body starts: ${JSON.stringify(bodyExcerpt)})` : ''}`);
+    super(
+      ctx,
+      `invalid reply: ${detail}${bodyExcerpt ? ` (body starts: ${JSON.stringify(bodyExcerpt)})` : ''}`,
+      options,
+    );
     // A proxy's HTML 502 page is transient; a 200 with a wrong shape is not.
     this.retryable = ctx.status === undefined || ctx.status >= 500 || ctx.status === 429;
   }

@@ -43,3 +43,25 @@ export function queryInteger(
   }
   return value;
 }
+
+/** An account name as the config allows it (`accounts[].name`); whether it is configured is checked by the route. */
+export const accountSchema = { type: 'string', pattern: '^[a-z0-9_-]{1,32}$' } as const;
+
+/**
+ * The entry of account `name` (a body's `account`, a `?account=`) in a map keyed by the configured accounts,
+ * or BadRequestError (400 `BM_ERR_BAD_REQUEST`) naming `field`: left out with several accounts, or not
+ * configured. Left out with one account, it is that one.
+ */
+export function configuredAccount<T>(
+  accounts: ReadonlyMap<string, T>,
+  name: string | undefined,
+  field: string,
+): { account: string; entry: T } {
+  const entry = name === undefined ? (accounts.size === 1 ? [...accounts.values()][0] : undefined) : accounts.get(name);
+  const configured = [...accounts.keys()];
+  if (entry === undefined)
+    throw new BadRequestError(
+      `${field}: ${name === undefined ? 'required with several accounts' : `unknown account ${JSON.stringify(name)}`} (configured: ${configured.join(', ')})`,
+    );
+  return { account: name ?? configured[0]!, entry };
+}

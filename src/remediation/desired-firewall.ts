@@ -190,15 +190,17 @@ export class DesiredFirewallState {
 
   /**
    * Applies the pending changes due now, one after the other, each decided in one transaction (another replica
-   * or a request may have changed or applied it since it was listed). Returns how many were due.
+   * or a request may have changed or applied it since it was listed). Returns how many were due. Once `signal`
+   * is aborted (the replica stopped leading) no further change is decided or sent.
    */
-  async applyDue(): Promise<number> {
+  async applyDue(signal?: AbortSignal): Promise<number> {
     const { account, journal, logger, record, config } = this.#deps;
     const now = this.#deps.now();
     const due = await journal.dueDesired(account, now);
     if (config.dryRun) return this.#hold(due, now);
     this.#held.clear();
     for (const listed of due) {
+      if (signal?.aborted) break;
       if (this.#inFlight.has(`${listed.serverId}/${listed.ip}`)) continue;
       const step = await journal.transaction(account, async (tx) => {
         const d = await tx.desired(account, listed.serverId, listed.ip);

@@ -63,6 +63,8 @@ export class RemediationEngine {
   readonly #firewall: DesiredFirewallState;
   #timer: NodeJS.Timeout | undefined;
   #ticking: Promise<void> | undefined;
+  /** aborts the tick in progress: checked before each pending change is sent (stop(), i.e. demotion) */
+  #tickAbort: AbortController | undefined;
   /** the last tick failed on the journal (logged once until a tick succeeds) */
   #tickFailing = false;
 
@@ -119,10 +121,16 @@ export class RemediationEngine {
     this.#timer ??= setInterval(() => void this.tick(), intervalMs).unref();
   }
 
-  /** Stops the ticker and waits for a tick in progress. */
+  /**
+   * Stops the ticker and aborts a tick in progress: a call already sent is let finish (aborting it would
+   * leave its outcome unknown), no further pending change is sent. Called when this replica stops leading,
+   * so a demoted leader does not go on sending besides the journal's per-change check. Resolves when the
+   * tick has ended.
+   */
   async stop(): Promise<void> {
     clearInterval(this.#timer);
     this.#timer = undefined;
+    this.#tickAbort?.abort();
     await this.#ticking;
   }
 
@@ -169,7 +177,23 @@ export class RemediationEngine {
         return this.#firewall.decide(req, now, decide, tx);
       }
       const cooling = await checkCooldown(tx, req, now);
-      if (cooling) return decide(cooling.decision, cooling.message, false);
+      if (cooling) {
+        // An alert delivered again inside this cooldown (to another replica, or retried) is a duplicate: one
+        // cooldown decision per alert and cooldown, claimed under a key naming the cooldown's start, so the
+        // alert still acts once the cooldown is over.
+        const key =
+          req.source === 'alert' && req.idempotencyKey !== undefined
+            ? `${req.idempotencyKey}:cooldown:${cooling.since}`
+            : undefined;
+        const seen = key === undefined ? undefined : await tx.delivery(key, now);
+        if (seen) {
+          const message = `already decided on this alert in this cooldown (journal entry ${seen.actionId})`;
+          return decide('duplicate', message, false);
+        }
+        const decided = await decide(cooling.decision, cooling.message, false);
+        if (key !== undefined && !(await tx.claimDelivery(key, digest, decided.id, now))) throw new ClaimConflict();
+        return decided;
+      }
       if (config.dryRun) return decide('dry_run', 'dry run: nothing sent upstream', true);
       if ((await budgetLeft(tx, account, config.budgetPerHour, now)) <= 0) {
         this.#deps.logger.warn(
@@ -246,13 +270,16 @@ export class RemediationEngine {
   /** Applies the pending firewall changes that are due, and the housekeeping. Called by the ticker; safe to call directly. */
   tick(): Promise<void> {
     if (this.#deps.journal.unavailable !== undefined) return Promise.resolve();
-    this.#ticking ??= this.ready
-      .then(() => this.#firewall.applyDue())
+    if (this.#ticking) return this.#ticking;
+    const abort = new AbortController();
+    this.#tickAbort = abort;
+    this.#ticking = this.ready
+      .then(() => this.#firewall.applyDue(abort.signal))
       // The ticker runs every second; with nothing due it costs one indexed query and no gauge update.
       .then(async (due) => {
         if (due > 0) await this.#refreshGauges();
       })
-      .then(() => this.#housekeeping.run(this.#now()))
+      .then(() => (abort.signal.aborted ? undefined : this.#housekeeping.run(this.#now())))
       .then(() => {
         if (this.#tickFailing) this.#deps.logger.info('applying pending firewall changes works again');
         this.#tickFailing = false;
@@ -265,6 +292,7 @@ export class RemediationEngine {
       })
       .finally(() => {
         this.#ticking = undefined;
+        this.#tickAbort = undefined;
       });
     return this.#ticking;
   }

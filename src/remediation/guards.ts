@@ -12,6 +12,8 @@ import type { ActionRequest, TargetDirectory } from './types.js';
 export interface Denial {
   decision: Decision;
   message: string;
+  /** a cooldown's start: the last send of the same action on the same target, ms since epoch */
+  since?: number;
 }
 
 const HOUR = 3_600_000;
@@ -56,6 +58,7 @@ export async function checkCooldown(q: StateQueries, req: ActionRequest, now: nu
   return {
     decision: 'cooldown',
     message: `${req.action} on ${target} ran ${Math.round((now - last) / 1000)}s ago; cooldown ${req.cooldownMs / 1000}s`,
+    since: last,
   };
 }
 

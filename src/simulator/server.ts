@@ -25,6 +25,9 @@ export interface Faults {
    * A deterministic misbehaviour for every matching request (after the rates above did not apply):
    * - `success_false`: 200 `{success: false, message}` — the API refusing without the error shape;
    * - `error_true`: 200 `{error: true, message}` (contract §7);
+   * - `error_false`: the action (power, PTR, firewall, cancellation) is carried out and confirmed in the
+   *   contract's other success form, the provisioning one (§7): `{error: false, message}` instead of
+   *   `{success: true, message}`; replies that are not action confirmations pass unchanged;
    * - `echo_key`: 500 `{error: true, message}` whose message echoes the key, JSON-escaped PHP-style (`\/`);
    * - `huge`: 200 with a JSON body of `hugeBytes` bytes, streamed (never held in memory);
    * - `drip`: the normal reply, its body sent one byte every `dripIntervalMs`;
@@ -35,6 +38,7 @@ export interface Faults {
   mode?:
     | 'success_false'
     | 'error_true'
+    | 'error_false'
     | 'echo_key'
     | 'huge'
     | 'drip'
@@ -223,6 +227,20 @@ function routes(state: SimulatorState, seed: number): Record<string, Handler> {
   };
 }
 
+/** An action's `{success: true, message}` as `{error: false, message}` (contract §7); anything else unchanged. */
+function otherSuccessForm(payload: unknown): unknown {
+  if (typeof payload !== 'string') return payload;
+  let reply: unknown;
+  try {
+    reply = JSON.parse(payload);
+  } catch {
+    return payload;
+  }
+  const keys = reply && typeof reply === 'object' ? Object.keys(reply).sort().join(',') : '';
+  if (keys !== 'message,success' || (reply as { success: unknown }).success !== true) return payload;
+  return JSON.stringify({ error: false, message: (reply as { message: unknown }).message });
+}
+
 /** `{"success":true,"firewall":"xxxx…"}` of `bytes` bytes, generated while it is sent. */
 function hugeBody(bytes: number): Readable {
   const head = '{"success":true,"firewall":"';
@@ -331,6 +349,7 @@ export async function startSimulator(options: SimulatorServerOptions = {}): Prom
     }
     if (mode === 'act_then_hang') await holdBack(request, faults.hangMs ?? 60_000);
     if (mode === 'drip') return drip(String(payload), faults.dripIntervalMs ?? 2000, reply);
+    if (mode === 'error_false') return otherSuccessForm(payload);
     return payload;
   });
   app.addHook('preHandler', async (request, reply) => {

@@ -453,7 +453,8 @@ export class UpstreamClient {
       parsed = JSON.parse(text);
     } catch {
       if (status < 200 || status >= 300) throw new HttpStatusError(ctx, excerpt(text));
-      throw new InvalidReplyError(ctx, 'not JSON', excerpt(text));
+      // A write answered 2xx without JSON does not say whether it acted (decodeActionResult's rule).
+      throw new InvalidReplyError(ctx, 'not JSON', excerpt(text), { outcomeUnknown: !req.read });
     }
     const apiError = errorMessageOf(parsed);
     if (apiError !== undefined) throw new ApiError(ctx, apiError);

@@ -295,20 +295,31 @@ export interface ActionResult {
 }
 
 /**
- * Decodes an action reply. An action is done only when the API says so (contract §7: "success replies …
- * carry `success` = true"): `{success: true}` is the one success. `{success: false, message}` is an
- * ApiError carrying the API's message; any other shape (no `success`, a string, an array) is an
- * InvalidReplyError. (`{error: true}` never gets here: the client raises it as an ApiError.)
+ * Decodes an action reply by the API's own vocabulary (contract §7), the one rule for the daemon, the
+ * journal, the operator endpoints and the CLI. The contract shows two success forms — `success` = true
+ * (graphs, history, sensitivity, state) and `error` = false (provisioning) — and leaves the replies of power,
+ * reverse DNS and cancellation "not shown", so either form confirms an action:
+ * - executed: `success: true`, or `error: false` without `success: false`;
+ * - failed (ApiError with the API's message): `success: false` or `error: true`;
+ * - not confirmed (InvalidReplyError with `outcomeUnknown`: the API may have acted): a reply that says neither — no boolean
+ *   `success`/`error`, a string, an array. Only booleans count: `"true"` or `1` is not a confirmation.
+ * (`{error: true}` is normally raised by the client already; it is handled here too so the rule is whole.)
  */
 export function decodeActionResult(reply: unknown, ctx: UpstreamContext): ActionResult {
-  if (isObject(reply) && reply.success === true)
-    return { message: pick(reply, ['message', 'msg', 'result', 'status']), raw: reply };
-  if (isObject(reply) && reply.success === false) {
-    throw new ApiError(ctx, pick(reply, ['message', 'msg', 'error', 'result']) || '"success": false without a message');
+  if (isObject(reply) && (reply.success === false || reply.error === true)) {
+    // `error` may carry the reason as a string; as the boolean flag it is no message.
+    const reason = pick(reply, ['message', 'msg', ...(typeof reply.error === 'string' ? ['error'] : []), 'result']);
+    throw new ApiError(
+      ctx,
+      reason || (reply.success === false ? '"success": false without a message' : '"error": true without a message'),
+    );
   }
+  if (isObject(reply) && (reply.success === true || reply.error === false))
+    return { message: pick(reply, ['message', 'msg', 'result', 'status']), raw: reply };
   throw new InvalidReplyError(
     ctx,
-    'expected {success: true, message}: the outcome of the action is not confirmed',
+    'expected {success: true} or {error: false}: the outcome of the action is not confirmed',
     excerpt(reply),
+    { outcomeUnknown: true },
   );
 }

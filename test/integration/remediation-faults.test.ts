@@ -4,11 +4,19 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Daemon } from '../../src/daemon.js';
+import { RemediationEngine } from '../../src/remediation/engine.js';
+import type { ActionRequest } from '../../src/remediation/types.js';
 import { accountOf, startHarness } from '../helpers/daemon.js';
-import { seriesValue } from '../helpers/metrics.js';
-import { POWERCYCLE_REMEDIATION, TOKEN } from '../helpers/remediation.js';
+import { freshMetrics, seriesValue } from '../helpers/metrics.js';
+import {
+  engineHarness,
+  POWERCYCLE_REMEDIATION,
+  powerRequest,
+  simulatorTargets,
+  TOKEN,
+} from '../helpers/remediation.js';
 
 const MIN = 60_000;
 const auth = { authorization: `Bearer ${TOKEN}` };
@@ -230,5 +238,100 @@ describe('the console download', () => {
       decision: 'failed',
       upstreamOutcome: 'BM_ERR_API',
     });
+  });
+});
+
+describe('an unknown account in a query (issue 19)', () => {
+  it.each([
+    { name: 'GET /api/v1/actions', url: '/api/v1/actions?account=nobody', headers: auth },
+    { name: 'GET /api/v1/attacks', url: '/api/v1/attacks?account=nobody', headers: {} },
+  ])('$name → 400 like the POST endpoints, naming the account', async ({ url, headers }) => {
+    const { daemon: d } = await start();
+    await post(d, '/api/v1/actions/poweroff', { server_id: '100001' });
+    const post400 = await post(d, '/api/v1/actions/poweroff', { account: 'nobody', server_id: '100001' });
+    const res = await d.app.inject({ method: 'GET', url, headers });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({
+      code: post400.json().code,
+      error: post400.json().error,
+      message: 'querystring/account: unknown account "nobody" (configured: default)',
+    });
+    // The configured account is still served.
+    const known = await d.app.inject({ method: 'GET', url: url.replace('nobody', 'default'), headers });
+    expect(known.statusCode).toBe(200);
+  });
+});
+
+describe('a demoted leader (issue 19)', () => {
+  it('stopping the engine (what demotion does) aborts its tick: the change in flight finishes, no further one is sent', async () => {
+    const { daemon: d, sim: s, clock } = await start();
+    const targets = [
+      ['100001', '198.18.0.1'],
+      ['100001', '198.18.0.2'],
+      ['100002', '198.18.0.3'],
+    ] as const;
+    // Each IP: state 1 is sent, state 0 inside the 2-minute window waits as a pending change.
+    for (const [server_id, ip] of targets)
+      for (const state of ['1', '0']) await post(d, '/api/v1/actions/firewall-state', { server_id, ip, state });
+    expect(s.callsTo(STATE)).toHaveLength(3);
+    clock.now += 2 * MIN;
+    s.setFaults({ latencyMs: 200 });
+    const tick = accountOf(d, 'default').engine.tick();
+    await vi.waitFor(() => expect(s.callsTo(STATE)).toHaveLength(4), { timeout: 5000, interval: 5 });
+    await accountOf(d, 'default').engine.stop();
+    await tick;
+    expect(s.callsTo(STATE)).toHaveLength(4);
+    // One pending change was decided and sent; the other two were never decided on this replica.
+    const rows = (await d.journal.list({ limit: 50 })).filter((e) => e.source === 'pending');
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.decision).not.toBe('executing');
+  });
+});
+
+describe('one alert delivered to two replicas inside a cooldown (issue 19)', () => {
+  /** The request an alert instance (its startsAt) makes, as the webhook route builds it (rules.ts). */
+  const alertRequest = (startsAt: string): ActionRequest =>
+    powerRequest({
+      source: 'alert',
+      alert: { alertname: 'BaremetalServerUnreachable', fingerprint: 'a1b2c3d4e5f60718', startsAt },
+      idempotencyKey: `alert:a1b2c3d4e5f60718:${startsAt}:firing:powercycle`,
+    });
+
+  it('is journaled once as the decision and once as duplicate; after the cooldown it acts', async () => {
+    const h = await engineHarness();
+    // A second replica: its own engine and metrics over the same state store, client and server list.
+    const replica = new RemediationEngine({
+      account: 'default',
+      journal: h.journal,
+      client: h.client,
+      metrics: freshMetrics().metrics,
+      logger: h.log.logger,
+      targets: simulatorTargets(h.sim),
+      config: h.config,
+      now: () => h.clock.now,
+    });
+    await replica.ready;
+    expect((await h.engine.request(alertRequest('2026-11-21T11:50:00Z'))).decision).toBe('executed');
+    h.clock.now += MIN;
+    // A new instance of the alert inside the 30-minute cooldown, delivered to both replicas.
+    const later = alertRequest('2026-11-21T12:00:30Z');
+    expect((await h.engine.request(later)).decision).toBe('cooldown');
+    expect(await replica.request(later)).toMatchObject({
+      decision: 'duplicate',
+      message: expect.stringContaining('in this cooldown'),
+    });
+    // The first instance again, on the other replica: a duplicate as before.
+    expect((await replica.request(alertRequest('2026-11-21T11:50:00Z'))).decision).toBe('duplicate');
+    expect((await h.journal.list({ limit: 10 })).map((e) => e.decision)).toEqual([
+      'duplicate',
+      'duplicate',
+      'cooldown',
+      'executed',
+    ]);
+    // Once the cooldown is over the same alert, still firing and delivered again, acts.
+    h.clock.now += 30 * MIN;
+    expect((await replica.request(later)).decision).toBe('executed');
+    expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(2);
+    await replica.stop();
   });
 });

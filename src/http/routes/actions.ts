@@ -9,19 +9,15 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static, type TSchema } from 'typebox';
-import { findAccount } from '../../accounts.js';
 import { ACTIONS, DEFAULT_COOLDOWN_MS, type ActionName } from '../../config/schema.js';
-import { BadRequestError } from '../../errors.js';
 import { oneOf, strictObject } from '../../json-schema.js';
 import type { StateStore } from '../../store/store.js';
 import type { RemediationEngine } from '../../remediation/engine.js';
 import { SENSITIVITIES } from '../../config/api-terms.js';
-import { idSchema, queryInteger, queryIntegerSchema } from '../schemas.js';
+import { accountSchema, configuredAccount, idSchema, queryInteger, queryIntegerSchema } from '../schemas.js';
 
 const ip = Type.Unsafe<string>({ type: 'string', anyOf: [{ format: 'ipv4' }, { format: 'ipv6' }] });
 const serverId = Type.Unsafe<string>(idSchema);
-/** An account name as the config allows it; whether it is configured is checked by the route. */
-const accountSchema = { type: 'string', pattern: '^[a-z0-9_-]{1,32}$' } as const;
 const account = Type.Optional(Type.Unsafe<string>(accountSchema));
 const serverBody = strictObject({ account, server_id: serverId });
 
@@ -49,13 +45,8 @@ export function engineOf(
   name: string | undefined,
   field: string,
 ): { account: string; engine: RemediationEngine } {
-  const engine = findAccount(engines, name);
-  const configured = [...engines.keys()];
-  if (!engine)
-    throw new BadRequestError(
-      `${field}: ${name === undefined ? 'required with several accounts' : `unknown account ${JSON.stringify(name)}`} (configured: ${configured.join(', ')})`,
-    );
-  return { account: name ?? configured[0]!, engine };
+  const { account, entry } = configuredAccount(engines, name, field);
+  return { account, engine: entry };
 }
 
 export function actionRoutes(
@@ -114,6 +105,8 @@ export function actionRoutes(
     },
     async (request) => {
       const { account, server_id, action } = request.query;
+      // An unknown account is a 400, as on the POST endpoints, not an empty list that looks like "no actions".
+      if (account !== undefined) engineOf(deps.engines, account, 'querystring/account');
       const limit = queryInteger('limit', request.query.limit, { min: 1, max: 1000 }) ?? 100;
       const entries = await deps.journal.list({
         ...(account ? { account } : {}),

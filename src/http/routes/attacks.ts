@@ -6,6 +6,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { AttackLog } from '../../collectors/attacks.js';
+import { accountSchema, configuredAccount } from '../schemas.js';
 
 /** One service's IP under attack. */
 export interface AttackEntry {
@@ -52,8 +53,21 @@ export function attackEntries(logs: ReadonlyMap<string, AttackLog>): AttackEntry
   return entries.sort((a, b) => key(a).join('\u0000').localeCompare(key(b).join('\u0000')));
 }
 
+/**
+ * `GET /api/v1/attacks[?account=NAME]`: every account's entries, or one account's; an unknown account is a
+ * 400 (`BM_ERR_BAD_REQUEST`), as on the action endpoints.
+ */
 export function attackRoutes(app: FastifyInstance, deps: { attacks: ReadonlyMap<string, AttackLog> }): void {
-  app.get('/api/v1/attacks', async (_request, reply) =>
-    reply.header('cache-control', 'no-store').send(attackEntries(deps.attacks)),
+  app.get<{ Querystring: { account?: string } }>(
+    '/api/v1/attacks',
+    { schema: { querystring: { type: 'object', properties: { account: accountSchema } } } },
+    async (request, reply) => {
+      const name = request.query.account;
+      const logs =
+        name === undefined
+          ? deps.attacks
+          : new Map([[name, configuredAccount(deps.attacks, name, 'querystring/account').entry]]);
+      return reply.header('cache-control', 'no-store').send(attackEntries(logs));
+    },
   );
 }

@@ -50,9 +50,9 @@ const SHAPES: Array<{
     message: /API error: An unexpected error occurred\./,
   },
   {
-    name: "an unknown shape (not the contract's)",
+    name: "an unknown shape (not the contract's): it does not say",
     faults: { malformedRate: 1, paths: [POWERCYCLE] },
-    decision: 'failed',
+    decision: 'unknown',
     outcome: 'BM_ERR_INVALID_REPLY',
     message: /invalid reply/,
   },

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidReplyError } from '../../../src/errors.js';
+import { ApiError, InvalidReplyError } from '../../../src/errors.js';
 import {
+  decodeActionResult,
   decodeFirewallHistory,
   decodeGraph,
   decodeLocations,
@@ -193,5 +194,38 @@ describe('other replies', () => {
       ['ams1', 'Amsterdam'],
     ]);
     expect(decodeLocations({ ams1: 'Amsterdam' }, ctx).map((l) => [l.id, l.name])).toEqual([['ams1', 'Amsterdam']]);
+  });
+});
+
+describe('action replies (contract §7: two success forms, two failure forms)', () => {
+  it.each([
+    { name: 'success: true', reply: { success: true, message: 'Done.' }, message: 'Done.' },
+    { name: 'error: false (the provisioning form)', reply: { error: false, message: 'Done.' }, message: 'Done.' },
+    { name: 'both success forms', reply: { success: true, error: false }, message: '' },
+  ])('executed: $name', ({ reply, message }) => {
+    expect(decodeActionResult(reply, ctx)).toEqual({ message, raw: reply });
+  });
+  it.each([
+    { name: 'success: false', reply: { success: false, message: 'No.' }, message: 'No.' },
+    { name: 'error: true', reply: { error: true, message: 'No.' }, message: 'No.' },
+    { name: 'error: false with success: false', reply: { error: false, success: false, msg: 'No.' }, message: 'No.' },
+    {
+      name: 'success: true with error: true',
+      reply: { success: true, error: true },
+      message: '"error": true without a message',
+    },
+    { name: 'the reason as a string error', reply: { success: false, error: 'busy' }, message: 'busy' },
+  ])('failed with the API message: $name', ({ reply, message }) => {
+    expect(() => decodeActionResult(reply, ctx)).toThrow(ApiError);
+    expect(() => decodeActionResult(reply, ctx)).toThrow(message);
+  });
+  it.each([
+    { name: 'neither flag', reply: { message: 'Done.' } },
+    { name: 'a string "true"', reply: { success: 'true' } },
+    { name: 'a number 0 for error', reply: { error: 0 } },
+    { name: 'a string', reply: 'ok' },
+    { name: 'an array', reply: [{ success: true }] },
+  ])('not confirmed: $name', ({ reply }) => {
+    expect(() => decodeActionResult(reply, ctx)).toThrow(InvalidReplyError);
   });
 });
