@@ -10,6 +10,7 @@ import { Registry } from 'prom-client';
 import type { Dispatcher } from 'undici';
 import { buildApp } from './app.js';
 import { DEFAULT_ACCOUNT, type Config, type JobName } from './config/schema.js';
+import { limitGraphDecoding } from './graphs/image.js';
 import type { GraphStore } from './graphs/store.js';
 import { initialPolls, reloadEventIds, startAccount, type AccountDeps, type AccountRuntime } from './accounts.js';
 import { leaderOrSnapshot, serverIpsOf } from './ha/directory.js';
@@ -114,6 +115,7 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
 }
 
 async function start(initial: Config, options: DaemonOptions, lock: StateLock): Promise<Daemon> {
+  limitGraphDecoding();
   // The configuration in force: a reload changes its reloadable parts in place, read by the poll jobs,
   // schedulers, engines and routes (a copy, so the caller's object is never changed).
   const config = structuredClone(initial);

@@ -5,6 +5,18 @@
 import sharp, { type Metadata } from 'sharp';
 import { GraphDecodeError } from '../errors.js';
 
+/**
+ * libvips as a daemon that decodes each graph once needs it: no operation cache (sharp keeps up to 50 MB of
+ * recent operations by default, and no graph is decoded twice) and one libvips thread per image (its default
+ * is one per core, each with its own buffers; the graphs poll already decodes several images at once on
+ * libuv's pool). Process-wide, as libvips is: the daemon calls it once at start. Measured in `npm run bench`'s
+ * small-account row (issue 22).
+ */
+export function limitGraphDecoding(): void {
+  sharp.cache(false);
+  sharp.concurrency(1);
+}
+
 /** Largest accepted image side in pixels and size in bytes (a graph is a few hundred pixels wide). */
 export const MAX_SIDE = 8192;
 export const MAX_BYTES = 8 * 1024 * 1024;
