@@ -163,8 +163,10 @@ const warm = await scrapeDuring(metricsUrl, cycle);
 const rssSteadyMb = process.memoryUsage().rss / 2 ** 20;
 // A graphs poll (the default types × scales: one image per server), as every installation runs one.
 const graphsStarted = performance.now();
+const graphsCpu = process.cpuUsage();
 const graphsOutcome = await daemon.poller.run('graphs');
 const graphsMs = performance.now() - graphsStarted;
+const { user: graphsUser, system: graphsSystem } = process.cpuUsage(graphsCpu);
 const rssGraphsMb = process.memoryUsage().rss / 2 ** 20;
 const exposition = await daemon.exposition.get();
 const gzipBytes = (await exposition.gzipped('text')).length;
@@ -203,6 +205,7 @@ const result = {
   rssSteadyMb,
   graphsOutcome,
   graphsMs,
+  graphsCpuMs: (graphsUser + graphsSystem) / 1000,
   rssGraphsMb,
   heapMb: heapAfter / 2 ** 20,
   heapPerServerKb: (heapAfter - heapBefore) / 1024 / servers,
