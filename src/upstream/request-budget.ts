@@ -17,10 +17,11 @@ export interface RequestBudgetOptions {
   /** tokens added per second: the sustained request rate */
   ratePerSecond: number;
   /**
-   * tokens the bucket holds at most (the largest burst), and holds at the start; default a fiftieth of a second's
-   * worth, at least 1, so that any one second sees at most 1.02 × the rate. The rest of a provider's usual 10 %
-   * headroom is left for the jitter between our grants and its arrivals: a tenth of a second's worth used it
-   * all, and a provider limiting at 1.1 × the rate answered 429 (issue 22).
+   * tokens the bucket holds at most (the largest burst), and holds at the start; default a twentieth of a
+   * second's worth, at least 1, so that any one second sees at most 1.05 × the rate. The other half of a
+   * provider's usual 10 % headroom is left for the jitter between our grants and its arrivals: a tenth of a
+   * second's worth used it all, and a provider limiting at 1.1 × the rate answered 429 (issue 22). A fiftieth
+   * was too little for the round-robin plan, whose run capacity counts on the first tokens of a run.
    */
   burst?: number;
   /** a monotonic clock in milliseconds; injectable for tests */
@@ -37,7 +38,7 @@ interface Waiter {
 }
 
 /** The default burst is this fraction of a second's worth of tokens (see `burst`). */
-const DEFAULT_BURST_DIVISOR = 50;
+const DEFAULT_BURST_DIVISOR = 20;
 
 const realTimer = (fn: () => void, ms: number) => {
   const timer = setTimeout(fn, ms);

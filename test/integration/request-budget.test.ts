@@ -61,7 +61,7 @@ function busiestSecond(sim: Simulator): number {
 
 describe('request budget against a rate-limited provider', () => {
   it.each([
-    // 340/s with bursts of a fiftieth of a second stays under 400 in any second: no 429 over 2,000 servers.
+    // 340/s with bursts of a twentieth of a second stays under 400 in any second: no 429 over 2,000 servers.
     {
       name: 'just below the limit: a full cycle of 2,000 servers',
       servers: 2000,
