@@ -39,6 +39,12 @@ export interface SizeResult {
   floorCpuMs: number;
   rssMb: number;
   rssSteadyMb: number;
+  /** the graphs poll after the steady cycle: its outcome, wall time in ms, RSS after it */
+  graphsOutcome: string;
+  graphsMs: number;
+  /** CPU of the whole process (libvips' threads included) during the graphs poll, ms */
+  graphsCpuMs: number;
+  rssGraphsMb: number;
   heapMb: number;
   heapPerServerKb: number;
   blockMaxMs: number;

@@ -3,7 +3,9 @@
  * at one or more sizes. Each size runs in a process of its own (bench/size.ts: simulator child, daemon,
  * scraper child), so that RSS and heap are that size's alone; the first size also measures the rows that
  * need one daemon only (/metrics under a credential flood, the request budget, two accounts) and the HA rows
- * (bench/ha.ts: webhook → upstream call on SQLite and PostgreSQL, failover time). Prints the
+ * (bench/ha.ts: webhook → upstream call on SQLite and PostgreSQL, failover time). Before the sizes, the small account (bench/small-row.ts): 100 servers with graphs, ten cycles of every poll,
+ * RSS after each against its floor, with glibc and (when installed) jemalloc. Each size also runs a graphs
+ * poll. The simulator attacks its default share of IPs (~3 % within an hour); the table's header says so. Prints the
  * goal table of the first size, then the scale curve; exits 1 when a goal is missed.
  *
  *   node bench/run.ts [--servers 10000 | --servers 1000,10000,50000] [--chart docs/bench-scale.png]
@@ -20,6 +22,7 @@ import { parseArgs } from 'node:util';
 import { writeScaleChart } from './chart.ts';
 import { haRows, measureHa } from './ha.ts';
 import { measureHugeReply } from './huge-reply.ts';
+import { measureSmall, smallRows } from './small-row.ts';
 import { type Row, SIZE_OPTIONS, type SizeResult } from './options.ts';
 
 const { values } = parseArgs({
@@ -36,6 +39,9 @@ if (sizes.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`--servers
 
 // First, while the process is small: peak RSS while one 400 MB reply is refused at the size cap.
 const huge = await measureHugeReply();
+
+// The small account (issue 22): 100 servers, every poll with graphs, ten cycles; its floor in the same run.
+const small = await measureSmall(values['node-flags'].split(/\s+/).filter(Boolean));
 
 async function measureSize(servers: number, extras: boolean): Promise<SizeResult> {
   const flags = values['node-flags'].split(/\s+/).filter(Boolean);
@@ -116,6 +122,15 @@ const rows: Row[] = [
     target: 2,
     rule: '≤ 2 × idle',
   },
+  ...smallRows(small),
+  {
+    what: 'RSS after a graphs poll',
+    measured: first.rssGraphsMb,
+    unit: 'MB',
+    reference: `${first.servers.toLocaleString('en')} images (default types × scales) in ${(first.graphsMs / 1000).toFixed(1)} s, CPU ${(first.graphsCpuMs / 1000).toFixed(1)} s, outcome ${first.graphsOutcome}`,
+    target: 200,
+    rule: '≤ 200 MB',
+  },
   ...first.rows,
   {
     what: 'peak RSS growth, one 400 MB reply refused',
@@ -131,7 +146,14 @@ const rows: Row[] = [
 console.log(
   `\nbaremetal-exporter bench — ${first.servers} servers × ${values.ips} IPs, ${values.latency} ms simulated latency, concurrency ${values.concurrency}, ${first.series} series (${mb(first.expositionBytes)} exposition), Node ${process.version}`,
 );
-console.log(`poll outcomes: ${first.outcomes.join('/')} (first servers/firewall, steady servers/firewall)\n`);
+console.log(`poll outcomes: ${first.outcomes.join('/')} (first servers/firewall, steady servers/firewall)`);
+console.log(
+  `attack mix: the simulator's default, ${(small.glibc.attacksPerHour * 100).toFixed(0)} % of IPs attacked within an hour\n`,
+);
+console.log(`small account, RSS after each cycle (MB): ${small.glibc.rssMb.map((mb) => mb.toFixed(0)).join(' ')}`);
+if (small.jemalloc)
+  console.log(`  with jemalloc (LD_PRELOAD): ${small.jemalloc.rssMb.map((mb) => mb.toFixed(0)).join(' ')}`);
+console.log('');
 console.log('| measure | measured | compared with | target | result |');
 console.log('|---|---|---|---|---|');
 let missed = 0;
@@ -142,7 +164,7 @@ for (const row of rows) {
     `| ${row.what} | ${row.measured.toFixed(row.unit === 'MB' || row.unit === 'ms' ? 0 : 2)} ${row.unit} | ${row.reference} | ${row.rule} | ${ok ? 'PASS' : 'MISS'} |`,
   );
 }
-if (results.some((r) => r.outcomes.some((o) => o !== 'success'))) missed++;
+if (results.some((r) => r.outcomes.some((o) => o !== 'success') || r.graphsOutcome !== 'success')) missed++;
 if (ha?.skipped) console.log(`\n${ha.skipped}`);
 
 console.log('\nScale curve (each size in a process of its own):\n');

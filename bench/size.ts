@@ -4,13 +4,14 @@
  * this one, driven by hand. Measures a first and a steady `servers` + `firewall` cycle (event-loop delay, and
  * /metrics latency from another process while it runs, 4 scrapes a second), the bare-undici floor in between, RSS after the
  * first cycle, the live heap per server after a full GC, the exposition's size plain and gzipped, and
- * /metrics idle against fastify serving the same bytes from a static buffer. With `--extras`, also the rows
+ * /metrics idle against fastify serving the same bytes from a static buffer, then a graphs poll (the default
+ * types × scales) and RSS after it. The simulator attacks the default share of IPs (~3 % within an hour). With `--extras`, also the rows
  * that need one daemon only: /metrics under a flood of wrong credentials, the request budget, two accounts.
  * Prints one JSON line (`SizeResult`) last.
  *
  *   node --max-semi-space-size=8 --expose-gc bench/size.ts --servers 10000 [--extras]
  */
-import { type ChildProcess, fork, spawn } from 'node:child_process';
+import { fork, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,7 +27,9 @@ import { BcryptPool } from '../dist/http/bcrypt-pool.js';
 import { startDaemon } from '../dist/daemon.js';
 import { createLogger } from '../dist/logger.js';
 import { startSimulator } from '../dist/simulator/server.js';
+import { ATTACKED_PER_HOUR } from '../dist/simulator/state.js';
 import { percentile, type Row, SIZE_OPTIONS } from './options.ts';
+import { spawnSimulator } from './simulator.ts';
 
 const { values } = parseArgs({ options: { ...SIZE_OPTIONS, extras: { type: 'boolean', default: false } } });
 const servers = Number(values.servers);
@@ -36,47 +39,14 @@ const scrapes = Number(values.scrapes);
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error('bench/size.ts needs --expose-gc (run.ts passes it)');
 
-// The simulator, in its own process (its CPU is not the daemon's).
-async function spawnSimulator(count: number, apiKey: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(
-    process.execPath,
-    [
-      'dist/main.js',
-      'simulate',
-      '--port',
-      '0',
-      '--servers',
-      String(count),
-      '--ips-per-server',
-      values.ips!,
-      '--latency',
-      String(latencyMs),
-      '--colocations',
-      '0',
-      '--transits',
-      '0',
-      '--api-key',
-      apiKey,
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  let output = '';
-  child.stdout!.on('data', (d) => {
-    output += String(d);
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`simulator did not start: ${output}`)), 60_000);
-    child.stdout!.on('data', () => {
-      const match = /listening on (\S+)/.exec(output);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]!);
-      }
-    });
-  });
-  return { child, url };
-}
-const { child: sim, url: simUrl } = await spawnSimulator(servers, 'bench-key');
+// The simulator, in its own process (its CPU is not the daemon's), with the default attack mix.
+const { child: sim, url: simUrl } = await spawnSimulator({
+  servers,
+  ips: Number(values.ips),
+  latencyMs,
+  apiKey: 'bench-key',
+  attacksPerHour: ATTACKED_PER_HOUR,
+});
 
 // The scraper (bench/scraper.ts), in its own process like Prometheus.
 const scraper = fork(new URL('./scraper.ts', import.meta.url), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
@@ -194,6 +164,13 @@ await floorAgent.close();
 // The steady state: every minute in production the same servers are polled again.
 const warm = await scrapeDuring(metricsUrl, cycle);
 const rssSteadyMb = process.memoryUsage().rss / 2 ** 20;
+// A graphs poll (the default types × scales: one image per server), as every installation runs one.
+const graphsStarted = performance.now();
+const graphsCpu = process.cpuUsage();
+const graphsOutcome = await daemon.accounts.get('default')!.poller.run('graphs');
+const graphsMs = performance.now() - graphsStarted;
+const { user: graphsUser, system: graphsSystem } = process.cpuUsage(graphsCpu);
+const rssGraphsMb = process.memoryUsage().rss / 2 ** 20;
 const exposition = await daemon.exposition.get();
 const gzipBytes = (await exposition.gzipped('text')).length;
 gc();
@@ -229,6 +206,10 @@ const result = {
   floorCpuMs,
   rssMb,
   rssSteadyMb,
+  graphsOutcome,
+  graphsMs,
+  graphsCpuMs: (graphsUser + graphsSystem) / 1000,
+  rssGraphsMb,
   heapMb: heapAfter / 2 ** 20,
   heapPerServerKb: (heapAfter - heapBefore) / 1024 / servers,
   blockMaxMs: Math.max(cold.value.blockMaxMs, warm.value.blockMaxMs),
@@ -386,7 +367,9 @@ if (values.extras) {
 
   // Two accounts, each with half the servers on its own simulator (own key, own client and budget), polled at once.
   const half = Math.floor(servers / 2);
-  const [simA, simB] = await Promise.all([spawnSimulator(half, 'bench-key-a'), spawnSimulator(half, 'bench-key-b')]);
+  const simOf = (apiKey: string) =>
+    spawnSimulator({ servers: half, ips: Number(values.ips), latencyMs, apiKey, attacksPerHour: ATTACKED_PER_HOUR });
+  const [simA, simB] = await Promise.all([simOf('bench-key-a'), simOf('bench-key-b')]);
   const twoDir = mkdtempSync(join(tmpdir(), 'bmx-bench-accounts-'));
   const twoDaemon = await startDaemon(
     buildConfig({

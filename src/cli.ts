@@ -17,6 +17,7 @@ import { budgetPlan } from './scheduler/budget-plan.js';
 import { BaremetalError, ConfigError } from './errors.js';
 import { createLogger, LOG_FORMATS, type LogFormat } from './logger.js';
 import { startSimulator, type SimulatorServerOptions } from './simulator/server.js';
+import { ATTACKED_PER_HOUR, DEMO_SIMULATOR, slotAttackRate } from './simulator/state.js';
 import { VERSION } from './version.js';
 
 /** The demo's webhook token: public on purpose (README), and the demo never leaves dry run. */
@@ -39,7 +40,8 @@ Usage:
   baremetal-exporter simulate [options]       the API simulator alone
       --host H (127.0.0.1)  --port N (8443; 0 = any)  --api-key K (demo-key; env BAREMETAL_API_KEY)
       --servers N (20)  --ips-per-server N (2)  --colocations N (2)  --transits N (1)  --seed N (1)
-      --attack-rate P (0.03)  --latency MS (0)  --error-rate P  --html-error-rate P  --malformed-rate P
+      --attacks-per-hour P (0.03: the share of IPs attacked within an hour)  --attack-rate P (per 5-minute slot)
+      --latency MS (0)  --error-rate P  --html-error-rate P  --malformed-rate P
       --tls-cert FILE --tls-key FILE   serve HTTPS (PEM)
   baremetal-exporter --version | -v           the version and the Node.js runtime
 `;
@@ -94,6 +96,7 @@ async function simulate(args: string[]): Promise<void> {
       transits: { type: 'string' },
       seed: { type: 'string' },
       'attack-rate': { type: 'string' },
+      'attacks-per-hour': { type: 'string' },
       latency: { type: 'string' },
       'error-rate': { type: 'string' },
       'html-error-rate': { type: 'string' },
@@ -104,6 +107,10 @@ async function simulate(args: string[]): Promise<void> {
   });
   if (Boolean(values['tls-cert']) !== Boolean(values['tls-key']))
     throw new BaremetalError('simulate: --tls-cert and --tls-key go together');
+  if (values['attack-rate'] !== undefined && values['attacks-per-hour'] !== undefined)
+    throw new BaremetalError('simulate: --attack-rate and --attacks-per-hour are two ways to say one thing; give one');
+  const perHour = num(values['attacks-per-hour'], ATTACKED_PER_HOUR);
+  if (!(perHour >= 0 && perHour < 1)) throw new BaremetalError('--attacks-per-hour: expected a number in [0, 1)');
   const options: SimulatorServerOptions = {
     host: values.host ?? '127.0.0.1',
     port: num(values.port, 8443),
@@ -113,7 +120,7 @@ async function simulate(args: string[]): Promise<void> {
     colocations: num(values.colocations, 2),
     transits: num(values.transits, 1),
     seed: num(values.seed, 1),
-    attackRate: num(values['attack-rate'], 0.03),
+    attackRate: num(values['attack-rate'], slotAttackRate(perHour)),
     faults: {
       latencyMs: num(values.latency, 0),
       errorRate: num(values['error-rate'], 0),
@@ -136,7 +143,7 @@ async function demo(args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { port: { type: 'string' } } });
   // The simulator's key: BAREMETAL_API_KEY when set, else a random one; either way it is never printed.
   const apiKey = process.env.BAREMETAL_API_KEY || randomBytes(16).toString('hex');
-  const sim = await startSimulator({ apiKey, servers: 12, colocations: 2, transits: 1, attackRate: 0.05, seed: 42 });
+  const sim = await startSimulator({ ...DEMO_SIMULATOR, apiKey });
   const attacked = [...sim.state.servers.values()][0]!.ips[0]!;
   sim.state.startAttack(attacked, 6 * 3600);
   const stateDir = './data/demo';

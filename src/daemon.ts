@@ -13,6 +13,7 @@ import { localGraphs } from './graphs/source.js';
 import { startAccount, type AccountDeps, type AccountRuntime } from './accounts.js';
 import { leaderOrSnapshot } from './remediation/targets.js';
 import type { ElectionTimings, Role } from './ha/role.js';
+import { limitGraphDecoding } from './graphs/image.js';
 import { authEnabled } from './http/auth.js';
 import { statusViewOf } from './http/status-view.js';
 import type { WebConfigFile } from './http/web-config-reload.js';
@@ -98,6 +99,8 @@ export interface Daemon {
 export async function startDaemon(config: Config, options: DaemonOptions = {}): Promise<Daemon> {
   // One daemon per state_dir: two would act twice on one journal. Throws StateDirLockedError naming the holder.
   const lock = lockStateDir(config.stateDir);
+  // libvips without its cache and thread pool, one image at a time (graphs/image.ts): process-wide.
+  limitGraphDecoding();
   try {
     return await start(config, options, lock);
   } catch (error) {

@@ -16,7 +16,13 @@ export type BudgetPriority = 'write' | 'read';
 export interface RequestBudgetOptions {
   /** tokens added per second: the sustained request rate */
   ratePerSecond: number;
-  /** tokens the bucket holds at most (the largest burst); default a tenth of a second's worth, at least 1, so that any one second sees at most 1.1 × the rate */
+  /**
+   * tokens the bucket holds at most (the largest burst), and holds at the start; default a twentieth of a
+   * second's worth, at least 1, so that any one second sees at most 1.05 × the rate. The other half of a
+   * provider's usual 10 % headroom is left for the jitter between our grants and its arrivals: a tenth of a
+   * second's worth used it all, and a provider limiting at 1.1 × the rate answered 429 (issue 22). A fiftieth
+   * was too little for the round-robin plan, whose run capacity counts on the first tokens of a run.
+   */
   burst?: number;
   /** a monotonic clock in milliseconds; injectable for tests */
   now?: () => number;
@@ -30,6 +36,9 @@ interface Waiter {
   signal: AbortSignal | undefined;
   onAbort: () => void;
 }
+
+/** The default burst is this fraction of a second's worth of tokens (see `burst`). */
+const DEFAULT_BURST_DIVISOR = 20;
 
 const realTimer = (fn: () => void, ms: number) => {
   const timer = setTimeout(fn, ms);
@@ -50,7 +59,7 @@ export class RequestBudget {
   constructor(options: RequestBudgetOptions) {
     if (!(options.ratePerSecond > 0)) throw new RangeError('ratePerSecond must be positive');
     this.ratePerSecond = options.ratePerSecond;
-    this.burst = options.burst ?? Math.max(1, options.ratePerSecond / 10);
+    this.burst = options.burst ?? Math.max(1, options.ratePerSecond / DEFAULT_BURST_DIVISOR);
     this.#now = options.now ?? (() => performance.now());
     this.#setTimer = options.setTimer ?? realTimer;
     this.#tokens = this.burst;

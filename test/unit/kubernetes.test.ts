@@ -113,7 +113,8 @@ describe('deploy/kubernetes', () => {
     const container = byKind('Deployment').spec.template.spec.containers[0];
     expect(container.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
     expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'http' });
-    expect(container.resources).toEqual({ requests: { cpu: '100m', memory: '300Mi' }, limits: { memory: '512Mi' } });
+    expect(Object.keys(container.resources.requests)).toEqual(['cpu', 'memory']);
+    expect(Object.keys(container.resources.limits)).toEqual(['memory']); // no CPU limit; memory: test/unit/sizing
   });
 
   it("gives the daemon a valid config whose api_key_file is in the Secret's mount", () => {

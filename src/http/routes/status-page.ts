@@ -1,15 +1,25 @@
 /**
  * `GET /`: the status page — one server-rendered HTML page with no build step and no external assets: API
- * health, the last run of each poll, servers with their IPs under attack highlighted, the latest graph
+ * health, the last run of each poll, the servers under attack (all of them, up to MAX_ATTACKED_ROWS) with the
+ * counts, the quiet servers a page of QUIET_PAGE_ROWS at a time (`?page=N`), the latest graph
  * thumbnails (resized by sharp through `/graphs/…?width=`), and — only behind web.auth — the last
  * remediation decisions. It refreshes itself every 30 seconds. Every value is HTML-escaped; a strict CSP
- * forbids scripts.
+ * forbids scripts. Its size is bounded at any fleet size (issue 22: every server listed made 2.8 MB at 10,000
+ * servers, re-rendered on every refresh).
  */
 import escapeHtml from 'escape-html';
 import type { FastifyInstance } from 'fastify';
 import type { GraphSummary } from '../../graphs/source.js';
 import type { JournalEntry } from '../../store/rows.js';
+import { queryInteger, queryIntegerSchema } from '../schemas.js';
 import { graphPath } from './graphs.js';
+
+/** Servers under attack listed at most; the rest are counted and left to `GET /api/v1/attacks`. */
+export const MAX_ATTACKED_ROWS = 200;
+/** Quiet servers (no IP under attack) listed per page. */
+export const QUIET_PAGE_ROWS = 100;
+/** The highest `?page=` accepted. */
+const MAX_PAGE = 100_000;
 
 /** An IP of a server or service: its event count and, when under attack, its newest event as the provider described it. */
 export interface StatusIp {
@@ -84,16 +94,39 @@ function ipCells(ips: StatusIp[]): string {
     .join('<br>');
 }
 
-/** Renders the page. Pure: the same view gives the same bytes. */
-export function renderStatusPage(view: StatusView): string {
+const serverRow = (s: StatusView['servers'][number]) =>
+  `<tr><td>${e(s.serverId)}</td><td>${e(s.hostname)}</td><td>${e(s.location)}</td><td>${e(s.status)}</td><td>${ipCells(s.ips)}</td></tr>`;
+const SERVER_HEADER =
+  '<tr><th>server</th><th>hostname</th><th>location</th><th>status</th><th>IPs (events in the last hour)</th></tr>';
+
+/** The quiet servers' page: its rows, and the links to the pages beside it. */
+function quietSection(quiet: StatusView['servers'], page: number): string {
+  const pages = Math.max(1, Math.ceil(quiet.length / QUIET_PAGE_ROWS));
+  const shown = Math.min(page, pages);
+  const from = (shown - 1) * QUIET_PAGE_ROWS;
+  const rows = quiet.slice(from, from + QUIET_PAGE_ROWS);
+  const link = (to: number, text: string) =>
+    to >= 1 && to <= pages && to !== shown ? `<a href="?page=${to}" rel="${text}">${text}</a>` : '';
+  const nav = `<p class="muted" id="quiet-pages">servers ${rows.length ? from + 1 : 0}–${from + rows.length} of ${quiet.length} · page ${shown} of ${pages} ${link(shown - 1, 'prev')} ${link(shown + 1, 'next')}</p>`;
+  return `<h2>Servers without attacks</h2>
+${nav}
+<table id="servers">${SERVER_HEADER}
+${rows.map(serverRow).join('\n')}
+</table>`;
+}
+
+/**
+ * Renders the page: every count, the servers under attack (at most MAX_ATTACKED_ROWS) and page `page` (from 1;
+ * past the last, the last) of the quiet servers. Pure: the same view and page give the same bytes.
+ */
+export function renderStatusPage(view: StatusView, page = 1): string {
   const attacked = [...view.servers.flatMap((s) => s.ips), ...view.services.flatMap((s) => s.ips)].filter(
     (i) => i.events > 0,
   ).length;
-  const servers = [...view.servers].sort(
-    (a, b) =>
-      Number(b.ips.some((i) => i.events > 0)) - Number(a.ips.some((i) => i.events > 0)) ||
-      a.serverId.localeCompare(b.serverId),
-  );
+  const byId = (a: { serverId: string }, b: { serverId: string }) => a.serverId.localeCompare(b.serverId);
+  const underAttack = view.servers.filter((s) => s.ips.some((i) => i.events > 0)).sort(byId);
+  const quiet = view.servers.filter((s) => !s.ips.some((i) => i.events > 0)).sort(byId);
+  const attackedRows = underAttack.slice(0, MAX_ATTACKED_ROWS);
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="30">
 <meta name="viewport" content="width=device-width, initial-scale=1"><title>baremetal-exporter status</title>
@@ -103,15 +136,20 @@ export function renderStatusPage(view: StatusView): string {
 <h1>baremetal-exporter</h1>
 <p class="muted">version ${e(view.version)} · rendered ${e(time(view.now))} · <a href="metrics">/metrics</a> · <a href="graphs">/graphs</a> · <a href="readyz">/readyz</a></p>
 <p>Hosting API: ${view.apiUp === undefined ? '<span class="muted">no request yet</span>' : view.apiUp === 1 ? '<span class="ok" id="api-up">up</span>' : '<span class="bad" id="api-up">down</span>'}
- · servers: <strong>${view.servers.length}</strong> · IPs under attack: <strong id="attacked-count">${attacked}</strong></p>
+ · servers: <strong>${view.servers.length}</strong> · servers under attack: <strong id="attacked-servers">${underAttack.length}</strong> · IPs under attack: <strong id="attacked-count">${attacked}</strong></p>
 <h2>Polls</h2>
 <table><tr><th>poll</th><th>last outcome</th><th>finished</th><th>duration</th><th>last success</th></tr>
 ${view.polls.map((p) => `<tr><td>${e(p.poll)}</td><td class="${p.outcome === 'failure' ? 'bad' : 'ok'}">${e(p.outcome ?? '—')}</td><td>${e(time(p.finishedAt))}</td><td>${p.durationMs === undefined ? '—' : `${e(p.durationMs)} ms`}</td><td>${e(time(p.lastSuccessAt))}</td></tr>`).join('\n')}
 </table>
-<h2>Servers</h2>
-<table id="servers"><tr><th>server</th><th>hostname</th><th>location</th><th>status</th><th>IPs (events in the last hour)</th></tr>
-${servers.map((s) => `<tr><td>${e(s.serverId)}</td><td>${e(s.hostname)}</td><td>${e(s.location)}</td><td>${e(s.status)}</td><td>${ipCells(s.ips)}</td></tr>`).join('\n')}
-</table>
+<h2>Servers under attack</h2>
+${
+  underAttack.length
+    ? `<table id="attacked">${SERVER_HEADER}
+${attackedRows.map(serverRow).join('\n')}
+</table>${underAttack.length > attackedRows.length ? `\n<p class="muted" id="attacked-more">and ${underAttack.length - attackedRows.length} more: GET /api/v1/attacks lists every attack</p>` : ''}`
+    : '<p class="muted">none</p>'
+}
+${quietSection(quiet, page)}
 ${
   view.services.length
     ? `<h2>Colocation and transit</h2>
@@ -138,8 +176,13 @@ ${view.actions.map((a) => `<tr><td>${e(time(a.createdAt))}</td><td>${e(a.source)
 }
 
 export function statusPageRoutes(app: FastifyInstance, deps: { statusView: () => Promise<StatusView> }): void {
-  app.get('/', async (_request, reply) =>
-    reply
+  const schema = {
+    querystring: { type: 'object', additionalProperties: false, properties: { page: queryIntegerSchema } },
+  };
+  app.get<{ Querystring: { page?: string } }>('/', { schema }, async (request, reply) => {
+    // Checked first: a bad page is the caller's mistake, whatever the daemon holds.
+    const page = queryInteger('page', request.query.page, { min: 1, max: MAX_PAGE }) ?? 1;
+    return reply
       .type('text/html; charset=utf-8')
       .header(
         'content-security-policy',
@@ -149,6 +192,6 @@ export function statusPageRoutes(app: FastifyInstance, deps: { statusView: () =>
       .header('x-frame-options', 'DENY')
       .header('referrer-policy', 'no-referrer')
       .header('cache-control', 'no-store')
-      .send(renderStatusPage(await deps.statusView())),
-  );
+      .send(renderStatusPage(await deps.statusView(), page));
+  });
 }

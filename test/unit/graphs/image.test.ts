@@ -1,7 +1,7 @@
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { GraphDecodeError } from '../../../src/errors.js';
-import { checkImage, resizePng } from '../../../src/graphs/image.js';
+import { checkImage, limitGraphDecoding, resizePng } from '../../../src/graphs/image.js';
 import { pngOf } from '../../helpers/images.js';
 
 describe('graph image check', () => {
@@ -38,5 +38,17 @@ describe('graph image check', () => {
     const png = await pngOf(400, 100);
     expect(await sharp(await resizePng(png, 100)).metadata()).toMatchObject({ width: 100, height: 25 });
     expect(await sharp(await resizePng(png, 800)).metadata()).toMatchObject({ width: 400, height: 100 });
+  });
+});
+
+// Issue 22: libvips' operation cache and one thread per core were most of a small account's memory above the floor.
+describe('graph decoding limits', () => {
+  it('turns off the libvips operation cache and runs one libvips thread per image, and still checks images', async () => {
+    limitGraphDecoding();
+    expect(sharp.cache()).toMatchObject({ memory: { max: 0 }, files: { max: 0 }, items: { max: 0 } });
+    expect(sharp.concurrency()).toBe(1);
+    const png = await pngOf(32, 16);
+    expect(await checkImage(png)).toMatchObject({ width: 32, height: 16, sourceFormat: 'png' });
+    await expect(checkImage(png.subarray(0, png.length - 20))).rejects.toThrow(GraphDecodeError);
   });
 });

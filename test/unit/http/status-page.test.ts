@@ -3,7 +3,13 @@ import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../../src/app.js';
 import { GraphStore } from '../../../src/graphs/store.js';
 import type { AuthConfig } from '../../../src/http/auth.js';
-import { HIDDEN_ACTIONS, renderStatusPage, type StatusView } from '../../../src/http/routes/status-page.js';
+import {
+  HIDDEN_ACTIONS,
+  MAX_ATTACKED_ROWS,
+  QUIET_PAGE_ROWS,
+  renderStatusPage,
+  type StatusView,
+} from '../../../src/http/routes/status-page.js';
 import type { JournalEntry } from '../../../src/store/rows.js';
 import { ExpositionCache } from '../../../src/metrics/exposition.js';
 import { captureLogger } from '../../helpers/logger.js';
@@ -65,6 +71,65 @@ describe('status page', () => {
     expect(html).toContain('no request yet');
     expect(html).toContain('no graph fetched yet');
     expect(html).toContain('<h2>Last remediation decisions</h2>\n<p class="muted">none</p>');
+  });
+});
+
+/** `count` servers with two IPs each; every `attackedEvery`th server has its first IP under attack. */
+const fleet = (count: number, attackedEvery: number): StatusView['servers'] =>
+  Array.from({ length: count }, (_, i) => ({
+    serverId: String(100001 + i),
+    hostname: `host-${100001 + i}.example.net`,
+    location: 'ams1',
+    status: 'online',
+    ips: [
+      { ip: `10.${i >> 8}.${i & 255}.1`, events: i % attackedEvery === 0 ? 3 : 0 },
+      { ip: `10.${i >> 8}.${i & 255}.2`, events: 0 },
+    ],
+  }));
+
+// Issue 22: every server listed made 2.8 MB at 10,000 servers, re-rendered on every 30-second refresh.
+describe('status page at fleet size', () => {
+  const servers = fleet(10_000, 25); // 400 under attack: more than are listed
+  it.each([
+    { name: 'the first page', page: 1, firstQuiet: '100002', prev: false, next: true },
+    { name: 'page 2', page: 2, firstQuiet: '100106', prev: true, next: true },
+    { name: 'the last page', page: 96, firstQuiet: '109897', prev: true, next: false },
+    { name: 'a page past the last (shows the last)', page: 5000, firstQuiet: '109897', prev: true, next: false },
+  ])('10,000 servers, $name: bounded, every count, the attacked first', ({ page, firstQuiet, prev, next }) => {
+    const html = renderStatusPage(view({ servers, services: [] }), page);
+    expect(Buffer.byteLength(html)).toBeLessThan(160 * 1024);
+    expect(html).toContain('servers: <strong>10000</strong>');
+    expect(html).toContain('servers under attack: <strong id="attacked-servers">400</strong>');
+    expect(html).toContain('<strong id="attacked-count">400</strong>');
+    expect(html.match(/data-attacked=/g)).toHaveLength(MAX_ATTACKED_ROWS);
+    expect(html).toContain(`and ${400 - MAX_ATTACKED_ROWS} more: GET /api/v1/attacks lists every attack`);
+    const quiet = html.slice(html.indexOf('<table id="servers">'));
+    expect(quiet.match(/<tr><td>/g)).toHaveLength(QUIET_PAGE_ROWS); // 9,600 quiet servers: 96 full pages
+    expect(quiet).toContain(`<tr><td>${firstQuiet}</td>`);
+    expect(html.includes('rel="prev"')).toBe(prev);
+    expect(html.includes('rel="next"')).toBe(next);
+  });
+
+  it.each([
+    { query: '?page=0', status: 400 },
+    { query: '?page=abc', status: 400 },
+    { query: '?page=1e3', status: 400 },
+    { query: '?page=2&page=3', status: 400 },
+    { query: '?sort=ip', status: 400 },
+    { query: '?page=3', status: 200 },
+  ])('GET /$query answers $status', async ({ query, status }) => {
+    const app = buildApp({
+      logger: captureLogger().logger,
+      exposition: new ExpositionCache({ registry: new Registry() }),
+      graphStores: new Map([['default', new GraphStore(tempDir(), 'default')]]),
+      graphMaxWidth: 2000,
+      statusView: async () => view({ servers: fleet(1000, 10), services: [] }),
+    });
+    const res = await app.inject({ url: `/${query}` });
+    await app.close();
+    expect(res.statusCode).toBe(status);
+    if (status === 200) expect(res.body).toContain('servers 201–300 of 900 · page 3 of 9');
+    else expect(res.json()).toMatchObject({ statusCode: 400 });
   });
 });
 

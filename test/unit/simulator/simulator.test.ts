@@ -2,7 +2,13 @@ import sharp from 'sharp';
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../../src/simulator/server.js';
-import { FIREWALL_STATE_WINDOW_MS, SimulatorState } from '../../../src/simulator/state.js';
+import {
+  ATTACKED_PER_HOUR,
+  DEMO_SIMULATOR,
+  FIREWALL_STATE_WINDOW_MS,
+  SimulatorState,
+  slotAttackRate,
+} from '../../../src/simulator/state.js';
 
 let sim: Simulator | undefined;
 afterEach(async () => {
@@ -50,6 +56,42 @@ describe('simulator state', () => {
     for (let hour = 0; hour < 48; hour++, t += 3600_000) attackedPerHour.push(state.eventsFor(ip, 3600).length > 0);
     expect(attackedPerHour).toContain(true);
     expect(attackedPerHour).toContain(false);
+  });
+
+  // Issue 22: the old default (3 % a five-minute slot) put 1,311 of 4,000 IPs under attack within the hour.
+  it('by default puts a few percent of the IPs under attack within an hour, at any hour', () => {
+    let t = Date.UTC(2026, 10, 21, 0);
+    const state = new SimulatorState({ seed: 7, servers: 2000, colocations: 0, transits: 0, now: () => t });
+    const ips = [...state.servers.values()].flatMap((s) => s.ips);
+    for (let hour = 0; hour < 6; hour++, t += 3600_000) {
+      const share = ips.filter((ip) => state.eventsFor(ip, 3600).length > 0).length / ips.length;
+      expect(share, `hour ${hour}`).toBeGreaterThan(ATTACKED_PER_HOUR / 2);
+      expect(share, `hour ${hour}`).toBeLessThan(ATTACKED_PER_HOUR * 2);
+    }
+  });
+
+  it.each([
+    { perHour: 0, slot: 300, expected: 0 },
+    { perHour: 0.03, slot: 3600, expected: 0.03 },
+    { perHour: 0.75, slot: 1800, expected: 0.5 },
+  ])('a slot of $slot s is attacked with the chance that gives $perHour an hour', ({ perHour, slot, expected }) => {
+    expect(slotAttackRate(perHour, slot)).toBeCloseTo(expected, 12);
+  });
+
+  it.each([-0.1, 1, Number.NaN])('refuses %s attacks per hour', (perHour) => {
+    expect(() => slotAttackRate(perHour)).toThrow(RangeError);
+  });
+
+  it("shows a demo user only the banner's attacked IP, at any hour of two days", () => {
+    let t = Date.UTC(2026, 10, 21, 0);
+    const state = new SimulatorState({ ...DEMO_SIMULATOR, now: () => t });
+    const ips = [...state.services.values()].flatMap((s) => s.ips);
+    const banner = [...state.servers.values()][0]!.ips[0]!;
+    state.startAttack(banner, 48 * 3600);
+    for (let hour = 0; hour < 48; hour++) {
+      t += 3600_000;
+      expect(ips.filter((ip) => state.eventsFor(ip, 3600).length > 0)).toEqual([banner]);
+    }
   });
 
   it('puts an IP under attack by hand and stops it; past events stay in the window', () => {

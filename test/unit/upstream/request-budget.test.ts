@@ -55,11 +55,18 @@ function takeAll(
 describe('RequestBudget', () => {
   it.each([
     {
-      name: '100/s, default burst (a tenth of a second): ten at once, then one every 10 ms',
+      name: '100/s, default burst (a twentieth of a second): five at once, then one every 10 ms',
       rate: 100,
       burst: undefined,
-      takes: 13,
-      grantedAt: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 10, 20, 30],
+      takes: 7,
+      grantedAt: [0, 0, 0, 0, 0, 10, 20],
+    },
+    {
+      name: '1,000/s, default burst: fifty at once, then one every millisecond',
+      rate: 1000,
+      burst: undefined,
+      takes: 52,
+      grantedAt: [...Array.from({ length: 50 }, () => 0), 1, 2],
     },
     {
       name: '10/s, default burst of one: one every 100 ms',

@@ -1,0 +1,12 @@
+/**
+ * The memory floor of the small-account row: Node importing the daemon's runtime dependencies (package.json's
+ * `dependencies`) and idling. Prints its RSS in bytes after two idle seconds, then exits. run.ts starts it with
+ * the daemon's own Node flags and environment (LD_PRELOAD included), in the same run as what it is compared to.
+ */
+import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+const { dependencies } = JSON.parse(readFileSync('package.json', 'utf8')) as { dependencies: Record<string, string> };
+for (const name of Object.keys(dependencies)) await import(name);
+await sleep(2000);
+console.log(process.memoryUsage().rss);
