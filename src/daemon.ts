@@ -27,7 +27,7 @@ import { createLogger } from './logger.js';
 import { RemediationEngine } from './remediation/engine.js';
 import { restartKeys, type ReloadResult } from './config/reload.js';
 import { ConfigError } from './errors.js';
-import { createMetrics, leaderOnlyNames, type Metrics } from './metrics/definitions.js';
+import { createMetrics, createdNames, leaderOnlyNames, type Metrics } from './metrics/definitions.js';
 import { ExpositionCache } from './metrics/exposition.js';
 import type { UpstreamClient } from './upstream/client.js';
 import type { PollJobs } from './scheduler/jobs.js';
@@ -170,6 +170,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     registry,
     now,
     include: (name) => leading() || !leaderOnly.has(name),
+    created: createdNames(metrics),
     beforeRender: (ms) => {
       metrics.renderedAt.set(ms / 1000);
       metrics.journalUp.set(journal.healthy() ? 1 : 0);

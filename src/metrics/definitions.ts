@@ -309,6 +309,18 @@ export const LEADER_ONLY_METRICS = [
 ] as const satisfies ReadonlyArray<keyof Metrics>;
 
 /**
+ * The event counters whose series appear as events arrive (a new IP under attack): in OpenMetrics each
+ * sample is followed by its `_created` time, so a scraper that ingests created timestamps knows the
+ * counter started from 0 (docs/metrics-counters.md).
+ */
+export const CREATED_METRICS = ['attackEventsTotal'] as const satisfies ReadonlyArray<keyof Metrics>;
+
+/** The names of CREATED_METRICS (as prom-client registered them). */
+export function createdNames(metrics: Metrics): Set<string> {
+  return new Set(CREATED_METRICS.map((key) => (metrics[key] as unknown as { name: string }).name));
+}
+
+/**
  * The metrics each account has its own series of: every one carries the label `account`. The leader's
  * poll-derived ones, and those every replica sets (its own upstream requests, remediation from the journal).
  */
