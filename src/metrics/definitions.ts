@@ -6,6 +6,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric
 import { ACTIONS, JOB_NAMES } from '../config/schema.js';
 import { DECISIONS } from '../remediation/decisions.js';
 import { BUILD } from '../version.js';
+import { trackChanges } from './changes.js';
 
 /** Appended to the help of polled values: a scrape never calls the API (see metrics/exposition.ts). */
 export const CACHED = 'Cached: as of the last poll; the exposition is re-rendered after each poll and at most 15s old.';
@@ -264,6 +265,10 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       registers,
     }),
   };
+  // These change only through their own methods (no `collect`): a rendering can tell which changed. Not the
+  // histogram: prom-client's `Histogram.labels().observe` reaches its values without passing through them.
+  for (const metric of Object.values(metrics))
+    if (metric instanceof Gauge || metric instanceof Counter) trackChanges(metric);
   metrics.buildInfo.set(
     {
       version: options.version ?? '0.0.0',

@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { Registry } from 'prom-client';
 import { CLOCK_EVERY, Slices } from '../slices.js';
+import { changeVersion } from './changes.js';
 
 const gzipAsync = promisify(gzip);
 const SEPARATOR = Buffer.from('\n\n');
@@ -212,6 +213,8 @@ export class ExpositionCache {
   /** formatted label sets by prom-client's label object (see labelText) */
   readonly #labels = new WeakMap<object, string>();
   readonly #created = new CreatedTimes();
+  /** the last rendering of each metric that counts its changes (metrics/changes.ts), with the count then */
+  readonly #families = new WeakMap<object, { version: number; rendered: RenderedMetric }>();
   readonly #options: ExpositionCacheOptions;
 
   constructor(options: ExpositionCacheOptions) {
@@ -265,7 +268,15 @@ export class ExpositionCache {
         if (include && !include(metric.name)) continue;
         if (parts.length > 0) parts.push(SEPARATOR);
         const withCreated = created?.has(metric.name) ? this.#created : undefined;
-        const rendered = await renderMetric(metric, this.#labels, slices, withCreated);
+        // A metric unchanged since its last rendering is not collected again: its bytes are reused.
+        const version = changeVersion(metric);
+        const cached = this.#families.get(metric);
+        let rendered: RenderedMetric;
+        if (version !== undefined && cached?.version === version) rendered = cached.rendered;
+        else {
+          rendered = await renderMetric(metric, this.#labels, slices, withCreated);
+          if (version !== undefined) this.#families.set(metric, { version, rendered });
+        }
         parts.push(...rendered.text);
         omParts.push(...rendered.openMetrics, NEWLINE);
         await slices.next();
