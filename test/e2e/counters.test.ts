@@ -26,7 +26,7 @@ describe.skipIf(prometheus.skip)('a real Prometheus sees the first events of a n
   const selector = `baremetal_firewall_attack_events_total{service_type="colocation",service_id="colo-1",ip="${NEW_IP}"}`;
 
   beforeAll(async () => {
-    const dir = tempDir('bmx-e2e-', 'counters');
+    const dir = tempDir('bmx-e2e-counters-', 'all');
     sim = await startSimulator({ apiKey: 'e2e-key', servers: 2, colocations: 1, transits: 0, attackRate: 0, seed: 3 });
     const config = buildConfig(
       {
