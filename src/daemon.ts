@@ -28,7 +28,7 @@ import { readinessOf } from './daemon/readiness.js';
 import { createReload } from './daemon/reload.js';
 import { pollingDuties, Replication } from './daemon/replication.js';
 import { listen, webDeps } from './daemon/web.js';
-import { createMetrics, leaderOnlyNames, type Metrics } from './metrics/definitions.js';
+import { createMetrics, createdNames, leaderOnlyNames, type Metrics } from './metrics/definitions.js';
 import { ExpositionCache } from './metrics/exposition.js';
 import { VERSION } from './version.js';
 
@@ -260,6 +260,7 @@ function exposeMetrics(
     registry,
     now: o.now,
     include: (name) => o.leading() || !leaderOnly.has(name),
+    created: createdNames(metrics),
     beforeRender: (ms) => {
       metrics.renderedAt.set(ms / 1000);
       metrics.journalUp.set(o.journal.healthy() ? 1 : 0);

@@ -34,6 +34,11 @@ interface ServiceSeries {
   up: boolean;
   /** event ids of the latest successful history, for deduplication */
   seenIds: Set<string>;
+  /**
+   * Events per IP whose `_total` series this poll created: exposed at 0 now, added at the service's next
+   * poll (success or failure), so a scrape between the two sees the series at 0 before its first events.
+   */
+  pending: Map<string, number>;
 }
 
 /** What the collector remembers between polls, keyed by `type/id`. */
@@ -147,9 +152,15 @@ export function collectFirewallHistory(
       if (at !== undefined) lastEventAt.set(ip, at);
     }
   }
+  // The events held back by the previous poll, for the series it created and this one keeps.
+  for (const [ip, held] of previous?.pending ?? [])
+    if (counts.has(ip)) metrics.attackEventsTotal.inc(labels(ref, ip), held);
+  const pending = new Map<string, number>();
   for (const event of fresh) {
     if (isIP(event.ip) === 0) metrics.firewallEventsDropped.inc({ reason: 'invalid_ip' });
     else if (!counts.has(event.ip)) metrics.firewallEventsDropped.inc({ reason: 'ip_limit' });
+    // A series this poll creates is exposed at 0; its first events are added at the next poll (see pending).
+    else if (!previous?.counts.has(event.ip)) pending.set(event.ip, (pending.get(event.ip) ?? 0) + 1);
     else metrics.attackEventsTotal.inc(labels(ref, event.ip));
   }
   for (const ip of previous?.counts.keys() ?? []) {
@@ -162,7 +173,7 @@ export function collectFirewallHistory(
   for (const [ip, count] of counts) {
     const before = previous?.counts.get(ip);
     if (before !== count) metrics.attackEvents.set(labels(ref, ip), count);
-    // Expose the counter from 0 so that rate() and increase() see the first event.
+    // Expose the counter from 0 so that rate() and increase() see the first events.
     if (before === undefined) metrics.attackEventsTotal.inc(labels(ref, ip), 0);
   }
   if (!previous?.up) metrics.firewallHistoryUp.set({ service_type: ref.serviceType, service_id: ref.serviceId }, 1);
@@ -170,15 +181,21 @@ export function collectFirewallHistory(
     { service_type: ref.serviceType, service_id: ref.serviceId },
     context.now / 1000,
   );
-  state.services.set(key, { counts, lastEventAt, up: true, seenIds });
+  state.services.set(key, { counts, lastEventAt, up: true, seenIds, pending });
   return fresh.length;
 }
 
-/** A failed poll of one service: history_up 0; its event series keep the values of the poll before. */
+/**
+ * A failed poll of one service: history_up 0; its event series keep the values of the poll before, plus
+ * the events that poll held back for the series it created (they have been exposed at 0 for a poll).
+ */
 export function collectFirewallFailure(state: FirewallSeriesState, metrics: Metrics, ref: ServiceRef): void {
   metrics.firewallHistoryUp.set({ service_type: ref.serviceType, service_id: ref.serviceId }, 0);
   const series = state.services.get(FirewallSeriesState.key(ref));
-  if (series) series.up = false;
+  if (!series) return;
+  series.up = false;
+  for (const [ip, held] of series.pending) metrics.attackEventsTotal.inc(labels(ref, ip), held);
+  series.pending.clear();
 }
 
 /** Removes every series of a service that is gone (server deleted, id removed from the config). */

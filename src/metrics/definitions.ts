@@ -6,6 +6,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric
 import { ACTIONS, JOB_NAMES } from '../config/schema.js';
 import { DECISIONS } from '../store/decisions.js';
 import { BUILD } from '../version.js';
+import { trackChanges } from './changes.js';
 
 /** How a poll run ended: the `outcome` label of `baremetal_poll_runs_total`. */
 export type RunOutcome = 'success' | 'partial' | 'failure' | 'skipped';
@@ -274,6 +275,10 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       registers,
     }),
   };
+  // These change only through their own methods (no `collect`): a rendering can tell which changed. Not the
+  // histogram: prom-client's `Histogram.labels().observe` reaches its values without passing through them.
+  for (const metric of Object.values(metrics))
+    if (metric instanceof Gauge || metric instanceof Counter) trackChanges(metric);
   metrics.buildInfo.set(
     {
       version: options.version ?? '0.0.0',
@@ -318,6 +323,18 @@ export const LEADER_ONLY_METRICS = [
   'catalogOperatingSystems',
   'catalogLocations',
 ] as const satisfies ReadonlyArray<keyof Metrics>;
+
+/**
+ * The event counters whose series appear as events arrive (a new IP under attack): in OpenMetrics each
+ * sample is followed by its `_created` time, so a scraper that ingests created timestamps knows the
+ * counter started from 0 (docs/metrics-counters.md).
+ */
+export const CREATED_METRICS = ['attackEventsTotal'] as const satisfies ReadonlyArray<keyof Metrics>;
+
+/** The names of CREATED_METRICS (as prom-client registered them). */
+export function createdNames(metrics: Metrics): Set<string> {
+  return new Set(CREATED_METRICS.map((key) => (metrics[key] as unknown as { name: string }).name));
+}
 
 /**
  * The metrics each account has its own series of: every one carries the label `account`. The leader's

@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { Registry } from 'prom-client';
 import { CLOCK_EVERY, Slices } from '../slices.js';
+import { changeVersion } from './changes.js';
 
 const gzipAsync = promisify(gzip);
 const SEPARATOR = Buffer.from('\n\n');
@@ -111,7 +112,12 @@ interface RenderedMetric {
  * sample line is the same in both formats, so it is built and encoded once, in chunks of CHUNK_CHARS that
  * both bodies share. A metric with exemplars goes through prom-client itself.
  */
-async function renderMetric(metric: object, cache: WeakMap<object, string>, slices: Slices): Promise<RenderedMetric> {
+async function renderMetric(
+  metric: object,
+  cache: WeakMap<object, string>,
+  slices: Slices,
+  created?: CreatedTimes,
+): Promise<RenderedMetric> {
   const source = metric as unknown as { get(): Promise<Collected>; getForPromString?: () => Promise<Collected> };
   const data = await (source.getForPromString ? source.getForPromString() : source.get());
   const counter = data.type === 'counter';
@@ -151,9 +157,38 @@ async function renderMetric(metric: object, cache: WeakMap<object, string>, slic
   if (pending) chunks.push(Buffer.from(pending));
   const text = [Buffer.from(`# HELP ${name} ${help}\n# TYPE ${name} ${data.type}`), ...chunks];
   const omHead = Buffer.from(`# HELP ${familyName} ${help}\n# TYPE ${familyName} ${data.type}`);
+  if (counter && created) {
+    // Each `_total` sample followed by its `_created` (OpenMetrics: the samples of one label set together).
+    const omLines: string[] = [];
+    for (const sample of values) {
+      omLines.push(line(sample, omName(sample)));
+      omLines.push(`\n${familyName}_created${labelText(sample, cache)} ${created.of(sample.labels ?? {})}`);
+    }
+    return { text, openMetrics: [omHead, Buffer.from(omLines.join(''))] };
+  }
   if (!apart) return { text, openMetrics: [omHead, ...chunks] };
   // Rare (no such metric here): the OpenMetrics lines apart.
   return { text, openMetrics: [omHead, Buffer.from(values.map((sample) => line(sample, omName(sample))).join(''))] };
+}
+
+/**
+ * When each series of a counter was created, for OpenMetrics `_created`: the time of the first rendering
+ * that saw it, in Unix seconds. prom-client keeps one label object per counter series for its life (a
+ * removed series that comes back is a new object, so a new time); a series is rendered right after the
+ * poll that created it, so the time is the poll's end, not the counter's first event (counted later).
+ */
+class CreatedTimes {
+  readonly #times = new WeakMap<object, number>();
+  /** Unix seconds of the rendering in progress */
+  now = 0;
+  of(labels: object): number {
+    let at = this.#times.get(labels);
+    if (at === undefined) {
+      at = this.now;
+      this.#times.set(labels, at);
+    }
+    return at;
+  }
 }
 
 export interface ExpositionCacheOptions {
@@ -165,6 +200,8 @@ export interface ExpositionCacheOptions {
   now?: () => number;
   /** which metrics (by name) a rendering includes, asked at each rendering (default: all) */
   include?: (name: string) => boolean;
+  /** counters (by name) whose OpenMetrics samples get a `_created` line (default: none) */
+  created?: ReadonlySet<string>;
 }
 
 export class ExpositionCache {
@@ -175,6 +212,9 @@ export class ExpositionCache {
   #timer: NodeJS.Timeout | undefined;
   /** formatted label sets by prom-client's label object (see labelText) */
   readonly #labels = new WeakMap<object, string>();
+  readonly #created = new CreatedTimes();
+  /** the last rendering of each metric that counts its changes (metrics/changes.ts), with the count then */
+  readonly #families = new WeakMap<object, { version: number; rendered: RenderedMetric }>();
   readonly #options: ExpositionCacheOptions;
 
   constructor(options: ExpositionCacheOptions) {
@@ -222,11 +262,21 @@ export class ExpositionCache {
       const slices = new Slices();
       const parts: Buffer[] = [];
       const omParts: Buffer[] = [];
-      const { include } = this.#options;
+      const { include, created } = this.#options;
+      this.#created.now = now / 1000;
       for (const metric of registry.getMetricsAsArray()) {
         if (include && !include(metric.name)) continue;
         if (parts.length > 0) parts.push(SEPARATOR);
-        const rendered = await renderMetric(metric, this.#labels, slices);
+        const withCreated = created?.has(metric.name) ? this.#created : undefined;
+        // A metric unchanged since its last rendering is not collected again: its bytes are reused.
+        const version = changeVersion(metric);
+        const cached = this.#families.get(metric);
+        let rendered: RenderedMetric;
+        if (version !== undefined && cached?.version === version) rendered = cached.rendered;
+        else {
+          rendered = await renderMetric(metric, this.#labels, slices, withCreated);
+          if (version !== undefined) this.#families.set(metric, { version, rendered });
+        }
         parts.push(...rendered.text);
         omParts.push(...rendered.openMetrics, NEWLINE);
         await slices.next();

@@ -99,6 +99,8 @@ export class PollJobs implements TargetDirectory {
   };
   /** the start-up warning about the budget was logged */
   #budgetWarned = false;
+  /** the ids of the last successful ledger write (the sets themselves: a new history replaces a set, never edits it) */
+  #savedIds: ReadonlyMap<string, ReadonlySet<string>> | undefined;
 
   constructor(deps: PollJobsDeps) {
     this.#deps = deps;
@@ -136,6 +138,8 @@ export class PollJobs implements TargetDirectory {
    * own ids too; the next history replaces both.
    */
   restoreEventIds(ids: ReadonlyMap<string, Set<string>>): void {
+    // The sets below change in place: the next ledger write must not be skipped as unchanged.
+    this.#savedIds = undefined;
     this.firewallState.restored.clear();
     for (const [key, set] of ids) {
       const seen = this.firewallState.services.get(key)?.seenIds;
@@ -317,8 +321,11 @@ export class PollJobs implements TargetDirectory {
       if (!current.has(key)) this.firewallState.restored.delete(key);
     const ids = new Map<string, ReadonlySet<string>>(this.firewallState.restored);
     for (const [key, series] of this.firewallState.services) ids.set(key, series.seenIds);
+    // Most runs see the histories they saw before: no JSON of every id on the event loop, no file write.
+    if (this.#savedIds && sameIds(ids, this.#savedIds)) return;
     try {
       await ledger.save(ids);
+      this.#savedIds = ids;
     } catch (error) {
       logger.warn(
         { err: error },
@@ -378,4 +385,16 @@ export class PollJobs implements TargetDirectory {
       },
     );
   }
+}
+
+/** The same services with the same event ids (a set compared by content only when it is another object). */
+function sameIds(a: ReadonlyMap<string, ReadonlySet<string>>, b: ReadonlyMap<string, ReadonlySet<string>>): boolean {
+  if (a.size !== b.size) return false;
+  for (const [key, ids] of a) {
+    const before = b.get(key);
+    if (before === ids) continue;
+    if (!before || before.size !== ids.size) return false;
+    for (const id of ids) if (!before.has(id)) return false;
+  }
+  return true;
 }

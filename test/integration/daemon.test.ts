@@ -31,6 +31,13 @@ describe('daemon against the simulator', () => {
     expect(await accountOf(daemon, 'default').poller.run('firewall')).toBe('success');
     expect(await seriesValue(daemon.registry, 'baremetal_servers')).toBe(6);
 
+    // Every attack series is new: exposed at 0, its events added at the next poll (docs/metrics-counters.md).
+    const born = await seriesOf(daemon.registry, 'baremetal_firewall_attack_events_total');
+    expect(born.length).toBeGreaterThan(0);
+    for (const labels of born)
+      expect(await seriesValue(daemon.registry, 'baremetal_firewall_attack_events_total', labels as never)).toBe(0);
+    expect(await accountOf(daemon, 'default').poller.run('firewall')).toBe('success');
+
     let attacked = 0;
     for (const service of sim.state.services.values()) {
       for (const ip of service.ips) {

@@ -83,13 +83,15 @@ describe('golden exposition', () => {
 
   // promtool 2.42 (Debian's) lints with the 0.0.4 text parser: an OpenMetrics counter family `x` with samples
   // `x_total` reads to it as a family without samples plus an untyped `x_total` "with no help text". Those
-  // lines, exactly one per counter family with samples, are its only findings allowed; Prometheus's own OpenMetrics parser
-  // is exercised by the e2e scrape (test/e2e/web-config.test.ts).
+  // lines, exactly one per counter family with samples, and the event counter's `_created` samples read the same way,
+  // are its only findings allowed; Prometheus's own OpenMetrics parser is exercised by the e2e scrapes
+  // (test/e2e/web-config.test.ts, test/e2e/counters.test.ts).
   const counters = () =>
     [...raw.matchAll(/^# TYPE (\S+) counter$/gm)]
       .map((m) => m[1]!)
       .filter((name) => new RegExp(`^${name}[{ ]`, 'm').test(raw))
       .map((name) => `${name} no help text`)
+      .concat('baremetal_firewall_attack_events_created no help text')
       .sort();
   it.skipIf(promtool.skip).each([
     { format: 'text 0.0.4', body: () => raw, expected: () => [] },
@@ -111,7 +113,15 @@ describe('golden exposition', () => {
         .split('\n')
         .filter((line) => line !== '' && !line.startsWith('#'))
         .sort();
-    expect(samples(openMetrics)).toEqual(samples(raw));
+    const created = samples(openMetrics).filter((line) => line.startsWith('baremetal_firewall_attack_events_created{'));
+    expect(samples(openMetrics).filter((line) => !created.includes(line))).toEqual(samples(raw));
+    // One `_created` per event counter series, at the time of the rendering that first showed it (now, here).
+    const totals = samples(raw).filter((line) => line.startsWith('baremetal_firewall_attack_events_total{'));
+    expect(created.map((line) => line.replace(/ \S+$/, ''))).toEqual(
+      totals.map((line) => line.replace('_total{', '_created{').replace(/ \S+$/, '')),
+    );
+    expect(new Set(created.map((line) => line.split(' ')[1]))).toEqual(new Set([String(NOW / 1000)]));
+    expect(totals.length).toBeGreaterThan(0);
     expect(openMetrics).toContain('# TYPE baremetal_firewall_attack_events counter\n');
     expect(openMetrics).toContain('# TYPE baremetal_firewall_attack_events_last_hour gauge\n');
     expect(openMetrics.endsWith('\n# EOF\n')).toBe(true);

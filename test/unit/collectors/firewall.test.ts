@@ -116,6 +116,44 @@ describe('firewall collector', () => {
     expect(await seriesValue(registry, 'baremetal_firewall_attack_events_last_hour', l(server, '192.0.2.1'))).toBe(2);
   });
 
+  const TOTAL = 'baremetal_firewall_attack_events_total';
+  const three = [ev('a', '198.51.100.7'), ev('b', '198.51.100.7'), ev('c', '198.51.100.7')];
+  // A new series is exposed at 0 for one poll, then its first events are added: increase() sees them.
+  it.each([
+    { name: 'new colocation IP, next poll succeeds', ref: colo, known: [], next: 'success' },
+    {
+      name: 'new transit IP, next poll fails',
+      ref: { serviceType: 'transit' as const, serviceId: 't1' },
+      known: [],
+      next: 'failure',
+    },
+    { name: 'dedicated IP seen only in history', ref: server, known: ['192.0.2.1'], next: 'success' },
+    { name: 'known dedicated IP attacked on the first poll', ref: server, known: ['198.51.100.7'], next: 'success' },
+  ])(
+    'a new attack series starts at 0 and gets its first events at the next poll: $name',
+    async ({ ref, known, next }) => {
+      const { registry, metrics } = freshMetrics();
+      const state = new FirewallSeriesState();
+      expect(collectFirewallHistory(state, metrics, ref, three, ctx(known, 1000))).toBe(3);
+      expect(await seriesValue(registry, TOTAL, l(ref, '198.51.100.7'))).toBe(0);
+      expect(await seriesValue(registry, 'baremetal_firewall_attack_events_last_hour', l(ref, '198.51.100.7'))).toBe(3);
+      if (next === 'failure') collectFirewallFailure(state, metrics, ref);
+      else expect(collectFirewallHistory(state, metrics, ref, three, ctx(known, 2000))).toBe(0);
+      expect(await seriesValue(registry, TOTAL, l(ref, '198.51.100.7'))).toBe(3);
+      // Held back once only: a third poll adds nothing more.
+      collectFirewallHistory(state, metrics, ref, three, ctx(known, 3000));
+      expect(await seriesValue(registry, TOTAL, l(ref, '198.51.100.7'))).toBe(3);
+    },
+  );
+
+  it('adds the events of an IP already exposed at once', async () => {
+    const { registry, metrics } = freshMetrics();
+    const state = new FirewallSeriesState();
+    collectFirewallHistory(state, metrics, server, [], ctx(['198.51.100.7'], 1000));
+    collectFirewallHistory(state, metrics, server, three, ctx(['198.51.100.7'], 2000));
+    expect(await seriesValue(registry, TOTAL, l(server, '198.51.100.7'))).toBe(3);
+  });
+
   it('removes every series of a service that is gone', async () => {
     const { registry, metrics } = freshMetrics();
     const state = new FirewallSeriesState();

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { createMetrics, leaderOnlyNames } from '../../../src/metrics/definitions.js';
+import { createMetrics, createdNames, leaderOnlyNames } from '../../../src/metrics/definitions.js';
 import { ExpositionCache } from '../../../src/metrics/exposition.js';
 
 /** Label values prom-client must escape or write as they are. */
@@ -101,5 +101,41 @@ describe('exposition cache', () => {
     ]);
     expect(leaderOnly.has('baremetal_servers')).toBe(true);
     expect(leaderOnly.has('baremetal_action_requests_total')).toBe(false);
+  });
+
+  it('follows each event counter sample with its _created time in OpenMetrics only, kept until the series goes', async () => {
+    const registry = new Registry();
+    const metrics = createMetrics(registry);
+    let now = 1_700_000_000_000;
+    const cache = new ExpositionCache({ registry, now: () => now, created: createdNames(metrics) });
+    const a = { account: 'x', service_type: 'colocation', service_id: 'c1', ip: '198.51.100.1' };
+    const b = { ...a, ip: '198.51.100.2' };
+    metrics.attackEventsTotal.inc(a, 0);
+    metrics.apiRequests.inc({ account: 'x', operation: 'graphs', outcome: 'success' });
+    await cache.render();
+    now += 5000;
+    metrics.attackEventsTotal.inc(a, 3);
+    metrics.attackEventsTotal.inc(b, 0);
+    const lines = (text: string) => text.split('\n').filter((line) => line.includes('attack_events'));
+    const labels = (l: Record<string, string>) =>
+      `{account="${l.account}",service_type="${l.service_type}",service_id="${l.service_id}",ip="${l.ip}"}`;
+    const rendered = await cache.render();
+    expect(lines(rendered.openMetrics.toString()).filter((line) => !line.startsWith('#'))).toEqual([
+      `baremetal_firewall_attack_events_total${labels(a)} 3`,
+      `baremetal_firewall_attack_events_created${labels(a)} 1700000000`,
+      `baremetal_firewall_attack_events_total${labels(b)} 0`,
+      `baremetal_firewall_attack_events_created${labels(b)} 1700000005`,
+    ]);
+    expect(rendered.body.toString()).not.toContain('_created');
+    expect(rendered.openMetrics.toString()).not.toContain('baremetal_api_requests_created');
+    // A series removed and created again starts again.
+    metrics.attackEventsTotal.remove(a);
+    await cache.render();
+    now += 5000;
+    // (prom-client keeps the label object it was given: the collector passes a new one for each call)
+    metrics.attackEventsTotal.inc({ ...a }, 0);
+    expect((await cache.render()).openMetrics.toString()).toContain(
+      `baremetal_firewall_attack_events_created${labels(a)} 1700000010\n`,
+    );
   });
 });
