@@ -26,6 +26,7 @@ import { lockStateDir, type StateLock } from './journal/state-lock.js';
 import { createLogger } from './logger.js';
 import { RemediationEngine } from './remediation/engine.js';
 import { restartKeys, type ReloadResult } from './config/reload.js';
+import { DATABASE_UNREACHABLE } from './database/redact.js';
 import { ConfigError } from './errors.js';
 import { createMetrics, leaderOnlyNames, type Metrics } from './metrics/definitions.js';
 import { ExpositionCache } from './metrics/exposition.js';
@@ -260,8 +261,11 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
             : `the first ${poll} has not finished`;
         }),
     );
-    if (role?.problem !== undefined) reasons.push(`the shared database does not answer: ${role.problem}`);
-    const problem = journal.problem ?? (journal.healthy() ? undefined : 'it does not answer');
+    // /readyz is open to anyone: a database's problem names the part only (host, port, user and database
+    // are in the log line that reported it).
+    if (role?.problem !== undefined) reasons.push(`the shared database does not answer: ${DATABASE_UNREACHABLE}`);
+    const detail = journal.problem ?? (journal.healthy() ? undefined : 'it does not answer');
+    const problem = detail !== undefined && journal.kind === 'postgres' ? `state ${DATABASE_UNREACHABLE}` : detail;
     if (problem !== undefined) reasons.push(`the journal is unavailable (remediation disabled): ${problem}`);
     return reasons;
   };

@@ -10,6 +10,7 @@ import { Ajv, type ErrorObject } from 'ajv';
 import ms from 'ms';
 import cron from 'node-cron';
 import { parse as parseYaml } from 'yaml';
+import { redactDatabaseUrl } from '../database/redact.js';
 import { ConfigError, InsecureUrlError } from '../errors.js';
 import { checkBaseUrl } from '../upstream/base-url.js';
 import {
@@ -283,8 +284,7 @@ function checkDatabase(checks: Checks, env: ConfigEnv, readFile: ReadFile): Conf
     problems.push(`${at}: must be a postgres:// or postgresql:// URL with a host`);
     return undefined;
   }
-  if (parsed.password) parsed.password = '***';
-  return { kind: 'postgres', url, redactedUrl: parsed.toString() };
+  return { kind: 'postgres', url, redactedUrl: redactDatabaseUrl(url) };
 }
 
 type UpstreamFile = ConfigFile['upstream'];

@@ -15,7 +15,7 @@
 import type { Logger } from 'pino';
 import type pg from 'pg';
 import { ACCOUNT_LOCK_KEY, migrate, openPool, type PoolLimits } from '../database/postgres.js';
-import { databaseScrubber, reasonOf } from '../database/redact.js';
+import { DATABASE_UNREACHABLE, databaseScrubber, reasonOf } from '../database/redact.js';
 import { JournalError } from '../errors.js';
 import { PostgresEventLedger } from '../state/postgres-event-ledger.js';
 import { JOURNAL_MIGRATIONS, PgQueries, type Run } from './postgres-queries.js';
@@ -78,11 +78,17 @@ export async function openPostgresStore(o: PostgresStoreOptions): Promise<Postgr
         return { rows: result.rows as Row[], rowCount: result.rowCount };
       } catch (error) {
         failure = message(error);
-        throw new JournalError(`state database (PostgreSQL at ${redactedUrl}) statement failed: ${failure}`);
+        // The reply names the part only; host, port, user and database go to the log (the error's cause).
+        throw new JournalError(`state database statement failed (${DATABASE_UNREACHABLE} or refusing)`, {
+          cause: new Error(`PostgreSQL at ${redactedUrl}: ${failure}`),
+        });
       }
     };
   const requireOpen = () => {
-    if (openFailure !== undefined) throw new JournalError(`the journal is unavailable: ${openFailure}`);
+    if (openFailure !== undefined)
+      throw new JournalError(`the journal is unavailable: state ${DATABASE_UNREACHABLE}`, {
+        cause: new Error(openFailure),
+      });
   };
   const poolRun = runnerOf(pool);
   const run: Run = (sql, params) => {
@@ -99,7 +105,9 @@ export async function openPostgresStore(o: PostgresStoreOptions): Promise<Postgr
       client = await pool.connect();
     } catch (error) {
       failure = message(error);
-      throw new JournalError(`state database (PostgreSQL at ${redactedUrl}) cannot be reached: ${failure}`);
+      throw new JournalError(`state ${DATABASE_UNREACHABLE}`, {
+        cause: new Error(`PostgreSQL at ${redactedUrl}: ${failure}`),
+      });
     }
     const txRun = runnerOf(client);
     let broken = false;
