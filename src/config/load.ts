@@ -136,8 +136,11 @@ class Checks {
     const users = this.value(`${key}.basic_auth_users`);
     const basicAuthUsers = users !== null && typeof users === 'object' ? (users as Record<string, string>) : {};
     for (const [user, hash] of Object.entries(basicAuthUsers)) {
-      if (typeof hash === 'string' && !BCRYPT_HASH.test(hash))
-        this.problems.push(`${key}.basic_auth_users.${user}: must be a bcrypt hash ($2b$…), never a plain password`);
+      if (typeof hash !== 'string') continue;
+      const problem = BCRYPT_HASH.test(hash)
+        ? bcryptCostProblem(user, hash)
+        : 'must be a bcrypt hash ($2b$…), never a plain password';
+      if (problem !== undefined) this.problems.push(`${key}.basic_auth_users.${user}: ${problem}`);
     }
     return { bearerTokens, basicAuthUsers };
   }
@@ -145,6 +148,24 @@ class Checks {
 
 /** A bcrypt hash as htpasswd and bcryptjs write it. */
 export const BCRYPT_HASH = /^\$2[aby]?\$\d{2}\$[./A-Za-z0-9]{53}$/;
+
+/**
+ * The highest bcrypt cost accepted: one check at cost 14 takes about a second on one core, and each step up
+ * doubles it; a cost-31 hash would hold the only bcrypt worker for days at every uncached login.
+ */
+export const MAX_BCRYPT_COST = 14;
+
+/**
+ * What is wrong with the cost of `hash`, a BCRYPT_HASH of `user`: outside 4…MAX_BCRYPT_COST (bcrypt itself
+ * allows 4…31), as a sentence naming the user; undefined when it is usable.
+ */
+export function bcryptCostProblem(user: string, hash: string): string | undefined {
+  const cost = Number(hash.split('$')[2]);
+  if (cost < 4) return `the bcrypt hash of user ${user} has cost ${cost}; bcrypt needs 4 or more`;
+  if (cost > MAX_BCRYPT_COST)
+    return `the bcrypt hash of user ${user} has cost ${cost}, above ${MAX_BCRYPT_COST}: each login would take minutes to days; hash the password again with cost ${MAX_BCRYPT_COST} or less (htpasswd -B -C 10)`;
+  return undefined;
+}
 
 /**
  * Validates parsed YAML (`raw`) with `env` overrides and returns the normalized Config.
