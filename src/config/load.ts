@@ -5,12 +5,12 @@
  * unreadable key or token files, cron expressions, durations, the listen address) together. A key the schema
  * already rejected is not checked again.
  */
-import { readFileSync } from 'node:fs';
 import { Ajv, type ErrorObject } from 'ajv';
 import ms from 'ms';
 import cron from 'node-cron';
 import { parse as parseYaml } from 'yaml';
 import { redactDatabaseUrl } from '../database/redact.js';
+import { readBoundedText, readProblem, type FileKind } from '../read-bounded-file.js';
 import { ConfigError, InsecureUrlError } from '../errors.js';
 import { checkBaseUrl } from '../upstream/base-url.js';
 import {
@@ -35,7 +35,8 @@ export interface ConfigEnv {
   BAREMETAL_DATABASE_URL?: string | undefined;
 }
 
-type ReadFile = (path: string) => string;
+/** Reads the text of a file the config names; `kind` picks its cap (see readBoundedFile). */
+type ReadFile = (path: string, kind: FileKind) => string;
 
 const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true });
 const validateFile = ajv.compile<ConfigFile>(configFileSchema);
@@ -71,7 +72,7 @@ export function parseListenAddress(text: string): { host: string; port: number }
   return { host: match[1] ?? (match[2] || '0.0.0.0'), port };
 }
 
-const errno = (error: unknown) => (error as NodeJS.ErrnoException).code ?? 'error';
+const errno = readProblem;
 
 /**
  * The semantic checks, run on the document whatever the schema found: each reads a value only if it has
@@ -125,7 +126,7 @@ class Checks {
     (Array.isArray(files) ? files : []).forEach((path: unknown, i) => {
       if (typeof path !== 'string') return;
       try {
-        const token = readFile(path).trim();
+        const token = readFile(path, 'secret').trim();
         if (token.length < 16)
           this.problems.push(`${key}.bearer_token_files.${i}: the token in ${path} is shorter than 16 characters`);
         else bearerTokens.push(token);
@@ -171,11 +172,7 @@ export function bcryptCostProblem(user: string, hash: string): string | undefine
  * Validates parsed YAML (`raw`) with `env` overrides and returns the normalized Config.
  * `readFile` reads key, token and TLS files (injectable for tests). Throws ConfigError with every problem found.
  */
-export function buildConfig(
-  raw: unknown,
-  env: ConfigEnv = {},
-  readFile: ReadFile = (p) => readFileSync(p, 'utf8'),
-): Config {
+export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFile = readBoundedText): Config {
   const doc = (raw ?? {}) as Record<string, unknown>;
   if (typeof doc !== 'object' || Array.isArray(doc)) throw new ConfigError(['(top level): must be a mapping']);
   const fileKeys = new Set(Object.keys(doc));
@@ -213,7 +210,7 @@ export function buildConfig(
     const path = checks.text(`web.tls.${key}`);
     if (path === undefined) continue;
     try {
-      readFile(path);
+      readFile(path, 'pem');
     } catch (error) {
       problems.push(`web.tls.${key}: cannot read ${path} (${errno(error)})`);
     }
@@ -282,7 +279,7 @@ function checkDatabase(checks: Checks, env: ConfigEnv, readFile: ReadFile): Conf
     if (urlFile !== undefined) {
       at = 'database.url_file';
       try {
-        url = readFile(urlFile).trim();
+        url = readFile(urlFile, 'secret').trim();
         if (!url) problems.push(`database.url_file: file ${urlFile} is empty`);
       } catch (error) {
         problems.push(`database.url_file: cannot read ${urlFile} (${errno(error)})`);
@@ -393,7 +390,7 @@ function checkUpstream(
   if (!apiKey && keyFile) {
     apiKeySource = 'file';
     try {
-      apiKey = readFile(keyFile).trim();
+      apiKey = readFile(keyFile, 'secret').trim();
       if (!apiKey) problems.push(`${at}.api_key_file: file ${keyFile} is empty`);
     } catch (error) {
       problems.push(`${at}.api_key_file: cannot read ${keyFile} (${errno(error)})`);
@@ -497,7 +494,7 @@ export function parseConfigText(text: string, env: ConfigEnv = {}, readFile?: Re
 export function loadConfig(path: string, env: ConfigEnv = process.env): Config {
   let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    text = readBoundedText(path, 'config');
   } catch (error) {
     throw new ConfigError([`(file): cannot read ${path} (${errno(error)})`]);
   }

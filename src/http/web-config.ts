@@ -9,13 +9,13 @@
  * `cert`/`key`/`client_ca` and `rate_limit` are refused as unsupported; `http2` is accepted and HTTP/1.1 is
  * served; TLS 1.3 cipher suites are not configurable (as in Go), so `cipher_suites` limits TLS 1.2 and below.
  */
-import { readFileSync } from 'node:fs';
 import { createSecureContext, DEFAULT_CIPHERS, type SecureVersion, type TLSSocket } from 'node:tls';
 import { Ajv, type ErrorObject } from 'ajv';
 import { Type, type Static } from 'typebox';
 import { parse as parseYaml } from 'yaml';
 import { BCRYPT_HASH, bcryptCostProblem } from '../config/load.js';
 import { ConfigError } from '../errors.js';
+import { readBoundedFile, readBoundedText, readProblem } from '../read-bounded-file.js';
 import { oneOf, stringMap, strictObject as strict } from '../json-schema.js';
 
 /** Go's `tls.ClientAuthType` names, as exporter-toolkit spells them. */
@@ -163,7 +163,10 @@ function describe(error: ErrorObject): string {
  * Parses and checks a web-config file's text; `readFile` reads the PEM files (relative paths are the
  * caller's to resolve). Throws ConfigError listing every problem, one line each, prefixed `web.config.file`.
  */
-export function parseWebConfig(text: string, readFile: (path: string) => Buffer = (p) => readFileSync(p)): WebConfig {
+export function parseWebConfig(
+  text: string,
+  readFile: (path: string) => Buffer = (p) => readBoundedFile(p, 'pem'),
+): WebConfig {
   let doc: unknown;
   try {
     doc = parseYaml(text) ?? {};
@@ -215,7 +218,7 @@ function checkTls(
     try {
       return readFile(path);
     } catch (error) {
-      problems.push(`tls_server_config.${key}: cannot read ${path} (${(error as NodeJS.ErrnoException).code})`);
+      problems.push(`tls_server_config.${key}: cannot read ${path} (${readProblem(error)})`);
       return undefined;
     }
   };
@@ -262,9 +265,9 @@ function checkTls(
 export function loadWebConfig(path: string): WebConfig {
   let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    text = readBoundedText(path, 'webConfig');
   } catch (error) {
-    throw new ConfigError([`web.config.file: cannot read ${path} (${(error as NodeJS.ErrnoException).code})`]);
+    throw new ConfigError([`web.config.file: cannot read ${path} (${readProblem(error)})`]);
   }
   return parseWebConfig(text);
 }
