@@ -10,7 +10,8 @@
  * Faults: unreachable at start, the store is unavailable (remediation disabled, 503) and opening is retried in
  * the background until it works. A connection lost later fails the statements that touch it (JournalError,
  * 503) and marks the store unhealthy until a statement or the periodic `SELECT 1` succeeds again. The URL's
- * password is never in a message: errors and log lines name the redacted URL and are scrubbed of it.
+ * secrets are never in a message: log lines name the redacted URL and are scrubbed of them; a JournalError's
+ * message (the 503 body) names the part only (`state database unreachable`), its cause the URL and pg's reason.
  */
 import type { Logger } from 'pino';
 import type pg from 'pg';
