@@ -408,6 +408,14 @@ function checkUpstream(
       `${at}.api_key: required (${at === 'upstream' ? 'set BAREMETAL_API_KEY or upstream.api_key_file' : `set ${at}.api_key_file`})`,
     );
   }
+  const caFile = checks.text(`${at}.ca_file`);
+  if (caFile !== undefined) {
+    try {
+      readFile(caFile, 'pem');
+    } catch (error) {
+      problems.push(`${at}.ca_file: cannot read ${caFile} (${errno(error)})`);
+    }
+  }
   const timeoutMs = checks.duration(`${at}.timeout`, '10s');
   return (file) => ({
     baseUrl: baseUrl!,

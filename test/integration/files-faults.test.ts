@@ -70,6 +70,17 @@ describe('files the daemon reads', () => {
       expected: [`upstream.api_key_file: cannot read /dev/zero ${DEVICE}`],
     },
     {
+      file: 'the upstream CA file is /dev/zero',
+      run: () =>
+        problems(() =>
+          buildConfig(
+            { upstream: { base_url: 'https://api.example.com', ca_file: '/dev/zero' } },
+            { BAREMETAL_API_KEY: 'k' },
+          ),
+        ),
+      expected: [`upstream.ca_file: cannot read /dev/zero ${DEVICE}`],
+    },
+    {
       file: 'the database URL file is a pipe of 1 MiB',
       run: () =>
         problems(() =>
