@@ -5,7 +5,7 @@
  * cleanly on SIGTERM/SIGINT.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { applyFlags, buildConfig, loadConfig } from './config/load.js';
 import { DEFAULT_ACCOUNT } from './config/schema.js';
@@ -18,6 +18,7 @@ import { BaremetalError, ConfigError } from './errors.js';
 import { createLogger, LOG_FORMATS, type LogFormat } from './logger.js';
 import { startSimulator, type SimulatorServerOptions } from './simulator/server.js';
 import { ATTACKED_PER_HOUR, DEMO_SIMULATOR, slotAttackRate } from './simulator/state.js';
+import { readBoundedFile } from './read-bounded-file.js';
 import { VERSION } from './version.js';
 
 /** The demo's webhook token: public on purpose (README), and the demo never leaves dry run. */
@@ -128,7 +129,7 @@ async function simulate(args: string[]): Promise<void> {
       malformedRate: num(values['malformed-rate'], 0),
     },
     ...(values['tls-cert'] && values['tls-key']
-      ? { tls: { cert: readFileSync(values['tls-cert']), key: readFileSync(values['tls-key']) } }
+      ? { tls: { cert: readBoundedFile(values['tls-cert'], 'pem'), key: readBoundedFile(values['tls-key'], 'pem') } }
       : {}),
   };
   for (const [key, value] of Object.entries({ ...options, ...options.faults })) {

@@ -3,7 +3,7 @@
  * calling the typed function of src/upstream/ and rendering its result. Adding an operation is one entry.
  * JSON shapes are documented in the README ("Command line: the whole API").
  */
-import { closeSync, lstatSync, openSync, readFileSync, statSync, writeSync, writeFileSync } from 'node:fs';
+import { closeSync, lstatSync, openSync, statSync, writeSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import {
   getConsole,
@@ -16,6 +16,7 @@ import {
   setReverseDns,
   type PowerAction,
 } from '../upstream/dedicated.js';
+import { BoundedFileError, FILE_LIMITS, readBoundedFile, readProblem } from '../read-bounded-file.js';
 import type { ActionResult, ServerRecord } from '../upstream/decode.js';
 import { getFirewallHistory, setFirewallSensitivity, setFirewallState } from '../upstream/firewall.js';
 import {
@@ -52,7 +53,7 @@ export interface Leaf {
 }
 
 /** Largest post-install script read, bytes. */
-export const MAX_SCRIPT_BYTES = 256 * 1024;
+export const MAX_SCRIPT_BYTES = FILE_LIMITS.script;
 
 const serverJson = (s: ServerRecord) => ({
   serverId: s.serverId,
@@ -157,15 +158,21 @@ export function scriptText(path: string, bytes: Uint8Array): string {
   }
 }
 
+/** The script at `path`: a regular file or a pipe (`<(…)`), at most MAX_SCRIPT_BYTES from every source, as UTF-8 text. */
 function readScript(path: string): string {
-  let size: number;
+  let bytes: Buffer;
   try {
-    size = statSync(path).size;
+    bytes = readBoundedFile(path, 'script');
   } catch (error) {
-    throw usage(`--post-install: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+    if (error instanceof BoundedFileError && error.code === 'EFBIG')
+      throw usage(
+        error.size === undefined
+          ? `--post-install: ${path} is more than ${MAX_SCRIPT_BYTES} bytes (read from a pipe); at most ${MAX_SCRIPT_BYTES}`
+          : `--post-install: ${path} is ${error.size} bytes; at most ${MAX_SCRIPT_BYTES}`,
+      );
+    throw usage(`--post-install: cannot read ${path} (${readProblem(error)})`);
   }
-  if (size > MAX_SCRIPT_BYTES) throw usage(`--post-install: ${path} is ${size} bytes; at most ${MAX_SCRIPT_BYTES}`);
-  return scriptText(path, readFileSync(path));
+  return scriptText(path, bytes);
 }
 
 async function runProvision(ctx: CommandContext): Promise<Rendered> {

@@ -5,11 +5,12 @@
  * unreadable key or token files, cron expressions, durations, the listen address) together. A key the schema
  * already rejected is not checked again.
  */
-import { readFileSync } from 'node:fs';
 import { Ajv, type ErrorObject } from 'ajv';
 import ms from 'ms';
 import cron from 'node-cron';
 import { parse as parseYaml } from 'yaml';
+import { redactDatabaseUrl } from './database-url.js';
+import { readBoundedText, readProblem, type FileKind } from '../read-bounded-file.js';
 import { ConfigError, InsecureUrlError } from '../errors.js';
 import { checkBaseUrl } from './base-url.js';
 import {
@@ -34,7 +35,8 @@ export interface ConfigEnv {
   BAREMETAL_DATABASE_URL?: string | undefined;
 }
 
-type ReadFile = (path: string) => string;
+/** Reads the text of a file the config names; `kind` picks its cap (see readBoundedFile). */
+type ReadFile = (path: string, kind: FileKind) => string;
 
 const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true });
 const validateFile = ajv.compile<ConfigFile>(configFileSchema);
@@ -70,7 +72,7 @@ export function parseListenAddress(text: string): { host: string; port: number }
   return { host: match[1] ?? (match[2] || '0.0.0.0'), port };
 }
 
-const errno = (error: unknown) => (error as NodeJS.ErrnoException).code ?? 'error';
+const errno = readProblem;
 
 /**
  * The semantic checks, run on the document whatever the schema found: each reads a value only if it has
@@ -124,7 +126,7 @@ class Checks {
     (Array.isArray(files) ? files : []).forEach((path: unknown, i) => {
       if (typeof path !== 'string') return;
       try {
-        const token = readFile(path).trim();
+        const token = readFile(path, 'secret').trim();
         if (token.length < 16)
           this.problems.push(`${key}.bearer_token_files.${i}: the token in ${path} is shorter than 16 characters`);
         else bearerTokens.push(token);
@@ -135,8 +137,11 @@ class Checks {
     const users = this.value(`${key}.basic_auth_users`);
     const basicAuthUsers = users !== null && typeof users === 'object' ? (users as Record<string, string>) : {};
     for (const [user, hash] of Object.entries(basicAuthUsers)) {
-      if (typeof hash === 'string' && !BCRYPT_HASH.test(hash))
-        this.problems.push(`${key}.basic_auth_users.${user}: must be a bcrypt hash ($2b$…), never a plain password`);
+      if (typeof hash !== 'string') continue;
+      const problem = BCRYPT_HASH.test(hash)
+        ? bcryptCostProblem(user, hash)
+        : 'must be a bcrypt hash ($2b$…), never a plain password';
+      if (problem !== undefined) this.problems.push(`${key}.basic_auth_users.${user}: ${problem}`);
     }
     return { bearerTokens, basicAuthUsers };
   }
@@ -146,14 +151,28 @@ class Checks {
 export const BCRYPT_HASH = /^\$2[aby]?\$\d{2}\$[./A-Za-z0-9]{53}$/;
 
 /**
+ * The highest bcrypt cost accepted: one check at cost 14 takes about a second on one core, and each step up
+ * doubles it; a cost-31 hash would hold the only bcrypt worker for days at every uncached login.
+ */
+export const MAX_BCRYPT_COST = 14;
+
+/**
+ * What is wrong with the cost of `hash`, a BCRYPT_HASH of `user`: outside 4…MAX_BCRYPT_COST (bcrypt itself
+ * allows 4…31), as a sentence naming the user; undefined when it is usable.
+ */
+export function bcryptCostProblem(user: string, hash: string): string | undefined {
+  const cost = Number(hash.split('$')[2]);
+  if (cost < 4) return `the bcrypt hash of user ${user} has cost ${cost}; bcrypt needs 4 or more`;
+  if (cost > MAX_BCRYPT_COST)
+    return `the bcrypt hash of user ${user} has cost ${cost}, above ${MAX_BCRYPT_COST}: each login would take minutes to days; hash the password again with cost ${MAX_BCRYPT_COST} or less (htpasswd -B -C 10)`;
+  return undefined;
+}
+
+/**
  * Validates parsed YAML (`raw`) with `env` overrides and returns the normalized Config.
  * `readFile` reads key, token and TLS files (injectable for tests). Throws ConfigError with every problem found.
  */
-export function buildConfig(
-  raw: unknown,
-  env: ConfigEnv = {},
-  readFile: ReadFile = (p) => readFileSync(p, 'utf8'),
-): Config {
+export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFile = readBoundedText): Config {
   const doc = (raw ?? {}) as Record<string, unknown>;
   if (typeof doc !== 'object' || Array.isArray(doc)) throw new ConfigError(['(top level): must be a mapping']);
   const fileKeys = new Set(Object.keys(doc));
@@ -191,7 +210,7 @@ export function buildConfig(
     const path = checks.text(`web.tls.${key}`);
     if (path === undefined) continue;
     try {
-      readFile(path);
+      readFile(path, 'pem');
     } catch (error) {
       problems.push(`web.tls.${key}: cannot read ${path} (${errno(error)})`);
     }
@@ -260,7 +279,7 @@ function checkDatabase(checks: Checks, env: ConfigEnv, readFile: ReadFile): Conf
     if (urlFile !== undefined) {
       at = 'database.url_file';
       try {
-        url = readFile(urlFile).trim();
+        url = readFile(urlFile, 'secret').trim();
         if (!url) problems.push(`database.url_file: file ${urlFile} is empty`);
       } catch (error) {
         problems.push(`database.url_file: cannot read ${urlFile} (${errno(error)})`);
@@ -283,8 +302,7 @@ function checkDatabase(checks: Checks, env: ConfigEnv, readFile: ReadFile): Conf
     problems.push(`${at}: must be a postgres:// or postgresql:// URL with a host`);
     return undefined;
   }
-  if (parsed.password) parsed.password = '***';
-  return { kind: 'postgres', url, redactedUrl: parsed.toString() };
+  return { kind: 'postgres', url, redactedUrl: redactDatabaseUrl(url) };
 }
 
 type UpstreamFile = ConfigFile['upstream'];
@@ -372,7 +390,7 @@ function checkUpstream(
   if (!apiKey && keyFile) {
     apiKeySource = 'file';
     try {
-      apiKey = readFile(keyFile).trim();
+      apiKey = readFile(keyFile, 'secret').trim();
       if (!apiKey) problems.push(`${at}.api_key_file: file ${keyFile} is empty`);
     } catch (error) {
       problems.push(`${at}.api_key_file: cannot read ${keyFile} (${errno(error)})`);
@@ -389,6 +407,14 @@ function checkUpstream(
     problems.push(
       `${at}.api_key: required (${at === 'upstream' ? 'set BAREMETAL_API_KEY or upstream.api_key_file' : `set ${at}.api_key_file`})`,
     );
+  }
+  const caFile = checks.text(`${at}.ca_file`);
+  if (caFile !== undefined) {
+    try {
+      readFile(caFile, 'pem');
+    } catch (error) {
+      problems.push(`${at}.ca_file: cannot read ${caFile} (${errno(error)})`);
+    }
   }
   const timeoutMs = checks.duration(`${at}.timeout`, '10s');
   return (file) => ({
@@ -476,7 +502,7 @@ export function parseConfigText(text: string, env: ConfigEnv = {}, readFile?: Re
 export function loadConfig(path: string, env: ConfigEnv = process.env): Config {
   let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    text = readBoundedText(path, 'config');
   } catch (error) {
     throw new ConfigError([`(file): cannot read ${path} (${errno(error)})`]);
   }

@@ -4,6 +4,7 @@
  * follower does not poll: it is ready while the shared database and the journal answer.
  */
 import type { AccountRuntime } from '../accounts.js';
+import { DATABASE_UNREACHABLE } from '../config/database-url.js';
 import type { JobName } from '../config/schema.js';
 import type { StateStore } from '../store/store.js';
 
@@ -13,7 +14,7 @@ export interface ReadinessSources {
   leading: () => boolean;
   /** the election's problem, with replicas: the shared database does not answer */
   electionProblem: () => string | undefined;
-  journal: Pick<StateStore, 'problem' | 'healthy'>;
+  journal: Pick<StateStore, 'problem' | 'healthy' | 'kind'>;
 }
 
 /** The reasons the daemon is not ready, in sentences; empty when it is. */
@@ -31,9 +32,11 @@ export function readinessOf(s: ReadinessSources): () => string[] {
             : `the first ${poll} has not finished`;
         }),
     );
-    const election = s.electionProblem();
-    if (election !== undefined) reasons.push(`the shared database does not answer: ${election}`);
-    const problem = s.journal.problem ?? (s.journal.healthy() ? undefined : 'it does not answer');
+    // /readyz is open to anyone: a database's problem names the part only (host, port, user and database are
+    // in the log line that reported it).
+    if (s.electionProblem() !== undefined) reasons.push(`the shared database does not answer: ${DATABASE_UNREACHABLE}`);
+    const detail = s.journal.problem ?? (s.journal.healthy() ? undefined : 'it does not answer');
+    const problem = detail !== undefined && s.journal.kind === 'postgres' ? `state ${DATABASE_UNREACHABLE}` : detail;
     if (problem !== undefined) reasons.push(`the journal is unavailable (remediation disabled): ${problem}`);
     return reasons;
   };

@@ -2,9 +2,10 @@
  * The daemon's own TLS: PEM files read at start, and read again when they change (polled every 10 s, which
  * also sees a Kubernetes secret's symlink swap) or on SIGHUP; a reload that fails keeps the old pair.
  */
-import { readFileSync, unwatchFile, watchFile } from 'node:fs';
+import { unwatchFile, watchFile } from 'node:fs';
 import type { Server } from 'node:https';
 import type { Logger } from 'pino';
+import { readBoundedFile } from '../read-bounded-file.js';
 
 export interface TlsFiles {
   certFile: string;
@@ -12,7 +13,7 @@ export interface TlsFiles {
 }
 
 export function readTls(files: TlsFiles): { cert: Buffer; key: Buffer } {
-  return { cert: readFileSync(files.certFile), key: readFileSync(files.keyFile) };
+  return { cert: readBoundedFile(files.certFile, 'pem'), key: readBoundedFile(files.keyFile, 'pem') };
 }
 
 /** Watches the files; returns `reload()` (for SIGHUP) and `stop()`. */

@@ -9,13 +9,13 @@
  * `cert`/`key`/`client_ca` and `rate_limit` are refused as unsupported; `http2` is accepted and HTTP/1.1 is
  * served; TLS 1.3 cipher suites are not configurable (as in Go), so `cipher_suites` limits TLS 1.2 and below.
  */
-import { readFileSync } from 'node:fs';
 import { createSecureContext, DEFAULT_CIPHERS, type SecureVersion, type TLSSocket } from 'node:tls';
 import { Ajv, type ErrorObject } from 'ajv';
 import { Type, type Static } from 'typebox';
 import { parse as parseYaml } from 'yaml';
-import { BCRYPT_HASH } from '../config/load.js';
+import { BCRYPT_HASH, bcryptCostProblem } from '../config/load.js';
 import { ConfigError } from '../errors.js';
+import { readBoundedFile, readBoundedText, readProblem } from '../read-bounded-file.js';
 import { oneOf, stringMap, strictObject as strict } from '../json-schema.js';
 
 /** Go's `tls.ClientAuthType` names, as exporter-toolkit spells them. */
@@ -83,6 +83,11 @@ const ALLOWED_HEADERS: Record<string, readonly string[] | undefined> = {
   'x-xss-protection': undefined,
   'content-security-policy': undefined,
 };
+
+/** An RFC 9110 field name: one or more `tchar`. */
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** An RFC 9110 field value: visible characters, spaces and tabs, and obs-text; no other control character. */
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
 const unsupported = (what: string) => Type.Unsafe<never>({ not: {}, description: what });
 
@@ -158,7 +163,10 @@ function describe(error: ErrorObject): string {
  * Parses and checks a web-config file's text; `readFile` reads the PEM files (relative paths are the
  * caller's to resolve). Throws ConfigError listing every problem, one line each, prefixed `web.config.file`.
  */
-export function parseWebConfig(text: string, readFile: (path: string) => Buffer = (p) => readFileSync(p)): WebConfig {
+export function parseWebConfig(
+  text: string,
+  readFile: (path: string) => Buffer = (p) => readBoundedFile(p, 'pem'),
+): WebConfig {
   let doc: unknown;
   try {
     doc = parseYaml(text) ?? {};
@@ -172,15 +180,25 @@ export function parseWebConfig(text: string, readFile: (path: string) => Buffer 
   const headers = doc.http_server_config?.headers ?? {};
   for (const [name, value] of Object.entries(headers)) {
     const lower = name.toLowerCase();
-    if (!(lower in ALLOWED_HEADERS)) problems.push(`http_server_config.headers.${name}: cannot be configured`);
+    // Checked like Go's httpguts (ValidHeaderFieldName/Value): a value node would refuse at the first reply
+    // (a newline answers every route, /healthz included, with 500) is refused here, at start and on reload.
+    if (!HEADER_NAME.test(name))
+      problems.push(`http_server_config.headers.${JSON.stringify(name)}: not a valid header name`);
+    else if (!HEADER_VALUE.test(value))
+      problems.push(
+        `http_server_config.headers.${name}: the value has a control character (newline, NUL, …), which HTTP does not allow`,
+      );
+    else if (!(lower in ALLOWED_HEADERS)) problems.push(`http_server_config.headers.${name}: cannot be configured`);
     else if (ALLOWED_HEADERS[lower] && !ALLOWED_HEADERS[lower].includes(value.toLowerCase()))
       problems.push(
         `http_server_config.headers.${name}: must be one of ${ALLOWED_HEADERS[lower].join(', ')} (got ${JSON.stringify(value)})`,
       );
   }
   const basicAuthUsers = doc.basic_auth_users ?? {};
-  for (const [user, hash] of Object.entries(basicAuthUsers))
-    if (!BCRYPT_HASH.test(hash)) problems.push(`basic_auth_users.${user}: must be a bcrypt hash ($2b$…)`);
+  for (const [user, hash] of Object.entries(basicAuthUsers)) {
+    const problem = BCRYPT_HASH.test(hash) ? bcryptCostProblem(user, hash) : 'must be a bcrypt hash ($2b$…)';
+    if (problem !== undefined) problems.push(`basic_auth_users.${user}: ${problem}`);
+  }
   const tls = doc.tls_server_config ? checkTls(doc.tls_server_config, readFile, problems) : undefined;
   if (problems.length > 0) throw new ConfigError(problems.map((line) => `web.config.file: ${line}`));
   const { cert_file, key_file, client_ca_file } = doc.tls_server_config ?? {};
@@ -200,7 +218,7 @@ function checkTls(
     try {
       return readFile(path);
     } catch (error) {
-      problems.push(`tls_server_config.${key}: cannot read ${path} (${(error as NodeJS.ErrnoException).code})`);
+      problems.push(`tls_server_config.${key}: cannot read ${path} (${readProblem(error)})`);
       return undefined;
     }
   };
@@ -247,9 +265,9 @@ function checkTls(
 export function loadWebConfig(path: string): WebConfig {
   let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    text = readBoundedText(path, 'webConfig');
   } catch (error) {
-    throw new ConfigError([`web.config.file: cannot read ${path} (${(error as NodeJS.ErrnoException).code})`]);
+    throw new ConfigError([`web.config.file: cannot read ${path} (${readProblem(error)})`]);
   }
   return parseWebConfig(text);
 }

@@ -19,6 +19,7 @@
  */
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
+import { DATABASE_UNREACHABLE } from '../config/database-url.js';
 import { JournalError, NotFoundError, NotReadyError } from '../errors.js';
 import type { NewEntry } from '../store/rows.js';
 import type { StateQueries, StateStore } from '../store/store.js';
@@ -312,8 +313,14 @@ export class RemediationEngine {
   /** Throws when no decision can be made: the journal is unavailable, or no server list was read yet. */
   #requireUsable(): void {
     const unavailable = this.#deps.journal.unavailable;
-    if (unavailable !== undefined)
+    if (unavailable !== undefined) {
+      // PostgreSQL's reason names host, port, user and database: the reply names the part, the log the rest.
+      if (this.#deps.journal.kind === 'postgres')
+        throw new JournalError(`remediation is disabled: the journal is unavailable: state ${DATABASE_UNREACHABLE}`, {
+          cause: new Error(unavailable),
+        });
       throw new JournalError(`remediation is disabled: the journal is unavailable: ${unavailable}`);
+    }
     if (!this.#deps.targets.serversKnown)
       throw new NotReadyError('no server list read yet: cannot check the target, retry later');
   }

@@ -1,6 +1,6 @@
 /** The upstream client built from the `upstream` config block: one place for the daemon and the `api` command. */
-import { readFileSync } from 'node:fs';
 import type { UpstreamConfig } from '../config/schema.js';
+import { readBoundedText } from '../read-bounded-file.js';
 import { UpstreamClient, type UpstreamClientOptions } from './client.js';
 
 /**
@@ -17,7 +17,7 @@ export function clientFromConfig(upstream: UpstreamConfig, extra: Partial<Upstre
     maxRequestsPerSecond: upstream.maxRequestsPerSecond,
     retries: upstream.retries,
     maxResponseBytes: upstream.maxResponseBytes,
-    ...(upstream.caFile ? { ca: readFileSync(upstream.caFile, 'utf8') } : {}),
+    ...(upstream.caFile ? { ca: readBoundedText(upstream.caFile, 'pem') } : {}),
     ...extra,
   });
 }

@@ -12,7 +12,8 @@
  * Faults: unreachable at start, the store is unavailable (remediation disabled, 503) and opening is retried in
  * the background until it works. A connection lost later fails the statements that touch it (JournalError,
  * 503) and marks the store unhealthy until a statement or the periodic `SELECT 1` succeeds again. The URL's
- * password is never in a message: errors and log lines name the redacted URL and are scrubbed of it.
+ * secrets are never in a message: log lines name the redacted URL and are scrubbed of them; a JournalError's
+ * message (the 503 body) names the part only (`state database unreachable`), its cause the URL and pg's reason.
  */
 import type { Logger } from 'pino';
 import type pg from 'pg';
@@ -20,7 +21,7 @@ import { SharedDirectory } from './directory.js';
 import { SharedGraphs } from './graphs.js';
 import { migrateAll } from './migrations.js';
 import { ACCOUNT_LOCK_KEY, openPool, type PoolLimits } from './pool.js';
-import { databaseScrubber, reasonOf } from '../../config/database-url.js';
+import { DATABASE_UNREACHABLE, databaseScrubber, reasonOf } from '../../config/database-url.js';
 import { JournalError } from '../../errors.js';
 import { PostgresEventLedger } from './event-ledger.js';
 import { PgQueries, type Run } from './queries.js';
@@ -88,13 +89,19 @@ class Connection {
         return { rows: result.rows as Row[], rowCount: result.rowCount };
       } catch (error) {
         this.failure = this.#message(error);
-        throw new JournalError(`state database (${this.#label}) statement failed: ${this.failure}`);
+        // The reply names the part only; host, port, user and database go to the log (the error's cause).
+        throw new JournalError(`state database statement failed (${DATABASE_UNREACHABLE} or refusing)`, {
+          cause: new Error(`${this.#label}: ${this.failure}`),
+        });
       }
     };
   }
 
   requireOpen(): void {
-    if (this.openFailure !== undefined) throw new JournalError(`the journal is unavailable: ${this.openFailure}`);
+    if (this.openFailure !== undefined)
+      throw new JournalError(`the journal is unavailable: state ${DATABASE_UNREACHABLE}`, {
+        cause: new Error(this.openFailure),
+      });
   }
 
   /** One statement on the pool, once the store is open. */
@@ -111,7 +118,7 @@ class Connection {
       client = await this.pool.connect();
     } catch (error) {
       this.failure = this.#message(error);
-      throw new JournalError(`state database (${this.#label}) cannot be reached: ${this.failure}`);
+      throw new JournalError(`state ${DATABASE_UNREACHABLE}`, { cause: new Error(`${this.#label}: ${this.failure}`) });
     }
     const txRun = this.runner(client);
     let broken = false;

@@ -154,6 +154,25 @@ describe('parseWebConfig', () => {
       'basic_auth_users: { prom: secret }',
       ['web.config.file: basic_auth_users.prom: must be a bcrypt hash ($2b$…)'],
     ],
+    [
+      'a header value with a newline',
+      'http_server_config: { headers: { Content-Security-Policy: "default-src \'self\'\\nX-Injected: 1" } }',
+      [
+        'web.config.file: http_server_config.headers.Content-Security-Policy: the value has a control character (newline, NUL, …), which HTTP does not allow',
+      ],
+    ],
+    [
+      'a header name that is not a token',
+      'http_server_config: { headers: { "X Frame: Options": DENY } }',
+      ['web.config.file: http_server_config.headers."X Frame: Options": not a valid header name'],
+    ],
+    [
+      'a bcrypt cost above 14',
+      `basic_auth_users: { prom: "${HASH.replace('$04$', '$31$')}" }`,
+      [
+        'web.config.file: basic_auth_users.prom: the bcrypt hash of user prom has cost 31, above 14: each login would take minutes to days; hash the password again with cost 14 or less (htpasswd -B -C 10)',
+      ],
+    ],
     ['a list at the top', '- a', ['web.config.file: (top level): must be a mapping']],
     [
       'a number as a user hash',
