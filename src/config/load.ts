@@ -19,6 +19,7 @@ import {
   DEFAULT_COOLDOWN_MS,
   JOB_NAMES,
   configFileSchema,
+  SCHEMA_ANNOTATIONS,
   type AccountConfig,
   type Config,
   type ConfigFile,
@@ -36,7 +37,7 @@ export interface ConfigEnv {
 
 type ReadFile = (path: string) => string;
 
-const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true });
+const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true, keywords: SCHEMA_ANNOTATIONS });
 const validateFile = ajv.compile<ConfigFile>(configFileSchema);
 
 /** The key an Ajv error is about (`upstream.timeout`; for an unknown key, that key) and its line. */
