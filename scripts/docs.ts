@@ -153,6 +153,10 @@ export function metricsPage(src: DocSources): string {
     'metrics marked *leader*; every replica exposes the others (see [High availability](high-availability.md)).',
     'The label `account` is the account name of the configuration (`default` in the single-account form).',
     '',
+    'Series of servers, IPs and services that disappear are removed. The labels `service` and `type` are',
+    'avoided (they clash with common target labels); the poll metrics name their job `poll`, not `job`, which',
+    'Prometheus reserves for the scrape job.',
+    '',
     '| metric | type | labels | exposed by |',
     '|---|---|---|---|',
     ...sorted.map(
@@ -214,8 +218,8 @@ export async function loadSources(load: (module: string) => Promise<Record<strin
   );
   const metrics = [];
   for (const metric of registry.getMetricsAsArray()) {
-    const m = metric as unknown as { name: string; help: string; labelNames: string[] };
-    const { type } = await metric.get();
+    const m = metric as unknown as { name: string; help: string; labelNames: string[]; get(): Promise<{ type: unknown }> };
+    const { type } = await m.get();
     metrics.push({ name: m.name, type: String(type), help: m.help, labels: [...m.labelNames], leaderOnly: leaderOnly.has(m.name) });
   }
   const api = await load('cli/api.js');

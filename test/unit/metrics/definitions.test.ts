@@ -7,14 +7,14 @@ describe('metric definitions', () => {
   const registry = new Registry();
   createMetrics(registry);
   const metrics = registry.getMetricsAsArray();
-  const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+  const page = readFileSync(new URL('../../../docs/metrics.md', import.meta.url), 'utf8');
 
   it.each(metrics.map((m) => [m.name, m] as const))(
-    '%s has help text, a baremetal_ name and a row in the README metrics table',
+    '%s has help text, a baremetal_ name and a row in docs/metrics.md',
     (name, metric) => {
       expect(name).toMatch(/^baremetal_[a-z_]+$/);
       expect((metric as unknown as { help: string }).help.length).toBeGreaterThan(20);
-      expect(readme).toContain(`\`${name}\``);
+      expect(page).toContain(`\`${name}\``);
     },
   );
 
