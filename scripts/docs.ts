@@ -133,7 +133,7 @@ export function configurationPage(src: DocSources): string {
     'top level; the account is named `default`); the several-accounts form repeats it in every entry of',
     '`accounts:`, next to `name` and `services`. The environment variables `BAREMETAL_API_URL` and',
     '`BAREMETAL_API_KEY` override `upstream:` only; they never apply to `accounts[]` entries, which name',
-    'their key in `api_key_file`.',
+    'their key in `api_key_file` (or `api_key`).',
     '',
     ...table(upstreamRows),
     '',
