@@ -78,7 +78,8 @@ function rows(
     }
     const key = `${prefix}${name}`;
     const applies = reloadable || child.reloadable === true;
-    if (child.properties && Object.values(child.properties).every((p) => Object.values(upstream).includes(p))) {
+    const inner = Object.values(child.properties ?? {});
+    if (inner.length > 0 && inner.every((p) => Object.values(upstream).includes(p))) {
       onUpstream(`${key}.`);
       out.push({ key, node: { ...child, description: child.description ?? 'one account: [the upstream block](#the-upstream-block)' }, reloadable: applies });
     } else if (child.properties) out.push(...rows(child, upstream, `${key}.`, applies, onUpstream));
@@ -206,7 +207,10 @@ export function renderDocs(src: DocSources): Record<string, string> {
   };
 }
 
-/** The sources, read from the modules under `root` (`../src/` in tests, `../dist/` for `npm run docs`). */
+/**
+ * The sources, read through `load`, which imports a module by its path under src/ (tests) or dist/
+ * (`npm run docs`), e.g. `config/schema.js`.
+ */
 export async function loadSources(load: (module: string) => Promise<Record<string, unknown>>): Promise<DocSources> {
   const schema = await load('config/schema.js');
   const definitions = await load('metrics/definitions.js');
