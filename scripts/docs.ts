@@ -81,7 +81,11 @@ function rows(
     const inner = Object.values(child.properties ?? {});
     if (inner.length > 0 && inner.every((p) => Object.values(upstream).includes(p))) {
       onUpstream(`${key}.`);
-      out.push({ key, node: { ...child, description: child.description ?? 'one account: [the upstream block](#the-upstream-block)' }, reloadable: applies });
+      out.push({
+        key,
+        node: { ...child, description: child.description ?? 'one account: [the upstream block](#the-upstream-block)' },
+        reloadable: applies,
+      });
     } else if (child.properties) out.push(...rows(child, upstream, `${key}.`, applies, onUpstream));
     else {
       out.push({ key, node: child, reloadable: applies });
@@ -217,14 +221,23 @@ export async function loadSources(load: (module: string) => Promise<Record<strin
   const promClient = await import('prom-client');
   const registry = new promClient.Registry();
   const created = (definitions.createMetrics as (r: unknown) => Record<string, { name: string }>)(registry);
-  const leaderOnly = new Set(
-    (definitions.LEADER_ONLY_METRICS as string[]).map((key) => created[key]!.name),
-  );
+  const leaderOnly = new Set((definitions.LEADER_ONLY_METRICS as string[]).map((key) => created[key]!.name));
   const metrics = [];
   for (const metric of registry.getMetricsAsArray()) {
-    const m = metric as unknown as { name: string; help: string; labelNames: string[]; get(): Promise<{ type: unknown }> };
+    const m = metric as unknown as {
+      name: string;
+      help: string;
+      labelNames: string[];
+      get(): Promise<{ type: unknown }>;
+    };
     const { type } = await m.get();
-    metrics.push({ name: m.name, type: String(type), help: m.help, labels: [...m.labelNames], leaderOnly: leaderOnly.has(m.name) });
+    metrics.push({
+      name: m.name,
+      type: String(type),
+      help: m.help,
+      labels: [...m.labelNames],
+      leaderOnly: leaderOnly.has(m.name),
+    });
   }
   const api = await load('cli/api.js');
   const commands = await load('cli/commands.js');
