@@ -19,33 +19,11 @@ import { createLogger, LOG_FORMATS, type LogFormat } from './logger.js';
 import { startSimulator, type SimulatorServerOptions } from './simulator/server.js';
 import { ATTACKED_PER_HOUR, DEMO_SIMULATOR, slotAttackRate } from './simulator/state.js';
 import { readBoundedFile } from './read-bounded-file.js';
+import { USAGE } from './cli/usage.js';
 import { VERSION } from './version.js';
 
 /** The demo's webhook token: public on purpose (README), and the demo never leaves dry run. */
 const DEMO_TOKEN = 'demo-remediation-token';
-
-const USAGE = `baremetal-exporter ${VERSION}
-
-Usage:
-  baremetal-exporter run --config.file=FILE   run the exporter (env: BAREMETAL_API_URL, BAREMETAL_API_KEY)
-      --config.file FILE (alias --config, -c)   the YAML configuration
-      --web.listen-address HOST:PORT            overrides web.listen_address
-      --web.config.file FILE                    exporter-toolkit web config (TLS, basic auth, headers)
-      --log.level debug|info|warn|error         overrides log_level
-      --log.format logfmt|json                  log line format (default logfmt)
-      --web.enable-lifecycle                    serve POST /-/reload (SIGHUP reloads either way)
-      --web.telemetry-path PATH                 where the metrics are served (default /metrics)
-  baremetal-exporter check-config FILE        validate a config file (exit 1 listing the problems)
-  baremetal-exporter api <command> [options]  every operation of the hosting API (api --help); completion bash
-  baremetal-exporter demo [--port N]          the simulator and the exporter on loopback, until Ctrl-C
-  baremetal-exporter simulate [options]       the API simulator alone
-      --host H (127.0.0.1)  --port N (8443; 0 = any)  --api-key K (demo-key; env BAREMETAL_API_KEY)
-      --servers N (20)  --ips-per-server N (2)  --colocations N (2)  --transits N (1)  --seed N (1)
-      --attacks-per-hour P (0.03: the share of IPs attacked within an hour)  --attack-rate P (per 5-minute slot)
-      --latency MS (0)  --error-rate P  --html-error-rate P  --malformed-rate P
-      --tls-cert FILE --tls-key FILE   serve HTTPS (PEM)
-  baremetal-exporter --version | -v           the version and the Node.js runtime
-`;
 
 /** How long a stop may take (in-flight upstream calls, journal writes) before the process exits anyway, ms. */
 const SHUTDOWN_TIMEOUT_MS = 30_000;

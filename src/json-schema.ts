@@ -7,6 +7,10 @@ import { Type, type TSchema } from 'typebox';
 interface Annotations {
   default?: unknown;
   description?: string;
+  /** docs only (config/schema.ts): what the value counts */
+  unit?: string;
+  /** docs only (config/schema.ts): a configuration reload applies it */
+  reloadable?: boolean;
 }
 
 /** Exactly these JSON values (`enum`: Ajv's error lists them; never a coercion). */

@@ -1,7 +1,7 @@
 /**
  * The command tree of `baremetal-exporter api`: one leaf per operation of the API contract (§4), each
  * calling the typed function of src/upstream/ and rendering its result. Adding an operation is one entry.
- * JSON shapes are documented in the README ("Command line: the whole API").
+ * JSON shapes are documented in docs/api-command.md; docs/cli.md is generated from these leaves.
  */
 import { closeSync, lstatSync, openSync, statSync, writeSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';

@@ -20,6 +20,7 @@ import {
   DEFAULT_COOLDOWN_MS,
   JOB_NAMES,
   configFileSchema,
+  SCHEMA_ANNOTATIONS,
   type AccountConfig,
   type Config,
   type ConfigFile,
@@ -38,7 +39,7 @@ export interface ConfigEnv {
 /** Reads the text of a file the config names; `kind` picks its cap (see readBoundedFile). */
 type ReadFile = (path: string, kind: FileKind) => string;
 
-const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true });
+const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true, keywords: SCHEMA_ANNOTATIONS });
 const validateFile = ajv.compile<ConfigFile>(configFileSchema);
 
 /** The key an Ajv error is about (`upstream.timeout`; for an unknown key, that key) and its line. */

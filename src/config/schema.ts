@@ -1,8 +1,12 @@
 /**
  * The configuration, defined once: the YAML file's schema with every key's default, unit and description
  * (TypeBox, i.e. JSON Schema), the file's type derived from it (`ConfigFile`), and the normalized `Config`
- * the loader builds from it (durations in ms, secrets read from their files). The README's configuration
- * table is generated from this schema (config/reference.ts) and a test fails when it drifts.
+ * the loader builds from it (durations in ms, secrets read from their files). docs/configuration.md is
+ * generated from this schema (`npm run docs`, scripts/docs.ts) and a test fails when it drifts.
+ *
+ * Two annotations besides JSON Schema's own (Ajv knows them as `SCHEMA_ANNOTATIONS`; they validate nothing):
+ * `unit` (what a number or string counts: `duration`, `bytes`, `cron`, …) and `reloadable: true` (a
+ * configuration reload applies the key, and every key under it, while the daemon runs; config/reload.ts).
  *
  * A key with a default is listed as required: Ajv fills defaults before it checks `required`, so it is never
  * missing, and the derived type says the value is always there.
@@ -88,9 +92,14 @@ export const ruleSchema = strict({
       description: `sensitivity set on firing, required for firewall_sensitivity: ${SENSITIVITIES.join(', ')}`,
     }),
   ),
-  hold: Type.String({ default: '0s', description: 'duration to wait after resolved before switching back' }),
+  hold: Type.String({
+    default: '0s',
+    unit: 'duration',
+    description: 'duration to wait after resolved before switching back',
+  }),
   cooldown: Type.Optional(
     Type.String({
+      unit: 'duration',
       description: `duration between two executions on one target; default ${ms(DEFAULT_COOLDOWN_MS.powercycle)} for power actions, ${ms(DEFAULT_COOLDOWN_MS.firewall_state)} (the API minimum) for firewall actions`,
     }),
   ),
@@ -106,25 +115,34 @@ export const ruleSchema = strict({
  */
 export const upstreamProperties = {
   base_url: Type.Optional(
-    path('API address without `/api/v1`; required (or env `BAREMETAL_API_URL`); `http://` only to a loopback host'),
+    path(
+      'API address without `/api/v1`; required (in `upstream:`, or env `BAREMETAL_API_URL`, which wins); `http://` only to a loopback host',
+    ),
   ),
-  api_key: Type.Optional(path('the secret key in the file itself (discouraged); env `BAREMETAL_API_KEY` wins')),
-  api_key_file: Type.Optional(path('a file holding the secret key (preferred); env `BAREMETAL_API_KEY` wins')),
+  api_key: Type.Optional(
+    path('the secret key in the file itself (discouraged); in `upstream:`, env `BAREMETAL_API_KEY` wins'),
+  ),
+  api_key_file: Type.Optional(
+    path('a file holding the secret key (preferred); in `upstream:`, env `BAREMETAL_API_KEY` wins'),
+  ),
   ca_file: Type.Optional(path('extra PEM CA certificates trusted besides the system ones')),
   timeout: Type.String({
     default: '10s',
+    unit: 'duration',
     description: 'total deadline of one attempt, headers and body together (`250ms`, `10s`, `1m`)',
   }),
   concurrency: Type.Integer({
     minimum: 1,
     maximum: 256,
     default: 16,
+    unit: 'requests',
     description: 'upstream requests in flight at once, all jobs together',
   }),
   max_requests_per_second: Type.Number({
     exclusiveMinimum: 0,
     maximum: 10000,
     default: DEFAULT_MAX_REQUESTS_PER_SECOND,
+    unit: 'requests/s',
     description:
       'request budget: HTTP attempts per second at most (token bucket, retries included), every poll and action together; actions go first; a poll that cannot fit in its period covers its services round-robin',
   }),
@@ -132,12 +150,14 @@ export const upstreamProperties = {
     minimum: 0,
     maximum: 10,
     default: 2,
+    unit: 'retries',
     description: 'retries of a failed read, with exponential backoff and jitter; writes are never retried',
   }),
   max_response_bytes: Type.Integer({
     minimum: 1024,
     maximum: 1073741824,
     default: 33554432,
+    unit: 'bytes',
     description:
       'largest reply body read, in bytes (32 MiB); a larger one is aborted while streaming (outcome `too_large`)',
   }),
@@ -158,7 +178,7 @@ const servicesSchema = () =>
         description: 'transit services whose firewall history is polled',
       }),
     },
-    { default: {} },
+    { default: {}, reloadable: true },
   );
 
 /** An account's name: the value of the `account` label, a graph URL segment and a directory name. */
@@ -176,6 +196,9 @@ export const accountSchema = strict({
   ...upstreamProperties,
   services: servicesSchema(),
 });
+
+/** The schema keywords this file adds as annotations (see the file comment); Ajv is told they exist. */
+export const SCHEMA_ANNOTATIONS = ['unit', 'reloadable'];
 
 /** JSON Schema of the YAML file. Unknown keys are errors; defaults are filled in by Ajv. */
 export const configFileSchema = strict({
@@ -230,25 +253,33 @@ export const configFileSchema = strict({
     {
       servers: Type.String({
         default: DEFAULT_SCHEDULES.servers,
+        unit: 'cron',
         description: 'cron (seconds field allowed) of the server-list poll',
       }),
       firewall: Type.String({
         default: DEFAULT_SCHEDULES.firewall,
+        unit: 'cron',
         description: 'cron of the hour-scale firewall history of every server, colocation and transit service',
       }),
       firewall_under_attack: Type.Optional(
         Type.String({
+          unit: 'cron',
           description:
-            'cron of the firewall history of the services whose latest history had events; default: `schedules.firewall`',
+            'cron of the firewall history of the services whose latest history had events; default: `schedules.firewall`. A reload that makes it start or stop differing from `schedules.firewall` needs a restart',
         }),
       ),
       graphs: Type.String({
         default: DEFAULT_SCHEDULES.graphs,
+        unit: 'cron',
         description: 'cron of the graph images of every server',
       }),
-      catalog: Type.String({ default: DEFAULT_SCHEDULES.catalog, description: 'cron of the OS list and locations' }),
+      catalog: Type.String({
+        default: DEFAULT_SCHEDULES.catalog,
+        unit: 'cron',
+        description: 'cron of the OS list and locations',
+      }),
     },
-    { default: {} },
+    { default: {}, reloadable: true },
   ),
   graphs: strict(
     {
@@ -266,6 +297,7 @@ export const configFileSchema = strict({
         minimum: 16,
         maximum: 4096,
         default: 2000,
+        unit: 'pixels',
         description: 'largest `?width=` of a graph, in pixels',
       }),
     },
@@ -278,10 +310,12 @@ export const configFileSchema = strict({
         minimum: 1,
         maximum: 65536,
         default: 1024,
+        unit: 'IPs',
         description: 'IP series per service at most; events of further IPs count for the service but make no series',
       }),
       ip_retention: Type.String({
         default: '24h',
+        unit: 'duration',
         description: 'duration after which a colocation or transit IP with no events loses its series',
       }),
     },
@@ -289,19 +323,26 @@ export const configFileSchema = strict({
   ),
   remediation: strict(
     {
-      dry_run: Type.Boolean({ default: true, description: 'decide and journal, never call the API' }),
+      dry_run: Type.Boolean({ default: true, reloadable: true, description: 'decide and journal, never call the API' }),
       journal_retention: Type.String({
         default: '30d',
+        unit: 'duration',
         description: 'duration after which journal rows are pruned, in small batches',
       }),
       budget_per_hour: Type.Integer({
         minimum: 0,
         maximum: 10000,
         default: 10,
+        unit: 'calls/hour',
+        reloadable: true,
         description: 'upstream calls per rolling hour and per account, all actions together',
       }),
       auth: credentials('the remediation endpoints (none: they answer 403)'),
-      rules: Type.Array(ruleSchema, { default: [], description: 'alerts → actions; see Remediation' }),
+      rules: Type.Array(ruleSchema, {
+        default: [],
+        reloadable: true,
+        description: 'alerts → actions; see [Remediation](remediation.md)',
+      }),
     },
     { default: {} },
   ),

@@ -1,6 +1,7 @@
 /**
  * Every metric this exporter exposes, its help text and labels, in one place. Built on a Registry passed
- * in (tests use a fresh one each time). The README's metrics table mirrors this file.
+ * in (tests use a fresh one each time). docs/metrics.md is generated from this file
+ * (`npm run docs`).
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
 import { ACTIONS, JOB_NAMES } from '../config/schema.js';

@@ -1,7 +1,7 @@
 /**
  * The decisions a remediation request can end in: journaled (`actions.decision`), counted in
- * `baremetal_action_requests_total{decision}` and listed in the README. One list; the metric help text and
- * a README test are derived from it.
+ * `baremetal_action_requests_total{decision}` and listed in docs/remediation.md. One list; the metric help text and
+ * a docs test are derived from it.
  */
 
 /** Every decision, in the order the docs list them, with what it means. */

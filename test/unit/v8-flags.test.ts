@@ -1,5 +1,5 @@
 /**
- * The daemon's memory at 10,000 servers (README "Benchmark") assumes V8's young generation capped by
+ * The daemon's memory at 10,000 servers (bench/README.md) assumes V8's young generation capped by
  * `--max-semi-space-size=8`: without it the same cycle takes ~100 MB more RSS. The flag is the launcher's
  * shebang (src/main.ts, compiled to the `bin`); every other way the daemon is started must pass it too.
  */
