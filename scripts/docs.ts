@@ -162,6 +162,13 @@ export function metricsPage(src: DocSources): string {
     'avoided (they clash with common target labels); the poll metrics name their job `poll`, not `job`, which',
     'Prometheus reserves for the scrape job.',
     '',
+    '**A new attack series starts at 0.** When an IP is seen under attack for the first time (a new colocation or',
+    'transit IP, a dedicated IP its server record does not list), `baremetal_firewall_attack_events_total` first',
+    'appears at 0 and its first events are added at the next firewall poll of that service, so that `increase()`',
+    'and `rate()` count them; meanwhile `baremetal_firewall_attack_events_last_hour` already shows them. A scraper',
+    'that negotiates OpenMetrics also gets `_created` for those counters. What you see and why:',
+    '[metrics-counters.md](metrics-counters.md).',
+    '',
     '| metric | type | labels | exposed by |',
     '|---|---|---|---|',
     ...sorted.map(

@@ -45,7 +45,7 @@ interface ServiceSeries {
 export class FirewallSeriesState {
   readonly services = new Map<string, ServiceSeries>();
   /**
-   * Event ids of services not yet polled by this process, as the previous one left them (state/event-ledger.ts):
+   * Event ids of services not yet polled by this process, as the previous one left them (the store's EventLedger):
    * a service's first history counts only the events not among them. Emptied as services are polled or removed.
    */
   readonly restored = new Map<string, Set<string>>();

@@ -1,6 +1,6 @@
 /**
  * Where `/graphs` reads the held images from: each account's in-memory store (one replica, SQLite), or the
- * database the leader writes them to (replicas sharing PostgreSQL: graphs/shared.ts).
+ * database the leader writes them to (replicas sharing PostgreSQL: store/postgres/graphs.ts).
  */
 import type { GraphKey, GraphStore, StoredGraph } from './store.js';
 

@@ -3,7 +3,7 @@
  * retired (rows and `baremetal_firewall_desired_state` series), and journal rows older than
  * `remediation.journal_retention` are pruned in small batches, yielding between them so that a large
  * backlog never blocks the event loop. Rows a delivery key or a pending change still needs are kept
- * (journal.ts, `prune`).
+ * (the store's `prune`).
  */
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { Logger } from 'pino';

@@ -1,8 +1,8 @@
 /**
  * The remediation state behind one asynchronous interface: the journal rows, the delivery keys (idempotency),
  * the desired firewall state, the cooldown and budget queries, and the attack-event ids. Two backends
- * implement it: SQLite (sqlite-store.ts over journal.ts, one process, the zero-setup default) and PostgreSQL
- * (postgres.ts, shared by replicas). open-store.ts picks one from `config.database`.
+ * implement it: SQLite (sqlite/store.ts over sqlite/journal.ts, one process, the zero-setup default) and
+ * PostgreSQL (postgres/store.ts, shared by replicas). open.ts picks one from `config.database`.
  *
  * A guard decision is one `transaction(account, …)`: on PostgreSQL under a per-account transaction-level
  * advisory lock, on SQLite under BEGIN IMMEDIATE with transactions serialized in the process. Inside it use
