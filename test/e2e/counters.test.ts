@@ -1,12 +1,11 @@
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon.js';
 import type { Simulator } from '../../src/simulator/server.js';
 import { requireBinary } from '../helpers/binaries.js';
 import { startHarness, type Harness } from '../helpers/daemon.js';
-import { eventually, freePort, startProcess } from '../helpers/processes.js';
-import { promQuery } from '../helpers/prometheus.js';
+import { eventually } from '../helpers/processes.js';
+import { promQuery, scrapeConfig, startPrometheus } from '../helpers/prometheus.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const prometheus = requireBinary('/usr/bin/prometheus', 'prometheus');
@@ -20,7 +19,7 @@ describe.skipIf(prometheus.skip)('a real Prometheus sees the first events of a n
   let harness: Harness;
   let sim: Simulator;
   let daemon: Daemon;
-  let prom: ReturnType<typeof startProcess>;
+  let prom: Awaited<ReturnType<typeof startPrometheus>>;
   let promUrl: string;
   const query = (expr: string) => promQuery(promUrl, expr);
   const selector = `baremetal_firewall_attack_events_total{service_type="colocation",service_id="colo-1",ip="${NEW_IP}"}`;
@@ -45,21 +44,8 @@ describe.skipIf(prometheus.skip)('a real Prometheus sees the first events of a n
     });
     ({ sim, daemon } = harness);
     await daemon.ready;
-    const port = await freePort();
-    promUrl = `http://127.0.0.1:${port}`;
-    writeFileSync(
-      join(dir, 'prometheus.yml'),
-      `global: { scrape_interval: 1s, evaluation_interval: 1s }\nscrape_configs:\n  - job_name: baremetal\n    static_configs: [{ targets: ['${new URL(daemon.url).host}'] }]\n`,
-    );
-    prom = startProcess(prometheus.skip ? '' : prometheus.path, [
-      `--config.file=${join(dir, 'prometheus.yml')}`,
-      `--storage.tsdb.path=${join(dir, 'tsdb')}`,
-      `--web.listen-address=127.0.0.1:${port}`,
-      '--log.level=warn',
-    ]);
-    await eventually(`Prometheus to scrape the daemon (${prom.output()})`, async () =>
-      (await query('up{job="baremetal"} == 1')).length === 1 ? true : undefined,
-    );
+    prom = await startPrometheus(prometheus.skip ? '' : prometheus.path, dir, scrapeConfig(new URL(daemon.url).host));
+    promUrl = prom.url;
   });
 
   afterAll(async () => {

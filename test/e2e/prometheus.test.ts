@@ -1,5 +1,4 @@
 import { execFile } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,8 +6,8 @@ import type { Daemon } from '../../src/daemon.js';
 import type { Simulator } from '../../src/simulator/server.js';
 import { startHarness, type Harness } from '../helpers/daemon.js';
 import { requireBinary } from '../helpers/binaries.js';
-import { eventually, freePort, startProcess } from '../helpers/processes.js';
-import { promQuery } from '../helpers/prometheus.js';
+import { eventually } from '../helpers/processes.js';
+import { promQuery, scrapeConfig, startPrometheus } from '../helpers/prometheus.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const prometheus = requireBinary('/usr/bin/prometheus', 'prometheus');
@@ -19,7 +18,7 @@ describe.skipIf(skip)('a real Prometheus scrapes the daemon running on the simul
   let harness: Harness;
   let sim: Simulator;
   let daemon: Daemon;
-  let prom: ReturnType<typeof startProcess>;
+  let prom: Awaited<ReturnType<typeof startPrometheus>>;
   let promUrl: string;
   let attackedIp: string;
 
@@ -52,22 +51,9 @@ describe.skipIf(skip)('a real Prometheus scrapes the daemon running on the simul
     simNow += 10 * 60_000;
     daemon = await harness.start();
     await daemon.ready;
-    const port = await freePort();
-    promUrl = `http://127.0.0.1:${port}`;
     const target = new URL(daemon.url).host;
-    writeFileSync(
-      join(dir, 'prometheus.yml'),
-      `global: { scrape_interval: 1s, evaluation_interval: 1s }\nscrape_configs:\n  - job_name: baremetal\n    static_configs: [{ targets: ['${target}'] }]\n`,
-    );
-    prom = startProcess(prometheus.skip ? '' : prometheus.path, [
-      `--config.file=${join(dir, 'prometheus.yml')}`,
-      `--storage.tsdb.path=${join(dir, 'tsdb')}`,
-      `--web.listen-address=127.0.0.1:${port}`,
-      '--log.level=warn',
-    ]);
-    await eventually(`Prometheus to scrape the daemon (${prom.output()})`, async () =>
-      (await query('up{job="baremetal"} == 1')).length === 1 ? true : undefined,
-    );
+    prom = await startPrometheus(prometheus.skip ? '' : prometheus.path, dir, scrapeConfig(target));
+    promUrl = prom.url;
   });
 
   afterAll(async () => {

@@ -1,8 +1,16 @@
+/**
+ * Two in-process daemons on one real PostgreSQL (Debian's, on loopback), the simulator as their upstream:
+ * exactly one polls, `baremetal_leader` is 1 on it and 0 on the other, the follower's engine checks targets
+ * against the server list the leader published, the follower serves the graph images the leader stored and
+ * lists them and the published servers on its status page, and when the leader stops the follower takes over
+ * and polls. A replica opens one pool and the leader's connection (docs/high-availability.md counts them).
+ */
 import pg from 'pg';
 import sharp from 'sharp';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon.js';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
+import { DEFAULT_POOL_LIMITS } from '../../src/store/postgres/pool.js';
 import { accountOf, startHarness } from '../helpers/daemon.js';
 import { seriesValue } from '../helpers/metrics.js';
 import { requirePostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';
@@ -244,5 +252,61 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
       missing: 404,
       missingMessage: 'no port_bits day graph held for server "999999"',
     });
+  });
+
+  it('opens one pool and the leader connection, and no more connections than the docs say', async () => {
+    const Pool = pg.Pool;
+    let pools = 0;
+    pg.Pool = class extends Pool {
+      constructor(...args: ConstructorParameters<typeof Pool>) {
+        super(...args);
+        pools++;
+      }
+    };
+    try {
+      const { start, url } = await cluster();
+      const daemon = await start();
+      await eventually('the replica leads and has polled its graphs', async () =>
+        daemon.role.leading && (await graphPolls(daemon)) > 0 ? true : undefined,
+      );
+      // A burst of requests that each need a connection: the journal, the shared graphs and the directory.
+      const auth = { authorization: `Bearer ${TOKEN}` };
+      await Promise.all(
+        Array.from({ length: 30 }, (_, i) =>
+          daemon.app.inject(i % 2 ? { url: '/api/v1/actions', headers: auth } : { url: '/graphs' }),
+        ),
+      );
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      const { rows } = await client
+        .query<{ name: string; count: string }>(
+          `SELECT application_name AS name, count(*)::text AS count FROM pg_stat_activity
+           WHERE application_name LIKE 'baremetal-exporter%' GROUP BY application_name`,
+        )
+        .finally(() => client.end());
+      const count = Object.fromEntries(rows.map((r) => [r.name, Number(r.count)]));
+      expect(pools).toBe(1);
+      expect(count['baremetal-exporter-leader']).toBe(1);
+      expect(count['baremetal-exporter']).toBeGreaterThan(0);
+      expect(count['baremetal-exporter']).toBeLessThanOrEqual(DEFAULT_POOL_LIMITS.max);
+    } finally {
+      pg.Pool = Pool;
+    }
+  });
+
+  it("a follower's status page lists the leader's published servers and graph images", async () => {
+    const { start } = await cluster();
+    const a = await start();
+    const b = await start();
+    const [, follower] = await elected([a, b]);
+    const serverIds = [...sim!.state.servers.keys()];
+    const page = await eventually('the follower lists every published server', async () => {
+      const body = (await follower.app.inject({ url: '/', headers: { authorization: `Bearer ${TOKEN}` } })).body;
+      return serverIds.every((id) => body.includes(id)) && body.includes('/graphs/') ? body : undefined;
+    });
+    const followerGraphs = (await follower.app.inject('/graphs')).json() as { graphs: Array<{ url: string }> };
+    expect(followerGraphs.graphs.length).toBe(serverIds.length);
+    for (const { url } of followerGraphs.graphs) expect(page).toContain(url);
+    expect(page).not.toContain('no graph fetched yet');
   });
 });
