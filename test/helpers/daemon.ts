@@ -9,11 +9,14 @@ import { join } from 'node:path';
 import { onTestFinished } from 'vitest';
 import type { AccountRuntime } from '../../src/accounts.js';
 import type { RemediationEngine } from '../../src/remediation/engine.js';
+import { request } from 'undici';
 import { buildConfig, loadConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { startDaemon, type Daemon, type DaemonOptions } from '../../src/daemon.js';
 import { startSimulator, type Simulator, type SimulatorServerOptions } from '../../src/simulator/server.js';
+import { requireBuiltCli, spawnCli } from './cli.js';
 import { captureLogger } from './logger.js';
+import { eventually, freePort } from './processes.js';
 import { TOKEN } from './remediation.js';
 import { tempDir } from './tmp.js';
 
@@ -105,20 +108,12 @@ export function accountOf(daemon: Daemon, name: string): AccountRuntime & { engi
   return { ...runtime, engine };
 }
 
-/** Starts the simulators and a daemon as `o` says; see HarnessOptions. */
-export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
+/** The common half of both harnesses: simulators, state_dir, token, the config in the file's shape. */
+async function prepare(o: HarnessOptions, stop: () => Promise<void>) {
   const key = o.key ?? HARNESS_KEY;
   const sims = new Map<string, Simulator>();
   /** the simulators the harness started (and closes) */
   const owned: Simulator[] = [];
-  let daemon: Daemon | undefined;
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    await daemon?.stop();
-    await Promise.all(owned.map((s) => s.close()));
-  };
   // Inside a test it stops with the test; from a beforeAll the caller stops it in afterAll.
   let inTest = true;
   try {
@@ -141,9 +136,7 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
     web: { listen_address: '127.0.0.1:0' },
     state_dir: stateDir,
     ...(several
-      ? {
-          accounts: [...sims].map(([name, sim]) => ({ name, ...upstream(sim), api_key: `${key}-${name}` })),
-        }
+      ? { accounts: [...sims].map(([name, sim]) => ({ name, ...upstream(sim), api_key: `${key}-${name}` })) }
       : { upstream: upstream(sims.get('default')!) }),
     ...(o.databaseUrl !== undefined ? { database: { url: o.databaseUrl } } : {}),
   };
@@ -151,18 +144,33 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
     writeFileSync(join(stateDir, 'token'), o.token ?? TOKEN);
     base.remediation = { auth: { bearer_token_files: [join(stateDir, 'token')] } };
   }
-  const over = typeof o.config === 'function' ? o.config(ctx) : (o.config ?? {});
+  /** the config in the file's shape: the harness's keys with the test's over them (called again by a reload) */
+  const raw = (over: Record<string, unknown> = {}) =>
+    merge(merge(base, typeof o.config === 'function' ? o.config(ctx) : (o.config ?? {})), over);
   const env = o.env ?? (several ? {} : { BAREMETAL_API_KEY: key });
-  const configFile = o.configFile ? join(stateDir, 'config.yml') : undefined;
+  return { ctx, owned, raw, env };
+}
+
+/** Starts the simulators and a daemon as `o` says; see HarnessOptions. */
+export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
+  let daemon: Daemon | undefined;
+  let stopped = false;
+  let owned: Simulator[] = [];
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await daemon?.stop();
+    await Promise.all(owned.map((s) => s.close()));
+  };
+  const prepared = await prepare(o, stop);
+  const { ctx, raw, env } = prepared;
+  owned = prepared.owned;
+  const configFile = o.configFile ? join(ctx.stateDir, 'config.yml') : undefined;
   // JSON is YAML: the file holds the same keys the object would.
-  if (configFile) writeFileSync(configFile, JSON.stringify(merge(base, over)));
-  const config = configFile ? loadConfig(configFile, env) : buildConfig(merge(base, over), env);
+  if (configFile) writeFileSync(configFile, JSON.stringify(raw()));
   // A reload reads the file again, or calls the config function again (the test changes what it returns).
-  const configOf = () =>
-    configFile
-      ? loadConfig(configFile, env)
-      : buildConfig(merge(base, typeof o.config === 'function' ? o.config(ctx) : (o.config ?? {})), env);
-  const reload = { reloadConfig: configOf };
+  const configOf = () => (configFile ? loadConfig(configFile, env) : buildConfig(raw(), env));
+  const config = configOf();
   const log = captureLogger(o.logLevel ?? 'debug');
   const start = async (options: DaemonOptions = o.daemon ?? {}) => {
     await daemon?.stop();
@@ -171,7 +179,7 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
       schedule: false,
       listen: false,
       retryMinDelayMs: 1,
-      ...reload,
+      reloadConfig: configOf,
       ...options,
     });
     // A test may stop the daemon itself: the harness's own stop then waits for that one.
@@ -190,10 +198,83 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
     },
     config,
     configFile,
-    sim: [...sims.values()][0]!,
+    sim: [...ctx.sims.values()][0]!,
     log,
     account: (name) => accountOf(daemon!, name),
     start,
+    stop,
+  };
+}
+
+/** One `baremetal-exporter run` child process of a DaemonProcess. */
+export type RunProcess = ReturnType<typeof spawnCli>;
+
+export interface DaemonProcess extends HarnessContext {
+  /** the simulator of the first account */
+  sim: Simulator;
+  /** the config file `run` reads (`<state_dir>/config.yml`) */
+  configFile: string;
+  /** the port of `web.listen_address` (a free one on 127.0.0.1) and its base URL */
+  port: number;
+  url: string;
+  /** starts `run --config.file=FILE` (plus `args`) with the harness's environment; does not wait */
+  spawn(args?: string[], env?: Record<string, string>): RunProcess;
+  /** spawns and resolves once `/readyz` answers 200 (the output is in the error otherwise) */
+  start(args?: string[]): Promise<RunProcess>;
+  /** SIGKILLs every process still running, then closes the simulators it started; idempotent */
+  stop(): Promise<void>;
+}
+
+/**
+ * The harness for a daemon as a real process — the built CLI's `run` (signals, crashes, failover between
+ * processes, flags): the same simulators, state_dir and config (written to a file) as startHarness, with
+ * `web.listen_address` on a free loopback port.
+ */
+export async function startDaemonProcess(o: HarnessOptions = {}): Promise<DaemonProcess> {
+  requireBuiltCli();
+  const runs: RunProcess[] = [];
+  let stopped = false;
+  let owned: Simulator[] = [];
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    for (const run of runs) if (run.child.exitCode === null && run.child.signalCode === null) run.child.kill('SIGKILL');
+    await Promise.all(runs.map((run) => run.exited));
+    await Promise.all(owned.map((s) => s.close()));
+  };
+  const prepared = await prepare(o, stop);
+  owned = prepared.owned;
+  const { ctx, raw, env } = prepared;
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const configFile = join(ctx.stateDir, 'config.yml');
+  writeFileSync(configFile, JSON.stringify(raw({ web: { listen_address: `127.0.0.1:${port}` } })));
+  const spawnRun = (args: string[] = [], extraEnv: Record<string, string> = {}) => {
+    const defined = Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined);
+    const run = spawnCli(['run', `--config.file=${configFile}`, ...args], {
+      ...Object.fromEntries(defined),
+      ...extraEnv,
+    });
+    runs.push(run);
+    return run;
+  };
+  return {
+    ...ctx,
+    sim: [...ctx.sims.values()][0]!,
+    configFile,
+    port,
+    url,
+    spawn: spawnRun,
+    start: async (args) => {
+      const run = spawnRun(args);
+      await eventually(
+        `the daemon to be ready:\n${run.output()}`,
+        async () => ((await request(`${url}/readyz`)).statusCode === 200 ? true : undefined),
+        60_000,
+        100,
+      );
+      return run;
+    },
     stop,
   };
 }

@@ -2,61 +2,26 @@
  * Crashes: the built CLI as a real child process, killed with SIGKILL before, during and after an
  * upstream power cycle, then restarted on the same state_dir; and two daemons on one state_dir.
  */
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { request } from 'undici';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../../src/simulator/server.js';
-import { requireBuiltCli, spawnCli } from '../helpers/cli.js';
-import { eventually, freePort } from '../helpers/processes.js';
-import { TOKEN } from '../helpers/remediation.js';
-import { tempDir } from '../helpers/tmp.js';
+import { describe, expect, it } from 'vitest';
+import { startDaemonProcess, type RunProcess } from '../helpers/daemon.js';
+import { eventually } from '../helpers/processes.js';
+import { POWERCYCLE_REMEDIATION, TOKEN } from '../helpers/remediation.js';
 
 const KEY = 'crash-key-4b7e1d09';
 const POWERCYCLE = '/api/v1/dedicated/powercycle';
 
-let sim: Simulator | undefined;
-const children: Array<ReturnType<typeof spawnCli>> = [];
-beforeAll(() => requireBuiltCli());
-afterEach(async () => {
-  for (const c of children.splice(0))
-    if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL');
-  await sim?.close();
-  sim = undefined;
-});
-
-/** A config file for a daemon on a fresh state_dir; each start listens on a new port. */
+/** A daemon process on a fresh state_dir, live remediation with one powercycle rule. */
 async function setup() {
-  sim = await startSimulator({ apiKey: KEY, servers: 3, attackRate: 0 });
-  const dir = tempDir();
-  writeFileSync(join(dir, 'token'), TOKEN);
-  const file = join(dir, 'config.yml');
-  const port = await freePort();
-  writeFileSync(
-    file,
-    `upstream: { base_url: "${sim.url}", timeout: 30s, retries: 0 }
-web: { listen_address: "127.0.0.1:${port}" }
-state_dir: ${join(dir, 'state')}
-log_level: warn
-remediation:
-  dry_run: false
-  auth: { bearer_token_files: [${join(dir, 'token')}] }
-  rules: [{ alertname: BaremetalServerUnreachable, action: powercycle, server_id_label: server_id, cooldown: 30m }]
-`,
-  );
-  const base = `http://127.0.0.1:${port}`;
-  const start = async () => {
-    const run = spawnCli(['run', '--config', file], { BAREMETAL_API_KEY: KEY });
-    children.push(run);
-    await eventually(
-      `the daemon to be ready:\n${run.output()}`,
-      async () => ((await request(`${base}/readyz`)).statusCode === 200 ? true : undefined),
-      30_000,
-      100,
-    );
-    return run;
-  };
-  const kill = async (run: ReturnType<typeof spawnCli>) => {
+  const h = await startDaemonProcess({
+    key: KEY,
+    simulator: { servers: 3, attackRate: 0 },
+    remediationAuth: true,
+    config: { upstream: { timeout: '30s' }, log_level: 'warn', remediation: POWERCYCLE_REMEDIATION },
+  });
+  const { sim, url: base, configFile: file } = h;
+  const start = () => h.start();
+  const kill = async (run: RunProcess) => {
     run.child.kill('SIGKILL');
     await run.exited;
   };
@@ -90,7 +55,7 @@ remediation:
     });
     return ((await res.body.json()) as { actions: Array<{ decision: string }> }).actions.map((a) => a.decision);
   };
-  return { sim, file, start, kill, deliver, journal };
+  return { sim, file, start, kill, deliver, journal, spawn: h.spawn };
 }
 
 const FIRST = '2026-11-21T10:00:00Z';
@@ -152,8 +117,7 @@ describe('two daemons on one state_dir', () => {
   it("the second exits non-zero with one line naming the first one's PID", async () => {
     const t = await setup();
     const first = await t.start();
-    const second = spawnCli(['run', '--config', t.file], { BAREMETAL_API_KEY: KEY });
-    children.push(second);
+    const second = t.spawn();
     expect(await second.exited).not.toBe(0);
     const lines = second.output().trim().split('\n');
     expect(lines).toHaveLength(1);

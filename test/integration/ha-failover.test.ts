@@ -9,9 +9,9 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
-import { requireBuiltCli, spawnCli } from '../helpers/cli.js';
+import { startDaemonProcess, type DaemonProcess } from '../helpers/daemon.js';
 import { requirePostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';
-import { eventually, freePort } from '../helpers/processes.js';
+import { eventually } from '../helpers/processes.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const KEY = 'ha-failover-key-8d2e4b61';
@@ -23,17 +23,14 @@ const PROBE_MS = 100;
 describe.skipIf(found.skip)('leader failover between two processes (Debian postgresql on loopback)', () => {
   let server: TestPostgres;
   let sim: Simulator | undefined;
-  const children: Array<ReturnType<typeof spawnCli>> = [];
+  const replicas: DaemonProcess[] = [];
   beforeAll(async () => {
     if (found.skip) return;
-    requireBuiltCli();
     server = await startPostgres(found.bin);
   }, 120_000);
   afterEach(async () => {
-    for (const c of children.splice(0)) {
-      if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL');
-      await c.exited;
-    }
+    // The replicas first, then the upstream they share.
+    for (const replica of replicas.splice(0)) await replica.stop();
     await sim?.close();
   });
   afterAll(() => server?.stop());
@@ -48,30 +45,25 @@ describe.skipIf(found.skip)('leader failover between two processes (Debian postg
     );
 
   it('SIGKILL of the leader while polling: the follower leads within 15 s and polling resumes', async () => {
-    sim = await startSimulator({ apiKey: KEY, servers: 3, colocations: 0, transits: 0, attackRate: 0 });
+    const upstream = await startSimulator({ apiKey: KEY, servers: 3, colocations: 0, transits: 0, attackRate: 0 });
+    sim = upstream;
     const dir = tempDir();
     const urlFile = join(dir, 'database-url');
     writeFileSync(urlFile, server.createDatabase('ha_failover'));
+    /** A replica process on the shared simulator and database, with its own state_dir and port. */
     const start = async (name: string) => {
-      const port = await freePort();
-      const file = join(dir, `${name}.yml`);
-      writeFileSync(
-        file,
-        `upstream: { base_url: "${sim!.url}", timeout: 5s, retries: 0 }
-web: { listen_address: "127.0.0.1:${port}" }
-state_dir: ${join(dir, name)}
-database: { url_file: ${urlFile} }
-log_level: info
-schedules: { servers: "* * * * * *", firewall: "* * * * * *", graphs: "*/5 * * * * *" }
-`,
-      );
-      const run = spawnCli(['run', '--config', file], { BAREMETAL_API_KEY: KEY });
-      children.push(run);
-      const base = `http://127.0.0.1:${port}`;
-      await eventually(`${name} to be ready:\n${run.output()}`, async () =>
-        (await request(`${base}/readyz`)).statusCode === 200 ? true : undefined,
-      );
-      return { run, base };
+      const replica = await startDaemonProcess({
+        key: KEY,
+        upstream,
+        config: {
+          upstream: { timeout: '5s' },
+          database: { url_file: urlFile },
+          log_level: 'info',
+          schedules: { servers: '* * * * * *', firewall: '* * * * * *', graphs: '*/5 * * * * *' },
+        },
+      });
+      replicas.push(replica);
+      return { run: await replica.start(), base: replica.url, name };
     };
     const a = await start('a');
     await eventually('a to lead and poll', async () =>
