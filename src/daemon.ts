@@ -16,6 +16,8 @@ import { leaderOrSnapshot } from './remediation/targets.js';
 import { startRole, type ElectionTimings, type Role } from './ha/role.js';
 import { authEnabled } from './http/auth.js';
 import { statusViewOf } from './http/status-view.js';
+import { discoverySource } from './http/discovery-source.js';
+import { directoryServers } from './collectors/ownership.js';
 import { readTls, watchTls } from './http/tls.js';
 import { closeServer, extraServer, listenOn } from './http/listeners.js';
 import { httpsOptions, type WebConfigFile } from './http/web-config-reload.js';
@@ -127,7 +129,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     const runtime = accounts.get(account);
     if (!shared || !runtime || !leading() || job === 'graphs' || job === 'catalog' || outcome === 'failure') return;
     shared.directory
-      .publish(account, () => runtime.poller.serverIps())
+      .publish(account, () => directoryServers(runtime.poller.inventory, runtime.poller.firewallState))
       .catch((error: unknown) =>
         logger.warn(
           { account, reason: (error as Error).message },
@@ -271,6 +273,10 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
       now,
     }),
     attacks: new Map([...accounts].map(([name, runtime]) => [name, runtime.poller.attacks])),
+    discovery: discoverySource(
+      new Map([...accounts].map(([name, runtime]) => [name, runtime.poller])),
+      shared ? { leading, directory: (account) => shared.directory.snapshot(account) } : undefined,
+    ),
     remediation: { engines, journal, metrics, config: config.remediation },
     ...(options.lifecycle ? { reload: () => reload() } : {}),
     ...(options.telemetryPath === undefined ? {} : { telemetryPath: options.telemetryPath }),
@@ -331,6 +337,10 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     }
     const { rules, dryRun, budgetPerHour } = next.remediation;
     Object.assign(config.remediation, { rules, dryRun, budgetPerHour });
+    // Scope and collector switches: read by each account's next runs (the next servers run applies the scope).
+    Object.assign(config.collectors, next.collectors);
+    for (const account of config.accounts)
+      Object.assign(account.scope, next.accounts.find((a) => a.name === account.name)?.scope ?? {});
     if (!webOk)
       return failed(false, [
         'the web config could not be reloaded; the previous one stays in force (see its log line)',

@@ -15,6 +15,7 @@ import {
 import { collectServerList, type Inventory } from '../collectors/inventory.js';
 import { ownedIps, serverIps } from '../collectors/ownership.js';
 import type { AccountConfig, Config, JobName } from '../config/schema.js';
+import { inScope, type ServerScope } from '../config/scope.js';
 import { checkImage } from '../graphs/image.js';
 import type { GraphKey, GraphStore } from '../graphs/store.js';
 import type { Metrics, RunOutcome } from '../metrics/definitions.js';
@@ -38,7 +39,13 @@ export interface PollJobsDeps {
   /** the ids the ledger held at start (`EventLedger.load`), by `type/id` */
   restoredEventIds?: Map<string, Set<string>>;
   /** `schedules` gives each run its deadline (the period of the job's schedule, also for runs started by hand) */
-  config: Pick<Config, 'graphs' | 'firewall' | 'schedules'> & Pick<AccountConfig, 'services'>;
+  config: Pick<Config, 'graphs' | 'firewall' | 'schedules'> &
+    Pick<AccountConfig, 'services'> & {
+      /** the servers in scope; read per run (a reload replaces its lists); default every server */
+      scope?: ServerScope;
+      /** the polls switched on; read per run (a reload changes them in place); default all */
+      collectors?: Config['collectors'];
+    };
   /** milliseconds since the epoch */
   now?: () => number;
   onFinished?: (job: JobName, outcome: RunOutcome, problem?: string) => void;
@@ -237,7 +244,10 @@ export class PollJobs implements TargetDirectory {
    */
   async pollServers(signal: AbortSignal = new AbortController().signal): Promise<WorkResult> {
     const { client, metrics, graphStore } = this.#deps;
-    const list = await abortable(listServers(client, signal), signal);
+    const listed = await abortable(listServers(client, signal), signal);
+    // Out-of-scope servers are dropped before anything sees them: no series, no per-server request.
+    const scope = this.#deps.config.scope;
+    const list = scope ? { ...listed, servers: listed.servers.filter((server) => inScope(scope, server)) } : listed;
     const { inventory, removed } = await collectServerList(list, this.inventory, metrics);
     const first = !this.serversKnown;
     this.inventory = inventory;
@@ -269,6 +279,7 @@ export class PollJobs implements TargetDirectory {
     job: 'firewall' | 'firewall_under_attack' = 'firewall',
   ): Promise<WorkResult> {
     const { client, metrics, logger, config } = this.#deps;
+    if (config.collectors?.firewall === false) return this.#firewallOff();
     const round = this.#rounds[job];
     const services = this.servicesOf(job);
     const slice = round.next(services, this.firewallCapacity(job));
@@ -301,6 +312,18 @@ export class PollJobs implements TargetDirectory {
     return result;
   }
 
+  /** `collectors.firewall: false`: no request; the firewall series there were (before a reload) are removed. */
+  #firewallOff(): WorkResult {
+    for (const key of [...this.firewallState.services.keys()]) {
+      const [serviceType, ...id] = key.split('/');
+      removeFirewallService(this.firewallState, this.#deps.metrics, {
+        serviceType: serviceType as ServiceRef['serviceType'],
+        serviceId: id.join('/'),
+      });
+    }
+    return { items: 0, failed: 0 };
+  }
+
   /**
    * Persists the event ids of the latest histories, plus those restored for services still polled but not
    * yet read by this process. A write that fails is logged: the counts are right until the next restart.
@@ -326,6 +349,11 @@ export class PollJobs implements TargetDirectory {
   /** `graphs` job: the configured types × scales for every server; a corrupt image fails only itself. */
   async pollGraphs(signal: AbortSignal = new AbortController().signal): Promise<WorkResult> {
     const { client, metrics, logger, graphStore, config } = this.#deps;
+    if (config.collectors?.graphs === false) {
+      // No request; the graph series there were (before a reload) are removed.
+      for (const graph of graphStore.list()) this.#removeGraphSeries(graph);
+      return { items: 0, failed: 0 };
+    }
     const keys = [...this.inventory.keys()].flatMap((serverId) =>
       config.graphs.types.flatMap((type) => config.graphs.scales.map((scale) => ({ serverId, type, scale }))),
     );
@@ -350,7 +378,12 @@ export class PollJobs implements TargetDirectory {
 
   /** `catalog` job: OS list and locations (rarely changes). */
   async pollCatalog(signal: AbortSignal = new AbortController().signal): Promise<WorkResult> {
-    const { client, metrics, logger } = this.#deps;
+    const { client, metrics, logger, config } = this.#deps;
+    if (config.collectors?.catalog === false) {
+      metrics.catalogOperatingSystems.remove({});
+      metrics.catalogLocations.remove({});
+      return { items: 0, failed: 0 };
+    }
     const tasks: Array<() => Promise<void>> = [
       async () => {
         const systems = await listOperatingSystems(client, signal);
