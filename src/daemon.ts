@@ -238,6 +238,8 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     const polls = leading() ? [...accounts.values()] : [];
     const reasons = polls.flatMap((account) =>
       (['servers', 'firewall'] as JobName[])
+        // A switched-off collector (`collectors.firewall: false`) is not waited for.
+        .filter((job) => job !== 'firewall' || config.collectors.firewall)
         .filter((job) => !account.workedOnce.has(job))
         .map((job) => {
           const poll = `${job} poll${accounts.size > 1 ? ` of account ${account.name}` : ''}`;

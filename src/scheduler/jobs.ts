@@ -89,6 +89,8 @@ export class PollJobs implements TargetDirectory {
   inventory: Inventory = new Map();
   /** true once a server list has been read */
   serversKnown = false;
+  /** ids of the latest list's servers that are out of scope (config/scope.ts): remediation denies them by name */
+  #outOfScope = new Set<string>();
   readonly firewallState = new FirewallSeriesState();
   /** the events of each service's latest history that had events (status page, /api/v1/attacks) */
   readonly attacks = new AttackLog();
@@ -153,6 +155,10 @@ export class PollJobs implements TargetDirectory {
 
   hasServer(serverId: string): boolean {
     return this.inventory.has(serverId);
+  }
+
+  outOfScope(serverId: string): boolean {
+    return this.#outOfScope.has(serverId);
   }
 
   /** The IP is the server's (collectors/ownership.ts: its record's or seen in its firewall history). */
@@ -248,6 +254,8 @@ export class PollJobs implements TargetDirectory {
     // Out-of-scope servers are dropped before anything sees them: no series, no per-server request.
     const scope = this.#deps.config.scope;
     const list = scope ? { ...listed, servers: listed.servers.filter((server) => inScope(scope, server)) } : listed;
+    const kept = new Set(list.servers);
+    this.#outOfScope = new Set(listed.servers.filter((s) => !kept.has(s)).map((s) => s.serverId));
     const { inventory, removed } = await collectServerList(list, this.inventory, metrics);
     const first = !this.serversKnown;
     this.inventory = inventory;
