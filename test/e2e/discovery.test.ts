@@ -78,7 +78,7 @@ describe.skipIf(prometheus.skip)('Prometheus discovers the servers through GET /
   const targets = () =>
     eventually(`Prometheus to discover the servers (${prom.output()})`, async () => {
       const res = await request(`${promUrl}/api/v1/targets?state=active`).catch(() => undefined);
-      if (!res || res.statusCode !== 200) return undefined;
+      if (res?.statusCode !== 200) return undefined;
       const body = (await res.body.json()) as { data: { activeTargets: ActiveTarget[] } };
       const pools = new Set(body.data.activeTargets.map((t) => t.scrapePool));
       return ['baremetal', 'blackbox-icmp', 'blackbox-tcp', 'node'].every((p) => pools.has(p))
