@@ -121,5 +121,15 @@ describe.skipIf(found.skip)('a replica on PostgreSQL (Debian postgresql on loopb
     expect(followerGraphs.graphs.length).toBe(serverIds.length);
     for (const { url } of followerGraphs.graphs) expect(page).toContain(url);
     expect(page).not.toContain('no graph fetched yet');
+    // The directory carries the record fields too: the follower's page shows hostnames, its discovery the
+    // leader's targets.
+    for (const server of sim!.state.servers.values()) expect(page).toContain(server.hostname);
+    const targets = async (d: Daemon) => {
+      const reply = await d.app.inject('/api/v1/discovery?port=9100');
+      return { status: reply.statusCode, body: reply.json() };
+    };
+    const fromLeader = await targets(leader);
+    expect(fromLeader.body).toHaveLength(serverIds.length);
+    expect(await targets(follower)).toEqual(fromLeader);
   });
 });

@@ -38,6 +38,22 @@ describe('DirectorySnapshot', () => {
   });
 });
 
+describe('DirectorySnapshot rows', () => {
+  it("reads the record fields the leader publishes, and an older leader's rows of IPs only", () => {
+    const snapshot = new DirectorySnapshot();
+    snapshot.replace(
+      { '1': { ips: ['198.18.0.1'], ip: '198.18.0.1', hostname: 'a.example', location: 'fra1', status: 'online' } },
+      '1',
+    );
+    const current = { owns: snapshot.ownsIp('1', '198.18.0.1'), details: snapshot.details('1') };
+    snapshot.replace({ '1': ['198.18.0.1'] }, '2');
+    expect({ current, old: { owns: snapshot.ownsIp('1', '198.18.0.1'), details: snapshot.details('1') } }).toEqual({
+      current: { owns: true, details: { ip: '198.18.0.1', hostname: 'a.example', location: 'fra1', status: 'online' } },
+      old: { owns: true, details: undefined },
+    });
+  });
+});
+
 describe('leaderOrSnapshot', () => {
   const poller = directory({ p: ['198.18.0.1'] });
   const snapshot = directory({ s: ['198.18.0.2'] });
