@@ -14,8 +14,9 @@ export interface DiscoveryPoller {
 }
 
 /**
- * The source: per account, the poller's servers while this replica leads (or has no replicas), else the
- * snapshot of the shared directory (`directory(account)`); undefined until the first server list is known.
+ * The source: per account, the poller's servers while this replica leads and has read a list (or has no
+ * replicas), else the snapshot of the shared directory (`directory(account)`); undefined until a first server
+ * list is known.
  * A published server without record fields (an older leader) is left out: it has no main IP to target.
  */
 export function discoverySource(
@@ -26,11 +27,12 @@ export function discoverySource(
     const out = new Map<string, readonly DiscoveryServer[] | undefined>();
     const leading = replicas?.leading() ?? true;
     for (const [account, poller] of pollers) {
-      if (leading) {
+      // A new leader answers from the directory until its own first list (as its remediation guards do).
+      if (!replicas || (leading && poller.serversKnown)) {
         out.set(account, poller.serversKnown ? [...poller.inventory.values()] : undefined);
         continue;
       }
-      const snapshot = replicas!.directory(account);
+      const snapshot = replicas.directory(account);
       if (!snapshot.serversKnown) {
         out.set(account, undefined);
         continue;
