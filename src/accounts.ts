@@ -37,7 +37,7 @@ export interface AccountDeps {
   /** the registry's metrics (unscoped); each runtime binds its account */
   metrics: Metrics;
   logger: Logger;
-  config: Pick<Config, 'graphs' | 'firewall' | 'schedules' | 'stateDir'>;
+  config: Pick<Config, 'graphs' | 'firewall' | 'schedules' | 'stateDir' | 'collectors'>;
   now: () => number;
   /** what the caller adds to every account's client (a test dispatcher, retry delays) */
   clientOptions?: Partial<UpstreamClientOptions>;
@@ -77,7 +77,7 @@ export async function startAccount(
     graphStore,
     ledger,
     restoredEventIds: remembered.services,
-    config: { ...deps.config, services: account.services },
+    config: { ...deps.config, services: account.services, scope: account.scope },
     now: deps.now,
     onFinished: (job, outcome, problem) => {
       apiObserver.onPollFinished(job, outcome);

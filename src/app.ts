@@ -2,7 +2,7 @@
  * buildApp(deps) → a fastify instance with every route of the daemon. It never listens itself, so tests
  * drive it with `app.inject()`. Every error reply is JSON: `{statusCode, code, error, message}`.
  *
- * Three scopes: health probes (always open), the read-only routes — status page, /metrics (or --web.telemetry-path), /graphs, /api/v1/attacks —
+ * Three scopes: health probes (always open), the read-only routes — status page, /metrics (or --web.telemetry-path), /graphs, /api/v1/attacks, /api/v1/discovery —
  * (open unless `web.auth` is set), and the remediation routes (always behind `remediation.auth`).
  */
 import { STATUS_CODES } from 'node:http';
@@ -20,6 +20,7 @@ import { applyServerLimits, serverLimitOptions } from './http/server-limits.js';
 import { actionRoutes } from './http/routes/actions.js';
 import { alertmanagerRoutes } from './http/routes/alertmanager.js';
 import { attackRoutes } from './http/routes/attacks.js';
+import { discoveryRoutes, type DiscoverySource } from './http/routes/discovery.js';
 import { graphRoutes } from './http/routes/graphs.js';
 import { healthRoutes, type Readiness } from './http/routes/health.js';
 import { metricsRoutes } from './http/routes/metrics.js';
@@ -51,6 +52,8 @@ export interface AppDeps {
   statusView?: (options: { actions: boolean }) => Promise<StatusView>;
   /** the latest attack events per account, served as `GET /api/v1/attacks`; without it the route is not served */
   attacks?: ReadonlyMap<string, AttackLog>;
+  /** each account's in-scope servers, served as `GET /api/v1/discovery` (Prometheus HTTP SD); without it the route is not served */
+  discovery?: DiscoverySource;
   /** the action endpoints; absent in tests of the read-only routes */
   remediation?: {
     /** one engine per account, by account name, over the one journal */
@@ -142,6 +145,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     metricsRoutes(scope, { exposition: deps.exposition, ...(deps.telemetryPath ? { path: deps.telemetryPath } : {}) });
     graphRoutes(scope, { graphs: deps.graphSource ?? localGraphs(deps.graphStores), maxWidth: deps.graphMaxWidth });
     if (deps.attacks) attackRoutes(scope, { attacks: deps.attacks });
+    if (deps.discovery) discoveryRoutes(scope, { discovery: deps.discovery });
     if (deps.reload) reloadRoute(scope, deps.reload);
   });
 

@@ -9,6 +9,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { applyFlags, buildConfig, loadConfig } from './config/load.js';
 import { DEFAULT_ACCOUNT } from './config/schema.js';
+import { describeScope } from './config/scope.js';
 import { startDaemon } from './daemon.js';
 import { WebConfigFile } from './http/web-config-reload.js';
 import { DEFAULT_TELEMETRY_PATH, validateTelemetryPath } from './http/telemetry-path.js';
@@ -245,6 +246,13 @@ function checkConfig(args: string[]): void {
         `warning: the API key sits in the config file (account ${account.name}); prefer api_key_file or BAREMETAL_API_KEY\n`,
       );
     }
+    for (const account of config.accounts) {
+      const scope = describeScope(account.scope);
+      if (scope)
+        process.stdout.write(`scope${config.accounts.length > 1 ? ` of account ${account.name}` : ''}: ${scope}\n`);
+    }
+    const off = Object.entries(config.collectors).filter(([, on]) => !on);
+    if (off.length > 0) process.stdout.write(`collectors switched off: ${off.map(([name]) => name).join(', ')}\n`);
     const plan = budgetPlan(config);
     for (const line of plan.notes) process.stdout.write(`${line}\n`);
     for (const line of plan.warnings) process.stdout.write(`warning: ${line}\n`);

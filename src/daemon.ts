@@ -16,6 +16,7 @@ import type { ElectionTimings, Role } from './ha/role.js';
 import { limitGraphDecoding } from './graphs/image.js';
 import { authEnabled } from './http/auth.js';
 import { statusViewOf } from './http/status-view.js';
+import { discoverySource } from './http/discovery-source.js';
 import type { WebConfigFile } from './http/web-config-reload.js';
 import { openStore, type OpenedStore, type OpenStoreOptions } from './store/open.js';
 import type { PostgresStore } from './store/postgres/store.js';
@@ -157,29 +158,13 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
   });
   const engines = await startEngines(config, { accounts, journal, replication, logger, now, exposition });
   const web = webDeps(config, options.webConfig);
-  const graphStores = new Map([...accounts].map(([name, account]) => [name, account.graphStore]));
-  // `/graphs` and the status page show the same images: the database's with replicas, else each account's store.
-  const graphSource = shared ? shared.graphs : localGraphs(graphStores);
   /** set by stop(): the initial polls start nothing more, a reload changes nothing */
   let stopping = false;
   const app = buildApp({
+    ...servedParts(config, { accounts, engines, journal, metrics, replication, now }),
     logger,
     exposition,
-    graphStores,
-    graphMaxWidth: config.graphs.maxWidth,
-    graphSource,
     ...web,
-    readiness: readinessOf({ accounts, leading, electionProblem: replication.problem, journal }),
-    statusView: statusViewOf({
-      version: VERSION,
-      accounts,
-      journal,
-      graphs: graphSource,
-      ...(shared ? { replicas: { leading, directory: shared.directory } } : {}),
-      now,
-    }),
-    attacks: new Map([...accounts].map(([name, runtime]) => [name, runtime.poller.attacks])),
-    remediation: { engines, journal, metrics, config: config.remediation },
     ...(options.lifecycle ? { reload: () => reload() } : {}),
     ...(options.telemetryPath === undefined ? {} : { telemetryPath: options.telemetryPath }),
   });
@@ -241,6 +226,54 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
       await Promise.all([...accounts.values()].map((account) => account.client.close()));
       lock.release();
     },
+  };
+}
+
+/**
+ * What the HTTP app serves of the daemon's parts: the graph images (the database's with replicas, else each
+ * account's store: `/graphs` and the status page show the same), readiness, the status page, attacks, discovery
+ * and the remediation endpoints.
+ */
+function servedParts(
+  config: Config,
+  p: {
+    accounts: ReadonlyMap<string, AccountRuntime>;
+    engines: Map<string, RemediationEngine>;
+    journal: OpenedStore;
+    metrics: Metrics;
+    replication: Replication;
+    now: () => number;
+  },
+) {
+  const { accounts, journal, replication } = p;
+  const { shared, leading } = replication;
+  const graphStores = new Map([...accounts].map(([name, account]) => [name, account.graphStore]));
+  const graphSource = shared ? shared.graphs : localGraphs(graphStores);
+  return {
+    graphStores,
+    graphMaxWidth: config.graphs.maxWidth,
+    graphSource,
+    readiness: readinessOf({
+      accounts,
+      leading,
+      electionProblem: replication.problem,
+      journal,
+      firewallPolled: () => config.collectors.firewall,
+    }),
+    statusView: statusViewOf({
+      version: VERSION,
+      accounts,
+      journal,
+      graphs: graphSource,
+      ...(shared ? { replicas: { leading, directory: shared.directory } } : {}),
+      now: p.now,
+    }),
+    attacks: new Map([...accounts].map(([name, runtime]) => [name, runtime.poller.attacks])),
+    discovery: discoverySource(
+      new Map([...accounts].map(([name, runtime]) => [name, runtime.poller])),
+      shared ? { leading, directory: (account: string) => shared.directory.snapshot(account) } : undefined,
+    ),
+    remediation: { engines: p.engines, journal, metrics: p.metrics, config: config.remediation },
   };
 }
 

@@ -5,6 +5,7 @@
  * (§4), which may name IPs added since the record was read. A server not in the latest list owns nothing.
  */
 import { FirewallSeriesState } from './firewall.js';
+import type { PublishedServers } from '../store/postgres/directory.js';
 import type { Inventory } from './inventory.js';
 
 /** The IPs `serverId` owns now; empty when the server is not in `inventory`. */
@@ -15,9 +16,16 @@ export function ownedIps(inventory: Inventory, firewall: FirewallSeriesState, se
   return new Set([...server.ips, ...(seen?.counts.keys() ?? [])]);
 }
 
-/** Every listed server's owned IPs (server id → IPs), the shape the leader publishes for the followers. */
-export function serverIps(inventory: Inventory, firewall: FirewallSeriesState): Record<string, string[]> {
-  const out: Record<string, string[]> = {};
-  for (const serverId of inventory.keys()) out[serverId] = [...ownedIps(inventory, firewall, serverId)];
+/** What the leader publishes for the followers (store/postgres/directory.ts): each listed server's owned IPs and record fields. */
+export function directoryServers(inventory: Inventory, firewall: FirewallSeriesState): PublishedServers {
+  const out: PublishedServers = {};
+  for (const [serverId, server] of inventory)
+    out[serverId] = {
+      ips: [...ownedIps(inventory, firewall, serverId)],
+      ip: server.ip,
+      hostname: server.hostname,
+      location: server.location,
+      status: server.status,
+    };
   return out;
 }

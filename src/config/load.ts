@@ -13,6 +13,7 @@ import { redactDatabaseUrl } from './database-url.js';
 import { readBoundedText, readProblem, type FileKind } from '../read-bounded-file.js';
 import { ConfigError, InsecureUrlError } from '../errors.js';
 import { checkBaseUrl } from './base-url.js';
+import { compileHostname, type ServerScope, type ServerSelectorFile } from './scope.js';
 import {
   ACCOUNT_NAME,
   ACTIONS,
@@ -187,6 +188,7 @@ export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFil
   );
   const { problems } = checks;
 
+  const topScope = checkScope(checks, 'servers');
   const accounts = checkAccounts(doc, checks, env, readFile);
   const ipRetentionMs = checks.duration('firewall.ip_retention', '24h');
 
@@ -222,7 +224,7 @@ export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFil
   // No problem: the document is a valid ConfigFile and every value above was read.
   const file = doc as ConfigFile;
   return {
-    accounts: accounts.map((account) => account()),
+    accounts: accounts.map((account) => account(topScope!)),
     web: {
       ...listen!,
       ...(file.web.tls ? { tls: { certFile: file.web.tls.cert_file, keyFile: file.web.tls.key_file } } : {}),
@@ -237,6 +239,7 @@ export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFil
     },
     graphs: { types: file.graphs.types, scales: file.graphs.scales, maxWidth: file.graphs.max_width },
     firewall: { maxIpsPerService: file.firewall.max_ips_per_service, ipRetentionMs: ipRetentionMs! },
+    collectors: { ...file.collectors },
     remediation: {
       dryRun: file.remediation.dry_run,
       journalRetentionMs: journalRetentionMs!,
@@ -319,14 +322,15 @@ function checkAccounts(
   checks: Checks,
   env: ConfigEnv,
   readFile: ReadFile,
-): Array<() => AccountConfig> {
+): Array<(top: ServerScope) => AccountConfig> {
   if (doc.accounts === undefined) {
     const upstream = checkUpstream(checks, 'upstream', env, readFile);
     return [
-      () => ({
+      (top) => ({
         name: DEFAULT_ACCOUNT,
         upstream: upstream(doc.upstream as UpstreamFile),
         services: services(doc.services as ServicesFile),
+        scope: top,
       }),
     ];
   }
@@ -346,11 +350,41 @@ function checkAccounts(
       seen.add(name);
     }
     const upstream = checkUpstream(checks, `accounts.${i}`, {}, readFile);
-    return () => {
+    const own = checkScope(checks, `accounts.${i}.servers`);
+    return (top) => {
       const entry = (doc.accounts as Array<UpstreamFile & { name: string; services: ServicesFile }>)[i]!;
-      return { name: entry.name, upstream: upstream(entry), services: services(entry.services) };
+      return {
+        name: entry.name,
+        upstream: upstream(entry),
+        services: services(entry.services),
+        // The account's selectors add to the top level's.
+        scope: { include: [...top.include, ...own!.include], exclude: [...top.exclude, ...own!.exclude] },
+      };
     };
   });
+}
+
+/**
+ * The scope at `at` (`servers` or `accounts.N.servers`): each `hostname` selector compiled; a bad regular
+ * expression is a problem naming its key (`servers.exclude.2.hostname: …`). Undefined when the schema refused it.
+ */
+function checkScope(checks: Checks, at: string): ServerScope | undefined {
+  const scope: ServerScope = { include: [], exclude: [] };
+  for (const list of ['include', 'exclude'] as const) {
+    const selectors = checks.value(`${at}.${list}`);
+    if (!Array.isArray(selectors)) return selectors === undefined && !checks.rejected(at) ? scope : undefined;
+    for (const [i, selector] of (selectors as ServerSelectorFile[]).entries()) {
+      if (!('hostname' in selector)) {
+        scope[list].push({ ...selector });
+        continue;
+      }
+      const compiled = compileHostname(selector.hostname);
+      if (typeof compiled === 'string')
+        checks.problems.push(`${at}.${list}.${i}.hostname: not a valid regular expression: ${compiled}`);
+      else scope[list].push({ hostname: compiled });
+    }
+  }
+  return scope;
 }
 
 const services = (file: ServicesFile): AccountConfig['services'] => ({

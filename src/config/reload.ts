@@ -1,6 +1,6 @@
 /**
  * What a configuration reload may change while the daemon runs, and what needs a restart. Reloadable:
- * each account's `services`, the `schedules` (unless `firewall_under_attack` starts or stops differing from
+ * each account's `services` and `servers` scope, `collectors`, the `schedules` (unless `firewall_under_attack` starts or stops differing from
  * `firewall`: that adds or removes a poll job), and `remediation.rules`, `dry_run` and `budget_per_hour`.
  * Anything else that changed (accounts added or removed, an upstream's base_url or key, state_dir, database,
  * web.listen_address, web.tls, credentials, graphs, firewall limits, log_level) keeps its previous value
@@ -16,12 +16,12 @@ export type ReloadResult =
 
 /** The config with its reloadable parts left out; accounts by name. */
 function fixedParts(config: Config) {
-  const { schedules: _s, remediation, accounts, ...rest } = config;
+  const { schedules: _s, remediation, accounts, collectors: _c, ...rest } = config;
   const { rules: _r, dryRun: _d, budgetPerHour: _b, ...fixedRemediation } = remediation;
   return {
     ...rest,
     remediation: fixedRemediation,
-    accounts: Object.fromEntries(accounts.map(({ services: _, name, ...account }) => [name, account])),
+    accounts: Object.fromEntries(accounts.map(({ services: _, scope: _scope, name, ...account }) => [name, account])),
   };
 }
 

@@ -15,6 +15,7 @@ import ms from 'ms';
 import { Type, type Static } from 'typebox';
 import { oneOf, stringMap, strictObject as strict } from '../json-schema.js';
 import { GRAPH_SCALES, GRAPH_TYPES, SENSITIVITIES } from './api-terms.js';
+import type { ServerScope } from './scope.js';
 
 /** Default schedules (node-cron, six fields: seconds first). */
 export const DEFAULT_SCHEDULES = {
@@ -181,6 +182,45 @@ const servicesSchema = () =>
     { default: {}, reloadable: true },
   );
 
+const selector = (what: string) =>
+  Type.Union(
+    [
+      strict({ id: Type.String({ minLength: 1, maxLength: 64, description: 'server id, exact' }) }),
+      strict({ location: Type.String({ minLength: 1, maxLength: 64, description: 'location, exact' }) }),
+      strict({
+        hostname: Type.String({
+          minLength: 1,
+          maxLength: 512,
+          description: 'hostname, RE2-style regular expression, anchored (the whole hostname must match)',
+        }),
+      }),
+    ],
+    { description: what },
+  );
+
+/**
+ * Which servers are polled, exported and discovered (config/scope.ts): top level for every account, and per
+ * entry of `accounts:` (added to the top level's).
+ */
+const serversSchema = () =>
+  strict(
+    {
+      include: Type.Array(selector('a server selector: `{id}`, `{location}` or `{hostname: regex}`'), {
+        maxItems: 1000,
+        default: [],
+        description:
+          'server selectors (`{id: "…"}`, `{location: "…"}`, `{hostname: "<anchored RE2-style regex>"}`); when any is given, only servers matching one are in scope',
+      }),
+      exclude: Type.Array(selector('a server selector: `{id}`, `{location}` or `{hostname: regex}`'), {
+        maxItems: 1000,
+        default: [],
+        description:
+          'server selectors of servers out of scope: no per-server request (firewall history, graphs), no series, no discovery target, no remediation',
+      }),
+    },
+    { default: {} },
+  );
+
 /** An account's name: the value of the `account` label, a graph URL segment and a directory name. */
 export const ACCOUNT_NAME = /^[a-z0-9_-]{1,32}$/;
 
@@ -195,6 +235,7 @@ export const accountSchema = strict({
   }),
   ...upstreamProperties,
   services: servicesSchema(),
+  servers: serversSchema(),
 });
 
 /** The schema keywords this file adds as annotations (see the file comment); Ajv is told they exist. */
@@ -304,6 +345,25 @@ export const configFileSchema = strict({
     { default: {} },
   ),
   services: servicesSchema(),
+  servers: serversSchema(),
+  collectors: strict(
+    {
+      firewall: Type.Boolean({
+        default: true,
+        description:
+          'poll firewall histories (attack series); false: no history request, no firewall series, /readyz does not wait for it',
+      }),
+      graphs: Type.Boolean({
+        default: true,
+        description: 'poll graph images; false: no graph request, no graph series',
+      }),
+      catalog: Type.Boolean({
+        default: true,
+        description: 'poll the OS list and locations; false: no catalog request, no catalog series',
+      }),
+    },
+    { default: {} },
+  ),
   firewall: strict(
     {
       max_ips_per_service: Type.Integer({
@@ -398,6 +458,8 @@ export interface AccountConfig {
   name: string;
   upstream: UpstreamConfig;
   services: { colocationIds: string[]; transitIds: string[] };
+  /** the servers in scope: the top level's selectors and the account's (config/scope.ts) */
+  scope: ServerScope;
 }
 
 export interface Config {
@@ -422,6 +484,8 @@ export interface Config {
   schedules: Record<JobName, string>;
   graphs: { types: ConfigFile['graphs']['types']; scales: ConfigFile['graphs']['scales']; maxWidth: number };
   firewall: { maxIpsPerService: number; ipRetentionMs: number };
+  /** the polls switched on (`collectors.*`); a switched-off poll makes no request and its series are absent */
+  collectors: { firewall: boolean; graphs: boolean; catalog: boolean };
   remediation: Credentials & {
     dryRun: boolean;
     journalRetentionMs: number;

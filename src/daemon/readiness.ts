@@ -15,6 +15,8 @@ export interface ReadinessSources {
   /** the election's problem, with replicas: the shared database does not answer */
   electionProblem: () => string | undefined;
   journal: Pick<StateStore, 'problem' | 'healthy' | 'kind'>;
+  /** false while `collectors.firewall` switches the firewall poll off: it is not waited for */
+  firewallPolled: () => boolean;
 }
 
 /** The reasons the daemon is not ready, in sentences; empty when it is. */
@@ -23,6 +25,7 @@ export function readinessOf(s: ReadinessSources): () => string[] {
     const polls = s.leading() ? [...s.accounts.values()] : [];
     const reasons = polls.flatMap((account) =>
       (['servers', 'firewall'] as JobName[])
+        .filter((job) => job !== 'firewall' || s.firewallPolled())
         .filter((job) => !account.workedOnce.has(job))
         .map((job) => {
           const poll = `${job} poll${s.accounts.size > 1 ? ` of account ${account.name}` : ''}`;

@@ -51,6 +51,10 @@ async function apply(d: ReloadDeps, next: Config): Promise<string[]> {
   }
   const { rules, dryRun, budgetPerHour } = next.remediation;
   Object.assign(config.remediation, { rules, dryRun, budgetPerHour });
+  // Scope and collector switches: read by each account's next runs (the next servers run applies the scope).
+  Object.assign(config.collectors, next.collectors);
+  for (const account of config.accounts)
+    Object.assign(account.scope, next.accounts.find((a) => a.name === account.name)?.scope ?? {});
   // A removed rule takes its pending changes with it; a journal that fails here fails no reload.
   await Promise.all(
     [...d.engines.values()].map((e) =>

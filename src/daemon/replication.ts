@@ -6,6 +6,7 @@
  */
 import type { Logger } from 'pino';
 import { initialPolls, reloadEventIds, type AccountRuntime } from '../accounts.js';
+import { directoryServers } from '../collectors/ownership.js';
 import type { Config, JobName } from '../config/schema.js';
 import { startRole, type Duties, type ElectionTimings, type Role } from '../ha/role.js';
 import type { Metrics } from '../metrics/definitions.js';
@@ -41,7 +42,7 @@ export class Replication {
     const shared = this.shared;
     if (!shared || !this.leading() || job === 'graphs' || job === 'catalog' || outcome === 'failure') return;
     shared.directory
-      .publish(runtime.name, () => runtime.poller.serverIps())
+      .publish(runtime.name, () => directoryServers(runtime.poller.inventory, runtime.poller.firewallState))
       .catch((error: unknown) =>
         this.#logger.warn(
           { account: runtime.name, reason: (error as Error).message },

@@ -17,9 +17,11 @@ export interface StatusAccount {
   metrics: Pick<Metrics, 'apiUp'>;
 }
 
-/** The server list a follower shows: the published directory of an account (server id → its IPs). */
+/** The server list a follower shows: the published directory of an account (server id → its IPs, and its record's fields). */
 export interface PublishedServers {
   servers(account: string): ReadonlyMap<string, ReadonlySet<string>>;
+  /** hostname, location and status as published; undefined when an older leader published only the IPs */
+  details(account: string, serverId: string): { hostname: string; location: string; status: string } | undefined;
 }
 
 export interface StatusSources {
@@ -58,9 +60,10 @@ export function statusViewOf(s: StatusSources): (options: { actions: boolean }) 
       [...(s.replicas?.directory.servers(account) ?? [])].map(([serverId, ips]) => ({
         account,
         serverId,
-        hostname: '',
-        location: '',
-        status: '',
+        // Empty when an older leader published only the IPs.
+        hostname: s.replicas?.directory.details(account, serverId)?.hostname ?? '',
+        location: s.replicas?.directory.details(account, serverId)?.location ?? '',
+        status: s.replicas?.directory.details(account, serverId)?.status ?? '',
         ips: [...ips].map((ip) => ({ ip, events: 0 })),
       }));
     let actions: StatusView['actions'];

@@ -42,6 +42,11 @@ export async function checkDelivery(
 
 /** The server is in the latest server list, and the IP (if any) belongs to it unless the rule says otherwise. */
 export function checkTarget(targets: TargetDirectory, req: ActionRequest): Denial | undefined {
+  if (targets.outOfScope?.(req.serverId))
+    return {
+      decision: 'denied_unknown_target',
+      message: `server ${req.serverId} is out of scope (servers.include / servers.exclude): the daemon does not act on it`,
+    };
   if (!targets.hasServer(req.serverId))
     return { decision: 'denied_unknown_target', message: `server ${req.serverId} is not in the latest server list` };
   if (req.ip !== undefined && req.requireOwnedIp && !targets.ownsIp(req.serverId, req.ip)) {

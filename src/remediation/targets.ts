@@ -17,5 +17,6 @@ export function leaderOrSnapshot(
     },
     hasServer: (serverId) => current().hasServer(serverId),
     ownsIp: (serverId, ip) => current().ownsIp(serverId, ip),
+    outOfScope: (serverId) => current().outOfScope?.(serverId) ?? false,
   };
 }

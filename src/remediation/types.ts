@@ -14,6 +14,8 @@ export interface TargetDirectory {
   hasServer(serverId: string): boolean;
   /** the IP is in the server's record or in its firewall history */
   ownsIp(serverId: string, ip: string): boolean;
+  /** the server is in the latest server list but out of scope (`servers.include`/`exclude`); absent: never */
+  outOfScope?(serverId: string): boolean;
 }
 
 /** One action to decide on. */

@@ -13,8 +13,9 @@ import {
   type ServiceRef,
 } from '../collectors/firewall.js';
 import { collectServerList, type Inventory } from '../collectors/inventory.js';
-import { ownedIps, serverIps } from '../collectors/ownership.js';
+import { ownedIps } from '../collectors/ownership.js';
 import type { AccountConfig, Config, JobName } from '../config/schema.js';
+import { inScope, type ServerScope } from '../config/scope.js';
 import { checkImage } from '../graphs/image.js';
 import type { GraphKey, GraphStore } from '../graphs/store.js';
 import type { Metrics, RunOutcome } from '../metrics/definitions.js';
@@ -38,7 +39,13 @@ export interface PollJobsDeps {
   /** the ids the ledger held at start (`EventLedger.load`), by `type/id` */
   restoredEventIds?: Map<string, Set<string>>;
   /** `schedules` gives each run its deadline (the period of the job's schedule, also for runs started by hand) */
-  config: Pick<Config, 'graphs' | 'firewall' | 'schedules'> & Pick<AccountConfig, 'services'>;
+  config: Pick<Config, 'graphs' | 'firewall' | 'schedules'> &
+    Pick<AccountConfig, 'services'> & {
+      /** the servers in scope; read per run (a reload replaces its lists); default every server */
+      scope?: ServerScope;
+      /** the polls switched on; read per run (a reload changes them in place); default all */
+      collectors?: Config['collectors'];
+    };
   /** milliseconds since the epoch */
   now?: () => number;
   onFinished?: (job: JobName, outcome: RunOutcome, problem?: string) => void;
@@ -82,6 +89,8 @@ export class PollJobs implements TargetDirectory {
   inventory: Inventory = new Map();
   /** true once a server list has been read */
   serversKnown = false;
+  /** ids of the latest list's servers that are out of scope (config/scope.ts): remediation denies them by name */
+  #outOfScope = new Set<string>();
   readonly firewallState = new FirewallSeriesState();
   /** the events of each service's latest history that had events (status page, /api/v1/attacks) */
   readonly attacks = new AttackLog();
@@ -152,14 +161,13 @@ export class PollJobs implements TargetDirectory {
     return this.inventory.has(serverId);
   }
 
+  outOfScope(serverId: string): boolean {
+    return this.#outOfScope.has(serverId);
+  }
+
   /** The IP is the server's (collectors/ownership.ts: its record's or seen in its firewall history). */
   ownsIp(serverId: string, ip: string): boolean {
     return ownedIps(this.inventory, this.firewallState, serverId).has(ip);
-  }
-
-  /** Every listed server's IPs (server id → IPs), by the same rule: what the leader publishes. */
-  serverIps(): Record<string, string[]> {
-    return serverIps(this.inventory, this.firewallState);
   }
 
   /** Runs one job now (through its overlap guard); `skipped` for a job that does not exist (see `jobs`). */
@@ -241,7 +249,12 @@ export class PollJobs implements TargetDirectory {
    */
   async pollServers(signal: AbortSignal = new AbortController().signal): Promise<WorkResult> {
     const { client, metrics, graphStore } = this.#deps;
-    const list = await abortable(listServers(client, signal), signal);
+    const listed = await abortable(listServers(client, signal), signal);
+    // Out-of-scope servers are dropped before anything sees them: no series, no per-server request.
+    const scope = this.#deps.config.scope;
+    const list = scope ? { ...listed, servers: listed.servers.filter((server) => inScope(scope, server)) } : listed;
+    const kept = new Set(list.servers);
+    this.#outOfScope = new Set(listed.servers.filter((s) => !kept.has(s)).map((s) => s.serverId));
     const { inventory, removed } = await collectServerList(list, this.inventory, metrics);
     const first = !this.serversKnown;
     this.inventory = inventory;
@@ -273,6 +286,7 @@ export class PollJobs implements TargetDirectory {
     job: 'firewall' | 'firewall_under_attack' = 'firewall',
   ): Promise<WorkResult> {
     const { client, metrics, logger, config } = this.#deps;
+    if (config.collectors?.firewall === false) return this.#firewallOff();
     const round = this.#rounds[job];
     const services = this.servicesOf(job);
     const slice = round.next(services, this.firewallCapacity(job));
@@ -309,6 +323,18 @@ export class PollJobs implements TargetDirectory {
     return result;
   }
 
+  /** `collectors.firewall: false`: no request; the firewall series there were (before a reload) are removed. */
+  #firewallOff(): WorkResult {
+    for (const key of [...this.firewallState.services.keys()]) {
+      const [serviceType, ...id] = key.split('/');
+      removeFirewallService(this.firewallState, this.#deps.metrics, {
+        serviceType: serviceType as ServiceRef['serviceType'],
+        serviceId: id.join('/'),
+      });
+    }
+    return { items: 0, failed: 0 };
+  }
+
   /**
    * Persists the event ids of the latest histories, plus those restored for services still polled but not
    * yet read by this process. A write that fails is logged: the counts are right until the next restart.
@@ -337,6 +363,11 @@ export class PollJobs implements TargetDirectory {
   /** `graphs` job: the configured types × scales for every server; a corrupt image fails only itself. */
   async pollGraphs(signal: AbortSignal = new AbortController().signal): Promise<WorkResult> {
     const { client, metrics, logger, graphStore, config } = this.#deps;
+    if (config.collectors?.graphs === false) {
+      // No request; the graph series there were (before a reload) are removed.
+      for (const graph of graphStore.list()) this.#removeGraphSeries(graph);
+      return { items: 0, failed: 0 };
+    }
     const keys = [...this.inventory.keys()].flatMap((serverId) =>
       config.graphs.types.flatMap((type) => config.graphs.scales.map((scale) => ({ serverId, type, scale }))),
     );
@@ -361,7 +392,12 @@ export class PollJobs implements TargetDirectory {
 
   /** `catalog` job: OS list and locations (rarely changes). */
   async pollCatalog(signal: AbortSignal = new AbortController().signal): Promise<WorkResult> {
-    const { client, metrics, logger } = this.#deps;
+    const { client, metrics, logger, config } = this.#deps;
+    if (config.collectors?.catalog === false) {
+      metrics.catalogOperatingSystems.remove({});
+      metrics.catalogLocations.remove({});
+      return { items: 0, failed: 0 };
+    }
     const tasks: Array<() => Promise<void>> = [
       async () => {
         const systems = await listOperatingSystems(client, signal);

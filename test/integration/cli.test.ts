@@ -34,6 +34,18 @@ describe('check-config', () => {
       out: /upstream\.base_url: refusing plain-HTTP[\s\S]*upstream\.timeout: must be a duration[\s\S]*web\.listen_address: must be "host:port"/,
     },
     { name: 'unknown keys', yaml: 'upstreams: {}\n', code: 1, out: /upstreams: unknown key/ },
+    {
+      name: 'a scope and switched-off collectors',
+      yaml: 'upstream: { base_url: "https://api.provider.test", api_key: k }\nservers: { include: [{ location: fra1 }, { hostname: "web-[0-9]+" }], exclude: [{ id: "7" }] }\ncollectors: { graphs: false, catalog: false }\n',
+      code: 0,
+      out: /scope: servers matching location fra1 or hostname web-\[0-9\]\+ except id 7\ncollectors switched off: graphs, catalog\n/,
+    },
+    {
+      name: 'a bad hostname regex',
+      yaml: 'upstream: { base_url: "https://api.provider.test", api_key: k }\nservers: { exclude: [{ hostname: "web-(" }] }\n',
+      code: 1,
+      out: /servers\.exclude\.0\.hostname: not a valid regular expression/,
+    },
   ])('$name → exit $code', async ({ yaml, code, out }) => {
     const file = join(tempDir(), 'config.yml');
     writeFileSync(file, yaml);

@@ -298,7 +298,7 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
     const { start } = await cluster();
     const a = await start();
     const b = await start();
-    const [, follower] = await elected([a, b]);
+    const [leader, follower] = await elected([a, b]);
     const serverIds = [...sim!.state.servers.keys()];
     const page = await eventually('the follower lists every published server', async () => {
       const body = (await follower.app.inject({ url: '/', headers: { authorization: `Bearer ${TOKEN}` } })).body;
@@ -308,5 +308,15 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
     expect(followerGraphs.graphs.length).toBe(serverIds.length);
     for (const { url } of followerGraphs.graphs) expect(page).toContain(url);
     expect(page).not.toContain('no graph fetched yet');
+    // The directory carries the record fields too: the follower's page shows hostnames, its discovery the
+    // leader's targets.
+    for (const server of sim!.state.servers.values()) expect(page).toContain(server.hostname);
+    const targets = async (d: Daemon) => {
+      const reply = await d.app.inject('/api/v1/discovery?port=9100');
+      return { status: reply.statusCode, body: reply.json() };
+    };
+    const fromLeader = await targets(leader);
+    expect(fromLeader.body).toHaveLength(serverIds.length);
+    expect(await targets(follower)).toEqual(fromLeader);
   });
 });

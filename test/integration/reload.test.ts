@@ -83,6 +83,29 @@ describe('Daemon.reload()', () => {
     expect(polled).toEqual(['colo-2', 'colo-3']);
   });
 
+  it('applies a changed scope at the next servers run and switched collectors at their next run', async () => {
+    const { sim, daemon, write } = await setUp();
+    const { poller } = accountOf(daemon, 'default');
+    const targets = async () =>
+      (await daemon.app.inject('/api/v1/discovery'))
+        .json()
+        .map((g: { labels: Record<string, string> }) => g.labels.__meta_baremetal_server_id);
+    await poller.run('catalog');
+    expect(await targets()).toEqual(['100001', '100002']);
+    write({ servers: { exclude: [{ id: '100002' }] }, collectors: { catalog: false } });
+    expect(await daemon.reload()).toEqual({ ok: true, needsRestart: [] });
+    await poller.run('servers');
+    const before = sim.calls.length;
+    await poller.run('firewall');
+    await poller.run('catalog');
+    const calls = sim.calls.slice(before).map((c) => `${c.path} ${c.params.server_id ?? c.params.colocation_id ?? ''}`);
+    expect({ targets: await targets(), calls: calls.sort() }).toEqual({
+      targets: ['100001'],
+      calls: [`${COLOCATION} colo-1`, '/api/v1/dedicated/firewall 100001'],
+    });
+    expect(await gauge(daemon, 'baremetal_catalog_locations')).toBeUndefined();
+  });
+
   it('applies a changed rule to the next webhook', async () => {
     const { sim, daemon, write, dir } = await setUp();
     expect((await webhook(daemon, 'HostDown')).json().results).toEqual([]);

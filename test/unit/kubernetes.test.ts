@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PrometheusRule, ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
+import { ScrapeConfig } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1alpha1';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { ConfigMap, PersistentVolumeClaim, Service } from 'kubernetes-models/v1';
 import { parse, parseAllDocuments } from 'yaml';
@@ -49,6 +50,7 @@ const MODELS: Record<string, new (data: never) => { validate(): void }> = {
   Service,
   ServiceMonitor,
   PrometheusRule,
+  ScrapeConfig,
 };
 const validate = (m: Manifest) => new MODELS[m.kind]!(m as never).validate();
 
@@ -56,8 +58,8 @@ const manifests = render();
 const byKind = (kind: string) => manifests.find((m) => m.kind === kind)! as Json;
 
 describe('deploy/kubernetes', () => {
-  it('holds a ConfigMap, a PVC, a Deployment, a Service, a ServiceMonitor and a PrometheusRule', () => {
-    expect(manifests.map((m) => m.kind).sort()).toEqual(Object.keys(MODELS).sort());
+  it('holds a ConfigMap, a PVC, a Deployment, a Service, a ServiceMonitor, a PrometheusRule and ScrapeConfigs', () => {
+    expect([...new Set(manifests.map((m) => m.kind))].sort()).toEqual(Object.keys(MODELS).sort());
   });
 
   it.each(manifests.map((m) => ({ kind: m.kind, manifest: m })))(
@@ -148,7 +150,43 @@ describe('deploy/kubernetes', () => {
     expect(byKind('ServiceMonitor').spec.endpoints[0].port).toBe(service.spec.ports[0].name);
     expect(kubernetesConfig.selector).toBe(`job="${service.metadata.name}"`);
   });
+
+  it("feeds the blackbox ICMP/TCP and node jobs from the Service's GET /api/v1/discovery, relabeled for the mixin", () => {
+    const service = byKind('Service');
+    const scrapes = manifests.filter((m) => m.kind === 'ScrapeConfig') as Json[];
+    const base = `http://${service.metadata.name}:${service.spec.ports[0].port}/api/v1/discovery`;
+    const relabeled = (m: Json) =>
+      Object.fromEntries(
+        m.spec.relabelings
+          .filter((r: Json) => r.sourceLabels?.[0]?.startsWith('__meta_baremetal_'))
+          .map((r: Json) => [r.targetLabel, r.sourceLabels[0]]),
+      );
+    expect(
+      scrapes.map((m) => ({
+        job: m.spec.jobName,
+        url: m.spec.httpSDConfigs[0].url,
+        module: m.spec.params?.module,
+        labels: relabeled(m),
+      })),
+    ).toEqual([
+      { job: 'blackbox-icmp', url: base, module: ['icmp'], labels: expect.objectContaining(META) },
+      { job: 'blackbox-tcp', url: `${base}?port=22`, module: ['tcp_connect'], labels: expect.objectContaining(META) },
+      { job: 'node', url: `${base}?port=9100`, module: undefined, labels: expect.objectContaining(META) },
+    ]);
+    // BaremetalServerUnreachable joins probe_success on instance = the bare IP: the probe's instance is its target.
+    const icmp = scrapes[0].spec.relabelings;
+    expect(icmp.slice(0, 2)).toEqual([
+      { sourceLabels: ['__address__'], targetLabel: '__param_target' },
+      { sourceLabels: ['__param_target'], targetLabel: 'instance' },
+    ]);
+  });
 });
+
+const META = {
+  server_id: '__meta_baremetal_server_id',
+  account: '__meta_baremetal_account',
+  location: '__meta_baremetal_location',
+};
 
 const kubectl = requireBinary('/usr/bin/kubectl', 'kubernetes-client');
 // kubectl is not a CI package: where it exists, its kustomize must build the same objects as the simple render.

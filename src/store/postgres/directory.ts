@@ -1,19 +1,36 @@
 /**
  * The server directory shared between replicas: the leader publishes each account's latest server list
  * (server ids and the IPs each owns: its record's and those seen in its firewall history — what the
- * remediation guards check a target against) after each servers and firewall run; every replica reads it
+ * remediation guards check a target against — and its record's main IP, hostname, location and status, what a
+ * follower's discovery and status page show; rows of an older leader hold only the IPs and are still read) after each servers and firewall run; every replica reads it
  * back every few seconds into a snapshot, so a follower's engines check targets synchronously
  * without polling the API. The leader's own engines ask its poller while it has read a server list.
  */
 import type pg from 'pg';
 import type { Logger } from 'pino';
 
-/** server id → the IPs it owns */
+/** server id → the IPs it owns (the shape rows had before the server's record fields were published too) */
 export type ServerIps = Record<string, string[]>;
+
+/** The fields of a server's record a follower's discovery and status page show (API contract §1). */
+export interface ServerDetails {
+  /** the main IP */
+  ip: string;
+  hostname: string;
+  location: string;
+  status: string;
+}
+
+/** One published server: the IPs it owns, and its record's fields. */
+export type PublishedServer = { ips: string[] } & ServerDetails;
+
+/** server id → what the leader publishes of it; a row may still hold the older `ServerIps` shape. */
+export type PublishedServers = Record<string, PublishedServer>;
 
 /** One account's server list as last read from the database. */
 export class DirectorySnapshot {
   #servers = new Map<string, Set<string>>();
+  #details = new Map<string, ServerDetails>();
   #known = false;
   /** the row version read (bigint as text); '0' before any */
   version = '0';
@@ -35,18 +52,39 @@ export class DirectorySnapshot {
     return this.#servers;
   }
 
-  replace(servers: ServerIps, version: string): void {
-    this.#servers = new Map(Object.entries(servers).map(([id, ips]) => [id, new Set(ips)]));
+  /** the record fields of `serverId`; undefined when the row was published without them (an older leader) */
+  details(serverId: string): ServerDetails | undefined {
+    return this.#details.get(serverId);
+  }
+
+  replace(servers: ServerIps | PublishedServers, version: string): void {
+    const entries = Object.entries(servers);
+    this.#servers = new Map(entries.map(([id, v]) => [id, new Set(Array.isArray(v) ? v : v.ips)]));
+    this.#details = new Map(
+      entries.flatMap(([id, v]) =>
+        Array.isArray(v) ? [] : [[id, { ip: v.ip, hostname: v.hostname, location: v.location, status: v.status }]],
+      ),
+    );
     this.#known = true;
     this.version = version;
   }
 }
 
-const isServerIps = (value: unknown): value is ServerIps =>
+const isTexts = (value: unknown): value is string[] =>
+  Array.isArray(value) && value.every((ip) => typeof ip === 'string');
+
+const isPublished = (value: unknown): value is PublishedServer => {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Record<string, unknown>;
+  return isTexts(v.ips) && ['ip', 'hostname', 'location', 'status'].every((key) => typeof v[key] === 'string');
+};
+
+/** A row's servers: the current shape, or the older one (server id → IPs). */
+const isServers = (value: unknown): value is ServerIps | PublishedServers =>
   typeof value === 'object' &&
   value !== null &&
   !Array.isArray(value) &&
-  Object.values(value).every((ips) => Array.isArray(ips) && ips.every((ip) => typeof ip === 'string'));
+  Object.values(value).every((v) => isTexts(v) || isPublished(v));
 
 export interface SharedDirectoryOptions {
   pool: pg.Pool;
@@ -84,12 +122,17 @@ export class SharedDirectory {
     return this.snapshot(account).servers;
   }
 
+  /** The record fields of a server of `account`'s snapshot; undefined when not published (an older leader). */
+  details(account: string, serverId: string): ServerDetails | undefined {
+    return this.snapshot(account).details(serverId);
+  }
+
   /**
    * Publishes the server list of `account` (the leader, after a servers or firewall run), read from `servers`
    * when the previous publication of the account has ended (so the newest list is written last); a list
    * equal to the one held writes nothing.
    */
-  publish(account: string, servers: () => ServerIps): Promise<void> {
+  publish(account: string, servers: () => PublishedServers): Promise<void> {
     const previous = this.#publishing.get(account) ?? Promise.resolve();
     const next = previous
       .catch(() => undefined)
@@ -123,7 +166,7 @@ export class SharedDirectory {
         );
         const row = rows[0];
         if (!row) continue;
-        if (isServerIps(row.servers)) snapshot.replace(row.servers, row.version);
+        if (isServers(row.servers)) snapshot.replace(row.servers, row.version);
         else logger.error({ account }, 'the shared server directory holds a malformed row: keeping the last list read');
       }
       this.#logged = undefined;

@@ -34,6 +34,7 @@ describe('config', () => {
             apiKeySource: 'env',
           },
           services: { colocationIds: [], transitIds: [] },
+          scope: { include: [], exclude: [] },
         },
       ],
       web: { host: '0.0.0.0', port: 9877, auth: { bearerTokens: [], basicAuthUsers: {} } },
@@ -43,6 +44,7 @@ describe('config', () => {
       schedules: { ...DEFAULT_SCHEDULES, firewall_under_attack: DEFAULT_SCHEDULES.firewall },
       graphs: { types: ['port_bits'], scales: ['day'], maxWidth: 2000 },
       firewall: { maxIpsPerService: 1024, ipRetentionMs: 24 * 3_600_000 },
+      collectors: { firewall: true, graphs: true, catalog: true },
       remediation: {
         dryRun: true,
         journalRetentionMs: 30 * 86_400_000,
@@ -143,7 +145,7 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
 
   it.each([
     ['an unknown key', `${minimal}  colour: blue\n`, ['upstream.colour: unknown key']],
-    ['an unknown top-level key', `${minimal}servers: 3\n`, ['servers: unknown key']],
+    ['an unknown top-level key', `${minimal}colour: 3\n`, ['colour: unknown key']],
     ['a missing base URL', 'state_dir: x\n', ['upstream.base_url: required (or set BAREMETAL_API_URL)']],
     [
       'plain http to a remote host',

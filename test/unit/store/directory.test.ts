@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { collectFirewallHistory, FirewallSeriesState } from '../../../src/collectors/firewall.js';
 import type { Inventory } from '../../../src/collectors/inventory.js';
-import { ownedIps, serverIps } from '../../../src/collectors/ownership.js';
+import { directoryServers, ownedIps } from '../../../src/collectors/ownership.js';
 import { leaderOrSnapshot } from '../../../src/remediation/targets.js';
 import { DirectorySnapshot } from '../../../src/store/postgres/directory.js';
 import type { TargetDirectory } from '../../../src/remediation/types.js';
@@ -38,6 +38,22 @@ describe('DirectorySnapshot', () => {
   });
 });
 
+describe('DirectorySnapshot rows', () => {
+  it("reads the record fields the leader publishes, and an older leader's rows of IPs only", () => {
+    const snapshot = new DirectorySnapshot();
+    snapshot.replace(
+      { '1': { ips: ['198.18.0.1'], ip: '198.18.0.1', hostname: 'a.example', location: 'fra1', status: 'online' } },
+      '1',
+    );
+    const current = { owns: snapshot.ownsIp('1', '198.18.0.1'), details: snapshot.details('1') };
+    snapshot.replace({ '1': ['198.18.0.1'] }, '2');
+    expect({ current, old: { owns: snapshot.ownsIp('1', '198.18.0.1'), details: snapshot.details('1') } }).toEqual({
+      current: { owns: true, details: { ip: '198.18.0.1', hostname: 'a.example', location: 'fra1', status: 'online' } },
+      old: { owns: true, details: undefined },
+    });
+  });
+});
+
 describe('leaderOrSnapshot', () => {
   const poller = directory({ p: ['198.18.0.1'] });
   const snapshot = directory({ s: ['198.18.0.2'] });
@@ -63,7 +79,7 @@ describe('leaderOrSnapshot', () => {
   });
 });
 
-describe('serverIps', () => {
+describe('directoryServers', () => {
   it("publishes each server's record IPs and the IPs seen in its firewall history: the IPs ownedIps gives the leader", () => {
     const { metrics } = freshMetrics();
     const poller = {
@@ -80,10 +96,13 @@ describe('serverIps', () => {
       [{ id: 'e1', ip: '198.18.0.9' }] as never,
       { limits: { maxIpsPerService: 10, ipRetentionMs: 0 }, now: 0, knownIps: ['198.18.0.1'] },
     );
-    const published = serverIps(poller.inventory, poller.firewallState);
-    expect(published).toEqual({ '100001': ['198.18.0.1', '198.18.0.9'], '100002': [] });
+    const published = directoryServers(poller.inventory, poller.firewallState);
+    expect(Object.fromEntries(Object.entries(published).map(([id, s]) => [id, s.ips]))).toEqual({
+      '100001': ['198.18.0.1', '198.18.0.9'],
+      '100002': [],
+    });
     // One rule: what the leader checks is what it publishes, and a server not listed owns nothing.
-    expect([...ownedIps(poller.inventory, poller.firewallState, '100001')]).toEqual(published['100001']);
+    expect([...ownedIps(poller.inventory, poller.firewallState, '100001')]).toEqual(published['100001']!.ips);
     expect(ownedIps(poller.inventory, poller.firewallState, '100003').size).toBe(0);
   });
 });
