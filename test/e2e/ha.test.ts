@@ -11,10 +11,11 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
 import { requireBinary } from '../helpers/binaries.js';
-import { requireBuiltCli, spawnCli } from '../helpers/cli.js';
+import { requireBuiltCli } from '../helpers/cli.js';
+import { startDaemonProcess, type DaemonProcess, type RunProcess } from '../helpers/daemon.js';
 import { startAlertmanager } from '../helpers/alertmanager.js';
 import { requirePostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';
-import { eventually, freePort, type startProcess } from '../helpers/processes.js';
+import { eventually, type startProcess } from '../helpers/processes.js';
 import { TOKEN } from '../helpers/remediation.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -29,7 +30,7 @@ const WINDOW_JUMP_MS = 2 * 60_000 + 5_000;
 interface Replica {
   name: string;
   base: string;
-  run: ReturnType<typeof spawnCli>;
+  run: RunProcess;
 }
 
 describe.skipIf(alertmanager.skip || postgres.skip)('two replicas on one PostgreSQL', () => {
@@ -37,6 +38,7 @@ describe.skipIf(alertmanager.skip || postgres.skip)('two replicas on one Postgre
   let sim: Simulator;
   let offset = 0;
   const replicas: Replica[] = [];
+  const harnesses: DaemonProcess[] = [];
   const managers: Array<ReturnType<typeof startProcess> & { url: string }> = [];
   let dir: string;
 
@@ -120,31 +122,33 @@ describe.skipIf(alertmanager.skip || postgres.skip)('two replicas on one Postgre
     writeFileSync(join(dir, 'token'), `${TOKEN}\n`);
     writeFileSync(join(dir, 'database-url'), `${db.url}\n`);
     for (const name of ['a', 'b']) {
-      const port = await freePort();
-      const file = join(dir, `${name}.yml`);
-      writeFileSync(
-        file,
-        `upstream: { base_url: "${sim.url}", timeout: 10s, retries: 0, max_requests_per_second: 1000 }
-web: { listen_address: "127.0.0.1:${port}" }
-state_dir: ${join(dir, `state-${name}`)}
-database: { url_file: ${join(dir, 'database-url')} }
-log_level: warn
-schedules:
-  servers: "*/5 * * * * *"
-  firewall: "*/2 * * * * *"
-  graphs: "0 0 0 * * *"
-  catalog: "0 0 0 * * *"
-remediation:
-  dry_run: false
-  budget_per_hour: 1000
-  auth: { bearer_token_files: [${join(dir, 'token')}] }
-  rules:
-    - { alertname: BaremetalServerUnreachable, action: powercycle, cooldown: 30m }
-    - { alertname: BaremetalIpUnderAttack, action: firewall_state, firing_state: 1, resolved_state: 0 }
-`,
-      );
-      const run = spawnCli(['run', '--config', file], { BAREMETAL_API_KEY: KEY });
-      replicas.push({ name, base: `http://127.0.0.1:${port}`, run });
+      const harness = await startDaemonProcess({
+        key: KEY,
+        upstream: sim,
+        stateDir: join(dir, `state-${name}`),
+        config: {
+          upstream: { timeout: '10s', max_requests_per_second: 1000 },
+          database: { url_file: join(dir, 'database-url') },
+          log_level: 'warn',
+          schedules: {
+            servers: '*/5 * * * * *',
+            firewall: '*/2 * * * * *',
+            graphs: '0 0 0 * * *',
+            catalog: '0 0 0 * * *',
+          },
+          remediation: {
+            dry_run: false,
+            budget_per_hour: 1000,
+            auth: { bearer_token_files: [join(dir, 'token')] },
+            rules: [
+              { alertname: 'BaremetalServerUnreachable', action: 'powercycle', cooldown: '30m' },
+              { alertname: 'BaremetalIpUnderAttack', action: 'firewall_state', firing_state: 1, resolved_state: 0 },
+            ],
+          },
+        },
+      });
+      harnesses.push(harness);
+      replicas.push({ name, base: harness.url, run: harness.spawn() });
     }
     // Both answer /readyz once the leader's first polls are in the database (the follower reads them there).
     for (const r of replicas)
@@ -172,6 +176,7 @@ remediation:
     for (const r of replicas)
       if (r.run.child.exitCode === null && r.run.child.signalCode === null) r.run.child.kill('SIGTERM');
     await Promise.all(replicas.map((r) => r.run.exited));
+    await Promise.all(harnesses.map((h) => h.stop()));
     await sim?.close();
     db?.stop();
   }, 60_000);

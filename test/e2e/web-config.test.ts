@@ -3,10 +3,10 @@ import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../../src/simulator/server.js';
+import type { Simulator } from '../../src/simulator/server.js';
 import { requireBinary } from '../helpers/binaries.js';
 import { makeTestPki } from '../helpers/certs.js';
-import { spawnCli } from '../helpers/cli.js';
+import { startDaemonProcess, type DaemonProcess, type RunProcess } from '../helpers/daemon.js';
 import { eventually, freePort, startProcess } from '../helpers/processes.js';
 import { promQuery } from '../helpers/prometheus.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -18,8 +18,9 @@ const PASSWORD = 'scrape-password-91c2';
 describe.skipIf(prometheus.skip)(
   'the daemon with an exporter-toolkit web config on two addresses, scraped by a real Prometheus',
   () => {
+    let harness: DaemonProcess;
     let sim: Simulator;
-    let daemon: ReturnType<typeof spawnCli>;
+    let daemon: RunProcess;
     let prom: ReturnType<typeof startProcess>;
     let promUrl: string;
     let ports: number[];
@@ -33,7 +34,13 @@ describe.skipIf(prometheus.skip)(
 
     beforeAll(async () => {
       dir = tempDir('bmx-e2e-webconfig-', 'all');
-      sim = await startSimulator({ apiKey: API_KEY, servers: 4, colocations: 1, transits: 1, attackRate: 0 });
+      harness = await startDaemonProcess({
+        key: API_KEY,
+        stateDir: join(dir, 'state'),
+        simulator: { servers: 4, colocations: 1, transits: 1, attackRate: 0 },
+        config: { services: { colocation_ids: ['colo-1'], transit_ids: ['transit-1'] } },
+      });
+      sim = harness.sim;
       for (const [name, text] of Object.entries({
         'ca.pem': pki.ca,
         'server.pem': pki.cert,
@@ -56,21 +63,13 @@ basic_auth_users:
   prom: "${bcrypt.hashSync(PASSWORD, 4)}"
 `,
       );
-      writeFileSync(
-        join(dir, 'config.yml'),
-        `upstream: { base_url: "${sim.url}" }\nstate_dir: ${join(dir, 'state')}\nservices: { colocation_ids: [colo-1], transit_ids: [transit-1] }\n`,
-      );
       ports = [await freePort(), await freePort()];
-      daemon = spawnCli(
-        [
-          'run',
-          `--config.file=${join(dir, 'config.yml')}`,
-          `--web.config.file=${join(dir, 'web.yml')}`,
-          ...ports.map((port) => `--web.listen-address=127.0.0.1:${port}`),
-          '--log.level=info',
-        ],
-        { BAREMETAL_API_KEY: API_KEY },
-      );
+      // The flags' addresses replace web.listen_address; the web config file brings TLS and basic auth.
+      daemon = harness.spawn([
+        `--web.config.file=${join(dir, 'web.yml')}`,
+        ...ports.map((port) => `--web.listen-address=127.0.0.1:${port}`),
+        '--log.level=info',
+      ]);
       const promPort = await freePort();
       promUrl = `http://127.0.0.1:${promPort}`;
       const tls = `{ ca_file: ${join(dir, 'ca.pem')}, cert_file: ${join(dir, 'client.pem')}, key_file: ${join(dir, 'client.key')} }`;
@@ -106,7 +105,7 @@ scrape_configs:
       await prom?.stop();
       daemon?.child.kill('SIGTERM');
       await daemon?.exited;
-      await sim?.close();
+      await harness?.stop();
       await withClientCert.close();
       await withoutClientCert.close();
     });

@@ -4,7 +4,7 @@
  * PostgreSQL URL. Everything it starts is stopped when the test finishes (started from a `beforeAll`: by calling
  * `stop()` in `afterAll`), daemon first.
  */
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { onTestFinished } from 'vitest';
 import type { AccountRuntime } from '../../src/accounts.js';
@@ -122,6 +122,7 @@ async function prepare(o: HarnessOptions, stop: () => Promise<void>) {
     inTest = false;
   }
   const stateDir = o.stateDir ?? tempDir('bmx-', inTest ? 'each' : 'all');
+  mkdirSync(stateDir, { recursive: true });
   const several = o.accounts !== undefined;
   if (o.upstream) sims.set('default', o.upstream);
   else

@@ -3,20 +3,21 @@ import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Journal } from '../../src/store/sqlite/journal.js';
-import { startSimulator, type Simulator } from '../../src/simulator/server.js';
+import type { Simulator } from '../../src/simulator/server.js';
 import { makeTestPki } from '../helpers/certs.js';
 import { runCli, spawnCli } from '../helpers/cli.js';
+import { startDaemonProcess } from '../helpers/daemon.js';
 import { eventually, freePort } from '../helpers/processes.js';
 import { TOKEN } from '../helpers/remediation.js';
 import { tempDir } from '../helpers/tmp.js';
 
+/** the simulator of the `run` under test (the harness closes it) */
 let sim: Simulator | undefined;
+/** the `demo` child of a test, killed after it */
 let stopChild: (() => void) | undefined;
-afterEach(async () => {
+afterEach(() => {
   stopChild?.();
-  await sim?.close();
-  sim = undefined;
-  stopChild = undefined;
+  sim = stopChild = undefined;
 });
 
 describe('check-config', () => {
@@ -55,33 +56,26 @@ describe('check-config', () => {
   });
 });
 
+/**
+ * `run` as a process (the harness's): `web` keys over the harness's, the simulator slow (1.5 s) on
+ * `simLatencyPaths`, `flags(port)` after `--config.file`. Its state_dir (`dir`) holds config.yml and journal.db.
+ */
 async function startRun(
-  extra: string,
+  web: Record<string, unknown> = {},
   env: Record<string, string> = {},
   simLatencyPaths: string[] = [],
   flags: (port: number) => string[] = () => [],
 ) {
-  const dir = tempDir();
-  sim = await startSimulator({ apiKey: 'cli-key-7f3a9c2e5b', servers: 3 });
-  if (simLatencyPaths.length) sim.setFaults({ latencyMs: 1500, paths: simLatencyPaths });
-  writeFileSync(join(dir, 'token'), TOKEN);
-  const port = await freePort();
-  const file = join(dir, 'config.yml');
-  writeFileSync(
-    file,
-    `upstream: { base_url: "${sim.url}" }
-web: { listen_address: "127.0.0.1:${port}" ${extra} }
-state_dir: ${join(dir, 'state')}
-log_level: debug
-remediation: { dry_run: false, auth: { bearer_token_files: [${join(dir, 'token')}] } }
-`,
-  );
-  const run = spawnCli(['run', `--config.file=${file}`, ...flags(port)], {
-    BAREMETAL_API_KEY: 'cli-key-7f3a9c2e5b',
-    ...env,
+  const h = await startDaemonProcess({
+    key: 'cli-key-7f3a9c2e5b',
+    simulator: { servers: 3 },
+    remediationAuth: true,
+    config: { web, log_level: 'debug', remediation: { dry_run: false } },
   });
-  stopChild = () => run.child.kill('SIGKILL');
-  return { dir, port, run, sim };
+  sim = h.sim;
+  if (simLatencyPaths.length) h.sim.setFaults({ latencyMs: 1500, paths: simLatencyPaths });
+  const run = h.spawn(flags(h.port), env);
+  return { dir: h.stateDir, port: h.port, run, sim: h.sim };
 }
 
 describe('run', () => {
@@ -100,7 +94,7 @@ describe('run', () => {
     'flags override the file (--web.listen-address, --log.level); $name, the stop message included',
     async ({ flags, line }) => {
       const other = await freePort();
-      const { run } = await startRun('', {}, [], () => [
+      const { run } = await startRun({}, {}, [], () => [
         `--web.listen-address=127.0.0.1:${other}`,
         '--log.level=info',
         ...flags,
@@ -120,9 +114,9 @@ describe('run', () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'cert.pem'), pki.cert);
     writeFileSync(join(dir, 'key.pem'), pki.key);
-    const { port, run } = await startRun(
-      `, tls: { cert_file: ${join(dir, 'cert.pem')}, key_file: ${join(dir, 'key.pem')} }`,
-    );
+    const { port, run } = await startRun({
+      tls: { cert_file: join(dir, 'cert.pem'), key_file: join(dir, 'key.pem') },
+    });
     const trusting = new Agent({ connect: { ca: pki.ca } });
     const body = await eventually(`TLS /metrics (${run.output()})`, async () => {
       const res = await request(`https://127.0.0.1:${port}/metrics`, { dispatcher: trusting });
@@ -161,7 +155,7 @@ describe('run', () => {
   });
 
   it('answers /readyz 503 until the first servers and firewall polls finished, then 200', async () => {
-    const { port, run } = await startRun('', {}, ['/api/v1/dedicated/firewall']);
+    const { port, run } = await startRun({}, {}, ['/api/v1/dedicated/firewall']);
     const before = await eventually(`listening (${run.output()})`, async () =>
       request(`http://127.0.0.1:${port}/readyz`).then(
         (r) => r.body.json() as Promise<{ status: string; reasons?: string[] }>,
@@ -177,7 +171,7 @@ describe('run', () => {
   });
 
   it('on SIGTERM lets an action in flight finish, completes its journal entry, and exits 0', async () => {
-    const { port, run, dir } = await startRun('', {}, ['/api/v1/dedicated/powercycle']);
+    const { port, run, dir } = await startRun({}, {}, ['/api/v1/dedicated/powercycle']);
     await eventually('ready', async () =>
       (await request(`http://127.0.0.1:${port}/readyz`)).statusCode === 200 ? true : undefined,
     );
@@ -192,7 +186,7 @@ describe('run', () => {
     run.child.kill('SIGTERM');
     expect(await action).toEqual({ status: 200, body: expect.objectContaining({ decision: 'executed' }) });
     expect(await run.exited).toBe(0);
-    const journal = Journal.open(join(dir, 'state', 'journal.db'));
+    const journal = Journal.open(join(dir, 'journal.db'));
     expect(journal.list({ limit: 5 })).toEqual([
       expect.objectContaining({
         action: 'powercycle',
@@ -205,7 +199,7 @@ describe('run', () => {
   });
 
   it('on SIGTERM during a slow-drip history reply cancels the poll and exits 0', async () => {
-    const { run } = await startRun('');
+    const { run } = await startRun();
     sim!.setFaults({ mode: 'drip', dripIntervalMs: 2000, paths: ['/api/v1/dedicated/firewall'], ids: ['100002'] });
     await eventually('the dripping request', async () =>
       sim!.callsTo('/api/v1/dedicated/firewall', { server_id: '100002' }).length ? true : undefined,
@@ -216,7 +210,7 @@ describe('run', () => {
   });
 
   it('never prints the API key: logs, error replies and /metrics of a run with failures', async () => {
-    const { port, run } = await startRun('');
+    const { port, run } = await startRun();
     sim!.setFaults({ errorRate: 0.4, htmlErrorRate: 0.2, malformedRate: 0.2 });
     // The first servers and firewall polls have ended, whether they worked or not (then /readyz names them).
     await eventually('the first polls', async () =>
@@ -284,7 +278,7 @@ describe('demo', () => {
 
 describe('run --web.telemetry-path', () => {
   it("serves the metrics at the flag's path, not at /metrics", async () => {
-    const { port, run } = await startRun('', {}, [], () => ['--web.telemetry-path=/exporter/metrics']);
+    const { port, run } = await startRun({}, {}, [], () => ['--web.telemetry-path=/exporter/metrics']);
     const moved = await eventually(`listening (${run.output()})`, async () =>
       request(`http://127.0.0.1:${port}/exporter/metrics`).then(
         async (r) => ({ status: r.statusCode, body: await r.body.text() }),
@@ -315,7 +309,7 @@ describe('run: configuration reload', () => {
     { name: 'without --web.enable-lifecycle POST /-/reload is 404', flags: [], status: 404 },
     { name: 'with --web.enable-lifecycle POST /-/reload is 200', flags: ['--web.enable-lifecycle'], status: 200 },
   ])('$name', async ({ flags, status }) => {
-    const { port, run } = await startRun('', {}, [], () => flags);
+    const { port, run } = await startRun({}, {}, [], () => flags);
     const res = await eventually(`listening (${run.output()})`, async () =>
       request(`http://127.0.0.1:${port}/-/reload`, { method: 'POST' }).then(
         async (r) => ({ status: r.statusCode, body: await r.body.text() }),
@@ -327,7 +321,7 @@ describe('run: configuration reload', () => {
   });
 
   it('SIGHUP reloads the file: a valid one is applied, an invalid one is refused (metric 0)', async () => {
-    const { dir, port, run } = await startRun('');
+    const { dir, port, run } = await startRun();
     const file = join(dir, 'config.yml');
     await eventually(`listening (${run.output()})`, async () =>
       request(`http://127.0.0.1:${port}/healthz`).then(
