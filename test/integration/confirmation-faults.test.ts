@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
 import { runCli } from '../helpers/cli.js';
 import { startHarness } from '../helpers/daemon.js';
-import { POWERCYCLE_REMEDIATION, TOKEN } from '../helpers/remediation.js';
+import { POWERCYCLE_REMEDIATION, TOKEN, unreachableAlert } from '../helpers/remediation.js';
 
 /** the simulator of a CLI row (the daemon rows use the harness's) */
 let sim: Simulator | undefined;
@@ -25,21 +25,7 @@ async function start() {
   return { daemon: h.daemon, sim: h.sim };
 }
 
-const alert = {
-  version: '4',
-  status: 'firing',
-  receiver: 'baremetal',
-  alerts: [
-    {
-      status: 'firing',
-      labels: { alertname: 'BaremetalServerUnreachable', server_id: '100002' },
-      annotations: {},
-      startsAt: '2026-11-21T11:59:00Z',
-      endsAt: '0001-01-01T00:00:00Z',
-      fingerprint: 'c0ffee0123456789',
-    },
-  ],
-};
+const alert = unreachableAlert('2026-11-21T11:59:00Z', 'c0ffee0123456789');
 
 describe('the daemon reads an action reply by §7', () => {
   it.each([

@@ -6,7 +6,7 @@ import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { startDaemonProcess, type RunProcess } from '../helpers/daemon.js';
 import { eventually } from '../helpers/processes.js';
-import { POWERCYCLE_REMEDIATION, TOKEN } from '../helpers/remediation.js';
+import { POWERCYCLE_REMEDIATION, TOKEN, unreachableAlert } from '../helpers/remediation.js';
 
 const KEY = 'crash-key-4b7e1d09';
 const POWERCYCLE = '/api/v1/dedicated/powercycle';
@@ -26,21 +26,7 @@ async function setup() {
     await run.exited;
   };
   const deliver = async (startsAt: string) => {
-    const payload = {
-      version: '4',
-      status: 'firing',
-      receiver: 'baremetal',
-      alerts: [
-        {
-          status: 'firing',
-          labels: { alertname: 'BaremetalServerUnreachable', server_id: '100002' },
-          annotations: {},
-          startsAt,
-          endsAt: '0001-01-01T00:00:00Z',
-          fingerprint: 'c0ffee0123456789',
-        },
-      ],
-    };
+    const payload = unreachableAlert(startsAt, 'c0ffee0123456789');
     const res = await request(`${base}/api/v1/alertmanager`, {
       method: 'POST',
       headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },

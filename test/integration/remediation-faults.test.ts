@@ -16,6 +16,7 @@ import {
   powerRequest,
   simulatorTargets,
   TOKEN,
+  unreachableAlert,
 } from '../helpers/remediation.js';
 
 const MIN = 60_000;
@@ -40,21 +41,7 @@ async function start(prepare: (stateDir: string) => void = () => undefined) {
   return { daemon, sim: h.sim, clock, stateDir: h.stateDir, log: h.log };
 }
 
-const alert = (startsAt: string) => ({
-  version: '4',
-  status: 'firing',
-  receiver: 'baremetal',
-  alerts: [
-    {
-      status: 'firing',
-      labels: { alertname: 'BaremetalServerUnreachable', server_id: '100002' },
-      annotations: {},
-      startsAt,
-      endsAt: '0001-01-01T00:00:00Z',
-      fingerprint: 'a1b2c3d4e5f60718',
-    },
-  ],
-});
+const alert = (startsAt: string) => unreachableAlert(startsAt);
 const post = (d: Daemon, url: string, payload: object, headers: Record<string, string> = {}) =>
   d.app.inject({ method: 'POST', url, headers: { ...auth, ...headers }, payload });
 

@@ -1,23 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon.js';
 import { startHarness } from '../helpers/daemon.js';
-import { POWERCYCLE_REMEDIATION, TOKEN } from '../helpers/remediation.js';
+import { POWERCYCLE_REMEDIATION, TOKEN, unreachableAlert } from '../helpers/remediation.js';
 
-const unreachable = {
-  version: '4',
-  status: 'firing',
-  receiver: 'baremetal',
-  alerts: [
-    {
-      status: 'firing',
-      labels: { alertname: 'BaremetalServerUnreachable', server_id: '100002' },
-      annotations: {},
-      startsAt: '2026-11-21T10:00:00Z',
-      endsAt: '0001-01-01T00:00:00Z',
-      fingerprint: 'a1b2c3d4e5f60718',
-    },
-  ],
-};
+const unreachable = unreachableAlert('2026-11-21T10:00:00Z');
 
 describe('remediation across a restart', () => {
   it('power-cycles once for an alert delivered before and after a restart', async () => {
