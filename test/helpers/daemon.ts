@@ -4,7 +4,8 @@
  * PostgreSQL URL. Everything it starts is stopped when the test finishes (started from a `beforeAll`: by calling
  * `stop()` in `afterAll`), daemon first.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { onTestFinished } from 'vitest';
 import type { AccountRuntime } from '../../src/accounts.js';
@@ -18,7 +19,6 @@ import { requireBuiltCli, spawnCli } from './cli.js';
 import { captureLogger } from './logger.js';
 import { eventually, freePort } from './processes.js';
 import { TOKEN } from './remediation.js';
-import { tempDir } from './tmp.js';
 
 /** The API key of the harness's simulators, unless a test names its own. */
 export const HARNESS_KEY = 'harness-key-2f8c41d7';
@@ -115,14 +115,16 @@ async function prepare(o: HarnessOptions, stop: () => Promise<void>) {
   /** the simulators the harness started (and closes) */
   const owned: Simulator[] = [];
   // Inside a test it stops with the test; from a beforeAll the caller stops it in afterAll.
-  let inTest = true;
   try {
     onTestFinished(stop);
-  } catch {
-    inTest = false;
-  }
-  const stateDir = o.stateDir ?? tempDir('bmx-', inTest ? 'each' : 'all');
+  } catch {}
+  // A state_dir of its own is removed by stop(), after the daemon that writes into it has stopped.
+  const made = o.stateDir === undefined ? mkdtempSync(join(tmpdir(), 'bmx-')) : undefined;
+  const stateDir = o.stateDir ?? made!;
   mkdirSync(stateDir, { recursive: true });
+  const removeStateDir = () => {
+    if (made) rmSync(made, { recursive: true, force: true, maxRetries: 3 });
+  };
   const several = o.accounts !== undefined;
   if (o.upstream) sims.set('default', o.upstream);
   else
@@ -149,7 +151,7 @@ async function prepare(o: HarnessOptions, stop: () => Promise<void>) {
   const raw = (over: Record<string, unknown> = {}) =>
     merge(merge(base, typeof o.config === 'function' ? o.config(ctx) : (o.config ?? {})), over);
   const env = o.env ?? (several ? {} : { BAREMETAL_API_KEY: key });
-  return { ctx, owned, raw, env };
+  return { ctx, owned, raw, env, removeStateDir };
 }
 
 /** Starts the simulators and a daemon as `o` says; see HarnessOptions. */
@@ -157,15 +159,17 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
   let daemon: Daemon | undefined;
   let stopped = false;
   let owned: Simulator[] = [];
+  let removeStateDir = () => {};
   const stop = async () => {
     if (stopped) return;
     stopped = true;
     await daemon?.stop();
     await Promise.all(owned.map((s) => s.close()));
+    removeStateDir();
   };
   const prepared = await prepare(o, stop);
   const { ctx, raw, env } = prepared;
-  owned = prepared.owned;
+  ({ owned, removeStateDir } = prepared);
   const configFile = o.configFile ? join(ctx.stateDir, 'config.yml') : undefined;
   // JSON is YAML: the file holds the same keys the object would.
   if (configFile) writeFileSync(configFile, JSON.stringify(raw()));
@@ -236,15 +240,17 @@ export async function startDaemonProcess(o: HarnessOptions = {}): Promise<Daemon
   const runs: RunProcess[] = [];
   let stopped = false;
   let owned: Simulator[] = [];
+  let removeStateDir = () => {};
   const stop = async () => {
     if (stopped) return;
     stopped = true;
     for (const run of runs) if (run.child.exitCode === null && run.child.signalCode === null) run.child.kill('SIGKILL');
     await Promise.all(runs.map((run) => run.exited));
     await Promise.all(owned.map((s) => s.close()));
+    removeStateDir();
   };
   const prepared = await prepare(o, stop);
-  owned = prepared.owned;
+  ({ owned, removeStateDir } = prepared);
   const { ctx, raw, env } = prepared;
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
