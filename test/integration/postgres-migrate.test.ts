@@ -9,7 +9,8 @@ describe.skipIf(found.skip)('PostgreSQL migrations (Debian postgresql on loopbac
   let server: TestPostgres;
   const pools: pg.Pool[] = [];
   const pool = (url: string) => {
-    const p = openPool(url, () => {});
+    // A generous connect timeout: what this file tests is the migrations, not a loaded machine's connect time.
+    const p = openPool(url, () => {}, { connectTimeoutMs: 30_000 });
     pools.push(p);
     return p;
   };
