@@ -8,6 +8,7 @@ import { ACTIONS, JOB_NAMES } from '../config/schema.js';
 import { DECISIONS } from '../store/decisions.js';
 import { BUILD } from '../version.js';
 import { trackChanges } from './changes.js';
+import { SeriesFamily } from './series.js';
 
 /** How a poll run ended: the `outcome` label of `baremetal_poll_runs_total`. */
 export type RunOutcome = 'success' | 'partial' | 'failure' | 'skipped';
@@ -132,7 +133,8 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['account'] as const,
       registers,
     }),
-    serverInfo: new Gauge({
+    serverInfo: new SeriesFamily({
+      type: 'gauge',
       name: 'baremetal_server_info',
       help: `Always 1 per dedicated server; labels carry its inventory data as the API sent it (empty when the API did not send a field); memory is the provider's text, in GB (e.g. "256 GB"), as a number in baremetal_server_memory_bytes. ${CACHED}`,
       labelNames: [
@@ -148,25 +150,29 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       ] as const,
       registers,
     }),
-    serverMemory: new Gauge({
+    serverMemory: new SeriesFamily({
+      type: 'gauge',
       name: 'baremetal_server_memory_bytes',
       help: `Memory of the dedicated server in bytes, from the memory field of its record (the provider reports GB, read as GiB: 2^30 bytes; MB and TB are read alike). No series when the field is missing or not a size. ${CACHED}`,
       labelNames: ['account', 'server_id'] as const,
       registers,
     }),
-    serverIps: new Gauge({
+    serverIps: new SeriesFamily({
+      type: 'gauge',
       name: 'baremetal_server_ips',
       help: `IP addresses assigned to the dedicated server according to its record. ${CACHED}`,
       labelNames: ['account', 'server_id'] as const,
       registers,
     }),
-    attackEvents: new Gauge({
+    attackEvents: new SeriesFamily({
+      type: 'gauge',
       name: 'baremetal_firewall_attack_events_last_hour',
       help: `Firewall (DDoS) events per IP in the latest hour-scale history of the service (service_type dedicated, colocation or transit). ${CACHED}`,
       labelNames: ['account', 'service_type', 'service_id', 'ip'] as const,
       registers,
     }),
-    attackEventsTotal: new Counter({
+    attackEventsTotal: new SeriesFamily({
+      type: 'counter',
       name: 'baremetal_firewall_attack_events_total',
       help: `Distinct firewall (DDoS) events seen per IP since the exporter started, deduplicated by event id. ${CACHED}`,
       labelNames: ['account', 'service_type', 'service_id', 'ip'] as const,
@@ -279,7 +285,7 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
   // These change only through their own methods (no `collect`): a rendering can tell which changed. Not the
   // histogram: prom-client's `Histogram.labels().observe` reaches its values without passing through them.
   for (const metric of Object.values(metrics))
-    if (metric instanceof Gauge || metric instanceof Counter) trackChanges(metric);
+    if (metric instanceof Gauge || metric instanceof Counter || metric instanceof SeriesFamily) trackChanges(metric);
   metrics.buildInfo.set(
     {
       version: options.version ?? '0.0.0',

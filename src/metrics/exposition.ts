@@ -9,6 +9,7 @@ import { gzip } from 'node:zlib';
 import { Registry } from 'prom-client';
 import { CLOCK_EVERY, Slices } from '../slices.js';
 import { changeVersion } from './changes.js';
+import { SeriesFamily } from './series.js';
 
 const gzipAsync = promisify(gzip);
 const SEPARATOR = Buffer.from('\n\n');
@@ -172,6 +173,48 @@ async function renderMetric(
 }
 
 /**
+ * Renders a SeriesFamily straight from its series' label texts, the same bytes as renderMetric (and so as
+ * prom-client) would write from its `get()`: no collection, no label objects, no formatting per rendering.
+ */
+async function renderFamily(family: SeriesFamily, slices: Slices, created?: CreatedTimes): Promise<RenderedMetric> {
+  const counter = family.type === 'counter';
+  const name = escapeString(family.name);
+  const familyName = counter ? escapeString(family.name.replace(/_total$/, '')) : name;
+  const help = escapeString(family.help);
+  const omSample = counter ? `${familyName}_total` : name;
+  const text: Buffer[] = [Buffer.from(`# HELP ${name} ${help}\n# TYPE ${name} ${family.type}`)];
+  const openMetrics: Buffer[] = [Buffer.from(`# HELP ${familyName} ${help}\n# TYPE ${familyName} ${family.type}`)];
+  const apart = omSample !== name || created !== undefined;
+  let pending = '';
+  let omPending = '';
+  let i = 0;
+  for (const series of family.series()) {
+    const value = valueText(series.value);
+    pending += `\n${name}${series.text} ${value}`;
+    if (apart) {
+      omPending += `\n${omSample}${series.text} ${value}`;
+      if (created) omPending += `\n${familyName}_created${series.text} ${created.of(series)}`;
+    }
+    if (pending.length >= CHUNK_CHARS) {
+      text.push(Buffer.from(pending));
+      if (!apart) openMetrics.push(text.at(-1)!);
+      pending = '';
+    }
+    if (omPending.length >= CHUNK_CHARS) {
+      openMetrics.push(Buffer.from(omPending));
+      omPending = '';
+    }
+    if (++i % CLOCK_EVERY === 0) await slices.next();
+  }
+  if (pending) {
+    text.push(Buffer.from(pending));
+    if (!apart) openMetrics.push(text.at(-1)!);
+  }
+  if (omPending) openMetrics.push(Buffer.from(omPending));
+  return { text, openMetrics };
+}
+
+/**
  * When each series of a counter was created, for OpenMetrics `_created`: the time of the first rendering
  * that saw it, in Unix seconds. prom-client keeps one label object per counter series for its life (a
  * removed series that comes back is a new object, so a new time); a series is rendered right after the
@@ -274,7 +317,10 @@ export class ExpositionCache {
         let rendered: RenderedMetric;
         if (version !== undefined && cached?.version === version) rendered = cached.rendered;
         else {
-          rendered = await renderMetric(metric, this.#labels, slices, withCreated);
+          rendered =
+            metric instanceof SeriesFamily
+              ? await renderFamily(metric, slices, withCreated)
+              : await renderMetric(metric, this.#labels, slices, withCreated);
           if (version !== undefined) this.#families.set(metric, { version, rendered });
         }
         parts.push(...rendered.text);
