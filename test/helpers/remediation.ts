@@ -2,6 +2,7 @@ import { afterEach } from 'vitest';
 import type { Config, RemediationRule } from '../../src/config/schema.js';
 import { Journal } from '../../src/store/sqlite/journal.js';
 import { sqliteStore, type SqliteStore } from '../../src/store/sqlite/store.js';
+import type { StateStore } from '../../src/store/store.js';
 import { RemediationEngine } from '../../src/remediation/engine.js';
 import type { ActionRequest, TargetDirectory } from '../../src/remediation/types.js';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
@@ -82,12 +83,12 @@ export function openTestStore(path = ':memory:'): SqliteStore {
 }
 
 /**
- * An engine on a fresh journal, talking to a simulator, with one clock for both. Everything is closed
- * after the test.
+ * An engine on a fresh journal (a SQLite path, or a state store of either backend), talking to a simulator, with
+ * one clock for both. Everything is closed after the test.
  */
 export async function engineHarness(
   remediation: Partial<Config['remediation']> = {},
-  journalPath = ':memory:',
+  journalPath: string | StateStore = ':memory:',
   clientTimeoutMs = 2000,
 ) {
   const clock = { now: Date.UTC(2026, 10, 21, 12) };
@@ -99,7 +100,7 @@ export async function engineHarness(
     concurrency: 4,
     retries: 0,
   });
-  const journal = openTestStore(journalPath);
+  const journal = typeof journalPath === 'string' ? openTestStore(journalPath) : journalPath;
   const { registry, metrics } = freshMetrics();
   const log = captureLogger();
   const config: Config['remediation'] = {

@@ -5,15 +5,11 @@
  * of calls is the evidence, the journal says why. The clock is injected; ticks are driven by hand.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Config } from '../../src/config/schema.js';
 import type { Daemon } from '../../src/daemon.js';
-import { RemediationEngine } from '../../src/remediation/engine.js';
-import { startSimulator, type Simulator } from '../../src/simulator/server.js';
-import { UpstreamClient } from '../../src/upstream/client.js';
+import type { Simulator } from '../../src/simulator/server.js';
 import { accountOf, startHarness } from '../helpers/daemon.js';
-import { captureLogger } from '../helpers/logger.js';
-import { freshMetrics, seriesValue } from '../helpers/metrics.js';
-import { firewallRequest, rule, simulatorTargets, TOKEN } from '../helpers/remediation.js';
+import { seriesValue } from '../helpers/metrics.js';
+import { engineHarness, firewallRequest, rule, TOKEN } from '../helpers/remediation.js';
 import { backends } from '../helpers/store-backends.js';
 
 const STATE = '/api/v1/dedicated/firewall/state';
@@ -218,29 +214,12 @@ describe('dry run and removed rules hold every pending change', () => {
 
 describe.each(backends())('on the $name store: dry run holds, a removed rule cancels', ({ name, skip, fresh }) => {
   it.skipIf(skip !== undefined)(`the engine over ${name}`, async () => {
-    const clock = { now: Date.UTC(2026, 10, 23, 12) };
-    sim = await startSimulator({ apiKey: 'k', servers: 2, attackRate: 0, now: () => clock.now });
-    const client = new UpstreamClient({ baseUrl: sim.url, apiKey: 'k', timeoutMs: 2000, concurrency: 2, retries: 0 });
-    const journal = await (await fresh()).open();
-    const config: Config['remediation'] = {
-      dryRun: false,
-      journalRetentionMs: 30 * 86_400_000,
-      budgetPerHour: 10,
-      bearerTokens: [TOKEN],
-      basicAuthUsers: {},
-      rules: [rule({ alertname: 'BaremetalFirewallAttack', action: 'firewall_state' })],
-    };
-    const engine = new RemediationEngine({
-      account: 'default',
-      journal,
-      client,
-      metrics: freshMetrics().metrics,
-      logger: captureLogger().logger,
-      targets: simulatorTargets(sim),
-      config,
-      now: () => clock.now,
-    });
-    await engine.ready;
+    const h = await engineHarness(
+      { rules: [rule({ alertname: 'BaremetalFirewallAttack', action: 'firewall_state' })] },
+      await (await fresh()).open(),
+    );
+    const { clock, client, journal, engine, config } = h;
+    sim = h.sim;
     try {
       const alert = { alertname: 'BaremetalFirewallAttack', fingerprint: 'f00d', startsAt: '2026-11-23T11:58:00Z' };
       const ask = (value: '0' | '1', ip: string, holdMs = 0) =>
