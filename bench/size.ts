@@ -178,7 +178,7 @@ const heapAfter = process.memoryUsage().heapUsed;
 
 // Idle scrapes: the daemon's /metrics against fastify serving the same bytes from a static buffer.
 const baseline = Fastify();
-const staticBody = Buffer.from(exposition.body);
+const staticBody = exposition.bytes('text');
 baseline.get('/metrics', (_req, reply) => reply.type(exposition.contentType).send(staticBody));
 const baselineUrl = `${await baseline.listen({ host: '127.0.0.1', port: 0 })}/metrics`;
 await scrapeTimes(metricsUrl, 10);
@@ -187,7 +187,8 @@ const idle = await scrapeTimes(metricsUrl, scrapes);
 const staticTimes = await scrapeTimes(baselineUrl, scrapes);
 await baseline.close();
 
-const series = exposition.body
+const series = exposition
+  .bytes('text')
   .toString()
   .split('\n')
   .filter((l) => l && !l.startsWith('#')).length;
@@ -215,7 +216,7 @@ const result = {
   blockMaxMs: Math.max(cold.value.blockMaxMs, warm.value.blockMaxMs),
   delayMaxMs: Math.max(cold.value.delayMaxMs, warm.value.delayMaxMs),
   delayP99Ms: Math.max(cold.value.delayP99Ms, warm.value.delayP99Ms),
-  expositionBytes: exposition.body.length,
+  expositionBytes: exposition.byteLength('text'),
   gzipBytes,
   scrapeIdleP50: percentile(idle, 50),
   scrapeIdleP99: percentile(idle, 99),

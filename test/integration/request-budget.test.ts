@@ -212,7 +212,7 @@ describe('the attack itself, for people', () => {
     );
     expect(res.body).not.toContain('<script>');
     expect(res.body).not.toContain('older event');
-    const exposition = (await daemon.exposition.render()).body.toString();
+    const exposition = (await daemon.exposition.render()).bytes('text').toString();
     expect(exposition).not.toContain('9 Gbps');
   });
 });

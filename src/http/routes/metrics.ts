@@ -57,6 +57,6 @@ export function metricsRoutes(app: FastifyInstance, deps: { exposition: Expositi
       .header('vary', 'Accept, Accept-Encoding');
     if (acceptsGzip(request.headers['accept-encoding']))
       return reply.header('content-encoding', 'gzip').send(await exposition.gzipped(format));
-    return reply.send(format === 'openmetrics' ? exposition.openMetrics : exposition.body);
+    return reply.send(exposition.bytes(format));
   });
 }

@@ -37,11 +37,11 @@ describe('change tracking: a rendering reuses the bytes of a metric only while i
   ])('$name shows in the next rendering', async ({ change }) => {
     const s = setup();
     const before = await s.cache.render();
-    expect(before.body.toString()).toBe(await s.registry.metrics());
+    expect(before.bytes('text').toString()).toBe(await s.registry.metrics());
     change(s);
     const after = await s.cache.render();
-    expect(after.body.toString()).toBe(await s.registry.metrics());
-    expect(after.body.toString()).not.toBe(before.body.toString());
+    expect(after.bytes('text').toString()).toBe(await s.registry.metrics());
+    expect(after.bytes('text').toString()).not.toBe(before.bytes('text').toString());
   });
 
   it('counts the changes made through an account view (forAccount) of the daemon metrics', async () => {
@@ -52,7 +52,7 @@ describe('change tracking: a rendering reuses the bytes of a metric only while i
     const before = changeVersion(registered);
     metrics.serverIps.set({ server_id: '1' }, 2);
     expect(changeVersion(registered)).toBe((before ?? Number.NaN) + 1);
-    expect((await cache.render()).body.toString()).toContain(
+    expect((await cache.render()).bytes('text').toString()).toContain(
       'baremetal_server_ips{account="default",server_id="1"} 2\n',
     );
     // A histogram is never reused (its labels().observe goes around the tracked methods).

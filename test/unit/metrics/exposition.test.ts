@@ -36,14 +36,17 @@ describe('exposition cache', () => {
     });
     const exposition = await cache.render();
     // Process metrics move between two renderings; compare without them.
-    const ours = exposition.body
+    const ours = exposition
+      .bytes('text')
       .toString()
       .split('\n\n')
       .filter((b) => !/process_|nodejs_/.test(b));
     const theirs = (await registry.metrics()).split('\n\n').filter((b) => !/process_|nodejs_/.test(b));
     expect(ours).toEqual(theirs);
-    expect(exposition.body.toString()).toContain('\nbaremetal_metrics_rendered_timestamp_seconds 1700000000\n');
-    expect(exposition.body.toString().endsWith('\n')).toBe(true);
+    expect(exposition.bytes('text').toString()).toContain(
+      '\nbaremetal_metrics_rendered_timestamp_seconds 1700000000\n',
+    );
+    expect(exposition.bytes('text').toString().endsWith('\n')).toBe(true);
     expect(exposition.renderedAt).toBe(1_700_000_000_000);
   });
 
@@ -62,8 +65,8 @@ describe('exposition cache', () => {
     const cache = new ExpositionCache({ registry: ours });
     for (let rendering = 0; rendering < 2; rendering++) {
       const exposition = await cache.render();
-      expect(exposition.body.toString()).toBe(await text.metrics());
-      expect(exposition.openMetrics.toString()).toBe(await om.metrics());
+      expect(exposition.bytes('text').toString()).toBe(await text.metrics());
+      expect(exposition.bytes('openmetrics').toString()).toBe(await om.metrics());
     }
   });
 
@@ -72,11 +75,11 @@ describe('exposition cache', () => {
     const metrics = createMetrics(registry);
     const cache = new ExpositionCache({ registry });
     metrics.servers.set(1);
-    expect((await cache.get()).body.toString()).toContain('\nbaremetal_servers 1\n');
+    expect((await cache.get()).bytes('text').toString()).toContain('\nbaremetal_servers 1\n');
     metrics.servers.set(2);
-    expect((await cache.get()).body.toString()).toContain('\nbaremetal_servers 1\n');
+    expect((await cache.get()).bytes('text').toString()).toContain('\nbaremetal_servers 1\n');
     await cache.render();
-    expect((await cache.get()).body.toString()).toContain('\nbaremetal_servers 2\n');
+    expect((await cache.get()).bytes('text').toString()).toContain('\nbaremetal_servers 2\n');
   });
 
   it('leaves out what `include` refuses, asked again at each rendering (a follower that becomes leader)', async () => {
@@ -88,10 +91,10 @@ describe('exposition cache', () => {
     metrics.apiUp.set(0);
     metrics.leader.set(0);
     const names = async () => {
-      const { body, openMetrics } = await cache.render();
+      const rendering = await cache.render();
       const of = (text: string) =>
         ['baremetal_api_up', 'baremetal_leader'].filter((n) => new RegExp(`^# TYPE ${n} `, 'm').test(text));
-      return [of(body.toString()), of(openMetrics.toString())];
+      return [of(rendering.bytes('text').toString()), of(rendering.bytes('openmetrics').toString())];
     };
     expect(await names()).toEqual([['baremetal_leader'], ['baremetal_leader']]);
     leading = true;
@@ -120,21 +123,21 @@ describe('exposition cache', () => {
     const labels = (l: Record<string, string>) =>
       `{account="${l.account}",service_type="${l.service_type}",service_id="${l.service_id}",ip="${l.ip}"}`;
     const rendered = await cache.render();
-    expect(lines(rendered.openMetrics.toString()).filter((line) => !line.startsWith('#'))).toEqual([
+    expect(lines(rendered.bytes('openmetrics').toString()).filter((line) => !line.startsWith('#'))).toEqual([
       `baremetal_firewall_attack_events_total${labels(a)} 3`,
       `baremetal_firewall_attack_events_created${labels(a)} 1700000000`,
       `baremetal_firewall_attack_events_total${labels(b)} 0`,
       `baremetal_firewall_attack_events_created${labels(b)} 1700000005`,
     ]);
-    expect(rendered.body.toString()).not.toContain('_created');
-    expect(rendered.openMetrics.toString()).not.toContain('baremetal_api_requests_created');
+    expect(rendered.bytes('text').toString()).not.toContain('_created');
+    expect(rendered.bytes('openmetrics').toString()).not.toContain('baremetal_api_requests_created');
     // A series removed and created again starts again.
     metrics.attackEventsTotal.remove(a);
     await cache.render();
     now += 5000;
     // (prom-client keeps the label object it was given: the collector passes a new one for each call)
     metrics.attackEventsTotal.inc({ ...a }, 0);
-    expect((await cache.render()).openMetrics.toString()).toContain(
+    expect((await cache.render()).bytes('openmetrics').toString()).toContain(
       `baremetal_firewall_attack_events_created${labels(a)} 1700000010\n`,
     );
   });

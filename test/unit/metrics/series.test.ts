@@ -72,8 +72,8 @@ describe('series family', () => {
     drive(omReference.gauge, omReference.counter, n);
     const cache = new ExpositionCache({ registry });
     const exposition = await cache.render();
-    expect(exposition.body.toString()).toBe(await text.metrics());
-    expect(exposition.openMetrics.toString()).toBe(await om.metrics());
+    expect(exposition.bytes('text').toString()).toBe(await text.metrics());
+    expect(exposition.bytes('openmetrics').toString()).toBe(await om.metrics());
     // get() reads the labels back from the texts: prom-client's own renderer writes the same bytes.
     expect(await registry.metrics()).toBe(await text.metrics());
     expect((await family.gauge.get()).values).toEqual((await reference.gauge.get()).values);
