@@ -1,6 +1,9 @@
 /**
- * One account's latest graph image per (server, type, scale), in memory and on disk under
- * `<state_dir>/graphs/<account>/dedicated/<server_id>/<type>-<scale>.png`, so a restart serves them at once.
+ * One account's latest graph image per (server, type, scale), on disk under
+ * `<state_dir>/graphs/<account>/dedicated/<server_id>/<type>-<scale>.png` (so a restart serves them at once),
+ * read from there when `/graphs` serves one. Memory holds what the list and HTTP caching need, not the bytes:
+ * at 10,000 servers the images of the default graphs are ~200 MB, and a dashboard asks for a few of them
+ * (issue 22). A server id that cannot be a directory name (see SAFE_ID) has its images kept in memory.
  * The layout before accounts (`<state_dir>/graphs/dedicated/…`) is moved into the `default` account's place
  * on the first load.
  */
@@ -27,16 +30,25 @@ export interface GraphKey {
   scale: GraphScale;
 }
 
-/** A held image with what HTTP caching needs. */
-export interface StoredGraph extends GraphKey {
-  png: Buffer;
+/** What is known of a held image without reading it: what the list and HTTP caching need. */
+export interface HeldGraph extends GraphKey {
   /** strong ETag, quoted */
   etag: string;
   /** Unix time in milliseconds the image was fetched */
   updatedAt: number;
   width: number;
   height: number;
+  /** size of the PNG, bytes */
+  bytes: number;
 }
+
+/** A held image with its bytes. */
+export interface StoredGraph extends HeldGraph {
+  png: Buffer;
+}
+
+/** The index entry of an image: its bytes only when it has no file (an id that is no directory name). */
+type Entry = HeldGraph & { png?: Buffer };
 
 /** Server ids become directory names: only these characters are accepted. */
 const SAFE_ID = /^[A-Za-z0-9._-]{1,128}$/;
@@ -46,7 +58,7 @@ const keyOf = (k: GraphKey) => `${k.serverId}/${k.type}/${k.scale}`;
 const etagOf = (png: Buffer) => `"${createHash('sha1').update(png).digest('base64url')}"`;
 
 export class GraphStore {
-  readonly #graphs = new Map<string, StoredGraph>();
+  readonly #graphs = new Map<string, Entry>();
   readonly #dir: string;
   /** the directory of the layout before accounts, adopted by `load()` when set */
   readonly #legacyDir: string | undefined;
@@ -69,32 +81,56 @@ export class GraphStore {
     return this.#graphs.size;
   }
 
-  get(key: GraphKey): StoredGraph | undefined {
-    return this.#graphs.get(keyOf(key));
+  /**
+   * The image of `key` with its bytes, read from its file; undefined when none is held. A file gone or
+   * unreadable since (removed by hand, a full disk's half write) is dropped from the index, so the list stops
+   * naming it and the next graphs poll writes it again.
+   */
+  async get(key: GraphKey): Promise<StoredGraph | undefined> {
+    const entry = this.#graphs.get(keyOf(key));
+    if (!entry || entry.png) return entry as StoredGraph | undefined;
+    try {
+      const png = await readFile(this.#file(key));
+      if (png.length === entry.bytes) return { ...entry, png };
+    } catch {
+      // dropped below
+    }
+    if (this.#graphs.get(keyOf(key)) === entry) this.#graphs.delete(keyOf(key));
+    return undefined;
   }
 
-  /** Every held image, ordered by server, type and scale. */
-  list(): StoredGraph[] {
-    return [...this.#graphs.values()].sort((a, b) => keyOf(a).localeCompare(keyOf(b)));
+  /** Every held image, without its bytes, ordered by server, type and scale. */
+  list(): HeldGraph[] {
+    return [...this.#graphs.values()]
+      .map(({ png: _png, ...held }) => held)
+      .sort((a, b) => keyOf(a).localeCompare(keyOf(b)));
   }
 
-  /** Holds a checked PNG and writes it to disk (atomically: temp file, then rename). */
+  /**
+   * Writes a checked PNG to disk (atomically: temp file, then rename), then holds it; throws when the file
+   * could not be written (that image's poll fails, the image held before stays).
+   */
   async put(
     key: GraphKey,
     image: { png: Buffer; width: number; height: number },
     updatedAt: number,
   ): Promise<StoredGraph> {
-    const stored: StoredGraph = { ...key, ...image, etag: etagOf(image.png), updatedAt };
-    this.#graphs.set(keyOf(key), stored);
+    const { png, width, height } = image;
+    const held: HeldGraph = { ...key, width, height, bytes: png.length, etag: etagOf(png), updatedAt };
     if (SAFE_ID.test(key.serverId)) {
-      const dir = join(this.#dir, key.serverId);
-      await mkdir(dir, { recursive: true });
-      const file = join(dir, `${key.type}-${key.scale}.png`);
-      await writeFile(`${file}.tmp`, image.png);
+      const file = this.#file(key);
+      await mkdir(join(file, '..'), { recursive: true });
+      await writeFile(`${file}.tmp`, png);
       await rename(`${file}.tmp`, file);
-    }
+      this.#graphs.set(keyOf(key), held);
+    } else this.#graphs.set(keyOf(key), { ...held, png });
+    const stored = { ...held, png };
     await this.#mirror?.put(stored);
     return stored;
+  }
+
+  #file(key: GraphKey): string {
+    return join(this.#dir, key.serverId, `${key.type}-${key.scale}.png`);
   }
 
   /** Drops every image of a server that is gone, from memory and disk. */
@@ -147,9 +183,9 @@ export class GraphStore {
           if (!(GRAPH_SCALES as readonly string[]).includes(key.scale)) continue;
           this.#graphs.set(keyOf(key), {
             ...key,
-            png,
             width,
             height,
+            bytes: png.length,
             etag: etagOf(png),
             updatedAt: Math.floor(mtimeMs),
           });

@@ -235,7 +235,7 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
       status: image.statusCode,
       type: image.headers['content-type'],
       etag: image.headers.etag,
-      same: Buffer.compare(image.rawPayload, first.png) === 0,
+      same: Buffer.compare(image.rawPayload, (await accountOf(leader, 'default').graphStore.get(first))!.png) === 0,
       notModified: notModified.statusCode,
       narrow: narrow.statusCode,
       narrowWidth: (await sharp(narrow.rawPayload).metadata()).width,

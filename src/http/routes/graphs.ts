@@ -8,19 +8,13 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DEFAULT_ACCOUNT } from '../../config/schema.js';
 import { NotFoundError } from '../../errors.js';
 import { resizePng } from '../../graphs/image.js';
-import { listStores, type GraphSource } from '../../graphs/source.js';
-import type { GraphStore, StoredGraph } from '../../graphs/store.js';
+import type { GraphSource } from '../../graphs/source.js';
 import { GRAPH_SCALES, GRAPH_TYPES, type GraphScale, type GraphType } from '../../config/api-terms.js';
 import { queryInteger, queryIntegerSchema } from '../schemas.js';
 
 /** URL path of a graph image. */
 export const graphPath = (account: string, serverId: string, type: string, scale: string) =>
   `/graphs/${encodeURIComponent(account)}/dedicated/${encodeURIComponent(serverId)}/${type}/${scale}.png`;
-
-/** Every account's held images, ordered by account, then server, type and scale. */
-export function listGraphs(graphStores: ReadonlyMap<string, GraphStore>): Array<StoredGraph & { account: string }> {
-  return listStores(graphStores);
-}
 
 type GraphParams = { account?: string; server_id: string; type: string; file: string };
 

@@ -86,7 +86,7 @@ export class SharedGraphs implements GraphSource {
     );
     const row = rows[0];
     if (!row) return undefined;
-    const { account: _account, bytes: _bytes, ...graph } = summaryOf({ ...row, bytes: row.png.length });
+    const { account: _account, ...graph } = summaryOf({ ...row, bytes: row.png.length });
     return { ...graph, png: row.png };
   }
 

@@ -1,4 +1,4 @@
-import { existsSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { GraphStore } from '../../../src/graphs/store.js';
@@ -18,17 +18,47 @@ describe('graph store', () => {
 
     const restarted = new GraphStore(dir, 'default');
     expect(await restarted.load()).toBe(1);
-    expect(restarted.get(key)).toMatchObject({ width: 20, height: 10, etag: latest.etag });
-    expect(restarted.get(key)!.png.equals(latest.png)).toBe(true);
+    expect(await restarted.get(key)).toMatchObject({ width: 20, height: 10, etag: latest.etag });
+    expect((await restarted.get(key))!.png.equals(latest.png)).toBe(true);
   });
 
-  it('skips corrupt and foreign files when loading', async () => {
+  it('lists what it holds without the bytes, and reads an image from its file when asked', async () => {
     const dir = tempDir();
-    mkdirSync(join(dir, 'graphs/default/dedicated/7'), { recursive: true });
-    writeFileSync(join(dir, 'graphs/default/dedicated/7/port_bits-day.png'), 'not a png');
-    writeFileSync(join(dir, 'graphs/default/dedicated/7/notes.txt'), 'x');
-    writeFileSync(join(dir, 'graphs/default/dedicated/7/port_bits-day.png.tmp'), 'x');
-    expect(await new GraphStore(dir, 'default').load()).toBe(0);
+    const store = new GraphStore(dir, 'default');
+    const key = { serverId: '100001', type: 'port_bits' as const, scale: 'day' as const };
+    const png = await pngOf(30, 10);
+    await store.put(key, { png, width: 30, height: 10 }, 5_000);
+    const [held] = store.list();
+    expect(held).toEqual({ ...key, width: 30, height: 10, bytes: png.length, etag: held!.etag, updatedAt: 5_000 });
+    expect(held).not.toHaveProperty('png');
+    // What is served is the file's content: the store holds no copy of it.
+    const file = join(dir, 'graphs/default/dedicated/100001/port_bits-day.png');
+    expect((await store.get(key))!.png.equals(png)).toBe(true);
+    rmSync(file);
+    expect(await store.get(key)).toBeUndefined();
+    expect(store.list()).toEqual([]);
+  });
+
+  it('drops an image whose file was replaced by something else', async () => {
+    const dir = tempDir();
+    const store = new GraphStore(dir, 'default');
+    const key = { serverId: '9', type: 'port_bits' as const, scale: 'week' as const };
+    await store.put(key, { png: await pngOf(30, 10), width: 30, height: 10 }, 1);
+    writeFileSync(join(dir, 'graphs/default/dedicated/9/port_bits-week.png'), 'half');
+    expect(await store.get(key)).toBeUndefined();
+    expect(store.size).toBe(0);
+  });
+
+  it('keeps the image held before when the new one cannot be written', async () => {
+    const dir = tempDir();
+    const store = new GraphStore(dir, 'default');
+    const key = { serverId: '3', type: 'port_bits' as const, scale: 'day' as const };
+    const before = await store.put(key, { png: await pngOf(30, 10), width: 30, height: 10 }, 1);
+    // A directory where the temporary file goes: the write fails (EISDIR), even for root.
+    mkdirSync(join(dir, 'graphs/default/dedicated/3/port_bits-day.png.tmp'));
+    await expect(store.put(key, { png: await pngOf(40, 10), width: 40, height: 10 }, 2)).rejects.toThrow();
+    expect((await store.get(key))!.png.equals(before.png)).toBe(true);
+    expect(store.list()[0]!.etag).toBe(before.etag);
   });
 
   it('removes a server from memory and disk', async () => {
@@ -59,5 +89,6 @@ describe('graph store', () => {
     );
     expect(store.size).toBe(1);
     expect(existsSync(join(dir, 'etc'))).toBe(false);
+    expect((await store.get({ serverId: '../../etc', type: 'port_bits', scale: 'day' }))?.width).toBe(120);
   });
 });
