@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # baremetal-exporter: multi-stage on the official Node.js 24 slim image (Debian bookworm).
-# sharp ships its own libvips for linux-x64 and linux-arm64, so the runtime needs no system packages.
+# sharp ships its own libvips for linux-x64 and linux-arm64; the runtime adds one Debian package, libjemalloc2.
 # BASE_IMAGE: CI builds on a local stand-in with the same layout (.ci/image-check); leave the default otherwise.
 ARG BASE_IMAGE=node:24-bookworm-slim
 
@@ -20,6 +20,15 @@ RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 FROM ${BASE_IMAGE}
 ENV NODE_ENV=production
+# jemalloc for the process's native allocations (sharp's docs recommend it on glibc): at 10,000 servers it
+# gives back what a cycle's garbage took, where glibc keeps it, and a small account's RSS stays flat
+# (`npm run bench`, the small-account rows; docs/operations.md, "Sizing"). Debian's libjemalloc2, preloaded
+# through one path on every architecture.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends libjemalloc2 \
+ && rm -rf /var/lib/apt/lists/* \
+ && ln -s "$(dpkg -L libjemalloc2 | grep '/libjemalloc\.so\.2$')" /usr/local/lib/libjemalloc.so.2
+ENV LD_PRELOAD=/usr/local/lib/libjemalloc.so.2
 WORKDIR /app
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules

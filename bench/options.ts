@@ -22,6 +22,8 @@ export interface Row {
   /** the lowest passing figure, when there is one */
   min?: number;
   rule: string;
+  /** printed for comparison, not a goal (a configuration the daemon does not ship) */
+  comparison?: true;
 }
 
 /** What bench/size.ts prints. */

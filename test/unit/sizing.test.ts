@@ -39,3 +39,17 @@ describe('sizing', () => {
     expect(unit.match(/^MemoryMax=.*$/gm)).toEqual([`MemoryMax=${row.max}`]);
   });
 });
+
+describe('the allocator the sizing assumes', () => {
+  it('is jemalloc, preloaded by the image and by the systemd unit', () => {
+    const dockerfile = read('Dockerfile');
+    const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+    expect(runtime).toMatch(/apt-get install -y --no-install-recommends libjemalloc2/);
+    expect(runtime).toContain('ln -s "$(dpkg -L libjemalloc2');
+    expect(runtime.match(/^ENV LD_PRELOAD=.*$/gm)).toEqual(['ENV LD_PRELOAD=/usr/local/lib/libjemalloc.so.2']);
+    const unit = read('examples/baremetal-exporter.service');
+    expect(unit.match(/^Environment=LD_PRELOAD=.*$/gm)).toEqual([
+      'Environment=LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2',
+    ]);
+  });
+});
