@@ -338,17 +338,20 @@ if (values.extras) {
     ),
     { logger: createLogger('error'), schedule: false, initialPolls: false, listen: false },
   );
-  await budgetDaemon.accounts.get('default')!.poller.run('servers');
+  const budgetAccount = budgetDaemon.accounts.get('default')!;
+  await budgetAccount.poller.run('servers');
   const budgetStarted = performance.now();
-  const budgetOutcome = await budgetDaemon.accounts.get('default')!.poller.run('firewall');
+  const budgetOutcome = await budgetAccount.poller.run('firewall');
   const budgetSeconds = (performance.now() - budgetStarted) / 1000;
-  const sentPerSecond = budgetServers / budgetSeconds;
+  // The bucket starts full (its burst, a twentieth of a second's worth): the sustained rate is what follows.
+  const burst = Math.floor(budgetAccount.client.budget!.burst);
+  const sentPerSecond = (budgetServers - burst) / budgetSeconds;
   rows.push(
     {
       what: 'budget: requests/s sent ÷ max_requests_per_second',
       measured: sentPerSecond / budget,
       unit: '×',
-      reference: `${budgetServers} firewall requests in ${budgetSeconds.toFixed(2)} s at ${budget}/s (expected ${(budgetServers / budget).toFixed(2)} s); outcome ${budgetOutcome}`,
+      reference: `${budgetServers} firewall requests in ${budgetSeconds.toFixed(2)} s at ${budget}/s (expected ${((budgetServers - burst) / budget).toFixed(2)} s after the bucket's burst of ${burst}); outcome ${budgetOutcome}`,
       target: 1,
       min: 0.9,
       rule: '0.9–1.0',

@@ -1,5 +1,5 @@
 /**
- * Where `/graphs` reads the held images from: each account's in-memory store (one replica, SQLite), or the
+ * Where `/graphs` reads the held images from: each account's store in `state_dir` (one replica, SQLite), or the
  * database the leader writes them to (replicas sharing PostgreSQL: store/postgres/graphs.ts).
  */
 import type { GraphKey, GraphStore, HeldGraph, StoredGraph } from './store.js';
