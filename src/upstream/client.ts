@@ -273,20 +273,30 @@ export class UpstreamClient {
     }
   }
 
-  /** One attempt: the Retry-After pause, a token of the budget, a slot under the concurrency limit (reads). */
+  /**
+   * One attempt. A write: the Retry-After pause (refused at once), a token of the budget, sent at once; it
+   * skips the concurrency queue so that it never waits behind polls. A read: a slot under the concurrency
+   * limit, then the pause, then a token, then sent. The slot comes first so that a granted token is spent
+   * at once: a read that took its token and then queued for a slot would go out later in a bunch with
+   * the others queued, and the upstream would see more than the budget's rate plus its burst in a second.
+   */
   async #attempt<T>(
     req: UpstreamRequest,
     ctx: UpstreamContext,
     attempt: (signal: AbortSignal) => Promise<T>,
   ): Promise<T> {
-    if (this.#pausedUntil !== 0) await this.#waitForPause(req, ctx);
-    if (this.budget && !this.budget.tryTake(req.read ? 'read' : 'write')) await this.#takeBudget(req, ctx);
-    else if (!req.read && this.pausedUntil !== 0) throw new RateLimitedError(ctx, this.pausedUntil);
-    // Reads share the concurrency limit; an action skips its queue so that it never waits behind polls.
-    if (!req.read) return this.#observe(req, attempt);
+    if (!req.read) {
+      if (this.#pausedUntil !== 0) await this.#waitForPause(req, ctx);
+      if (this.budget && !this.budget.tryTake('write')) await this.#takeBudget(req, ctx);
+      else if (this.pausedUntil !== 0) throw new RateLimitedError(ctx, this.pausedUntil);
+      return this.#observe(req, attempt);
+    }
     if (this.#active < this.#options.concurrency) this.#active++;
     else await new Promise<void>((resolve) => this.#queued.push(resolve));
     try {
+      if (req.signal?.aborted) throw new UpstreamCancelledError(ctx, 'cancelled while waiting for a slot');
+      if (this.#pausedUntil !== 0) await this.#waitForPause(req, ctx);
+      if (this.budget && !this.budget.tryTake('read')) await this.#takeBudget(req, ctx);
       return await this.#observe(req, attempt);
     } finally {
       // The slot passes to the next waiting read, or is freed.

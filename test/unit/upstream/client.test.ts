@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { MockAgent } from 'undici';
+import { Agent, MockAgent } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   ApiError,
@@ -384,6 +384,42 @@ describe('against real sockets', () => {
     clock.now += 120_001;
     expect(c.pausedUntil).toBe(0);
     await c.close();
+  });
+
+  it("takes a read's budget token only once it has a slot, and never sends a read cancelled in the queue", async () => {
+    let release: (() => void) | undefined;
+    const { url, requests } = await serve((res) => {
+      release = () => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('[]');
+      };
+    });
+    // One token a second, burst 1: the first read spends it; a read that took a token before its slot
+    // would be waiting in the budget's queue for the next one.
+    const dispatcher = new Agent();
+    const c = client({ baseUrl: url, dispatcher, concurrency: 1, retries: 0, maxRequestsPerSecond: 1 });
+    const first = listServers(c);
+    const cancel = new AbortController();
+    const queued = Promise.allSettled(
+      [1, 2, 3].map(() =>
+        c.json({ operation: 'list_servers', path: '/api/v1/dedicated', body: {}, read: true, signal: cancel.signal }),
+      ),
+    );
+    while (requests() === 0) await new Promise((r) => setTimeout(r, 5));
+    expect(c.pendingCount).toBe(3);
+    expect(c.budget!.waiting).toEqual({ write: 0, read: 0 });
+    cancel.abort();
+    release!();
+    await expect(first).resolves.toMatchObject({ servers: [] });
+    const outcomes = await queued;
+    expect(outcomes.map((o) => o.status === 'rejected' && o.reason instanceof UpstreamCancelledError)).toEqual([
+      true,
+      true,
+      true,
+    ]);
+    expect(requests()).toBe(1);
+    expect(c.pendingCount).toBe(0);
+    await dispatcher.close();
   });
 
   it('rejects a certificate from an unknown CA, and accepts it with the CA file', async () => {
