@@ -82,20 +82,22 @@ export class GraphStore {
   }
 
   /**
-   * The image of `key` with its bytes, read from its file; undefined when none is held. A file gone or
-   * unreadable since (removed by hand, a full disk's half write) is dropped from the index, so the list stops
-   * naming it and the next graphs poll writes it again.
+   * The image of `key` with its bytes, read from its file; undefined when none is held. The bytes must match
+   * the held ETag: a file gone, unreadable or changed since (removed or edited by hand) is dropped from the
+   * index, so the list stops naming it and the next graphs poll writes it again. An image replaced by `put`
+   * while it was read is read again.
    */
   async get(key: GraphKey): Promise<StoredGraph | undefined> {
-    const entry = this.#graphs.get(keyOf(key));
-    if (!entry || entry.png) return entry as StoredGraph | undefined;
-    try {
-      const png = await readFile(this.#file(key));
-      if (png.length === entry.bytes) return { ...entry, png };
-    } catch {
-      // dropped below
+    const k = keyOf(key);
+    for (let read = 0; read < 3; read++) {
+      const entry = this.#graphs.get(k);
+      if (!entry || entry.png) return entry as StoredGraph | undefined;
+      const png = await readFile(this.#file(key)).catch(() => undefined);
+      if (png && etagOf(png) === entry.etag) return { ...entry, png };
+      if (this.#graphs.get(k) !== entry) continue;
+      this.#graphs.delete(k);
+      return undefined;
     }
-    if (this.#graphs.get(keyOf(key)) === entry) this.#graphs.delete(keyOf(key));
     return undefined;
   }
 

@@ -49,6 +49,19 @@ describe('graph store', () => {
     expect(store.size).toBe(0);
   });
 
+  it('drops an image whose file changed to other bytes of the same length (its ETag would lie)', async () => {
+    const dir = tempDir();
+    const store = new GraphStore(dir, 'default');
+    const key = { serverId: '9', type: 'port_bits' as const, scale: 'day' as const };
+    const png = await pngOf(30, 10);
+    await store.put(key, { png, width: 30, height: 10 }, 1);
+    const other = Buffer.from(png);
+    other[other.length - 1] = other[other.length - 1]! ^ 0xff;
+    writeFileSync(join(dir, 'graphs/default/dedicated/9/port_bits-day.png'), other);
+    expect(await store.get(key)).toBeUndefined();
+    expect(store.list()).toEqual([]);
+  });
+
   it('keeps the image held before when the new one cannot be written', async () => {
     const dir = tempDir();
     const store = new GraphStore(dir, 'default');
