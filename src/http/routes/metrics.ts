@@ -49,14 +49,13 @@ export function acceptsGzip(acceptEncoding: string | undefined): boolean {
 /** `path`: `--web.telemetry-path`, validated by `validateTelemetryPath` (default `/metrics`). */
 export function metricsRoutes(app: FastifyInstance, deps: { exposition: ExpositionCache; path?: string }): void {
   app.get(deps.path ?? DEFAULT_TELEMETRY_PATH, async (request, reply) => {
-    const exposition = await deps.exposition.get();
     const format = negotiateFormat(request.headers.accept);
     void reply
       .type(CONTENT_TYPES[format])
       .header('cache-control', 'no-store')
       .header('vary', 'Accept, Accept-Encoding');
     if (acceptsGzip(request.headers['accept-encoding']))
-      return reply.header('content-encoding', 'gzip').send(await exposition.gzipped(format));
-    return reply.send(exposition.bytes(format));
+      return reply.header('content-encoding', 'gzip').send(await deps.exposition.gzipped(format));
+    return reply.send((await deps.exposition.get()).bytes(format));
   });
 }

@@ -1,3 +1,4 @@
+import { gunzipSync } from 'node:zlib';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { createMetrics, createdNames, leaderOnlyNames } from '../../../src/metrics/definitions.js';
@@ -80,6 +81,26 @@ describe('exposition cache', () => {
     expect((await cache.get()).bytes('text').toString()).toContain('\nbaremetal_servers 1\n');
     await cache.render();
     expect((await cache.get()).bytes('text').toString()).toContain('\nbaremetal_servers 2\n');
+  });
+
+  it('serves a gzip scrape the newest rendering already compressed, never waiting for a new one', async () => {
+    const registry = new Registry();
+    const metrics = createMetrics(registry);
+    const cache = new ExpositionCache({ registry });
+    const zipped = async (format: 'text' | 'openmetrics') => gunzipSync(await cache.gzipped(format)).toString();
+    metrics.servers.set(1);
+    // The first gzip scrape of a format has nothing compressed to get: it waits for the compression.
+    expect(await zipped('text')).toContain('\nbaremetal_servers 1\n');
+    metrics.servers.set(2);
+    const second = await cache.render();
+    // The new rendering's compression started with it and needs a libuv round trip: the scrape gets the one before.
+    expect(await zipped('text')).toContain('\nbaremetal_servers 1\n');
+    expect(second.bytes('text').toString()).toContain('\nbaremetal_servers 2\n');
+    await second.gzipped('text');
+    expect(await zipped('text')).toContain('\nbaremetal_servers 2\n');
+    expect(await cache.gzipped('text')).toBe(await second.gzipped('text'));
+    // A format no gzip scrape asked for before waits for the newest rendering.
+    expect(await zipped('openmetrics')).toContain('\nbaremetal_servers 2\n');
   });
 
   it('leaves out what `include` refuses, asked again at each rendering (a follower that becomes leader)', async () => {
