@@ -59,6 +59,12 @@ export interface SizeResult {
   scrapeDuringP50: number;
   scrapeDuringP99: number;
   scrapesDuring: number;
+  /** the same, asking for gzip as Prometheus does: idle, and during a third (steady) cycle */
+  scrapeIdleGzipP99: number;
+  scrapeDuringGzipP99: number;
+  scrapesDuringGzip: number;
+  /** servers/firewall outcomes of that third cycle */
+  gzipCycleOutcomes: string[];
   staticP50: number;
   staticP99: number;
   rows: Row[];

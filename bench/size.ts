@@ -2,8 +2,8 @@
  * One size of `npm run bench`, in a process of its own (so that its RSS and heap are this size's alone; run.ts
  * starts one per `--servers` value): the simulator with `--servers` servers in a child process, the daemon in
  * this one, driven by hand. Measures a first and a steady `servers` + `firewall` cycle (event-loop delay, and
- * /metrics latency from another process while it runs, 4 scrapes a second), the bare-undici floor in between, RSS after the
- * first cycle, the live heap per server after a full GC, the exposition's size plain and gzipped, and
+ * /metrics latency from another process while it runs, 4 plain-text scrapes a second), the bare-undici floor in
+ * between, a third cycle scraped with gzip as Prometheus asks, RSS after the first cycle, the live heap per server after a full GC, the exposition's size plain and gzipped, and
  * /metrics idle against fastify serving the same bytes from a static buffer, then a graphs poll (the default
  * types × scales) and RSS after it. The simulator attacks the default share of IPs (~3 % within an hour). With `--extras`, also the rows
  * that need one daemon only: /metrics under a flood of wrong credentials, the request budget, two accounts.
@@ -52,18 +52,23 @@ const { child: sim, url: simUrl } = await spawnSimulator({
 const scraper = fork(new URL('./scraper.ts', import.meta.url), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
 const next = <T>() => once(scraper, 'message').then(([message]) => message as T);
 await next<'ready'>();
-/** `count` scrapes of `url`, one at a time; the latencies sorted, in ms. */
-async function scrapeTimes(url: string, count: number): Promise<number[]> {
-  scraper.send({ url, count });
+/** `count` scrapes of `url`, one at a time (asking for gzip when `gzip`); the latencies sorted, in ms. */
+async function scrapeTimes(url: string, count: number, gzip = false): Promise<number[]> {
+  scraper.send({ url, count, gzip });
   return (await next<number[]>()).sort((a, b) => a - b);
 }
 /**
  * Scrapes `url` while `during` runs, one scrape every SCRAPE_EVERY_MS: a scraper's pace, not back to back (a
- * 10 MB exposition served without a pause would cost the daemon more CPU than its polls).
+ * 10 MB exposition served without a pause would cost the daemon more CPU than its polls); asking for gzip,
+ * as Prometheus does, when `gzip`.
  */
 const SCRAPE_EVERY_MS = 250;
-async function scrapeDuring<T>(url: string, during: () => Promise<T>): Promise<{ value: T; times: number[] }> {
-  scraper.send({ url, everyMs: SCRAPE_EVERY_MS });
+async function scrapeDuring<T>(
+  url: string,
+  during: () => Promise<T>,
+  gzip = false,
+): Promise<{ value: T; times: number[] }> {
+  scraper.send({ url, everyMs: SCRAPE_EVERY_MS, gzip });
   await next<'started'>();
   const value = await during();
   scraper.send('stop');
@@ -164,6 +169,10 @@ await floorAgent.close();
 // The steady state: every minute in production the same servers are polled again.
 const warm = await scrapeDuring(metricsUrl, cycle);
 const rssSteadyMb = process.memoryUsage().rss / 2 ** 20;
+// One more steady cycle, scraped the way Prometheus scrapes (gzip): the plain-text cycle above is the harder case.
+// One gzip scrape before it, as Prometheus would have made since the start (the first one of a format waits).
+await scrapeTimes(metricsUrl, 1, true);
+const warmGzip = await scrapeDuring(metricsUrl, cycle, true);
 // A graphs poll (the default types × scales: one image per server), as every installation runs one.
 const graphsStarted = performance.now();
 const graphsCpu = process.cpuUsage();
@@ -184,6 +193,7 @@ const baselineUrl = `${await baseline.listen({ host: '127.0.0.1', port: 0 })}/me
 await scrapeTimes(metricsUrl, 10);
 await scrapeTimes(baselineUrl, 10);
 const idle = await scrapeTimes(metricsUrl, scrapes);
+const idleGzip = await scrapeTimes(metricsUrl, scrapes, true);
 const staticTimes = await scrapeTimes(baselineUrl, scrapes);
 await baseline.close();
 
@@ -223,6 +233,10 @@ const result = {
   scrapeDuringP50: percentile(warm.times, 50),
   scrapeDuringP99: percentile(warm.times, 99),
   scrapesDuring: warm.times.length,
+  scrapeIdleGzipP99: percentile(idleGzip, 99),
+  scrapeDuringGzipP99: percentile(warmGzip.times, 99),
+  scrapesDuringGzip: warmGzip.times.length,
+  gzipCycleOutcomes: warmGzip.value.outcomes,
   staticP50: percentile(staticTimes, 50),
   staticP99: percentile(staticTimes, 99),
   rows: [] as Row[],
