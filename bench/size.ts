@@ -3,9 +3,10 @@
  * starts one per `--servers` value): the simulator with `--servers` servers in a child process, the daemon in
  * this one, driven by hand. Measures a first and a steady `servers` + `firewall` cycle (event-loop delay, and
  * /metrics latency from another process while it runs, 4 plain-text scrapes a second), the bare-undici floor in
- * between, a third cycle scraped with gzip as Prometheus asks, RSS after the first cycle, the live heap per server after a full GC, the exposition's size plain and gzipped, and
- * /metrics idle against fastify serving the same bytes from a static buffer, then a graphs poll (the default
- * types × scales) and RSS after it. The simulator attacks the default share of IPs (~3 % within an hour). With `--extras`, also the rows
+ * between, a third cycle scraped with gzip as Prometheus asks, RSS after the first cycle, the live heap per
+ * server after a full GC, the exposition's size plain and gzipped, and /metrics idle (plain and gzip) against
+ * fastify serving the same bytes from a static buffer, then a graphs poll (the default types × scales) and RSS
+ * after it. The simulator attacks the default share of IPs (~3 % within an hour). With `--extras`, also the rows
  * that need one daemon only: /metrics under a flood of wrong credentials, the request budget, two accounts.
  * Prints one JSON line (`SizeResult`) last.
  *

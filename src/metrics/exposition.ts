@@ -403,18 +403,15 @@ export class ExpositionCache {
    * rendering is compressed as soon as it is made, in every format a scraper has asked for (~0.1–0.2 s of a
    * libuv thread for the ~12 MB at 10,000 servers); a scrape meanwhile gets the rendering before it, so that
    * it never waits for that (issue 22: `/metrics` p99 during a poll cycle). Only the first gzip scrape of a
-   * format waits for its compression. Rejects when that compression fails.
+   * format waits for its compression (every later rendering's was started by `render`, as the format was
+   * known by then). Rejects when that compression fails.
    */
   async gzipped(format: ExpositionFormat): Promise<Buffer> {
-    const current = this.#current ?? (await this.render());
-    const seq = this.#currentSeq;
-    this.#gzipFormats.add(format);
     const held = this.#gzipped.get(format);
-    if (held?.seq === seq) return held.body;
-    const compressing = this.#compress(current, seq, format);
-    if (!held) return compressing;
-    void compressing.catch(() => undefined);
-    return held.body;
+    if (held) return held.body;
+    const current = this.#current ?? (await this.render());
+    this.#gzipFormats.add(format);
+    return this.#compress(current, this.#currentSeq, format);
   }
 
   /** Compresses rendering number `seq` in `format` (once: Exposition.gzipped keeps it) and holds it if newest. */
