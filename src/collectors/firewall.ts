@@ -32,6 +32,8 @@ interface ServiceSeries {
   lastEventAt: Map<string, number>;
   /** last value of history_up */
   up: boolean;
+  /** ms (collector clock) at which a history of the service was last read and applied successfully */
+  readAt: number;
   /** event ids of the latest successful history, for deduplication */
   seenIds: Set<string>;
   /**
@@ -39,6 +41,23 @@ interface ServiceSeries {
    * poll (success or failure), so a scrape between the two sees the series at 0 before its first events.
    */
   pending: Map<string, number>;
+}
+
+/**
+ * A service's attack history read longer ago than this many periods of the `firewall` schedule is stale.
+ * One number for two readers: the coverage alert and `check-config`'s warning (a budget that cannot read
+ * every service this often), and the power-action guard, which treats a stale history as unknown attack
+ * state and denies. So a budget `check-config` accepts without a warning is one whose servers' power
+ * actions are never denied for staleness alone.
+ */
+export const STALE_AFTER_FIREWALL_PERIODS = 3;
+
+/**
+ * Ms (collector clock) at which the service's history was last read successfully (a failed poll leaves
+ * it as it was); undefined when this process has not read it successfully yet.
+ */
+export function historyReadAt(state: FirewallSeriesState, ref: ServiceRef): number | undefined {
+  return state.services.get(FirewallSeriesState.key(ref))?.readAt;
 }
 
 /** What the collector remembers between polls, keyed by `type/id`. */
@@ -127,6 +146,7 @@ export function collectFirewallHistory(
   if (previous && !retained && events.length === 0 && quietAsBefore(previous, context)) {
     // Most polls of most servers: no events, before and now. Only the time of the last success moves.
     state.restored.delete(key);
+    previous.readAt = context.now;
     metrics.firewallHistoryLastSuccess.set(
       { service_type: ref.serviceType, service_id: ref.serviceId },
       context.now / 1000,
@@ -181,7 +201,7 @@ export function collectFirewallHistory(
     { service_type: ref.serviceType, service_id: ref.serviceId },
     context.now / 1000,
   );
-  state.services.set(key, { counts, lastEventAt, up: true, seenIds, pending });
+  state.services.set(key, { counts, lastEventAt, up: true, readAt: context.now, seenIds, pending });
   return fresh.length;
 }
 
