@@ -16,6 +16,7 @@ import { localGraphs, type GraphSource } from './graphs/source.js';
 import type { GraphStore } from './graphs/store.js';
 import { authEnabled, createAuthCheck, type AuthConfig } from './http/auth.js';
 import { BcryptPool, type PasswordVerifier } from './http/bcrypt-pool.js';
+import { createPrincipalCheck, remediationPrincipals } from './http/principals.js';
 import { applyServerLimits, serverLimitOptions } from './http/server-limits.js';
 import { actionRoutes } from './http/routes/actions.js';
 import { alertmanagerRoutes } from './http/routes/alertmanager.js';
@@ -152,7 +153,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   const remediation = deps.remediation;
   if (remediation) {
     void app.register(async (scope) => {
-      scope.addHook('onRequest', createAuthCheck(remediation.config, 'forbid', authOptions));
+      // Who calls, and whether its roles allow the route (http/principals.ts).
+      scope.addHook('onRequest', createPrincipalCheck(remediationPrincipals(remediation.config), authOptions));
       alertmanagerRoutes(scope, {
         engines: remediation.engines,
         // The config object a reload changes in place.

@@ -14,7 +14,7 @@ import { startAccount, type AccountDeps, type AccountRuntime } from './accounts.
 import { leaderOrSnapshot } from './remediation/targets.js';
 import type { ElectionTimings, Role } from './ha/role.js';
 import { limitGraphDecoding } from './graphs/image.js';
-import { authEnabled } from './http/auth.js';
+import { remediationPrincipals } from './http/principals.js';
 import { statusViewOf } from './http/status-view.js';
 import { discoverySource } from './http/discovery-source.js';
 import type { WebConfigFile } from './http/web-config-reload.js';
@@ -357,7 +357,18 @@ async function startEngines(
   );
   // A store still opening (an unreachable PostgreSQL) reads them back when it opens.
   if (journal.unavailable === undefined) await Promise.all([...engines.values()].map((e) => e.ready));
-  if (!authEnabled(config.remediation))
+  const { bearerTokens, basicAuthUsers } = config.remediation;
+  const deprecated = bearerTokens.length + Object.keys(basicAuthUsers).length;
+  if (deprecated > 0)
+    logger.warn(
+      {
+        principals: remediationPrincipals(config.remediation)
+          .slice(-deprecated)
+          .map((p) => p.name),
+      },
+      'remediation.auth.bearer_token_files and basic_auth_users are deprecated: each is a principal with every role (webhook, operator, reader); give each consumer its own entry in remediation.auth.principals',
+    );
+  if (remediationPrincipals(config.remediation).length === 0)
     logger.warn(
       'remediation is disabled: no credentials configured (remediation.auth); the action endpoints answer 403',
     );

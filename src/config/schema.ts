@@ -71,6 +71,75 @@ const credentials = (what: string) =>
     { default: {} },
   );
 
+/**
+ * What a remediation principal may call (docs/remediation.md, "Who may do what"): `webhook` the Alertmanager
+ * receiver (`POST /api/v1/alertmanager`, which acts only as the rules say), `operator` the action endpoints
+ * and the console download, `reader` the journal (`GET /api/v1/actions`).
+ */
+export const ROLES = ['webhook', 'operator', 'reader'] as const;
+export type Role = (typeof ROLES)[number];
+
+/** A principal's name: the basic-auth user name, the journal's `principal`; no `:` (`cli:` names the CLI's). */
+export const PRINCIPAL_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
+
+/** What an operator principal's `actions` may list: the actions, and `console` (the KVM/IPMI download). */
+export const PRINCIPAL_ACTIONS = [...ACTIONS, 'console'] as const;
+export type PrincipalAction = (typeof PRINCIPAL_ACTIONS)[number];
+
+/** One entry of `remediation.auth.principals`. */
+const principalSchema = strict({
+  name: Type.String({
+    pattern: PRINCIPAL_NAME.source,
+    description: 'unique name, `[A-Za-z0-9][A-Za-z0-9._@-]{0,63}`: the basic-auth user and the journal’s `principal`',
+  }),
+  bearer_token_file: Type.Optional(path('a file holding its bearer token (at least 16 characters)')),
+  basic_auth_hash: Type.Optional(
+    Type.String({ minLength: 1, description: 'bcrypt hash (`$2b$…`) of its basic-auth password; user name = `name`' }),
+  ),
+  roles: Type.Array(oneOf(ROLES), {
+    minItems: 1,
+    uniqueItems: true,
+    description: `what it may call: ${ROLES.join(', ')} (see [Remediation](remediation.md#who-may-do-what))`,
+  }),
+  accounts: Type.Optional(
+    Type.Array(Type.String({ minLength: 1 }), {
+      minItems: 1,
+      uniqueItems: true,
+      description: 'the accounts an operator may act on (default: all)',
+    }),
+  ),
+  actions: Type.Optional(
+    Type.Array(oneOf(PRINCIPAL_ACTIONS), {
+      minItems: 1,
+      uniqueItems: true,
+      description: `the actions an operator may ask for (default: all): ${PRINCIPAL_ACTIONS.join(', ')}`,
+    }),
+  ),
+});
+
+/** `remediation.auth`: principals with roles, and the deprecated shared credentials. */
+const remediationAuth = () =>
+  strict(
+    {
+      principals: Type.Array(principalSchema, {
+        default: [],
+        maxItems: 1000,
+        description:
+          'who may call the remediation endpoints: each with `name`, one of `bearer_token_file` or `basic_auth_hash`, `roles`, and optionally `accounts` and `actions`',
+      }),
+      bearer_token_files: Type.Array(Type.String({ minLength: 1 }), {
+        default: [],
+        description:
+          'deprecated (use `principals`): files each holding one bearer token, each a principal `token-N` with every role',
+      }),
+      basic_auth_users: stringMap({
+        default: {},
+        description: 'deprecated (use `principals`): user → bcrypt hash, each user a principal with every role',
+      }),
+    },
+    { default: {} },
+  );
+
 /** One remediation rule of the file. */
 export const ruleSchema = strict({
   alertname: Type.String({ minLength: 1, description: 'the alert this rule acts on' }),
@@ -397,7 +466,7 @@ export const configFileSchema = strict({
         reloadable: true,
         description: 'upstream calls per rolling hour and per account, all actions together',
       }),
-      auth: credentials('the remediation endpoints (none: they answer 403)'),
+      auth: remediationAuth(),
       rules: Type.Array(ruleSchema, {
         default: [],
         reloadable: true,
@@ -487,6 +556,11 @@ export interface Config {
   /** the polls switched on (`collectors.*`); a switched-off poll makes no request and its series are absent */
   collectors: { firewall: boolean; graphs: boolean; catalog: boolean };
   remediation: Credentials & {
+    /**
+     * who may call the remediation endpoints; `bearerTokens`/`basicAuthUsers` (the deprecated form) are each a
+     * principal with every role besides these (http/principals.ts)
+     */
+    principals: Principal[];
     dryRun: boolean;
     journalRetentionMs: number;
     budgetPerHour: number;
@@ -498,4 +572,18 @@ export interface Config {
 export interface Credentials {
   bearerTokens: string[];
   basicAuthUsers: Record<string, string>;
+}
+
+/** A remediation principal, normalized: its token file read (never logged). */
+export interface Principal {
+  name: string;
+  /** exactly one of `bearerToken` and `basicAuthHash` */
+  bearerToken?: string;
+  /** bcrypt hash; the basic-auth user name is `name` */
+  basicAuthHash?: string;
+  roles: Role[];
+  /** an operator may act on these accounts only; absent: all */
+  accounts?: string[];
+  /** an operator may ask for these actions only; absent: all */
+  actions?: PrincipalAction[];
 }

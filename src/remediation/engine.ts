@@ -100,7 +100,7 @@ export class RemediationEngine {
       const before = this.#deps.interruptedAfterMs === undefined ? undefined : at - this.#deps.interruptedAfterMs;
       for (const row of await journal.recoverInterrupted(account, at, before)) {
         logger.warn(
-          { journal_id: row.id, action: row.action, server_id: row.serverId, ip: row.ip },
+          { journal_id: row.id, action: row.action, server_id: row.serverId, ip: row.ip, principal: row.principal },
           'journal row left executing by a previous run: outcome unknown (the API may have acted); it counts for cooldown and budget',
         );
       }
@@ -155,6 +155,8 @@ export class RemediationEngine {
       fingerprint: req.alert?.fingerprint ?? null,
       startsAt: req.alert?.startsAt ?? null,
       decision: 'executing',
+      principal: req.principal,
+      reason: req.reason ?? null,
     };
     const digest = requestDigest(req);
     await this.ready;
@@ -198,7 +200,7 @@ export class RemediationEngine {
       if (config.dryRun) return decide('dry_run', 'dry run: nothing sent upstream', true);
       if ((await budgetLeft(tx, account, config.budgetPerHour, now)) <= 0) {
         this.#deps.logger.warn(
-          { action: req.action, server_id: req.serverId },
+          { action: req.action, server_id: req.serverId, principal: req.principal },
           'remediation budget exhausted: action denied',
         );
         return decide('denied_budget', `budget of ${config.budgetPerHour} actions per hour is used up`, false);
@@ -220,14 +222,15 @@ export class RemediationEngine {
     if (!decided.send) return this.#record(req.action, decided);
     if (req.action === 'firewall_state')
       return this.#firewall.apply((await journal.desired(account, req.serverId, req.ip!))!, decided.id);
-    return this.#execute(decided.id, req.action, () => this.#send(req));
+    return this.#execute(decided.id, req, () => this.#send(req));
   }
 
   /**
    * The KVM/IPMI console descriptor of a server in the server list, journaled (source `operator`, action
-   * `console`). Throws JournalError, NotReadyError, NotFoundError (unknown server), UpstreamError.
+   * `console`, the asking `principal`). Throws JournalError, NotReadyError, NotFoundError (unknown server),
+   * UpstreamError.
    */
-  async console(serverId: string): Promise<string> {
+  async console(serverId: string, principal: string): Promise<string> {
     const { account, journal, targets } = this.#deps;
     this.#requireUsable();
     await this.ready;
@@ -244,6 +247,7 @@ export class RemediationEngine {
       fingerprint: null,
       startsAt: null,
       decision: 'executing',
+      principal,
     };
     if (!targets.hasServer(serverId)) {
       const message = `server ${serverId} is not in the latest server list`;
@@ -325,8 +329,9 @@ export class RemediationEngine {
       throw new NotReadyError('no server list read yet: cannot check the target, retry later');
   }
 
-  /** Runs the upstream call of journal row `id` and completes the row with what the API said. */
-  async #execute(id: number, action: string, call: () => Promise<{ message: string }>): Promise<ActionDecision> {
+  /** Runs the upstream call of journal row `id` (for `req`) and completes the row with what the API said. */
+  async #execute(id: number, req: ActionRequest, call: () => Promise<{ message: string }>): Promise<ActionDecision> {
+    const { action, principal } = req;
     try {
       const result = await call();
       await this.#deps.journal.complete(id, {
@@ -342,7 +347,7 @@ export class RemediationEngine {
       const at = this.#now();
       await this.#deps.journal.complete(id, { decision, upstreamOutcome: failureOutcome(error), message, at });
       this.#deps.logger.error(
-        { action, journal_id: id, decision, err: error },
+        { action, journal_id: id, decision, principal, err: error },
         decision === 'unknown'
           ? 'remediation action outcome unknown: the API may have acted'
           : 'remediation action failed',

@@ -26,11 +26,28 @@ export interface JournalEntry {
   /** `success` or the upstream error code */
   upstreamOutcome: string | null;
   message: string | null;
+  /**
+   * who asked: the webhook principal's name (alerts), the operator principal's, `cli:<login name>` (`api`
+   * command), the requester of a deferred change (source `pending`); null on rows written before principals
+   */
+  principal: string | null;
+  /** why, as the operator said it (`"reason"`, at most 200 characters); null when none was given */
+  reason: string | null;
 }
 
-export type NewEntry = Omit<JournalEntry, 'id' | 'completedAt' | 'upstreamOutcome' | 'message'> & {
+export type NewEntry = Omit<JournalEntry, 'id' | 'completedAt' | 'upstreamOutcome' | 'message' | 'reason'> & {
   message?: string | null;
+  reason?: string | null;
 };
+
+/** Which rows `list` returns, newest first: each given field must match; `limit` rows at most. */
+export interface ListFilter {
+  account?: string;
+  serverId?: string;
+  action?: string;
+  principal?: string;
+  limit: number;
+}
 
 /** The desired firewall state of one IP, with what was last applied. */
 export interface DesiredFirewall {
@@ -46,6 +63,8 @@ export interface DesiredFirewall {
   appliedAt: number | null;
   /** minimum time between two applied changes, ms */
   cooldownMs: number;
+  /** the principal of the request that set `desiredState`: its deferred change is journaled under that name */
+  principal: string | null;
 }
 
 /** A claimed delivery key: the row that acted on it and a digest of the request that claimed it. */
@@ -84,6 +103,9 @@ export const toEntry = (r: Row): JournalEntry => ({
   decision: r.decision as JournalEntry['decision'],
   upstreamOutcome: r.upstream_outcome as string | null,
   message: r.message as string | null,
+  // Absent before the migration that added them (a row read by a query written for the older schema).
+  principal: (r.principal as string | null | undefined) ?? null,
+  reason: (r.reason as string | null | undefined) ?? null,
 });
 
 export const toDesired = (r: Row): DesiredFirewall => ({
@@ -97,6 +119,7 @@ export const toDesired = (r: Row): DesiredFirewall => ({
   appliedState: r.applied_state as '0' | '1' | null,
   appliedAt: r.applied_at === null ? null : Number(r.applied_at),
   cooldownMs: Number(r.cooldown_ms),
+  principal: (r.principal as string | null | undefined) ?? null,
 });
 
 /** The values of a new row, in the column order of the INSERT both backends write. */
@@ -113,6 +136,8 @@ export const entryValues = (e: NewEntry) => [
   e.startsAt,
   e.decision,
   e.message ?? null,
+  e.principal,
+  e.reason ?? null,
 ];
 
 /** The values of a desired state, in the column order of the upsert both backends write. */
@@ -127,4 +152,5 @@ export const desiredValues = (d: DesiredFirewall) => [
   d.appliedState,
   d.appliedAt,
   d.cooldownMs,
+  d.principal,
 ];

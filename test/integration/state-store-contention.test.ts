@@ -30,6 +30,7 @@ async function twoReplicas(db: TestDatabase, remediation: Partial<Config['remedi
     budgetPerHour: 100,
     bearerTokens: [TOKEN],
     basicAuthUsers: {},
+    principals: [],
     rules: [],
     ...remediation,
   };

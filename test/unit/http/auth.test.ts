@@ -34,7 +34,7 @@ const delay = async () => {
 };
 
 /** Runs the check; resolves to the 401/403 message, or 'ok'. */
-async function outcome(check: (r: FastifyRequest) => Promise<void>, authorization?: string): Promise<string> {
+async function outcome(check: (r: FastifyRequest) => Promise<unknown>, authorization?: string): Promise<string> {
   try {
     await check(request(authorization));
     return 'ok';
