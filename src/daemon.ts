@@ -27,6 +27,7 @@ import { RemediationEngine } from './remediation/engine.js';
 import type { ReloadResult } from './config/reload.js';
 import { readinessOf } from './daemon/readiness.js';
 import { createReload } from './daemon/reload.js';
+import { watchApiKeyFiles } from './daemon/api-key-files.js';
 import { pollingDuties, Replication } from './daemon/replication.js';
 import { listen, webDeps } from './daemon/web.js';
 import { createMetrics, createdNames, leaderOnlyNames, type Metrics } from './metrics/definitions.js';
@@ -49,6 +50,8 @@ export interface DaemonOptions {
   listen?: boolean;
   /** how often pending firewall changes are checked, ms (default 1000) */
   remediationTickMs?: number;
+  /** how often each `api_key_file` is checked for a change, ms (default 10 s) */
+  keyFileIntervalMs?: number;
   /** `--web.config.file`: its TLS, headers and basic-auth users replace `web.tls` and `web.auth.basic_auth_users` */
   webConfig?: WebConfigFile;
   /** re-reads the config file through the same loader and flags (`reload()`); without it a reload fails */
@@ -188,6 +191,15 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     now,
     stopping: () => stopping,
   });
+  const keyFiles = watchApiKeyFiles({
+    config,
+    clients: accounts,
+    metrics,
+    markDirty: () => exposition.markDirty(),
+    logger,
+    now,
+    ...(options.keyFileIntervalMs !== undefined ? { intervalMs: options.keyFileIntervalMs } : {}),
+  });
   const { duties, firstPolls } = pollingDuties({
     accounts,
     engines,
@@ -216,6 +228,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     reload,
     stop: async () => {
       stopping = true;
+      keyFiles.stop();
       // Stops polling and the remediation tickers (cancelling runs in flight), then, with PostgreSQL, frees the
       // leader lock so that a follower takes over at once.
       await role.stop();

@@ -526,6 +526,7 @@ function checkUpstream(
     maxResponseBytes: file.max_response_bytes,
     maxRequestsPerSecond: file.max_requests_per_second,
     apiKeySource,
+    ...(apiKeySource === 'file' ? { apiKeyFile: keyFile! } : {}),
   });
 }
 

@@ -193,7 +193,9 @@ export const upstreamProperties = {
     path('the secret key in the file itself (discouraged); in `upstream:`, env `BAREMETAL_API_KEY` wins'),
   ),
   api_key_file: Type.Optional(
-    path('a file holding the secret key (preferred); in `upstream:`, env `BAREMETAL_API_KEY` wins'),
+    path(
+      'a file holding the secret key (preferred); in `upstream:`, env `BAREMETAL_API_KEY` wins. Re-read by a reload and when the file changes (a Kubernetes Secret update too): the next request sends the new key',
+    ),
   ),
   ca_file: Type.Optional(path('extra PEM CA certificates trusted besides the system ones')),
   timeout: Type.String({
@@ -520,6 +522,8 @@ export interface UpstreamConfig {
   maxRequestsPerSecond: number;
   /** where the key came from: `env`, `file` (api_key_file) or `yaml` (discouraged) */
   apiKeySource: 'env' | 'file' | 'yaml';
+  /** with `apiKeySource` `file`: the file, re-read by a reload and when it changes (daemon/api-key-files.ts) */
+  apiKeyFile?: string;
 }
 
 /** One account: its name (the `account` label), its upstream and its services. */

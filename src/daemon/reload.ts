@@ -1,6 +1,7 @@
 /**
  * SIGHUP and `POST /-/reload`: re-reads the config file through the daemon's loader and applies what can change
- * safely (config/reload.ts says which keys need a restart), and the web config (TLS files, `--web.config.file`).
+ * safely (config/reload.ts says which keys need a restart), the API keys of `api_key_file`s (api-key-files.ts),
+ * and the web config (TLS files, `--web.config.file`).
  * An invalid new file is refused and the previous configuration stays in force; reloads run one at a time.
  */
 import type { Logger } from 'pino';
@@ -8,6 +9,7 @@ import type { AccountRuntime } from '../accounts.js';
 import { restartKeys, type ReloadResult } from '../config/reload.js';
 import type { Config } from '../config/schema.js';
 import { ConfigError } from '../errors.js';
+import { applyApiKeys } from './api-key-files.js';
 import type { Metrics } from '../metrics/definitions.js';
 import type { RemediationEngine } from '../remediation/engine.js';
 
@@ -18,7 +20,8 @@ export interface ReloadDeps {
   reloadConfig: (() => Config) | undefined;
   /** re-reads the TLS files or the web-config file; false when that failed */
   reloadWeb: () => boolean;
-  accounts: ReadonlyMap<string, Pick<AccountRuntime, 'scheduler'>>;
+  /** each account's scheduler (restarted when the schedules change) and client (its API key) */
+  accounts: ReadonlyMap<string, Pick<AccountRuntime, 'scheduler' | 'client'>>;
   /** each account's engine: a removed rule takes its pending changes with it */
   engines: ReadonlyMap<string, Pick<RemediationEngine, 'rulesChanged'>>;
   metrics: Pick<Metrics, 'configReloadSuccessful' | 'configReloadSuccessAt'>;
@@ -51,6 +54,8 @@ async function apply(d: ReloadDeps, next: Config): Promise<string[]> {
   }
   const { rules, dryRun, budgetPerHour } = next.remediation;
   Object.assign(config.remediation, { rules, dryRun, budgetPerHour });
+  // The key the new configuration read from each api_key_file: the next request sends it.
+  applyApiKeys(config, next, d.accounts, d.logger);
   // Scope and collector switches: read by each account's next runs (the next servers run applies the scope).
   Object.assign(config.collectors, next.collectors);
   for (const account of config.accounts)

@@ -22,7 +22,8 @@ import {
   UpstreamTlsError,
   type UpstreamContext,
 } from '../errors.js';
-import { createScrubber, type Scrubber } from '../scrub.js';
+import type { Scrubber } from '../scrub.js';
+import { ApiKey } from './api-key.js';
 import { checkBaseUrl } from '../config/base-url.js';
 import { RequestBudget } from './request-budget.js';
 
@@ -40,8 +41,11 @@ export interface RequestEvent {
 export interface UpstreamClientOptions {
   /** base address, e.g. `https://api.provider.example`; http:// only for loopback */
   baseUrl: string;
-  /** the secret key; sent as `Authorization: <key>`, never logged or put in an error */
-  apiKey: string;
+  /**
+   * the secret key, sent as `Authorization: <key>`, never logged or put in an error; an ApiKey when it may be
+   * replaced while the client runs (read per request)
+   */
+  apiKey: string | ApiKey;
   /** total deadline of one attempt (connect, headers and body together), in milliseconds */
   timeoutMs: number;
   /** largest reply body read, in bytes (default 32 MiB); a larger one is aborted while streaming */
@@ -158,7 +162,8 @@ function wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
 /** The HTTP client of the hosting API. Build one per process; `close()` it on shutdown. */
 export class UpstreamClient {
   readonly baseUrl: string;
-  readonly #apiKey: string;
+  /** the key in force: each request reads it when it is sent (a rotation applies to the next request) */
+  readonly apiKey: ApiKey;
   readonly #dispatcher: Dispatcher;
   readonly #ownsDispatcher: boolean;
   /** reads in flight under the concurrency limit */
@@ -172,18 +177,18 @@ export class UpstreamClient {
   readonly #options: UpstreamClientOptions;
   readonly #maxBytes: number;
   readonly #now: () => number;
-  /** Removes the key from every text the upstream sends (plain, JSON-escaped, URL-encoded). */
+  /** Removes every key in force since start from a text the upstream sends (plain, JSON-escaped, URL-encoded). */
   readonly scrub: Scrubber;
   /** ms since epoch until which every request waits (a Retry-After pause); 0 = not paused */
   #pausedUntil = 0;
 
   constructor(options: UpstreamClientOptions) {
     this.baseUrl = checkBaseUrl(options.baseUrl);
-    this.#apiKey = options.apiKey;
+    this.apiKey = typeof options.apiKey === 'string' ? new ApiKey(options.apiKey) : options.apiKey;
     this.#options = options;
     this.#maxBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     this.#now = options.now ?? Date.now;
-    this.scrub = createScrubber([options.apiKey]);
+    this.scrub = this.apiKey.scrub;
     this.budget =
       options.maxRequestsPerSecond === undefined
         ? undefined
@@ -397,7 +402,7 @@ export class UpstreamClient {
         method: 'POST',
         dispatcher: this.#dispatcher,
         headers: {
-          authorization: this.#apiKey,
+          authorization: this.apiKey.current,
           'content-type': 'application/x-www-form-urlencoded',
           accept: 'application/json',
         },

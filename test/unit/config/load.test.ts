@@ -86,6 +86,7 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
       retries: 0,
       maxResponseBytes: 32 * 1024 * 1024,
       apiKeySource: 'file',
+      apiKeyFile: '/run/secrets/key',
     });
     expect(config.web).toEqual({ host: '127.0.0.1', port: 9100, auth: { bearerTokens: [], basicAuthUsers: {} } });
     expect(config.schedules.firewall_under_attack).toBe('*/15 * * * * *');
