@@ -19,6 +19,7 @@ import { BcryptPool, type PasswordVerifier } from './http/bcrypt-pool.js';
 import { createPrincipalCheck, remediationPrincipals } from './http/principals.js';
 import { applyServerLimits, serverLimitOptions } from './http/server-limits.js';
 import { actionRoutes } from './http/routes/actions.js';
+import { approvalRoutes } from './http/routes/approvals.js';
 import { alertmanagerRoutes } from './http/routes/alertmanager.js';
 import { attackRoutes } from './http/routes/attacks.js';
 import { discoveryRoutes, type DiscoverySource } from './http/routes/discovery.js';
@@ -162,6 +163,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
         metrics: remediation.metrics,
       });
       actionRoutes(scope, remediation);
+      approvalRoutes(scope, remediation);
     });
   }
   return app;

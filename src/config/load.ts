@@ -185,6 +185,7 @@ class Checks {
           this.problems.push(`${at}.accounts.${j}: no account ${JSON.stringify(account)} is configured`);
       if (p.accounts) principal.accounts = [...p.accounts];
       if (p.actions) principal.actions = [...p.actions];
+      if (p.require_approval) principal.requireApproval = true;
       return this.problems.length === before ? [principal] : [];
     });
   }
@@ -263,6 +264,7 @@ export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFil
   const principals = checks.principals(readFile, remediationAuth, accountNames(checks));
   const rules = checkRules(checks);
   const journalRetentionMs = checks.duration('remediation.journal_retention', '30d');
+  const approvalTimeoutMs = checks.duration('remediation.approval_timeout', '15m');
   const webAuth = checks.credentials('web.auth', readFile);
   const database = checkDatabase(checks, env, readFile);
   for (const key of ['cert_file', 'key_file'] as const) {
@@ -299,6 +301,7 @@ export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFil
     remediation: {
       dryRun: file.remediation.dry_run,
       journalRetentionMs: journalRetentionMs!,
+      approvalTimeoutMs: approvalTimeoutMs!,
       budgetPerHour: file.remediation.budget_per_hour,
       ...remediationAuth,
       principals,
@@ -315,6 +318,7 @@ export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFil
           ...(rule.sensitivity ? { sensitivity: rule.sensitivity } : {}),
           ...rules[i]!,
           requireOwnedIp: rule.require_owned_ip,
+          requireApproval: rule.require_approval,
         }),
       ),
     },

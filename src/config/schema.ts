@@ -115,6 +115,10 @@ const principalSchema = strict({
       description: `the actions an operator may ask for (default: all): ${PRINCIPAL_ACTIONS.join(', ')}`,
     }),
   ),
+  require_approval: Type.Boolean({
+    default: false,
+    description: 'its operator actions wait for another operator to approve them (`POST /api/v1/actions/{id}/approve`)',
+  }),
 });
 
 /** `remediation.auth`: principals with roles, and the deprecated shared credentials. */
@@ -176,6 +180,10 @@ export const ruleSchema = strict({
   require_owned_ip: Type.Boolean({
     default: true,
     description: 'the IP must belong to the server (its record or its firewall history)',
+  }),
+  require_approval: Type.Boolean({
+    default: false,
+    description: 'its actions wait for an operator to approve them (`POST /api/v1/actions/{id}/approve`)',
   }),
 });
 
@@ -468,6 +476,11 @@ export const configFileSchema = strict({
         reloadable: true,
         description: 'upstream calls per rolling hour and per account, all actions together',
       }),
+      approval_timeout: Type.String({
+        default: '15m',
+        unit: 'duration',
+        description: 'duration after which a request awaiting approval (require_approval) expires, nothing sent',
+      }),
       auth: remediationAuth(),
       rules: Type.Array(ruleSchema, {
         default: [],
@@ -502,6 +515,8 @@ export interface RemediationRule {
   cooldownMs: number;
   /** the IP must belong to the server (its record or its firewall history) */
   requireOwnedIp: boolean;
+  /** its requests wait for an operator's approval */
+  requireApproval: boolean;
 }
 
 /**
@@ -567,6 +582,8 @@ export interface Config {
     principals: Principal[];
     dryRun: boolean;
     journalRetentionMs: number;
+    /** a request awaiting approval expires after this long, ms */
+    approvalTimeoutMs: number;
     budgetPerHour: number;
     rules: RemediationRule[];
   };
@@ -590,4 +607,6 @@ export interface Principal {
   accounts?: string[];
   /** an operator may ask for these actions only; absent: all */
   actions?: PrincipalAction[];
+  /** its operator actions wait for another operator's approval */
+  requireApproval?: boolean;
 }

@@ -18,6 +18,8 @@ export const ROUTE_ROLES: Readonly<Record<string, Role>> = {
   'POST /api/v1/alertmanager': 'webhook',
   ...Object.fromEntries(ACTIONS.map((a) => [`POST /api/v1/actions/${a.replaceAll('_', '-')}`, 'operator'])),
   'GET /api/v1/servers/:server_id/console.jnlp': 'operator',
+  'POST /api/v1/actions/:id/approve': 'operator',
+  'POST /api/v1/actions/:id/deny': 'operator',
   'GET /api/v1/actions': 'reader',
 };
 

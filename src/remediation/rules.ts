@@ -48,6 +48,7 @@ export function requestsFor(
       serverId,
       cooldownMs: rule.cooldownMs,
       requireOwnedIp: rule.requireOwnedIp,
+      ...(rule.requireApproval ? { requireApproval: true } : {}),
       alert: { alertname: rule.alertname, fingerprint: alert.fingerprint, startsAt: alert.startsAt },
       // The alert's identity is its fingerprint plus startsAt (one firing episode); status and action keep
       // the firing and the resolved delivery, and two rules on one alert, apart.

@@ -33,12 +33,30 @@ export interface JournalEntry {
   principal: string | null;
   /** why, as the operator said it (`"reason"`, at most 200 characters); null when none was given */
   reason: string | null;
+  /** the principal that approved or denied the request (require_approval); null when none did */
+  approver: string | null;
+  /** when it was approved, denied or expired (ms); null otherwise */
+  approvedAt: number | null;
 }
 
-export type NewEntry = Omit<JournalEntry, 'id' | 'completedAt' | 'upstreamOutcome' | 'message' | 'reason'> & {
+export type NewEntry = Omit<
+  JournalEntry,
+  'id' | 'completedAt' | 'upstreamOutcome' | 'message' | 'reason' | 'approver' | 'approvedAt'
+> & {
   message?: string | null;
   reason?: string | null;
+  approver?: string | null;
+  approvedAt?: number | null;
 };
+
+/** How an `awaiting_approval` row is settled: approved, denied or expired, by whom and when (ms). */
+export interface ApprovalSettlement {
+  decision: 'approved' | 'denied_by_approver' | 'expired';
+  /** null for `expired` */
+  approver: string | null;
+  at: number;
+  message: string;
+}
 
 /** Which rows `list` returns, newest first: each given field must match; `limit` rows at most. */
 export interface ListFilter {
@@ -106,6 +124,8 @@ export const toEntry = (r: Row): JournalEntry => ({
   // Absent before the migration that added them (a row read by a query written for the older schema).
   principal: (r.principal as string | null | undefined) ?? null,
   reason: (r.reason as string | null | undefined) ?? null,
+  approver: (r.approver as string | null | undefined) ?? null,
+  approvedAt: r.approved_at === null || r.approved_at === undefined ? null : Number(r.approved_at),
 });
 
 export const toDesired = (r: Row): DesiredFirewall => ({
@@ -138,6 +158,8 @@ export const entryValues = (e: NewEntry) => [
   e.message ?? null,
   e.principal,
   e.reason ?? null,
+  e.approver ?? null,
+  e.approvedAt ?? null,
 ];
 
 /** The values of a desired state, in the column order of the upsert both backends write. */

@@ -69,6 +69,7 @@ export function rule(
     holdMs: 0,
     cooldownMs: overrides.action === 'firewall_state' ? 120_000 : 1_800_000,
     requireOwnedIp: true,
+    requireApproval: false,
     ...overrides,
   };
 }
@@ -112,6 +113,7 @@ export async function engineHarness(
     dryRun: false,
     journalRetentionMs: 30 * 86_400_000,
     budgetPerHour: 10,
+    approvalTimeoutMs: 15 * MIN,
     bearerTokens: [TOKEN],
     basicAuthUsers: {},
     principals: [],

@@ -60,6 +60,8 @@ describe.each(backends())('the state store on $name', (backend) => {
       decision: 'executed',
       upstreamOutcome: 'success',
       message: 'ok',
+      approver: null,
+      approvedAt: null,
     });
     expect(await store.get(999_999)).toBeUndefined();
     expect((await store.list({ limit: 10 })).map((e) => e.id)).toEqual([c, b, a]);

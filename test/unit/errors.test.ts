@@ -27,6 +27,7 @@ const instances = {
   AuthError: new errors.AuthError('x'),
   ForbiddenError: new errors.ForbiddenError('x'),
   IdempotencyMismatchError: new errors.IdempotencyMismatchError('x'),
+  ConflictError: new errors.ConflictError('x'),
   StateDirLockedError: new errors.StateDirLockedError('/d', 1),
 } satisfies Record<keyof typeof errors.errorClasses, Error>;
 

@@ -86,6 +86,7 @@ export function actionRoutes(
           source: 'operator',
           principal: principal.name,
           ...(body.reason !== undefined ? { reason: body.reason } : {}),
+          ...(principal.requireApproval ? { requireApproval: true } : {}),
           account,
           action,
           serverId: body.server_id,

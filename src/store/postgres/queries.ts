@@ -12,6 +12,7 @@ import {
   toEntry,
   type DesiredFirewall,
   type Delivery,
+  type ApprovalSettlement,
   type JournalEntry,
   type ListFilter,
   type NewEntry,
@@ -33,8 +34,8 @@ export class PgQueries implements StateQueries {
 
   async insert(entry: NewEntry): Promise<number> {
     const { rows } = await this.#run(
-      `INSERT INTO actions (account, created_at, source, action, server_id, ip, value, alertname, fingerprint, starts_at, decision, message, principal, reason)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id`,
+      `INSERT INTO actions (account, created_at, source, action, server_id, ip, value, alertname, fingerprint, starts_at, decision, message, principal, reason, approver, approved_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING id`,
       entryValues(entry),
     );
     return Number(rows[0]!.id);
@@ -91,6 +92,24 @@ export class PgQueries implements StateQueries {
   async get(id: number): Promise<JournalEntry | undefined> {
     const { rows } = await this.#run('SELECT * FROM actions WHERE id = $1', [id]);
     return rows[0] ? toEntry(rows[0]) : undefined;
+  }
+
+  async settleApproval(id: number, s: ApprovalSettlement): Promise<boolean> {
+    // One UPDATE: of two replicas settling the same row at once, the row lock lets exactly one see it awaiting.
+    const result = await this.#run(
+      `UPDATE actions SET decision = $1, approver = $2, approved_at = $3, completed_at = $3, message = $4
+         WHERE id = $5 AND decision = 'awaiting_approval'`,
+      [s.decision, s.approver, s.at, s.message, id],
+    );
+    return result.rowCount === 1;
+  }
+
+  async awaitingApproval(account: string): Promise<JournalEntry[]> {
+    const { rows } = await this.#run(
+      "SELECT * FROM actions WHERE account = $1 AND decision = 'awaiting_approval' ORDER BY id LIMIT 1000",
+      [account],
+    );
+    return rows.map(toEntry);
   }
 
   async list(filter: ListFilter): Promise<JournalEntry[]> {

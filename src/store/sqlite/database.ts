@@ -82,7 +82,10 @@ export const MIGRATIONS = [
   `ALTER TABLE actions ADD COLUMN principal TEXT;
    ALTER TABLE actions ADD COLUMN reason TEXT;
    CREATE INDEX actions_principal ON actions (principal, id);
-   ALTER TABLE firewall_desired ADD COLUMN principal TEXT;`,
+   ALTER TABLE firewall_desired ADD COLUMN principal TEXT;
+   ALTER TABLE actions ADD COLUMN approver TEXT;
+   ALTER TABLE actions ADD COLUMN approved_at INTEGER;
+   CREATE INDEX actions_awaiting ON actions (account, decision) WHERE decision = 'awaiting_approval';`,
 ];
 
 /**

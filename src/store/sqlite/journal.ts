@@ -16,6 +16,7 @@ import {
   toEntry,
   type DesiredFirewall,
   type Delivery,
+  type ApprovalSettlement,
   type JournalEntry,
   type ListFilter,
   type NewEntry,
@@ -97,8 +98,8 @@ export class Journal {
     return this.#write((db) => {
       const result = db
         .prepare(
-          `INSERT INTO actions (account, created_at, source, action, server_id, ip, value, alertname, fingerprint, starts_at, decision, message, principal, reason)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          `INSERT INTO actions (account, created_at, source, action, server_id, ip, value, alertname, fingerprint, starts_at, decision, message, principal, reason, approver, approved_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         )
         .run(...entryValues(entry));
       return Number(result.lastInsertRowid);
@@ -174,6 +175,29 @@ export class Journal {
   get(id: number): JournalEntry | undefined {
     const row = this.#access((db) => db.prepare('SELECT * FROM actions WHERE id = ?').get(id) as Row | undefined);
     return row ? toEntry(row) : undefined;
+  }
+
+  /** Settles row `id` if it is still awaiting approval; false when it is not (settled before). */
+  settleApproval(id: number, s: ApprovalSettlement): boolean {
+    return this.#write(
+      (db) =>
+        db
+          .prepare(
+            "UPDATE actions SET decision = ?, approver = ?, approved_at = ?, completed_at = ?, message = ? WHERE id = ? AND decision = 'awaiting_approval'",
+          )
+          .run(s.decision, s.approver, s.at, s.at, s.message, id).changes === 1,
+    );
+  }
+
+  /** The rows of `account` awaiting approval, oldest first (at most 1000). */
+  awaitingApproval(account: string): JournalEntry[] {
+    return this.#access((db) =>
+      (
+        db
+          .prepare("SELECT * FROM actions WHERE account = ? AND decision = 'awaiting_approval' ORDER BY id LIMIT 1000")
+          .all(account) as Row[]
+      ).map(toEntry),
+    );
   }
 
   /** Newest first, optionally for one account, server and/or action; `limit` rows at most. */

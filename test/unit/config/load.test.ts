@@ -48,6 +48,7 @@ describe('config', () => {
       remediation: {
         dryRun: true,
         journalRetentionMs: 30 * 86_400_000,
+        approvalTimeoutMs: 15 * 60_000,
         budgetPerHour: 10,
         bearerTokens: [],
         basicAuthUsers: {},
