@@ -44,7 +44,15 @@ export class Approvals {
   async approve(row: JournalEntry, approver: string): Promise<ActionDecision> {
     const at = this.#deps.now();
     await this.#settle(row, { decision: 'approved', approver, at, message: `approved by ${approver}` });
-    const result = await this.#deps.request(this.#requestOf(row, approver, at));
+    let result: ActionDecision;
+    try {
+      result = await this.#deps.request(this.#requestOf(row, approver, at));
+    } catch (error) {
+      // No decision was made (journal or server list unavailable): the row says so; the request must be asked again.
+      const message = `approved by ${approver}; not decided: ${(error as Error).message}; ask again`;
+      await this.#deps.journal.complete(row.id, { decision: 'approved', message, at }).catch(() => undefined);
+      throw error;
+    }
     const message = `approved by ${approver}; executed as journal entry ${result.id}: ${result.decision}`;
     await this.#deps.journal.complete(row.id, { decision: 'approved', message, at });
     await this.#deps.record(row.action, { id: row.id, decision: 'approved', message });
