@@ -1,6 +1,6 @@
 /**
  * Builds the daemon's dependencies from a Config and starts it: registry and metrics, upstream client,
- * graph store, poll jobs and their schedule, the exposition cache and the HTTP app. `main.ts` calls this;
+ * graph store, poll jobs and their schedule, the exposition cache and the HTTP app. The `run` and `demo` commands (cli.ts) call this;
  * integration tests call it too, with an injected logger and clock.
  */
 import type { FastifyInstance } from 'fastify';
@@ -282,7 +282,7 @@ function pick<T extends object, K extends keyof T>(o: T, keys: K[]): Partial<Pic
   return Object.fromEntries(keys.filter((k) => o[k] !== undefined).map((k) => [k, o[k]])) as Partial<Pick<T, K>>;
 }
 
-/** The exposition cache; a follower's leaves out what only the polling replica knows (definitions.ts). */
+/** The exposition cache; a follower's leaves out what only the polling replica knows (metrics/definitions.ts). */
 function exposeMetrics(
   registry: Registry,
   metrics: Metrics,

@@ -52,7 +52,7 @@ export class InsecureUrlError extends BaremetalError {
 
 /** Context common to every failure of one upstream request. */
 export interface UpstreamContext {
-  /** operation name, e.g. `firewallHistoryDedicated` */
+  /** operation name, e.g. `firewall_history_dedicated` */
   operation: string;
   /** request path, e.g. `/api/v1/dedicated/firewall` */
   path: string;

@@ -433,10 +433,6 @@ export interface RemediationRule {
   requireOwnedIp: boolean;
 }
 
-/**
- * The validated, normalized configuration handed to `main.ts`'s dependencies: what the file says (see the
- * schema's descriptions) with durations in ms, the listen address split, and secrets read from their files.
- */
 /** One account's upstream block, normalized: what `clientFromConfig` builds a client from. */
 export interface UpstreamConfig {
   baseUrl: string;
@@ -462,6 +458,11 @@ export interface AccountConfig {
   scope: ServerScope;
 }
 
+/**
+ * The validated, normalized configuration the composition root (daemon.ts) builds the daemon from: what the
+ * file says (see the schema's descriptions) with durations in ms, the listen address split, and secrets read
+ * from their files.
+ */
 export interface Config {
   /** at least one; the single-account form gives one named `default` */
   accounts: AccountConfig[];

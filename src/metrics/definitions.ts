@@ -49,7 +49,7 @@ export const REQUEST_OUTCOMES = [
 const POLL_OUTCOMES = ['success', 'partial', 'failure', 'skipped'] as const;
 
 /** Builds every metric on `registry`. `defaultMetrics` adds Node's process_* and nodejs_* metrics. */
-// biome-ignore lint/complexity/noExcessiveLinesPerFunction: the declarative list of every metric, one place (STYLE.md)
+// biome-ignore lint/complexity/noExcessiveLinesPerFunction: the declarative list of every metric, one place (one source of truth per concept)
 export function createMetrics(registry: Registry, options: { defaultMetrics?: boolean; version?: string } = {}) {
   const registers = [registry];
   if (options.defaultMetrics) registerProcessMetrics(registry);

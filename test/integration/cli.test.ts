@@ -271,7 +271,8 @@ describe('demo', () => {
     ).toBe('image/png');
     demo.child.kill('SIGTERM');
     expect(await demo.exited).toBe(0);
-    expect(demo.output()).toContain('"msg":"poll finished"');
+    // The demo logs logfmt, as `run` does by default (and as the README says).
+    expect(demo.output()).toMatch(/^ts=\S+ level=info msg="poll finished" /m);
     expect(`${demo.output()}\n${replies.join('\n')}`).not.toContain(key);
   });
 });

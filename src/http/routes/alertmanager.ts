@@ -3,7 +3,7 @@
  * the group is matched against the rules separately. 200 for every accepted payload whatever the
  * decisions (Alertmanager must not retry a denied action); 400 naming the field for a malformed one;
  * 503 when the journal cannot be written or no server list is known yet (Alertmanager retries).
- * Each request goes to the engine of the account its alert names (rules.ts: `account_label`).
+ * Each request goes to the engine of the account its alert names (remediation/rules.ts: `account_label`).
  */
 import type { FastifyInstance } from 'fastify';
 import type { RemediationRule } from '../../config/schema.js';
