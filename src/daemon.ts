@@ -190,6 +190,10 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     engines,
     metrics,
     markDirty: () => exposition.markDirty(),
+    scopeApplied: (runtime) => {
+      exposition.renderSoon();
+      replication.published(runtime, 'servers', 'success');
+    },
     logger,
     now,
     stopping: () => stopping,

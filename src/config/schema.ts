@@ -219,7 +219,8 @@ const serversSchema = () =>
           'server selectors of servers out of scope: no per-server request (firewall history, graphs), no series, no discovery target, no remediation',
       }),
     },
-    { default: {} },
+    // A reload applies a new scope to the latest server list at once (daemon/reload.ts).
+    { default: {}, reloadable: true },
   );
 
 /** An account's name: the value of the `account` label, a graph URL segment and a directory name. */
