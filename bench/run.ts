@@ -23,6 +23,7 @@ import { parseArgs } from 'node:util';
 import { writeScaleChart } from './chart.ts';
 import { haRows, measureHa } from './ha.ts';
 import { measureHugeReply } from './huge-reply.ts';
+import { scopeRow } from './scope.ts';
 import { measureSmall, shippedAllocator, smallRows } from './small-row.ts';
 import { type Row, SIZE_OPTIONS, type SizeResult } from './options.ts';
 
@@ -162,6 +163,7 @@ const rows: Row[] = [
     rule: '≤ 96 MB',
   },
   ...(ha ? haRows(ha) : []),
+  scopeRow(),
 ];
 
 console.log(

@@ -114,6 +114,12 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
   // The configuration in force: a reload changes its reloadable parts in place, read by the poll jobs,
   // schedulers, engines and routes (a copy, so the caller's object is never changed).
   const config = structuredClone(initial);
+  // A compiled hostname pattern (re2js) does not survive the copy: each account keeps the caller's selectors
+  // (never changed: a reload replaces the lists) in lists of its own.
+  for (const [i, account] of config.accounts.entries()) {
+    const { include, exclude } = initial.accounts[i]!.scope;
+    account.scope = { include: [...include], exclude: [...exclude] };
+  }
   const logger = options.logger ?? createLogger(config.logLevel);
   const now = options.now ?? Date.now;
   const registry = new Registry();
@@ -184,6 +190,10 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     engines,
     metrics,
     markDirty: () => exposition.markDirty(),
+    scopeApplied: (runtime) => {
+      exposition.renderSoon();
+      replication.published(runtime, 'servers', 'success');
+    },
     logger,
     now,
     stopping: () => stopping,

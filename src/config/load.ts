@@ -365,8 +365,8 @@ function checkAccounts(
 }
 
 /**
- * The scope at `at` (`servers` or `accounts.N.servers`): each `hostname` selector compiled; a bad regular
- * expression is a problem naming its key (`servers.exclude.2.hostname: …`). Undefined when the schema refused it.
+ * The scope at `at` (`servers` or `accounts.N.servers`): each `hostname` selector compiled by RE2
+ * (config/scope.ts); a pattern RE2 refuses is a problem naming its key (`servers.exclude.2.hostname: …`). Undefined when the schema refused it.
  */
 function checkScope(checks: Checks, at: string): ServerScope | undefined {
   const scope: ServerScope = { include: [], exclude: [] };
@@ -380,7 +380,7 @@ function checkScope(checks: Checks, at: string): ServerScope | undefined {
       }
       const compiled = compileHostname(selector.hostname);
       if (typeof compiled === 'string')
-        checks.problems.push(`${at}.${list}.${i}.hostname: not a valid regular expression: ${compiled}`);
+        checks.problems.push(`${at}.${list}.${i}.hostname: not a valid RE2 regular expression: ${compiled}`);
       else scope[list].push({ hostname: compiled });
     }
   }

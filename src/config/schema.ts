@@ -191,7 +191,8 @@ const selector = (what: string) =>
         hostname: Type.String({
           minLength: 1,
           maxLength: 512,
-          description: 'hostname, RE2-style regular expression, anchored (the whole hostname must match)',
+          description:
+            'hostname, RE2 regular expression (`(?i)` for case-insensitive) matched against the whole hostname, in time linear in its length',
         }),
       }),
     ],
@@ -209,7 +210,7 @@ const serversSchema = () =>
         maxItems: 1000,
         default: [],
         description:
-          'server selectors (`{id: "…"}`, `{location: "…"}`, `{hostname: "<anchored RE2-style regex>"}`); when any is given, only servers matching one are in scope',
+          'server selectors (`{id: "…"}`, `{location: "…"}`, `{hostname: "<RE2 regex matching the whole hostname>"}`); when any is given, only servers matching one are in scope',
       }),
       exclude: Type.Array(selector('a server selector: `{id}`, `{location}` or `{hostname: regex}`'), {
         maxItems: 1000,
@@ -218,7 +219,8 @@ const serversSchema = () =>
           'server selectors of servers out of scope: no per-server request (firewall history, graphs), no series, no discovery target, no remediation',
       }),
     },
-    { default: {} },
+    // A reload applies a new scope to the latest server list at once (daemon/reload.ts).
+    { default: {}, reloadable: true },
   );
 
 /** An account's name: the value of the `account` label, a graph URL segment and a directory name. */

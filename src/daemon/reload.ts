@@ -18,7 +18,9 @@ export interface ReloadDeps {
   reloadConfig: (() => Config) | undefined;
   /** re-reads the TLS files or the web-config file; false when that failed */
   reloadWeb: () => boolean;
-  accounts: ReadonlyMap<string, Pick<AccountRuntime, 'scheduler'>>;
+  accounts: ReadonlyMap<string, Pick<AccountRuntime, 'name' | 'scheduler' | 'poller'>>;
+  /** an account's inventory now follows the new scope: render the exposition, publish the server list */
+  scopeApplied: (account: Pick<AccountRuntime, 'name' | 'poller'>) => void;
   /** each account's engine: a removed rule takes its pending changes with it */
   engines: ReadonlyMap<string, Pick<RemediationEngine, 'rulesChanged'>>;
   metrics: Pick<Metrics, 'configReloadSuccessful' | 'configReloadSuccessAt'>;
@@ -51,10 +53,23 @@ async function apply(d: ReloadDeps, next: Config): Promise<string[]> {
   }
   const { rules, dryRun, budgetPerHour } = next.remediation;
   Object.assign(config.remediation, { rules, dryRun, budgetPerHour });
-  // Scope and collector switches: read by each account's next runs (the next servers run applies the scope).
+  // Collector switches: read by each account's next runs. The scope: applied to the latest server list at once,
+  // so that remediation and discovery stop seeing a newly excluded server before the next servers run.
   Object.assign(config.collectors, next.collectors);
   for (const account of config.accounts)
     Object.assign(account.scope, next.accounts.find((a) => a.name === account.name)?.scope ?? {});
+  await Promise.all(
+    [...d.accounts.values()].map((account) =>
+      account.poller.applyScope().then(
+        () => d.scopeApplied(account),
+        (error: unknown) =>
+          d.logger.error(
+            { account: account.name, err: error },
+            'cannot apply the new scope to the latest server list; the next servers run applies it',
+          ),
+      ),
+    ),
+  );
   // A removed rule takes its pending changes with it; a journal that fails here fails no reload.
   await Promise.all(
     [...d.engines.values()].map((e) =>

@@ -22,6 +22,7 @@ import type { Metrics, RunOutcome } from '../metrics/definitions.js';
 import type { TargetDirectory } from '../remediation/types.js';
 import type { EventLedger } from '../store/store.js';
 import type { UpstreamClient } from '../upstream/client.js';
+import type { ServerList } from '../upstream/decode.js';
 import { getGraph, listOperatingSystems, listServers } from '../upstream/dedicated.js';
 import { getFirewallHistory } from '../upstream/firewall.js';
 import { listLocations } from '../upstream/reseller.js';
@@ -91,6 +92,10 @@ export class PollJobs implements TargetDirectory {
   serversKnown = false;
   /** ids of the latest list's servers that are out of scope (config/scope.ts): remediation denies them by name */
   #outOfScope = new Set<string>();
+  /** the latest server list as the API gave it, before the scope: a reload applies a new scope to it */
+  #listed: ServerList | undefined;
+  /** the list being applied to the inventory: one at a time (a poll's and a reload's), so neither reads a stale one */
+  #applying: Promise<unknown> = Promise.resolve();
   readonly firewallState = new FirewallSeriesState();
   /** the events of each service's latest history that had events (status page, /api/v1/attacks) */
   readonly attacks = new AttackLog();
@@ -245,11 +250,35 @@ export class PollJobs implements TargetDirectory {
 
   /**
    * `servers` job: the server list; series of servers that disappeared are removed. The first list also
-   * retires the images of servers deleted while the daemon was down (loaded from disk at start).
+   * retires the images of servers deleted while the daemon was down (loaded from disk at start). The list is kept
+   * as the API gave it, before the scope, for `applyScope`.
    */
   async pollServers(signal: AbortSignal = new AbortController().signal): Promise<WorkResult> {
-    const { client, metrics, graphStore } = this.#deps;
-    const listed = await abortable(listServers(client, signal), signal);
+    const listed = await abortable(listServers(this.#deps.client, signal), signal);
+    this.#listed = listed;
+    return this.#serially(() => this.#applyList(listed));
+  }
+
+  /**
+   * Applies the scope in force to the latest server list again, without a request: a reload that changes the
+   * scope calls it, so that a newly excluded server leaves the inventory (series, discovery, the remediation
+   * target check) at once and a newly included one joins it. Nothing before the first list.
+   */
+  async applyScope(): Promise<void> {
+    const listed = this.#listed;
+    if (listed) await this.#serially(() => this.#applyList(listed));
+  }
+
+  /** Runs `fn` once the list applied before it is in the inventory. */
+  #serially<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.#applying.then(fn);
+    this.#applying = run.catch(() => undefined);
+    return run;
+  }
+
+  /** The server list `listed` (as the API gave it) made the inventory, through the scope in force. */
+  async #applyList(listed: ServerList): Promise<WorkResult> {
+    const { metrics, graphStore } = this.#deps;
     // Out-of-scope servers are dropped before anything sees them: no series, no per-server request.
     const scope = this.#deps.config.scope;
     const list = scope ? { ...listed, servers: listed.servers.filter((server) => inScope(scope, server)) } : listed;

@@ -5,10 +5,11 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon.js';
 import type { Simulator } from '../../src/simulator/server.js';
-import { accountOf, startHarness } from '../helpers/daemon.js';
+import { accountOf, startDaemonProcess, startHarness } from '../helpers/daemon.js';
 import { seriesOf, seriesValue } from '../helpers/metrics.js';
 
 const KEY = 'poll-faults-key-7d2a91c4';
@@ -299,4 +300,36 @@ describe('poll faults', () => {
     const f = await fixture(file);
     expect(await scenario(f)).toEqual(expected);
   });
+});
+
+describe('a scope pattern exponential under backtracking (issue 28)', () => {
+  // The daemon runs as a process of its own: a loop blocked by the pattern could not even be observed from
+  // inside it. Under V8's backtracking engine, this pattern tries 2^60 ways to split the long name before it fails
+  // on the domain: the first servers poll would never end, /readyz and /healthz never answer.
+  it('a long hostname in another domain: the servers poll completes, /healthz answers, the server is out of scope', async () => {
+    const h = await startDaemonProcess({
+      key: KEY,
+      simulator: { servers: 2, colocations: 0, transits: 0, attackRate: 0, seed: 5 },
+      config: {
+        log_level: 'warn',
+        servers: { include: [{ hostname: '([a-z0-9]+-?)+\\.example\\.net' }] },
+      },
+    });
+    h.sim.state.addServer('100009', ['10.99.0.9']).hostname = `${'a'.repeat(60)}.other.org`;
+    // Resolves once /readyz says the first servers and firewall polls worked.
+    await h.start();
+    const healthz = await request(`${h.url}/healthz`);
+    await healthz.body.dump();
+    const discovery = await request(`${h.url}/api/v1/discovery`);
+    const targets = ((await discovery.body.json()) as Array<{ labels: Record<string, string> }>).map(
+      (group) => group.labels.__meta_baremetal_server_id,
+    );
+    const exposition = await (await request(`${h.url}/metrics`)).body.text();
+    const servers = /^baremetal_servers(?:\{[^}]*\})? (\d+)$/m.exec(exposition)?.[1];
+    expect({ healthz: healthz.statusCode, targets: targets.sort(), servers }).toEqual({
+      healthz: 200,
+      targets: ['100001', '100002'],
+      servers: '2',
+    });
+  }, 90_000);
 });
