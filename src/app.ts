@@ -163,6 +163,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
         // The config object a reload changes in place.
         rules: () => remediation.config.rules,
         metrics: remediation.metrics,
+        maxAlerts: remediation.config.maxAlerts,
       });
       actionRoutes(scope, remediation);
     });

@@ -258,6 +258,7 @@ export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFil
       dryRun: file.remediation.dry_run,
       journalRetentionMs: journalRetentionMs!,
       budgetPerHour: file.remediation.budget_per_hour,
+      maxAlerts: file.remediation.max_alerts,
       ...remediationAuth,
       rules: file.remediation.rules.map(
         (rule, i): RemediationRule => ({

@@ -49,6 +49,7 @@ describe('config', () => {
         dryRun: true,
         journalRetentionMs: 30 * 86_400_000,
         budgetPerHour: 10,
+        maxAlerts: 1000,
         bearerTokens: [],
         basicAuthUsers: {},
         rules: [],
