@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import type { AttackLog } from './collectors/attacks.js';
 import type { ReloadResult } from './config/reload.js';
 import type { Config } from './config/schema.js';
-import { BaremetalError, INTERNAL_ERROR_CODE } from './errors.js';
+import { AuthBusyError, BaremetalError, INTERNAL_ERROR_CODE } from './errors.js';
 import { localGraphs, type GraphSource } from './graphs/source.js';
 import type { GraphStore } from './graphs/store.js';
 import { authEnabled, createAuthCheck, type AuthConfig } from './http/auth.js';
@@ -102,7 +102,9 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.setErrorHandler((error, request, reply) => {
     const status =
       error instanceof BaremetalError ? error.statusCode : ((error as { statusCode?: number }).statusCode ?? 500);
-    if (status >= 500) request.log.error({ err: error }, 'request failed');
+    // A password check refused under a flood is counted by the auth check (one warning a minute), not logged
+    // per request: a flood would otherwise write thousands of error lines.
+    if (status >= 500 && !(error instanceof AuthBusyError)) request.log.error({ err: error }, 'request failed');
     if (status === 401)
       void reply.header('www-authenticate', 'Bearer realm="baremetal-exporter", Basic realm="baremetal-exporter"');
     const retryAfter = (error as { retryAfterSeconds?: unknown }).retryAfterSeconds;
