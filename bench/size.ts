@@ -7,7 +7,8 @@
  * server after a full GC, the exposition's size plain and gzipped, and /metrics idle (plain and gzip) against
  * fastify serving the same bytes from a static buffer, then a graphs poll (the default types × scales) and RSS
  * after it. The simulator attacks the default share of IPs (~3 % within an hour). With `--extras`, also the rows
- * that need one daemon only: /metrics under a flood of wrong credentials, the request budget, two accounts.
+ * that need one daemon only: /metrics under a flood of wrong credentials, valid sporadic users under a flood
+ * from another address, the request budget, two accounts.
  * Prints one JSON line (`SizeResult`) last.
  *
  *   node --max-semi-space-size=8 --expose-gc bench/size.ts --servers 10000 [--extras]
@@ -31,6 +32,7 @@ import { startSimulator } from '../dist/simulator/server.js';
 import { ATTACKED_PER_HOUR } from '../dist/simulator/state.js';
 import { percentile, type Row, SIZE_OPTIONS } from './options.ts';
 import { spawnSimulator } from './simulator.ts';
+import { sporadicUsersRow } from './sporadic-users.ts';
 
 const { values } = parseArgs({ options: { ...SIZE_OPTIONS, extras: { type: 'boolean', default: false } } });
 const servers = Number(values.servers);
@@ -326,6 +328,13 @@ if (values.extras) {
       { bearerTokens: [TOKEN], basicAuthUsers: {} },
       { authorization: `Bearer ${TOKEN}` },
     )),
+    // Valid users logging in once each (uncached) while another address floods: none refused.
+    await sporadicUsersRow({
+      exposition: daemon.exposition,
+      graphStores: new Map([['default', daemon.accounts.get('default')!.graphStore]]),
+      loops: 40,
+      users: 20,
+    }),
   );
 
   // The request budget: a full firewall cycle against a simulator limited to 10 % above the budget.
