@@ -7,8 +7,6 @@
  *
  *   npm run build && node bench/sporadic-users.ts [--users 20] [--loops 40]
  */
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import bcrypt from 'bcryptjs';
@@ -19,6 +17,7 @@ import { BcryptPool } from '../dist/http/bcrypt-pool.js';
 import { createLogger } from '../dist/logger.js';
 import { ExpositionCache } from '../dist/metrics/exposition.js';
 import type { Row } from './options.ts';
+import { spawnFlood } from './spawn-flood.ts';
 
 const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
 
@@ -50,28 +49,7 @@ export async function sporadicUsersRow(o: SporadicUsersOptions): Promise<Row> {
     passwordVerifier: pool,
   });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
-  const flood = spawn(
-    process.execPath,
-    [
-      new URL('./flood.ts', import.meta.url).pathname,
-      `${url}/metrics`,
-      String(o.loops),
-      basic('am0', 'wrong-password'),
-      '--local-address',
-      '127.0.0.2',
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  let out = '';
-  flood.stdout!.on('data', (d) => (out += String(d)));
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`flood did not start: ${out}`)), 30_000);
-    flood.stdout!.on('data', () => {
-      if (!out.includes('started')) return;
-      clearTimeout(timer);
-      resolve();
-    });
-  });
+  const flood = await spawnFlood(`${url}/metrics`, o.loops, basic('am0', 'wrong-password'), '127.0.0.2');
   const agent = new Agent({ connections: 1, localAddress: '127.0.0.1' });
   const statuses: Record<string, number> = {};
   for (const { user, password } of users) {
@@ -83,12 +61,7 @@ export async function sporadicUsersRow(o: SporadicUsersOptions): Promise<Row> {
     statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1;
     await new Promise((resolve) => setTimeout(resolve, everyMs));
   }
-  flood.kill('SIGTERM');
-  await once(flood, 'exit');
-  const { requests, statuses: floodStatuses } = JSON.parse(out.trim().split('\n').pop()!) as {
-    requests: number;
-    statuses: Record<string, number>;
-  };
+  const { requests, statuses: floodStatuses } = await flood.stop();
   await agent.close();
   await app.close();
   await pool.close();
