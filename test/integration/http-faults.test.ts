@@ -217,6 +217,23 @@ describe('faults at the HTTP edge', () => {
       },
     },
     {
+      fault: 'a webhook of 1001 alerts (remediation.max_alerts 1000): 400 naming the key, no power cycle',
+      run: async () => {
+        const one = JSON.parse(alert('100001', 'many-0'));
+        const alerts = Array.from({ length: 1001 }, (_, i) => ({ ...one.alerts[0], fingerprint: `many-${i}` }));
+        const res = await call('/api/v1/alertmanager', {
+          method: 'POST',
+          headers: OPERATOR,
+          body: JSON.stringify({ ...one, alerts }),
+        });
+        expect(res.status).toBe(400);
+        expect(JSON.parse(res.text).message).toBe(
+          "1001 alerts in one delivery, above remediation.max_alerts (1000); nothing was done: set max_alerts on Alertmanager's webhook_config at or below it",
+        );
+        expect(powercycles()).toBe(0);
+      },
+    },
+    {
       fault: 'operator body as an array: 400, the simulator recorded no power cycle',
       run: async () => {
         const res = await call('/api/v1/actions/powercycle', { method: 'POST', headers: OPERATOR, body: '["100001"]' });
