@@ -68,8 +68,8 @@ export interface AuthCheckOptions {
 /**
  * Builds the fastify hook that checks credentials. Throws AuthError (401); AuthBusyError (503) or
  * AuthRateLimitedError (429), both with `retryAfterSeconds`, when a password could not be checked now; or
- * ForbiddenError (403) when no credentials are configured and `unconfigured` is `forbid` (remediation); with `allow` (web.auth) the
- * routes are then open.
+ * ForbiddenError (403) when no credentials are configured and `unconfigured` is `forbid` (remediation);
+ * with `allow` (web.auth) the routes are then open.
  */
 export function createAuthCheck(
   auth: AuthConfig,
