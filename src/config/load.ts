@@ -140,17 +140,31 @@ class Checks {
     const basicAuthUsers = users !== null && typeof users === 'object' ? (users as Record<string, string>) : {};
     for (const [user, hash] of Object.entries(basicAuthUsers)) {
       if (typeof hash !== 'string') continue;
-      const problem = BCRYPT_HASH.test(hash)
-        ? bcryptCostProblem(user, hash)
-        : 'must be a bcrypt hash ($2b$…), never a plain password';
+      const problem = bcryptHashProblem(user, hash, 'must be a bcrypt hash ($2b$…), never a plain password');
       if (problem !== undefined) this.problems.push(`${key}.basic_auth_users.${user}: ${problem}`);
     }
     return { bearerTokens, basicAuthUsers };
   }
 }
 
-/** A bcrypt hash as htpasswd and bcryptjs write it. */
-export const BCRYPT_HASH = /^\$2[aby]?\$\d{2}\$[./A-Za-z0-9]{53}$/;
+/**
+ * A bcrypt hash as htpasswd and bcryptjs write it: `$2a$`, `$2b$` or `$2y$`. The original `$2$` and the
+ * broken-implementation marker `$2x$` are not: bcryptjs compares no password with them as equal.
+ */
+export const BCRYPT_HASH = /^\$2[aby]\$\d{2}\$[./A-Za-z0-9]{53}$/;
+
+/**
+ * What is wrong with `hash`, the bcrypt hash of `user`, as a sentence: a bcrypt variant other than `$2a$`,
+ * `$2b$`, `$2y$`, or a cost outside 4…MAX_BCRYPT_COST; `notBcrypt` when it is no bcrypt hash at all;
+ * undefined when it is usable.
+ */
+export function bcryptHashProblem(user: string, hash: string, notBcrypt: string): string | undefined {
+  if (BCRYPT_HASH.test(hash)) return bcryptCostProblem(user, hash);
+  const variant = /^\$(2[a-z]?)\$\d{2}\$/.exec(hash)?.[1];
+  if (variant !== undefined)
+    return `the bcrypt hash of user ${user} is of variant $${variant}$, which never matches a password; only $2a$, $2b$ and $2y$ are supported: hash the password again (htpasswd -nbB ${user} PASSWORD)`;
+  return notBcrypt;
+}
 
 /**
  * The highest bcrypt cost accepted: one check at cost 14 takes about a second on one core, and each step up
@@ -244,6 +258,7 @@ export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFil
       dryRun: file.remediation.dry_run,
       journalRetentionMs: journalRetentionMs!,
       budgetPerHour: file.remediation.budget_per_hour,
+      maxAlerts: file.remediation.max_alerts,
       ...remediationAuth,
       rules: file.remediation.rules.map(
         (rule, i): RemediationRule => ({

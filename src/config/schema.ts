@@ -243,6 +243,12 @@ export const accountSchema = strict({
 /** The schema keywords this file adds as annotations (see the file comment); Ajv is told they exist. */
 export const SCHEMA_ANNOTATIONS = ['unit', 'reloadable'];
 
+/**
+ * The most alerts `remediation.max_alerts` may allow in one webhook delivery: what fits the 1 MiB body limit
+ * with the smallest alert (about 100 bytes).
+ */
+export const MAX_WEBHOOK_ALERTS = 10_000;
+
 /** JSON Schema of the YAML file. Unknown keys are errors; defaults are filled in by Ajv. */
 export const configFileSchema = strict({
   upstream: strict(upstreamProperties, { default: {} }),
@@ -399,6 +405,14 @@ export const configFileSchema = strict({
         reloadable: true,
         description: 'upstream calls per rolling hour and per account, all actions together',
       }),
+      max_alerts: Type.Integer({
+        minimum: 1,
+        maximum: MAX_WEBHOOK_ALERTS,
+        default: 1000,
+        unit: 'alerts',
+        description:
+          "alerts one webhook delivery may carry; a larger one is refused with 400 and nothing is done (set Alertmanager's webhook_config `max_alerts` at or below it, so that Alertmanager truncates the group instead)",
+      }),
       auth: credentials('the remediation endpoints (none: they answer 403)'),
       rules: Type.Array(ruleSchema, {
         default: [],
@@ -493,6 +507,8 @@ export interface Config {
     dryRun: boolean;
     journalRetentionMs: number;
     budgetPerHour: number;
+    /** alerts one webhook delivery may carry at most */
+    maxAlerts: number;
     rules: RemediationRule[];
   };
 }
