@@ -278,10 +278,13 @@ const rows: Row[] = [
       await accountOf(d, 'default').poller.run('servers');
       sim.setFaults({ mode: 'drip', dripIntervalMs: 100, paths: ['/api/v1/transit/firewall'] });
       const run = accountOf(d, 'default').poller.run('firewall');
-      // Stop once the dripping request is the only one left: every other history has been applied.
+      // Stop once the dripping request is the only one left: every other history has been applied, and the
+      // dripping one has reached the simulator (sent, not still queued for a budget token: issue 33).
       // (Real HTTP has no clock to inject: a bounded wait, at most 10 s.)
-      for (let i = 0; i < 1000 && (await seriesOf(d.registry, 'baremetal_firewall_history_up')).length < 8; i++)
-        await new Promise((r) => setTimeout(r, 10));
+      const stuck = async () =>
+        (await seriesOf(d.registry, 'baremetal_firewall_history_up')).length >= 8 &&
+        sim.callsTo('/api/v1/transit/firewall').length > 0;
+      for (let i = 0; i < 1000 && !(await stuck()); i++) await new Promise((r) => setTimeout(r, 10));
       await d.stop();
       return {
         stopped: true,
