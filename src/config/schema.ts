@@ -145,7 +145,7 @@ export const upstreamProperties = {
     default: DEFAULT_MAX_REQUESTS_PER_SECOND,
     unit: 'requests/s',
     description:
-      'request budget: HTTP attempts per second at most (token bucket, retries included), every poll and action together; actions go first; a poll that cannot fit in its period covers its services round-robin',
+      'request budget: HTTP attempts per second at most (token bucket, retries included), every poll and action together; actions go first, then the server list and firewall histories, then graphs and catalog; a firewall poll that cannot fit in its period covers its services round-robin (check-config says how often each is read)',
   }),
   retries: Type.Integer({
     minimum: 0,

@@ -178,6 +178,30 @@ const rows: Row[] = [
     expected: { outcome: 'partial', apiUp: 1, failing: 0, others: 8, itemsFailed: 1 },
   },
   {
+    name: 'one server never read → the oldest read age counts from the first run that had it, the status page names it',
+    scenario: async ({ sim, start, clock }) => {
+      const d = await start();
+      sim.setFaults({ errorRate: 1, ids: ['100004'], paths: ['/api/v1/dedicated/firewall'] });
+      await accountOf(d, 'default').poller.run('servers');
+      await accountOf(d, 'default').poller.run('firewall');
+      const first = await metric(d, 'baremetal_firewall_history_oldest_read_age_seconds');
+      clock.now += 60_000;
+      await accountOf(d, 'default').poller.run('firewall');
+      const unread = await metric(d, 'baremetal_firewall_history_oldest_read_age_seconds');
+      const page = (await d.app.inject('/')).body.match(/<p id="coverage">.*<\/p>/)?.[0];
+      sim.setFaults({});
+      clock.now += 10_000;
+      await accountOf(d, 'default').poller.run('firewall');
+      return { first, unread, page, read: await metric(d, 'baremetal_firewall_history_oldest_read_age_seconds') };
+    },
+    expected: {
+      first: 0,
+      unread: 60,
+      page: '<p id="coverage">Oldest firewall history read: <strong>60 s</strong> waiting for its first read (dedicated 100004)</p>',
+      read: 0,
+    },
+  },
+  {
     name: 'every request of the cycle failing after a good server list → api_up 0 once the run ends',
     scenario: async ({ sim, start }) => {
       const d = await start();
