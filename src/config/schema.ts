@@ -137,7 +137,8 @@ export const upstreamProperties = {
     maximum: 256,
     default: 16,
     unit: 'requests',
-    description: 'upstream requests in flight at once, all jobs together',
+    description:
+      'upstream requests in flight at once, all jobs together; graphs and catalog hold at most half of them, so that slow pictures never keep the firewall polls waiting',
   }),
   max_requests_per_second: Type.Number({
     exclusiveMinimum: 0,
