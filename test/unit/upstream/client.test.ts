@@ -460,6 +460,35 @@ describe('against real sockets', () => {
     await dispatcher.close();
   });
 
+  it('lets background reads hold at most half the slots: a read finds one while slow pictures are in flight', async () => {
+    const paths: string[] = [];
+    const held: Array<() => void> = [];
+    const { url } = await serve((res) => {
+      held.push(() => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('[]');
+      });
+    });
+    server!.prependListener('request', (req) => paths.push(req.url ?? ''));
+    const dispatcher = new Agent();
+    const c = client({ baseUrl: url, dispatcher, concurrency: 4, retries: 0 });
+    const read = (path: string, background: boolean) =>
+      c.json({ operation: 'op', path, body: {}, read: true, background });
+    const pictures = Promise.all([1, 2, 3, 4].map((n) => read(`/graph-${n}`, true)));
+    while (paths.length < 2) await new Promise((r) => setTimeout(r, 5));
+    const firewall = read('/firewall', false);
+    while (paths.length < 3) await new Promise((r) => setTimeout(r, 5));
+    expect(paths).toEqual(['/graph-1', '/graph-2', '/firewall']);
+    expect(c.pendingCount).toBe(2);
+    while (held.length > 0 || paths.length < 5) {
+      held.shift()?.();
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    await Promise.all([pictures, firewall]);
+    expect(paths.slice(3).sort()).toEqual(['/graph-3', '/graph-4']);
+    await dispatcher.close();
+  });
+
   it('rejects a certificate from an unknown CA, and accepts it with the CA file', async () => {
     const pki = makeTestPki();
     server = createTlsServer({ key: pki.key, cert: pki.cert }, (_req, res) => {
