@@ -363,9 +363,11 @@ export class PollJobs implements TargetDirectory {
    * The service in scope whose firewall history was read least recently, and how long before `now` (ms,
    * collector clock) it was read (`read`), or — never read by this process — since when it is waiting: the
    * start of the first firewall run that had it in scope (after a restart, of this process). Undefined when
-   * there is no service. `baremetal_firewall_history_oldest_read_age_seconds` and the status page.
+   * there is no service, or the firewall collector is off. `baremetal_firewall_history_oldest_read_age_seconds`
+   * and the status page.
    */
   oldestRead(now = this.#now()): { ref: ServiceRef; ageMs: number; read: boolean } | undefined {
+    if (this.#deps.config.collectors?.firewall === false) return undefined;
     let oldest: { ref: ServiceRef; at: number; read: boolean } | undefined;
     for (const ref of this.services()) {
       const readAt = historyReadAt(this.firewallState, ref);
