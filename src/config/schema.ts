@@ -137,7 +137,8 @@ export const upstreamProperties = {
     maximum: 256,
     default: 16,
     unit: 'requests',
-    description: 'upstream requests in flight at once, all jobs together',
+    description:
+      'upstream requests in flight at once, all jobs together; graphs and catalog hold at most half of them, so that slow pictures never keep the firewall polls waiting',
   }),
   max_requests_per_second: Type.Number({
     exclusiveMinimum: 0,
@@ -145,7 +146,7 @@ export const upstreamProperties = {
     default: DEFAULT_MAX_REQUESTS_PER_SECOND,
     unit: 'requests/s',
     description:
-      'request budget: HTTP attempts per second at most (token bucket, retries included), every poll and action together; actions go first; a poll that cannot fit in its period covers its services round-robin',
+      'request budget: HTTP attempts per second at most (token bucket, retries included), every poll and action together; actions go first, then the server list and firewall histories, then graphs and catalog; a firewall poll that cannot fit in its period covers its services round-robin (check-config says how often each is read)',
   }),
   retries: Type.Integer({
     minimum: 0,

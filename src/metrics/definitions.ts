@@ -196,6 +196,12 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['account', 'service_type', 'service_id'] as const,
       registers,
     }),
+    firewallOldestReadAge: new Gauge({
+      name: 'baremetal_firewall_history_oldest_read_age_seconds',
+      help: `Age in seconds, at the end of the latest firewall run, of the least recently read firewall history among the services in scope (servers, colocation and transit); a service this process has not read yet counts from the start of the first firewall run that had it in scope. Above 3 firewall periods the budget does not cover every service often enough (BaremetalFirewallCoverageStale); 0 with no service. ${CACHED}`,
+      labelNames: ['account'] as const,
+      registers,
+    }),
     graphLastSuccess: new Gauge({
       name: 'baremetal_graph_last_success_timestamp_seconds',
       help: `Unix time in seconds at which the graph image (graph = type, scale) of the server was last fetched and decoded. ${CACHED}`,
@@ -325,6 +331,7 @@ export const LEADER_ONLY_METRICS = [
   'firewallEventsDropped',
   'firewallHistoryUp',
   'firewallHistoryLastSuccess',
+  'firewallOldestReadAge',
   'graphLastSuccess',
   'graphImages',
   'catalogOperatingSystems',
