@@ -62,7 +62,11 @@ export async function startAccount(
   const apiObserver = createApiObserver(metrics, deps.onChange);
   const client = clientFromConfig(account.upstream, { ...deps.clientOptions, onRequest: apiObserver.onRequest });
   const mirror = deps.graphMirror?.(account.name);
-  const graphStore = new GraphStore(deps.config.stateDir, account.name, { ...options, ...(mirror ? { mirror } : {}) });
+  const graphStore = new GraphStore(deps.config.stateDir, account.name, {
+    ...options,
+    logger,
+    ...(mirror ? { mirror } : {}),
+  });
   const loaded = await graphStore.load();
   if (loaded > 0) logger.info({ images: loaded }, 'graph images loaded from the state directory');
   metrics.graphImages.set(graphStore.size);

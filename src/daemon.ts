@@ -52,7 +52,7 @@ export interface DaemonOptions {
   /** `--web.config.file`: its TLS, headers and basic-auth users replace `web.tls` and `web.auth.basic_auth_users` */
   webConfig?: WebConfigFile;
   /** re-reads the config file through the same loader and flags (`reload()`); without it a reload fails */
-  reloadConfig?: () => Config;
+  reloadConfig?: () => Promise<Config>;
   /** serve `POST /-/reload` (`--web.enable-lifecycle`) */
   lifecycle?: boolean;
   /** `--web.telemetry-path`, already validated (`validateTelemetryPath`); default `/metrics` */
@@ -86,7 +86,7 @@ export interface Daemon {
   /** with PostgreSQL: the state shared with the other replicas (server directory, graph images) */
   shared: PostgresStore['shared'] | undefined;
   /** re-reads the TLS files or the web-config file (SIGHUP); false without them or when reading failed */
-  reloadTls(): boolean;
+  reloadTls(): Promise<boolean>;
   /**
    * SIGHUP and `POST /-/reload`: re-reads the config file and applies what can change safely
    * (config/reload.ts), and the web config (TLS files, `--web.config.file`); an invalid new file is refused
@@ -157,7 +157,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     eventLedger: (account: string) => journal.eventLedger(account),
   });
   const engines = await startEngines(config, { accounts, journal, replication, logger, now, exposition });
-  const web = webDeps(config, options.webConfig);
+  const web = await webDeps(config, options.webConfig);
   /** set by stop(): the initial polls start nothing more, a reload changes nothing */
   let stopping = false;
   const app = buildApp({

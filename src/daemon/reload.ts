@@ -15,9 +15,9 @@ export interface ReloadDeps {
   /** the configuration in force, changed in place */
   config: Config;
   /** re-reads the config file; without it a reload fails */
-  reloadConfig: (() => Config) | undefined;
+  reloadConfig: (() => Promise<Config>) | undefined;
   /** re-reads the TLS files or the web-config file; false when that failed */
-  reloadWeb: () => boolean;
+  reloadWeb: () => Promise<boolean>;
   accounts: ReadonlyMap<string, Pick<AccountRuntime, 'scheduler'>>;
   /** each account's engine: a removed rule takes its pending changes with it */
   engines: ReadonlyMap<string, Pick<RemediationEngine, 'rulesChanged'>>;
@@ -75,11 +75,11 @@ export function createReload(d: ReloadDeps): () => Promise<ReloadResult> {
   };
   const once = async (): Promise<ReloadResult> => {
     if (d.stopping()) return failed(false, ['the daemon is stopping']);
-    const webOk = d.reloadWeb();
+    const webOk = await d.reloadWeb();
     if (!d.reloadConfig) return failed(false, ['no configuration file to reload']);
     let next: Config;
     try {
-      next = d.reloadConfig();
+      next = await d.reloadConfig();
     } catch (error) {
       const invalid = error instanceof ConfigError;
       const problems = invalid ? error.problems : [(error as Error).message];

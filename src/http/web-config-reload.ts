@@ -21,7 +21,8 @@ export class WebConfigFile {
   readonly #watched = new Set<string>();
   readonly #servers: Server[] = [];
 
-  constructor(path: string, logger: Logger, initial: WebConfig = loadWebConfig(path)) {
+  /** `initial`: the file as loadWebConfig read it at start */
+  constructor(path: string, logger: Logger, initial: WebConfig) {
     this.#path = path;
     this.#logger = logger;
     this.#current = initial;
@@ -48,10 +49,10 @@ export class WebConfigFile {
   }
 
   /** Re-reads the file; true when the new one is in force. */
-  reload(): boolean {
+  async reload(): Promise<boolean> {
     let next: WebConfig;
     try {
-      next = loadWebConfig(this.#path);
+      next = await loadWebConfig(this.#path);
       if (Boolean(next.tls) !== Boolean(this.#current.tls))
         throw new ConfigError([
           `web.config.file: tls_server_config cannot be ${next.tls ? 'added' : 'removed'} by a reload; restart`,
@@ -81,7 +82,7 @@ export class WebConfigFile {
   }
 
   readonly #onChange = (current: { mtimeMs: number }, previous: { mtimeMs: number }) => {
-    if (current.mtimeMs !== previous.mtimeMs) this.reload();
+    if (current.mtimeMs !== previous.mtimeMs) void this.reload();
   };
 }
 

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon.js';
 import { ConfigError } from '../../src/errors.js';
 import { WebConfigFile } from '../../src/http/web-config-reload.js';
+import { loadWebConfig } from '../../src/http/web-config.js';
 import { startHarness, type Harness } from '../helpers/daemon.js';
 import { captureLogger } from '../helpers/logger.js';
 import { POWERCYCLE_REMEDIATION } from '../helpers/remediation.js';
@@ -63,18 +64,22 @@ describe('web config faults', () => {
       simulator: { servers: 1, attackRate: 0 },
       remediationAuth: true,
       config: { remediation: POWERCYCLE_REMEDIATION },
-      daemon: { logger: log.logger, initialPolls: false, webConfig: new WebConfigFile(path, log.logger) },
+      daemon: {
+        logger: log.logger,
+        initialPolls: false,
+        webConfig: new WebConfigFile(path, log.logger, await loadWebConfig(path)),
+      },
     });
     daemon = harness.daemon;
   });
   afterAll(() => harness?.stop());
 
-  it.each(rows)('$fault: refused at start with the key named', ({ text, problem }) => {
+  it.each(rows)('$fault: refused at start with the key named', async ({ text, problem }) => {
     const bad = join(tempDir(), 'web.yml');
     writeFileSync(bad, text);
     let error: unknown;
     try {
-      new WebConfigFile(bad, log.logger);
+      await loadWebConfig(bad);
     } catch (e) {
       error = e;
     }
@@ -85,7 +90,7 @@ describe('web config faults', () => {
   it.each(rows)('$fault: refused on reload; the previous file keeps serving', async ({ text, problem }) => {
     writeFileSync(path, text);
     const from = log.lines.length;
-    expect(daemon.reloadTls()).toBe(false);
+    expect(await daemon.reloadTls()).toBe(false);
     const failed = log.lines.slice(from).map((l) => JSON.parse(l) as { msg: string; problems?: string[] });
     expect(failed.find((l) => l.msg === 'web config reload failed; keeping the previous one')?.problems).toEqual([
       problem,
