@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import type { Dispatcher } from 'undici';
 import { buildApp } from './app.js';
+import { databaseSecrets } from './config/database-url.js';
 import { DEFAULT_ACCOUNT, type Config } from './config/schema.js';
 import { localGraphs } from './graphs/source.js';
 import { startAccount, type AccountDeps, type AccountRuntime } from './accounts.js';
@@ -144,6 +145,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     config,
     now,
     clientOptions: {
+      secrets: knownSecrets(config),
       ...(options.retryMinDelayMs !== undefined ? { retryMinDelayMs: options.retryMinDelayMs } : {}),
       ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
     },
@@ -372,4 +374,17 @@ async function startEngines(
       'remediation enabled',
     );
   return engines;
+}
+
+/**
+ * Every secret the daemon knows besides an account's own key: the other accounts' keys, the bearer tokens,
+ * the database password and settings. An upstream reply that echoes one of them is scrubbed of it too.
+ */
+function knownSecrets(config: Config): string[] {
+  return [
+    ...config.accounts.map((a) => a.upstream.apiKey),
+    ...config.remediation.bearerTokens,
+    ...config.web.auth.bearerTokens,
+    ...(config.database.kind === 'postgres' ? databaseSecrets(config.database.url) : []),
+  ];
 }
