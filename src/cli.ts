@@ -9,6 +9,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { applyFlags, configFromDocument, loadConfig } from './config/load.js';
 import { DEFAULT_ACCOUNT } from './config/schema.js';
+import { redactBaseUrl } from './config/base-url.js';
 import { describeScope } from './config/scope.js';
 import { startDaemon } from './daemon.js';
 import { readTls } from './http/tls.js';
@@ -241,7 +242,7 @@ async function checkConfig(args: string[]): Promise<void> {
   try {
     const config = await loadConfig(positionals[0]!);
     process.stdout.write(
-      `${positionals[0]}: valid — ${config.accounts.map((a) => `${config.accounts.length > 1 ? `account ${a.name}: ` : ''}API ${a.upstream.baseUrl} (key from ${a.upstream.apiKeySource})`).join(', ')}, listen ${config.web.host}:${config.web.port}${config.web.tls ? ' (TLS)' : ''}, ` +
+      `${positionals[0]}: valid — ${config.accounts.map((a) => `${config.accounts.length > 1 ? `account ${a.name}: ` : ''}API ${redactBaseUrl(a.upstream.baseUrl)} (key from ${a.upstream.apiKeySource})`).join(', ')}, listen ${config.web.host}:${config.web.port}${config.web.tls ? ' (TLS)' : ''}, ` +
         `remediation ${config.remediation.dryRun ? 'dry run' : 'live'} with ${config.remediation.rules.length} rule(s)\n`,
     );
     for (const account of config.accounts.filter((a) => a.upstream.apiKeySource === 'yaml')) {

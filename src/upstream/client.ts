@@ -23,7 +23,7 @@ import {
   type UpstreamContext,
 } from '../errors.js';
 import { createScrubber, type Scrubber } from '../scrub.js';
-import { checkBaseUrl } from '../config/base-url.js';
+import { baseUrlSecrets, checkBaseUrl } from '../config/base-url.js';
 import { RequestBudget } from './request-budget.js';
 
 /** How many characters of an unexpected body an error keeps. */
@@ -185,7 +185,7 @@ export class UpstreamClient {
     this.#options = options;
     this.#maxBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     this.#now = options.now ?? Date.now;
-    this.scrub = createScrubber([options.apiKey, ...(options.secrets ?? [])]);
+    this.scrub = createScrubber([options.apiKey, ...(options.secrets ?? []), ...baseUrlSecrets(options.baseUrl)]);
     this.budget =
       options.maxRequestsPerSecond === undefined
         ? undefined
