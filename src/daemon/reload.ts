@@ -18,7 +18,7 @@ export interface ReloadDeps {
   reloadConfig: (() => Promise<Config>) | undefined;
   /** re-reads the TLS files or the web-config file; false when that failed */
   reloadWeb: () => Promise<boolean>;
-  accounts: ReadonlyMap<string, Pick<AccountRuntime, 'scheduler'>>;
+  accounts: ReadonlyMap<string, Pick<AccountRuntime, 'scheduler' | 'poller'>>;
   /** each account's engine: a removed rule takes its pending changes with it */
   engines: ReadonlyMap<string, Pick<RemediationEngine, 'rulesChanged'>>;
   metrics: Pick<Metrics, 'configReloadSuccessful' | 'configReloadSuccessAt'>;
@@ -51,8 +51,10 @@ async function apply(d: ReloadDeps, next: Config): Promise<string[]> {
   }
   const { rules, dryRun, budgetPerHour } = next.remediation;
   Object.assign(config.remediation, { rules, dryRun, budgetPerHour });
-  // Scope and collector switches: read by each account's next runs (the next servers run applies the scope).
+  // Scope and collector switches: read by each account's next runs (the next servers run applies the scope);
+  // a collector switched off loses its series and images at once.
   Object.assign(config.collectors, next.collectors);
+  await Promise.all([...d.accounts.values()].map((account) => account.poller.dropSwitchedOff()));
   for (const account of config.accounts)
     Object.assign(account.scope, next.accounts.find((a) => a.name === account.name)?.scope ?? {});
   // A removed rule takes its pending changes with it; a journal that fails here fails no reload.
