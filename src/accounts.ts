@@ -92,8 +92,11 @@ export async function startAccount(
       deps.onPollFinished(account.name, job, outcome);
     },
   });
-  const scheduler = new Scheduler(poller.jobs, deps.config.schedules, (poll, seconds) =>
-    metrics.pollInterval.set({ poll }, seconds),
+  const scheduler = new Scheduler(
+    poller.jobs,
+    deps.config.schedules,
+    (poll, seconds) => metrics.pollInterval.set({ poll }, seconds),
+    logger,
   );
   if (account.upstream.apiKeySource === 'yaml')
     logger.warn('the API key sits in the config file itself: prefer api_key_file or BAREMETAL_API_KEY');
