@@ -552,7 +552,10 @@ export function parseConfigText(text: string, env: ConfigEnv = {}, readFile?: Re
  * a problem naming the key and the path). Rejects with ConfigError.
  */
 export function configFromDocument(raw: unknown, env: ConfigEnv = {}): Promise<Config> {
-  return buildWithFiles((read) => buildConfig(raw, env, (path, kind) => read(path, kind).toString('utf8')));
+  // A copy for each run: buildConfig fills the schema's defaults into the document it is given.
+  return buildWithFiles((read) =>
+    buildConfig(structuredClone(raw), env, (path, kind) => read(path, kind).toString('utf8')),
+  );
 }
 
 /**
