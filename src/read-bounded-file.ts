@@ -10,9 +10,17 @@
  * libuv pipe handle, no pool thread). The whole read has a deadline: a pipe nobody writes fails after
  * READ_TIMEOUT_MS with the path's sentence, and the descriptor is closed.
  */
-import { constants, type Stats } from 'node:fs';
-import { open, stat, type FileHandle } from 'node:fs/promises';
+import { close, constants, fstat, open, read, type Stats } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { Socket } from 'node:net';
+import { promisify } from 'node:util';
+
+// The descriptor-level calls: a pipe's descriptor is handed to a socket that owns (and closes) it, which a
+// FileHandle would close a second time.
+const openFd = promisify(open);
+const fstatFd = promisify(fstat);
+const readFd = promisify(read);
+const closeFd = promisify(close);
 
 /** The largest file of each kind, in bytes. */
 export const FILE_LIMITS = {
@@ -93,28 +101,28 @@ export async function readBoundedFile(path: string, kind: FileKind, options: Rea
   // Checked before opening: opening a device can have effects of its own (a tape rewinds, a tty blocks).
   refuseType(await stat(path), limit, regularOnly);
   // O_NONBLOCK: a FIFO opens at once, writer or not; the type is checked again on what was opened.
-  const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+  const fd = await openFd(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
   let handedOver = false;
   try {
-    const stats = await handle.stat();
+    const stats = await fstatFd(fd);
     refuseType(stats, limit, regularOnly);
     if (stats.isFile()) {
       if (stats.size > limit) throw tooLarge(stats.size, limit);
-      return await readRegular(handle, limit);
+      return await readRegular(fd, limit);
     }
     handedOver = true;
-    return await readPipe(handle, limit, options.timeoutMs ?? READ_TIMEOUT_MS);
+    return await readPipe(fd, limit, options.timeoutMs ?? READ_TIMEOUT_MS);
   } finally {
-    if (!handedOver) await handle.close();
+    if (!handedOver) await closeFd(fd);
   }
 }
 
 /** A regular file's bytes (one byte more than the cap tells "exactly at the cap" from "grew past it"). */
-async function readRegular(handle: FileHandle, limit: number): Promise<Buffer> {
+async function readRegular(fd: number, limit: number): Promise<Buffer> {
   const buffer = Buffer.alloc(limit + 1);
   let length = 0;
   for (;;) {
-    const { bytesRead } = await handle.read(buffer, length, buffer.length - length, null);
+    const { bytesRead } = await readFd(fd, buffer, length, buffer.length - length, null);
     if (bytesRead === 0) return buffer.subarray(0, length);
     length += bytesRead;
     if (length > limit) throw tooLarge(undefined, limit);
@@ -126,17 +134,16 @@ async function readRegular(handle: FileHandle, limit: number): Promise<Buffer> {
  * and closes it when done. Linux does not report end-of-file on a FIFO that never had a writer, so a pipe
  * nobody opens for writing waits for the deadline and is refused.
  */
-function readPipe(handle: FileHandle, limit: number, timeoutMs: number): Promise<Buffer> {
-  const socket = new Socket({ fd: handle.fd, readable: true, writable: false });
+function readPipe(fd: number, limit: number, timeoutMs: number): Promise<Buffer> {
+  const socket = new Socket({ fd, readable: true, writable: false });
   const chunks: Buffer[] = [];
   let length = 0;
   return new Promise<Buffer>((resolve, reject) => {
     const finish = (error: Error | undefined) => {
       clearTimeout(timer);
       socket.removeAllListeners('data');
+      // Closes the descriptor.
       socket.destroy();
-      // The socket closed the descriptor; the FileHandle must not close it again (its number may be reused).
-      void handle.close().catch(() => undefined);
       if (error) reject(error);
       else resolve(Buffer.concat(chunks, length));
     };
