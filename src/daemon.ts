@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import type { Dispatcher } from 'undici';
 import { buildApp } from './app.js';
+import { databaseSecrets } from './config/database-url.js';
 import { DEFAULT_ACCOUNT, type Config } from './config/schema.js';
 import { localGraphs } from './graphs/source.js';
 import { startAccount, type AccountDeps, type AccountRuntime } from './accounts.js';
@@ -52,7 +53,7 @@ export interface DaemonOptions {
   /** `--web.config.file`: its TLS, headers and basic-auth users replace `web.tls` and `web.auth.basic_auth_users` */
   webConfig?: WebConfigFile;
   /** re-reads the config file through the same loader and flags (`reload()`); without it a reload fails */
-  reloadConfig?: () => Config;
+  reloadConfig?: () => Promise<Config>;
   /** serve `POST /-/reload` (`--web.enable-lifecycle`) */
   lifecycle?: boolean;
   /** `--web.telemetry-path`, already validated (`validateTelemetryPath`); default `/metrics` */
@@ -86,7 +87,7 @@ export interface Daemon {
   /** with PostgreSQL: the state shared with the other replicas (server directory, graph images) */
   shared: PostgresStore['shared'] | undefined;
   /** re-reads the TLS files or the web-config file (SIGHUP); false without them or when reading failed */
-  reloadTls(): boolean;
+  reloadTls(): Promise<boolean>;
   /**
    * SIGHUP and `POST /-/reload`: re-reads the config file and applies what can change safely
    * (config/reload.ts), and the web config (TLS files, `--web.config.file`); an invalid new file is refused
@@ -150,6 +151,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     config,
     now,
     clientOptions: {
+      secrets: knownSecrets(config),
       ...(options.retryMinDelayMs !== undefined ? { retryMinDelayMs: options.retryMinDelayMs } : {}),
       ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
     },
@@ -163,7 +165,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     eventLedger: (account: string) => journal.eventLedger(account),
   });
   const engines = await startEngines(config, { accounts, journal, replication, logger, now, exposition });
-  const web = webDeps(config, options.webConfig);
+  const web = await webDeps(config, options.webConfig);
   /** set by stop(): the initial polls start nothing more, a reload changes nothing */
   let stopping = false;
   const app = buildApp({
@@ -382,4 +384,17 @@ async function startEngines(
       'remediation enabled',
     );
   return engines;
+}
+
+/**
+ * Every secret the daemon knows besides an account's own key: the other accounts' keys, the bearer tokens,
+ * the database password and settings. An upstream reply that echoes one of them is scrubbed of it too.
+ */
+function knownSecrets(config: Config): string[] {
+  return [
+    ...config.accounts.map((a) => a.upstream.apiKey),
+    ...config.remediation.bearerTokens,
+    ...config.web.auth.bearerTokens,
+    ...(config.database.kind === 'postgres' ? databaseSecrets(config.database.url) : []),
+  ];
 }

@@ -142,7 +142,7 @@ export function processIo(): CliIo {
 }
 
 /** The config as the daemon reads it; without a file, a minimal one from the environment. */
-function loadCliConfig(file: string | undefined, env: NodeJS.ProcessEnv): Config {
+async function loadCliConfig(file: string | undefined, env: NodeJS.ProcessEnv): Promise<Config> {
   if (file !== undefined) return loadConfig(file, env);
   if (!env.BAREMETAL_API_URL || !env.BAREMETAL_API_KEY)
     throw usage('no API configured: give --config.file FILE, or set BAREMETAL_API_URL and BAREMETAL_API_KEY');
@@ -241,7 +241,7 @@ export async function runApi(argv: string[], io: CliIo = processIo()): Promise<n
     if (!OUTPUT_FORMATS.includes(format))
       throw usage(`--output must be one of ${OUTPUT_FORMATS.join(', ')} (got ${JSON.stringify(values.output)})`);
     const file = values['config.file'] as string | undefined;
-    const config = loadCliConfig(file, io.env);
+    const config = await loadCliConfig(file, io.env);
     const names = config.accounts.map((a) => a.name);
     const wanted = values.account === undefined ? (names.length === 1 ? names[0] : undefined) : String(values.account);
     const account = config.accounts.find((a) => a.name === wanted);

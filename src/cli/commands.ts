@@ -159,10 +159,10 @@ export function scriptText(path: string, bytes: Uint8Array): string {
 }
 
 /** The script at `path`: a regular file or a pipe (`<(…)`), at most MAX_SCRIPT_BYTES from every source, as UTF-8 text. */
-function readScript(path: string): string {
+async function readScript(path: string): Promise<string> {
   let bytes: Buffer;
   try {
-    bytes = readBoundedFile(path, 'script');
+    bytes = await readBoundedFile(path, 'script');
   } catch (error) {
     if (error instanceof BoundedFileError && error.code === 'EFBIG')
       throw usage(
@@ -179,7 +179,7 @@ async function runProvision(ctx: CommandContext): Promise<Rendered> {
   const serverId = ctx.args[0]!;
   const osid = requiredOption(ctx, 'os');
   const scriptPath = option(ctx, 'post-install');
-  const postInstallation = scriptPath === undefined ? undefined : readScript(scriptPath);
+  const postInstallation = scriptPath === undefined ? undefined : await readScript(scriptPath);
   let dest: { file?: string; show: boolean } = { show: false };
   let fd: number | undefined;
   const outcome = await runWrite(ctx, {

@@ -10,7 +10,7 @@ import ms from 'ms';
 import cron from 'node-cron';
 import { parse as parseYaml } from 'yaml';
 import { redactDatabaseUrl } from './database-url.js';
-import { readBoundedText, readProblem, type FileKind } from '../read-bounded-file.js';
+import { buildWithFiles, readBoundedText, readProblem, type FileKind } from '../read-bounded-file.js';
 import { ConfigError, InsecureUrlError } from '../errors.js';
 import { checkBaseUrl } from './base-url.js';
 import { compileHostname, type ServerScope, type ServerSelectorFile } from './scope.js';
@@ -37,8 +37,16 @@ export interface ConfigEnv {
   BAREMETAL_DATABASE_URL?: string | undefined;
 }
 
-/** Reads the text of a file the config names; `kind` picks its cap (see readBoundedFile). */
+/**
+ * Reads the text of a file the config names; `kind` picks its cap (see readBoundedFile). Synchronous: the
+ * files are read beforehand, asynchronously (configFromDocument).
+ */
 type ReadFile = (path: string, kind: FileKind) => string;
+
+/** The reader of a config built without configFromDocument: it names no file it could read. */
+const noFiles: ReadFile = (path) => {
+  throw new Error(`${path} was not read (the config is built by configFromDocument when it names files)`);
+};
 
 const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true, keywords: SCHEMA_ANNOTATIONS });
 const validateFile = ajv.compile<ConfigFile>(configFileSchema);
@@ -186,9 +194,10 @@ export function bcryptCostProblem(user: string, hash: string): string | undefine
 
 /**
  * Validates parsed YAML (`raw`) with `env` overrides and returns the normalized Config.
- * `readFile` reads key, token and TLS files (injectable for tests). Throws ConfigError with every problem found.
+ * `readFile` gives the text of key, token and TLS files (configFromDocument reads them first; tests inject
+ * their own). Throws ConfigError with every problem found.
  */
-export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFile = readBoundedText): Config {
+export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFile = noFiles): Config {
   const doc = (raw ?? {}) as Record<string, unknown>;
   if (typeof doc !== 'object' || Array.isArray(doc)) throw new ConfigError(['(top level): must be a mapping']);
   const fileKeys = new Set(Object.keys(doc));
@@ -459,9 +468,10 @@ function checkUpstream(
     );
   }
   const caFile = checks.text(`${at}.ca_file`);
+  let ca: string | undefined;
   if (caFile !== undefined) {
     try {
-      readFile(caFile, 'pem');
+      ca = readFile(caFile, 'pem');
     } catch (error) {
       problems.push(`${at}.ca_file: cannot read ${caFile} (${errno(error)})`);
     }
@@ -470,7 +480,7 @@ function checkUpstream(
   return (file) => ({
     baseUrl: baseUrl!,
     apiKey,
-    ...(file.ca_file ? { caFile: file.ca_file } : {}),
+    ...(file.ca_file ? { caFile: file.ca_file, ca: ca! } : {}),
     timeoutMs: timeoutMs!,
     concurrency: file.concurrency,
     retries: file.retries,
@@ -537,24 +547,42 @@ export function applyFlags(config: Config, flags: ConfigFlags): Config {
   return { ...config, web, logLevel };
 }
 
-/** Parses YAML text; a syntax error becomes a ConfigError naming the line. */
-export function parseConfigText(text: string, env: ConfigEnv = {}, readFile?: ReadFile): Config {
-  let raw: unknown;
+/** The document of YAML text; a syntax error becomes a ConfigError naming the line. */
+function parseYamlText(text: string): unknown {
   try {
-    raw = parseYaml(text);
+    return parseYaml(text);
   } catch (error) {
     throw new ConfigError([`(yaml): ${(error as Error).message.split('\n')[0]}`], { cause: error });
   }
-  return buildConfig(raw, env, readFile);
 }
 
-/** Reads and validates the config file at `path` with `env` overrides. Throws ConfigError. */
-export function loadConfig(path: string, env: ConfigEnv = process.env): Config {
+/** Parses YAML text; a syntax error becomes a ConfigError naming the line. */
+export function parseConfigText(text: string, env: ConfigEnv = {}, readFile?: ReadFile): Config {
+  return buildConfig(parseYamlText(text), env, readFile);
+}
+
+/**
+ * buildConfig with the files the document names (key, token, URL, CA and TLS files) read first, all at
+ * once and without blocking the event loop (readBoundedFile: a pipe nobody writes fails after its deadline,
+ * a problem naming the key and the path). Rejects with ConfigError.
+ */
+export function configFromDocument(raw: unknown, env: ConfigEnv = {}): Promise<Config> {
+  // A copy for each run: buildConfig fills the schema's defaults into the document it is given.
+  return buildWithFiles((read) =>
+    buildConfig(structuredClone(raw), env, (path, kind) => read(path, kind).toString('utf8')),
+  );
+}
+
+/**
+ * Reads and validates the config file at `path` with `env` overrides, reading it and every file it names
+ * without blocking the event loop (see configFromDocument). Rejects with ConfigError.
+ */
+export async function loadConfig(path: string, env: ConfigEnv = process.env): Promise<Config> {
   let text: string;
   try {
-    text = readBoundedText(path, 'config');
+    text = await readBoundedText(path, 'config');
   } catch (error) {
     throw new ConfigError([`(file): cannot read ${path} (${errno(error)})`]);
   }
-  return parseConfigText(text, env);
+  return configFromDocument(parseYamlText(text), env);
 }

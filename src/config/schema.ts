@@ -456,6 +456,8 @@ export interface UpstreamConfig {
   /** the secret key (per the API contract, §5); never logged */
   apiKey: string;
   caFile?: string;
+  /** the PEM text of `caFile`, read when the config was loaded */
+  ca?: string;
   timeoutMs: number;
   concurrency: ConfigFile['upstream']['concurrency'];
   retries: ConfigFile['upstream']['retries'];

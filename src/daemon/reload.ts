@@ -15,9 +15,9 @@ export interface ReloadDeps {
   /** the configuration in force, changed in place */
   config: Config;
   /** re-reads the config file; without it a reload fails */
-  reloadConfig: (() => Config) | undefined;
+  reloadConfig: (() => Promise<Config>) | undefined;
   /** re-reads the TLS files or the web-config file; false when that failed */
-  reloadWeb: () => boolean;
+  reloadWeb: () => Promise<boolean>;
   accounts: ReadonlyMap<string, Pick<AccountRuntime, 'name' | 'scheduler' | 'poller'>>;
   /** an account's inventory now follows the new scope: render the exposition, publish the server list */
   scopeApplied: (account: Pick<AccountRuntime, 'name' | 'poller'>) => void;
@@ -53,9 +53,11 @@ async function apply(d: ReloadDeps, next: Config): Promise<string[]> {
   }
   const { rules, dryRun, budgetPerHour } = next.remediation;
   Object.assign(config.remediation, { rules, dryRun, budgetPerHour });
-  // Collector switches: read by each account's next runs. The scope: applied to the latest server list at once,
-  // so that remediation and discovery stop seeing a newly excluded server before the next servers run.
+  // Collector switches: read by each account's next runs; a collector switched off loses its series and
+  // images at once. The scope: applied to the latest server list at once, so that remediation and discovery
+  // stop seeing a newly excluded server before the next servers run.
   Object.assign(config.collectors, next.collectors);
+  await Promise.all([...d.accounts.values()].map((account) => account.poller.dropSwitchedOff()));
   for (const account of config.accounts)
     Object.assign(account.scope, next.accounts.find((a) => a.name === account.name)?.scope ?? {});
   await Promise.all(
@@ -90,11 +92,11 @@ export function createReload(d: ReloadDeps): () => Promise<ReloadResult> {
   };
   const once = async (): Promise<ReloadResult> => {
     if (d.stopping()) return failed(false, ['the daemon is stopping']);
-    const webOk = d.reloadWeb();
+    const webOk = await d.reloadWeb();
     if (!d.reloadConfig) return failed(false, ['no configuration file to reload']);
     let next: Config;
     try {
-      next = d.reloadConfig();
+      next = await d.reloadConfig();
     } catch (error) {
       const invalid = error instanceof ConfigError;
       const problems = invalid ? error.problems : [(error as Error).message];

@@ -23,7 +23,8 @@ export class WebConfigFile {
   readonly #watched = new Set<string>();
   readonly #servers: Server[] = [];
 
-  constructor(path: string, logger: Logger, initial: WebConfig = loadWebConfig(path)) {
+  /** `initial`: the file as loadWebConfig read it at start */
+  constructor(path: string, logger: Logger, initial: WebConfig) {
     this.#path = path;
     this.#logger = logger;
     this.#current = initial;
@@ -50,10 +51,10 @@ export class WebConfigFile {
   }
 
   /** Re-reads the file; true when the new one is in force. */
-  reload(): boolean {
+  async reload(): Promise<boolean> {
     let next: WebConfig;
     try {
-      next = loadWebConfig(this.#path);
+      next = await loadWebConfig(this.#path);
       refuseSilentRemoval(next, this.#current);
       if (Boolean(next.tls) !== Boolean(this.#current.tls))
         throw new ConfigError([
@@ -84,7 +85,7 @@ export class WebConfigFile {
   }
 
   readonly #onChange = (current: { mtimeMs: number }, previous: { mtimeMs: number }) => {
-    if (current.mtimeMs !== previous.mtimeMs) this.reload();
+    if (current.mtimeMs !== previous.mtimeMs) void this.reload();
   };
 }
 

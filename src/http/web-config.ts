@@ -15,7 +15,7 @@ import { Type, type Static } from 'typebox';
 import { parse as parseYaml } from 'yaml';
 import { bcryptHashProblem } from '../config/load.js';
 import { ConfigError } from '../errors.js';
-import { readBoundedFile, readBoundedText, readProblem } from '../read-bounded-file.js';
+import { buildWithFiles, readBoundedText, readProblem } from '../read-bounded-file.js';
 import { oneOf, stringMap, strictObject as strict } from '../json-schema.js';
 
 /** Go's `tls.ClientAuthType` names, as exporter-toolkit spells them. */
@@ -174,10 +174,7 @@ function describe(error: ErrorObject): string {
  * Parses and checks a web-config file's text; `readFile` reads the PEM files (relative paths are the
  * caller's to resolve). Throws ConfigError listing every problem, one line each, prefixed `web.config.file`.
  */
-export function parseWebConfig(
-  text: string,
-  readFile: (path: string) => Buffer = (p) => readBoundedFile(p, 'pem'),
-): WebConfig {
+export function parseWebConfig(text: string, readFile: (path: string) => Buffer): WebConfig {
   let doc: unknown;
   let empty = false;
   try {
@@ -284,15 +281,18 @@ function checkTls(
   return tls;
 }
 
-/** Reads and checks the file at `path`. Throws ConfigError. */
-export function loadWebConfig(path: string): WebConfig {
+/**
+ * Reads and checks the file at `path` and the PEM files it names, without blocking the event loop
+ * (readBoundedFile). Rejects with ConfigError.
+ */
+export async function loadWebConfig(path: string): Promise<WebConfig> {
   let text: string;
   try {
-    text = readBoundedText(path, 'webConfig');
+    text = await readBoundedText(path, 'webConfig');
   } catch (error) {
     throw new ConfigError([`web.config.file: cannot read ${path} (${readProblem(error)})`]);
   }
-  return parseWebConfig(text);
+  return buildWithFiles((read) => parseWebConfig(text, (p) => read(p, 'pem')));
 }
 
 /**

@@ -448,8 +448,7 @@ export class PollJobs implements TargetDirectory {
   async pollGraphs(signal: AbortSignal = new AbortController().signal): Promise<WorkResult> {
     const { client, metrics, logger, graphStore, config } = this.#deps;
     if (config.collectors?.graphs === false) {
-      // No request; the graph series there were (before a reload) are removed.
-      for (const graph of graphStore.list()) this.#removeGraphSeries(graph);
+      await this.#graphsOff();
       return { items: 0, failed: 0 };
     }
     const keys = [...this.inventory.keys()].flatMap((serverId) =>
@@ -474,12 +473,38 @@ export class PollJobs implements TargetDirectory {
     return result;
   }
 
+  /**
+   * `collectors.graphs: false`: no request; the graph series there were (before a reload) are removed and the
+   * held images dropped (memory, disk, the shared copy), so `/graphs` stops serving them.
+   */
+  async #graphsOff(): Promise<void> {
+    const { graphStore, metrics } = this.#deps;
+    for (const graph of await graphStore.retainServers(new Set())) this.#removeGraphSeries(graph);
+    metrics.graphImages.set(graphStore.size);
+  }
+
+  /** `collectors.catalog: false`: no request; the catalog series are removed. */
+  #catalogOff(): void {
+    this.#deps.metrics.catalogOperatingSystems.remove({});
+    this.#deps.metrics.catalogLocations.remove({});
+  }
+
+  /**
+   * Applies the collectors switched off, at once (a reload): their series are removed and, for graphs, the
+   * held images dropped, without waiting for the job's next run.
+   */
+  async dropSwitchedOff(): Promise<void> {
+    const collectors = this.#deps.config.collectors;
+    if (collectors?.firewall === false) this.#firewallOff();
+    if (collectors?.graphs === false) await this.#graphsOff();
+    if (collectors?.catalog === false) this.#catalogOff();
+  }
+
   /** `catalog` job: OS list and locations (rarely changes). */
   async pollCatalog(signal: AbortSignal = new AbortController().signal): Promise<WorkResult> {
     const { client, metrics, logger, config } = this.#deps;
     if (config.collectors?.catalog === false) {
-      metrics.catalogOperatingSystems.remove({});
-      metrics.catalogLocations.remove({});
+      this.#catalogOff();
       return { items: 0, failed: 0 };
     }
     const tasks: Array<() => Promise<void>> = [

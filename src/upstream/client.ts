@@ -23,8 +23,8 @@ import {
   type UpstreamContext,
 } from '../errors.js';
 import { createScrubber, type Scrubber } from '../scrub.js';
-import { checkBaseUrl } from '../config/base-url.js';
-import { RequestBudget, type BudgetPriority } from './request-budget.js';
+import { baseUrlSecrets, checkBaseUrl } from '../config/base-url.js';
+import { type BudgetPriority, RequestBudget } from './request-budget.js';
 
 /** How many characters of an unexpected body an error keeps. */
 export const EXCERPT_LENGTH = 200;
@@ -42,6 +42,8 @@ export interface UpstreamClientOptions {
   baseUrl: string;
   /** the secret key; sent as `Authorization: <key>`, never logged or put in an error */
   apiKey: string;
+  /** the other secrets the daemon knows (tokens, passwords, other accounts' keys), scrubbed from replies like the key */
+  secrets?: readonly string[];
   /** total deadline of one attempt (connect, headers and body together), in milliseconds */
   timeoutMs: number;
   /** largest reply body read, in bytes (default 32 MiB); a larger one is aborted while streaming */
@@ -191,7 +193,7 @@ export class UpstreamClient {
   readonly #options: UpstreamClientOptions;
   readonly #maxBytes: number;
   readonly #now: () => number;
-  /** Removes the key from every text the upstream sends (plain, JSON-escaped, URL-encoded). */
+  /** Removes the key and `secrets` from every text the upstream sends, however spelled (see scrub.ts). */
   readonly scrub: Scrubber;
   /** ms since epoch until which every request waits (a Retry-After pause); 0 = not paused */
   #pausedUntil = 0;
@@ -202,7 +204,7 @@ export class UpstreamClient {
     this.#options = options;
     this.#maxBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     this.#now = options.now ?? Date.now;
-    this.scrub = createScrubber([options.apiKey]);
+    this.scrub = createScrubber([options.apiKey, ...(options.secrets ?? []), ...baseUrlSecrets(options.baseUrl)]);
     this.budget =
       options.maxRequestsPerSecond === undefined
         ? undefined
@@ -258,7 +260,7 @@ export class UpstreamClient {
     return this.#withRetry(req, async (signal) => {
       const { status, text } = await this.#send(req, signal);
       const ctx = { operation: req.operation, path: req.path, status };
-      const apiError = parseApiError(text);
+      const apiError = parseApiError(text, this.scrub);
       if (apiError !== undefined) throw new ApiError(ctx, apiError);
       if (status < 200 || status >= 300) throw new HttpStatusError(ctx, excerpt(text));
       return text;
@@ -508,7 +510,7 @@ export class UpstreamClient {
     const ctx = { operation: req.operation, path: req.path, status };
     let parsed: unknown;
     try {
-      parsed = JSON.parse(text);
+      parsed = parseScrubbed(text, this.scrub);
     } catch {
       if (status < 200 || status >= 300) throw new HttpStatusError(ctx, excerpt(text));
       // A write answered 2xx without JSON does not say whether it acted (decodeActionResult's rule).
@@ -542,10 +544,20 @@ function errorMessageOf(parsed: unknown): string | undefined {
   return undefined;
 }
 
-function parseApiError(text: string): string | undefined {
+/**
+ * A reply's JSON with every decoded string scrubbed: the raw text is scrubbed already, but a JSON escape
+ * (`\u0041`, `\n` inside the key) spells a secret the raw text does not show. Only a string with an escape can
+ * decode to something its raw text did not say, so a reply without a backslash is parsed as it is.
+ */
+function parseScrubbed(text: string, scrub: Scrubber): unknown {
+  if (!text.includes('\\')) return JSON.parse(text);
+  return JSON.parse(text, (_key, value: unknown) => (typeof value === 'string' ? scrub(value) : value));
+}
+
+function parseApiError(text: string, scrub: Scrubber): string | undefined {
   if (!text.trimStart().startsWith('{')) return undefined;
   try {
-    return errorMessageOf(JSON.parse(text));
+    return errorMessageOf(parseScrubbed(text, scrub));
   } catch {
     return undefined;
   }

@@ -42,6 +42,12 @@ describe('check-config', () => {
       out: /scope: servers matching location fra1 or hostname web-\[0-9\]\+ except id 7\ncollectors switched off: graphs, catalog\n/,
     },
     {
+      name: 'a base_url with a password in its userinfo (printed redacted)',
+      yaml: 'upstream: { base_url: "https://ops:userinfo-pa55@api.provider.test/", api_key: k }\n',
+      code: 0,
+      out: /^(?![\s\S]*userinfo-pa55)[\s\S]*valid — API https:\/\/\*\*\*@api\.provider\.test \(key from yaml\)/,
+    },
+    {
       name: 'a bad hostname regex',
       yaml: 'upstream: { base_url: "https://api.provider.test", api_key: k }\nservers: { exclude: [{ hostname: "web-(" }] }\n',
       code: 1,

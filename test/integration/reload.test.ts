@@ -129,6 +129,36 @@ describe('Daemon.reload()', () => {
     expect(await gauge(daemon, 'baremetal_servers')).toBe(0);
   });
 
+  it('drops the series and images of a collector switched off at once: no run needed', async () => {
+    const { daemon, write } = await setUp();
+    const { poller, graphStore } = accountOf(daemon, 'default');
+    await poller.run('graphs');
+    const images = graphStore.list();
+    expect(images.length).toBeGreaterThan(0);
+    const held = images[0];
+    const url = `/graphs/dedicated/${held!.serverId}/${held!.type}/${held!.scale}.png`;
+    const graphSeries = async () =>
+      (await daemon.registry.getSingleMetric('baremetal_graph_last_success_timestamp_seconds')!.get()).values.length;
+    const before = {
+      images: await gauge(daemon, 'baremetal_graph_images'),
+      series: await graphSeries(),
+      served: (await daemon.app.inject(url)).statusCode,
+    };
+    write({ collectors: { graphs: false } });
+    expect(await daemon.reload()).toEqual({ ok: true, needsRestart: [] });
+    expect({
+      before,
+      after: {
+        images: await gauge(daemon, 'baremetal_graph_images'),
+        series: await graphSeries(),
+        served: (await daemon.app.inject(url)).statusCode,
+      },
+    }).toEqual({
+      before: { images: images.length, series: images.length, served: 200 },
+      after: { images: 0, series: 0, served: 404 },
+    });
+  });
+
   it('applies a changed rule to the next webhook', async () => {
     const { sim, daemon, write, dir } = await setUp();
     expect((await webhook(daemon, 'HostDown')).json().results).toEqual([]);

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon.js';
 import { ConfigError } from '../../src/errors.js';
 import { WebConfigFile } from '../../src/http/web-config-reload.js';
+import { loadWebConfig } from '../../src/http/web-config.js';
 import { startHarness, type Harness } from '../helpers/daemon.js';
 import { captureLogger } from '../helpers/logger.js';
 import { POWERCYCLE_REMEDIATION } from '../helpers/remediation.js';
@@ -70,27 +71,31 @@ describe('web config faults', () => {
       simulator: { servers: 1, attackRate: 0 },
       remediationAuth: true,
       config: { remediation: POWERCYCLE_REMEDIATION },
-      daemon: { logger: log.logger, initialPolls: false, webConfig: new WebConfigFile(path, log.logger) },
+      daemon: {
+        logger: log.logger,
+        initialPolls: false,
+        webConfig: new WebConfigFile(path, log.logger, await loadWebConfig(path)),
+      },
     });
     daemon = harness.daemon;
   });
   afterAll(() => harness?.stop());
 
   /** Writes `text` as the web-config file and reloads it; the problems of the refusal logged (undefined: none). */
-  const reloadProblems = (text: string) => {
+  const reloadProblems = async (text: string) => {
     writeFileSync(path, text);
     const from = log.lines.length;
-    expect(daemon.reloadTls()).toBe(false);
+    expect(await daemon.reloadTls()).toBe(false);
     const failed = log.lines.slice(from).map((l) => JSON.parse(l) as { msg: string; problems?: string[] });
     return failed.find((l) => l.msg === 'web config reload failed; keeping the previous one')?.problems;
   };
 
-  it.each(rows)('$fault: refused at start with the key named', ({ text, problem }) => {
+  it.each(rows)('$fault: refused at start with the key named', async ({ text, problem }) => {
     const bad = join(tempDir(), 'web.yml');
     writeFileSync(bad, text);
     let error: unknown;
     try {
-      new WebConfigFile(bad, log.logger);
+      await loadWebConfig(bad);
     } catch (e) {
       error = e;
     }
@@ -99,7 +104,7 @@ describe('web config faults', () => {
   });
 
   it.each(rows)('$fault: refused on reload; the previous file keeps serving', async ({ text, problem }) => {
-    expect(reloadProblems(text)).toEqual([problem]);
+    expect(await reloadProblems(text)).toEqual([problem]);
     const health = await daemon.app.inject({ method: 'GET', url: '/healthz' });
     expect(health.statusCode).toBe(200);
     expect(health.headers['content-security-policy']).toBe("default-src 'none'");
@@ -137,7 +142,7 @@ describe('web config faults', () => {
     '$fault on re-read: refused, basic auth stays in force (/metrics 401 without credentials)',
     async ({ text, problem }) => {
       expect(await metricsWithout()).toBe(401);
-      expect(reloadProblems(text)).toEqual([problem]);
+      expect(await reloadProblems(text)).toEqual([problem]);
       expect(await metricsWithout()).toBe(401);
       writeFileSync(path, GOOD);
     },
@@ -145,20 +150,20 @@ describe('web config faults', () => {
 
   it('basic_auth_users: {} on re-read removes basic auth, as it says', async () => {
     writeFileSync(path, 'basic_auth_users: {}\n');
-    expect(daemon.reloadTls()).toBe(true);
+    expect(await daemon.reloadTls()).toBe(true);
     expect(await metricsWithout()).toBe(200);
     writeFileSync(path, GOOD);
-    expect(daemon.reloadTls()).toBe(true);
+    expect(await daemon.reloadTls()).toBe(true);
     expect(await metricsWithout()).toBe(401);
   });
 
   it('€ in a header value on re-read: accepted, and sent as its UTF-8 bytes', async () => {
     const policy = "default-src 'none'; report-uri https://example.net/€";
     writeFileSync(path, GOOD.replace("default-src 'none'", policy));
-    expect(daemon.reloadTls()).toBe(true);
+    expect(await daemon.reloadTls()).toBe(true);
     const health = await daemon.app.inject({ method: 'GET', url: '/healthz' });
     expect(Buffer.from(String(health.headers['content-security-policy']), 'latin1').toString('utf8')).toBe(policy);
     writeFileSync(path, GOOD);
-    expect(daemon.reloadTls()).toBe(true);
+    expect(await daemon.reloadTls()).toBe(true);
   });
 });

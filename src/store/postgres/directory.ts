@@ -91,6 +91,8 @@ export interface SharedDirectoryOptions {
   /** the configured accounts */
   accounts: readonly string[];
   logger: Logger;
+  /** the message of a database error, scrubbed of the URL's secrets (default: the error's message) */
+  reason?: (error: unknown) => string;
   /** how often the snapshots are read again, ms (default 3000) */
   refreshMs?: number;
 }
@@ -171,7 +173,7 @@ export class SharedDirectory {
       }
       this.#logged = undefined;
     } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
+      const reason = this.#options.reason?.(error) ?? (error instanceof Error ? error.message : String(error));
       if (this.#logged !== reason)
         logger.warn(
           { reason },

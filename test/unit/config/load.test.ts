@@ -80,6 +80,7 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
       baseUrl: 'https://api.provider.test',
       apiKey: 'file-key',
       caFile: '/etc/ssl/provider-ca.pem',
+      ca: '',
       timeoutMs: 2500,
       concurrency: 4,
       maxRequestsPerSecond: 2.5,
