@@ -8,6 +8,7 @@
  */
 import type pg from 'pg';
 import type { Logger } from 'pino';
+import { SCHEDULED_CANCELLATIONS, type ScheduledCancellation } from '../../config/api-terms.js';
 
 /** server id → the IPs it owns (the shape rows had before the server's record fields were published too) */
 export type ServerIps = Record<string, string[]>;
@@ -19,13 +20,21 @@ export interface ServerDetails {
   hostname: string;
   location: string;
   status: string;
+  /** the cancellation its record says is scheduled (`immediate`, `end`), '' when none or an older leader published the row */
+  cancellation: ScheduledCancellation;
 }
 
 /** One published server: the IPs it owns, and its record's fields. */
 export type PublishedServer = { ips: string[] } & ServerDetails;
 
-/** server id → what the leader publishes of it; a row may still hold the older `ServerIps` shape. */
-export type PublishedServers = Record<string, PublishedServer>;
+/**
+ * server id → what the leader publishes of it; a row may still hold the older `ServerIps` shape, or servers
+ * without `cancellation` (a leader before issue 32).
+ */
+export type PublishedServers = Record<
+  string,
+  PublishedServer | ({ ips: string[] } & Omit<ServerDetails, 'cancellation'>)
+>;
 
 /** One account's server list as last read from the database. */
 export class DirectorySnapshot {
@@ -62,7 +71,20 @@ export class DirectorySnapshot {
     this.#servers = new Map(entries.map(([id, v]) => [id, new Set(Array.isArray(v) ? v : v.ips)]));
     this.#details = new Map(
       entries.flatMap(([id, v]) =>
-        Array.isArray(v) ? [] : [[id, { ip: v.ip, hostname: v.hostname, location: v.location, status: v.status }]],
+        Array.isArray(v)
+          ? []
+          : [
+              [
+                id,
+                {
+                  ip: v.ip,
+                  hostname: v.hostname,
+                  location: v.location,
+                  status: v.status,
+                  cancellation: 'cancellation' in v ? v.cancellation : '',
+                },
+              ],
+            ],
       ),
     );
     this.#known = true;
@@ -76,7 +98,11 @@ const isTexts = (value: unknown): value is string[] =>
 const isPublished = (value: unknown): value is PublishedServer => {
   if (typeof value !== 'object' || value === null) return false;
   const v = value as Record<string, unknown>;
-  return isTexts(v.ips) && ['ip', 'hostname', 'location', 'status'].every((key) => typeof v[key] === 'string');
+  return (
+    isTexts(v.ips) &&
+    ['ip', 'hostname', 'location', 'status'].every((key) => typeof v[key] === 'string') &&
+    (v.cancellation === undefined || ['', ...SCHEDULED_CANCELLATIONS].includes(v.cancellation as string))
+  );
 };
 
 /** A row's servers: the current shape, or the older one (server id → IPs). */
