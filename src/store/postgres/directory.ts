@@ -24,17 +24,21 @@ export interface ServerDetails {
   cancellation: ScheduledCancellation;
 }
 
-/** One published server: the IPs it owns, and its record's fields. */
-export type PublishedServer = { ips: string[] } & ServerDetails;
+/** One published server: the IPs it owns, and its record's fields (no `cancellation` from a leader before issue 32). */
+export type PublishedServer = { ips: string[] } & Omit<ServerDetails, 'cancellation'> & {
+    cancellation?: ScheduledCancellation;
+  };
 
-/**
- * server id → what the leader publishes of it; a row may still hold the older `ServerIps` shape, or servers
- * without `cancellation` (a leader before issue 32).
- */
-export type PublishedServers = Record<
-  string,
-  PublishedServer | ({ ips: string[] } & Omit<ServerDetails, 'cancellation'>)
->;
+/** server id → what the leader publishes of it; a row may still hold the older `ServerIps` shape. */
+export type PublishedServers = Record<string, PublishedServer>;
+
+const detailsOf = (v: PublishedServer): ServerDetails => ({
+  ip: v.ip,
+  hostname: v.hostname,
+  location: v.location,
+  status: v.status,
+  cancellation: v.cancellation ?? '',
+});
 
 /** One account's server list as last read from the database. */
 export class DirectorySnapshot {
@@ -69,24 +73,7 @@ export class DirectorySnapshot {
   replace(servers: ServerIps | PublishedServers, version: string): void {
     const entries = Object.entries(servers);
     this.#servers = new Map(entries.map(([id, v]) => [id, new Set(Array.isArray(v) ? v : v.ips)]));
-    this.#details = new Map(
-      entries.flatMap(([id, v]) =>
-        Array.isArray(v)
-          ? []
-          : [
-              [
-                id,
-                {
-                  ip: v.ip,
-                  hostname: v.hostname,
-                  location: v.location,
-                  status: v.status,
-                  cancellation: 'cancellation' in v ? v.cancellation : '',
-                },
-              ],
-            ],
-      ),
-    );
+    this.#details = new Map(entries.flatMap(([id, v]) => (Array.isArray(v) ? [] : [[id, detailsOf(v)]])));
     this.#known = true;
     this.version = version;
   }
