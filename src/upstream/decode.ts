@@ -3,7 +3,9 @@
  * unspecified (§2: "not shown"); the public client reads server records with `OS`, `processor`, `IP`,
  * `memory`, and firewall history as an array of events with at least `id`, `ip`, `raw`. So: known fields
  * are looked up under their likely spellings, a missing one is an empty string, the raw record is kept,
- * and only a reply that cannot be read at all is an InvalidReplyError — for that one call only.
+ * and only a reply that cannot be read at all is an InvalidReplyError — for that one call only. One field is
+ * strict because a guess would be wrong: a server record's `cancellation` (issue 32) may be absent, null,
+ * `immediate` or `end`; anything else makes the record unusable (skipped and counted, as one without an id).
  */
 import { createHash } from 'node:crypto';
 import validator from 'validator';
@@ -141,7 +143,10 @@ export function decodeServerRecord(value: unknown, fallbackId = ''): ServerRecor
   return typeof server === 'string' ? undefined : server;
 }
 
-/** Result of decoding a server list: the servers, and how many records were unusable (no id, a duplicate id, or a `cancellation` that is not null, `immediate` or `end`). */
+/**
+ * Result of decoding a server list: the servers, and how many records were unusable (no id, a duplicate id, or a
+ * `cancellation` that is not null, `immediate` or `end`).
+ */
 export interface ServerList {
   servers: ServerRecord[];
   skipped: number;
