@@ -190,6 +190,18 @@ local alerting = [
         }
       },
       {
+        "alert": "BaremetalServerCancellationScheduled",
+        "expr": "max without (instance, pod) (baremetal_server_cancellation_scheduled{job=\"baremetal\"}) > 0\n",
+        "labels": {
+          "severity": "info"
+        },
+        "annotations": {
+          "summary": "Server {{ $labels.server_id }} is scheduled for cancellation ({{ $labels.cancellation_type }})",
+          "description": "The server record says a cancellation is scheduled: {{ $labels.cancellation_type }} (immediate, or at the end of the billing cycle). Withdraw it with \"baremetal-exporter api cancellation {{ $labels.server_id }} delete\" if nobody meant it.",
+          "runbook_url": "https://github.com/baremetal-exporter/baremetal-exporter/blob/main/docs/runbook.md#baremetalservercancellationscheduled"
+        }
+      },
+      {
         "alert": "BaremetalServerUnreachable",
         "expr": "(probe_success{job=\"blackbox-icmp\"} == 0)\n  * on (instance) group_left (account, server_id, hostname)\nmax by (instance, account, server_id, hostname) (label_replace(baremetal_server_info{job=\"baremetal\"}, \"instance\", \"$1\", \"ip\", \"(.+)\"))\n",
         "for": "5m",

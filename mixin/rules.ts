@@ -240,6 +240,20 @@ and on ${fleet()} (${s('baremetal_servers')} > 0)
       },
       'warning',
     ),
+    alert(
+      {
+        alert: 'BaremetalServerCancellationScheduled',
+        comment:
+          'Info, at once: a cancellation nobody meant (an "api cancellation … immediate") is seen before the\nserver goes. Across replicas, as the inventory alerts are.',
+        expr: `${one('baremetal_server_cancellation_scheduled')} > 0\n`,
+        annotations: {
+          summary: 'Server {{ $labels.server_id }} is scheduled for cancellation ({{ $labels.cancellation_type }})',
+          description:
+            'The server record says a cancellation is scheduled: {{ $labels.cancellation_type }} (immediate, or at the end of the billing cycle). Withdraw it with "baremetal-exporter api cancellation {{ $labels.server_id }} delete" if nobody meant it.',
+        },
+      },
+      'info',
+    ),
   ];
 
   if (config.blackboxSelector !== null) {

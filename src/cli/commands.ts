@@ -65,6 +65,7 @@ const serverJson = (s: ServerRecord) => ({
   memory: s.memory,
   location: s.location,
   status: s.status,
+  cancellation: s.cancellation,
 });
 
 /** A write whose reply is an ActionResult: runs it and renders the API's message (or the dry run). */
@@ -277,6 +278,7 @@ export const LEAVES: Leaf[] = [
         ['memory', s.memory],
         ['location', s.location],
         ['status', s.status],
+        ['cancellation', s.cancellation || 'none scheduled'],
       ];
       return { data: serverJson(s), table: keyValues(pairs) };
     },

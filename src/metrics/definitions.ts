@@ -129,7 +129,7 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
     }),
     serverRecordsSkipped: new Gauge({
       name: 'baremetal_server_records_skipped',
-      help: `Records of the latest server list that had no usable server id (or a duplicate one) and were ignored. ${CACHED}`,
+      help: `Records of the latest server list that were ignored: no usable server id, a duplicate one, or a cancellation field that is neither null, immediate nor end. ${CACHED}`,
       labelNames: ['account'] as const,
       registers,
     }),
@@ -162,6 +162,13 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       name: 'baremetal_server_ips',
       help: `IP addresses assigned to the dedicated server according to its record. ${CACHED}`,
       labelNames: ['account', 'server_id'] as const,
+      registers,
+    }),
+    serverCancellation: new SeriesFamily({
+      type: 'gauge',
+      name: 'baremetal_server_cancellation_scheduled',
+      help: `1 while the dedicated server's record says a cancellation is scheduled; cancellation_type immediate or end (of the billing cycle), as set by the reseller cancellation operation. No series when none is scheduled or the record has no cancellation field. ${CACHED}`,
+      labelNames: ['account', 'server_id', 'cancellation_type'] as const,
       registers,
     }),
     attackEvents: new SeriesFamily({
@@ -326,6 +333,7 @@ export const LEADER_ONLY_METRICS = [
   'serverInfo',
   'serverMemory',
   'serverIps',
+  'serverCancellation',
   'attackEvents',
   'attackEventsTotal',
   'firewallEventsDropped',
