@@ -15,7 +15,7 @@ import { Agent, request } from 'undici';
 import { buildApp } from '../dist/app.js';
 import { BcryptPool } from '../dist/http/bcrypt-pool.js';
 import { createLogger } from '../dist/logger.js';
-import { ExpositionCache } from '../dist/metrics/exposition.js';
+import { ExpositionCache } from '../dist/metrics/exposition-cache.js';
 import type { Row } from './options.ts';
 import { spawnFlood } from './spawn-flood.ts';
 

@@ -28,7 +28,7 @@ import { metricsRoutes } from './http/routes/metrics.js';
 import { statusPageRoutes, type StatusView } from './http/routes/status-page.js';
 import type { StateStore } from './store/store.js';
 import type { Metrics } from './metrics/definitions.js';
-import type { ExpositionCache } from './metrics/exposition.js';
+import type { ExpositionCache } from './metrics/exposition-cache.js';
 import type { RemediationEngine } from './remediation/engine.js';
 
 export interface AppDeps {

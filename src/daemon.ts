@@ -31,7 +31,7 @@ import { createReload } from './daemon/reload.js';
 import { pollingDuties, Replication } from './daemon/replication.js';
 import { listen, webDeps } from './daemon/web.js';
 import { createMetrics, createdNames, leaderOnlyNames, type Metrics } from './metrics/definitions.js';
-import { ExpositionCache } from './metrics/exposition.js';
+import { ExpositionCache } from './metrics/exposition-cache.js';
 import { VERSION } from './version.js';
 
 export interface DaemonOptions {

@@ -13,7 +13,7 @@ import { SeriesFamily } from './series.js';
 /** How a poll run ended: the `outcome` label of `baremetal_poll_runs_total`. */
 export type RunOutcome = 'success' | 'partial' | 'failure' | 'skipped';
 
-/** Appended to the help of polled values: a scrape never calls the API (see metrics/exposition.ts). */
+/** Appended to the help of polled values: a scrape never calls the API (see metrics/exposition-cache.ts). */
 export const CACHED = 'Cached: as of the last poll; the exposition is re-rendered after each poll and at most 15s old.';
 
 /** The upstream operations the daemon itself calls (polls and remediation); the `api` command's others are not exported. */
