@@ -69,17 +69,19 @@ export function watchApiKeyFiles(d: KeyFileWatchDeps): { stop: () => void } {
   for (const account of d.config.accounts) {
     const file = account.upstream.apiKeyFile;
     if (file === undefined) continue;
-    const onChange = (current: Stats, previous: Stats) => {
-      if (current.mtimeMs === previous.mtimeMs && current.ino === previous.ino && current.size === previous.size)
-        return;
+    // The newest change's read wins: an earlier read that finishes later is ignored.
+    let reads = 0;
+    const reread = async () => {
+      const read = ++reads;
       let key = '';
       let problem: string | undefined;
       try {
-        key = readBoundedText(file, 'secret').trim();
+        key = (await readBoundedText(file, 'secret')).trim();
         if (!key) problem = `file ${file} is empty`;
       } catch (error) {
         problem = `cannot read ${file} (${readProblem(error)})`;
       }
+      if (read !== reads) return;
       if (problem !== undefined) {
         d.logger.error(
           { account: account.name, file, problem },
@@ -92,6 +94,11 @@ export function watchApiKeyFiles(d: KeyFileWatchDeps): { stop: () => void } {
         d.metrics.configReloadSuccessAt.set(d.now() / 1000);
       }
       d.markDirty();
+    };
+    const onChange = (current: Stats, previous: Stats) => {
+      if (current.mtimeMs === previous.mtimeMs && current.ino === previous.ino && current.size === previous.size)
+        return;
+      void reread();
     };
     watchFile(file, { interval: d.intervalMs ?? KEY_FILE_INTERVAL_MS, persistent: false }, onChange);
     watched.push([file, onChange]);

@@ -1,7 +1,7 @@
 import { afterEach } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { GraphStore } from '../../src/graphs/store.js';
-import { ExpositionCache } from '../../src/metrics/exposition.js';
+import { ExpositionCache } from '../../src/metrics/exposition-cache.js';
 import type { Config, RemediationRule } from '../../src/config/schema.js';
 import { Journal } from '../../src/store/sqlite/journal.js';
 import { sqliteStore, type SqliteStore } from '../../src/store/sqlite/store.js';
@@ -114,6 +114,7 @@ export async function engineHarness(
     journalRetentionMs: 30 * 86_400_000,
     budgetPerHour: 10,
     approvalTimeoutMs: 15 * MIN,
+    maxAlerts: 1000,
     bearerTokens: [TOKEN],
     basicAuthUsers: {},
     principals: [],

@@ -29,6 +29,7 @@ async function twoReplicas(db: TestDatabase, remediation: Partial<Config['remedi
     journalRetentionMs: 30 * 86_400_000,
     budgetPerHour: 100,
     approvalTimeoutMs: 15 * 60_000,
+    maxAlerts: 1000,
     bearerTokens: [TOKEN],
     basicAuthUsers: {},
     principals: [],
