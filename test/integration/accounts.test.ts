@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import { configProblems } from '../helpers/config-problems.js';
 import { buildConfig } from '../../src/config/load.js';
 import type { Daemon } from '../../src/daemon.js';
-import type { ConfigError } from '../../src/errors.js';
 import { accountOf, startHarness } from '../helpers/daemon.js';
 import { TOKEN } from '../helpers/remediation.js';
 

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { configProblems } from '../../helpers/config-problems.js';
 import { applyFlags, buildConfig, type ConfigFlags } from '../../../src/config/load.js';
-import { ConfigError } from '../../../src/errors.js';
 
 const config = buildConfig(
   { upstream: { base_url: 'https://api.provider.test' }, web: { listen_address: '0.0.0.0:9877' } },

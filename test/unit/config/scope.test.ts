@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import { configProblems } from '../../helpers/config-problems.js';
 import { parseConfigText } from '../../../src/config/load.js';
 import { describeScope, inScope } from '../../../src/config/scope.js';
-import { ConfigError } from '../../../src/errors.js';
 
 const env = { BAREMETAL_API_KEY: 'env-key' };
 const minimal = 'upstream:\n  base_url: https://api.provider.test\n';

@@ -1,7 +1,6 @@
 import bcrypt from 'bcryptjs';
 import { describe, expect, it } from 'vitest';
 import { configProblems } from '../../helpers/config-problems.js';
-import { ConfigError } from '../../../src/errors.js';
 import { parseWebConfig, type WebConfig } from '../../../src/http/web-config.js';
 import { makeTestPki } from '../../helpers/certs.js';
 
