@@ -475,7 +475,8 @@ export const configFileSchema = strict({
       journal_retention: Type.String({
         default: '30d',
         unit: 'duration',
-        description: 'duration after which journal rows are pruned, in small batches',
+        description:
+          'duration after which journal rows are pruned, in small batches, hourly (every tenth of a retention shorter than 10h, at most once a minute)',
       }),
       budget_per_hour: Type.Integer({
         minimum: 0,

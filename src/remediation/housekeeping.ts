@@ -1,7 +1,7 @@
 /**
  * Keeps the journal bounded: desired firewall state of servers gone from the server list for 24 h is
  * retired (rows and `baremetal_firewall_desired_state` series), and journal rows older than
- * `remediation.journal_retention` are pruned in small batches, yielding between them so that a large
+ * `remediation.journal_retention` are pruned (`pruneEveryMs`) in small batches, yielding between them so that a large
  * backlog never blocks the event loop. Rows a delivery key or a pending change still needs are kept
  * (the store's `prune`).
  */
@@ -18,8 +18,17 @@ export const RETIRE_AFTER_MS = 24 * 3_600_000;
 export const PRUNE_BATCH = 500;
 /** How often the server list is compared with the desired state, ms. */
 const RETIRE_EVERY_MS = 60_000;
-/** How often old rows are pruned, ms. */
+/** How often old rows are pruned at most, ms. */
 const PRUNE_EVERY_MS = 3_600_000;
+
+/**
+ * How often old rows are pruned under `retentionMs` (ms): hourly, or every tenth of a shorter retention (at
+ * least a minute), so that no row outlives the retention by more than a tenth of it (issue 32: a 10-minute
+ * retention pruned hourly kept up to 70 minutes of rows).
+ */
+export function pruneEveryMs(retentionMs: number): number {
+  return Math.max(RETIRE_EVERY_MS, Math.min(PRUNE_EVERY_MS, retentionMs / 10));
+}
 
 /** What the housekeeping needs of the engine's dependencies. */
 export interface HousekeepingDeps {
@@ -50,7 +59,7 @@ export class Housekeeping {
       await this.retire(now);
       await this.recoverInterrupted(now);
     }
-    if (now - this.#prunedAt >= PRUNE_EVERY_MS) {
+    if (now - this.#prunedAt >= pruneEveryMs(this.#deps.config.journalRetentionMs)) {
       this.#prunedAt = now;
       await this.prune(now);
     }

@@ -355,6 +355,8 @@ export class PollJobs implements TargetDirectory {
       round.covered(ref);
     };
     const result = await each(slice, client.concurrency, signal, fetchOne, (ref, error) => {
+      // As on success: a server the server list dropped while this request was in flight gets no series back.
+      if (ref.serviceType === 'dedicated' && !this.inventory.has(ref.serviceId)) return;
       const fields = { service_type: ref.serviceType, service_id: ref.serviceId };
       if (signal.aborted) {
         // Cut at the deadline: a reply that drips or hangs goes to the back of the round-robin, so that it
