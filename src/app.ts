@@ -29,6 +29,7 @@ import type { StateStore } from './store/store.js';
 import type { Metrics } from './metrics/definitions.js';
 import type { ExpositionCache } from './metrics/exposition.js';
 import type { RemediationEngine } from './remediation/engine.js';
+import { circuitRoutes } from './http/routes/circuit.js';
 
 export interface AppDeps {
   logger: Logger;
@@ -160,6 +161,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
         metrics: remediation.metrics,
       });
       actionRoutes(scope, remediation);
+      circuitRoutes(scope, remediation);
     });
   }
   return app;

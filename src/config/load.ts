@@ -207,6 +207,11 @@ export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFil
   const remediationAuth = checks.credentials('remediation.auth', readFile);
   const rules = checkRules(checks);
   const journalRetentionMs = checks.duration('remediation.journal_retention', '30d');
+  const safety = {
+    attackWindowMs: checks.duration('remediation.safety.attack_window', '15m'),
+    windowMs: checks.duration('remediation.safety.circuit_breaker.window', '15m'),
+    capWindowMs: checks.duration('remediation.safety.cap_window', '24h'),
+  };
   const webAuth = checks.credentials('web.auth', readFile);
   const database = checkDatabase(checks, env, readFile);
   for (const key of ['cert_file', 'key_file'] as const) {
@@ -244,6 +249,17 @@ export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFil
       dryRun: file.remediation.dry_run,
       journalRetentionMs: journalRetentionMs!,
       budgetPerHour: file.remediation.budget_per_hour,
+      safety: {
+        denyPowerWhenAttacked: file.remediation.safety.deny_power_when_attacked,
+        attackWindowMs: safety.attackWindowMs!,
+        circuitBreaker: {
+          windowMs: safety.windowMs!,
+          maxServers: file.remediation.safety.circuit_breaker.max_servers,
+          maxFraction: file.remediation.safety.circuit_breaker.max_fraction,
+        },
+        maxPowerActionsPerServer: file.remediation.safety.max_power_actions_per_server,
+        capWindowMs: safety.capWindowMs!,
+      },
       ...remediationAuth,
       rules: file.remediation.rules.map(
         (rule, i): RemediationRule => ({

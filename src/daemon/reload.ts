@@ -49,8 +49,8 @@ async function apply(d: ReloadDeps, next: Config): Promise<string[]> {
     Object.assign(config.schedules, next.schedules);
     await Promise.all([...d.accounts.values()].map((account) => account.scheduler.restart()));
   }
-  const { rules, dryRun, budgetPerHour } = next.remediation;
-  Object.assign(config.remediation, { rules, dryRun, budgetPerHour });
+  const { rules, dryRun, budgetPerHour, safety } = next.remediation;
+  Object.assign(config.remediation, { rules, dryRun, budgetPerHour, safety });
   // Scope and collector switches: read by each account's next runs (the next servers run applies the scope).
   Object.assign(config.collectors, next.collectors);
   for (const account of config.accounts)

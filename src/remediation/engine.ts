@@ -2,8 +2,10 @@
  * The remediation engine: decides on every request and executes the allowed ones. Each request is
  * journaled, with its delivery key claimed, in one journal transaction before any upstream call. Inside
  * it the guards (guards.ts) run in this order: idempotency (`checkDelivery`), target (`checkTarget`);
- * then a firewall-state request becomes desired state (desired-firewall.ts: hold, 2-minute window,
- * budget); any other action goes on through cooldown (`checkCooldown`), dry run, and the hourly budget
+ * a power action then through the attack corroboration (`checkAttack`, unless an operator forces it) and the
+ * account's circuit breaker (`checkCircuit`); then a firewall-state request becomes desired state
+ * (desired-firewall.ts: hold, 2-minute window, budget); any other action goes on through cooldown
+ * (`checkCooldown`), the cap per server (`checkCap`, power actions), dry run, and the hourly budget
  * (`budgetLeft`). The row is completed after the call with what the API said: `executed` only on an
  * explicit success, `failed` when it said no, `unknown` when it may have acted without saying so.
  *
@@ -29,10 +31,19 @@ import { getConsole, power } from '../upstream/dedicated.js';
 import { setFirewallSensitivity, setFirewallState } from '../upstream/firewall.js';
 import type { Sensitivity } from '../config/api-terms.js';
 import { type Decided, type DecideFn, DesiredFirewallState } from './desired-firewall.js';
-import { budgetLeft, checkCooldown, checkDelivery, checkTarget } from './guards.js';
+import {
+  budgetLeft,
+  checkAttack,
+  checkCap,
+  checkCircuit,
+  checkCooldown,
+  checkDelivery,
+  checkTarget,
+  type Denial,
+} from './guards.js';
 import { Housekeeping } from './housekeeping.js';
 import { failureDecision, failureOutcome, requestDigest } from './outcome.js';
-import type { ActionDecision, ActionRequest, TargetDirectory } from './types.js';
+import { type ActionDecision, type ActionRequest, POWER_ACTIONS, type TargetDirectory } from './types.js';
 
 export interface EngineDeps {
   /** the account this engine acts for: its requests must name it */
@@ -44,6 +55,11 @@ export interface EngineDeps {
   logger: Logger;
   targets: TargetDirectory;
   config: Config['remediation'];
+  /**
+   * The period of `schedules.firewall`, ms (read per decision: a reload may change it); a history older than
+   * STALE_AFTER_FIREWALL_PERIODS of it leaves the attack state unknown (guards.ts `checkAttack`).
+   */
+  firewallPeriodMs: () => number;
   /** ms since epoch */
   now?: () => number;
   /** called after every decision (the daemon re-renders the exposition) */
@@ -68,6 +84,8 @@ export class RemediationEngine {
   #tickAbort: AbortController | undefined;
   /** the last tick failed on the journal (logged once until a tick succeeds) */
   #tickFailing = false;
+  /** when the circuit breaker's gauge was last read from the store, ms */
+  #circuitReadAt = -Infinity;
 
   constructor(deps: EngineDeps) {
     this.#deps = deps;
@@ -157,13 +175,16 @@ export class RemediationEngine {
       decision: 'executing',
     };
     const digest = requestDigest(req);
+    const forced = req.force === true && POWER_ACTIONS.has(req.action);
+    /** A forced power call says so in its row's message, whatever the decision. */
+    const note = (message: string) => (forced ? (message ? `${FORCED}; ${message}` : FORCED) : message);
     await this.ready;
     let desiredRecorded = false;
     /** One decision: checks, the row and the claim, in one transaction (`tx`). */
     const decideIn = async (tx: StateQueries): Promise<Decided> => {
       desiredRecorded = false;
       const decide: DecideFn = async (decision, message, claim) => {
-        const id = await tx.insert({ ...entry, decision, message });
+        const id = await tx.insert({ ...entry, decision, message: note(message) });
         if (claim && req.idempotencyKey !== undefined && !(await tx.claimDelivery(req.idempotencyKey, digest, id, now)))
           throw new ClaimConflict();
         return decision === 'executing'
@@ -172,6 +193,10 @@ export class RemediationEngine {
       };
       const denial = (await checkDelivery(tx, req, digest, now)) ?? checkTarget(this.#deps.targets, req);
       if (denial) return decide(denial.decision, denial.message, false);
+      // Not claimed: the attack may end, an operator may close the breaker, and another replica (the
+      // leader, which has the attack data) decides on the same delivery.
+      const powerDenial = await this.#powerGuards(tx, req, now);
+      if (powerDenial) return decide(powerDenial.decision, powerDenial.message, false);
       // Firewall state is desired state: a change inside its window is deferred, not denied.
       if (req.action === 'firewall_state') {
         desiredRecorded = true;
@@ -194,6 +219,11 @@ export class RemediationEngine {
         const decided = await decide(cooling.decision, cooling.message, false);
         if (key !== undefined && !(await tx.claimDelivery(key, digest, decided.id, now))) throw new ClaimConflict();
         return decided;
+      }
+      if (POWER_ACTIONS.has(req.action)) {
+        // Claimed: this alert's episode is handed to a person (BaremetalRemediationEscalated).
+        const capped = await checkCap(tx, req, config.safety, now);
+        if (capped) return decide(capped.decision, capped.message, true);
       }
       if (config.dryRun) return decide('dry_run', 'dry run: nothing sent upstream', true);
       if ((await budgetLeft(tx, account, config.budgetPerHour, now)) <= 0) {
@@ -220,7 +250,56 @@ export class RemediationEngine {
     if (!decided.send) return this.#record(req.action, decided);
     if (req.action === 'firewall_state')
       return this.#firewall.apply((await journal.desired(account, req.serverId, req.ip!))!, decided.id);
-    return this.#execute(decided.id, req.action, () => this.#send(req));
+    return this.#execute(decided.id, req.action, async () => {
+      const result = await this.#send(req);
+      return { message: note(result.message) };
+    });
+  }
+
+  /** The attack corroboration and the circuit breaker, for power actions only. */
+  async #powerGuards(tx: StateQueries, req: ActionRequest, now: number): Promise<Denial | undefined> {
+    if (!POWER_ACTIONS.has(req.action)) return undefined;
+    const { targets, config } = this.#deps;
+    const attacked = checkAttack(targets, req, config.safety, now, this.#deps.firewallPeriodMs());
+    if (attacked) return attacked;
+    const open = await checkCircuit(tx, req, config.safety, targets.serversInScope?.() ?? 0, now);
+    if (open) this.#deps.logger.error({ action: req.action, server_id: req.serverId }, open.message);
+    return open;
+  }
+
+  /**
+   * Closes the account's circuit breaker (an operator's call), journaled (source `operator`, action
+   * `circuit_close`, decision `circuit_closed`); servers counted before no longer count. Throws JournalError.
+   */
+  async closeCircuit(): Promise<ActionDecision & { wasOpen: boolean }> {
+    const { account, journal } = this.#deps;
+    this.#requireUsable();
+    await this.ready;
+    const now = this.#now();
+    const closed = await journal.transaction(account, async (tx) => {
+      const wasOpen = await tx.closeCircuit(account, now);
+      const message = wasOpen
+        ? 'circuit breaker closed by an operator: power actions are allowed again, counted from now'
+        : 'circuit breaker was not open; its window starts again from now';
+      const id = await tx.insert({
+        account,
+        createdAt: now,
+        source: 'operator',
+        action: 'circuit_close',
+        serverId: '',
+        ip: null,
+        value: null,
+        alertname: null,
+        fingerprint: null,
+        startsAt: null,
+        decision: 'circuit_closed',
+        message,
+      });
+      return { id, decision: 'circuit_closed' as const, message, wasOpen };
+    });
+    this.#deps.logger.warn({ was_open: closed.wasOpen, journal_id: closed.id }, closed.message);
+    await this.#record('circuit_close', closed);
+    return closed;
   }
 
   /**
@@ -279,6 +358,8 @@ export class RemediationEngine {
       // The ticker runs every second; with nothing due it costs one indexed query and no gauge update.
       .then(async (due) => {
         if (due > 0) await this.#refreshGauges();
+        // Another replica may have opened or closed the breaker: read again every CIRCUIT_REFRESH_MS.
+        else if (this.#now() - this.#circuitReadAt >= CIRCUIT_REFRESH_MS) await this.#refreshCircuit();
       })
       .then(() => (abort.signal.aborted ? undefined : this.#housekeeping.run(this.#now())))
       .then(() => {
@@ -388,8 +469,22 @@ export class RemediationEngine {
     const left = await budgetLeft(journal, account, config.budgetPerHour, this.#now());
     metrics.actionPending.set({ action: 'firewall_state' }, pending);
     metrics.actionBudgetRemaining.set(Math.max(0, left));
+    await this.#refreshCircuit();
+  }
+
+  /** The breaker's gauge from the store (another replica may have opened or closed it). */
+  async #refreshCircuit(): Promise<void> {
+    const { metrics, journal, account } = this.#deps;
+    this.#circuitReadAt = this.#now();
+    metrics.remediationCircuitOpen.set((await journal.circuit(account)).openedAt === null ? 0 : 1);
   }
 }
+
+/** How often the leader's ticker reads the circuit breaker's state for its gauge, ms. */
+const CIRCUIT_REFRESH_MS = 10_000;
+
+/** What the journal row of a forced power call says first. */
+const FORCED = 'forced by the operator past the attack guard';
 
 /** A delivery key claimed by a concurrent transaction: the decision is rolled back and made again. */
 class ClaimConflict extends Error {

@@ -62,6 +62,28 @@ export interface Delivery {
  */
 export const SENT_DECISIONS_SQL = "('executing', 'executed', 'failed', 'unknown')";
 
+/** The power actions (remediation/types.ts POWER_ACTIONS) as an SQL list: the circuit breaker and the cap count them. */
+export const POWER_ACTIONS_SQL = "('powercycle', 'poweron', 'poweroff')";
+
+/** Decisions a power action counts for toward the cap per server: sent, maybe sent, or decided in dry run. */
+export const CAPPED_DECISIONS_SQL = "('executing', 'executed', 'failed', 'unknown', 'dry_run')";
+
+/** The circuit breaker of one account (remediation.safety.circuit_breaker). Times are Unix milliseconds. */
+export interface CircuitState {
+  /** when it opened; null while closed */
+  openedAt: number | null;
+  /** when an operator last closed it: servers counted before no longer count; null when never */
+  closedAt: number | null;
+  /** why it opened */
+  message: string | null;
+}
+
+export const toCircuit = (r: Row | undefined): CircuitState => ({
+  openedAt: r?.opened_at == null ? null : Number(r.opened_at),
+  closedAt: r?.closed_at == null ? null : Number(r.closed_at),
+  message: (r?.message as string | null | undefined) ?? null,
+});
+
 /** The message of a row left `executing` by a crash, once recovered as `unknown` (recoverInterrupted). */
 export const INTERRUPTED_MESSAGE = 'interrupted: the daemon stopped during the upstream call; the API may have acted';
 

@@ -1,5 +1,5 @@
 import { afterEach } from 'vitest';
-import type { Config, RemediationRule } from '../../src/config/schema.js';
+import { type Config, DEFAULT_SAFETY, type RemediationRule } from '../../src/config/schema.js';
 import { Journal } from '../../src/store/sqlite/journal.js';
 import { sqliteStore, type SqliteStore } from '../../src/store/sqlite/store.js';
 import type { StateStore } from '../../src/store/store.js';
@@ -49,6 +49,19 @@ export const POWERCYCLE_REMEDIATION = {
     { alertname: 'BaremetalServerUnreachable', action: 'powercycle', server_id_label: 'server_id', cooldown: '30m' },
   ],
 };
+
+/**
+ * `remediation.safety` for engine tests about something else: the defaults, without the attack guard (these
+ * engines check targets against the simulator's list, which has no attack state: every power action would
+ * be denied as unknown). The attack guard's own tests run the real poller (remediation-guards.test.ts).
+ */
+export const SAFETY_WITHOUT_ATTACK_GUARD: Config['remediation']['safety'] = {
+  ...DEFAULT_SAFETY,
+  denyPowerWhenAttacked: false,
+};
+
+/** The period of the default `schedules.firewall` (every minute), ms: what test engines are given. */
+export const FIREWALL_PERIOD_MS = () => 60_000;
 
 /** A rule with the defaults the config loader fills in. */
 export function rule(
@@ -110,9 +123,11 @@ export async function engineHarness(
     bearerTokens: [TOKEN],
     basicAuthUsers: {},
     rules: [],
+    safety: SAFETY_WITHOUT_ATTACK_GUARD,
     ...remediation,
   };
   const engine = new RemediationEngine({
+    firewallPeriodMs: FIREWALL_PERIOD_MS,
     account: 'default',
     journal,
     client,

@@ -11,7 +11,14 @@ import { startSimulator, type Simulator } from '../../src/simulator/server.js';
 import { UpstreamClient } from '../../src/upstream/client.js';
 import { captureLogger } from '../helpers/logger.js';
 import { freshMetrics } from '../helpers/metrics.js';
-import { firewallRequest, powerRequest, simulatorTargets, TOKEN } from '../helpers/remediation.js';
+import {
+  firewallRequest,
+  powerRequest,
+  simulatorTargets,
+  TOKEN,
+  FIREWALL_PERIOD_MS,
+  SAFETY_WITHOUT_ATTACK_GUARD,
+} from '../helpers/remediation.js';
 import { backends, type TestDatabase } from '../helpers/store-backends.js';
 
 const closing: Array<() => Promise<void>> = [];
@@ -31,6 +38,7 @@ async function twoReplicas(db: TestDatabase, remediation: Partial<Config['remedi
     bearerTokens: [TOKEN],
     basicAuthUsers: {},
     rules: [],
+    safety: SAFETY_WITHOUT_ATTACK_GUARD,
     ...remediation,
   };
   const engines: RemediationEngine[] = [];
@@ -39,6 +47,7 @@ async function twoReplicas(db: TestDatabase, remediation: Partial<Config['remedi
     const client = new UpstreamClient({ baseUrl: sim.url, apiKey: 'k', timeoutMs: 5000, concurrency: 8, retries: 0 });
     closing.push(() => client.close());
     const engine = new RemediationEngine({
+      firewallPeriodMs: FIREWALL_PERIOD_MS,
       account: 'default',
       journal: store,
       client,

@@ -19,7 +19,8 @@ import { accountSchema, configuredAccount, idSchema, queryInteger, queryIntegerS
 const ip = Type.Unsafe<string>({ type: 'string', anyOf: [{ format: 'ipv4' }, { format: 'ipv6' }] });
 const serverId = Type.Unsafe<string>(idSchema);
 const account = Type.Optional(Type.Unsafe<string>(accountSchema));
-const serverBody = strictObject({ account, server_id: serverId });
+/** A power action's body; `force: true` passes the attack guard (remediation.safety), and its row says so. */
+const serverBody = strictObject({ account, server_id: serverId, force: Type.Optional(Type.Boolean()) });
 
 /** The body of each operator action, one per action of `ACTIONS`; unknown fields are errors. */
 const BODIES = {
@@ -79,6 +80,7 @@ export function actionRoutes(
           ...(value !== undefined ? { value } : {}),
           cooldownMs: DEFAULT_COOLDOWN_MS[action],
           requireOwnedIp: true,
+          ...(body.force === true ? { force: true } : {}),
           // The key alone identifies the request; reused for another action, target or value it is a 422.
           ...(key ? { idempotencyKey: `operator:${key}` } : {}),
         });

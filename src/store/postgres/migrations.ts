@@ -59,6 +59,14 @@ export const MIGRATIONS: Readonly<Record<'journal' | 'ha', readonly Migration[]>
      ids TEXT[] NOT NULL,
      PRIMARY KEY (account, service_key)
    );`,
+    // 2: the circuit breaker of each account (remediation.safety.circuit_breaker), open until an operator
+    // closes it: every replica sees the same breaker.
+    `CREATE TABLE circuit_breakers (
+     account TEXT PRIMARY KEY,
+     opened_at BIGINT,
+     closed_at BIGINT,
+     message TEXT
+   );`,
   ],
   ha: [
     `CREATE TABLE ha_directory (

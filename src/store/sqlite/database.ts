@@ -77,6 +77,14 @@ export const MIGRATIONS = [
        missing_since FROM firewall_desired;
    DROP TABLE firewall_desired;
    ALTER TABLE firewall_desired_v3 RENAME TO firewall_desired;`,
+  // 4: the circuit breaker of each account (remediation.safety.circuit_breaker), open until an operator
+  // closes it: it must survive a restart.
+  `CREATE TABLE circuit_breakers (
+     account TEXT PRIMARY KEY,
+     opened_at INTEGER,
+     closed_at INTEGER,
+     message TEXT
+   );`,
 ];
 
 /**

@@ -49,6 +49,13 @@ describe('config', () => {
         dryRun: true,
         journalRetentionMs: 30 * 86_400_000,
         budgetPerHour: 10,
+        safety: {
+          denyPowerWhenAttacked: true,
+          attackWindowMs: 15 * 60_000,
+          circuitBreaker: { windowMs: 15 * 60_000, maxServers: 3, maxFraction: 0.01 },
+          maxPowerActionsPerServer: 3,
+          capWindowMs: 24 * 3_600_000,
+        },
         bearerTokens: [],
         basicAuthUsers: {},
         rules: [],
