@@ -7,21 +7,13 @@
  * with what it expects. Exit 0 when every file passes, 1 with a diff when one does not, 2 when one is malformed.
  */
 import { createHash } from 'node:crypto';
-import { tmpdir } from 'node:os';
-import { pino } from 'pino';
-import { Registry } from 'prom-client';
 import { buildConfig } from '../config/load.js';
-import { BaremetalError, type UpstreamContext } from '../errors.js';
-import { createMetrics, forAccount } from '../metrics/definitions.js';
-import { RemediationEngine } from '../remediation/engine.js';
+import { BaremetalError } from '../errors.js';
+import { offlineEngine } from './offline-engine.js';
 import { requestsFor } from '../remediation/rules.js';
 import type { AttackState, TargetDirectory } from '../remediation/types.js';
 import type { WebhookAlert, WebhookBody } from '../remediation/webhook.js';
-import { schedulePeriodMs } from '../scheduler/scheduler.js';
 import type { JournalEntry } from '../store/rows.js';
-import { Journal } from '../store/sqlite/journal.js';
-import { sqliteStore } from '../store/sqlite/store.js';
-import { UpstreamClient, type UpstreamRequest } from '../upstream/client.js';
 import {
   type ExpectedCall,
   type ExpectedRow,
@@ -34,21 +26,6 @@ import {
 /** The fake clock's start: the timeline's `at: 0s`. */
 const START = Date.UTC(2026, 0, 1);
 const ACCOUNT = 'default';
-
-/** An UpstreamClient that sends nothing: it records each write and answers `{success: true}`. */
-class RecorderClient extends UpstreamClient {
-  readonly calls: Array<Record<string, string>> = [];
-  constructor() {
-    super({ baseUrl: 'http://127.0.0.1:9', apiKey: '', timeoutMs: 1, concurrency: 1, retries: 0 });
-  }
-  override async json<T>(req: UpstreamRequest, decode?: (reply: unknown, ctx: UpstreamContext) => T): Promise<T> {
-    const params: Record<string, string> = { operation: req.operation };
-    for (const [k, v] of Object.entries(req.body)) if (v !== undefined) params[k] = String(v);
-    this.calls.push(params);
-    const reply = { success: true, message: 'recorded by remediation test' };
-    return decode ? decode(reply, { operation: req.operation, path: req.path }) : (reply as T);
-  }
-}
 
 /** The file's servers as the engine's directory: attack state always fresh, events up to `now()`. */
 function worldDirectory(file: TestFile, now: () => number): TargetDirectory {
@@ -107,25 +84,17 @@ export async function runTestFile(file: TestFile): Promise<string[]> {
     {},
   );
   const clock = { now: START };
-  const journal = sqliteStore(Journal.open(':memory:'), ':memory:', tmpdir());
-  const client = new RecorderClient();
-  const engine = new RemediationEngine({
-    account: ACCOUNT,
-    journal,
-    client,
-    metrics: forAccount(createMetrics(new Registry()), ACCOUNT),
-    logger: pino({ level: 'silent' }),
-    targets: worldDirectory(file, () => clock.now),
-    config: config.remediation,
-    firewallPeriodMs: () => schedulePeriodMs(config.schedules.firewall),
-    now: () => clock.now,
-  });
+  const { engine, journal, client, close } = await offlineEngine(
+    config,
+    ACCOUNT,
+    worldDirectory(file, () => clock.now),
+    () => clock.now,
+  );
   const failures: string[] = [];
   const episodes = new Map<string, string>();
   let lastId = 0;
   let calls = 0;
   try {
-    await engine.ready;
     for (const step of file.timeline) {
       clock.now = START + step.atMs;
       await engine.tick();
@@ -149,9 +118,7 @@ export async function runTestFile(file: TestFile): Promise<string[]> {
       if (step.calls) failures.push(...compareCalls(where, step.calls, made));
     }
   } finally {
-    await engine.stop();
-    await journal.close();
-    await client.close();
+    await close();
   }
   return failures;
 }

@@ -23,7 +23,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { DATABASE_UNREACHABLE } from '../config/database-url.js';
 import { JournalError, NotFoundError, NotReadyError } from '../errors.js';
-import type { NewEntry } from '../store/rows.js';
+import { labelsJson, type NewEntry } from '../store/rows.js';
 import type { StateQueries, StateStore } from '../store/store.js';
 import type { Metrics } from '../metrics/definitions.js';
 import type { UpstreamClient } from '../upstream/client.js';
@@ -172,6 +172,8 @@ export class RemediationEngine {
       alertname: req.alert?.alertname ?? null,
       fingerprint: req.alert?.fingerprint ?? null,
       startsAt: req.alert?.startsAt ?? null,
+      labels: labelsJson(req.alert?.labels),
+      alertStatus: req.alert?.status ?? null,
       decision: 'executing',
     };
     const digest = requestDigest(req);

@@ -59,7 +59,14 @@ export interface ActionRequest {
   requireOwnedIp: boolean;
   /** identity of the delivery (alert fingerprint + startsAt + status + action, or an Idempotency-Key) */
   idempotencyKey?: string;
-  alert?: { alertname: string; fingerprint: string; startsAt: string };
+  /** the alert the request comes from: its identity, and its labels and status as delivered (the journal keeps them) */
+  alert?: {
+    alertname: string;
+    fingerprint: string;
+    startsAt: string;
+    labels?: Readonly<Record<string, string>>;
+    status?: 'firing' | 'resolved';
+  };
   /** an operator's power call past the attack guard (`"force": true`); the journal row says so */
   force?: boolean;
 }

@@ -26,11 +26,33 @@ export interface JournalEntry {
   /** `success` or the upstream error code */
   upstreamOutcome: string | null;
   message: string | null;
+  /**
+   * An alert's labels as JSON (at most MAX_LABELS_JSON characters, else null), what `remediation replay`
+   * decides on again; null for other sources and for rows written before they were kept
+   */
+  labels: string | null;
+  /** an alert's status as delivered (`firing`, `resolved`); null as `labels` */
+  alertStatus: 'firing' | 'resolved' | null;
 }
 
-export type NewEntry = Omit<JournalEntry, 'id' | 'completedAt' | 'upstreamOutcome' | 'message'> & {
+export type NewEntry = Omit<
+  JournalEntry,
+  'id' | 'completedAt' | 'upstreamOutcome' | 'message' | 'labels' | 'alertStatus'
+> & {
   message?: string | null;
+  labels?: string | null;
+  alertStatus?: 'firing' | 'resolved' | null;
 };
+
+/** The longest labels JSON a journal row keeps, characters; an alert with more is kept without (not replayable). */
+export const MAX_LABELS_JSON = 4096;
+
+/** An alert's labels as a row keeps them: JSON with sorted keys, or null beyond MAX_LABELS_JSON. */
+export function labelsJson(labels: Readonly<Record<string, string>> | undefined): string | null {
+  if (labels === undefined) return null;
+  const json = JSON.stringify(Object.fromEntries(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : 1))));
+  return json.length <= MAX_LABELS_JSON ? json : null;
+}
 
 /** The desired firewall state of one IP, with what was last applied. */
 export interface DesiredFirewall {
@@ -106,6 +128,8 @@ export const toEntry = (r: Row): JournalEntry => ({
   decision: r.decision as JournalEntry['decision'],
   upstreamOutcome: r.upstream_outcome as string | null,
   message: r.message as string | null,
+  labels: (r.labels as string | null | undefined) ?? null,
+  alertStatus: (r.alert_status as JournalEntry['alertStatus'] | undefined) ?? null,
 });
 
 export const toDesired = (r: Row): DesiredFirewall => ({
@@ -135,6 +159,8 @@ export const entryValues = (e: NewEntry) => [
   e.startsAt,
   e.decision,
   e.message ?? null,
+  e.labels ?? null,
+  e.alertStatus ?? null,
 ];
 
 /** The values of a desired state, in the column order of the upsert both backends write. */

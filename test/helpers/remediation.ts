@@ -149,16 +149,16 @@ export async function engineHarness(
 
 /**
  * An Alertmanager webhook payload (version 4) with one firing BaremetalServerUnreachable alert for server
- * 100002, started at `startsAt` (RFC 3339), with `fingerprint`.
+ * `serverId` (default 100002), started at `startsAt` (RFC 3339), with `fingerprint`.
  */
-export const unreachableAlert = (startsAt: string, fingerprint = 'a1b2c3d4e5f60718') => ({
+export const unreachableAlert = (startsAt: string, fingerprint = 'a1b2c3d4e5f60718', serverId = '100002') => ({
   version: '4',
   status: 'firing',
   receiver: 'baremetal',
   alerts: [
     {
       status: 'firing',
-      labels: { alertname: 'BaremetalServerUnreachable', server_id: '100002' },
+      labels: { alertname: 'BaremetalServerUnreachable', server_id: serverId },
       annotations: {},
       startsAt,
       endsAt: '0001-01-01T00:00:00Z',

@@ -67,6 +67,9 @@ export const MIGRATIONS: Readonly<Record<'journal' | 'ha', readonly Migration[]>
      closed_at BIGINT,
      message TEXT
    );`,
+    // 3: an alert's labels (bounded JSON) and status, so that `remediation replay` can decide on it again.
+    `ALTER TABLE actions ADD COLUMN labels TEXT;
+   ALTER TABLE actions ADD COLUMN alert_status TEXT;`,
   ],
   ha: [
     `CREATE TABLE ha_directory (

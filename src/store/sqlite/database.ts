@@ -85,6 +85,9 @@ export const MIGRATIONS = [
      closed_at INTEGER,
      message TEXT
    );`,
+  // 5: an alert's labels (bounded JSON) and status, so that `remediation replay` can decide on it again.
+  `ALTER TABLE actions ADD COLUMN labels TEXT;
+   ALTER TABLE actions ADD COLUMN alert_status TEXT;`,
 ];
 
 /**
