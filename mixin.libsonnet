@@ -141,6 +141,19 @@ local alerting = [
         }
       },
       {
+        "alert": "BaremetalFirewallCoverageStale",
+        "expr": "max without (instance, pod) (baremetal_firewall_history_oldest_read_age_seconds{job=\"baremetal\"}) > on (job, account) group_left 3 * max without (instance, pod) (baremetal_poll_interval_seconds{job=\"baremetal\",poll=\"firewall\"})",
+        "for": "5m",
+        "labels": {
+          "severity": "warning"
+        },
+        "annotations": {
+          "summary": "Firewall histories of account {{ $labels.account }} are read less often than every 3 firewall periods",
+          "description": "The least recently read firewall history of account {{ $labels.account }} is {{ $value | humanizeDuration }} old, more than 3 firewall-poll periods: attacks on it are seen late and power actions on its server are denied as stale.",
+          "runbook_url": "https://github.com/baremetal-exporter/baremetal-exporter/blob/main/docs/runbook.md#baremetalfirewallcoveragestale"
+        }
+      },
+      {
         "alert": "BaremetalIpUnderAttack",
         "expr": "label_replace(max without (instance, pod) (baremetal_firewall_attack_events_last_hour{job=\"baremetal\",service_type=\"dedicated\"}) > 0, \"server_id\", \"$1\", \"service_id\", \"(.+)\")",
         "labels": {
@@ -174,6 +187,18 @@ local alerting = [
           "summary": "Server {{ $labels.server_id }} ({{ $labels.hostname }}) left the inventory",
           "description": "The server was in the server list 15 minutes ago and is not now: cancelled, moved or a provider problem.",
           "runbook_url": "https://github.com/baremetal-exporter/baremetal-exporter/blob/main/docs/runbook.md#baremetalservergone"
+        }
+      },
+      {
+        "alert": "BaremetalServerCancellationScheduled",
+        "expr": "max without (instance, pod) (baremetal_server_cancellation_scheduled{job=\"baremetal\"}) > 0\n",
+        "labels": {
+          "severity": "info"
+        },
+        "annotations": {
+          "summary": "Server {{ $labels.server_id }} is scheduled for cancellation ({{ $labels.cancellation_type }})",
+          "description": "The server record says a cancellation is scheduled: {{ $labels.cancellation_type }} (immediate, or at the end of the billing cycle). Withdraw it with \"baremetal-exporter api cancellation {{ $labels.server_id }} delete\" if nobody meant it.",
+          "runbook_url": "https://github.com/baremetal-exporter/baremetal-exporter/blob/main/docs/runbook.md#baremetalservercancellationscheduled"
         }
       },
       {

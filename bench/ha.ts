@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
-import { buildConfig } from '../dist/config/load.js';
+import { configFromDocument } from '../dist/config/load.js';
 import { startDaemon } from '../dist/daemon.js';
 import { createLogger } from '../dist/logger.js';
 import { startSimulator } from '../dist/simulator/server.js';
@@ -58,7 +58,7 @@ const rule = { alertname: 'BaremetalServerUnreachable', action: 'powercycle', co
 async function webhookLatency(dir: string, deliveries: number, databaseUrl: string | undefined): Promise<number[]> {
   const sim = await startSimulator({ apiKey: KEY, servers: deliveries + 2, attackRate: 0 });
   writeFileSync(join(dir, 'token'), `${TOKEN}\n`);
-  const config = buildConfig(
+  const config = await configFromDocument(
     {
       upstream: { base_url: sim.url, max_requests_per_second: 10_000 },
       web: { listen_address: '127.0.0.1:0' },

@@ -26,6 +26,21 @@ export interface Row {
   comparison?: true;
 }
 
+/** What bench/small.mjs prints. */
+export interface SmallResult {
+  servers: number;
+  images: number;
+  /** RSS after each cycle, MB */
+  rssMb: number[];
+  /** every poll's outcome in every cycle */
+  outcomes: string[];
+  /** wall time of the slowest cycle, ms */
+  cycleMaxMs: number;
+  /** main-thread CPU of all cycles, ms */
+  cpuMs: number;
+  attacksPerHour: number;
+}
+
 /** What bench/size.ts prints. */
 export interface SizeResult {
   servers: number;

@@ -7,7 +7,8 @@
  * RSS after each against its floor, with the shipped jemalloc (and glibc for comparison). Each size runs with
  * the allocator the image and the systemd unit ship (jemalloc, when libjemalloc2 is installed) and also runs a graphs
  * poll. The simulator attacks its default share of IPs (~3 % within an hour); the table's header says so. Prints the
- * goal table of the first size, then the scale curve; exits 1 when a goal is missed.
+ * goal table of the first size, then the scale curve; exits 1 when a goal is missed. The graph-check row
+ * (bench/graph-check.ts, CPU per image against inflating its pixel data) also runs alone.
  *
  *   node bench/run.ts [--servers 10000 | --servers 1000,10000,50000] [--chart docs/bench-scale.png]
  *                     [--ips 2] [--latency 5] [--concurrency 16] [--scrapes 300] [--node-flags "…"] [--skip-extras]
@@ -21,8 +22,10 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { parseArgs } from 'node:util';
 import { writeScaleChart } from './chart.ts';
+import { graphCheckRow, measureGraphCheck } from './graph-check.ts';
 import { haRows, measureHa } from './ha.ts';
 import { measureHugeReply } from './huge-reply.ts';
+import { scopeRow } from './scope.ts';
 import { measureSmall, shippedAllocator, smallRows } from './small-row.ts';
 import { type Row, SIZE_OPTIONS, type SizeResult } from './options.ts';
 
@@ -40,6 +43,9 @@ if (sizes.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`--servers
 
 // First, while the process is small: peak RSS while one 400 MB reply is refused at the size cap.
 const huge = await measureHugeReply();
+
+// A graph check against inflating the same PNG's pixel data (issue 32), CPU per image in this process.
+const graphCheck = await measureGraphCheck(500);
 
 // The small account (issue 22): 100 servers, every poll with graphs, ten cycles; its floor in the same run.
 const small = await measureSmall(values['node-flags'].split(/\s+/).filter(Boolean));
@@ -144,6 +150,7 @@ const rows: Row[] = [
     rule: '≤ 1.5 × idle',
   },
   ...smallRows(small),
+  graphCheckRow(graphCheck),
   {
     what: 'RSS after a graphs poll',
     measured: first.rssGraphsMb,
@@ -162,6 +169,7 @@ const rows: Row[] = [
     rule: '≤ 96 MB',
   },
   ...(ha ? haRows(ha) : []),
+  scopeRow(),
 ];
 
 console.log(

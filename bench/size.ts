@@ -7,12 +7,13 @@
  * server after a full GC, the exposition's size plain and gzipped, and /metrics idle (plain and gzip) against
  * fastify serving the same bytes from a static buffer, then a graphs poll (the default types × scales) and RSS
  * after it. The simulator attacks the default share of IPs (~3 % within an hour). With `--extras`, also the rows
- * that need one daemon only: /metrics under a flood of wrong credentials, the request budget, two accounts.
+ * that need one daemon only: /metrics under a flood of wrong credentials, valid sporadic users under a flood
+ * from another address, the request budget, two accounts.
  * Prints one JSON line (`SizeResult`) last.
  *
  *   node --max-semi-space-size=8 --expose-gc bench/size.ts --servers 10000 [--extras]
  */
-import { fork, spawn } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -31,6 +32,8 @@ import { startSimulator } from '../dist/simulator/server.js';
 import { ATTACKED_PER_HOUR } from '../dist/simulator/state.js';
 import { percentile, type Row, SIZE_OPTIONS } from './options.ts';
 import { spawnSimulator } from './simulator.ts';
+import { spawnFlood } from './spawn-flood.ts';
+import { sporadicUsersRow } from './sporadic-users.ts';
 
 const { values } = parseArgs({ options: { ...SIZE_OPTIONS, extras: { type: 'boolean', default: false } } });
 const servers = Number(values.servers);
@@ -282,27 +285,11 @@ if (values.extras) {
     const url = await app.listen({ host: '127.0.0.1', port: 0 });
     for (let i = 0; i < 10; i++) await scrape(url, scraper);
     const idle = await latencies(url, scraper);
-    const flood = spawn(
-      process.execPath,
-      ['bench/flood.ts', `${url}/metrics`, String(floodLoops), basic('prometheus', 'wrong-password')],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    let out = '';
-    flood.stdout!.on('data', (d) => (out += String(d)));
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`flood did not start: ${out}`)), 30_000);
-      flood.stdout!.on('data', () => {
-        if (!out.includes('started')) return;
-        clearTimeout(timer);
-        resolve();
-      });
-    });
+    const flood = await spawnFlood(`${url}/metrics`, floodLoops, basic('prometheus', 'wrong-password'));
     const floodStarted = performance.now();
     const loaded = await latencies(url, scraper);
     const flooded = performance.now() - floodStarted;
-    flood.kill('SIGTERM');
-    await once(flood, 'exit');
-    const { requests: floodRequests } = JSON.parse(out.trim().split('\n').pop()!) as { requests: number };
+    const { requests: floodRequests } = await flood.stop();
     await app.close();
     await pool.close();
     const note = `idle %s ms; ${floodLoops} loops, ${floodRequests} wrong requests in ${(flooded / 1000).toFixed(1)} s, bcrypt ran ${pool.compared}×, ${pool.refused} refused unchecked`;
@@ -326,6 +313,13 @@ if (values.extras) {
       { bearerTokens: [TOKEN], basicAuthUsers: {} },
       { authorization: `Bearer ${TOKEN}` },
     )),
+    // Valid users logging in once each (uncached) while another address floods: none refused.
+    await sporadicUsersRow({
+      exposition: daemon.exposition,
+      graphStores: new Map([['default', daemon.accounts.get('default')!.graphStore]]),
+      loops: 40,
+      users: 20,
+    }),
   );
 
   // The request budget: a full firewall cycle against a simulator limited to 10 % above the budget.

@@ -1,14 +1,21 @@
 /**
- * The small-account rows of `npm run bench` (issue 22): bench/small.ts in a process of its own, with jemalloc
+ * The small-account rows of `npm run bench` (issue 22): bench/small.mjs in a process of its own, with jemalloc
  * preloaded as the Dockerfile and the systemd unit ship it (Debian's libjemalloc2; the goals), and with the
- * allocator the system gives (glibc; for comparison); each against its floor (bench/floor.ts: Node importing
- * the runtime dependencies and idling) measured in the same run with the same flags and environment.
+ * allocator the system gives (glibc; for comparison); each against its floor (bench/floor.mjs: Node importing
+ * the runtime dependencies and idling) measured in the same run with the same flags and environment. Both
+ * are plain JavaScript, as the daemon (dist/) is, so neither loads Node's type stripper (issue 32); the
+ * simulator runs in a process of its own, started here.
+ *
+ *   npm run build && node bench/small-row.ts [--shipped-only]
+ *
+ * runs these rows alone (`--shipped-only`: without the glibc comparison), prints them, exits 1 on a miss.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
-import type { Row } from './options.ts';
-import type { SmallResult } from './small.ts';
+import { ATTACKED_PER_HOUR } from '../dist/simulator/state.js';
+import type { Row, SmallResult } from './options.ts';
+import { spawnSimulator } from './simulator.ts';
 
 /** Where Debian's libjemalloc2 puts the library (amd64, arm64). */
 const JEMALLOC = ['/usr/lib/x86_64-linux-gnu/libjemalloc.so.2', '/usr/lib/aarch64-linux-gnu/libjemalloc.so.2'];
@@ -47,18 +54,36 @@ async function runLast<T>(script: string, flags: string[], env: NodeJS.ProcessEn
   return JSON.parse(last) as T;
 }
 
+/** The small account's servers (× 2 IPs) */
+const SERVERS = 100;
+
 async function run(flags: string[], env: NodeJS.ProcessEnv): Promise<SmallRun> {
-  const result = await runLast<SmallResult>('bench/small.ts', flags, env);
-  const floorMb = (await runLast<number>('bench/floor.ts', flags, env)) / 2 ** 20;
-  return { ...result, floorMb };
+  const { child: sim, url } = await spawnSimulator({
+    servers: SERVERS,
+    ips: 2,
+    latencyMs: 5,
+    apiKey: 'bench-key',
+    attacksPerHour: ATTACKED_PER_HOUR,
+  });
+  try {
+    const args = ['--url', url, '--servers', String(SERVERS)];
+    const result = await runLast<SmallResult>('bench/small.mjs', flags, env, args);
+    const floorMb = (await runLast<number>('bench/floor.mjs', flags, env)) / 2 ** 20;
+    return { ...result, floorMb };
+  } finally {
+    sim.kill();
+  }
 }
 
 /** The small account with the shipped allocator, and with glibc's for comparison when that is jemalloc. */
-export async function measureSmall(flags: string[]): Promise<{ shipped: SmallRun; glibc?: SmallRun }> {
+export async function measureSmall(
+  flags: string[],
+  comparison = true,
+): Promise<{ shipped: SmallRun; glibc?: SmallRun }> {
   const allocator = shippedAllocator();
   process.stderr.write(`bench: small account (100 servers, graphs), ${allocator.name}…\n`);
   const shipped = { ...(await run(flags, allocator.env)), allocator: allocator.name };
-  if (allocator.name !== 'jemalloc') return { shipped };
+  if (allocator.name !== 'jemalloc' || !comparison) return { shipped };
   process.stderr.write('bench: small account with glibc, for comparison…\n');
   return { shipped, glibc: { ...(await run(flags, { LD_PRELOAD: '' })), allocator: 'glibc, for comparison' } };
 }
@@ -75,7 +100,7 @@ export function smallRows(small: { shipped: SmallRun; glibc?: SmallRun }): Row[]
         what: `small account RSS ÷ floor (${r.allocator})`,
         measured: last / r.floorMb,
         unit: '× floor',
-        reference: `${r.servers} servers, ${r.images} graph images, ${r.rssMb.length} cycles of every poll: ${last.toFixed(0)} MB after the last; floor ${r.floorMb.toFixed(0)} MB (Node importing the runtime dependencies, idle); ${failed} polls not successful; CPU ${(r.cpuMs / r.rssMb.length / 1000).toFixed(1)} s a cycle`,
+        reference: `${r.servers} servers, ${r.images} graph images, ${r.rssMb.length} cycles of every poll: ${last.toFixed(0)} MB after the last; floor ${r.floorMb.toFixed(0)} MB (Node importing the runtime dependencies, idle, plain JavaScript); ${failed} polls not successful; CPU ${(r.cpuMs / r.rssMb.length / 1000).toFixed(1)} s a cycle`,
         target: 1.4,
         rule: '≤ 1.4 × floor',
         ...extra,
@@ -92,4 +117,20 @@ export function smallRows(small: { shipped: SmallRun; glibc?: SmallRun }): Row[]
     ];
   };
   return [...rows(small.shipped, false), ...(small.glibc ? rows(small.glibc, true) : [])];
+}
+
+if (import.meta.main) {
+  // --shipped-only: without the glibc comparison (half the time).
+  const shippedOnly = process.argv.includes('--shipped-only');
+  const rows = smallRows(await measureSmall(['--max-semi-space-size=8'], !shippedOnly));
+  let missed = 0;
+  for (const row of rows) {
+    const ok = row.measured <= row.target;
+    if (!ok && !row.comparison) missed++;
+    const result = row.comparison ? `comparison (${ok ? 'within' : 'outside'})` : ok ? 'PASS' : 'MISS';
+    console.log(
+      `| ${row.what} | ${row.measured.toFixed(2)} ${row.unit} | ${row.reference} | ${row.rule} | ${result} |`,
+    );
+  }
+  process.exitCode = missed ? 1 : 0;
 }

@@ -185,6 +185,22 @@ sum by ${by()} (rate(${s('baremetal_api_requests_total')}[${w}]))
     ),
     alert(
       {
+        alert: 'BaremetalFirewallCoverageStale',
+        comment:
+          'Three periods: STALE_AFTER_FIREWALL_PERIODS (src/collectors/firewall.ts), past which the power-action\nguard also treats a history as unknown attack state; check-config warns about a budget that cannot meet it.',
+        expr: `${one('baremetal_firewall_history_oldest_read_age_seconds')} > on ${fleet()} group_left 3 * ${one('baremetal_poll_interval_seconds', 'poll="firewall"')}`,
+        for: '5m',
+        annotations: {
+          summary:
+            'Firewall histories of account {{ $labels.account }} are read less often than every 3 firewall periods',
+          description:
+            'The least recently read firewall history of account {{ $labels.account }} is {{ $value | humanizeDuration }} old, more than 3 firewall-poll periods: attacks on it are seen late and power actions on its server are denied as stale.',
+        },
+      },
+      'warning',
+    ),
+    alert(
+      {
         alert: 'BaremetalIpUnderAttack',
         comment:
           'The label server_id is what the remediation rule reads; the hour-scale history is already a\nsustained signal, so no "for". Without the replica labels: the alert keeps its fingerprint on failover.',
@@ -223,6 +239,20 @@ and on ${fleet()} (${s('baremetal_servers')} > 0)
         },
       },
       'warning',
+    ),
+    alert(
+      {
+        alert: 'BaremetalServerCancellationScheduled',
+        comment:
+          'Info, at once: a cancellation nobody meant (an "api cancellation … immediate") is seen before the\nserver goes. Across replicas, as the inventory alerts are.',
+        expr: `${one('baremetal_server_cancellation_scheduled')} > 0\n`,
+        annotations: {
+          summary: 'Server {{ $labels.server_id }} is scheduled for cancellation ({{ $labels.cancellation_type }})',
+          description:
+            'The server record says a cancellation is scheduled: {{ $labels.cancellation_type }} (immediate, or at the end of the billing cycle). Withdraw it with "baremetal-exporter api cancellation {{ $labels.server_id }} delete" if nobody meant it.',
+        },
+      },
+      'info',
     ),
   ];
 

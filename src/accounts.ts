@@ -62,7 +62,11 @@ export async function startAccount(
   const apiObserver = createApiObserver(metrics, deps.onChange);
   const client = clientFromConfig(account.upstream, { ...deps.clientOptions, onRequest: apiObserver.onRequest });
   const mirror = deps.graphMirror?.(account.name);
-  const graphStore = new GraphStore(deps.config.stateDir, account.name, { ...options, ...(mirror ? { mirror } : {}) });
+  const graphStore = new GraphStore(deps.config.stateDir, account.name, {
+    ...options,
+    logger,
+    ...(mirror ? { mirror } : {}),
+  });
   const loaded = await graphStore.load();
   if (loaded > 0) logger.info({ images: loaded }, 'graph images loaded from the state directory');
   metrics.graphImages.set(graphStore.size);
@@ -88,8 +92,11 @@ export async function startAccount(
       deps.onPollFinished(account.name, job, outcome);
     },
   });
-  const scheduler = new Scheduler(poller.jobs, deps.config.schedules, (poll, seconds) =>
-    metrics.pollInterval.set({ poll }, seconds),
+  const scheduler = new Scheduler(
+    poller.jobs,
+    deps.config.schedules,
+    (poll, seconds) => metrics.pollInterval.set({ poll }, seconds),
+    logger,
   );
   if (account.upstream.apiKeySource === 'yaml')
     logger.warn('the API key sits in the config file itself: prefer api_key_file or BAREMETAL_API_KEY');

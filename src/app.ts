@@ -11,10 +11,11 @@ import type { Logger } from 'pino';
 import type { AttackLog } from './collectors/attacks.js';
 import type { ReloadResult } from './config/reload.js';
 import type { Config } from './config/schema.js';
-import { BaremetalError, INTERNAL_ERROR_CODE } from './errors.js';
+import { AuthBusyError, BaremetalError, INTERNAL_ERROR_CODE } from './errors.js';
 import { localGraphs, type GraphSource } from './graphs/source.js';
 import type { GraphStore } from './graphs/store.js';
 import { authEnabled, createAuthCheck, type AuthConfig } from './http/auth.js';
+import { AddressAllowance } from './http/auth-allowance.js';
 import { BcryptPool, type PasswordVerifier } from './http/bcrypt-pool.js';
 import { applyServerLimits, serverLimitOptions } from './http/server-limits.js';
 import { actionRoutes } from './http/routes/actions.js';
@@ -27,7 +28,7 @@ import { metricsRoutes } from './http/routes/metrics.js';
 import { statusPageRoutes, type StatusView } from './http/routes/status-page.js';
 import type { StateStore } from './store/store.js';
 import type { Metrics } from './metrics/definitions.js';
-import type { ExpositionCache } from './metrics/exposition.js';
+import type { ExpositionCache } from './metrics/exposition-cache.js';
 import type { RemediationEngine } from './remediation/engine.js';
 import { circuitRoutes } from './http/routes/circuit.js';
 
@@ -96,13 +97,19 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     app.addHook('onClose', () => pool.close());
     verifier = pool;
   }
-  const authOptions = { verifier, logger: deps.logger as FastifyBaseLogger };
+  // One allowance per client address across both scopes: a flood on /metrics spends the same share as one
+  // on the webhook.
+  const authOptions = { verifier, logger: deps.logger as FastifyBaseLogger, allowance: new AddressAllowance() };
   app.setErrorHandler((error, request, reply) => {
     const status =
       error instanceof BaremetalError ? error.statusCode : ((error as { statusCode?: number }).statusCode ?? 500);
-    if (status >= 500) request.log.error({ err: error }, 'request failed');
+    // A password check refused under a flood is counted by the auth check (one warning a minute), not logged
+    // per request: a flood would otherwise write thousands of error lines.
+    if (status >= 500 && !(error instanceof AuthBusyError)) request.log.error({ err: error }, 'request failed');
     if (status === 401)
       void reply.header('www-authenticate', 'Bearer realm="baremetal-exporter", Basic realm="baremetal-exporter"');
+    const retryAfter = (error as { retryAfterSeconds?: unknown }).retryAfterSeconds;
+    if (typeof retryAfter === 'number') void reply.header('retry-after', String(retryAfter));
     return reply.code(status).send({
       statusCode: status,
       code: (error as { code?: string }).code ?? INTERNAL_ERROR_CODE,
@@ -159,6 +166,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
         // The config object a reload changes in place.
         rules: () => remediation.config.rules,
         metrics: remediation.metrics,
+        maxAlerts: remediation.config.maxAlerts,
       });
       actionRoutes(scope, remediation);
       circuitRoutes(scope, remediation);

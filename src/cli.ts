@@ -7,10 +7,12 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { applyFlags, buildConfig, loadConfig } from './config/load.js';
+import { applyFlags, configFromDocument, loadConfig } from './config/load.js';
 import { DEFAULT_ACCOUNT } from './config/schema.js';
+import { redactBaseUrl } from './config/base-url.js';
 import { describeScope } from './config/scope.js';
 import { startDaemon } from './daemon.js';
+import { readTls } from './http/tls.js';
 import { WebConfigFile } from './http/web-config-reload.js';
 import { DEFAULT_TELEMETRY_PATH, validateTelemetryPath } from './http/telemetry-path.js';
 import { loadWebConfig } from './http/web-config.js';
@@ -19,7 +21,6 @@ import { BaremetalError, ConfigError } from './errors.js';
 import { createLogger, LOG_FORMATS, type LogFormat } from './logger.js';
 import { startSimulator, type SimulatorServerOptions } from './simulator/server.js';
 import { ATTACKED_PER_HOUR, DEMO_SIMULATOR, slotAttackRate } from './simulator/state.js';
-import { readBoundedFile } from './read-bounded-file.js';
 import { USAGE } from './cli/usage.js';
 import { VERSION } from './version.js';
 
@@ -108,7 +109,7 @@ async function simulate(args: string[]): Promise<void> {
       malformedRate: num(values['malformed-rate'], 0),
     },
     ...(values['tls-cert'] && values['tls-key']
-      ? { tls: { cert: readBoundedFile(values['tls-cert'], 'pem'), key: readBoundedFile(values['tls-key'], 'pem') } }
+      ? { tls: await readTls({ certFile: values['tls-cert'], keyFile: values['tls-key'] }) }
       : {}),
   };
   for (const [key, value] of Object.entries({ ...options, ...options.faults })) {
@@ -130,7 +131,7 @@ async function demo(args: string[]): Promise<void> {
   mkdirSync(stateDir, { recursive: true });
   // A documented token so that a new user can post a sample alert (README, "Remediation"); dry run only.
   writeFileSync(`${stateDir}/demo-token`, `${DEMO_TOKEN}\n`, { mode: 0o600 });
-  const config = buildConfig(
+  const config = await configFromDocument(
     {
       upstream: { base_url: sim.url, timeout: '5s', concurrency: 8 },
       web: { listen_address: `127.0.0.1:${values.port ?? '9877'}` },
@@ -206,18 +207,21 @@ async function run(args: string[]): Promise<void> {
   if (!(LOG_FORMATS as readonly string[]).includes(format))
     throw new BaremetalError(`--log.format: must be one of ${LOG_FORMATS.join(', ')} (got ${JSON.stringify(format)})`);
   // The same loader and flags at start and at each reload.
-  const readConfig = () =>
-    applyFlags(loadConfig(file), { listen: values['web.listen-address'], logLevel: values['log.level'] });
-  const config = readConfig();
+  const readConfig = async () =>
+    applyFlags(await loadConfig(file), { listen: values['web.listen-address'], logLevel: values['log.level'] });
+  const config = await readConfig();
   const webConfigPath = values['web.config.file'];
   // One place for TLS and basic-auth users: both given would leave the operator guessing which is used.
   if (webConfigPath !== undefined && (config.web.tls || Object.keys(config.web.auth.basicAuthUsers).length > 0))
     throw new ConfigError([
       '--web.config.file: given together with web.tls or web.auth.basic_auth_users in the config file; keep one (bearer_token_files may stay)',
     ]);
-  const webConfig = webConfigPath === undefined ? undefined : loadWebConfig(webConfigPath);
+  const webConfig = webConfigPath === undefined ? undefined : await loadWebConfig(webConfigPath);
   const logger = createLogger(config.logLevel, undefined, format as LogFormat);
-  const webConfigFile = webConfigPath === undefined ? undefined : new WebConfigFile(webConfigPath, logger, webConfig);
+  const webConfigFile =
+    webConfigPath === undefined || webConfig === undefined
+      ? undefined
+      : new WebConfigFile(webConfigPath, logger, webConfig);
   const daemon = await startDaemon(config, {
     logger,
     reloadConfig: readConfig,
@@ -232,13 +236,13 @@ async function run(args: string[]): Promise<void> {
 }
 
 /** `check-config FILE`: validates a config (with the environment's overrides); exit 1 listing the problems. */
-function checkConfig(args: string[]): void {
+async function checkConfig(args: string[]): Promise<void> {
   const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
   if (positionals.length !== 1) throw new BaremetalError('check-config: exactly one FILE expected');
   try {
-    const config = loadConfig(positionals[0]!);
+    const config = await loadConfig(positionals[0]!);
     process.stdout.write(
-      `${positionals[0]}: valid — ${config.accounts.map((a) => `${config.accounts.length > 1 ? `account ${a.name}: ` : ''}API ${a.upstream.baseUrl} (key from ${a.upstream.apiKeySource})`).join(', ')}, listen ${config.web.host}:${config.web.port}${config.web.tls ? ' (TLS)' : ''}, ` +
+      `${positionals[0]}: valid — ${config.accounts.map((a) => `${config.accounts.length > 1 ? `account ${a.name}: ` : ''}API ${redactBaseUrl(a.upstream.baseUrl)} (key from ${a.upstream.apiKeySource})`).join(', ')}, listen ${config.web.host}:${config.web.port}${config.web.tls ? ' (TLS)' : ''}, ` +
         `remediation ${config.remediation.dryRun ? 'dry run' : 'live'} with ${config.remediation.rules.length} rule(s)\n`,
     );
     for (const account of config.accounts.filter((a) => a.upstream.apiKeySource === 'yaml')) {

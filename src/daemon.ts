@@ -1,6 +1,6 @@
 /**
  * Builds the daemon's dependencies from a Config and starts it: registry and metrics, upstream client,
- * graph store, poll jobs and their schedule, the exposition cache and the HTTP app. `main.ts` calls this;
+ * graph store, poll jobs and their schedule, the exposition cache and the HTTP app. The `run` and `demo` commands (cli.ts) call this;
  * integration tests call it too, with an injected logger and clock.
  */
 import type { FastifyInstance } from 'fastify';
@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import type { Dispatcher } from 'undici';
 import { buildApp } from './app.js';
+import { databaseSecrets } from './config/database-url.js';
 import { DEFAULT_ACCOUNT, type Config } from './config/schema.js';
 import { localGraphs } from './graphs/source.js';
 import { startAccount, type AccountDeps, type AccountRuntime } from './accounts.js';
@@ -31,7 +32,7 @@ import { createReload } from './daemon/reload.js';
 import { pollingDuties, Replication } from './daemon/replication.js';
 import { listen, webDeps } from './daemon/web.js';
 import { createMetrics, createdNames, leaderOnlyNames, type Metrics } from './metrics/definitions.js';
-import { ExpositionCache } from './metrics/exposition.js';
+import { ExpositionCache } from './metrics/exposition-cache.js';
 import { VERSION } from './version.js';
 
 export interface DaemonOptions {
@@ -53,7 +54,7 @@ export interface DaemonOptions {
   /** `--web.config.file`: its TLS, headers and basic-auth users replace `web.tls` and `web.auth.basic_auth_users` */
   webConfig?: WebConfigFile;
   /** re-reads the config file through the same loader and flags (`reload()`); without it a reload fails */
-  reloadConfig?: () => Config;
+  reloadConfig?: () => Promise<Config>;
   /** serve `POST /-/reload` (`--web.enable-lifecycle`) */
   lifecycle?: boolean;
   /** `--web.telemetry-path`, already validated (`validateTelemetryPath`); default `/metrics` */
@@ -87,7 +88,7 @@ export interface Daemon {
   /** with PostgreSQL: the state shared with the other replicas (server directory, graph images) */
   shared: PostgresStore['shared'] | undefined;
   /** re-reads the TLS files or the web-config file (SIGHUP); false without them or when reading failed */
-  reloadTls(): boolean;
+  reloadTls(): Promise<boolean>;
   /**
    * SIGHUP and `POST /-/reload`: re-reads the config file and applies what can change safely
    * (config/reload.ts), and the web config (TLS files, `--web.config.file`); an invalid new file is refused
@@ -115,6 +116,12 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
   // The configuration in force: a reload changes its reloadable parts in place, read by the poll jobs,
   // schedulers, engines and routes (a copy, so the caller's object is never changed).
   const config = structuredClone(initial);
+  // A compiled hostname pattern (re2js) does not survive the copy: each account keeps the caller's selectors
+  // (never changed: a reload replaces the lists) in lists of its own.
+  for (const [i, account] of config.accounts.entries()) {
+    const { include, exclude } = initial.accounts[i]!.scope;
+    account.scope = { include: [...include], exclude: [...exclude] };
+  }
   const logger = options.logger ?? createLogger(config.logLevel);
   const now = options.now ?? Date.now;
   const registry = new Registry();
@@ -145,6 +152,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     config,
     now,
     clientOptions: {
+      secrets: knownSecrets(config),
       ...(options.retryMinDelayMs !== undefined ? { retryMinDelayMs: options.retryMinDelayMs } : {}),
       ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
     },
@@ -158,7 +166,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     eventLedger: (account: string) => journal.eventLedger(account),
   });
   const engines = await startEngines(config, { accounts, journal, replication, logger, now, exposition });
-  const web = webDeps(config, options.webConfig);
+  const web = await webDeps(config, options.webConfig);
   /** set by stop(): the initial polls start nothing more, a reload changes nothing */
   let stopping = false;
   const app = buildApp({
@@ -185,6 +193,10 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     engines,
     metrics,
     markDirty: () => exposition.markDirty(),
+    scopeApplied: (runtime) => {
+      exposition.renderSoon();
+      replication.published(runtime, 'servers', 'success');
+    },
     logger,
     now,
     stopping: () => stopping,
@@ -283,7 +295,7 @@ function pick<T extends object, K extends keyof T>(o: T, keys: K[]): Partial<Pic
   return Object.fromEntries(keys.filter((k) => o[k] !== undefined).map((k) => [k, o[k]])) as Partial<Pick<T, K>>;
 }
 
-/** The exposition cache; a follower's leaves out what only the polling replica knows (definitions.ts). */
+/** The exposition cache; a follower's leaves out what only the polling replica knows (metrics/definitions.ts). */
 function exposeMetrics(
   registry: Registry,
   metrics: Metrics,
@@ -375,4 +387,17 @@ async function startEngines(
       'remediation enabled',
     );
   return engines;
+}
+
+/**
+ * Every secret the daemon knows besides an account's own key: the other accounts' keys, the bearer tokens,
+ * the database password and settings. An upstream reply that echoes one of them is scrubbed of it too.
+ */
+function knownSecrets(config: Config): string[] {
+  return [
+    ...config.accounts.map((a) => a.upstream.apiKey),
+    ...config.remediation.bearerTokens,
+    ...config.web.auth.bearerTokens,
+    ...(config.database.kind === 'postgres' ? databaseSecrets(config.database.url) : []),
+  ];
 }

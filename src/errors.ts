@@ -52,7 +52,7 @@ export class InsecureUrlError extends BaremetalError {
 
 /** Context common to every failure of one upstream request. */
 export interface UpstreamContext {
-  /** operation name, e.g. `firewallHistoryDedicated` */
+  /** operation name, e.g. `firewall_history_dedicated` */
   operation: string;
   /** request path, e.g. `/api/v1/dedicated/firewall` */
   path: string;
@@ -232,6 +232,44 @@ export class ForbiddenError extends AuthError {
   override readonly statusCode = 403;
 }
 
+/**
+ * A basic-auth password could not be checked now: too many checks wait for the bcrypt worker, or this
+ * client address already has its share of them in flight. 503 with `Retry-After`, so Alertmanager retries
+ * the delivery (it drops a 4xx).
+ */
+export class AuthBusyError extends BaremetalError {
+  override readonly code: string = 'BM_ERR_AUTH_BUSY';
+  override readonly statusCode: number = 503;
+  constructor(
+    message: string,
+    /** seconds the client should wait before retrying (the `Retry-After` header) */
+    readonly retryAfterSeconds: number,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * This client address sent more wrong passwords than its allowance: further checks from it are refused
+ * without hashing until the allowance refills. 429 with `Retry-After`.
+ */
+export class AuthRateLimitedError extends AuthBusyError {
+  override readonly code = 'BM_ERR_AUTH_RATE_LIMITED';
+  override readonly statusCode = 429;
+}
+
+/** A request's header block did not arrive within the header deadline, or the request within its deadline. */
+export class RequestTimeoutError extends BaremetalError {
+  override readonly code = 'BM_ERR_REQUEST_TIMEOUT';
+  override readonly statusCode = 408;
+}
+
+/** A request's header block is larger than Node's limit (`--max-http-header-size`, 16 KiB by default). */
+export class HeadersTooLargeError extends BaremetalError {
+  override readonly code = 'BM_ERR_HEADERS_TOO_LARGE';
+  override readonly statusCode = 431;
+}
+
 /** An `Idempotency-Key` was used before for a request with a different body (action, target or value). */
 export class IdempotencyMismatchError extends BaremetalError {
   override readonly code = 'BM_ERR_IDEMPOTENCY_MISMATCH';
@@ -275,6 +313,10 @@ export const errorClasses = {
   BadRequestError,
   AuthError,
   ForbiddenError,
+  AuthBusyError,
+  AuthRateLimitedError,
+  RequestTimeoutError,
+  HeadersTooLargeError,
   IdempotencyMismatchError,
   StateDirLockedError,
 } as const;

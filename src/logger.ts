@@ -47,8 +47,15 @@ export function logfmtDestination(fd = 1): pino.DestinationStream {
   return { write: (line: string) => void writeSync(fd, toLogfmt(line)) };
 }
 
-/** A pino logger with the redaction paths set, string levels and ISO timestamps. */
-export function createLogger(level: string, destination?: pino.DestinationStream, format: LogFormat = 'json'): Logger {
+/**
+ * A pino logger with the redaction paths set, string levels and ISO timestamps, written to `destination`
+ * (pino's JSON lines) or else to stdout as `format`: logfmt by default, as `run` and `demo` log.
+ */
+export function createLogger(
+  level: string,
+  destination?: pino.DestinationStream,
+  format: LogFormat = 'logfmt',
+): Logger {
   return pino(
     {
       level,

@@ -3,7 +3,7 @@ import type { Dashboard } from '@grafana/schema';
 import { VariableHide } from '@grafana/schema';
 import type { MixinConfig } from '../config.ts';
 import { attackStarts } from './annotations.ts';
-import { commonVariables, dashboard, panel, sel, serverVariable, steps } from './common.ts';
+import { commonVariables, dashboard, panel, STAT_OPTIONS, sel, serverVariable, steps } from './common.ts';
 import { FIREWALL_STATES } from './remediation.ts';
 
 const image = (scale: string) =>
@@ -36,10 +36,29 @@ export function server(config: MixinConfig): Dashboard {
         id: 1,
         type: 'table',
         title: 'Server',
-        grid: [0, 0, 24, 4],
+        grid: [0, 0, 19, 4],
         description: "The server's record as the API lists it.",
         queries: [{ expr: sel('baremetal_server_info', 'server_id="$server_id"'), table: true }],
         fieldConfig: { defaults: { unit: 'none' }, overrides: [] },
+      }),
+      panel({
+        id: 7,
+        type: 'stat',
+        title: 'Cancellation',
+        grid: [19, 0, 5, 4],
+        description:
+          'The cancellation its record says is scheduled: immediate, or end (of the billing cycle); BaremetalServerCancellationScheduled fires while one is. "none scheduled" when there is none.',
+        queries: [
+          {
+            expr: `max by (cancellation_type) (${sel('baremetal_server_cancellation_scheduled', 'server_id="$server_id"')})`,
+            legend: '{{cancellation_type}}',
+          },
+        ],
+        fieldConfig: {
+          defaults: { unit: 'none', noValue: 'none scheduled', thresholds: steps('green', [1, 'orange']) },
+          overrides: [],
+        },
+        options: { ...STAT_OPTIONS, textMode: 'name' },
       }),
       panel({
         id: 2,

@@ -7,6 +7,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { buildConfig, loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
@@ -18,7 +19,8 @@ import { createLogger } from '../logger.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { clientFromConfig } from '../upstream/from-config.js';
 import { requireIp } from '../upstream/params.js';
-import { LEAVES, type Leaf } from './commands.js';
+import { LEAVES } from './commands.js';
+import type { Leaf } from './leaf.js';
 import type { CliIo, CommandContext } from './context.js';
 import { CliExit, EXIT, exitCodeOf, oneLine, usage } from './exit.js';
 import { OUTPUT_FORMATS, render, type OutputFormat } from './output.js';
@@ -137,12 +139,12 @@ export function processIo(): CliIo {
     stdoutIsTTY: process.stdout.isTTY === true,
     env: process.env,
     now: Date.now,
-    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    sleep: (ms) => delay(ms),
   };
 }
 
 /** The config as the daemon reads it; without a file, a minimal one from the environment. */
-function loadCliConfig(file: string | undefined, env: NodeJS.ProcessEnv): Config {
+async function loadCliConfig(file: string | undefined, env: NodeJS.ProcessEnv): Promise<Config> {
   if (file !== undefined) return loadConfig(file, env);
   if (!env.BAREMETAL_API_URL || !env.BAREMETAL_API_KEY)
     throw usage('no API configured: give --config.file FILE, or set BAREMETAL_API_URL and BAREMETAL_API_KEY');
@@ -164,12 +166,11 @@ async function openCliJournal(config: Config, fromFile: boolean): Promise<StateS
     postgres: { retryMs: 60_000, limits: { max: 2 } },
   });
   if (store.kind === 'sqlite') return store;
-  // A timer that keeps the process alive (the store's own retry timers do not) while the first attempt runs.
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), DEFAULT_POOL_LIMITS.connectTimeoutMs + 1_000);
-  });
-  const open = await Promise.race([store.opened, timeout]).finally(() => clearTimeout(timer));
+  // A timer that keeps the process alive (the store's own retry timers do not) while the first attempt runs;
+  // cleared once the race is over (its AbortError then goes to the race, which has settled and ignores it).
+  const timer = new AbortController();
+  const timeout = delay(DEFAULT_POOL_LIMITS.connectTimeoutMs + 1_000, false, { signal: timer.signal });
+  const open = await Promise.race([store.opened, timeout]).finally(() => timer.abort());
   if (open) return store;
   const reason = store.unavailable ?? 'it does not answer';
   await store.close();
@@ -241,7 +242,7 @@ export async function runApi(argv: string[], io: CliIo = processIo()): Promise<n
     if (!OUTPUT_FORMATS.includes(format))
       throw usage(`--output must be one of ${OUTPUT_FORMATS.join(', ')} (got ${JSON.stringify(values.output)})`);
     const file = values['config.file'] as string | undefined;
-    const config = loadCliConfig(file, io.env);
+    const config = await loadCliConfig(file, io.env);
     const names = config.accounts.map((a) => a.name);
     const wanted = values.account === undefined ? (names.length === 1 ? names[0] : undefined) : String(values.account);
     const account = config.accounts.find((a) => a.name === wanted);

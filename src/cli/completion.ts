@@ -17,7 +17,7 @@ import { LEAVES } from './commands.js';
 import { EXIT, usage, oneLine, exitCodeOf } from './exit.js';
 import { OUTPUT_FORMATS } from './output.js';
 
-/** The top-level commands of main.ts. */
+/** The top-level commands of the command line (cli.ts). */
 const TOP = ['run', 'check-config', 'demo', 'simulate', 'api', 'remediation', 'completion', '--help', '--version'];
 
 /** Words offered after a prefix of non-option words (longest prefix wins). */

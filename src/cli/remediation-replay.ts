@@ -174,7 +174,7 @@ export async function runRemediationReplay(
   const sinceMs = parseDuration(values.since ?? '7d');
   if (sinceMs === undefined)
     throw new BaremetalError(`remediation replay: --since must be a duration such as 7d (got ${values.since})`);
-  const config = loadConfig(file);
+  const config = await loadConfig(file);
   if (config.database.kind === 'sqlite' && !existsSync(join(config.stateDir, 'journal.db')))
     throw new BaremetalError(`remediation replay: no journal at ${join(config.stateDir, 'journal.db')}`);
   const store = await openStore(config, { logger: createLogger('silent'), postgres: { limits: { max: 2 } } });

@@ -80,8 +80,8 @@ const ajv = new Ajv({ allErrors: false, useDefaults: true, strict: false });
 const validate = ajv.compile(fileSchema);
 
 /** Reads and validates test file `path`. Throws TestFileError naming the line. */
-export function readTestFile(path: string): TestFile {
-  const text = readBoundedText(path, 'config');
+export async function readTestFile(path: string): Promise<TestFile> {
+  const text = await readBoundedText(path, 'config');
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false });
   const lineOf = (offset: number | undefined) => (offset === undefined ? 1 : lines.linePos(offset).line);
@@ -100,7 +100,7 @@ export function readTestFile(path: string): TestFile {
   const fail = (pointer: string, message: string): never => {
     throw new TestFileError(`${path}:${nodeLine(doc, pointer, lineOf)}: ${message}`);
   };
-  const config = configOf(path, file, fail);
+  const config = await configOf(path, file, fail);
   const timeline = file.timeline.map((s, i) => {
     const pointer = `/timeline/${i}`;
     const given = [s.alert, s.alerts, s.payload].filter((x) => x !== undefined).length;
@@ -129,11 +129,11 @@ function ms(text: string, pointer: string, fail: (pointer: string, message: stri
 }
 
 /** The remediation block under test: the file's own, or the one of its `config_file` (relative to the file). */
-function configOf(
+async function configOf(
   path: string,
   file: Static<typeof fileSchema>,
   fail: (pointer: string, message: string) => never,
-): TestFile['config'] {
+): Promise<TestFile['config']> {
   if ((file.remediation === undefined) === (file.config_file === undefined))
     fail('', 'give either remediation or config_file');
   if (file.remediation)
@@ -144,7 +144,7 @@ function configOf(
   const configPath = resolve(dirname(path), file.config_file!);
   let parsed: unknown;
   try {
-    parsed = parseDocument(readBoundedText(configPath, 'config')).toJS();
+    parsed = parseDocument(await readBoundedText(configPath, 'config')).toJS();
   } catch (error) {
     return fail('/config_file', `cannot read ${configPath}: ${(error as Error).message}`);
   }

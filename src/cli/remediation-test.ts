@@ -157,7 +157,7 @@ export async function runRemediationTest(
   let code = 0;
   for (const path of files) {
     try {
-      const failures = await runTestFile(readTestFile(path));
+      const failures = await runTestFile(await readTestFile(path));
       if (failures.length === 0) out.write(`${path}: SUCCESS\n`);
       else {
         out.write(`${path}: FAILED\n${failures.join('\n')}\n`);

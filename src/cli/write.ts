@@ -99,3 +99,21 @@ async function journaled<T>(ctx: CommandContext, write: WriteAction<T>, _operati
     throw error;
   }
 }
+
+/** A write whose reply is an ActionResult: runs it and renders the API's message (or the dry run). */
+export async function runAction(ctx: CommandContext, write: WriteAction<ActionResult>): Promise<Rendered> {
+  const outcome = await runWrite(ctx, write);
+  if ('planned' in outcome) return renderPlanned(outcome.planned);
+  const data = {
+    action: write.action,
+    serverId: write.serverId,
+    ...(write.ip ? { ip: write.ip } : {}),
+    ...(write.value ? { value: write.value } : {}),
+    success: true,
+    message: outcome.result.message,
+  };
+  return {
+    data,
+    table: `${write.action} ${write.serverId}${write.ip ? ` ${write.ip}` : ''}: ${outcome.result.message || 'done'}`,
+  };
+}

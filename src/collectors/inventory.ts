@@ -48,10 +48,18 @@ export function memoryBytes(memory: string): number | undefined {
 /** The fields that are labels of `baremetal_server_info`. */
 const INFO_FIELDS = ['serverId', 'hostname', 'ip', 'os', 'processor', 'memory', 'location', 'status'] as const;
 
-/** The server's series are as they were: same info labels, same number of IPs. */
+/** The server's series are as they were: same info labels, same number of IPs, same cancellation. */
 function unchanged(old: ServerRecord, server: ServerRecord): boolean {
   for (const field of INFO_FIELDS) if (old[field] !== server[field]) return false;
-  return old.ips.length === server.ips.length;
+  return old.ips.length === server.ips.length && old.cancellation === server.cancellation;
+}
+
+/** `baremetal_server_cancellation_scheduled` of a server: 1 with its type while one is scheduled, else none. */
+function setCancellation(metrics: Metrics, server: ServerRecord, old: ServerRecord | undefined): void {
+  if (old?.cancellation && old.cancellation !== server.cancellation)
+    metrics.serverCancellation.remove({ server_id: old.serverId, cancellation_type: old.cancellation });
+  if (server.cancellation)
+    metrics.serverCancellation.set({ server_id: server.serverId, cancellation_type: server.cancellation }, 1);
 }
 
 /**
@@ -73,6 +81,7 @@ export async function collectServerList(
       metrics.serverInfo.remove(infoLabels(old));
       metrics.serverIps.remove({ server_id: id });
       metrics.serverMemory.remove({ server_id: id });
+      if (old.cancellation) metrics.serverCancellation.remove({ server_id: id, cancellation_type: old.cancellation });
       removed.push(id);
     }
   }
@@ -87,6 +96,7 @@ export async function collectServerList(
     const bytes = memoryBytes(server.memory);
     if (bytes === undefined) metrics.serverMemory.remove({ server_id: server.serverId });
     else metrics.serverMemory.set({ server_id: server.serverId }, bytes);
+    setCancellation(metrics, server, old);
     if (i % CLOCK_EVERY === CLOCK_EVERY - 1) await slices.next();
   }
   metrics.servers.set(list.servers.length);

@@ -26,6 +26,7 @@ export function directoryServers(inventory: Inventory, firewall: FirewallSeriesS
       hostname: server.hostname,
       location: server.location,
       status: server.status,
+      cancellation: server.cancellation,
     };
   return out;
 }

@@ -20,6 +20,9 @@ export type FirewallState = (typeof FIREWALL_STATES)[number];
 /** Cancellation `type` values (contract §3). */
 export const CANCELLATION_TYPES = ['immediate', 'end', 'delete'] as const;
 export type CancellationType = (typeof CANCELLATION_TYPES)[number];
+/** A server's scheduled cancellation as its record says (the simulator's `cancellation`); '' when none. */
+export const SCHEDULED_CANCELLATIONS = ['immediate', 'end'] as const;
+export type ScheduledCancellation = (typeof SCHEDULED_CANCELLATIONS)[number] | '';
 /** Service kinds that have a firewall history (contract §4). */
 export const SERVICE_TYPES = ['dedicated', 'colocation', 'transit'] as const;
 export type ServiceType = (typeof SERVICE_TYPES)[number];

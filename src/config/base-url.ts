@@ -17,3 +17,30 @@ export function checkBaseUrl(baseUrl: string): string {
     throw new TypeError(`unsupported protocol ${url.protocol}`);
   return url.href.replace(/\/+$/, '');
 }
+
+/**
+ * `baseUrl` fit to print (check-config, logs): its userinfo, which may hold a password or a token, replaced
+ * by `***` as a whole; a text that is not a URL is replaced by `[unparsable URL]`.
+ */
+export function redactBaseUrl(baseUrl: string): string {
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    return '[unparsable URL]';
+  }
+  if (url.username === '' && url.password === '') return baseUrl;
+  url.username = '***';
+  url.password = '';
+  return url.href.replace(/\/+$/, '');
+}
+
+/** The secrets of `baseUrl`'s userinfo (user and password, percent-decoded), to scrub from texts; none without. */
+export function baseUrlSecrets(baseUrl: string): string[] {
+  try {
+    const url = new URL(baseUrl);
+    return [url.username, url.password].filter((s) => s.length > 0).map((s) => decodeURIComponent(s));
+  } catch {
+    return [];
+  }
+}

@@ -12,7 +12,33 @@ const SECRET_PARAMETERS = new Set(['password', 'sslpassword', 'options']);
 /** What replaces a secret in a redacted URL. */
 const MASK = '***';
 
-/** The secrets of `url` (percent-decoded): the userinfo password and the secret query parameters' values. */
+/**
+ * The shortest value of one `options` setting that is scrubbed on its own: a shorter one (`on`, `1`) would
+ * redact ordinary words of PostgreSQL's messages; the whole `options` text is scrubbed whatever its length.
+ */
+const MIN_SETTING_VALUE = 4;
+
+/**
+ * The pieces of an `options` value (`-c statement_timeout=5s --search_path=x`) that PostgreSQL's own errors
+ * quote: each setting (`name=value`) and each value (`invalid value for parameter "statement_timeout": "5s"`).
+ */
+function optionPieces(options: string): string[] {
+  const pieces: string[] = [];
+  for (const word of options.split(/\s+/)) {
+    const setting = word.replace(/^(?:-c|--)/, '');
+    const at = setting.indexOf('=');
+    if (at < 0) continue;
+    pieces.push(setting);
+    const value = setting.slice(at + 1).replace(/^(['"])(.*)\1$/, '$2');
+    if (value.length >= MIN_SETTING_VALUE) pieces.push(value);
+  }
+  return pieces;
+}
+
+/**
+ * The secrets of `url` (percent-decoded): the userinfo password, the secret query parameters' values, and the
+ * settings and values inside `options` (see optionPieces).
+ */
 function secretsOf(url: URL): string[] {
   const secrets: string[] = [];
   try {
@@ -20,8 +46,21 @@ function secretsOf(url: URL): string[] {
   } catch {
     secrets.push(url.password);
   }
-  for (const [name, value] of url.searchParams) if (SECRET_PARAMETERS.has(name.toLowerCase())) secrets.push(value);
+  for (const [name, value] of url.searchParams) {
+    if (!SECRET_PARAMETERS.has(name.toLowerCase())) continue;
+    secrets.push(value);
+    if (name.toLowerCase() === 'options') secrets.push(...optionPieces(value));
+  }
   return secrets.filter((s) => s.length > 0);
+}
+
+/** The secrets of the database URL `url` (see secretsOf); none when it is not a URL. */
+export function databaseSecrets(url: string): string[] {
+  try {
+    return secretsOf(new URL(url));
+  } catch {
+    return [];
+  }
 }
 
 /**
@@ -43,11 +82,7 @@ export function redactDatabaseUrl(url: string): string {
 
 /** A Scrubber for the PostgreSQL URL `url` and every secret in it (plain and encoded spellings). */
 export function databaseScrubber(url: string): Scrubber {
-  let secrets: string[] = [];
-  try {
-    secrets = secretsOf(new URL(url));
-  } catch {}
-  return createScrubber([url, ...secrets]);
+  return createScrubber([url, ...databaseSecrets(url)]);
 }
 
 /** The message of `error`, scrubbed. */

@@ -10,7 +10,7 @@ import ms from 'ms';
 import cron from 'node-cron';
 import { parse as parseYaml } from 'yaml';
 import { redactDatabaseUrl } from './database-url.js';
-import { readBoundedText, readProblem, type FileKind } from '../read-bounded-file.js';
+import { buildWithFiles, readBoundedText, readProblem, type FileKind } from '../read-bounded-file.js';
 import { ConfigError, InsecureUrlError } from '../errors.js';
 import { checkBaseUrl } from './base-url.js';
 import { compileHostname, type ServerScope, type ServerSelectorFile } from './scope.js';
@@ -37,8 +37,16 @@ export interface ConfigEnv {
   BAREMETAL_DATABASE_URL?: string | undefined;
 }
 
-/** Reads the text of a file the config names; `kind` picks its cap (see readBoundedFile). */
+/**
+ * Reads the text of a file the config names; `kind` picks its cap (see readBoundedFile). Synchronous: the
+ * files are read beforehand, asynchronously (configFromDocument).
+ */
 type ReadFile = (path: string, kind: FileKind) => string;
+
+/** The reader of a config built without configFromDocument: it names no file it could read. */
+const noFiles: ReadFile = (path) => {
+  throw new Error(`${path} was not read (the config is built by configFromDocument when it names files)`);
+};
 
 const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true, keywords: SCHEMA_ANNOTATIONS });
 const validateFile = ajv.compile<ConfigFile>(configFileSchema);
@@ -140,17 +148,31 @@ class Checks {
     const basicAuthUsers = users !== null && typeof users === 'object' ? (users as Record<string, string>) : {};
     for (const [user, hash] of Object.entries(basicAuthUsers)) {
       if (typeof hash !== 'string') continue;
-      const problem = BCRYPT_HASH.test(hash)
-        ? bcryptCostProblem(user, hash)
-        : 'must be a bcrypt hash ($2b$…), never a plain password';
+      const problem = bcryptHashProblem(user, hash, 'must be a bcrypt hash ($2b$…), never a plain password');
       if (problem !== undefined) this.problems.push(`${key}.basic_auth_users.${user}: ${problem}`);
     }
     return { bearerTokens, basicAuthUsers };
   }
 }
 
-/** A bcrypt hash as htpasswd and bcryptjs write it. */
-export const BCRYPT_HASH = /^\$2[aby]?\$\d{2}\$[./A-Za-z0-9]{53}$/;
+/**
+ * A bcrypt hash as htpasswd and bcryptjs write it: `$2a$`, `$2b$` or `$2y$`. The original `$2$` and the
+ * broken-implementation marker `$2x$` are not: bcryptjs compares no password with them as equal.
+ */
+export const BCRYPT_HASH = /^\$2[aby]\$\d{2}\$[./A-Za-z0-9]{53}$/;
+
+/**
+ * What is wrong with `hash`, the bcrypt hash of `user`, as a sentence: a bcrypt variant other than `$2a$`,
+ * `$2b$`, `$2y$`, or a cost outside 4…MAX_BCRYPT_COST; `notBcrypt` when it is no bcrypt hash at all;
+ * undefined when it is usable.
+ */
+export function bcryptHashProblem(user: string, hash: string, notBcrypt: string): string | undefined {
+  if (BCRYPT_HASH.test(hash)) return bcryptCostProblem(user, hash);
+  const variant = /^\$(2[a-z]?)\$\d{2}\$/.exec(hash)?.[1];
+  if (variant !== undefined)
+    return `the bcrypt hash of user ${user} is of variant $${variant}$, which never matches a password; only $2a$, $2b$ and $2y$ are supported: hash the password again (htpasswd -nbB ${user} PASSWORD)`;
+  return notBcrypt;
+}
 
 /**
  * The highest bcrypt cost accepted: one check at cost 14 takes about a second on one core, and each step up
@@ -172,9 +194,10 @@ export function bcryptCostProblem(user: string, hash: string): string | undefine
 
 /**
  * Validates parsed YAML (`raw`) with `env` overrides and returns the normalized Config.
- * `readFile` reads key, token and TLS files (injectable for tests). Throws ConfigError with every problem found.
+ * `readFile` gives the text of key, token and TLS files (configFromDocument reads them first; tests inject
+ * their own). Throws ConfigError with every problem found.
  */
-export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFile = readBoundedText): Config {
+export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFile = noFiles): Config {
   const doc = (raw ?? {}) as Record<string, unknown>;
   if (typeof doc !== 'object' || Array.isArray(doc)) throw new ConfigError(['(top level): must be a mapping']);
   const fileKeys = new Set(Object.keys(doc));
@@ -260,6 +283,7 @@ export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFil
         maxPowerActionsPerServer: file.remediation.safety.max_power_actions_per_server,
         capWindowMs: safety.capWindowMs!,
       },
+      maxAlerts: file.remediation.max_alerts,
       ...remediationAuth,
       rules: file.remediation.rules.map(
         (rule, i): RemediationRule => ({
@@ -381,8 +405,8 @@ function checkAccounts(
 }
 
 /**
- * The scope at `at` (`servers` or `accounts.N.servers`): each `hostname` selector compiled; a bad regular
- * expression is a problem naming its key (`servers.exclude.2.hostname: …`). Undefined when the schema refused it.
+ * The scope at `at` (`servers` or `accounts.N.servers`): each `hostname` selector compiled by RE2
+ * (config/scope.ts); a pattern RE2 refuses is a problem naming its key (`servers.exclude.2.hostname: …`). Undefined when the schema refused it.
  */
 function checkScope(checks: Checks, at: string): ServerScope | undefined {
   const scope: ServerScope = { include: [], exclude: [] };
@@ -396,7 +420,7 @@ function checkScope(checks: Checks, at: string): ServerScope | undefined {
       }
       const compiled = compileHostname(selector.hostname);
       if (typeof compiled === 'string')
-        checks.problems.push(`${at}.${list}.${i}.hostname: not a valid regular expression: ${compiled}`);
+        checks.problems.push(`${at}.${list}.${i}.hostname: not a valid RE2 regular expression: ${compiled}`);
       else scope[list].push({ hostname: compiled });
     }
   }
@@ -460,9 +484,10 @@ function checkUpstream(
     );
   }
   const caFile = checks.text(`${at}.ca_file`);
+  let ca: string | undefined;
   if (caFile !== undefined) {
     try {
-      readFile(caFile, 'pem');
+      ca = readFile(caFile, 'pem');
     } catch (error) {
       problems.push(`${at}.ca_file: cannot read ${caFile} (${errno(error)})`);
     }
@@ -471,7 +496,7 @@ function checkUpstream(
   return (file) => ({
     baseUrl: baseUrl!,
     apiKey,
-    ...(file.ca_file ? { caFile: file.ca_file } : {}),
+    ...(file.ca_file ? { caFile: file.ca_file, ca: ca! } : {}),
     timeoutMs: timeoutMs!,
     concurrency: file.concurrency,
     retries: file.retries,
@@ -538,24 +563,42 @@ export function applyFlags(config: Config, flags: ConfigFlags): Config {
   return { ...config, web, logLevel };
 }
 
-/** Parses YAML text; a syntax error becomes a ConfigError naming the line. */
-export function parseConfigText(text: string, env: ConfigEnv = {}, readFile?: ReadFile): Config {
-  let raw: unknown;
+/** The document of YAML text; a syntax error becomes a ConfigError naming the line. */
+function parseYamlText(text: string): unknown {
   try {
-    raw = parseYaml(text);
+    return parseYaml(text);
   } catch (error) {
     throw new ConfigError([`(yaml): ${(error as Error).message.split('\n')[0]}`], { cause: error });
   }
-  return buildConfig(raw, env, readFile);
 }
 
-/** Reads and validates the config file at `path` with `env` overrides. Throws ConfigError. */
-export function loadConfig(path: string, env: ConfigEnv = process.env): Config {
+/** Parses YAML text; a syntax error becomes a ConfigError naming the line. */
+export function parseConfigText(text: string, env: ConfigEnv = {}, readFile?: ReadFile): Config {
+  return buildConfig(parseYamlText(text), env, readFile);
+}
+
+/**
+ * buildConfig with the files the document names (key, token, URL, CA and TLS files) read first, all at
+ * once and without blocking the event loop (readBoundedFile: a pipe nobody writes fails after its deadline,
+ * a problem naming the key and the path). Rejects with ConfigError.
+ */
+export function configFromDocument(raw: unknown, env: ConfigEnv = {}): Promise<Config> {
+  // A copy for each run: buildConfig fills the schema's defaults into the document it is given.
+  return buildWithFiles((read) =>
+    buildConfig(structuredClone(raw), env, (path, kind) => read(path, kind).toString('utf8')),
+  );
+}
+
+/**
+ * Reads and validates the config file at `path` with `env` overrides, reading it and every file it names
+ * without blocking the event loop (see configFromDocument). Rejects with ConfigError.
+ */
+export async function loadConfig(path: string, env: ConfigEnv = process.env): Promise<Config> {
   let text: string;
   try {
-    text = readBoundedText(path, 'config');
+    text = await readBoundedText(path, 'config');
   } catch (error) {
     throw new ConfigError([`(file): cannot read ${path} (${errno(error)})`]);
   }
-  return parseConfigText(text, env);
+  return configFromDocument(parseYamlText(text), env);
 }

@@ -113,7 +113,7 @@ export const ruleSchema = strict({
 /**
  * The guards of power actions (powercycle, poweron, poweroff) besides cooldown and budget: the attack data
  * must corroborate them, a circuit breaker per account limits how many servers they touch, and a cap per
- * server hands a server that needs too many to a person. See [Remediation](remediation.md).
+ * server hands a server that needs too many to a person. See docs/remediation.md.
  */
 const safetySchema = strict(
   {
@@ -195,7 +195,8 @@ export const upstreamProperties = {
     maximum: 256,
     default: 16,
     unit: 'requests',
-    description: 'upstream requests in flight at once, all jobs together',
+    description:
+      'upstream requests in flight at once, all jobs together; graphs and catalog hold at most half of them, so that slow pictures never keep the firewall polls waiting',
   }),
   max_requests_per_second: Type.Number({
     exclusiveMinimum: 0,
@@ -203,7 +204,7 @@ export const upstreamProperties = {
     default: DEFAULT_MAX_REQUESTS_PER_SECOND,
     unit: 'requests/s',
     description:
-      'request budget: HTTP attempts per second at most (token bucket, retries included), every poll and action together; actions go first; a poll that cannot fit in its period covers its services round-robin',
+      'request budget: HTTP attempts per second at most (token bucket, retries included), every poll and action together; actions go first, then the server list and firewall histories, then graphs and catalog; a firewall poll that cannot fit in its period covers its services round-robin (check-config says how often each is read)',
   }),
   retries: Type.Integer({
     minimum: 0,
@@ -249,7 +250,8 @@ const selector = (what: string) =>
         hostname: Type.String({
           minLength: 1,
           maxLength: 512,
-          description: 'hostname, RE2-style regular expression, anchored (the whole hostname must match)',
+          description:
+            'hostname, RE2 regular expression (`(?i)` for case-insensitive) matched against the whole hostname, in time linear in its length',
         }),
       }),
     ],
@@ -267,7 +269,7 @@ const serversSchema = () =>
         maxItems: 1000,
         default: [],
         description:
-          'server selectors (`{id: "…"}`, `{location: "…"}`, `{hostname: "<anchored RE2-style regex>"}`); when any is given, only servers matching one are in scope',
+          'server selectors (`{id: "…"}`, `{location: "…"}`, `{hostname: "<RE2 regex matching the whole hostname>"}`); when any is given, only servers matching one are in scope',
       }),
       exclude: Type.Array(selector('a server selector: `{id}`, `{location}` or `{hostname: regex}`'), {
         maxItems: 1000,
@@ -276,7 +278,8 @@ const serversSchema = () =>
           'server selectors of servers out of scope: no per-server request (firewall history, graphs), no series, no discovery target, no remediation',
       }),
     },
-    { default: {} },
+    // A reload applies a new scope to the latest server list at once (daemon/reload.ts).
+    { default: {}, reloadable: true },
   );
 
 /** An account's name: the value of the `account` label, a graph URL segment and a directory name. */
@@ -298,6 +301,12 @@ export const accountSchema = strict({
 
 /** The schema keywords this file adds as annotations (see the file comment); Ajv is told they exist. */
 export const SCHEMA_ANNOTATIONS = ['unit', 'reloadable'];
+
+/**
+ * The most alerts `remediation.max_alerts` may allow in one webhook delivery: what fits the 1 MiB body limit
+ * with the smallest alert (about 100 bytes).
+ */
+export const MAX_WEBHOOK_ALERTS = 10_000;
 
 /** JSON Schema of the YAML file. Unknown keys are errors; defaults are filled in by Ajv. */
 export const configFileSchema = strict({
@@ -455,6 +464,14 @@ export const configFileSchema = strict({
         reloadable: true,
         description: 'upstream calls per rolling hour and per account, all actions together',
       }),
+      max_alerts: Type.Integer({
+        minimum: 1,
+        maximum: MAX_WEBHOOK_ALERTS,
+        default: 1000,
+        unit: 'alerts',
+        description:
+          "alerts one webhook delivery may carry; a larger one is refused with 400 and nothing is done (set Alertmanager's webhook_config `max_alerts` at or below it, so that Alertmanager truncates the group instead)",
+      }),
       auth: credentials('the remediation endpoints (none: they answer 403)'),
       safety: safetySchema,
       rules: Type.Array(ruleSchema, {
@@ -492,16 +509,14 @@ export interface RemediationRule {
   requireOwnedIp: boolean;
 }
 
-/**
- * The validated, normalized configuration handed to `main.ts`'s dependencies: what the file says (see the
- * schema's descriptions) with durations in ms, the listen address split, and secrets read from their files.
- */
 /** One account's upstream block, normalized: what `clientFromConfig` builds a client from. */
 export interface UpstreamConfig {
   baseUrl: string;
   /** the secret key (per the API contract, §5); never logged */
   apiKey: string;
   caFile?: string;
+  /** the PEM text of `caFile`, read when the config was loaded */
+  ca?: string;
   timeoutMs: number;
   concurrency: ConfigFile['upstream']['concurrency'];
   retries: ConfigFile['upstream']['retries'];
@@ -521,6 +536,11 @@ export interface AccountConfig {
   scope: ServerScope;
 }
 
+/**
+ * The validated, normalized configuration the composition root (daemon.ts) builds the daemon from: what the
+ * file says (see the schema's descriptions) with durations in ms, the listen address split, and secrets read
+ * from their files.
+ */
 export interface Config {
   /** at least one; the single-account form gives one named `default` */
   accounts: AccountConfig[];
@@ -550,6 +570,8 @@ export interface Config {
     journalRetentionMs: number;
     budgetPerHour: number;
     safety: RemediationSafety;
+    /** alerts one webhook delivery may carry at most */
+    maxAlerts: number;
     rules: RemediationRule[];
   };
 }

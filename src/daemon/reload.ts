@@ -15,10 +15,12 @@ export interface ReloadDeps {
   /** the configuration in force, changed in place */
   config: Config;
   /** re-reads the config file; without it a reload fails */
-  reloadConfig: (() => Config) | undefined;
+  reloadConfig: (() => Promise<Config>) | undefined;
   /** re-reads the TLS files or the web-config file; false when that failed */
-  reloadWeb: () => boolean;
-  accounts: ReadonlyMap<string, Pick<AccountRuntime, 'scheduler'>>;
+  reloadWeb: () => Promise<boolean>;
+  accounts: ReadonlyMap<string, Pick<AccountRuntime, 'name' | 'scheduler' | 'poller'>>;
+  /** an account's inventory now follows the new scope: render the exposition, publish the server list */
+  scopeApplied: (account: Pick<AccountRuntime, 'name' | 'poller'>) => void;
   /** each account's engine: a removed rule takes its pending changes with it */
   engines: ReadonlyMap<string, Pick<RemediationEngine, 'rulesChanged'>>;
   metrics: Pick<Metrics, 'configReloadSuccessful' | 'configReloadSuccessAt'>;
@@ -51,10 +53,25 @@ async function apply(d: ReloadDeps, next: Config): Promise<string[]> {
   }
   const { rules, dryRun, budgetPerHour, safety } = next.remediation;
   Object.assign(config.remediation, { rules, dryRun, budgetPerHour, safety });
-  // Scope and collector switches: read by each account's next runs (the next servers run applies the scope).
+  // Collector switches: read by each account's next runs; a collector switched off loses its series and
+  // images at once. The scope: applied to the latest server list at once, so that remediation and discovery
+  // stop seeing a newly excluded server before the next servers run.
   Object.assign(config.collectors, next.collectors);
+  await Promise.all([...d.accounts.values()].map((account) => account.poller.dropSwitchedOff()));
   for (const account of config.accounts)
     Object.assign(account.scope, next.accounts.find((a) => a.name === account.name)?.scope ?? {});
+  await Promise.all(
+    [...d.accounts.values()].map((account) =>
+      account.poller.applyScope().then(
+        () => d.scopeApplied(account),
+        (error: unknown) =>
+          d.logger.error(
+            { account: account.name, err: error },
+            'cannot apply the new scope to the latest server list; the next servers run applies it',
+          ),
+      ),
+    ),
+  );
   // A removed rule takes its pending changes with it; a journal that fails here fails no reload.
   await Promise.all(
     [...d.engines.values()].map((e) =>
@@ -75,11 +92,11 @@ export function createReload(d: ReloadDeps): () => Promise<ReloadResult> {
   };
   const once = async (): Promise<ReloadResult> => {
     if (d.stopping()) return failed(false, ['the daemon is stopping']);
-    const webOk = d.reloadWeb();
+    const webOk = await d.reloadWeb();
     if (!d.reloadConfig) return failed(false, ['no configuration file to reload']);
     let next: Config;
     try {
-      next = d.reloadConfig();
+      next = await d.reloadConfig();
     } catch (error) {
       const invalid = error instanceof ConfigError;
       const problems = invalid ? error.problems : [(error as Error).message];

@@ -12,8 +12,9 @@ import { readTls, watchTls } from '../http/tls.js';
 import { httpsOptions, type WebConfigFile } from '../http/web-config-reload.js';
 
 /** The app's web options: from the main config, or with `--web.config.file` from it (bearer tokens stay). */
-export function webDeps(config: Config, webConfig: WebConfigFile | undefined) {
-  if (!webConfig) return { webAuth: config.web.auth, ...(config.web.tls ? { https: readTls(config.web.tls) } : {}) };
+export async function webDeps(config: Config, webConfig: WebConfigFile | undefined) {
+  if (!webConfig)
+    return { webAuth: config.web.auth, ...(config.web.tls ? { https: await readTls(config.web.tls) } : {}) };
   const { tls } = webConfig.current;
   let auth = { bearerTokens: config.web.auth.bearerTokens, basicAuthUsers: webConfig.current.basicAuthUsers };
   return {
@@ -32,9 +33,9 @@ export interface Listeners {
   /** the base URL of the main listener ('' when not listening) */
   url: string;
   /** re-reads the TLS files or the web-config file (SIGHUP); true when there is none to read */
-  reloadWeb(): boolean;
+  reloadWeb(): Promise<boolean>;
   /** the same, false without TLS files or a web-config file */
-  reloadTls(): boolean;
+  reloadTls(): Promise<boolean>;
   /** stops watching, closes every listener once its requests in flight have ended */
   close(): Promise<void>;
 }
@@ -59,8 +60,8 @@ export async function listen(
   } else await app.ready();
   return {
     url,
-    reloadWeb: () => (webConfig ?? tls) === undefined || (webConfig?.reload() ?? tls?.reload() ?? false),
-    reloadTls: () => webConfig?.reload() ?? tls?.reload() ?? false,
+    reloadWeb: async () => (webConfig ?? tls) === undefined || ((await (webConfig ?? tls)?.reload()) ?? false),
+    reloadTls: async () => (await (webConfig ?? tls)?.reload()) ?? false,
     close: async () => {
       tls?.stop();
       webConfig?.stop();

@@ -1,9 +1,11 @@
 /**
- * Checking and resizing graph images with sharp. A graph reply's bytes are accepted only when sharp
- * decodes every pixel; anything not PNG is converted to PNG so `/graphs` always serves `image/png`.
+ * Checking and resizing graph images. A PNG reply is accepted only when its chunks' CRCs hold and its pixel
+ * data inflates whole to what its header implies (png.ts: one inflate, no decode, issue 32); anything else
+ * must decode with sharp, pixel by pixel, and is converted to PNG so `/graphs` always serves `image/png`.
  */
 import sharp, { type Metadata } from 'sharp';
 import { GraphDecodeError } from '../errors.js';
+import { checkPng, isPng } from './png.js';
 
 /**
  * libvips as a daemon that decodes each graph once needs it: no operation cache (sharp keeps up to 50 MB of
@@ -20,6 +22,11 @@ export function limitGraphDecoding(): void {
 /** Largest accepted image side in pixels and size in bytes (a graph is a few hundred pixels wide). */
 export const MAX_SIDE = 8192;
 export const MAX_BYTES = 8 * 1024 * 1024;
+/**
+ * Largest accepted PNG in pixels (width × height; 2048 × 2048): it bounds the inflated pixel data a check holds
+ * at once to 32 MiB (16-bit RGBA), where a graph is under 100,000 pixels.
+ */
+export const MAX_PNG_PIXELS = 2048 * 2048;
 
 /** A checked image: PNG bytes and their pixel size. */
 export interface CheckedImage {
@@ -51,6 +58,7 @@ export function checkImage(bytes: Buffer): Promise<CheckedImage> {
 async function decodeAndCheck(bytes: Buffer): Promise<CheckedImage> {
   if (bytes.length === 0) throw new GraphDecodeError('empty image');
   if (bytes.length > MAX_BYTES) throw new GraphDecodeError(`image of ${bytes.length} bytes exceeds ${MAX_BYTES}`);
+  if (isPng(bytes)) return checkWholePng(bytes);
   let meta: Metadata;
   try {
     meta = await sharp(bytes, { failOn: 'warning' }).metadata();
@@ -62,15 +70,22 @@ async function decodeAndCheck(bytes: Buffer): Promise<CheckedImage> {
     throw new GraphDecodeError(`image size ${width}x${height} outside 1..${MAX_SIDE}`);
   }
   try {
-    // Decode every pixel: a truncated PNG has a valid header but fails here.
-    if (format === 'png') {
-      await sharp(bytes, { failOn: 'warning' }).stats();
-      return { png: bytes, width, height, sourceFormat: format };
-    }
+    // Decode every pixel: a truncated image has a valid header but fails here.
     const png = await sharp(bytes, { failOn: 'warning' }).png().toBuffer();
     return { png, width, height, sourceFormat: format ?? 'unknown' };
   } catch (error) {
     throw new GraphDecodeError(`corrupt ${format} image (${(error as Error).message})`, { cause: error });
+  }
+}
+
+/** A PNG as it came, once png.ts proves it whole; sharp is not needed for it. */
+function checkWholePng(bytes: Buffer): CheckedImage {
+  try {
+    const { width, height } = checkPng(bytes, MAX_PNG_PIXELS);
+    if (width > MAX_SIDE || height > MAX_SIDE) throw new Error(`image size ${width}x${height} outside 1..${MAX_SIDE}`);
+    return { png: bytes, width, height, sourceFormat: 'png' };
+  } catch (error) {
+    throw new GraphDecodeError(`corrupt png image (${(error as Error).message})`, { cause: error });
   }
 }
 

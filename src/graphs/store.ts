@@ -8,10 +8,12 @@
  * on the first load.
  */
 import { createHash } from 'node:crypto';
-import { access, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { access, mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Logger } from 'pino';
 import sharp from 'sharp';
 import { GRAPH_SCALES, GRAPH_TYPES, type GraphScale, type GraphType } from '../config/api-terms.js';
+import { BoundedFileError, readBoundedFile, readProblem } from '../read-bounded-file.js';
 
 /** What a graph store copies its changes to (the leader's, with PostgreSQL). */
 export interface GraphMirror {
@@ -64,17 +66,40 @@ export class GraphStore {
   readonly #legacyDir: string | undefined;
   /** where the changes are copied to (the shared database), if anywhere */
   readonly #mirror: GraphMirror | undefined;
+  /** where a file that is not a regular file is reported */
+  readonly #logger: Pick<Logger, 'warn'> | undefined;
 
   /**
    * `stateDir`: the daemon's state directory; images go below `graphs/<account>/dedicated`. `legacyGraphs`:
    * adopt `graphs/dedicated` (the layout before accounts) — for the `default` account, when no account is
    * named `dedicated` (whose own directory that would be). `mirror`: every image put and every removal is
    * also written there (replicas sharing PostgreSQL); a write that fails fails the `put` or removal.
+   * `logger`: where an image file that is not a regular file (a FIFO, a device) is reported when skipped.
    */
-  constructor(stateDir: string, account: string, options: { legacyGraphs?: boolean; mirror?: GraphMirror } = {}) {
+  constructor(
+    stateDir: string,
+    account: string,
+    options: { legacyGraphs?: boolean; mirror?: GraphMirror; logger?: Pick<Logger, 'warn'> } = {},
+  ) {
     this.#dir = join(stateDir, 'graphs', account, 'dedicated');
     this.#legacyDir = options.legacyGraphs ? join(stateDir, 'graphs', 'dedicated') : undefined;
     this.#mirror = options.mirror;
+    this.#logger = options.logger;
+  }
+
+  /**
+   * The bytes of an image file: a regular file only, read without blocking (readBoundedFile). A FIFO or a
+   * device put in its place is refused before it is opened, with a log line, so it never holds a pool
+   * thread (issue 28); undefined when the file cannot be read.
+   */
+  async #read(file: string): Promise<Buffer | undefined> {
+    try {
+      return await readBoundedFile(file, 'graph', { regularOnly: true });
+    } catch (error) {
+      if (error instanceof BoundedFileError)
+        this.#logger?.warn({ file, problem: readProblem(error) }, 'graph image file skipped');
+      return undefined;
+    }
   }
 
   get size(): number {
@@ -92,7 +117,7 @@ export class GraphStore {
     for (let read = 0; read < 3; read++) {
       const entry = this.#graphs.get(k);
       if (!entry || entry.png) return entry as StoredGraph | undefined;
-      const png = await readFile(this.#file(key)).catch(() => undefined);
+      const png = await this.#read(this.#file(key));
       if (png && etagOf(png) === entry.etag) return { ...entry, png };
       if (this.#graphs.get(k) !== entry) continue;
       this.#graphs.delete(k);
@@ -162,7 +187,10 @@ export class GraphStore {
     return dropped;
   }
 
-  /** Loads the images a previous run left on disk. Unreadable files are skipped. Returns how many loaded. */
+  /**
+   * Loads the images a previous run left on disk. Unreadable files (and files that are not regular files,
+   * with a log line) are skipped. Returns how many loaded.
+   */
   async load(): Promise<number> {
     if (this.#legacyDir !== undefined) await adopt(this.#legacyDir, this.#dir);
     let servers: string[];
@@ -178,7 +206,8 @@ export class GraphStore {
         if (!match || !(GRAPH_TYPES as readonly string[]).includes(match[1]!)) continue;
         const file = join(this.#dir, serverId, name);
         try {
-          const png = await readFile(file);
+          const png = await this.#read(file);
+          if (png === undefined) continue;
           const { width = 0, height = 0 } = await sharp(png).metadata();
           const { mtimeMs } = await stat(file);
           const key = { serverId, type: match[1] as GraphType, scale: match[2] as GraphScale };

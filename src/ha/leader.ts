@@ -171,7 +171,7 @@ export class LeaderElector {
     text: string,
     values: unknown[] = [],
   ): Promise<pg.QueryResult<R>> {
-    // query_timeout per query is supported by pg (client.js) but missing from its QueryConfig type.
+    // query_timeout per query is supported by node-postgres's Client but missing from its QueryConfig type.
     const config = { text, values, query_timeout: this.#options.timeoutMs } as pg.QueryConfig;
     return client.query<R>(config);
   }

@@ -7,7 +7,10 @@
  * - token comparison is constant-time over digests, and costs microseconds;
  * - a `Basic` header when no basic-auth user is configured is refused without hashing;
  * - bcrypt runs in a worker thread behind a bounded queue (`BcryptPool`); when the queue is full the request
- *   is refused at once, without hashing;
+ *   is refused at once, without hashing, with 503 and `Retry-After` (Alertmanager retries a 5xx, not a 4xx);
+ * - each client address has its share of that queue (`AddressAllowance`): two checks in flight at once
+ *   (beyond: 503), and a wrong-password allowance that refills slowly (spent: 429); so an address flooding
+ *   wrong passwords spends its own share, and a valid user elsewhere still gets a check;
  * - a verified pair is remembered (by digest) until it has not been used for five minutes, as
  *   prometheus/exporter-toolkit caches its bcrypt results, so Prometheus and Alertmanager pay bcrypt's cost
  *   once, not on every request, and are never queued behind a flood of wrong passwords;
@@ -20,7 +23,8 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import bcrypt from 'bcryptjs';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
-import { AuthError, ForbiddenError } from '../errors.js';
+import { AuthBusyError, AuthError, AuthRateLimitedError, ForbiddenError } from '../errors.js';
+import { AddressAllowance } from './auth-allowance.js';
 import type { PasswordVerifier } from './bcrypt-pool.js';
 
 export interface AuthConfig {
@@ -57,12 +61,15 @@ export interface AuthCheckOptions {
   logger?: FastifyBaseLogger;
   /** waits before a refusal is answered (default: a timer of `FAILURE_DELAY_MS`) */
   delay?: () => Promise<unknown>;
+  /** each client address's share of the checks; the app passes one shared by every scope (default: a new one) */
+  allowance?: AddressAllowance;
 }
 
 /**
- * Builds the fastify hook that checks credentials. Throws AuthError (401), or ForbiddenError (403) when no
- * credentials are configured and `unconfigured` is `forbid` (remediation); with `allow` (web.auth) the
- * routes are then open.
+ * Builds the fastify hook that checks credentials. Throws AuthError (401); AuthBusyError (503) or
+ * AuthRateLimitedError (429), both with `retryAfterSeconds`, when a password could not be checked now; or
+ * ForbiddenError (403) when no credentials are configured and `unconfigured` is `forbid` (remediation);
+ * with `allow` (web.auth) the routes are then open.
  */
 export function createAuthCheck(
   auth: AuthConfig,
@@ -70,6 +77,7 @@ export function createAuthCheck(
   options: AuthCheckOptions,
 ): (request: FastifyRequest) => Promise<void> {
   const { verifier, now = Date.now, logger, delay = () => sleep(FAILURE_DELAY_MS) } = options;
+  const allowance = options.allowance ?? new AddressAllowance({ now });
   const tokens = auth.bearerTokens.map(digest);
   const users = new Map(Object.entries(auth.basicAuthUsers));
   // The hash an unknown user is compared with: the cheapest configured one, so that an unknown user
@@ -88,7 +96,8 @@ export function createAuthCheck(
     remembered.delete(key);
     remembered.set(key, t + REMEMBER_MS);
   };
-  const uncheckedRefusal = () => {
+  /** The refusal of a check that did not run; never a 401, which would tell the client the password is wrong. */
+  const uncheckedRefusal = (reason: 'busy' | 'in-flight' | 'wrong-passwords', retryAfterSeconds = 1) => {
     refusedSinceWarning++;
     if (now() - lastWarning >= BUSY_WARNING_MS) {
       logger?.warn(
@@ -98,7 +107,17 @@ export function createAuthCheck(
       lastWarning = now();
       refusedSinceWarning = 0;
     }
-    return new AuthError('credentials not checked: too many password checks in progress; retry later');
+    if (reason === 'wrong-passwords')
+      return new AuthRateLimitedError(
+        'credentials not checked: too many wrong passwords from this address; retry later',
+        retryAfterSeconds,
+      );
+    return new AuthBusyError(
+      reason === 'busy'
+        ? 'credentials not checked: too many password checks in progress; retry later'
+        : 'credentials not checked: too many password checks in progress from this address; retry later',
+      retryAfterSeconds,
+    );
   };
 
   return async (request) => {
@@ -127,9 +146,16 @@ export function createAuthCheck(
         return;
       }
       const hash = users.get(user);
-      const ok = await verifier.compare(password, hash ?? decoy);
+      const admission = allowance.admit(request.socket?.remoteAddress);
+      if (!admission.ok) {
+        const error = uncheckedRefusal(admission.reason, admission.retryAfterSeconds);
+        await delay();
+        throw error;
+      }
+      const ok = await verifier.compare(password, hash ?? decoy).catch(() => false as const);
+      admission.release(ok === false || (ok === true && hash === undefined));
       if (ok === 'busy') {
-        const error = uncheckedRefusal();
+        const error = uncheckedRefusal('busy');
         await delay();
         throw error;
       }

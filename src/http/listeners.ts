@@ -21,6 +21,7 @@ export function extraServer(app: FastifyInstance, https?: ServerOptions): HttpSe
   server.requestTimeout = limits.requestTimeout;
   server.keepAliveTimeout = limits.keepAliveTimeout;
   server.setTimeout(limits.connectionTimeout);
+  server.on('clientError', limits.clientErrorHandler);
   applyServerLimits(server);
   return server;
 }

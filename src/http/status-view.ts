@@ -88,6 +88,23 @@ export function statusViewOf(s: StatusSources): (options: { actions: boolean }) 
           lastSuccessAt: job.lastSuccessAt,
           durationMs: job.last?.durationMs,
         })),
+      // A follower does not poll: it has no coverage of its own to show.
+      coverage: following
+        ? []
+        : runtimes.flatMap(([account, { poller }]) => {
+            const oldest = poller.oldestRead();
+            return oldest
+              ? [
+                  {
+                    account,
+                    serviceType: oldest.ref.serviceType,
+                    serviceId: oldest.ref.serviceId,
+                    ageMs: oldest.ageMs,
+                    read: oldest.read,
+                  },
+                ]
+              : [];
+          }),
       servers: runtimes.flatMap(([account, { poller }]) =>
         following
           ? publishedServers(account)

@@ -12,8 +12,13 @@ export interface TlsFiles {
   keyFile: string;
 }
 
-export function readTls(files: TlsFiles): { cert: Buffer; key: Buffer } {
-  return { cert: readBoundedFile(files.certFile, 'pem'), key: readBoundedFile(files.keyFile, 'pem') };
+/** The PEM pair, read without blocking the event loop (readBoundedFile); rejects with BoundedFileError or the system's error. */
+export async function readTls(files: TlsFiles): Promise<{ cert: Buffer; key: Buffer }> {
+  const [cert, key] = await Promise.all([
+    readBoundedFile(files.certFile, 'pem'),
+    readBoundedFile(files.keyFile, 'pem'),
+  ]);
+  return { cert, key };
 }
 
 /** Watches the files; returns `reload()` (for SIGHUP) and `stop()`. */
@@ -21,10 +26,10 @@ export function watchTls(
   servers: Server[],
   files: TlsFiles,
   logger: Logger,
-): { reload: () => boolean; stop: () => void } {
-  const reload = () => {
+): { reload: () => Promise<boolean>; stop: () => void } {
+  const reload = async () => {
     try {
-      const pair = readTls(files);
+      const pair = await readTls(files);
       for (const server of servers) server.setSecureContext(pair);
       logger.info({ cert_file: files.certFile }, 'TLS certificate reloaded');
       return true;
@@ -34,7 +39,7 @@ export function watchTls(
     }
   };
   const onChange = (current: { mtimeMs: number }, previous: { mtimeMs: number }) => {
-    if (current.mtimeMs !== previous.mtimeMs) reload();
+    if (current.mtimeMs !== previous.mtimeMs) void reload();
   };
   for (const file of [files.certFile, files.keyFile])
     watchFile(file, { interval: 10_000, persistent: false }, onChange);

@@ -1,7 +1,9 @@
 /**
  * The web-config file at run time: the current `WebConfig`, re-read on SIGHUP and when the file or its PEM
  * files change (polled every 10 s, which also sees a Kubernetes secret's symlink swap). A new file that is
- * invalid, or that would turn TLS on or off (an HTTP server cannot become HTTPS), is refused with a log line
+ * invalid, that would turn TLS on or off (an HTTP server cannot become HTTPS), that is empty (a file caught
+ * half-written, or truncated by mistake), or that would remove basic auth without saying so (no
+ * `basic_auth_users` key while users are in force; `basic_auth_users: {}` says so) is refused with a log line
  * and the previous one stays in force.
  */
 import { unwatchFile, watchFile } from 'node:fs';
@@ -21,7 +23,8 @@ export class WebConfigFile {
   readonly #watched = new Set<string>();
   readonly #servers: Server[] = [];
 
-  constructor(path: string, logger: Logger, initial: WebConfig = loadWebConfig(path)) {
+  /** `initial`: the file as loadWebConfig read it at start */
+  constructor(path: string, logger: Logger, initial: WebConfig) {
     this.#path = path;
     this.#logger = logger;
     this.#current = initial;
@@ -48,10 +51,11 @@ export class WebConfigFile {
   }
 
   /** Re-reads the file; true when the new one is in force. */
-  reload(): boolean {
+  async reload(): Promise<boolean> {
     let next: WebConfig;
     try {
-      next = loadWebConfig(this.#path);
+      next = await loadWebConfig(this.#path);
+      refuseSilentRemoval(next, this.#current);
       if (Boolean(next.tls) !== Boolean(this.#current.tls))
         throw new ConfigError([
           `web.config.file: tls_server_config cannot be ${next.tls ? 'added' : 'removed'} by a reload; restart`,
@@ -81,8 +85,20 @@ export class WebConfigFile {
   }
 
   readonly #onChange = (current: { mtimeMs: number }, previous: { mtimeMs: number }) => {
-    if (current.mtimeMs !== previous.mtimeMs) this.reload();
+    if (current.mtimeMs !== previous.mtimeMs) void this.reload();
   };
+}
+
+/** Throws ConfigError when `next` is empty, or would remove the basic auth of `current` without a `basic_auth_users` key. */
+function refuseSilentRemoval(next: WebConfig, current: WebConfig): void {
+  if (next.empty)
+    throw new ConfigError([
+      'web.config.file: the file is empty (caught half-written?); to remove basic auth and headers, write basic_auth_users: {}',
+    ]);
+  if (!next.statesBasicAuth && Object.keys(current.basicAuthUsers).length > 0)
+    throw new ConfigError([
+      'web.config.file: basic_auth_users: missing while basic auth is in force; to remove basic auth, write basic_auth_users: {}',
+    ]);
 }
 
 /** Puts new TLS settings in force for the next connections. */

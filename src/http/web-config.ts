@@ -13,9 +13,9 @@ import { createSecureContext, DEFAULT_CIPHERS, type SecureVersion, type TLSSocke
 import { Ajv, type ErrorObject } from 'ajv';
 import { Type, type Static } from 'typebox';
 import { parse as parseYaml } from 'yaml';
-import { BCRYPT_HASH, bcryptCostProblem } from '../config/load.js';
+import { bcryptHashProblem } from '../config/load.js';
 import { ConfigError } from '../errors.js';
-import { readBoundedFile, readBoundedText, readProblem } from '../read-bounded-file.js';
+import { buildWithFiles, readBoundedText, readProblem } from '../read-bounded-file.js';
 import { oneOf, stringMap, strictObject as strict } from '../json-schema.js';
 
 /** Go's `tls.ClientAuthType` names, as exporter-toolkit spells them. */
@@ -86,8 +86,15 @@ const ALLOWED_HEADERS: Record<string, readonly string[] | undefined> = {
 
 /** An RFC 9110 field name: one or more `tchar`. */
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-/** An RFC 9110 field value: visible characters, spaces and tabs, and obs-text; no other control character. */
-const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+/**
+ * A control character HTTP does not allow in a field value (RFC 9110 §5.5): C0 but the tab, DEL, and the C1
+ * controls. Any other character is allowed, as exporter-toolkit (Go) allows it: `€` is sent as its UTF-8
+ * bytes, which RFC 9110 calls obs-text.
+ */
+const HEADER_VALUE_CONTROL = /(?!\t)\p{Cc}/u;
+
+/** `value` as Node must be given it to send its UTF-8 bytes: one character per byte (Node writes latin1). */
+const wireValue = (value: string) => Buffer.from(value, 'utf8').toString('latin1');
 
 const unsupported = (what: string) => Type.Unsafe<never>({ not: {}, description: what });
 
@@ -141,12 +148,16 @@ export interface WebTls {
 export interface WebConfig {
   /** absent: plain HTTP */
   tls?: WebTls;
-  /** added to every reply */
+  /** added to every reply; each value as Node sends it (its UTF-8 bytes, one character per byte) */
   headers: Record<string, string>;
   /** user → bcrypt hash */
   basicAuthUsers: Record<string, string>;
   /** the PEM files it names (watched for changes) */
   files: string[];
+  /** the file has no document at all (empty, or only comments): plain HTTP and open at start, refused on reload */
+  empty: boolean;
+  /** the file has a `basic_auth_users` key, `{}` included: only such a file may remove basic auth on reload */
+  statesBasicAuth: boolean;
 }
 
 function describe(error: ErrorObject): string {
@@ -163,13 +174,13 @@ function describe(error: ErrorObject): string {
  * Parses and checks a web-config file's text; `readFile` reads the PEM files (relative paths are the
  * caller's to resolve). Throws ConfigError listing every problem, one line each, prefixed `web.config.file`.
  */
-export function parseWebConfig(
-  text: string,
-  readFile: (path: string) => Buffer = (p) => readBoundedFile(p, 'pem'),
-): WebConfig {
+export function parseWebConfig(text: string, readFile: (path: string) => Buffer): WebConfig {
   let doc: unknown;
+  let empty = false;
   try {
-    doc = parseYaml(text) ?? {};
+    doc = parseYaml(text);
+    empty = doc === null || doc === undefined;
+    if (empty) doc = {};
   } catch (error) {
     throw new ConfigError([`web.config.file: (yaml): ${(error as Error).message.split('\n')[0]}`]);
   }
@@ -177,14 +188,16 @@ export function parseWebConfig(
     throw new ConfigError(['web.config.file: (top level): must be a mapping']);
   if (!validate(doc)) throw new ConfigError((validate.errors ?? []).map((e) => `web.config.file: ${describe(e)}`));
   const problems: string[] = [];
-  const headers = doc.http_server_config?.headers ?? {};
-  for (const [name, value] of Object.entries(headers)) {
+  const configured = doc.http_server_config?.headers ?? {};
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(configured)) {
+    headers[name] = wireValue(value);
     const lower = name.toLowerCase();
     // Checked like Go's httpguts (ValidHeaderFieldName/Value): a value node would refuse at the first reply
     // (a newline answers every route, /healthz included, with 500) is refused here, at start and on reload.
     if (!HEADER_NAME.test(name))
       problems.push(`http_server_config.headers.${JSON.stringify(name)}: not a valid header name`);
-    else if (!HEADER_VALUE.test(value))
+    else if (HEADER_VALUE_CONTROL.test(value))
       problems.push(
         `http_server_config.headers.${name}: the value has a control character (newline, NUL, …), which HTTP does not allow`,
       );
@@ -196,14 +209,21 @@ export function parseWebConfig(
   }
   const basicAuthUsers = doc.basic_auth_users ?? {};
   for (const [user, hash] of Object.entries(basicAuthUsers)) {
-    const problem = BCRYPT_HASH.test(hash) ? bcryptCostProblem(user, hash) : 'must be a bcrypt hash ($2b$…)';
+    const problem = bcryptHashProblem(user, hash, 'must be a bcrypt hash ($2b$…)');
     if (problem !== undefined) problems.push(`basic_auth_users.${user}: ${problem}`);
   }
   const tls = doc.tls_server_config ? checkTls(doc.tls_server_config, readFile, problems) : undefined;
   if (problems.length > 0) throw new ConfigError(problems.map((line) => `web.config.file: ${line}`));
   const { cert_file, key_file, client_ca_file } = doc.tls_server_config ?? {};
   const files = [cert_file, key_file, client_ca_file].filter((f): f is string => Boolean(f));
-  return { ...(tls ? { tls } : {}), headers, basicAuthUsers, files };
+  return {
+    ...(tls ? { tls } : {}),
+    headers,
+    basicAuthUsers,
+    files,
+    empty,
+    statesBasicAuth: doc.basic_auth_users !== undefined,
+  };
 }
 
 function checkTls(
@@ -261,15 +281,18 @@ function checkTls(
   return tls;
 }
 
-/** Reads and checks the file at `path`. Throws ConfigError. */
-export function loadWebConfig(path: string): WebConfig {
+/**
+ * Reads and checks the file at `path` and the PEM files it names, without blocking the event loop
+ * (readBoundedFile). Rejects with ConfigError.
+ */
+export async function loadWebConfig(path: string): Promise<WebConfig> {
   let text: string;
   try {
-    text = readBoundedText(path, 'webConfig');
+    text = await readBoundedText(path, 'webConfig');
   } catch (error) {
     throw new ConfigError([`web.config.file: cannot read ${path} (${readProblem(error)})`]);
   }
-  return parseWebConfig(text);
+  return buildWithFiles((read) => parseWebConfig(text, (p) => read(p, 'pem')));
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * Which metrics changed since a rendering. At 10,000 servers most of the 80,000 series (server info, IPs,
  * attack counts, history_up) are the same poll after poll; a rendering that knows a family did not change
- * reuses its bytes instead of collecting and formatting it again (metrics/exposition.ts).
+ * reuses its bytes instead of collecting and formatting it again (metrics/exposition-cache.ts).
  */
 
 /**

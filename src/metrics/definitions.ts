@@ -13,7 +13,7 @@ import { SeriesFamily } from './series.js';
 /** How a poll run ended: the `outcome` label of `baremetal_poll_runs_total`. */
 export type RunOutcome = 'success' | 'partial' | 'failure' | 'skipped';
 
-/** Appended to the help of polled values: a scrape never calls the API (see metrics/exposition.ts). */
+/** Appended to the help of polled values: a scrape never calls the API (see metrics/exposition-cache.ts). */
 export const CACHED = 'Cached: as of the last poll; the exposition is re-rendered after each poll and at most 15s old.';
 
 /** The upstream operations the daemon itself calls (polls and remediation); the `api` command's others are not exported. */
@@ -49,7 +49,7 @@ export const REQUEST_OUTCOMES = [
 const POLL_OUTCOMES = ['success', 'partial', 'failure', 'skipped'] as const;
 
 /** Builds every metric on `registry`. `defaultMetrics` adds Node's process_* and nodejs_* metrics. */
-// biome-ignore lint/complexity/noExcessiveLinesPerFunction: the declarative list of every metric, one place (STYLE.md)
+// biome-ignore lint/complexity/noExcessiveLinesPerFunction: the declarative list of every metric, one place (one source of truth per concept)
 export function createMetrics(registry: Registry, options: { defaultMetrics?: boolean; version?: string } = {}) {
   const registers = [registry];
   if (options.defaultMetrics) registerProcessMetrics(registry);
@@ -129,7 +129,7 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
     }),
     serverRecordsSkipped: new Gauge({
       name: 'baremetal_server_records_skipped',
-      help: `Records of the latest server list that had no usable server id (or a duplicate one) and were ignored. ${CACHED}`,
+      help: `Records of the latest server list that were ignored: no usable server id, a duplicate one, or a cancellation field that is neither null, immediate nor end. ${CACHED}`,
       labelNames: ['account'] as const,
       registers,
     }),
@@ -164,6 +164,13 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['account', 'server_id'] as const,
       registers,
     }),
+    serverCancellation: new SeriesFamily({
+      type: 'gauge',
+      name: 'baremetal_server_cancellation_scheduled',
+      help: `1 while the dedicated server's record says a cancellation is scheduled; cancellation_type immediate or end (of the billing cycle), as set by the reseller cancellation operation. No series when none is scheduled or the record has no cancellation field. ${CACHED}`,
+      labelNames: ['account', 'server_id', 'cancellation_type'] as const,
+      registers,
+    }),
     attackEvents: new SeriesFamily({
       type: 'gauge',
       name: 'baremetal_firewall_attack_events_last_hour',
@@ -194,6 +201,12 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       name: 'baremetal_firewall_history_last_success_timestamp_seconds',
       help: `Unix time in seconds at which the firewall history of the service was last fetched and applied; time() minus it is how stale the service's attack series are (round-robin coverage polls each service less often than the schedule). ${CACHED}`,
       labelNames: ['account', 'service_type', 'service_id'] as const,
+      registers,
+    }),
+    firewallOldestReadAge: new Gauge({
+      name: 'baremetal_firewall_history_oldest_read_age_seconds',
+      help: `Age in seconds, at the end of the latest firewall run, of the least recently read firewall history among the services in scope (servers, colocation and transit); a service this process has not read yet counts from the start of the first firewall run that had it in scope. Above 3 firewall periods the budget does not cover every service often enough (BaremetalFirewallCoverageStale); 0 with no service. ${CACHED}`,
+      labelNames: ['account'] as const,
       registers,
     }),
     graphLastSuccess: new Gauge({
@@ -326,11 +339,13 @@ export const LEADER_ONLY_METRICS = [
   'serverInfo',
   'serverMemory',
   'serverIps',
+  'serverCancellation',
   'attackEvents',
   'attackEventsTotal',
   'firewallEventsDropped',
   'firewallHistoryUp',
   'firewallHistoryLastSuccess',
+  'firewallOldestReadAge',
   'graphLastSuccess',
   'graphImages',
   'catalogOperatingSystems',

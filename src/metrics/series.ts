@@ -4,7 +4,7 @@
  * Go exporter emits const metrics from a Collector: no second copy in prom-client's per-series map (its
  * sorted-label hash key, its label object) and no label cache beside it. Registered in the prom-client
  * registry like any metric (`get()` gives prom-client's shape, so `registry.metrics()` renders it byte for
- * byte as a Gauge or Counter would); metrics/exposition.ts renders it straight from the label texts.
+ * byte as a Gauge or Counter would); metrics/exposition-format.ts renders it straight from the label texts.
  */
 
 /**

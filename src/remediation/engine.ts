@@ -14,7 +14,7 @@
  * names its account. A decision is still one journal transaction, and the code that decides never has to
  * pick a client: it has only one.
  *
- * The store is asynchronous (SQLite or PostgreSQL, store.ts): a decision is one `transaction(account, …)`, which
+ * The store is asynchronous (SQLite or PostgreSQL, store/store.ts): a decision is one `transaction(account, …)`, which
  * on PostgreSQL serializes the account's decisions across replicas. A delivery key claimed concurrently by a
  * transaction the account lock did not serialize (another account's, with the same key) conflicts: the decision
  * is rolled back and decided again, and then finds the key taken.

@@ -4,6 +4,7 @@
  * it. Fields Alertmanager adds in later versions are accepted and ignored (no `additionalProperties: false`).
  */
 import { Type, type Static } from 'typebox';
+import { MAX_WEBHOOK_ALERTS } from '../config/schema.js';
 import { exactly, oneOf, stringMap } from '../json-schema.js';
 
 const STATUS = ['firing', 'resolved'] as const;
@@ -23,7 +24,11 @@ export const webhookAlertSchema = Type.Object({
   fingerprint: Type.String({ minLength: 1 }),
 });
 
-/** The whole payload; at most 1000 alerts (Alertmanager truncates larger groups itself: `truncatedAlerts`). */
+/**
+ * The whole payload; at most MAX_WEBHOOK_ALERTS alerts here, and at most `remediation.max_alerts` (default
+ * 1000), which the route checks so that its refusal names the key. Alertmanager truncates larger groups
+ * itself when its webhook_config sets `max_alerts` (and says so in `truncatedAlerts`).
+ */
 export const webhookSchema = Type.Object({
   version: exactly('4'),
   groupKey: Type.Optional(Type.String()),
@@ -34,7 +39,7 @@ export const webhookSchema = Type.Object({
   commonLabels: Type.Optional(stringMap()),
   commonAnnotations: Type.Optional(stringMap()),
   externalURL: Type.Optional(Type.String()),
-  alerts: Type.Array(webhookAlertSchema, { maxItems: 1000 }),
+  alerts: Type.Array(webhookAlertSchema, { maxItems: MAX_WEBHOOK_ALERTS }),
 });
 
 export type WebhookAlert = Static<typeof webhookAlertSchema>;

@@ -11,6 +11,7 @@ import {
   FirewallSeriesState,
   historyReadAt,
   removeFirewallService,
+  STALE_AFTER_FIREWALL_PERIODS,
   type ServiceRef,
 } from '../collectors/firewall.js';
 import { collectServerList, type Inventory } from '../collectors/inventory.js';
@@ -23,9 +24,11 @@ import type { Metrics, RunOutcome } from '../metrics/definitions.js';
 import type { AttackState, TargetDirectory } from '../remediation/types.js';
 import type { EventLedger } from '../store/store.js';
 import type { UpstreamClient } from '../upstream/client.js';
+import type { ServerList } from '../upstream/decode.js';
 import { getGraph, listOperatingSystems, listServers } from '../upstream/dedicated.js';
 import { getFirewallHistory } from '../upstream/firewall.js';
 import { listLocations } from '../upstream/reseller.js';
+import { COVERAGE_REMEDY, firewallCoverage } from './budget-plan.js';
 import { abortable, PollJob, runDeadlineMs, type WorkResult } from './poll-job.js';
 import { RoundRobin, runCapacity } from './round-robin.js';
 import { schedulePeriodMs } from './scheduler.js';
@@ -92,6 +95,10 @@ export class PollJobs implements TargetDirectory {
   serversKnown = false;
   /** ids of the latest list's servers that are out of scope (config/scope.ts): remediation denies them by name */
   #outOfScope = new Set<string>();
+  /** the latest server list as the API gave it, before the scope: a reload applies a new scope to it */
+  #listed: ServerList | undefined;
+  /** the list being applied to the inventory: one at a time (a poll's and a reload's), so neither reads a stale one */
+  #applying: Promise<unknown> = Promise.resolve();
   readonly firewallState = new FirewallSeriesState();
   /** the events of each service's latest history that had events (status page, /api/v1/attacks) */
   readonly attacks = new AttackLog();
@@ -107,6 +114,8 @@ export class PollJobs implements TargetDirectory {
     firewall: new RoundRobin<ServiceRef>(FirewallSeriesState.key),
     firewall_under_attack: new RoundRobin<ServiceRef>(FirewallSeriesState.key),
   };
+  /** ms (collector clock) since which each service in scope not yet read by this process waits (oldestRead) */
+  #unreadSince = new Map<string, number>();
   /** the start-up warning about the budget was logged */
   #budgetWarned = false;
   /** the ids of the last successful ledger write (the sets themselves: a new history replaces a set, never edits it) */
@@ -217,7 +226,8 @@ export class PollJobs implements TargetDirectory {
   /**
    * History requests one run of the firewall job may make within the request budget: the run's deadline at
    * the budget, less a margin and, when the services under attack have a job of their own, less what that
-   * job spends in the same time.
+   * job spends in the same time. Graphs and catalog take nothing from it: their requests wait behind the
+   * firewall polls' in the budget (upstream/request-budget.ts) and use what the runs leave.
    */
   firewallCapacity(job: 'firewall' | 'firewall_under_attack'): number {
     const { client, config } = this.#deps;
@@ -234,7 +244,8 @@ export class PollJobs implements TargetDirectory {
 
   /**
    * Warns once, after the first server list, when the firewall services do not fit in one run at the
-   * budget: they are then covered round-robin over several runs.
+   * budget: they are then covered round-robin over several runs (budget-plan.ts); more loudly when every
+   * service is then read less often than every STALE_AFTER_FIREWALL_PERIODS periods.
    */
   #warnBudget(): void {
     if (this.#budgetWarned) return;
@@ -243,19 +254,25 @@ export class PollJobs implements TargetDirectory {
     const requests = this.services().length;
     const capacity = this.firewallCapacity('firewall');
     if (requests <= capacity) return;
-    const runs = Math.ceil(requests / capacity);
-    logger.warn(
-      {
-        poll: 'firewall',
-        requests,
-        max_requests_per_second: client.budget?.ratePerSecond,
-        schedule: config.schedules.firewall,
-        period_seconds: schedulePeriodMs(config.schedules.firewall) / 1000,
-        per_run: capacity,
-        runs_per_round: runs,
-      },
-      `the firewall poll's ${requests} requests do not fit in its period at upstream.max_requests_per_second; each run polls ${capacity} services round-robin, every service once every ${runs} runs`,
-    );
+    const periodMs = schedulePeriodMs(config.schedules.firewall);
+    const coverage = firewallCoverage(requests, capacity, periodMs);
+    const fields = {
+      poll: 'firewall',
+      requests,
+      max_requests_per_second: client.budget?.ratePerSecond,
+      schedule: config.schedules.firewall,
+      period_seconds: periodMs / 1000,
+      per_run: capacity,
+      runs_per_round: coverage.runs,
+      read_every_seconds: coverage.everyMs / 1000,
+    };
+    const message = `the firewall poll's ${requests} requests do not fit in its period at upstream.max_requests_per_second; each run polls ${capacity} services round-robin, every service once every ${coverage.runs} runs (${coverage.everyMs / 1000}s)`;
+    if (coverage.stale)
+      logger.warn(
+        fields,
+        `${message}: more than ${STALE_AFTER_FIREWALL_PERIODS} firewall periods, attacks are seen late and power actions are denied as stale; ${COVERAGE_REMEDY}`,
+      );
+    else logger.warn(fields, message);
   }
 
   /** Services whose firewall history is polled: every listed server, then the configured colocation and transit ids. */
@@ -270,11 +287,35 @@ export class PollJobs implements TargetDirectory {
 
   /**
    * `servers` job: the server list; series of servers that disappeared are removed. The first list also
-   * retires the images of servers deleted while the daemon was down (loaded from disk at start).
+   * retires the images of servers deleted while the daemon was down (loaded from disk at start). The list is kept
+   * as the API gave it, before the scope, for `applyScope`.
    */
   async pollServers(signal: AbortSignal = new AbortController().signal): Promise<WorkResult> {
-    const { client, metrics, graphStore } = this.#deps;
-    const listed = await abortable(listServers(client, signal), signal);
+    const listed = await abortable(listServers(this.#deps.client, signal), signal);
+    this.#listed = listed;
+    return this.#serially(() => this.#applyList(listed));
+  }
+
+  /**
+   * Applies the scope in force to the latest server list again, without a request: a reload that changes the
+   * scope calls it, so that a newly excluded server leaves the inventory (series, discovery, the remediation
+   * target check) at once and a newly included one joins it. Nothing before the first list.
+   */
+  async applyScope(): Promise<void> {
+    const listed = this.#listed;
+    if (listed) await this.#serially(() => this.#applyList(listed));
+  }
+
+  /** Runs `fn` once the list applied before it is in the inventory. */
+  #serially<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.#applying.then(fn);
+    this.#applying = run.catch(() => undefined);
+    return run;
+  }
+
+  /** The server list `listed` (as the API gave it) made the inventory, through the scope in force. */
+  async #applyList(listed: ServerList): Promise<WorkResult> {
+    const { metrics, graphStore } = this.#deps;
     // Out-of-scope servers are dropped before anything sees them: no series, no per-server request.
     const scope = this.#deps.config.scope;
     const list = scope ? { ...listed, servers: listed.servers.filter((server) => inScope(scope, server)) } : listed;
@@ -315,8 +356,15 @@ export class PollJobs implements TargetDirectory {
     const round = this.#rounds[job];
     const services = this.servicesOf(job);
     const slice = round.next(services, this.firewallCapacity(job));
+    this.#noteUnread(this.services());
+    // The services whose request left for the API: cut at the deadline, only those are slow replies.
+    const sent = new Set<ServiceRef>();
     const fetchOne = async (ref: ServiceRef) => {
-      const events = await getFirewallHistory(client, ref.serviceType, ref.serviceId, 'hour', undefined, signal);
+      const onSent = () => sent.add(ref);
+      const events = await getFirewallHistory(client, ref.serviceType, ref.serviceId, 'hour', undefined, {
+        signal,
+        onSent,
+      });
       // A reply that arrives after the run was cancelled is not applied: the run has already ended.
       signal.throwIfAborted();
       // The server may have been removed while this request was in flight.
@@ -331,25 +379,60 @@ export class PollJobs implements TargetDirectory {
       round.covered(ref);
     };
     const result = await each(slice, client.concurrency, signal, fetchOne, (ref, error) => {
-      collectFirewallFailure(this.firewallState, metrics, ref);
       const fields = { service_type: ref.serviceType, service_id: ref.serviceId };
       if (signal.aborted) {
-        // Cut at the deadline while in flight: to the back of the round-robin, so that a reply that drips
-        // or hangs never heads every run (the items never started stay first for the next run).
-        round.deferred(ref);
+        // Cut at the deadline: a reply that drips or hangs goes to the back of the round-robin, so that it
+        // never heads every run; a request still queued for a token or a slot was not slow, was not read,
+        // and heads the next run like the items never started.
+        round.cancelled(ref, sent.has(ref));
+        if (!sent.has(ref)) return;
+        collectFirewallFailure(this.firewallState, metrics, ref);
         logger.warn(fields, 'firewall history poll cancelled');
       } else {
+        collectFirewallFailure(this.firewallState, metrics, ref);
         round.covered(ref);
         logger.warn({ ...fields, err: error }, 'firewall history poll failed');
       }
     });
     metrics.pollItemsPending.set({ poll: job }, round.pending(services));
+    metrics.firewallOldestReadAge.set((this.oldestRead()?.ageMs ?? 0) / 1000);
     await this.#saveLedger(this.services());
     return result;
   }
 
+  /** Notes, at a run's start, since when each service in scope that this process has not read yet is waiting. */
+  #noteUnread(services: ServiceRef[]): void {
+    const now = this.#now();
+    const since = new Map<string, number>();
+    for (const ref of services) {
+      if (historyReadAt(this.firewallState, ref) !== undefined) continue;
+      const key = FirewallSeriesState.key(ref);
+      since.set(key, this.#unreadSince.get(key) ?? now);
+    }
+    this.#unreadSince = since;
+  }
+
+  /**
+   * The service in scope whose firewall history was read least recently, and how long before `now` (ms,
+   * collector clock) it was read (`read`), or — never read by this process — since when it is waiting: the
+   * start of the first firewall run that had it in scope (after a restart, of this process). Undefined when
+   * there is no service, or the firewall collector is off. `baremetal_firewall_history_oldest_read_age_seconds`
+   * and the status page.
+   */
+  oldestRead(now = this.#now()): { ref: ServiceRef; ageMs: number; read: boolean } | undefined {
+    if (this.#deps.config.collectors?.firewall === false) return undefined;
+    let oldest: { ref: ServiceRef; at: number; read: boolean } | undefined;
+    for (const ref of this.services()) {
+      const readAt = historyReadAt(this.firewallState, ref);
+      const at = readAt ?? this.#unreadSince.get(FirewallSeriesState.key(ref)) ?? now;
+      if (!oldest || at < oldest.at) oldest = { ref, at, read: readAt !== undefined };
+    }
+    return oldest && { ref: oldest.ref, ageMs: Math.max(0, now - oldest.at), read: oldest.read };
+  }
+
   /** `collectors.firewall: false`: no request; the firewall series there were (before a reload) are removed. */
   #firewallOff(): WorkResult {
+    this.#deps.metrics.firewallOldestReadAge.remove({});
     for (const key of [...this.firewallState.services.keys()]) {
       const [serviceType, ...id] = key.split('/');
       removeFirewallService(this.firewallState, this.#deps.metrics, {
@@ -389,8 +472,7 @@ export class PollJobs implements TargetDirectory {
   async pollGraphs(signal: AbortSignal = new AbortController().signal): Promise<WorkResult> {
     const { client, metrics, logger, graphStore, config } = this.#deps;
     if (config.collectors?.graphs === false) {
-      // No request; the graph series there were (before a reload) are removed.
-      for (const graph of graphStore.list()) this.#removeGraphSeries(graph);
+      await this.#graphsOff();
       return { items: 0, failed: 0 };
     }
     const keys = [...this.inventory.keys()].flatMap((serverId) =>
@@ -415,12 +497,38 @@ export class PollJobs implements TargetDirectory {
     return result;
   }
 
+  /**
+   * `collectors.graphs: false`: no request; the graph series there were (before a reload) are removed and the
+   * held images dropped (memory, disk, the shared copy), so `/graphs` stops serving them.
+   */
+  async #graphsOff(): Promise<void> {
+    const { graphStore, metrics } = this.#deps;
+    for (const graph of await graphStore.retainServers(new Set())) this.#removeGraphSeries(graph);
+    metrics.graphImages.set(graphStore.size);
+  }
+
+  /** `collectors.catalog: false`: no request; the catalog series are removed. */
+  #catalogOff(): void {
+    this.#deps.metrics.catalogOperatingSystems.remove({});
+    this.#deps.metrics.catalogLocations.remove({});
+  }
+
+  /**
+   * Applies the collectors switched off, at once (a reload): their series are removed and, for graphs, the
+   * held images dropped, without waiting for the job's next run.
+   */
+  async dropSwitchedOff(): Promise<void> {
+    const collectors = this.#deps.config.collectors;
+    if (collectors?.firewall === false) this.#firewallOff();
+    if (collectors?.graphs === false) await this.#graphsOff();
+    if (collectors?.catalog === false) this.#catalogOff();
+  }
+
   /** `catalog` job: OS list and locations (rarely changes). */
   async pollCatalog(signal: AbortSignal = new AbortController().signal): Promise<WorkResult> {
     const { client, metrics, logger, config } = this.#deps;
     if (config.collectors?.catalog === false) {
-      metrics.catalogOperatingSystems.remove({});
-      metrics.catalogLocations.remove({});
+      this.#catalogOff();
       return { items: 0, failed: 0 };
     }
     const tasks: Array<() => Promise<void>> = [

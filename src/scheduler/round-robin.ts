@@ -4,9 +4,13 @@
  * still polled, only less often. A round ends when every current item has been covered; items added
  * meanwhile join the current round, items removed leave it.
  *
- * An item whose poll was cut at the run's deadline (a reply that drips or hangs) is `deferred`: it counts
- * as covered for the round and goes to the back of the following rounds, so that it never again heads a
- * run and keeps the others from being polled. It comes back to its place once a poll of it finishes.
+ * An item whose poll was cut at the run's deadline after its request was sent (a reply that drips or
+ * hangs) is `deferred`: it counts as covered for the round and goes to the back of the following rounds, so
+ * that it never again heads a run and keeps the others from being polled. It comes back to its place once a
+ * poll of it finishes. An item whose request was still queued at the deadline (waiting for a budget token or
+ * a concurrency slot, never sent) is not slow: it stays uncovered and heads the next run (issue 33: deferring
+ * those sent up to `concurrency` unread servers to the back at every deadline, where the next deadline found
+ * them again, and some were never read).
  */
 
 /** Share of a run's time the budget plan spends; the rest is left for the other polls, retries and actions. */
@@ -56,6 +60,14 @@ export class RoundRobin<T> {
     const key = this.#key(item);
     this.#covered.add(key);
     this.#slow.add(key);
+  }
+
+  /**
+   * An item whose run ended (its deadline, a stop) before its poll finished: `deferred` when its request had
+   * been sent (a slow reply), left uncovered when it was still queued (it heads the next run).
+   */
+  cancelled(item: T, sent: boolean): void {
+    if (sent) this.deferred(item);
   }
 
   /** Items of `items` not yet covered in the current round. */

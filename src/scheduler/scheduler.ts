@@ -1,5 +1,6 @@
 /** node-cron wiring: one cron task per poll job, each on its own schedule; the job itself guards overlap. */
-import cron, { type ScheduledTask } from 'node-cron';
+import cron, { type Logger as CronLogger, type ScheduledTask } from 'node-cron';
+import type { Logger } from 'pino';
 import type { JobName } from '../config/schema.js';
 import type { PollJob } from './poll-job.js';
 
@@ -19,29 +20,56 @@ export function schedulePeriodMs(expression: string): number {
   }
 }
 
+/**
+ * node-cron's own messages (a missed execution when the loop was blocked, a task that failed) as structured
+ * lines of `logger`, `component: node-cron`, instead of its ANSI-coloured `WARN` lines on stdout.
+ */
+export function cronLogger(logger: Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>): CronLogger {
+  const fields = { component: 'node-cron' };
+  const withError = (level: 'error' | 'debug') => (message: string | Error, err?: Error) =>
+    message instanceof Error
+      ? logger[level]({ ...fields, err: message }, message.message)
+      : logger[level]({ ...fields, ...(err ? { err } : {}) }, message);
+  return {
+    info: (message) => logger.info(fields, message),
+    warn: (message) => logger.warn(fields, message),
+    error: withError('error'),
+    debug: withError('debug'),
+  };
+}
+
 export class Scheduler {
   readonly #tasks: ScheduledTask[] = [];
   readonly #jobs: Map<JobName, PollJob>;
   readonly #schedules: Record<JobName, string>;
 
   readonly #onInterval: ((job: JobName, seconds: number) => void) | undefined;
+  readonly #cronLogger: CronLogger | undefined;
 
-  /** `onInterval` learns each job's period (seconds between its next two runs) when it starts. */
+  /**
+   * `onInterval` learns each job's period (seconds between its next two runs) when it starts; `logger`
+   * receives node-cron's own warnings and errors (see cronLogger).
+   */
   constructor(
     jobs: Map<JobName, PollJob>,
     schedules: Record<JobName, string>,
     onInterval?: (job: JobName, seconds: number) => void,
+    logger?: Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>,
   ) {
     this.#jobs = jobs;
     this.#schedules = schedules;
     this.#onInterval = onInterval;
+    this.#cronLogger = logger && cronLogger(logger);
   }
 
   /** Starts one cron task per job. */
   start(): void {
     for (const [name, job] of this.#jobs) {
       // noOverlap stays off: PollJob skips and counts an overlapping tick itself.
-      const task = cron.schedule(this.#schedules[name], () => job.run(), { name: `baremetal-${name}` });
+      const task = cron.schedule(this.#schedules[name], () => job.run(), {
+        name: `baremetal-${name}`,
+        ...(this.#cronLogger ? { logger: this.#cronLogger } : {}),
+      });
       this.#tasks.push(task);
       this.#onInterval?.(name, schedulePeriodMs(this.#schedules[name]) / 1000);
     }

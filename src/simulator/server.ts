@@ -28,7 +28,7 @@ export interface Faults {
    * - `error_false`: the action (power, PTR, firewall, cancellation) is carried out and confirmed in the
    *   contract's other success form, the provisioning one (§7): `{error: false, message}` instead of
    *   `{success: true, message}`; replies that are not action confirmations pass unchanged;
-   * - `echo_key`: 500 `{error: true, message}` whose message echoes the key, JSON-escaped PHP-style (`\/`);
+   * - `echo_key`: 500 `{error: true, message}` whose message echoes the key in the spelling `echoSpelling`;
    * - `huge`: 200 with a JSON body of `hugeBytes` bytes, streamed (never held in memory);
    * - `drip`: the normal reply, its body sent one byte every `dripIntervalMs`;
    * - `rate_limited`: `rateLimitStatus` (429) with `Retry-After: retryAfter`;
@@ -47,6 +47,8 @@ export interface Faults {
     | 'act_then_hang';
   /** apply `mode` to this many matching requests only, then behave (default: every one) */
   modeCount?: number;
+  /** how `echo_key` spells the key: ECHO_SPELLINGS (default `php`, JSON-escaped with `\/`) */
+  echoSpelling?: EchoSpelling;
   /** size of a `huge` body, bytes (default 64 MiB) */
   hugeBytes?: number;
   /** pause between two bytes of a `drip` body, ms (default 2000) */
@@ -62,6 +64,23 @@ export interface Faults {
   /** restrict faults (other than latency) to requests for these server, colocation or transit ids */
   ids?: string[];
 }
+
+/**
+ * The spellings in which an `echo_key` reply puts the key inside a JSON string, as an API that echoes what it
+ * got might: `php` (json_encode's `\/`), `unicode` (every character `\u00XX`), `percent` (URL-encoded, `/`
+ * kept), `upper` (upper-cased), `split` (a line break, `\n`, in the middle).
+ */
+export const ECHO_SPELLINGS = {
+  php: (key: string) => JSON.stringify(key).slice(1, -1).replaceAll('/', '\\/'),
+  unicode: (key: string) => [...key].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join(''),
+  percent: (key: string) => encodeURIComponent(key).replaceAll('%2F', '/'),
+  upper: (key: string) => JSON.stringify(key.toUpperCase()).slice(1, -1),
+  split: (key: string) =>
+    JSON.stringify(`${key.slice(0, key.length >> 1)}\n${key.slice(key.length >> 1)}`).slice(1, -1),
+} as const;
+
+/** A key spelling of `echo_key` (see ECHO_SPELLINGS). */
+export type EchoSpelling = keyof typeof ECHO_SPELLINGS;
 
 /** One request the simulator received. The key is never recorded, only which header carried it. */
 export interface SimulatorCall {
@@ -399,7 +418,7 @@ export async function startSimulator(options: SimulatorServerOptions = {}): Prom
           .code(500)
           .type('application/json')
           .send(
-            `{"error":true,"message":"Invalid key ${JSON.stringify(apiKey).slice(1, -1).replaceAll('/', '\\/')} for this operation."}`,
+            `{"error":true,"message":"Invalid key ${ECHO_SPELLINGS[faults.echoSpelling ?? 'php'](apiKey)} for this operation."}`,
           );
       case 'huge':
         return reply

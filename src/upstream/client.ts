@@ -23,8 +23,8 @@ import {
   type UpstreamContext,
 } from '../errors.js';
 import { createScrubber, type Scrubber } from '../scrub.js';
-import { checkBaseUrl } from '../config/base-url.js';
-import { RequestBudget } from './request-budget.js';
+import { baseUrlSecrets, checkBaseUrl } from '../config/base-url.js';
+import { type BudgetPriority, RequestBudget } from './request-budget.js';
 
 /** How many characters of an unexpected body an error keeps. */
 export const EXCERPT_LENGTH = 200;
@@ -42,6 +42,8 @@ export interface UpstreamClientOptions {
   baseUrl: string;
   /** the secret key; sent as `Authorization: <key>`, never logged or put in an error */
   apiKey: string;
+  /** the other secrets the daemon knows (tokens, passwords, other accounts' keys), scrubbed from replies like the key */
+  secrets?: readonly string[];
   /** total deadline of one attempt (connect, headers and body together), in milliseconds */
   timeoutMs: number;
   /** largest reply body read, in bytes (default 32 MiB); a larger one is aborted while streaming */
@@ -72,6 +74,9 @@ export const MAX_PAUSE_MS = 3_600_000;
 /** The pause after a 429 without a (readable) Retry-After, ms. */
 export const DEFAULT_PAUSE_MS = 30_000;
 
+/** Slots background reads (graphs, catalog) may hold at most: half the concurrency, at least one. */
+export const backgroundSlots = (concurrency: number): number => Math.max(1, Math.floor(concurrency / 2));
+
 /** A request: which operation, which path, which body parameters; `read` enables retries. */
 export interface UpstreamRequest {
   operation: string;
@@ -80,7 +85,21 @@ export interface UpstreamRequest {
   read: boolean;
   /** cancels the request (and its retries): a poll run's deadline, or shutdown */
   signal?: AbortSignal;
+  /**
+   * a read that waits behind every other read, for a slot and for a budget token: `true` for pictures and
+   * reference data (graphs, catalog), which must never delay attack detection; default false
+   */
+  background?: boolean;
+  /**
+   * called each time an attempt of the request leaves for the API (it holds its slot and its budget token);
+   * until the first call it was only queued. A poll cut at its deadline tells a slow reply from a queued
+   * request so.
+   */
+  onSent?: () => void;
 }
+
+/** What a caller of a read may add to it: its cancellation and whether it has been sent (UpstreamRequest). */
+export type ReadOptions = Pick<UpstreamRequest, 'signal' | 'onSent'>;
 
 const TIMEOUT_CODES = new Set([
   'UND_ERR_CONNECT_TIMEOUT',
@@ -163,8 +182,10 @@ export class UpstreamClient {
   readonly #ownsDispatcher: boolean;
   /** reads in flight under the concurrency limit */
   #active = 0;
-  /** reads waiting for a slot, first come first served */
-  readonly #queued: Array<() => void> = [];
+  /** of which background reads (at most backgroundSlots) */
+  #activeBackground = 0;
+  /** reads waiting for a slot, first come first served: every waiting read before any waiting background read */
+  readonly #queued: { read: Array<() => void>; background: Array<() => void> } = { read: [], background: [] };
   /** attempts in flight per caller signal (a poll run's): one abort listener per signal, not one per attempt */
   readonly #following = new WeakMap<AbortSignal, Set<AbortController>>();
   /** the request budget (token bucket), when `maxRequestsPerSecond` is set */
@@ -172,7 +193,7 @@ export class UpstreamClient {
   readonly #options: UpstreamClientOptions;
   readonly #maxBytes: number;
   readonly #now: () => number;
-  /** Removes the key from every text the upstream sends (plain, JSON-escaped, URL-encoded). */
+  /** Removes the key and `secrets` from every text the upstream sends, however spelled (see scrub.ts). */
   readonly scrub: Scrubber;
   /** ms since epoch until which every request waits (a Retry-After pause); 0 = not paused */
   #pausedUntil = 0;
@@ -183,7 +204,7 @@ export class UpstreamClient {
     this.#options = options;
     this.#maxBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     this.#now = options.now ?? Date.now;
-    this.scrub = createScrubber([options.apiKey]);
+    this.scrub = createScrubber([options.apiKey, ...(options.secrets ?? []), ...baseUrlSecrets(options.baseUrl)]);
     this.budget =
       options.maxRequestsPerSecond === undefined
         ? undefined
@@ -211,7 +232,7 @@ export class UpstreamClient {
 
   /** Requests waiting for a slot under the concurrency limit. */
   get pendingCount(): number {
-    return this.#queued.length;
+    return this.#queued.read.length + this.#queued.background.length;
   }
 
   /** ms since epoch until which requests wait after a Retry-After; 0 when not paused. */
@@ -239,7 +260,7 @@ export class UpstreamClient {
     return this.#withRetry(req, async (signal) => {
       const { status, text } = await this.#send(req, signal);
       const ctx = { operation: req.operation, path: req.path, status };
-      const apiError = parseApiError(text);
+      const apiError = parseApiError(text, this.scrub);
       if (apiError !== undefined) throw new ApiError(ctx, apiError);
       if (status < 200 || status >= 300) throw new HttpStatusError(ctx, excerpt(text));
       return text;
@@ -279,6 +300,8 @@ export class UpstreamClient {
    * limit, then the pause, then a token, then sent. The slot comes first so that a granted token is spent
    * at once: a read that took its token and then queued for a slot would go out later in a bunch with
    * the others queued, and the upstream would see more than the budget's rate plus its burst in a second.
+   * A background read waits behind every other read, for its slot and for its token, and background reads
+   * hold at most half the slots: a slow picture never keeps attack detection from a slot.
    */
   async #attempt<T>(
     req: UpstreamRequest,
@@ -289,20 +312,47 @@ export class UpstreamClient {
       if (this.#pausedUntil !== 0) await this.#waitForPause(req, ctx);
       if (this.budget && !this.budget.tryTake('write')) await this.#takeBudget(req, ctx);
       else if (this.pausedUntil !== 0) throw new RateLimitedError(ctx, this.pausedUntil);
+      req.onSent?.();
       return this.#observe(req, attempt);
     }
-    if (this.#active < this.#options.concurrency) this.#active++;
-    else await new Promise<void>((resolve) => this.#queued.push(resolve));
+    const priority = req.background ? 'background' : 'read';
+    if (this.#canStart(priority)) this.#holdSlot(priority);
+    else await new Promise<void>((resolve) => this.#queued[priority].push(resolve));
     try {
       if (req.signal?.aborted) throw new UpstreamCancelledError(ctx, 'cancelled while waiting for a slot');
       if (this.#pausedUntil !== 0) await this.#waitForPause(req, ctx);
-      if (this.budget && !this.budget.tryTake('read')) await this.#takeBudget(req, ctx);
+      if (this.budget && !this.budget.tryTake(priority)) await this.#takeBudget(req, ctx, priority);
+      req.onSent?.();
       return await this.#observe(req, attempt);
     } finally {
-      // The slot passes to the next waiting read, or is freed.
-      const next = this.#queued.shift();
-      if (next) next();
-      else this.#active--;
+      this.#releaseSlot(priority);
+    }
+  }
+
+  /**
+   * A read may take a slot: one is free and, for a background read, no other read waits and background
+   * reads hold fewer than BACKGROUND_SLOTS of them (slow pictures never hold every slot: issue 33).
+   */
+  #canStart(priority: 'read' | 'background'): boolean {
+    if (this.#active >= this.#options.concurrency) return false;
+    if (priority === 'read') return true;
+    return this.#queued.read.length === 0 && this.#activeBackground < backgroundSlots(this.#options.concurrency);
+  }
+
+  #holdSlot(priority: 'read' | 'background'): void {
+    this.#active++;
+    if (priority === 'background') this.#activeBackground++;
+  }
+
+  /** Frees a slot and passes it on: to the next waiting read, else to the next waiting background read. */
+  #releaseSlot(priority: 'read' | 'background'): void {
+    this.#active--;
+    if (priority === 'background') this.#activeBackground--;
+    for (const next of ['read', 'background'] as const) {
+      if (this.#queued[next].length === 0 || !this.#canStart(next)) continue;
+      this.#holdSlot(next);
+      this.#queued[next].shift()!();
+      return;
     }
   }
 
@@ -325,10 +375,10 @@ export class UpstreamClient {
    * One token of the request budget per attempt, actions first. A write still waiting when a Retry-After
    * pause begins is refused like one that arrived during it.
    */
-  async #takeBudget(req: UpstreamRequest, ctx: UpstreamContext): Promise<void> {
+  async #takeBudget(req: UpstreamRequest, ctx: UpstreamContext, priority: BudgetPriority = 'write'): Promise<void> {
     if (!this.budget) return;
     try {
-      await this.budget.take(req.read ? 'read' : 'write', req.signal);
+      await this.budget.take(priority, req.signal);
     } catch (error) {
       throw new UpstreamCancelledError(ctx, 'cancelled while waiting for the request budget', { cause: error });
     }
@@ -460,7 +510,7 @@ export class UpstreamClient {
     const ctx = { operation: req.operation, path: req.path, status };
     let parsed: unknown;
     try {
-      parsed = JSON.parse(text);
+      parsed = parseScrubbed(text, this.scrub);
     } catch {
       if (status < 200 || status >= 300) throw new HttpStatusError(ctx, excerpt(text));
       // A write answered 2xx without JSON does not say whether it acted (decodeActionResult's rule).
@@ -494,10 +544,20 @@ function errorMessageOf(parsed: unknown): string | undefined {
   return undefined;
 }
 
-function parseApiError(text: string): string | undefined {
+/**
+ * A reply's JSON with every decoded string scrubbed: the raw text is scrubbed already, but a JSON escape
+ * (`\u0041`, `\n` inside the key) spells a secret the raw text does not show. Only a string with an escape can
+ * decode to something its raw text did not say, so a reply without a backslash is parsed as it is.
+ */
+function parseScrubbed(text: string, scrub: Scrubber): unknown {
+  if (!text.includes('\\')) return JSON.parse(text);
+  return JSON.parse(text, (_key, value: unknown) => (typeof value === 'string' ? scrub(value) : value));
+}
+
+function parseApiError(text: string, scrub: Scrubber): string | undefined {
   if (!text.trimStart().startsWith('{')) return undefined;
   try {
-    return errorMessageOf(JSON.parse(text));
+    return errorMessageOf(parseScrubbed(text, scrub));
   } catch {
     return undefined;
   }

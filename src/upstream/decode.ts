@@ -3,10 +3,13 @@
  * unspecified (§2: "not shown"); the public client reads server records with `OS`, `processor`, `IP`,
  * `memory`, and firewall history as an array of events with at least `id`, `ip`, `raw`. So: known fields
  * are looked up under their likely spellings, a missing one is an empty string, the raw record is kept,
- * and only a reply that cannot be read at all is an InvalidReplyError — for that one call only.
+ * and only a reply that cannot be read at all is an InvalidReplyError — for that one call only. One field is
+ * strict because a guess would be wrong: a server record's `cancellation` (issue 32) may be absent, null,
+ * `immediate` or `end`; anything else makes the record unusable (skipped and counted, as one without an id).
  */
 import { createHash } from 'node:crypto';
 import validator from 'validator';
+import { SCHEDULED_CANCELLATIONS, type ScheduledCancellation } from '../config/api-terms.js';
 import { ApiError, InvalidReplyError, type UpstreamContext } from '../errors.js';
 import { CLOCK_EVERY, Slices } from '../slices.js';
 
@@ -23,6 +26,11 @@ export interface ServerRecord {
   memory: string;
   location: string;
   status: string;
+  /**
+   * the cancellation scheduled for the server (`immediate`, `end`), '' when the record's `cancellation` is
+   * null or the record has none (the contract does not show the record; the simulator sends the field)
+   */
+  cancellation: ScheduledCancellation;
   /** the record as the API sent it */
   raw: Record<string, unknown>;
 }
@@ -88,12 +96,28 @@ function ipList(record: Json, main: string): string[] {
   return [...found];
 }
 
-/** Decodes one server record; returns undefined when it has no usable id. `fallbackId` is a map key. */
-export function decodeServerRecord(value: unknown, fallbackId = ''): ServerRecord | undefined {
-  if (!isObject(value)) return undefined;
+/**
+ * The record's `cancellation`: absent or null is none (''); when present it must be `immediate` or `end`
+ * exactly, else undefined (the record is unusable: a value we cannot read is not taken for "none").
+ */
+function cancellationOf(record: Json): ScheduledCancellation | undefined {
+  const value = record.cancellation;
+  if (value === undefined || value === null) return '';
+  return (SCHEDULED_CANCELLATIONS as readonly unknown[]).includes(value) ? (value as ScheduledCancellation) : undefined;
+}
+
+/**
+ * Decodes one server record; returns a sentence saying why it is unusable (no id, or a `cancellation` that is
+ * neither null, `immediate` nor `end`). `fallbackId` is a map key.
+ */
+function readServerRecord(value: unknown, fallbackId: string): ServerRecord | string {
+  if (!isObject(value)) return 'no server record with an id';
   const record = isObject(value.server) ? value.server : value;
   const serverId = pick(record, SERVER_FIELDS.serverId) || fallbackId;
-  if (!serverId) return undefined;
+  if (!serverId) return 'no server record with an id';
+  const cancellation = cancellationOf(record);
+  if (cancellation === undefined)
+    return `server ${serverId}: cancellation ${excerpt(record.cancellation)} is not null, "immediate" or "end"`;
   const ip = pick(record, SERVER_FIELDS.ip);
   return {
     serverId,
@@ -105,11 +129,24 @@ export function decodeServerRecord(value: unknown, fallbackId = ''): ServerRecor
     memory: pick(record, SERVER_FIELDS.memory),
     location: pick(record, SERVER_FIELDS.location),
     status: pick(record, SERVER_FIELDS.status),
+    cancellation,
     raw: record,
   };
 }
 
-/** Result of decoding a server list: the servers, and how many records were unusable (no id). */
+/**
+ * Decodes one server record; undefined when it is unusable (no usable id, or a `cancellation` other than
+ * absent, null, `immediate` or `end`). `fallbackId` is a map key.
+ */
+export function decodeServerRecord(value: unknown, fallbackId = ''): ServerRecord | undefined {
+  const server = readServerRecord(value, fallbackId);
+  return typeof server === 'string' ? undefined : server;
+}
+
+/**
+ * Result of decoding a server list: the servers, and how many records were unusable (no id, a duplicate id, or a
+ * `cancellation` that is not null, `immediate` or `end`).
+ */
 export interface ServerList {
   servers: ServerRecord[];
   skipped: number;
@@ -171,10 +208,10 @@ export async function decodeServerEntries(entries: ReadonlyArray<[string, unknow
   return { servers: list.servers, skipped: list.skipped };
 }
 
-/** Decodes a get-one reply. Throws InvalidReplyError when no record with an id is found. */
+/** Decodes a get-one reply. Throws InvalidReplyError when no usable record is found (see `decodeServerRecord`). */
 export function decodeServer(reply: unknown, ctx: UpstreamContext): ServerRecord {
-  const server = decodeServerRecord(Array.isArray(reply) ? reply[0] : reply);
-  if (!server) throw new InvalidReplyError(ctx, 'no server record with an id', excerpt(reply));
+  const server = readServerRecord(Array.isArray(reply) ? reply[0] : reply, '');
+  if (typeof server === 'string') throw new InvalidReplyError(ctx, server, excerpt(reply));
   return server;
 }
 

@@ -63,7 +63,11 @@ export const powerCycle = (client: UpstreamClient, serverId: string) => power(cl
 export const powerOn = (client: UpstreamClient, serverId: string) => power(client, 'poweron', serverId);
 export const powerOff = (client: UpstreamClient, serverId: string) => power(client, 'poweroff', serverId);
 
-/** Fetches a port-traffic graph and returns the image bytes (base64-decoded, not yet checked). `signal` cancels the request. */
+/**
+ * Fetches a port-traffic graph and returns the image bytes (base64-decoded, not yet checked). `signal` cancels
+ * the request. A background read: it waits behind every other read of the client (a picture never delays
+ * attack detection).
+ */
 export async function getGraph(
   client: UpstreamClient,
   serverId: string,
@@ -77,7 +81,14 @@ export async function getGraph(
     type: requireOneOf(operation, 'type', type, GRAPH_TYPES),
     scale: requireOneOf(operation, 'scale', scale, GRAPH_SCALES),
   };
-  const req = { operation, path: `${DEDICATED}/graphs`, body, read: true, ...(signal ? { signal } : {}) };
+  const req = {
+    operation,
+    path: `${DEDICATED}/graphs`,
+    body,
+    read: true,
+    background: true,
+    ...(signal ? { signal } : {}),
+  };
   return client.json(req, decodeGraph);
 }
 
@@ -88,13 +99,17 @@ export async function getConsole(client: UpstreamClient, serverId: string): Prom
   return client.text({ operation, path: `${DEDICATED}/console`, body, read: false });
 }
 
-/** Lists installable operating systems (contract §2, §4). `signal` cancels the request. */
+/**
+ * Lists installable operating systems (contract §2, §4). `signal` cancels the request. A background read
+ * (reference data): it waits behind every other read of the client.
+ */
 export async function listOperatingSystems(client: UpstreamClient, signal?: AbortSignal): Promise<OperatingSystem[]> {
   const req = {
     operation: 'list_operating_systems',
     path: `${DEDICATED}/provision/os_ids`,
     body: {},
     read: true,
+    background: true,
     ...(signal ? { signal } : {}),
   };
   return client.json(req, decodeOperatingSystems);

@@ -2,7 +2,7 @@
  * Firewall (DDoS protection) operations (contract §4): history for dedicated, colocation and transit
  * services, and the sensitivity and state settings of a dedicated server's IP.
  */
-import type { UpstreamClient } from './client.js';
+import type { ReadOptions, UpstreamClient } from './client.js';
 import { decodeActionResult, decodeFirewallHistory, type ActionResult, type FirewallEvent } from './decode.js';
 import {
   FIREWALL_SCALES,
@@ -29,7 +29,8 @@ export const FIREWALL_HISTORY = {
 /**
  * Fetches the firewall history of a service for `scale`, for one `ip` or (omitted) all its IPs
  * (contract §4, rule 2). Returns the decoded events; throws InvalidReplyError for an unreadable reply.
- * `signal` cancels the request (a poll run's deadline, shutdown).
+ * `options.signal` cancels the request (a poll run's deadline, shutdown); `options.onSent` is called when
+ * it leaves for the API (until then it only waits for a slot or a budget token).
  */
 export async function getFirewallHistory(
   client: UpstreamClient,
@@ -37,7 +38,7 @@ export async function getFirewallHistory(
   id: string,
   scale: FirewallScale,
   ip?: string,
-  signal?: AbortSignal,
+  options: ReadOptions = {},
 ): Promise<FirewallEvent[]> {
   const spec = FIREWALL_HISTORY[serviceType];
   const body = {
@@ -45,8 +46,10 @@ export async function getFirewallHistory(
     scale: requireOneOf(spec.operation, 'scale', scale, FIREWALL_SCALES),
     ip: ip === undefined ? undefined : requireIp(spec.operation, ip),
   };
-  const req = { operation: spec.operation, path: spec.path, body, read: true, ...(signal ? { signal } : {}) };
-  return client.json(req, decodeFirewallHistory);
+  return client.json(
+    { operation: spec.operation, path: spec.path, body, read: true, ...options },
+    decodeFirewallHistory,
+  );
 }
 
 export const getDedicatedFirewallHistory = (c: UpstreamClient, serverId: string, scale: FirewallScale, ip?: string) =>

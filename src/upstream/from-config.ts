@@ -1,12 +1,10 @@
 /** The upstream client built from the `upstream` config block: one place for the daemon and the `api` command. */
 import type { UpstreamConfig } from '../config/schema.js';
-import { readBoundedText } from '../read-bounded-file.js';
 import { UpstreamClient, type UpstreamClientOptions } from './client.js';
 
 /**
- * A client for `upstream` (base URL, key, deadline, concurrency, retries, reply cap, CA file read from disk).
- * `extra` adds what the caller owns: the request observer, a test dispatcher, retry delays. Throws when
- * `ca_file` cannot be read (the config check has read it once already).
+ * A client for `upstream` (base URL, key, deadline, concurrency, retries, reply cap, the CA read with the
+ * config). `extra` adds what the caller owns: the request observer, a test dispatcher, retry delays.
  */
 export function clientFromConfig(upstream: UpstreamConfig, extra: Partial<UpstreamClientOptions> = {}): UpstreamClient {
   return new UpstreamClient({
@@ -17,7 +15,7 @@ export function clientFromConfig(upstream: UpstreamConfig, extra: Partial<Upstre
     maxRequestsPerSecond: upstream.maxRequestsPerSecond,
     retries: upstream.retries,
     maxResponseBytes: upstream.maxResponseBytes,
-    ...(upstream.caFile ? { ca: readBoundedText(upstream.caFile, 'pem') } : {}),
+    ...(upstream.ca ? { ca: upstream.ca } : {}),
     ...extra,
   });
 }

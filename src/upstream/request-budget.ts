@@ -1,8 +1,10 @@
 /**
  * The request budget of one upstream client: a token bucket of `ratePerSecond` tokens a second (holding at
- * most `burst`), one token per HTTP attempt, shared by every poll and action of the client. Two queues:
- * a waiting write (an action) is always served before any waiting read (a poll), so a remediation call
- * never waits behind queued poll requests. A pause (a `429`/`Retry-After`) stops the whole bucket: nothing
+ * most `burst`), one token per HTTP attempt, shared by every poll and action of the client. Three queues,
+ * served in order: a waiting write (an action) before any waiting read, so a remediation call never waits
+ * behind queued poll requests; a waiting read (the server list, the firewall histories: attack detection,
+ * and an operator's read) before any waiting background read (graphs and catalog), so a picture of last
+ * week's traffic never delays attack detection (issue 33). A pause (a `429`/`Retry-After`) stops the whole bucket: nothing
  * is granted until it ends, and the bucket restarts empty so the requests held back do not burst.
  *
  * Why not a library: bottleneck (priorities, reservoirs) has had no release since 2019; p-throttle has no
@@ -10,8 +12,11 @@
  * replace p-limit. A two-queue token bucket is this small, and its clock can be injected for tests.
  */
 
-/** Who asks: actions are served first. */
-export type BudgetPriority = 'write' | 'read';
+/** Who asks, highest first: actions, then reads, then background reads (graphs, catalog). */
+export type BudgetPriority = 'write' | 'read' | 'background';
+
+/** The priorities in the order their waiters are served. */
+const PRIORITIES: readonly BudgetPriority[] = ['write', 'read', 'background'];
 
 export interface RequestBudgetOptions {
   /** tokens added per second: the sustained request rate */
@@ -50,7 +55,7 @@ export class RequestBudget {
   readonly burst: number;
   readonly #now: () => number;
   readonly #setTimer: NonNullable<RequestBudgetOptions['setTimer']>;
-  readonly #queues: Record<BudgetPriority, Waiter[]> = { write: [], read: [] };
+  readonly #queues: Record<BudgetPriority, Waiter[]> = { write: [], read: [], background: [] };
   #tokens: number;
   #refilledAt: number;
   #pausedUntil = 0;
@@ -68,16 +73,21 @@ export class RequestBudget {
 
   /** Requests waiting for a token, by priority. */
   get waiting(): Record<BudgetPriority, number> {
-    return { write: this.#queues.write.length, read: this.#queues.read.length };
+    const q = this.#queues;
+    return { write: q.write.length, read: q.read.length, background: q.background.length };
   }
 
   /**
    * Takes a token now if one is available and nobody of the same or a higher priority waits (a write never
-   * waits behind reads); false otherwise, and the caller then waits with `take`. The common case of a
-   * budget that is not exhausted costs no promise, queue entry or abort listener.
+   * waits behind reads, a read never behind background reads); false otherwise, and the caller then waits
+   * with `take`. The common case of a budget that is not exhausted costs no promise, queue entry or abort
+   * listener.
    */
   tryTake(priority: BudgetPriority): boolean {
-    if (this.#queues.write.length > 0 || (priority === 'read' && this.#queues.read.length > 0)) return false;
+    for (const p of PRIORITIES) {
+      if (this.#queues[p].length > 0) return false;
+      if (p === priority) break;
+    }
     const now = this.#now();
     if (now < this.#pausedUntil) return false;
     this.#refill(now);
@@ -119,7 +129,7 @@ export class RequestBudget {
     const now = this.#now();
     if (now >= this.#pausedUntil) this.#refill(now);
     while (now >= this.#pausedUntil && this.#tokens >= 1) {
-      const waiter = this.#queues.write.shift() ?? this.#queues.read.shift();
+      const waiter = this.#queues.write.shift() ?? this.#queues.read.shift() ?? this.#queues.background.shift();
       if (!waiter) break;
       this.#tokens -= 1;
       waiter.signal?.removeEventListener('abort', waiter.onAbort);
@@ -139,7 +149,7 @@ export class RequestBudget {
   #schedule(now = this.#now()): void {
     this.#cancelTimer?.();
     this.#cancelTimer = undefined;
-    if (this.#queues.write.length === 0 && this.#queues.read.length === 0) return;
+    if (PRIORITIES.every((p) => this.#queues[p].length === 0)) return;
     // After a pause the bucket is empty from its end; otherwise the missing part of a token at the rate.
     const from = Math.max(now, this.#refilledAt);
     const delay = from - now + (Math.max(0, 1 - this.#tokens) * 1000) / this.ratePerSecond;

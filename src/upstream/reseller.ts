@@ -19,13 +19,17 @@ export async function setCancellation(
   return client.json(req, decodeActionResult);
 }
 
-/** Lists locations (reseller; record fields undocumented, contract §2). `signal` cancels the request. */
+/**
+ * Lists locations (reseller; record fields undocumented, contract §2). `signal` cancels the request. A
+ * background read (reference data): it waits behind every other read of the client.
+ */
 export async function listLocations(client: UpstreamClient, signal?: AbortSignal): Promise<Location[]> {
   const req = {
     operation: 'locations',
     path: '/api/v1/reseller/locations',
     body: {},
     read: true,
+    background: true,
     ...(signal ? { signal } : {}),
   };
   return client.json(req, decodeLocations);

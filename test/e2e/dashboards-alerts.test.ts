@@ -77,6 +77,8 @@ describe.skipIf(prometheus.skip || alertmanager.skip)(
       });
       sim = harness.sim;
       sim.state.startAttack(attackedIp);
+      // The server dashboard's cancellation panel has a series to show (issue 32).
+      sim.state.servers.get(attackedServer)!.cancellation = 'end';
       daemon = await harness.start();
       await daemon.ready;
 

@@ -11,7 +11,7 @@ import { onTestFinished } from 'vitest';
 import type { AccountRuntime } from '../../src/accounts.js';
 import type { RemediationEngine } from '../../src/remediation/engine.js';
 import { request } from 'undici';
-import { buildConfig, loadConfig } from '../../src/config/load.js';
+import { configFromDocument, loadConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { startDaemon, type Daemon, type DaemonOptions } from '../../src/daemon.js';
 import { startSimulator, type Simulator, type SimulatorServerOptions } from '../../src/simulator/server.js';
@@ -174,8 +174,8 @@ export async function startHarness(o: HarnessOptions = {}): Promise<Harness> {
   // JSON is YAML: the file holds the same keys the object would.
   if (configFile) writeFileSync(configFile, JSON.stringify(raw()));
   // A reload reads the file again, or calls the config function again (the test changes what it returns).
-  const configOf = () => (configFile ? loadConfig(configFile, env) : buildConfig(raw(), env));
-  const config = configOf();
+  const configOf = () => (configFile ? loadConfig(configFile, env) : configFromDocument(raw(), env));
+  const config = await configOf();
   const log = captureLogger(o.logLevel ?? 'debug');
   const start = async (options: DaemonOptions = o.daemon ?? {}) => {
     await daemon?.stop();

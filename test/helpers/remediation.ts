@@ -120,6 +120,7 @@ export async function engineHarness(
     dryRun: false,
     journalRetentionMs: 30 * 86_400_000,
     budgetPerHour: 10,
+    maxAlerts: 1000,
     bearerTokens: [TOKEN],
     basicAuthUsers: {},
     rules: [],

@@ -51,6 +51,8 @@ const server = (id: string) => sim.state.servers.get(id)!;
 
 describe('reads: output compared with the simulator', () => {
   it('servers list (table and json), servers show', async () => {
+    // A scheduled cancellation is part of the record (issue 32); none is ''.
+    server('100002').cancellation = 'immediate';
     const expected = [...sim.state.servers.values()].map((s) => ({
       serverId: s.serverId,
       hostname: s.hostname,
@@ -61,6 +63,7 @@ describe('reads: output compared with the simulator', () => {
       memory: s.memory,
       location: s.location,
       status: 'online',
+      cancellation: s.cancellation === 'none' ? '' : s.cancellation,
     }));
     expect(await json(['servers', 'list'])).toEqual(expected);
     const table = await api(['servers', 'list']);
@@ -71,6 +74,10 @@ describe('reads: output compared with the simulator', () => {
       );
     expect(await json(['servers', 'show', '100002'])).toEqual(expected[1]);
     expect(sim.callsTo('/api/v1/dedicated').map((c) => c.params)).toEqual([{}, {}, { server_id: '100002' }]);
+    expect(expected.map((s) => s.cancellation)).toEqual(['', 'immediate', '', '']);
+    expect((await api(['servers', 'show', '100002'])).stdout).toMatch(/^cancellation: +immediate$/m);
+    server('100002').cancellation = 'none';
+    expect((await api(['servers', 'show', '100002'])).stdout).toMatch(/^cancellation: +none scheduled$/m);
   });
 
   it.each([

@@ -42,10 +42,28 @@ describe('check-config', () => {
       out: /scope: servers matching location fra1 or hostname web-\[0-9\]\+ except id 7\ncollectors switched off: graphs, catalog\n/,
     },
     {
+      name: 'a base_url with a password in its userinfo (printed redacted)',
+      yaml: 'upstream: { base_url: "https://ops:userinfo-pa55@api.provider.test/", api_key: k }\n',
+      code: 0,
+      out: /^(?![\s\S]*userinfo-pa55)[\s\S]*valid — API https:\/\/\*\*\*@api\.provider\.test \(key from yaml\)/,
+    },
+    {
       name: 'a bad hostname regex',
       yaml: 'upstream: { base_url: "https://api.provider.test", api_key: k }\nservers: { exclude: [{ hostname: "web-(" }] }\n',
       code: 1,
-      out: /servers\.exclude\.0\.hostname: not a valid regular expression/,
+      out: /servers\.exclude\.0\.hostname: not a valid RE2 regular expression: error parsing regexp: missing closing \)/,
+    },
+    {
+      name: 'a hostname pattern that would escape the whole-hostname match',
+      yaml: 'upstream: { base_url: "https://api.provider.test", api_key: k }\nservers: { include: [{ hostname: "web)|(?:.*" }] }\n',
+      code: 1,
+      out: /servers\.include\.0\.hostname: not a valid RE2 regular expression: error parsing regexp: unexpected \)/,
+    },
+    {
+      name: 'RE2 syntax: a case-insensitive hostname pattern',
+      yaml: 'upstream: { base_url: "https://api.provider.test", api_key: k }\nservers: { include: [{ hostname: "(?i)WEB-[0-9]+" }] }\n',
+      code: 0,
+      out: /scope: servers matching hostname \(\?i\)WEB-\[0-9\]\+\n/,
     },
   ])('$name → exit $code', async ({ yaml, code, out }) => {
     const file = join(tempDir(), 'config.yml');
@@ -271,7 +289,8 @@ describe('demo', () => {
     ).toBe('image/png');
     demo.child.kill('SIGTERM');
     expect(await demo.exited).toBe(0);
-    expect(demo.output()).toContain('"msg":"poll finished"');
+    // The demo logs logfmt, as `run` does by default (and as the README says).
+    expect(demo.output()).toMatch(/^ts=\S+ level=info msg="poll finished" /m);
     expect(`${demo.output()}\n${replies.join('\n')}`).not.toContain(key);
   });
 });

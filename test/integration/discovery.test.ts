@@ -32,6 +32,7 @@ describe('GET /api/v1/discovery', () => {
     const before = await discover(h.daemon);
     expect({ status: before.status, code: before.body.code }).toEqual({ status: 503, code: 'BM_ERR_NOT_READY' });
 
+    h.sim.state.servers.get('100003')!.cancellation = 'immediate';
     await accountOf(h.daemon, 'default').poller.run('servers');
     const { status, type, body } = await discover(h.daemon);
     const expected = [...h.sim.state.servers.values()]
@@ -44,12 +45,14 @@ describe('GET /api/v1/discovery', () => {
           __meta_baremetal_hostname: server.hostname,
           __meta_baremetal_location: server.location,
           __meta_baremetal_status: 'online',
+          __meta_baremetal_cancellation: server.cancellation === 'none' ? '' : server.cancellation,
           __meta_baremetal_ip: server.ips[0],
           __meta_baremetal_ips: server.ips.join(','),
         },
       }));
     expect({ status, type, body }).toEqual({ status: 200, type: 'application/json; charset=utf-8', body: expected });
     expect(expected).toHaveLength(4);
+    expect(expected.map((group) => group.labels.__meta_baremetal_cancellation)).toEqual(['', '', 'immediate', '']);
 
     // port: ip:port; filters are exact and repeatable.
     const withPort = await discover(h.daemon, '?port=9100');

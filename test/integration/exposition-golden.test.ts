@@ -63,6 +63,8 @@ beforeAll(async () => {
     daemon: { now: () => NOW, initialPolls: false },
   });
   daemon = harness.daemon;
+  // A scheduled cancellation (issue 32), so that baremetal_server_cancellation_scheduled is in the fixture.
+  harness.sim.state.servers.get('100002')!.cancellation = 'end';
   for (const job of ['servers', 'firewall', 'graphs', 'catalog'] as const)
     expect(await accountOf(daemon, 'default').poller.run(job)).toBe('success');
   await daemon.exposition.render();

@@ -7,7 +7,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { buildConfig, loadConfig } from '../../src/config/load.js';
+import { configFromDocument, loadConfig } from '../../src/config/load.js';
 import { ConfigError } from '../../src/errors.js';
 import { readTls } from '../../src/http/tls.js';
 import { loadWebConfig } from '../../src/http/web-config.js';
@@ -34,9 +34,9 @@ afterEach(() => {
 });
 
 /** The problems of a ConfigError thrown by `fn`. */
-function problems(fn: () => unknown): string[] {
+async function problems(fn: () => unknown): Promise<string[]> {
   try {
-    fn();
+    await fn();
   } catch (error) {
     if (error instanceof ConfigError) return error.problems;
     throw error;
@@ -65,7 +65,7 @@ describe('files the daemon reads', () => {
       file: 'the API key file is /dev/zero',
       run: () =>
         problems(() =>
-          buildConfig({ upstream: { base_url: 'https://api.example.com', api_key_file: '/dev/zero' } }, {}),
+          configFromDocument({ upstream: { base_url: 'https://api.example.com', api_key_file: '/dev/zero' } }, {}),
         ),
       expected: [`upstream.api_key_file: cannot read /dev/zero ${DEVICE}`],
     },
@@ -73,7 +73,7 @@ describe('files the daemon reads', () => {
       file: 'the upstream CA file is /dev/zero',
       run: () =>
         problems(() =>
-          buildConfig(
+          configFromDocument(
             { upstream: { base_url: 'https://api.example.com', ca_file: '/dev/zero' } },
             { BAREMETAL_API_KEY: 'k' },
           ),
@@ -84,7 +84,7 @@ describe('files the daemon reads', () => {
       file: 'the database URL file is a pipe of 1 MiB',
       run: () =>
         problems(() =>
-          buildConfig(
+          configFromDocument(
             {
               upstream: { base_url: 'https://api.example.com' },
               database: { url_file: pipe('url', 'head -c 1048576 /dev/zero') },
@@ -101,7 +101,7 @@ describe('files the daemon reads', () => {
     },
     {
       file: 'a TLS certificate in the web config is /dev/zero',
-      run: () => {
+      run: async () => {
         const path = join(dir, 'web-tls.yml');
         writeFileSync(path, 'tls_server_config: { cert_file: /dev/zero, key_file: /dev/zero }\n');
         return problems(() => loadWebConfig(path));
@@ -113,9 +113,9 @@ describe('files the daemon reads', () => {
     },
     {
       file: 'web.tls files (read again on SIGHUP) are /dev/zero',
-      run: () => {
+      run: async () => {
         try {
-          readTls({ certFile: '/dev/zero', keyFile: '/dev/zero' });
+          await readTls({ certFile: '/dev/zero', keyFile: '/dev/zero' });
         } catch (error) {
           return [error instanceof BoundedFileError ? `${error.code}: ${error.message}` : String(error)];
         }
@@ -123,23 +123,23 @@ describe('files the daemon reads', () => {
       },
       expected: ['ENOTREGULAR: a character device, not a regular file or a pipe'],
     },
-  ])('$file: refused with a sentence', ({ run, expected }) => {
-    expect(run()).toEqual(expected);
+  ])('$file: refused with a sentence', async ({ run, expected }) => {
+    expect(await run()).toEqual(expected);
   });
 
-  it('a config file given as a short pipe (process substitution) is read whole', () => {
+  it('a config file given as a short pipe (process substitution) is read whole', async () => {
     const yaml = join(dir, 'small.yml');
     writeFileSync(yaml, 'upstream: { base_url: https://api.example.com }\n');
-    const config = loadConfig(pipe('small-pipe.yml', `cat ${yaml}`), { BAREMETAL_API_KEY: 'k' });
+    const config = await loadConfig(pipe('small-pipe.yml', `cat ${yaml}`), { BAREMETAL_API_KEY: 'k' });
     expect(config.accounts[0]?.upstream.baseUrl).toBe('https://api.example.com');
   });
 
-  it('a regular file at the cap is read, one byte more is refused', () => {
+  it('a regular file at the cap is read, one byte more is refused', async () => {
     const at = join(dir, 'at-cap');
     writeFileSync(at, Buffer.alloc(FILE_LIMITS.secret, 0x61));
-    expect(readBoundedFile(at, 'secret').length).toBe(FILE_LIMITS.secret);
+    expect((await readBoundedFile(at, 'secret')).length).toBe(FILE_LIMITS.secret);
     writeFileSync(at, Buffer.alloc(FILE_LIMITS.secret + 1, 0x61));
-    expect(() => readBoundedFile(at, 'secret')).toThrow(
+    await expect(readBoundedFile(at, 'secret')).rejects.toThrow(
       `${FILE_LIMITS.secret + 1} bytes, larger than ${FILE_LIMITS.secret} bytes`,
     );
   });

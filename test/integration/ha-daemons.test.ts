@@ -300,6 +300,8 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
 
   it("a follower's status page lists the leader's published servers and graph images", async () => {
     const { start } = await cluster();
+    // A scheduled cancellation travels through the directory too (issue 32).
+    sim!.state.servers.get('100001')!.cancellation = 'end';
     const a = await start();
     const b = await start();
     const [leader, follower] = await elected([a, b]);
@@ -321,6 +323,10 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
     };
     const fromLeader = await targets(leader);
     expect(fromLeader.body).toHaveLength(serverIds.length);
+    const cancellations = (fromLeader.body as Array<{ labels: Record<string, string> }>).map(
+      (group) => group.labels.__meta_baremetal_cancellation,
+    );
+    expect(cancellations).toEqual([...serverIds].sort().map((id) => (id === '100001' ? 'end' : '')));
     expect(await targets(follower)).toEqual(fromLeader);
   });
 });

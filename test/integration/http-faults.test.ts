@@ -3,7 +3,7 @@ import bcrypt from 'bcryptjs';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon.js';
-import { MAX_CONNECTIONS } from '../../src/http/server-limits.js';
+import { MAX_CONNECTIONS_PER_ADDRESS } from '../../src/http/server-limits.js';
 import { accountOf, startHarness, type Harness } from '../helpers/daemon.js';
 import { TOKEN } from '../helpers/remediation.js';
 
@@ -68,12 +68,15 @@ async function scrapesDuring(count: number): Promise<number[]> {
   return statuses;
 }
 
-/** `count` raw connections that send `head` and then one byte of `drip` every `everyMs`, never finishing. */
-function trickle(count: number, head: string, drip: string, everyMs: number) {
+/**
+ * `count` raw connections from `localAddress` that send `head` and then one byte of `drip` every `everyMs`,
+ * never finishing; each resolves to the status line it was answered with ('' when closed unanswered).
+ */
+function trickle(count: number, head: string, drip: string, everyMs: number, localAddress: string) {
   const sockets: Socket[] = [];
   const closed: Array<Promise<string>> = [];
   for (let i = 0; i < count; i++) {
-    const socket = connect({ host: '127.0.0.1', port: Number(new URL(daemon.url).port) });
+    const socket = connect({ host: '127.0.0.1', port: Number(new URL(daemon.url).port), localAddress });
     socket.on('error', () => undefined);
     let received = '';
     socket.on('data', (d) => (received += String(d)));
@@ -150,27 +153,35 @@ describe('faults at the HTTP edge', () => {
         stop = true;
         await Promise.all(loops);
         expect(statuses).toEqual(Array(20).fill(200));
-        expect(new Set(flood)).toEqual(
-          new Set([
-            '401 invalid credentials',
-            '401 credentials not checked: too many password checks in progress; retry later',
-          ]),
+        // Wrong passwords checked (401); beyond this address's share refused unchecked (503, then 429), never 401.
+        expect(flood).toContain('401 invalid credentials');
+        expect(flood).toContain(
+          '503 credentials not checked: too many password checks in progress from this address; retry later',
         );
+        expect(
+          new Set([
+            ...flood,
+            '401 invalid credentials',
+            '503 credentials not checked: too many password checks in progress from this address; retry later',
+            '429 credentials not checked: too many wrong passwords from this address; retry later',
+          ]).size,
+        ).toBe(3);
         expect(log.lines.some((l) => JSON.parse(l).msg?.startsWith('basic-auth checks refused without a check'))).toBe(
           true,
         );
       },
     },
     {
-      fault: `200 connections trickling headers or bodies (cap ${MAX_CONNECTIONS}): the server closes each with 408, /metrics answers meanwhile`,
+      fault: `200 connections trickling headers or bodies from two addresses (${MAX_CONNECTIONS_PER_ADDRESS} each at most): the server closes the ones it took with 408 and the rest at once, /metrics answers meanwhile`,
       run: async () => {
         const port = new URL(daemon.url).port;
-        const headers = trickle(100, `GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n`, 'x', 500);
+        const headers = trickle(100, `GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n`, 'x', 500, '127.0.0.2');
         const bodies = trickle(
           100,
           `POST /api/v1/alertmanager HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n`,
           ' ',
           500,
+          '127.0.0.3',
         );
         try {
           const statuses = await scrapesDuring(10);
@@ -180,8 +191,12 @@ describe('faults at the HTTP edge', () => {
             'trickling connections not all closed',
             Promise.all([headers.closed, bodies.closed]),
           );
-          expect(new Set(h)).toEqual(new Set(['HTTP/1.1 408 Request Timeout']));
-          expect(new Set(b)).toEqual(new Set(['HTTP/1.1 408 Request Timeout']));
+          for (const closed of [h, b]) {
+            expect(closed.filter((line) => line === 'HTTP/1.1 408 Request Timeout')).toHaveLength(
+              MAX_CONNECTIONS_PER_ADDRESS,
+            );
+            expect(closed.filter((line) => line === '')).toHaveLength(100 - MAX_CONNECTIONS_PER_ADDRESS);
+          }
           expect((await scrape()).status).toBe(200);
           expect(powercycles()).toBe(0);
         } finally {
@@ -200,6 +215,23 @@ describe('faults at the HTTP edge', () => {
         });
         expect(res.status).toBe(400);
         expect(JSON.parse(res.text).message).toBe('body/alerts/0/labels/server_id must be string');
+        expect(powercycles()).toBe(0);
+      },
+    },
+    {
+      fault: 'a webhook of 1001 alerts (remediation.max_alerts 1000): 400 naming the key, no power cycle',
+      run: async () => {
+        const one = JSON.parse(alert('100001', 'many-0'));
+        const alerts = Array.from({ length: 1001 }, (_, i) => ({ ...one.alerts[0], fingerprint: `many-${i}` }));
+        const res = await call('/api/v1/alertmanager', {
+          method: 'POST',
+          headers: OPERATOR,
+          body: JSON.stringify({ ...one, alerts }),
+        });
+        expect(res.status).toBe(400);
+        expect(JSON.parse(res.text).message).toBe(
+          "1001 alerts in one delivery, above remediation.max_alerts (1000); nothing was done: set max_alerts on Alertmanager's webhook_config at or below it",
+        );
         expect(powercycles()).toBe(0);
       },
     },

@@ -83,7 +83,7 @@ describe('Daemon.reload()', () => {
     expect(polled).toEqual(['colo-2', 'colo-3']);
   });
 
-  it('applies a changed scope at the next servers run and switched collectors at their next run', async () => {
+  it('polls only the servers of a changed scope, and switched collectors at their next run', async () => {
     const { sim, daemon, write } = await setUp();
     const { poller } = accountOf(daemon, 'default');
     const targets = async () =>
@@ -104,6 +104,59 @@ describe('Daemon.reload()', () => {
       calls: [`${COLOCATION} colo-1`, '/api/v1/dedicated/firewall 100001'],
     });
     expect(await gauge(daemon, 'baremetal_catalog_locations')).toBeUndefined();
+  });
+
+  it('applies a changed scope at once: a newly excluded server is denied by name and left out of discovery', async () => {
+    const { sim, daemon, write } = await setUp();
+    const lists = () => sim.callsTo('/api/v1/dedicated').filter((c) => c.params.server_id === undefined).length;
+    const before = lists();
+    write({ servers: { exclude: [{ id: '100001' }, { hostname: 'srv100002\\.example\\.net' }] } });
+    expect(await daemon.reload()).toEqual({ ok: true, needsRestart: [] });
+    const denied = (await webhook(daemon, 'ServerDown')).json().results;
+    const discovered = (await daemon.app.inject('/api/v1/discovery')).json();
+    expect({ denied, discovered, lists: lists() - before, powercycles: sim.callsTo(POWERCYCLE).length }).toMatchObject({
+      denied: [
+        {
+          server_id: '100001',
+          decision: 'denied_unknown_target',
+          message: 'server 100001 is out of scope (servers.include / servers.exclude): the daemon does not act on it',
+        },
+      ],
+      discovered: [],
+      lists: 0,
+      powercycles: 0,
+    });
+    expect(await gauge(daemon, 'baremetal_servers')).toBe(0);
+  });
+
+  it('drops the series and images of a collector switched off at once: no run needed', async () => {
+    const { daemon, write } = await setUp();
+    const { poller, graphStore } = accountOf(daemon, 'default');
+    await poller.run('graphs');
+    const images = graphStore.list();
+    expect(images.length).toBeGreaterThan(0);
+    const held = images[0];
+    const url = `/graphs/dedicated/${held!.serverId}/${held!.type}/${held!.scale}.png`;
+    const graphSeries = async () =>
+      (await daemon.registry.getSingleMetric('baremetal_graph_last_success_timestamp_seconds')!.get()).values.length;
+    const before = {
+      images: await gauge(daemon, 'baremetal_graph_images'),
+      series: await graphSeries(),
+      served: (await daemon.app.inject(url)).statusCode,
+    };
+    write({ collectors: { graphs: false } });
+    expect(await daemon.reload()).toEqual({ ok: true, needsRestart: [] });
+    expect({
+      before,
+      after: {
+        images: await gauge(daemon, 'baremetal_graph_images'),
+        series: await graphSeries(),
+        served: (await daemon.app.inject(url)).statusCode,
+      },
+    }).toEqual({
+      before: { images: images.length, series: images.length, served: 200 },
+      after: { images: 0, series: 0, served: 404 },
+    });
   });
 
   it('applies a changed rule to the next webhook', async () => {

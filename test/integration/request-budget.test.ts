@@ -133,6 +133,45 @@ describe('request budget against a rate-limited provider', () => {
   });
 });
 
+describe('a budget that cannot fit one firewall run, with graphs on (issue 33)', () => {
+  it('reads every server within ⌈servers ÷ per-run capacity⌉ + 1 runs while graphs poll, without a 429', async () => {
+    const servers = 250;
+    const rate = 50;
+    // Every 2 s (a deadline of 1.8 s): the tenth of it left after the last token is granted is the time its
+    // reply has to arrive from the simulator, which shares this loaded machine; a reply cut there is deferred.
+    const schedule = '*/2 * * * * *';
+    const { daemon, sim } = await setup(
+      // The provider allows a quarter more than the budget, as in the issue's 20/s against 25/s.
+      { servers, ipsPerServer: 1, rateLimit: { perSecond: rate * 1.25 } },
+      {
+        upstream: { max_requests_per_second: rate },
+        schedules: { firewall: schedule, graphs: '*/6 * * * * *' },
+        graphs: { types: ['port_bits'], scales: ['day'] },
+      },
+    );
+    const poller = accountOf(daemon, 'default').poller;
+    const perRun = runCapacity(rate, runDeadlineMs(schedulePeriodMs(schedule)));
+    const runs = Math.ceil(servers / perRun) + 1;
+    expect(Math.ceil(servers / perRun)).toBeGreaterThan(1);
+    expect(await poller.run('servers')).toBe('success');
+    // The graphs poll runs all along: each of its runs wants 250 images, five seconds of the whole budget.
+    let graphing = true;
+    const graphs = (async () => {
+      while (graphing) await poller.run('graphs');
+    })();
+    for (let run = 0; run < runs; run++) await poller.run('firewall');
+    graphing = false;
+    await graphs;
+    const read = new Set(sim.callsTo('/api/v1/dedicated/firewall').map((c) => c.params.server_id));
+    expect(sim.callsTo('/api/v1/dedicated/graphs').length).toBeGreaterThan(0);
+    expect(sim.rateLimited).toBe(0);
+    expect(read.size).toBe(servers);
+    expect((await seriesOf(daemon.registry, 'baremetal_firewall_history_last_success_timestamp_seconds')).length).toBe(
+      servers,
+    );
+  });
+});
+
 describe('services under attack on their own schedule', () => {
   it.each([
     { name: 'a different schedule: two jobs, each polls its own services', underAttack: '*/15 * * * * *', split: true },

@@ -35,6 +35,7 @@ async function twoReplicas(db: TestDatabase, remediation: Partial<Config['remedi
     dryRun: false,
     journalRetentionMs: 30 * 86_400_000,
     budgetPerHour: 100,
+    maxAlerts: 1000,
     bearerTokens: [TOKEN],
     basicAuthUsers: {},
     rules: [],

@@ -192,6 +192,34 @@ describe.skipIf(found.skip)('the daemon on PostgreSQL under database faults', ()
     expect(h.log.lines.some((l) => l.includes('applying pending firewall changes works again'))).toBe(true);
     expect(noSecret([...h.log.lines, lost.body, unready.body])).toEqual([]);
   });
+  it('down: the open status page and /graphs answer 503 without host or port (the log keeps them)', async () => {
+    const h = await start();
+    const d = await h.boot();
+    const page = await d.app.inject({ method: 'GET', url: '/' });
+    const graphs = await d.app.inject({ method: 'GET', url: '/graphs' });
+    expect({ page: page.statusCode, graphs: graphs.statusCode }).toEqual({ page: 503, graphs: 503 });
+    expect(page.json()).toMatchObject({ message: 'graph images are unavailable: state database unreachable' });
+    expect(notPublic([page.body, graphs.body])).toEqual([]);
+    expect(h.log.lines.some((l) => l.includes('graph images are unavailable') && l.includes('127.0.0.1'))).toBe(true);
+  });
+
+  it('an options= value PostgreSQL refuses: its own error, which quotes the value, is redacted everywhere', async () => {
+    const value = 'opt-s3cret-77d1';
+    const h = await start((url) => `${url}?options=${encodeURIComponent(`-c statement_timeout=${value}`)}`);
+    await h.link.up();
+    const d = await h.boot();
+    await eventually('the refusal to be logged', async () =>
+      h.log.lines.some((l) => l.includes('statement_timeout')) ? true : undefined,
+    );
+    const texts = [
+      ...h.log.lines,
+      (await d.app.inject({ method: 'GET', url: '/readyz' })).body,
+      (await d.app.inject({ method: 'GET', url: '/' })).body,
+      (await powercycle(d, '100001')).body,
+    ];
+    expect(texts.filter((t) => t.toLowerCase().includes(value))).toEqual([]);
+  });
+
   it.each([
     ['a password= query parameter', (url: string) => `${url.replace(`:${pg.password}@`, '@')}?password=${pg.password}`],
     [

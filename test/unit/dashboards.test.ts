@@ -35,6 +35,7 @@ const MEANINGFUL = [
   'Journal',
   'Graph age',
   'Leader',
+  'Cancellation',
 ];
 
 // Grafana's own schema: the sources are typed as @grafana/schema's Dashboard (tsc checks mixin/ through this

@@ -26,6 +26,10 @@ const instances = {
   BadRequestError: new errors.BadRequestError('x'),
   AuthError: new errors.AuthError('x'),
   ForbiddenError: new errors.ForbiddenError('x'),
+  AuthBusyError: new errors.AuthBusyError('x', 1),
+  AuthRateLimitedError: new errors.AuthRateLimitedError('x', 1),
+  RequestTimeoutError: new errors.RequestTimeoutError('x'),
+  HeadersTooLargeError: new errors.HeadersTooLargeError('x'),
   IdempotencyMismatchError: new errors.IdempotencyMismatchError('x'),
   StateDirLockedError: new errors.StateDirLockedError('/d', 1),
 } satisfies Record<keyof typeof errors.errorClasses, Error>;

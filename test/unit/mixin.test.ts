@@ -26,6 +26,7 @@ const FLEET = new Set([
   'BaremetalPollStale',
   'BaremetalPollNeverSucceeded',
   'BaremetalGraphsStale',
+  'BaremetalFirewallCoverageStale',
   'BaremetalIpUnderAttack',
   'BaremetalServiceUnderAttack',
   'BaremetalServerGone',
@@ -171,7 +172,7 @@ describe('rendering with another config', () => {
       execFileSync(promtool.skip ? '' : promtool.path, ['check', 'rules', join(dir, 'rules.yml')], {
         encoding: 'utf8',
       }),
-    ).toMatch(/SUCCESS: 22 rules found/);
+    ).toMatch(/SUCCESS: 24 rules found/);
   });
 });
 

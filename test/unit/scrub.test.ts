@@ -17,12 +17,26 @@ describe('scrubber', () => {
     ],
     ['form-encoded', `key ${new URLSearchParams({ k: KEY }).toString().slice(2)} end`],
     ['twice in one text', `${KEY} and ${KEY}`],
+    [
+      'JSON \\u escapes (every character)',
+      `key ${[...KEY].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')} end`,
+    ],
+    [
+      'JSON \\u escapes with upper-case hex',
+      `key ${[...KEY].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0').toUpperCase()}`).join('')} end`,
+    ],
+    ['percent-encoded, keeping "/"', `key ${encodeURIComponent(KEY).replaceAll('%2F', '/')} end`],
+    ['percent-encoded, every character', `key ${[...KEY].map((c) => `%${c.charCodeAt(0).toString(16)}`).join('')} end`],
+    ['upper-cased', `key ${KEY.toUpperCase()} end`],
+    ['split by a line break', `key ${KEY.slice(0, 7)}\n${KEY.slice(7)} end`],
+    ['split by an escaped line break (JSON)', `key ${KEY.slice(0, 7)}\\r\\n${KEY.slice(7)} end`],
     ['a second secret (a token)', 'Bearer bearer-token-0123456789'],
   ])('removes the %s spelling', (_name, text) => {
     const out = scrub(text);
     expect(out).toContain(REDACTED);
     for (const form of secretForms(KEY)) expect(out).not.toContain(form);
     expect(out).not.toContain('bearer-token-0123456789');
+    expect(out).toMatch(/^(key \[REDACTED\] end|\[REDACTED\] and \[REDACTED\]|Bearer \[REDACTED\])$/);
   });
 
   it('leaves text without a secret unchanged', () => {

@@ -1,12 +1,14 @@
 /**
  * `POST /api/v1/alertmanager`: the Alertmanager webhook receiver (payload `version: "4"`). Each alert of
  * the group is matched against the rules separately. 200 for every accepted payload whatever the
- * decisions (Alertmanager must not retry a denied action); 400 naming the field for a malformed one;
+ * decisions (Alertmanager must not retry a denied action); 400 naming the field for a malformed one, and
+ * for one of more than `remediation.max_alerts` alerts;
  * 503 when the journal cannot be written or no server list is known yet (Alertmanager retries).
- * Each request goes to the engine of the account its alert names (rules.ts: `account_label`).
+ * Each request goes to the engine of the account its alert names (remediation/rules.ts: `account_label`).
  */
 import type { FastifyInstance } from 'fastify';
 import type { RemediationRule } from '../../config/schema.js';
+import { BadRequestError } from '../../errors.js';
 import type { RemediationEngine } from '../../remediation/engine.js';
 import { matches, requestsFor } from '../../remediation/rules.js';
 import { webhookSchema, type WebhookBody } from '../../remediation/webhook.js';
@@ -14,10 +16,20 @@ import type { Metrics } from '../../metrics/definitions.js';
 
 export function alertmanagerRoutes(
   app: FastifyInstance,
-  deps: { engines: ReadonlyMap<string, RemediationEngine>; rules: () => RemediationRule[]; metrics: Metrics },
+  deps: {
+    engines: ReadonlyMap<string, RemediationEngine>;
+    rules: () => RemediationRule[];
+    metrics: Metrics;
+    /** alerts one delivery may carry (`remediation.max_alerts`) */
+    maxAlerts: number;
+  },
 ): void {
   app.post<{ Body: WebhookBody }>('/api/v1/alertmanager', { schema: { body: webhookSchema } }, async (request) => {
     const { alerts } = request.body;
+    if (alerts.length > deps.maxAlerts)
+      throw new BadRequestError(
+        `${alerts.length} alerts in one delivery, above remediation.max_alerts (${deps.maxAlerts}); nothing was done: set max_alerts on Alertmanager's webhook_config at or below it`,
+      );
     // Read per request: a config reload may replace the rules.
     const rules = deps.rules();
     // Validate every alert against the rules before acting on any, so a bad payload changes nothing.

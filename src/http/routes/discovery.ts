@@ -18,6 +18,8 @@ export interface DiscoveryServer {
   hostname: string;
   location: string;
   status: string;
+  /** the scheduled cancellation (`immediate`, `end`), '' when none */
+  cancellation: string;
   /** the main IP */
   ip: string;
   /** every IP of the server */
@@ -93,6 +95,7 @@ export function targetGroups(
           __meta_baremetal_hostname: server.hostname,
           __meta_baremetal_location: server.location,
           __meta_baremetal_status: server.status,
+          __meta_baremetal_cancellation: server.cancellation,
           __meta_baremetal_ip: server.ip,
           __meta_baremetal_ips: server.ips.join(','),
         },

@@ -5,7 +5,8 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { DEFAULT_TELEMETRY_PATH } from '../telemetry-path.js';
-import { CONTENT_TYPES, type ExpositionCache, type ExpositionFormat } from '../../metrics/exposition.js';
+import type { ExpositionCache } from '../../metrics/exposition-cache.js';
+import { CONTENT_TYPES, type ExpositionFormat } from '../../metrics/exposition-format.js';
 
 /** The entries of an `Accept` or `Accept-Encoding` header: lower-cased media type or coding → its q (0..1). */
 function qualities(header: string | undefined): Array<{ value: string; params: Record<string, string>; q: number }> {

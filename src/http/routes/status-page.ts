@@ -42,6 +42,11 @@ export interface StatusView {
     lastSuccessAt: number | undefined;
     durationMs: number | undefined;
   }>;
+  /**
+   * per polling account, the service whose firewall history was read least recently: how long ago (ms), or
+   * — `read` false — since when it waits for its first read (PollJobs.oldestRead)
+   */
+  coverage?: Array<{ account: string; serviceType: string; serviceId: string; ageMs: number; read: boolean }>;
   servers: Array<{
     account?: string;
     serverId: string;
@@ -115,6 +120,17 @@ ${rows.map(serverRow).join('\n')}
 </table>`;
 }
 
+/** The oldest firewall history read, per account (BaremetalFirewallCoverageStale's figure). */
+function coverageLine(view: StatusView): string {
+  if (!view.coverage?.length) return '';
+  const many = view.coverage.length > 1;
+  const parts = view.coverage.map(
+    (c) =>
+      `${many ? `${e(c.account)}: ` : ''}<strong>${e(Math.round(c.ageMs / 1000))} s</strong> ${c.read ? 'ago' : 'waiting for its first read'} (${e(c.serviceType)} ${e(c.serviceId)})`,
+  );
+  return `<p id="coverage">Oldest firewall history read: ${parts.join(' · ')}</p>`;
+}
+
 /**
  * Renders the page: every count, the servers under attack (at most MAX_ATTACKED_ROWS) and page `page` (from 1;
  * past the last, the last) of the quiet servers. Pure: the same view and page give the same bytes.
@@ -141,6 +157,7 @@ export function renderStatusPage(view: StatusView, page = 1): string {
 <table><tr><th>poll</th><th>last outcome</th><th>finished</th><th>duration</th><th>last success</th></tr>
 ${view.polls.map((p) => `<tr><td>${e(p.poll)}</td><td class="${p.outcome === 'failure' ? 'bad' : 'ok'}">${e(p.outcome ?? '—')}</td><td>${e(time(p.finishedAt))}</td><td>${p.durationMs === undefined ? '—' : `${e(p.durationMs)} ms`}</td><td>${e(time(p.lastSuccessAt))}</td></tr>`).join('\n')}
 </table>
+${coverageLine(view)}
 <h2>Servers under attack</h2>
 ${
   underAttack.length

@@ -8,6 +8,7 @@
  */
 import type pg from 'pg';
 import type { Logger } from 'pino';
+import { SCHEDULED_CANCELLATIONS, type ScheduledCancellation } from '../../config/api-terms.js';
 
 /** server id → the IPs it owns (the shape rows had before the server's record fields were published too) */
 export type ServerIps = Record<string, string[]>;
@@ -19,13 +20,25 @@ export interface ServerDetails {
   hostname: string;
   location: string;
   status: string;
+  /** the cancellation its record says is scheduled (`immediate`, `end`), '' when none or an older leader published the row */
+  cancellation: ScheduledCancellation;
 }
 
-/** One published server: the IPs it owns, and its record's fields. */
-export type PublishedServer = { ips: string[] } & ServerDetails;
+/** One published server: the IPs it owns, and its record's fields (no `cancellation` from a leader before issue 32). */
+export type PublishedServer = { ips: string[] } & Omit<ServerDetails, 'cancellation'> & {
+    cancellation?: ScheduledCancellation;
+  };
 
 /** server id → what the leader publishes of it; a row may still hold the older `ServerIps` shape. */
 export type PublishedServers = Record<string, PublishedServer>;
+
+const detailsOf = (v: PublishedServer): ServerDetails => ({
+  ip: v.ip,
+  hostname: v.hostname,
+  location: v.location,
+  status: v.status,
+  cancellation: v.cancellation ?? '',
+});
 
 /** One account's server list as last read from the database. */
 export class DirectorySnapshot {
@@ -65,11 +78,7 @@ export class DirectorySnapshot {
   replace(servers: ServerIps | PublishedServers, version: string): void {
     const entries = Object.entries(servers);
     this.#servers = new Map(entries.map(([id, v]) => [id, new Set(Array.isArray(v) ? v : v.ips)]));
-    this.#details = new Map(
-      entries.flatMap(([id, v]) =>
-        Array.isArray(v) ? [] : [[id, { ip: v.ip, hostname: v.hostname, location: v.location, status: v.status }]],
-      ),
-    );
+    this.#details = new Map(entries.flatMap(([id, v]) => (Array.isArray(v) ? [] : [[id, detailsOf(v)]])));
     this.#known = true;
     this.version = version;
   }
@@ -81,7 +90,11 @@ const isTexts = (value: unknown): value is string[] =>
 const isPublished = (value: unknown): value is PublishedServer => {
   if (typeof value !== 'object' || value === null) return false;
   const v = value as Record<string, unknown>;
-  return isTexts(v.ips) && ['ip', 'hostname', 'location', 'status'].every((key) => typeof v[key] === 'string');
+  return (
+    isTexts(v.ips) &&
+    ['ip', 'hostname', 'location', 'status'].every((key) => typeof v[key] === 'string') &&
+    (v.cancellation === undefined || ['', ...SCHEDULED_CANCELLATIONS].includes(v.cancellation as string))
+  );
 };
 
 /** A row's servers: the current shape, or the older one (server id → IPs). */
@@ -96,6 +109,8 @@ export interface SharedDirectoryOptions {
   /** the configured accounts */
   accounts: readonly string[];
   logger: Logger;
+  /** the message of a database error, scrubbed of the URL's secrets (default: the error's message) */
+  reason?: (error: unknown) => string;
   /** how often the snapshots are read again, ms (default 3000) */
   refreshMs?: number;
 }
@@ -176,7 +191,7 @@ export class SharedDirectory {
       }
       this.#logged = undefined;
     } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
+      const reason = this.#options.reason?.(error) ?? (error instanceof Error ? error.message : String(error));
       if (this.#logged !== reason)
         logger.warn(
           { reason },

@@ -6,6 +6,7 @@
  */
 import type pg from 'pg';
 import type { Logger } from 'pino';
+import { DATABASE_UNREACHABLE } from '../../config/database-url.js';
 import { NotReadyError } from '../../errors.js';
 import type { GraphScale, GraphType } from '../../config/api-terms.js';
 import { byGraphKey, type GraphSource, type GraphSummary } from '../../graphs/source.js';
@@ -38,11 +39,14 @@ export class SharedGraphs implements GraphSource {
   readonly accounts: readonly string[];
   readonly #pool: pg.Pool;
   readonly #logger: Logger;
+  /** the message of a database error, scrubbed of the URL's secrets (databaseScrubber) */
+  readonly #reason: (error: unknown) => string;
 
-  constructor(pool: pg.Pool, accounts: readonly string[], logger: Logger) {
+  constructor(pool: pg.Pool, accounts: readonly string[], logger: Logger, reason: (error: unknown) => string) {
     this.#pool = pool;
     this.accounts = accounts;
     this.#logger = logger;
+    this.#reason = reason;
   }
 
   /** The mirror of `account`'s graph store. */
@@ -54,7 +58,7 @@ export class SharedGraphs implements GraphSource {
         await pool.query(sql, [account, serverIds]);
       } catch (error) {
         this.#logger.warn(
-          { account, reason: error instanceof Error ? error.message : String(error) },
+          { account, reason: this.#reason(error) },
           'cannot remove the graph images of removed servers from the database: /graphs lists them until a leader reads its first server list',
         );
       }
@@ -102,15 +106,17 @@ export class SharedGraphs implements GraphSource {
     return rows.map(summaryOf).sort(byGraphKey);
   }
 
-  /** A database that does not answer is a 503 (the caller retries), naming what failed. */
+  /**
+   * A database that does not answer is a 503 (the caller retries) that names the part, never the host, port,
+   * user or database: `/graphs` and the status page may be open. The log line keeps what failed (scrubbed).
+   */
   async #read<T>(query: () => Promise<T>): Promise<T> {
     try {
       return await query();
     } catch (error) {
-      throw new NotReadyError(
-        `graph images are unavailable: the database does not answer (${error instanceof Error ? error.message : String(error)})`,
-        { cause: error },
-      );
+      const message = `graph images are unavailable: state ${DATABASE_UNREACHABLE}`;
+      this.#logger.warn({ reason: this.#reason(error) }, message);
+      throw new NotReadyError(message);
     }
   }
 }

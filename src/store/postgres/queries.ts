@@ -1,7 +1,7 @@
 /**
  * The state store's queries in PostgreSQL's dialect, over any statement runner: the pool (one statement per
  * connection checkout) or one client inside a transaction. Same tables and columns as the SQLite journal
- * (open.ts), created by the `journal` migrations (migrations.ts); times are BIGINT Unix milliseconds, ids BIGSERIAL.
+ * (sqlite/database.ts), created by the `journal` migrations (migrations.ts); times are BIGINT Unix milliseconds, ids BIGSERIAL.
  * node-postgres returns BIGINT as a string: rows.ts converts with Number() (ms and ids stay below 2^53).
  */
 import type { Decision } from '../decisions.js';

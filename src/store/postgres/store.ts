@@ -211,6 +211,7 @@ export async function openPostgresStore(o: PostgresStoreOptions): Promise<Postgr
     pool: c.pool,
     accounts: o.accounts,
     logger: o.logger,
+    reason: message,
     ...(o.refreshMs !== undefined ? { refreshMs: o.refreshMs } : {}),
   });
   await opener.attempt();
@@ -218,7 +219,7 @@ export async function openPostgresStore(o: PostgresStoreOptions): Promise<Postgr
   return {
     ...forwardQueries(new PgQueries(c.run), async (call) => call()),
     kind: 'postgres',
-    shared: { directory, graphs: new SharedGraphs(c.pool, o.accounts, o.logger) },
+    shared: { directory, graphs: new SharedGraphs(c.pool, o.accounts, o.logger, message) },
     get unavailable() {
       return c.openFailure;
     },

@@ -1,10 +1,10 @@
 /**
  * The remediation journal: SQLite through Node's built-in `node:sqlite`, WAL mode, in `<state_dir>/journal.db`.
- * The queries live here; the row shapes in rows.ts, opening and migrations in open.ts.
+ * The queries live here; the row shapes in store/rows.ts, opening and migrations in database.ts.
  * Every action request is written before its upstream call and completed after it; deliveries already
  * acted on (idempotency keys) and the desired firewall state per IP live here too, so all of it
  * survives restarts. Every method is synchronous; the daemon uses it through the asynchronous state store
- * (sqlite-store.ts), the CLI directly.
+ * (store.ts beside this file), the CLI directly.
  */
 import type { DatabaseSync } from 'node:sqlite';
 import { JournalError } from '../../errors.js';
@@ -79,7 +79,7 @@ export class Journal {
   /**
    * Runs `fn` in one transaction, which holds the database's write lock from its start (BEGIN IMMEDIATE):
    * a check and the write it guards cannot interleave with another process's. While `fn`'s promise is
-   * pending, nothing else may use this connection (sqlite-store.ts queues every other statement). Rolled back
+   * pending, nothing else may use this connection (store.ts beside this file queues every other statement). Rolled back
    * when `fn` rejects. Throws JournalError.
    */
   async transactionAsync<T>(fn: () => Promise<T>): Promise<T> {

@@ -47,6 +47,28 @@ describe('server-list collector', () => {
     expect((await seriesOf(registry, 'baremetal_server_info')).map((l) => l.status)).toEqual(['offline']);
   });
 
+  // Issue 32: one series per scheduled cancellation, following the record from poll to poll.
+  it("follows each server's scheduled cancellation: set, changed, withdrawn, gone with the server", async () => {
+    const { registry, metrics } = freshMetrics();
+    const cancellations = async () =>
+      (await seriesOf(registry, 'baremetal_server_cancellation_scheduled')).map(
+        (l) => `${l.server_id}:${l.cancellation_type}`,
+      );
+    const steps = [
+      [{ server_id: '1', cancellation: 'end' }, { server_id: '2' }, { server_id: '3', cancellation: null }],
+      [{ server_id: '1', cancellation: 'immediate' }, { server_id: '2', cancellation: 'end' }, { server_id: '3' }],
+      [{ server_id: '1', cancellation: null }, { server_id: '2', cancellation: 'end' }, { server_id: '3' }],
+      [{ server_id: '1' }, { server_id: '3' }],
+    ];
+    const seen: string[][] = [];
+    let inventory = new Map();
+    for (const records of steps) {
+      inventory = (await collectServerList(list(...records), inventory, metrics)).inventory;
+      seen.push(await cancellations());
+    }
+    expect(seen).toEqual([['1:end'], ['1:immediate', '2:end'], ['2:end'], []]);
+  });
+
   it.each([
     { memory: '256 GB', bytes: 256 * 2 ** 30 },
     { memory: '64GB', bytes: 64 * 2 ** 30 },

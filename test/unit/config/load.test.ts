@@ -56,6 +56,7 @@ describe('config', () => {
           maxPowerActionsPerServer: 3,
           capWindowMs: 24 * 3_600_000,
         },
+        maxAlerts: 1000,
         bearerTokens: [],
         basicAuthUsers: {},
         rules: [],
@@ -86,6 +87,7 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
       baseUrl: 'https://api.provider.test',
       apiKey: 'file-key',
       caFile: '/etc/ssl/provider-ca.pem',
+      ca: '',
       timeoutMs: 2500,
       concurrency: 4,
       maxRequestsPerSecond: 2.5,
@@ -246,6 +248,11 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
       'a plain password',
       `${minimal}web: { auth: { basic_auth_users: { prom: hunter2 } } }\n`,
       'web.auth.basic_auth_users.prom: must be a bcrypt hash ($2b$…), never a plain password',
+    ],
+    [
+      'a $2$ hash in remediation.auth',
+      `${minimal}remediation: { auth: { basic_auth_users: { am: "$2$10$abcdefghijklmnopqrstuuQ1ZbQm0x1yq0bYlU3m7jkJp2xQ2Jz9y" } } }\n`,
+      'remediation.auth.basic_auth_users.am: the bcrypt hash of user am is of variant $2$, which never matches a password; only $2a$, $2b$ and $2y$ are supported: hash the password again (htpasswd -nbB am PASSWORD)',
     ],
     [
       'an unreadable certificate',

@@ -40,6 +40,38 @@ describe('servers.include / servers.exclude', () => {
     expect([inScope(every, server('1', 'X', 'y')), describeScope(every)]).toEqual([true, undefined]);
   });
 
+  it.each([
+    // [name, the pattern as YAML single-quoted text gives it, hostnames, the expected verdicts]
+    [
+      '(?i) makes the match case-insensitive',
+      '(?i)WEB-[0-9]+\\.EXAMPLE\\.NET',
+      ['web-1.example.net', 'Web-2.Example.Net', 'db-1.example.net'],
+      [true, true, false],
+    ],
+    [
+      'a class holding a backslash and a digit is no backreference',
+      'web[\\\\1]',
+      ['web1', 'web\\', 'web2'],
+      [true, true, false],
+    ],
+    // Exponential under backtracking: 2^31 ways to split the name before failing on the domain.
+    [
+      'a pattern exponential under backtracking is matched correctly, in linear time',
+      '([a-z0-9]+-?)+\\.example\\.net',
+      [
+        `${'a'.repeat(31)}.other.org`,
+        `${'a1-'.repeat(80)}x.other.org`,
+        'web-1.example.net',
+        `${'a'.repeat(200)}.example.net`,
+      ],
+      [false, false, true, true],
+    ],
+  ])('hostname selector: %s', (_name, pattern, hostnames, expected) => {
+    const { scope } = parseConfigText(`${minimal}servers:\n  include: [{hostname: '${pattern}'}]\n`, env).accounts[0]!;
+    expect(hostnames.map((hostname) => inScope(scope, server('1', 'FRA1', hostname)))).toEqual(expected);
+    expect(describeScope(scope)).toBe(`servers matching hostname ${pattern}`);
+  });
+
   it("adds an account's selectors to the top level's", () => {
     const config = parseConfigText(
       `${accounts('    servers: {exclude: [{location: AMS1}]}\n')}servers:\n  exclude: [{id: "9"}]\n`,
@@ -61,17 +93,32 @@ describe('servers.include / servers.exclude', () => {
     [
       'a bad regular expression names its key',
       `${minimal}servers:\n  exclude: [{id: "1"}, {hostname: "web-[0-9"}]\n`,
-      /^servers\.exclude\.1\.hostname: not a valid regular expression: /,
+      /^servers\.exclude\.1\.hostname: not a valid RE2 regular expression: error parsing regexp: missing closing \]/,
     ],
     [
       'lookaround is not RE2',
       `${minimal}servers:\n  include: [{hostname: "(?!db).*"}]\n`,
-      /^servers\.include\.0\.hostname: not a valid regular expression: lookaround and backreferences are not RE2 syntax$/,
+      /^servers\.include\.0\.hostname: not a valid RE2 regular expression: error parsing regexp: invalid or unsupported Perl syntax: `\(\?!`$/,
+    ],
+    [
+      'a backreference is not RE2',
+      `${minimal}servers:\n  include: [{hostname: '(web)\\1'}]\n`,
+      /^servers\.include\.0\.hostname: not a valid RE2 regular expression: error parsing regexp: invalid escape sequence: `\\1`$/,
+    ],
+    [
+      'a group closed early cannot escape the whole-hostname match',
+      `${minimal}servers:\n  exclude: [{hostname: "web)|(?:.*"}]\n`,
+      /^servers\.exclude\.0\.hostname: not a valid RE2 regular expression: error parsing regexp: unexpected \)/,
+    ],
+    [
+      'a nested repetition RE2 refuses',
+      `${minimal}servers:\n  include: [{hostname: "(?:a{100}){100}"}]\n`,
+      /^servers\.include\.0\.hostname: not a valid RE2 regular expression: error parsing regexp: invalid repeat count/,
     ],
     [
       "an account's bad regular expression names the account entry",
       accounts('    servers: {include: [{hostname: "("}]}\n'),
-      /^accounts\.0\.servers\.include\.0\.hostname: not a valid regular expression: /,
+      /^accounts\.0\.servers\.include\.0\.hostname: not a valid RE2 regular expression: /,
     ],
     [
       'a selector with two keys',

@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildApp } from '../../../src/app.js';
 import { HttpStatusError, IdempotencyMismatchError, INTERNAL_ERROR_CODE, JournalError } from '../../../src/errors.js';
 import { GraphStore } from '../../../src/graphs/store.js';
-import { ExpositionCache } from '../../../src/metrics/exposition.js';
+import { ExpositionCache } from '../../../src/metrics/exposition-cache.js';
 import { pngOf } from '../../helpers/images.js';
 import { captureLogger } from '../../helpers/logger.js';
 import { freshMetrics } from '../../helpers/metrics.js';

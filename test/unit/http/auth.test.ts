@@ -1,6 +1,8 @@
 import bcrypt from 'bcryptjs';
 import type { FastifyRequest } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
+import { AddressAllowance, FAILED_CHECKS_BURST, FAILED_CHECK_REFILL_MS } from '../../../src/http/auth-allowance.js';
+import { clientKey } from '../../../src/http/client-address.js';
 import { createAuthCheck, FAILURE_DELAY_MS, REMEMBER_MS, type AuthConfig } from '../../../src/http/auth.js';
 import { BcryptPool, type PasswordVerifier } from '../../../src/http/bcrypt-pool.js';
 import { captureLogger } from '../../helpers/logger.js';
@@ -11,8 +13,8 @@ const HASH5 = bcrypt.hashSync('another password', 5);
 const TOKEN = 'metrics-token-0123456789';
 
 const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
-const request = (authorization?: string) =>
-  ({ headers: authorization === undefined ? {} : { authorization } }) as FastifyRequest;
+const request = (authorization?: string, remoteAddress = '127.0.0.1') =>
+  ({ headers: authorization === undefined ? {} : { authorization }, socket: { remoteAddress } }) as FastifyRequest;
 
 /** bcryptjs in-process, recording each comparison it is asked for (which hash), so tests count hashing. */
 function countingVerifier(answer?: 'busy'): PasswordVerifier & { hashes: string[] } {
@@ -33,13 +35,18 @@ const delay = async () => {
   delays.push(FAILURE_DELAY_MS);
 };
 
-/** Runs the check; resolves to the 401/403 message, or 'ok'. */
-async function outcome(check: (r: FastifyRequest) => Promise<void>, authorization?: string): Promise<string> {
+/** Runs the check; resolves to the refusal's status and message (and `Retry-After` seconds), or 'ok'. */
+async function outcome(
+  check: (r: FastifyRequest) => Promise<void>,
+  authorization?: string,
+  remoteAddress?: string,
+): Promise<string> {
   try {
-    await check(request(authorization));
+    await check(request(authorization, remoteAddress));
     return 'ok';
   } catch (error) {
-    return `${(error as { statusCode: number }).statusCode} ${(error as Error).message}`;
+    const { statusCode, retryAfterSeconds } = error as { statusCode: number; retryAfterSeconds?: number };
+    return `${statusCode} ${(error as Error).message}${retryAfterSeconds === undefined ? '' : ` (retry after ${retryAfterSeconds} s)`}`;
   }
 }
 
@@ -122,14 +129,14 @@ describe('basic auth with users', () => {
     },
   );
 
-  it('refuses at once, without hashing, when the verifier is busy, and warns once a minute', async () => {
+  it('refuses at once, without hashing, with 503 and Retry-After when the verifier is busy, and warns once a minute', async () => {
     const clock = { now: 0 };
     const log = captureLogger();
     const verifier = countingVerifier('busy');
     const check = createAuthCheck(auth, 'allow', { verifier, delay, now: () => clock.now, logger: log.logger });
     for (let i = 0; i < 3; i++) {
       expect(await outcome(check, basic('prometheus', PASSWORD))).toBe(
-        '401 credentials not checked: too many password checks in progress; retry later',
+        '503 credentials not checked: too many password checks in progress; retry later (retry after 1 s)',
       );
     }
     clock.now += 60_000;
@@ -137,6 +144,82 @@ describe('basic auth with users', () => {
     const warnings = log.lines.map((l) => JSON.parse(l)).filter((l) => l.level === 'warn');
     expect(warnings.map((w) => w.refused)).toEqual([1, 3]);
     expect(log.lines.join('\n')).not.toContain(PASSWORD);
+  });
+});
+
+describe('each client address has its own share of the checks', () => {
+  const auth: AuthConfig = { bearerTokens: [], basicAuthUsers: { prometheus: HASH4 } };
+  const WRONG = '401 invalid credentials';
+
+  it('refuses an address its wrong passwords beyond the allowance with 429, without hashing; another address still gets checked', async () => {
+    const clock = { now: 0 };
+    const verifier = countingVerifier();
+    const check = createAuthCheck(auth, 'allow', { verifier, delay, now: () => clock.now });
+    const flood: string[] = [];
+    for (let i = 0; i < FAILED_CHECKS_BURST + 3; i++)
+      flood.push(await outcome(check, basic('prometheus', `wrong-${i}`), '127.0.0.2'));
+    expect(flood).toEqual([
+      ...Array(FAILED_CHECKS_BURST).fill(WRONG),
+      ...Array(3).fill(
+        '429 credentials not checked: too many wrong passwords from this address; retry later (retry after 2 s)',
+      ),
+    ]);
+    expect(verifier.hashes).toHaveLength(FAILED_CHECKS_BURST);
+    expect(await outcome(check, basic('prometheus', PASSWORD), '127.0.0.1')).toBe('ok');
+    expect(await outcome(check, basic('prometheus', 'wrong'), '127.0.0.3')).toBe(WRONG);
+    // One allowance comes back every FAILED_CHECK_REFILL_MS.
+    clock.now += FAILED_CHECK_REFILL_MS;
+    expect(await outcome(check, basic('prometheus', 'wrong-again'), '127.0.0.2')).toBe(WRONG);
+    expect(await outcome(check, basic('prometheus', 'wrong-again'), '127.0.0.2')).toMatch(/^429 /);
+  });
+
+  it('gives the allowance back for a correct password', async () => {
+    const check = createAuthCheck(auth, 'allow', { verifier: countingVerifier(), delay, now: () => 0 });
+    for (let i = 0; i < FAILED_CHECKS_BURST - 1; i++) await outcome(check, basic('prometheus', `wrong-${i}`));
+    expect(await outcome(check, basic('prometheus', PASSWORD))).toBe('ok');
+    expect(await outcome(check, basic('prometheus', 'wrong-last'))).toBe(WRONG);
+  });
+
+  it('lets an address have two checks in flight; a third answers 503 while another address is checked', async () => {
+    const held: Array<() => void> = [];
+    const verifier: PasswordVerifier = {
+      compare: (password, hash) =>
+        new Promise((resolve) => held.push(() => resolve(bcrypt.compareSync(password, hash)))),
+    };
+    const check = createAuthCheck(auth, 'allow', { verifier, delay });
+    const first = outcome(check, basic('prometheus', 'wrong-1'), '127.0.0.2');
+    const second = outcome(check, basic('prometheus', 'wrong-2'), '127.0.0.2');
+    expect(await outcome(check, basic('prometheus', 'wrong-3'), '127.0.0.2')).toBe(
+      '503 credentials not checked: too many password checks in progress from this address; retry later (retry after 1 s)',
+    );
+    const other = outcome(check, basic('prometheus', PASSWORD), '127.0.0.1');
+    expect(held).toHaveLength(3);
+    for (const release of held) release();
+    expect(await Promise.all([first, second, other])).toEqual([WRONG, WRONG, 'ok']);
+  });
+
+  it('keeps at most `cap` addresses, dropping idle ones', () => {
+    const allowance = new AddressAllowance({ cap: 3, now: () => 0 });
+    for (let i = 1; i <= 50; i++) {
+      const admission = allowance.admit(`10.0.0.${i}`);
+      if (admission.ok) admission.release(true);
+    }
+    expect(allowance.size).toBe(3);
+    const ok = allowance.admit('10.0.0.99');
+    if (ok.ok) ok.release(false);
+    // The new address took an idle one's place, and its correct password left no state behind.
+    expect(allowance.size).toBe(2);
+  });
+
+  it.each([
+    { address: '127.0.0.2', key: '127.0.0.2' },
+    { address: '::ffff:10.1.2.3', key: '10.1.2.3' },
+    { address: '2001:db8:0:1::5', key: '2001:db8:0:1::/64' },
+    { address: '2001:db8:0:1:ffff:1:2:3', key: '2001:db8:0:1::/64' },
+    { address: '::1', key: '0:0:0:0::/64' },
+    { address: undefined, key: '' },
+  ])('counts $address as $key', ({ address, key }) => {
+    expect(clientKey(address)).toBe(key);
   });
 });
 

@@ -3,7 +3,7 @@ import Fastify from 'fastify';
 import { Counter, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { acceptsGzip, metricsRoutes, negotiateFormat } from '../../../src/http/routes/metrics.js';
-import { ExpositionCache } from '../../../src/metrics/exposition.js';
+import { ExpositionCache } from '../../../src/metrics/exposition-cache.js';
 
 const PROMETHEUS_ACCEPT =
   'application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1';

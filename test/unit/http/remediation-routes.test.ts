@@ -2,7 +2,7 @@ import bcrypt from 'bcryptjs';
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../../src/app.js';
 import { GraphStore } from '../../../src/graphs/store.js';
-import { ExpositionCache } from '../../../src/metrics/exposition.js';
+import { ExpositionCache } from '../../../src/metrics/exposition-cache.js';
 import { captureLogger } from '../../helpers/logger.js';
 import { engineHarness, rule, TOKEN } from '../../helpers/remediation.js';
 import { tempDir } from '../../helpers/tmp.js';
@@ -124,6 +124,42 @@ describe('POST /api/v1/alertmanager', () => {
     });
     expect(res.json().results).toHaveLength(2);
     expect(sim.callsTo('/api/v1/dedicated/firewall/state')).toHaveLength(1);
+  });
+
+  it.each([
+    { maxAlerts: 1000, alerts: 1001 },
+    { maxAlerts: 2, alerts: 3 },
+  ])(
+    'refuses a delivery of $alerts alerts above remediation.max_alerts ($maxAlerts): 400 naming the key, nothing done',
+    async ({ maxAlerts, alerts }) => {
+      const { app, sim } = await setup({ maxAlerts });
+      const many = Array.from({ length: alerts }, (_, i) => ({ ...attack(), fingerprint: `f${i}` }));
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/v1/alertmanager',
+        headers: bearer,
+        payload: payload(...many),
+      });
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toMatchObject({
+        code: 'BM_ERR_BAD_REQUEST',
+        message: `${alerts} alerts in one delivery, above remediation.max_alerts (${maxAlerts}); nothing was done: set max_alerts on Alertmanager's webhook_config at or below it`,
+      });
+      expect(sim.callsTo('/api/v1/dedicated/firewall/state')).toHaveLength(0);
+    },
+  );
+
+  it('accepts a delivery of remediation.max_alerts alerts, more than the old fixed limit of 1000', async () => {
+    const { app } = await setup({ maxAlerts: 1500 });
+    const many = Array.from({ length: 1500 }, (_, i) => alert({ alertname: 'SomethingElse' }, 'firing', `f${i}`));
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/v1/alertmanager',
+      headers: bearer,
+      payload: payload(...many),
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ status: 'accepted', alerts: 1500 });
   });
 
   it('acts once on the same alert delivered twice (a second Alertmanager, a repeat)', async () => {

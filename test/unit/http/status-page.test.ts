@@ -11,7 +11,7 @@ import {
   type StatusView,
 } from '../../../src/http/routes/status-page.js';
 import type { JournalEntry } from '../../../src/store/rows.js';
-import { ExpositionCache } from '../../../src/metrics/exposition.js';
+import { ExpositionCache } from '../../../src/metrics/exposition-cache.js';
 import { captureLogger } from '../../helpers/logger.js';
 import { tempDir } from '../../helpers/tmp.js';
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../../src/app.js';
 import { GraphStore } from '../../../src/graphs/store.js';
 import { ID_PATTERN } from '../../../src/http/schemas.js';
-import { ExpositionCache } from '../../../src/metrics/exposition.js';
+import { ExpositionCache } from '../../../src/metrics/exposition-cache.js';
 import { captureLogger } from '../../helpers/logger.js';
 import { engineHarness, rule, TOKEN } from '../../helpers/remediation.js';
 import { tempDir } from '../../helpers/tmp.js';

@@ -80,6 +80,11 @@ describe('parseWebConfig', () => {
       'http_server_config: { http2: false, headers: { x-frame-options: SAMEORIGIN, Strict-Transport-Security: max-age=31536000 } }',
       { headers: { 'x-frame-options': 'SAMEORIGIN', 'Strict-Transport-Security': 'max-age=31536000' } },
     ],
+    [
+      'a header value with € and é: kept as their UTF-8 bytes, as exporter-toolkit sends them',
+      'http_server_config: { headers: { Content-Security-Policy: "report-uri https://x.test/€é" } }',
+      { headers: { 'Content-Security-Policy': 'report-uri https://x.test/\u00e2\u0082\u00ac\u00c3\u00a9' } },
+    ],
   ])('accepts %s', (_name, text, expected) => {
     const { tlsOptions, ...rest } = expected;
     const config = parseWebConfig(text, readFile);
@@ -159,6 +164,20 @@ describe('parseWebConfig', () => {
       'http_server_config: { headers: { Content-Security-Policy: "default-src \'self\'\\nX-Injected: 1" } }',
       [
         'web.config.file: http_server_config.headers.Content-Security-Policy: the value has a control character (newline, NUL, …), which HTTP does not allow',
+      ],
+    ],
+    [
+      'a header value with a C1 control character (U+0085)',
+      'http_server_config: { headers: { Content-Security-Policy: "default-src \\u0085" } }',
+      [
+        'web.config.file: http_server_config.headers.Content-Security-Policy: the value has a control character (newline, NUL, …), which HTTP does not allow',
+      ],
+    ],
+    [
+      'a $2$ hash (never matches a password)',
+      `basic_auth_users: { prom: "${HASH.replace('$2b$', '$2$')}" }`,
+      [
+        'web.config.file: basic_auth_users.prom: the bcrypt hash of user prom is of variant $2$, which never matches a password; only $2a$, $2b$ and $2y$ are supported: hash the password again (htpasswd -nbB prom PASSWORD)',
       ],
     ],
     [

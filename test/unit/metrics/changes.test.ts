@@ -1,7 +1,7 @@
 import { Counter, Gauge, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { changeVersion, trackChanges } from '../../../src/metrics/changes.js';
-import { ExpositionCache } from '../../../src/metrics/exposition.js';
+import { ExpositionCache } from '../../../src/metrics/exposition-cache.js';
 import { freshMetrics } from '../../helpers/metrics.js';
 
 /** A tracked gauge and counter on a fresh registry, with a cache rendering it. */

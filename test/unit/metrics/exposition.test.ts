@@ -2,7 +2,7 @@ import { gunzipSync } from 'node:zlib';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { createMetrics, createdNames, leaderOnlyNames } from '../../../src/metrics/definitions.js';
-import { ExpositionCache } from '../../../src/metrics/exposition.js';
+import { ExpositionCache } from '../../../src/metrics/exposition-cache.js';
 
 /** Label values prom-client must escape or write as they are. */
 const AWKWARD = ['plain', 'quote " in it', 'back\\slash', 'new\nline', '', 'ünïcode ✓', 'all \\ " \n three'];

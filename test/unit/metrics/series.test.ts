@@ -1,6 +1,6 @@
 import { Counter, Gauge, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { ExpositionCache } from '../../../src/metrics/exposition.js';
+import { ExpositionCache } from '../../../src/metrics/exposition-cache.js';
 import { SeriesFamily } from '../../../src/metrics/series.js';
 
 /** Label values prom-client must escape or write as they are. */

@@ -71,6 +71,36 @@ describe('round-robin coverage', () => {
     expect(round.next(list, 3)).toEqual(['s0', 's1', 's2']);
   });
 
+  it('leaves an item still queued at the deadline uncovered: it heads the next run; a cut reply is deferred', () => {
+    const round = new RoundRobin<string>((s) => s);
+    const list = ids(8);
+    const first = round.next(list, 4);
+    expect(first).toEqual(['s0', 's1', 's2', 's3']);
+    // The run ends: s0 answered, s1's reply was cut mid-way, s2 and s3 were waiting for a budget token.
+    round.covered('s0');
+    round.cancelled('s1', true);
+    round.cancelled('s2', false);
+    round.cancelled('s3', false);
+    expect(round.pending(list)).toBe(6);
+    expect(round.next(list, 4)).toEqual(['s2', 's3', 's4', 's5']);
+  });
+
+  it('reads every item within ⌈items ÷ capacity⌉ + 1 runs when every run ends with requests still queued', () => {
+    const round = new RoundRobin<string>((s) => s);
+    const list = ids(20);
+    const read = new Set<string>();
+    // Each run of 6 reads 5: the sixth is still waiting for a token at the deadline (issue 33).
+    for (let run = 0; run < Math.ceil(20 / 6) + 1; run++) {
+      const slice = round.next(list, 6);
+      for (const item of slice.slice(0, 5)) {
+        round.covered(item);
+        read.add(item);
+      }
+      for (const item of slice.slice(5)) round.cancelled(item, false);
+    }
+    expect(read.size).toBe(20);
+  });
+
   it('adds new items to the current round and forgets removed ones', () => {
     const round = new RoundRobin<string>((s) => s);
     for (const item of round.next(ids(4), 2)) round.covered(item);

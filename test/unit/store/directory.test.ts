@@ -41,14 +41,20 @@ describe('DirectorySnapshot', () => {
 describe('DirectorySnapshot rows', () => {
   it("reads the record fields the leader publishes, and an older leader's rows of IPs only", () => {
     const snapshot = new DirectorySnapshot();
-    snapshot.replace(
-      { '1': { ips: ['198.18.0.1'], ip: '198.18.0.1', hostname: 'a.example', location: 'fra1', status: 'online' } },
-      '1',
-    );
+    const fields = { ip: '198.18.0.1', hostname: 'a.example', location: 'fra1', status: 'online' };
+    snapshot.replace({ '1': { ips: ['198.18.0.1'], ...fields, cancellation: 'end' } }, '1');
     const current = { owns: snapshot.ownsIp('1', '198.18.0.1'), details: snapshot.details('1') };
-    snapshot.replace({ '1': ['198.18.0.1'] }, '2');
-    expect({ current, old: { owns: snapshot.ownsIp('1', '198.18.0.1'), details: snapshot.details('1') } }).toEqual({
-      current: { owns: true, details: { ip: '198.18.0.1', hostname: 'a.example', location: 'fra1', status: 'online' } },
+    // A leader before issue 32 published the record fields without the cancellation: none.
+    snapshot.replace({ '1': { ips: ['198.18.0.1'], ...fields } }, '2');
+    const withoutCancellation = snapshot.details('1');
+    snapshot.replace({ '1': ['198.18.0.1'] }, '3');
+    expect({
+      current,
+      withoutCancellation,
+      old: { owns: snapshot.ownsIp('1', '198.18.0.1'), details: snapshot.details('1') },
+    }).toEqual({
+      current: { owns: true, details: { ...fields, cancellation: 'end' } },
+      withoutCancellation: { ...fields, cancellation: '' },
       old: { owns: true, details: undefined },
     });
   });

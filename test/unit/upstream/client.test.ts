@@ -407,7 +407,7 @@ describe('against real sockets', () => {
     );
     while (requests() === 0) await new Promise((r) => setTimeout(r, 5));
     expect(c.pendingCount).toBe(3);
-    expect(c.budget!.waiting).toEqual({ write: 0, read: 0 });
+    expect(c.budget!.waiting).toEqual({ write: 0, read: 0, background: 0 });
     cancel.abort();
     release!();
     await expect(first).resolves.toMatchObject({ servers: [] });
@@ -419,6 +419,73 @@ describe('against real sockets', () => {
     ]);
     expect(requests()).toBe(1);
     expect(c.pendingCount).toBe(0);
+    await dispatcher.close();
+  });
+
+  it('gives a freed slot to a waiting read before a waiting background read, and says which were sent', async () => {
+    const paths: string[] = [];
+    let release: (() => void) | undefined;
+    const { url } = await serve((res, n) => {
+      const answer = () => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('[]');
+      };
+      if (n === 1) release = answer;
+      else answer();
+    });
+    server!.prependListener('request', (req) => paths.push(req.url ?? ''));
+    const dispatcher = new Agent();
+    const c = client({ baseUrl: url, dispatcher, concurrency: 1, retries: 0, maxRequestsPerSecond: 1000 });
+    const sent: string[] = [];
+    const read = (path: string, extra: { background?: boolean; signal?: AbortSignal } = {}) =>
+      c.json({ operation: 'op', path, body: {}, read: true, onSent: () => sent.push(path), ...extra });
+    const first = read('/first');
+    while (paths.length === 0) await new Promise((r) => setTimeout(r, 5));
+    // Queued behind the first: two pictures, then attack detection, then one cancelled while queued.
+    const cancel = new AbortController();
+    const queued = Promise.allSettled([
+      read('/graph-1', { background: true }),
+      read('/graph-2', { background: true }),
+      read('/firewall'),
+      read('/cancelled', { signal: cancel.signal }),
+    ]);
+    expect(c.pendingCount).toBe(4);
+    cancel.abort();
+    release!();
+    await first;
+    const outcomes = (await queued).map((o) => o.status);
+    expect(outcomes).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'rejected']);
+    expect(paths).toEqual(['/first', '/firewall', '/graph-1', '/graph-2']);
+    expect(sent).toEqual(['/first', '/firewall', '/graph-1', '/graph-2']);
+    await dispatcher.close();
+  });
+
+  it('lets background reads hold at most half the slots: a read finds one while slow pictures are in flight', async () => {
+    const paths: string[] = [];
+    const held: Array<() => void> = [];
+    const { url } = await serve((res) => {
+      held.push(() => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('[]');
+      });
+    });
+    server!.prependListener('request', (req) => paths.push(req.url ?? ''));
+    const dispatcher = new Agent();
+    const c = client({ baseUrl: url, dispatcher, concurrency: 4, retries: 0 });
+    const read = (path: string, background: boolean) =>
+      c.json({ operation: 'op', path, body: {}, read: true, background });
+    const pictures = Promise.all([1, 2, 3, 4].map((n) => read(`/graph-${n}`, true)));
+    while (paths.length < 2) await new Promise((r) => setTimeout(r, 5));
+    const firewall = read('/firewall', false);
+    while (paths.length < 3) await new Promise((r) => setTimeout(r, 5));
+    expect(paths).toEqual(['/graph-1', '/graph-2', '/firewall']);
+    expect(c.pendingCount).toBe(2);
+    while (held.length > 0 || paths.length < 5) {
+      held.shift()?.();
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    await Promise.all([pictures, firewall]);
+    expect(paths.slice(3).sort()).toEqual(['/graph-3', '/graph-4']);
     await dispatcher.close();
   });
 

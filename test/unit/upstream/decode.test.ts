@@ -36,8 +36,45 @@ describe('server records', () => {
       memory: '64 GB',
       location: '',
       status: '',
+      cancellation: '',
       raw,
     });
+  });
+
+  // Issue 32: the record's scheduled cancellation; a record without the field decodes as none.
+  it.each([
+    { name: 'no cancellation field', record: { server_id: '1' }, cancellation: '' },
+    { name: 'cancellation null', record: { server_id: '1', cancellation: null }, cancellation: '' },
+    {
+      name: 'cancellation immediate',
+      record: { server_id: '1', cancellation: 'immediate' },
+      cancellation: 'immediate',
+    },
+    { name: 'cancellation end', record: { server_id: '1', cancellation: 'end' }, cancellation: 'end' },
+  ])('reads $name', ({ record, cancellation }) => {
+    expect(decodeServer(record, ctx).cancellation).toBe(cancellation);
+  });
+
+  it.each([
+    { name: 'an unknown word', value: 'soon' },
+    { name: 'a request type that is no state', value: 'delete' },
+    { name: 'another case', value: 'END' },
+    { name: 'an empty text', value: '' },
+    { name: 'false', value: false },
+    { name: 'a number', value: 1 },
+    { name: 'an object', value: { type: 'end' } },
+  ])('refuses a record whose cancellation is $name, naming the server', ({ value }) => {
+    const error = (() => {
+      try {
+        return decodeServer({ server_id: '5', cancellation: value }, ctx);
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(error).toBeInstanceOf(InvalidReplyError);
+    expect((error as Error).message).toContain('server 5: cancellation');
+    const list = decodeServerList([{ server_id: '4' }, { server_id: '5', cancellation: value }], ctx);
+    expect(list).toMatchObject({ skipped: 1, servers: [{ serverId: '4', cancellation: '' }] });
   });
 
   it.each([

@@ -102,6 +102,25 @@ describe('RequestBudget', () => {
     expect(granted).toEqual(['read0@0', 'read1@100', 'write0@200', 'write1@300', 'read2@400', 'read3@500']);
   });
 
+  it('serves every waiting read before any waiting background read (attack detection before pictures)', async () => {
+    const clock = fakeClock();
+    const budget = new RequestBudget({ ratePerSecond: 10, burst: 1, now: clock.now, setTimer: clock.setTimer });
+    const granted: string[] = [];
+    takeAll(budget, clock, granted, 'background', 3);
+    await clock.advance(150);
+    takeAll(budget, clock, granted, 'read', 2);
+    takeAll(budget, clock, granted, 'write', 1);
+    await clock.advance(1000);
+    expect(granted).toEqual([
+      'background0@0',
+      'background1@100',
+      'write0@200',
+      'read0@300',
+      'read1@400',
+      'background2@500',
+    ]);
+  });
+
   it('grants nothing during a pause and restarts empty after it', async () => {
     const clock = fakeClock();
     const budget = new RequestBudget({ ratePerSecond: 10, burst: 2, now: clock.now, setTimer: clock.setTimer });
@@ -128,7 +147,7 @@ describe('RequestBudget', () => {
     controller.abort(new Error('deadline'));
     await clock.advance(1000);
     expect(granted).toEqual(['read0@0', 'write0 aborted', 'read0@1000']);
-    expect(budget.waiting).toEqual({ write: 0, read: 0 });
+    expect(budget.waiting).toEqual({ write: 0, read: 0, background: 0 });
   });
 
   it.each([

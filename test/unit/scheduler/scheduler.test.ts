@@ -1,0 +1,41 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { JobName } from '../../../src/config/schema.js';
+import type { PollJob } from '../../../src/scheduler/poll-job.js';
+import { Scheduler } from '../../../src/scheduler/scheduler.js';
+import { captureLogger } from '../../helpers/logger.js';
+
+afterEach(() => {
+  vi.useRealTimers();
+  vi.restoreAllMocks();
+});
+
+describe('Scheduler', () => {
+  it("routes node-cron's missed-execution warning through the logger, nothing on the console", async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+    const console = { warn: vi.spyOn(globalThis.console, 'warn').mockImplementation(() => undefined) };
+    const { logger, lines } = captureLogger();
+    const runs: string[] = [];
+    // A job as the scheduler sees it: run() per tick, cancel() on stop.
+    const job = { run: async () => void runs.push('run'), cancel: async () => undefined } as unknown as PollJob;
+    const every = '* * * * * *';
+    const scheduler = new Scheduler(
+      new Map<JobName, PollJob>([['servers', job]]),
+      { servers: every, firewall: every, graphs: every, catalog: every, firewall_under_attack: every },
+      undefined,
+      logger,
+    );
+    scheduler.start();
+    // The event loop "blocked" for 10 s: node-cron's next beat finds the slots in between missed.
+    vi.setSystemTime(Date.now() + 10_000);
+    await vi.advanceTimersToNextTimerAsync();
+    await scheduler.stop();
+    const missed = lines
+      .map((l) => JSON.parse(l) as { level: string; component?: string; msg: string })
+      .filter((l) => l.msg.startsWith('missed execution'));
+    expect({
+      logged: missed.length > 0,
+      fields: missed.map((l) => ({ level: l.level, component: l.component }))[0],
+      console: console.warn.mock.calls.length,
+    }).toEqual({ logged: true, fields: { level: 'warn', component: 'node-cron' }, console: 0 });
+  });
+});
