@@ -28,6 +28,8 @@ import { offlineEngine, type OfflineEngine } from './offline-engine.js';
 
 /** Rows read at most (newest first, then those within `--since`). */
 const MAX_ROWS = 200_000;
+/** The principal a delivery is decided again under when its row names none (written before principals). */
+const REPLAY_PRINCIPAL = 'replay';
 
 /** One recorded delivery: the rows one alert delivery wrote (one per matching rule). */
 interface Delivery {
@@ -134,7 +136,13 @@ export async function replay(
       const now: string[] = [];
       for (const e of engines.values()) await e.engine.tick();
       try {
-        for (const req of requestsFor(d.alert, 0, config.remediation.rules, accounts)) {
+        for (const req of requestsFor(
+          d.alert,
+          0,
+          config.remediation.rules,
+          accounts,
+          first.principal ?? REPLAY_PRINCIPAL,
+        )) {
           const decided = await engines.get(req.account)!.engine.request(req);
           now.push(`${req.action}: ${decided.decision}`);
         }

@@ -26,6 +26,8 @@ import {
 /** The fake clock's start: the timeline's `at: 0s`. */
 const START = Date.UTC(2026, 0, 1);
 const ACCOUNT = 'default';
+/** The webhook principal the timeline's deliveries come from. */
+const TEST_PRINCIPAL = 'alertmanager';
 
 /** The file's servers as the engine's directory: attack state always fresh, events up to `now()`. */
 function worldDirectory(file: TestFile, now: () => number): TargetDirectory {
@@ -108,7 +110,8 @@ export async function runTestFile(file: TestFile): Promise<string[]> {
             }
           : undefined);
       for (const [i, alert] of (body?.alerts ?? []).entries())
-        for (const req of requestsFor(alert, i, config.remediation.rules, [ACCOUNT])) await engine.request(req);
+        for (const req of requestsFor(alert, i, config.remediation.rules, [ACCOUNT], TEST_PRINCIPAL))
+          await engine.request(req);
       const rows = (await journal.list({ account: ACCOUNT, limit: 100_000 })).filter((r) => r.id > lastId).reverse();
       lastId = Math.max(lastId, ...rows.map((r) => r.id));
       const where = `${file.path}:${step.line}: at ${step.at}`;

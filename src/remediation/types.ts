@@ -69,6 +69,14 @@ export interface ActionRequest {
   };
   /** an operator's power call past the attack guard (`"force": true`); the journal row says so */
   force?: boolean;
+  /** who asks: the webhook principal (alerts) or the operator principal; journaled with every row */
+  principal: string;
+  /** why, as the operator said it (at most 200 characters); journaled */
+  reason?: string;
+  /** the guards allowing, it waits for another operator's approval (`awaiting_approval`) instead of acting */
+  requireApproval?: boolean;
+  /** this request is the approved execution of journal row `of`, approved by `by` at `at` (ms) */
+  approval?: { of: number; by: string; at: number };
 }
 
 /** The engine's answer to a request: its journal row, the decision and a message for the caller. */

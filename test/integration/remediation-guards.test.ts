@@ -200,8 +200,12 @@ describe.each([
       // Closing starts a new window: the servers counted before no longer count.
       expect((await deliver(restarted, unreachable('100005', '2026-11-21T11:55:00Z'))).decision).toBe('executed');
       expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(4);
-      const [row] = (await restarted.journal.list({ action: 'circuit_close', limit: 1 })) as Array<{ source: string }>;
-      expect(row).toMatchObject({ source: 'operator', decision: 'circuit_closed' });
+      const [row] = (await restarted.journal.list({ action: 'circuit_close', limit: 1 })) as Array<{
+        source: string;
+        principal: string | null;
+      }>;
+      // Journaled under the closing operator's principal (the deprecated bearer token's: token-1).
+      expect(row).toMatchObject({ source: 'operator', decision: 'circuit_closed', principal: 'token-1' });
     },
   );
 

@@ -63,6 +63,7 @@ describe.each([
       alertname: 'BaremetalServerUnreachable',
       fingerprint: 'fp-legacy',
       startsAt: '2026-11-20T12:00:00Z',
+      principal: null,
       decision: 'cooldown',
     });
     const before = await h.daemon.journal.list({ limit: 100 });
