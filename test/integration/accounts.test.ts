@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { configProblems } from '../helpers/config-problems.js';
 import { buildConfig } from '../../src/config/load.js';
 import type { Daemon } from '../../src/daemon.js';
-import type { ConfigError } from '../../src/errors.js';
 import { accountOf, startHarness } from '../helpers/daemon.js';
 import { TOKEN } from '../helpers/remediation.js';
 
@@ -218,12 +218,7 @@ describe('account config errors', () => {
       lines: ['accounts.0.api_key: required (set accounts.0.api_key_file)'],
     },
   ])('$name → one line per problem', ({ raw, lines }) => {
-    let problems: string[] = [];
-    try {
-      buildConfig(raw, { BAREMETAL_API_KEY: 'env-key' });
-    } catch (error) {
-      problems = (error as ConfigError).problems;
-    }
+    const problems = configProblems(() => buildConfig(raw, { BAREMETAL_API_KEY: 'env-key' }));
     for (const line of lines) expect(problems).toContain(line);
     expect(problems).toHaveLength(lines.length);
   });

@@ -1,20 +1,13 @@
 import { describe, expect, it } from 'vitest';
+import { configProblems } from '../../helpers/config-problems.js';
 import { parseConfigText } from '../../../src/config/load.js';
 import { DEFAULT_SCHEDULES } from '../../../src/config/schema.js';
-import { ConfigError } from '../../../src/errors.js';
 
 const env = { BAREMETAL_API_KEY: 'env-key' };
 const minimal = 'upstream:\n  base_url: https://api.provider.test\n';
 
-function problems(text: string, environment: Record<string, string> = env, readFile?: (p: string) => string): string[] {
-  try {
-    parseConfigText(text, environment, readFile);
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError);
-    return (error as ConfigError).problems;
-  }
-  throw new Error('expected a ConfigError');
-}
+const problems = (text: string, environment: Record<string, string> = env, readFile?: (p: string) => string) =>
+  configProblems(() => parseConfigText(text, environment, readFile));
 
 describe('config', () => {
   it('fills in every default', () => {

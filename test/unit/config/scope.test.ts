@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { configProblems } from '../../helpers/config-problems.js';
 import { parseConfigText } from '../../../src/config/load.js';
 import { describeScope, inScope } from '../../../src/config/scope.js';
-import { ConfigError } from '../../../src/errors.js';
 
 const env = { BAREMETAL_API_KEY: 'env-key' };
 const minimal = 'upstream:\n  base_url: https://api.provider.test\n';
@@ -9,15 +9,7 @@ const accounts = (extra: string) =>
   `accounts:\n  - name: a\n    base_url: https://a.provider.test\n    api_key_file: /k\n${extra}  - name: b\n    base_url: https://b.provider.test\n    api_key_file: /k\n`;
 const readFile = () => 'file-key-0123456789';
 
-function problems(text: string): string[] {
-  try {
-    parseConfigText(text, env, readFile);
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError);
-    return (error as ConfigError).problems;
-  }
-  throw new Error('expected a ConfigError');
-}
+const problems = (text: string) => configProblems(() => parseConfigText(text, env, readFile));
 
 const server = (serverId: string, location: string, hostname: string) => ({ serverId, location, hostname });
 

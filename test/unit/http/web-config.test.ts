@@ -1,6 +1,6 @@
 import bcrypt from 'bcryptjs';
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../../src/errors.js';
+import { configProblems } from '../../helpers/config-problems.js';
 import { parseWebConfig, type WebConfig } from '../../../src/http/web-config.js';
 import { makeTestPki } from '../../helpers/certs.js';
 
@@ -20,15 +20,7 @@ const readFile = (path: string) => {
 const HASH = bcrypt.hashSync('secret', 4);
 const TLS = 'tls_server_config: { cert_file: /c.pem, key_file: /k.pem';
 
-const problems = (text: string) => {
-  try {
-    parseWebConfig(text, readFile);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  return [];
-};
+const problems = (text: string) => configProblems(() => parseWebConfig(text, readFile), { orNone: true });
 
 describe('parseWebConfig', () => {
   it.each<[string, string, Partial<WebConfig> & { tlsOptions?: Record<string, unknown> }]>([
