@@ -253,6 +253,30 @@ local alerting = [
         }
       },
       {
+        "alert": "BaremetalRemediationCircuitOpen",
+        "expr": "max without (instance, pod) (baremetal_remediation_circuit_open{job=\"baremetal\"}) == 1",
+        "labels": {
+          "severity": "critical"
+        },
+        "annotations": {
+          "summary": "The remediation circuit breaker of account {{ $labels.account }} is open",
+          "description": "Power actions were asked for more servers of account {{ $labels.account }} within remediation.safety.circuit_breaker.window than it allows: every power action is denied (denied_circuit_open) until a person closes it with POST /api/v1/remediation/circuit/close.",
+          "runbook_url": "https://github.com/baremetal-exporter/baremetal-exporter/blob/main/docs/runbook.md#baremetalremediationcircuitopen"
+        }
+      },
+      {
+        "alert": "BaremetalRemediationEscalated",
+        "expr": "max without (instance, pod) (baremetal:action_requests:increase1h{job=\"baremetal\",decision=\"escalated\"}) > 0",
+        "labels": {
+          "severity": "critical"
+        },
+        "annotations": {
+          "summary": "A server needs more {{ $labels.action }} than remediation may send",
+          "description": "In the last hour a power action of account {{ $labels.account }} was escalated: the server already had remediation.safety.max_power_actions_per_server power actions within cap_window, and nothing was sent. A person must look at it (GET /api/v1/actions?action={{ $labels.action }}).",
+          "runbook_url": "https://github.com/baremetal-exporter/baremetal-exporter/blob/main/docs/runbook.md#baremetalremediationescalated"
+        }
+      },
+      {
         "alert": "BaremetalActionAwaitingApproval",
         "expr": "max without (instance, pod) (baremetal_action_awaiting_approval{job=\"baremetal\"}) > 0",
         "for": "1m",

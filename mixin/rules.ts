@@ -323,6 +323,34 @@ max by (instance, account, server_id, hostname) (label_replace(${s('baremetal_se
     ),
     alert(
       {
+        alert: 'BaremetalRemediationCircuitOpen',
+        comment:
+          'The leader reads the breaker from the shared state store every 10s; a follower leaves the series out (it\nmay hold a breaker another replica closed).',
+        expr: `${one('baremetal_remediation_circuit_open')} == 1`,
+        annotations: {
+          summary: 'The remediation circuit breaker of account {{ $labels.account }} is open',
+          description:
+            'Power actions were asked for more servers of account {{ $labels.account }} within remediation.safety.circuit_breaker.window than it allows: every power action is denied (denied_circuit_open) until a person closes it with POST /api/v1/remediation/circuit/close.',
+        },
+      },
+      'critical',
+    ),
+    alert(
+      {
+        alert: 'BaremetalRemediationEscalated',
+        comment:
+          'From the recorded increase over 1h, per replica, then the max: the counter of the replica that decided.\nA request escalated just before a restart is counted at the next start, where a new series shows no\nincrease; the journal keeps it.',
+        expr: `max ${replicas} (${s(names.actionRequests, 'decision="escalated"')}) > 0`,
+        annotations: {
+          summary: 'A server needs more {{ $labels.action }} than remediation may send',
+          description:
+            'In the last hour a power action of account {{ $labels.account }} was escalated: the server already had remediation.safety.max_power_actions_per_server power actions within cap_window, and nothing was sent. A person must look at it (GET /api/v1/actions?action={{ $labels.action }}).',
+        },
+      },
+      'critical',
+    ),
+    alert(
+      {
         alert: 'BaremetalActionAwaitingApproval',
         expr: `${one('baremetal_action_awaiting_approval')} > 0`,
         for: '1m',

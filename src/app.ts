@@ -32,6 +32,7 @@ import type { StateStore } from './store/store.js';
 import type { Metrics } from './metrics/definitions.js';
 import type { ExpositionCache } from './metrics/exposition-cache.js';
 import type { RemediationEngine } from './remediation/engine.js';
+import { circuitRoutes } from './http/routes/circuit.js';
 
 export interface AppDeps {
   logger: Logger;
@@ -171,6 +172,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
         maxAlerts: remediation.config.maxAlerts,
       });
       actionRoutes(scope, remediation);
+      circuitRoutes(scope, remediation);
       approvalRoutes(scope, remediation);
     });
   }

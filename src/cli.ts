@@ -286,6 +286,9 @@ async function main(argv: string[]): Promise<void> {
     case 'api':
       process.exitCode = await (await import('./cli/api.js')).runApi(args);
       return;
+    case 'remediation':
+      process.exitCode = await (await import('./cli/remediation.js')).runRemediation(args);
+      return;
     case 'completion':
       process.exitCode = await (await import('./cli/completion.js')).runCompletion(args);
       return;

@@ -25,6 +25,7 @@ import type { StateStore } from './store/store.js';
 import { lockStateDir, type StateLock } from './store/state-dir-lock.js';
 import { createLogger } from './logger.js';
 import { RemediationEngine } from './remediation/engine.js';
+import { schedulePeriodMs } from './scheduler/scheduler.js';
 import type { ReloadResult } from './config/reload.js';
 import { readinessOf } from './daemon/readiness.js';
 import { createReload } from './daemon/reload.js';
@@ -376,6 +377,8 @@ async function startEngines(
           ? leaderOrSnapshot(runtime.poller, shared.directory.snapshot(name), replication.leading)
           : runtime.poller,
         config: config.remediation,
+        // Read per decision: a reload may change the schedule.
+        firewallPeriodMs: () => schedulePeriodMs(config.schedules.firewall),
         now: d.now,
         // A decision shows in /metrics within a second; a burst of alerts costs one rendering.
         onDecision: () => d.exposition.renderSoon(1000),

@@ -184,7 +184,7 @@ export function overview(config: MixinConfig): Dashboard {
         title: 'Remediation decisions',
         grid: [12, 20, 12, 8],
         description:
-          'Remediation requests by action and decision (executed, dry_run, denied_*, cooldown, duplicate, deferred, failed).',
+          'Remediation requests by action and decision (executed, dry_run, denied_* — under_attack, circuit_open, … —, escalated, cooldown, duplicate, deferred, failed).',
         queries: [
           {
             expr: `sum by (action, decision) (increase(${sel('baremetal_action_requests_total')}[$__rate_interval]))`,

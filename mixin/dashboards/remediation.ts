@@ -64,10 +64,11 @@ export function remediation(config: MixinConfig): Dashboard {
         type: 'timeseries',
         title: 'Denied and deferred',
         grid: [12, 4, 12, 8],
-        description: 'Requests the guards stopped or postponed, and failures.',
+        description:
+          'Requests the guards stopped or postponed (denied_under_attack, denied_circuit_open, escalated, …), and failures.',
         queries: [
           {
-            expr: `sum by (action, decision) (increase(${sel('baremetal_action_requests_total', 'decision=~"denied_.*|deferred|cooldown|failed"')}[$__rate_interval]))`,
+            expr: `sum by (action, decision) (increase(${sel('baremetal_action_requests_total', 'decision=~"denied_.*|escalated|deferred|cooldown|failed"')}[$__rate_interval]))`,
             legend: '{{action}} {{decision}}',
           },
         ],

@@ -18,13 +18,15 @@ import { EXIT, usage, oneLine, exitCodeOf } from './exit.js';
 import { OUTPUT_FORMATS } from './output.js';
 
 /** The top-level commands of the command line (cli.ts). */
-const TOP = ['run', 'check-config', 'demo', 'simulate', 'api', 'completion', '--help', '--version'];
+const TOP = ['run', 'check-config', 'demo', 'simulate', 'api', 'remediation', 'completion', '--help', '--version'];
 
 /** Words offered after a prefix of non-option words (longest prefix wins). */
 function table(): Array<[string, string[]]> {
   const entries = new Map<string, Set<string>>([
     ['', new Set(TOP)],
     ['completion', new Set(['bash'])],
+    ['remediation', new Set(['test', 'replay'])],
+    ['remediation replay', new Set(['--config.file', '--since'])],
   ]);
   const add = (prefix: string[], words: readonly string[]) => {
     const key = prefix.join(' ');

@@ -14,6 +14,11 @@ Usage:
       --web.telemetry-path PATH                 where the metrics are served (default /metrics)
   baremetal-exporter check-config FILE        validate a config file (exit 1 listing the problems)
   baremetal-exporter api <command> [options]  every operation of the hosting API (api --help); completion bash
+  baremetal-exporter remediation test FILE…   run remediation rule tests (world, timeline, expected decisions);
+                                              exit 1 with a diff on a mismatch, 2 for a malformed file
+  baremetal-exporter remediation replay --config.file NEW.yml [--since 7d]
+                                              the alert deliveries the state store recorded, decided again
+                                              under NEW.yml's remediation block (no API call, no journal write)
   baremetal-exporter demo [--port N]          the simulator and the exporter on loopback, until Ctrl-C
   baremetal-exporter simulate [options]       the API simulator alone
       --host H (127.0.0.1)  --port N (8443; 0 = any)  --api-key K (demo-key; env BAREMETAL_API_KEY)

@@ -285,6 +285,11 @@ export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFil
   const principals = checks.principals(readFile, remediationAuth, accountNames(checks));
   const rules = checkRules(checks);
   const journalRetentionMs = checks.duration('remediation.journal_retention', '30d');
+  const safety = {
+    attackWindowMs: checks.duration('remediation.safety.attack_window', '15m'),
+    windowMs: checks.duration('remediation.safety.circuit_breaker.window', '15m'),
+    capWindowMs: checks.duration('remediation.safety.cap_window', '24h'),
+  };
   const approvalTimeoutMs = checks.duration('remediation.approval_timeout', '15m');
   const webAuth = checks.credentials('web.auth', readFile);
   const database = checkDatabase(checks, env, readFile);
@@ -324,6 +329,17 @@ export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFil
       journalRetentionMs: journalRetentionMs!,
       approvalTimeoutMs: approvalTimeoutMs!,
       budgetPerHour: file.remediation.budget_per_hour,
+      safety: {
+        denyPowerWhenAttacked: file.remediation.safety.deny_power_when_attacked,
+        attackWindowMs: safety.attackWindowMs!,
+        circuitBreaker: {
+          windowMs: safety.windowMs!,
+          maxServers: file.remediation.safety.circuit_breaker.max_servers,
+          maxFraction: file.remediation.safety.circuit_breaker.max_fraction,
+        },
+        maxPowerActionsPerServer: file.remediation.safety.max_power_actions_per_server,
+        capWindowMs: safety.capWindowMs!,
+      },
       maxAlerts: file.remediation.max_alerts,
       ...remediationAuth,
       principals,

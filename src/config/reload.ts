@@ -1,7 +1,7 @@
 /**
  * What a configuration reload may change while the daemon runs, and what needs a restart. Reloadable:
  * each account's `services` and `servers` scope, `collectors`, the `schedules` (unless `firewall_under_attack` starts or stops differing from
- * `firewall`: that adds or removes a poll job), and `remediation.rules`, `dry_run` and `budget_per_hour`.
+ * `firewall`: that adds or removes a poll job), and `remediation.rules`, `dry_run`, `budget_per_hour` and `safety`.
  * The API key read from an `api_key_file` is reloaded too (its contents; the file's path needs a restart).
  * Anything else that changed (accounts added or removed, an upstream's base_url or key, state_dir, database,
  * web.listen_address, web.tls, credentials, graphs, firewall limits, log_level) keeps its previous value
@@ -18,7 +18,7 @@ export type ReloadResult =
 /** The config with its reloadable parts left out; accounts by name. */
 function fixedParts(config: Config) {
   const { schedules: _s, remediation, accounts, collectors: _c, ...rest } = config;
-  const { rules: _r, dryRun: _d, budgetPerHour: _b, ...fixedRemediation } = remediation;
+  const { rules: _r, dryRun: _d, budgetPerHour: _b, safety: _g, ...fixedRemediation } = remediation;
   return {
     ...rest,
     remediation: fixedRemediation,

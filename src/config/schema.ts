@@ -188,6 +188,64 @@ export const ruleSchema = strict({
 });
 
 /**
+ * The guards of power actions (powercycle, poweron, poweroff) besides cooldown and budget: the attack data
+ * must corroborate them, a circuit breaker per account limits how many servers they touch, and a cap per
+ * server hands a server that needs too many to a person. See docs/remediation.md.
+ */
+const safetySchema = strict(
+  {
+    deny_power_when_attacked: Type.Boolean({
+      default: true,
+      description:
+        'deny a power action when an IP of the server has attack events within `attack_window`, or when its attack state is unknown (firewall collector off, its history failed or older than three firewall periods)',
+    }),
+    attack_window: Type.String({
+      default: '15m',
+      unit: 'duration',
+      description: 'duration before a power request in which an attack event of the server denies it',
+    }),
+    circuit_breaker: strict(
+      {
+        window: Type.String({
+          default: '15m',
+          unit: 'duration',
+          description: 'duration in which the distinct servers asked for power actions are counted, per account',
+        }),
+        max_servers: Type.Integer({
+          minimum: 1,
+          maximum: 100000,
+          default: 3,
+          unit: 'servers',
+          description: 'distinct servers per window at least allowed before the breaker opens',
+        }),
+        max_fraction: Type.Number({
+          minimum: 0,
+          maximum: 1,
+          default: 0.01,
+          unit: 'ratio',
+          description:
+            'fraction of the servers in scope allowed per window, when larger than `max_servers` (rounded up)',
+        }),
+      },
+      { default: {}, description: 'opens (power actions denied) until an operator closes it' },
+    ),
+    max_power_actions_per_server: Type.Integer({
+      minimum: 1,
+      maximum: 1000,
+      default: 3,
+      unit: 'actions',
+      description: 'power actions per server and `cap_window`; a request beyond is `escalated` (nothing sent)',
+    }),
+    cap_window: Type.String({
+      default: '24h',
+      unit: 'duration',
+      description: 'duration over which `max_power_actions_per_server` counts',
+    }),
+  },
+  { default: {}, reloadable: true },
+);
+
+/**
  * The `upstream` block's keys: the single-account form's `upstream:` and every entry of `accounts:` share
  * them (one object, so a key added here appears in both).
  */
@@ -500,6 +558,7 @@ export const configFileSchema = strict({
           "alerts one webhook delivery may carry; a larger one is refused with 400 and nothing is done (set Alertmanager's webhook_config `max_alerts` at or below it, so that Alertmanager truncates the group instead)",
       }),
       auth: remediationAuth(),
+      safety: safetySchema,
       rules: Type.Array(ruleSchema, {
         default: [],
         reloadable: true,
@@ -606,11 +665,32 @@ export interface Config {
     /** a request awaiting approval expires after this long, ms */
     approvalTimeoutMs: number;
     budgetPerHour: number;
+    safety: RemediationSafety;
     /** alerts one webhook delivery may carry at most */
     maxAlerts: number;
     rules: RemediationRule[];
   };
 }
+
+/** `remediation.safety`, normalized (durations in ms). */
+export interface RemediationSafety {
+  denyPowerWhenAttacked: boolean;
+  /** ms */
+  attackWindowMs: number;
+  circuitBreaker: { windowMs: number; maxServers: number; maxFraction: number };
+  maxPowerActionsPerServer: number;
+  /** ms */
+  capWindowMs: number;
+}
+
+/** `remediation.safety` with every default (tests and `remediation test` start from it). */
+export const DEFAULT_SAFETY: RemediationSafety = {
+  denyPowerWhenAttacked: true,
+  attackWindowMs: 15 * 60_000,
+  circuitBreaker: { windowMs: 15 * 60_000, maxServers: 3, maxFraction: 0.01 },
+  maxPowerActionsPerServer: 3,
+  capWindowMs: 24 * 3_600_000,
+};
 
 /** A credentials block with its token files read: bearer tokens (never logged) and user → bcrypt hash. */
 export interface Credentials {

@@ -57,8 +57,8 @@ async function apply(d: ReloadDeps, next: Config): Promise<string[]> {
     Object.assign(config.schedules, next.schedules);
     await Promise.all([...d.accounts.values()].map((account) => account.scheduler.restart()));
   }
-  const { rules, dryRun, budgetPerHour } = next.remediation;
-  Object.assign(config.remediation, { rules, dryRun, budgetPerHour });
+  const { rules, dryRun, budgetPerHour, safety } = next.remediation;
+  Object.assign(config.remediation, { rules, dryRun, budgetPerHour, safety });
   // The key the new configuration read from each api_key_file: the next request sends it.
   applyApiKeys(config, next, d.accounts, d.logger);
   // Collector switches: read by each account's next runs; a collector switched off loses its series and

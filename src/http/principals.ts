@@ -20,6 +20,7 @@ export const ROUTE_ROLES: Readonly<Record<string, Role>> = {
   'GET /api/v1/servers/:server_id/console.jnlp': 'operator',
   'POST /api/v1/actions/:id/approve': 'operator',
   'POST /api/v1/actions/:id/deny': 'operator',
+  'POST /api/v1/remediation/circuit/close': 'operator',
   'GET /api/v1/actions': 'reader',
 };
 
@@ -87,12 +88,17 @@ export function createPrincipalCheck(
  * `actions`, when given).
  */
 export function requireScope(principal: Principal, account: string, action: PrincipalAction): void {
-  if (principal.accounts && !principal.accounts.includes(account))
-    throw new ForbiddenError(
-      `principal ${principal.name} may not act on account ${account} (its accounts: ${principal.accounts.join(', ')})`,
-    );
+  requireAccount(principal, account);
   if (principal.actions && !principal.actions.includes(action))
     throw new ForbiddenError(
       `principal ${principal.name} may not ask for ${action} (its actions: ${principal.actions.join(', ')})`,
+    );
+}
+
+/** Throws ForbiddenError (403) when `principal` may not touch `account` (its `accounts`, when given). */
+export function requireAccount(principal: Principal, account: string): void {
+  if (principal.accounts && !principal.accounts.includes(account))
+    throw new ForbiddenError(
+      `principal ${principal.name} may not act on account ${account} (its accounts: ${principal.accounts.join(', ')})`,
     );
 }

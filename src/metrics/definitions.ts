@@ -279,6 +279,12 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['account'] as const,
       registers,
     }),
+    remediationCircuitOpen: new Gauge({
+      name: 'baremetal_remediation_circuit_open',
+      help: "1 while the account's circuit breaker is open (remediation.safety.circuit_breaker): every power action is denied_circuit_open until an operator closes it (POST /api/v1/remediation/circuit/close); else 0. Read from the shared state store by the leader every 10s and after each decision.",
+      labelNames: ['account'] as const,
+      registers,
+    }),
     alertsReceived: new Counter({
       name: 'baremetal_alerts_received_total',
       help: `Alerts received by the Alertmanager webhook receiver, by status (firing, resolved) and matched (true when a remediation rule matched the alert, else false). ${CACHED}`,
@@ -350,6 +356,8 @@ export const LEADER_ONLY_METRICS = [
   'graphImages',
   'catalogOperatingSystems',
   'catalogLocations',
+  // Read again by the leader's ticker only: a follower's could hold a breaker another replica closed.
+  'remediationCircuitOpen',
 ] as const satisfies ReadonlyArray<keyof Metrics>;
 
 /**

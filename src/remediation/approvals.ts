@@ -128,7 +128,16 @@ export class Approvals {
       requireOwnedIp: rule?.requireOwnedIp ?? true,
       idempotencyKey: `approval:${row.id}`,
       ...(row.alertname !== null && row.fingerprint !== null && row.startsAt !== null
-        ? { alert: { alertname: row.alertname, fingerprint: row.fingerprint, startsAt: row.startsAt } }
+        ? {
+            alert: {
+              alertname: row.alertname,
+              fingerprint: row.fingerprint,
+              startsAt: row.startsAt,
+              // Kept for `remediation replay` on the approved row too.
+              ...(row.labels !== null ? { labels: JSON.parse(row.labels) as Record<string, string> } : {}),
+              ...(row.alertStatus !== null ? { status: row.alertStatus } : {}),
+            },
+          }
         : {}),
       approval: { of: row.id, by: approver, at },
     };

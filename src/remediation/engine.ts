@@ -2,8 +2,10 @@
  * The remediation engine: decides on every request and executes the allowed ones. Each request is
  * journaled, with its delivery key claimed, in one journal transaction before any upstream call. Inside
  * it the guards (guards.ts) run in this order: idempotency (`checkDelivery`), target (`checkTarget`);
- * then a firewall-state request becomes desired state (desired-firewall.ts: hold, 2-minute window,
- * budget); any other action goes on through cooldown (`checkCooldown`), dry run, and the hourly budget
+ * a power action then through the attack corroboration (`checkAttack`, unless an operator forces it) and the
+ * account's circuit breaker (`checkCircuit`); then a firewall-state request becomes desired state
+ * (desired-firewall.ts: hold, 2-minute window, budget); any other action goes on through cooldown
+ * (`checkCooldown`), the cap per server (`checkCap`, power actions), dry run, and the hourly budget
  * (`budgetLeft`). The row is completed after the call with what the API said: `executed` only on an
  * explicit success, `failed` when it said no, `unknown` when it may have acted without saying so.
  *
@@ -21,7 +23,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { DATABASE_UNREACHABLE } from '../config/database-url.js';
 import { JournalError, NotFoundError, NotReadyError } from '../errors.js';
-import type { JournalEntry, NewEntry } from '../store/rows.js';
+import { labelsJson, type JournalEntry, type NewEntry } from '../store/rows.js';
 import { Approvals } from './approvals.js';
 import type { StateQueries, StateStore } from '../store/store.js';
 import type { Metrics } from '../metrics/definitions.js';
@@ -30,10 +32,19 @@ import { getConsole, power } from '../upstream/dedicated.js';
 import { setFirewallSensitivity, setFirewallState } from '../upstream/firewall.js';
 import type { Sensitivity } from '../config/api-terms.js';
 import { type Decided, type DecideFn, DesiredFirewallState } from './desired-firewall.js';
-import { budgetLeft, checkCooldown, checkDelivery, checkTarget } from './guards.js';
+import {
+  budgetLeft,
+  checkAttack,
+  checkCap,
+  checkCircuit,
+  checkCooldown,
+  checkDelivery,
+  checkTarget,
+  type Denial,
+} from './guards.js';
 import { Housekeeping } from './housekeeping.js';
 import { failureDecision, failureOutcome, requestDigest } from './outcome.js';
-import type { ActionDecision, ActionRequest, TargetDirectory } from './types.js';
+import { type ActionDecision, type ActionRequest, POWER_ACTIONS, type TargetDirectory } from './types.js';
 
 export interface EngineDeps {
   /** the account this engine acts for: its requests must name it */
@@ -45,6 +56,11 @@ export interface EngineDeps {
   logger: Logger;
   targets: TargetDirectory;
   config: Config['remediation'];
+  /**
+   * The period of `schedules.firewall`, ms (read per decision: a reload may change it); a history older than
+   * STALE_AFTER_FIREWALL_PERIODS of it leaves the attack state unknown (guards.ts `checkAttack`).
+   */
+  firewallPeriodMs: () => number;
   /** ms since epoch */
   now?: () => number;
   /** called after every decision (the daemon re-renders the exposition) */
@@ -73,6 +89,8 @@ export class RemediationEngine {
   #tickAbort: AbortController | undefined;
   /** the last tick failed on the journal (logged once until a tick succeeds) */
   #tickFailing = false;
+  /** when the circuit breaker's gauge was last read from the store, ms */
+  #circuitReadAt = -Infinity;
 
   constructor(deps: EngineDeps) {
     this.#deps = deps;
@@ -165,6 +183,8 @@ export class RemediationEngine {
       alertname: req.alert?.alertname ?? null,
       fingerprint: req.alert?.fingerprint ?? null,
       startsAt: req.alert?.startsAt ?? null,
+      labels: labelsJson(req.alert?.labels),
+      alertStatus: req.alert?.status ?? null,
       decision: 'executing',
       principal: req.principal,
       reason: req.reason ?? null,
@@ -174,13 +194,16 @@ export class RemediationEngine {
     const needsApproval = req.requireApproval === true && req.approval === undefined;
     const awaiting = `awaiting approval by an operator other than ${req.principal} until ${new Date(now + config.approvalTimeoutMs).toISOString()}; nothing sent`;
     const digest = requestDigest(req);
+    const forced = req.force === true && POWER_ACTIONS.has(req.action);
+    /** A forced power call says so in its row's message, whatever the decision. */
+    const note = (message: string) => (forced ? (message ? `${FORCED}; ${message}` : FORCED) : message);
     await this.ready;
     let desiredRecorded = false;
     /** One decision: checks, the row and the claim, in one transaction (`tx`). */
     const decideIn = async (tx: StateQueries): Promise<Decided> => {
       desiredRecorded = false;
       const decide: DecideFn = async (decision, message, claim) => {
-        const id = await tx.insert({ ...entry, decision, message });
+        const id = await tx.insert({ ...entry, decision, message: note(message) });
         if (claim && req.idempotencyKey !== undefined && !(await tx.claimDelivery(req.idempotencyKey, digest, id, now)))
           throw new ClaimConflict();
         return decision === 'executing'
@@ -189,6 +212,10 @@ export class RemediationEngine {
       };
       const denial = (await checkDelivery(tx, req, digest, now)) ?? checkTarget(this.#deps.targets, req);
       if (denial) return decide(denial.decision, denial.message, false);
+      // Not claimed: the attack may end, an operator may close the breaker, and another replica (the
+      // leader, which has the attack data) decides on the same delivery.
+      const powerDenial = await this.#powerGuards(tx, req, now);
+      if (powerDenial) return decide(powerDenial.decision, powerDenial.message, false);
       // Firewall state is desired state: a change inside its window is deferred, not denied; one that needs
       // approval becomes desired state only once approved.
       if (req.action === 'firewall_state' && needsApproval) return decide('awaiting_approval', awaiting, true);
@@ -213,6 +240,11 @@ export class RemediationEngine {
         const decided = await decide(cooling.decision, cooling.message, false);
         if (key !== undefined && !(await tx.claimDelivery(key, digest, decided.id, now))) throw new ClaimConflict();
         return decided;
+      }
+      if (POWER_ACTIONS.has(req.action)) {
+        // Claimed: this alert's episode is handed to a person (BaremetalRemediationEscalated).
+        const capped = await checkCap(tx, req, config.safety, now);
+        if (capped) return decide(capped.decision, capped.message, true);
       }
       if (config.dryRun) return decide('dry_run', 'dry run: nothing sent upstream', true);
       if ((await budgetLeft(tx, account, config.budgetPerHour, now)) <= 0) {
@@ -241,7 +273,59 @@ export class RemediationEngine {
     if (!decided.send) return this.#record(req.action, decided);
     if (req.action === 'firewall_state')
       return this.#firewall.apply((await journal.desired(account, req.serverId, req.ip!))!, decided.id);
-    return this.#execute(decided.id, req, () => this.#send(req));
+    return this.#execute(decided.id, req, async () => {
+      const result = await this.#send(req);
+      return { message: note(result.message) };
+    });
+  }
+
+  /** The attack corroboration and the circuit breaker, for power actions only. */
+  async #powerGuards(tx: StateQueries, req: ActionRequest, now: number): Promise<Denial | undefined> {
+    if (!POWER_ACTIONS.has(req.action)) return undefined;
+    const { targets, config } = this.#deps;
+    const attacked = checkAttack(targets, req, config.safety, now, this.#deps.firewallPeriodMs());
+    if (attacked) return attacked;
+    const open = await checkCircuit(tx, req, config.safety, targets.serversInScope?.() ?? 0, now);
+    if (open) this.#deps.logger.error({ action: req.action, server_id: req.serverId }, open.message);
+    return open;
+  }
+
+  /**
+   * Closes the account's circuit breaker (an operator's call), journaled (source `operator`, action
+   * `circuit_close`, decision `circuit_closed`) under `principal`, the closing operator's principal name (and
+   * `reason` when given); servers counted before no longer count. Throws JournalError.
+   */
+  async closeCircuit(principal: string, reason?: string): Promise<ActionDecision & { wasOpen: boolean }> {
+    const { account, journal } = this.#deps;
+    this.#requireUsable();
+    await this.ready;
+    const now = this.#now();
+    const closed = await journal.transaction(account, async (tx) => {
+      const wasOpen = await tx.closeCircuit(account, now);
+      const message = wasOpen
+        ? 'circuit breaker closed by an operator: power actions are allowed again, counted from now'
+        : 'circuit breaker was not open; its window starts again from now';
+      const id = await tx.insert({
+        account,
+        createdAt: now,
+        source: 'operator',
+        action: 'circuit_close',
+        serverId: '',
+        ip: null,
+        value: null,
+        alertname: null,
+        fingerprint: null,
+        startsAt: null,
+        decision: 'circuit_closed',
+        message,
+        principal,
+        reason: reason ?? null,
+      });
+      return { id, decision: 'circuit_closed' as const, message, wasOpen };
+    });
+    this.#deps.logger.warn({ was_open: closed.wasOpen, journal_id: closed.id, principal }, closed.message);
+    await this.#record('circuit_close', closed);
+    return closed;
   }
 
   /**
@@ -319,6 +403,8 @@ export class RemediationEngine {
       // The ticker runs every second; with nothing due it costs one indexed query and no gauge update.
       .then(async (due) => {
         if (due > 0) await this.#refreshGauges();
+        // Another replica may have opened or closed the breaker: read again every CIRCUIT_REFRESH_MS.
+        else if (this.#now() - this.#circuitReadAt >= CIRCUIT_REFRESH_MS) await this.#refreshCircuit();
       })
       .then(() => (abort.signal.aborted ? undefined : this.#housekeeping.run(this.#now())))
       .then(() => (abort.signal.aborted ? undefined : this.#approvals.expire()))
@@ -436,8 +522,22 @@ export class RemediationEngine {
     for (const action of this.#approvalSeries)
       metrics.actionAwaitingApproval.set({ action }, awaiting.filter((row) => row.action === action).length);
     metrics.actionBudgetRemaining.set(Math.max(0, left));
+    await this.#refreshCircuit();
+  }
+
+  /** The breaker's gauge from the store (another replica may have opened or closed it). */
+  async #refreshCircuit(): Promise<void> {
+    const { metrics, journal, account } = this.#deps;
+    this.#circuitReadAt = this.#now();
+    metrics.remediationCircuitOpen.set((await journal.circuit(account)).openedAt === null ? 0 : 1);
   }
 }
+
+/** How often the leader's ticker reads the circuit breaker's state for its gauge, ms. */
+const CIRCUIT_REFRESH_MS = 10_000;
+
+/** What the journal row of a forced power call says first. */
+const FORCED = 'forced by the operator past the attack guard';
 
 /** A delivery key claimed by a concurrent transaction: the decision is rolled back and made again. */
 class ClaimConflict extends Error {

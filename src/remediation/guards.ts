@@ -1,8 +1,12 @@
 /**
  * The guards a remediation request passes before any upstream call, in the order the engine applies
- * them (see engine.ts: delivery, target, then — for actions other than firewall state — cooldown, dry run, budget). Each returns the denial (decision and message for the journal) or undefined to let it through.
+ * them (see engine.ts: delivery, target, then — power actions only — attack, circuit breaker; then — for
+ * actions other than firewall state — cooldown, the cap per server (power), dry run, budget). Each returns
+ * the denial (decision and message for the journal) or undefined to let it through.
  * The engine runs them and the claim of the delivery key inside one state-store transaction (`q` is its queries).
  */
+import { STALE_AFTER_FIREWALL_PERIODS } from '../collectors/firewall.js';
+import type { RemediationSafety } from '../config/schema.js';
 import { IdempotencyMismatchError } from '../errors.js';
 import type { StateQueries } from '../store/store.js';
 import type { Decision } from '../store/decisions.js';
@@ -75,4 +79,102 @@ export async function budgetLeft(
   now: number,
 ): Promise<number> {
   return budgetPerHour - (await q.sentSince(account, now - HOUR));
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/**
+ * Attack corroboration of a power action (`remediation.safety.deny_power_when_attacked`): denied when an IP of
+ * the server has an attack event within `attackWindowMs` before `now`, or when its attack state is unknown
+ * (no state from the directory, the firewall collector off, its history failed, or read longer ago than
+ * STALE_AFTER_FIREWALL_PERIODS × `firewallPeriodMs`, the period of `schedules.firewall`). The message names
+ * the IP and its last event's time, or why the state is unknown.
+ */
+export function checkAttack(
+  targets: TargetDirectory,
+  req: ActionRequest,
+  safety: RemediationSafety,
+  now: number,
+  firewallPeriodMs: number,
+): Denial | undefined {
+  if (!safety.denyPowerWhenAttacked || req.force) return undefined;
+  const unknown = (why: string): Denial => ({
+    decision: 'denied_under_attack',
+    message: `attack state of server ${req.serverId} unknown: ${why}; power actions need it (remediation.safety.deny_power_when_attacked)`,
+  });
+  const state = targets.attackState?.(req.serverId);
+  if (state === undefined) return unknown('no attack data in this process');
+  if (!state.known) return unknown(state.reason);
+  const staleAfter = STALE_AFTER_FIREWALL_PERIODS * firewallPeriodMs;
+  if (now - state.readAt > staleAfter)
+    return unknown(
+      `its firewall history was last read at ${iso(state.readAt)}, more than ${STALE_AFTER_FIREWALL_PERIODS} firewall periods (${staleAfter / 1000}s) ago`,
+    );
+  const since = now - safety.attackWindowMs;
+  const recent = [...state.lastEventAt].filter(([, at]) => at >= since).sort((a, b) => b[1] - a[1]);
+  if (recent.length === 0) return undefined;
+  const [ip, at] = recent[0]!;
+  const others = recent.length > 1 ? ` (and ${recent.length - 1} more of its IPs)` : '';
+  return {
+    decision: 'denied_under_attack',
+    message: `server ${req.serverId} is under attack: IP ${ip} had its last attack event at ${iso(at)}, within ${safety.attackWindowMs / 1000}s${others}`,
+  };
+}
+
+/** Distinct servers an account may have power actions for within the breaker's window. */
+export function breakerLimit(safety: RemediationSafety, serversInScope: number): number {
+  const { maxServers, maxFraction } = safety.circuitBreaker;
+  return Math.max(maxServers, Math.ceil(maxFraction * serversInScope));
+}
+
+/**
+ * The circuit breaker of `req.account`: denied while it is open; opened (and this request denied) when the
+ * request would make more distinct servers with power requests (every decision but `duplicate`) within the
+ * window, since the breaker was last closed, than `breakerLimit`. Opening writes the breaker's state.
+ */
+export async function checkCircuit(
+  q: StateQueries,
+  req: ActionRequest,
+  safety: RemediationSafety,
+  serversInScope: number,
+  now: number,
+): Promise<Denial | undefined> {
+  const close = 'an operator closes it: POST /api/v1/remediation/circuit/close';
+  const circuit = await q.circuit(req.account);
+  if (circuit.openedAt !== null)
+    return {
+      decision: 'denied_circuit_open',
+      message: `the circuit breaker of account ${req.account} is open since ${iso(circuit.openedAt)} (${circuit.message ?? ''}); power actions are denied until ${close}`,
+    };
+  // Requests made after the close count (a close is a new window), none made at or before it.
+  const since = Math.max(now - safety.circuitBreaker.windowMs, (circuit.closedAt ?? -1) + 1);
+  const servers = new Set(await q.powerServersSince(req.account, since));
+  servers.add(req.serverId);
+  const limit = breakerLimit(safety, serversInScope);
+  if (servers.size <= limit) return undefined;
+  const shown = [...servers].slice(0, 10).join(', ');
+  const reason = `power actions asked for ${servers.size} servers within ${safety.circuitBreaker.windowMs / 1000}s, more than ${limit}: ${shown}${servers.size > 10 ? ', …' : ''}`;
+  await q.openCircuit(req.account, now, reason);
+  return {
+    decision: 'denied_circuit_open',
+    message: `the circuit breaker of account ${req.account} opened: ${reason}; power actions are denied until ${close}`,
+  };
+}
+
+/**
+ * The cap per server: `escalated` when the server already had `maxPowerActionsPerServer` power actions sent
+ * (or decided in dry run) within the cap window: a person must look at it.
+ */
+export async function checkCap(
+  q: StateQueries,
+  req: ActionRequest,
+  safety: RemediationSafety,
+  now: number,
+): Promise<Denial | undefined> {
+  const done = await q.powerActionsOn(req.account, req.serverId, now - safety.capWindowMs);
+  if (done < safety.maxPowerActionsPerServer) return undefined;
+  return {
+    decision: 'escalated',
+    message: `server ${req.serverId} already had ${done} power actions within ${safety.capWindowMs / 1000}s (remediation.safety.max_power_actions_per_server: ${safety.maxPowerActionsPerServer}); nothing sent: a person must look at it`,
+  };
 }

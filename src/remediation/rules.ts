@@ -49,7 +49,13 @@ export function requestsFor(
       cooldownMs: rule.cooldownMs,
       requireOwnedIp: rule.requireOwnedIp,
       ...(rule.requireApproval ? { requireApproval: true } : {}),
-      alert: { alertname: rule.alertname, fingerprint: alert.fingerprint, startsAt: alert.startsAt },
+      alert: {
+        alertname: rule.alertname,
+        fingerprint: alert.fingerprint,
+        startsAt: alert.startsAt,
+        labels: alert.labels,
+        status: alert.status,
+      },
       // The alert's identity is its fingerprint plus startsAt (one firing episode); status and action keep
       // the firing and the resolved delivery, and two rules on one alert, apart.
       idempotencyKey: `alert:${alert.fingerprint}:${alert.startsAt}:${alert.status}:${rule.action}`,

@@ -18,5 +18,14 @@ export function leaderOrSnapshot(
     hasServer: (serverId) => current().hasServer(serverId),
     ownsIp: (serverId, ip) => current().ownsIp(serverId, ip),
     outOfScope: (serverId) => current().outOfScope?.(serverId) ?? false,
+    serversInScope: () => current().serversInScope?.() ?? 0,
+    // A follower's snapshot holds no attack data: its power requests are denied as unknown, unclaimed, and the
+    // leader (which the webhook reaches too) decides.
+    attackState: (serverId) =>
+      current().attackState?.(serverId) ?? {
+        known: false,
+        reason:
+          'this replica does not lead: only the leader polls the firewall histories; the leader decides on the same delivery (send power calls to the leader, or force them)',
+      },
   };
 }

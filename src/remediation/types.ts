@@ -16,7 +16,31 @@ export interface TargetDirectory {
   ownsIp(serverId: string, ip: string): boolean;
   /** the server is in the latest server list but out of scope (`servers.include`/`exclude`); absent: never */
   outOfScope?(serverId: string): boolean;
+  /** servers in the latest list that are in scope (the circuit breaker's `max_fraction`); absent: 0 */
+  serversInScope?(): number;
+  /**
+   * The server's attack state, as the power guard reads it (guards.ts `checkAttack`); absent: unknown to
+   * this directory (a follower's snapshot, a test's stub).
+   */
+  attackState?(serverId: string): AttackState;
 }
+
+/**
+ * What the latest firewall history says of one dedicated server: unknown (with the reason, a sentence), or
+ * when it was read and the newest attack event of each of its IPs that had any.
+ */
+export type AttackState =
+  | { known: false; reason: string }
+  | {
+      known: true;
+      /** ms since epoch (the poller's clock) the history was read (collectors/firewall.ts `historyReadAt`) */
+      readAt: number;
+      /** IP → ms since epoch of its newest event (the event's time, else the time the history was read) */
+      lastEventAt: ReadonlyMap<string, number>;
+    };
+
+/** The actions the power guards (attack, circuit breaker, cap per server) apply to. */
+export const POWER_ACTIONS: ReadonlySet<ActionName> = new Set(['powercycle', 'poweron', 'poweroff']);
 
 /** One action to decide on. */
 export interface ActionRequest {
@@ -35,7 +59,16 @@ export interface ActionRequest {
   requireOwnedIp: boolean;
   /** identity of the delivery (alert fingerprint + startsAt + status + action, or an Idempotency-Key) */
   idempotencyKey?: string;
-  alert?: { alertname: string; fingerprint: string; startsAt: string };
+  /** the alert the request comes from: its identity, and its labels and status as delivered (the journal keeps them) */
+  alert?: {
+    alertname: string;
+    fingerprint: string;
+    startsAt: string;
+    labels?: Readonly<Record<string, string>>;
+    status?: 'firing' | 'resolved';
+  };
+  /** an operator's power call past the attack guard (`"force": true`); the journal row says so */
+  force?: boolean;
   /** who asks: the webhook principal (alerts) or the operator principal; journaled with every row */
   principal: string;
   /** why, as the operator said it (at most 200 characters); journaled */

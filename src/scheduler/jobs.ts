@@ -21,7 +21,7 @@ import { inScope, type ServerScope } from '../config/scope.js';
 import { checkImage } from '../graphs/image.js';
 import type { GraphKey, GraphStore } from '../graphs/store.js';
 import type { Metrics, RunOutcome } from '../metrics/definitions.js';
-import type { TargetDirectory } from '../remediation/types.js';
+import type { AttackState, TargetDirectory } from '../remediation/types.js';
 import type { EventLedger } from '../store/store.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import type { ServerList } from '../upstream/decode.js';
@@ -178,6 +178,30 @@ export class PollJobs implements TargetDirectory {
   /** The IP is the server's (collectors/ownership.ts: its record's or seen in its firewall history). */
   ownsIp(serverId: string, ip: string): boolean {
     return ownedIps(this.inventory, this.firewallState, serverId).has(ip);
+  }
+
+  serversInScope(): number {
+    return this.inventory.size;
+  }
+
+  /**
+   * The server's attack state for the power guard: unknown when the firewall collector is off, or its history
+   * was never read or failed at its latest poll; else when it was read and the newest event per IP.
+   */
+  attackState(serverId: string): AttackState {
+    if (this.#deps.config.collectors?.firewall === false)
+      return { known: false, reason: 'the firewall collector is off (collectors.firewall: false)' };
+    const ref = { serviceType: 'dedicated' as const, serviceId: serverId };
+    const readAt = historyReadAt(this.firewallState, ref);
+    if (readAt === undefined) return { known: false, reason: 'its firewall history has not been read yet' };
+    if (this.firewallState.services.get(FirewallSeriesState.key(ref))?.up === false)
+      return {
+        known: false,
+        reason: `the latest poll of its firewall history failed (last read at ${new Date(readAt).toISOString()})`,
+      };
+    const polledAt = this.attacks.services.get(FirewallSeriesState.key(ref))?.polledAt ?? readAt;
+    const lastEventAt = new Map([...this.attacks.newestPerIp(ref)].map(([ip, e]) => [ip, e.time ?? polledAt]));
+    return { known: true, readAt, lastEventAt };
   }
 
   /** Runs one job now (through its overlap guard); `skipped` for a job that does not exist (see `jobs`). */

@@ -9,6 +9,12 @@ export const DECISION_MEANINGS = {
   executed: 'the API said it acted',
   dry_run: 'every guard allowed it; nothing was sent (remediation.dry_run)',
   denied_unknown_target: 'the server is not in the latest server list, or the IP is not its own',
+  denied_under_attack:
+    'a power action for a server with attack events within remediation.safety.attack_window, or whose attack state is unknown',
+  denied_circuit_open: "the account's circuit breaker is open (too many servers with power actions in its window)",
+  escalated:
+    'the server had remediation.safety.max_power_actions_per_server power actions in cap_window; nothing was sent',
+  circuit_closed: "an operator closed the account's circuit breaker (POST /api/v1/remediation/circuit/close)",
   denied_budget: 'the hourly budget is used up',
   cooldown: 'the same action ran on the same target within its cooldown',
   duplicate: 'this delivery (alert or Idempotency-Key) was already acted on, or the IP is already in that state',

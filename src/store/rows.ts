@@ -37,16 +37,25 @@ export interface JournalEntry {
   approver: string | null;
   /** when it was approved, denied or expired (ms); null otherwise */
   approvedAt: number | null;
+  /**
+   * An alert's labels as JSON (at most MAX_LABELS_JSON characters, else null), what `remediation replay`
+   * decides on again; null for other sources and for rows written before they were kept
+   */
+  labels: string | null;
+  /** an alert's status as delivered (`firing`, `resolved`); null as `labels` */
+  alertStatus: 'firing' | 'resolved' | null;
 }
 
 export type NewEntry = Omit<
   JournalEntry,
-  'id' | 'completedAt' | 'upstreamOutcome' | 'message' | 'reason' | 'approver' | 'approvedAt'
+  'id' | 'completedAt' | 'upstreamOutcome' | 'message' | 'reason' | 'approver' | 'approvedAt' | 'labels' | 'alertStatus'
 > & {
   message?: string | null;
   reason?: string | null;
   approver?: string | null;
   approvedAt?: number | null;
+  labels?: string | null;
+  alertStatus?: 'firing' | 'resolved' | null;
 };
 
 /** How an `awaiting_approval` row is settled: approved, denied or expired, by whom and when (ms). */
@@ -65,6 +74,16 @@ export interface ListFilter {
   action?: string;
   principal?: string;
   limit: number;
+}
+
+/** The longest labels JSON a journal row keeps, characters; an alert with more is kept without (not replayable). */
+export const MAX_LABELS_JSON = 4096;
+
+/** An alert's labels as a row keeps them: JSON with sorted keys, or null beyond MAX_LABELS_JSON. */
+export function labelsJson(labels: Readonly<Record<string, string>> | undefined): string | null {
+  if (labels === undefined) return null;
+  const json = JSON.stringify(Object.fromEntries(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : 1))));
+  return json.length <= MAX_LABELS_JSON ? json : null;
 }
 
 /** The desired firewall state of one IP, with what was last applied. */
@@ -99,6 +118,28 @@ export interface Delivery {
  */
 export const SENT_DECISIONS_SQL = "('executing', 'executed', 'failed', 'unknown')";
 
+/** The power actions (remediation/types.ts POWER_ACTIONS) as an SQL list: the circuit breaker and the cap count them. */
+export const POWER_ACTIONS_SQL = "('powercycle', 'poweron', 'poweroff')";
+
+/** Decisions a power action counts for toward the cap per server: sent, maybe sent, or decided in dry run. */
+export const CAPPED_DECISIONS_SQL = "('executing', 'executed', 'failed', 'unknown', 'dry_run')";
+
+/** The circuit breaker of one account (remediation.safety.circuit_breaker). Times are Unix milliseconds. */
+export interface CircuitState {
+  /** when it opened; null while closed */
+  openedAt: number | null;
+  /** when an operator last closed it: servers counted before no longer count; null when never */
+  closedAt: number | null;
+  /** why it opened */
+  message: string | null;
+}
+
+export const toCircuit = (r: Row | undefined): CircuitState => ({
+  openedAt: r?.opened_at == null ? null : Number(r.opened_at),
+  closedAt: r?.closed_at == null ? null : Number(r.closed_at),
+  message: (r?.message as string | null | undefined) ?? null,
+});
+
 /** The message of a row left `executing` by a crash, once recovered as `unknown` (recoverInterrupted). */
 export const INTERRUPTED_MESSAGE = 'interrupted: the daemon stopped during the upstream call; the API may have acted';
 
@@ -126,6 +167,8 @@ export const toEntry = (r: Row): JournalEntry => ({
   reason: (r.reason as string | null | undefined) ?? null,
   approver: (r.approver as string | null | undefined) ?? null,
   approvedAt: r.approved_at === null || r.approved_at === undefined ? null : Number(r.approved_at),
+  labels: (r.labels as string | null | undefined) ?? null,
+  alertStatus: (r.alert_status as JournalEntry['alertStatus'] | undefined) ?? null,
 });
 
 export const toDesired = (r: Row): DesiredFirewall => ({
@@ -160,6 +203,8 @@ export const entryValues = (e: NewEntry) => [
   e.reason ?? null,
   e.approver ?? null,
   e.approvedAt ?? null,
+  e.labels ?? null,
+  e.alertStatus ?? null,
 ];
 
 /** The values of a desired state, in the column order of the upsert both backends write. */

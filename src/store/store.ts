@@ -8,7 +8,15 @@
  * advisory lock, on SQLite under BEGIN IMMEDIATE with transactions serialized in the process. Inside it use
  * only the queries it is given: on SQLite any other call waits for the transaction to end.
  */
-import type { ApprovalSettlement, DesiredFirewall, Delivery, JournalEntry, ListFilter, NewEntry } from './rows.js';
+import type {
+  ApprovalSettlement,
+  CircuitState,
+  DesiredFirewall,
+  Delivery,
+  JournalEntry,
+  ListFilter,
+  NewEntry,
+} from './rows.js';
 import type { Decision } from './decisions.js';
 
 /**
@@ -41,6 +49,19 @@ export interface StateQueries {
   delivery(key: string, seenAt?: number): Promise<Delivery | undefined>;
   /** Upstream calls made (or maybe made) for `account` since `since` (ms): the account's budget use. */
   sentSince(account: string, since: number): Promise<number>;
+  /**
+   * Distinct servers of `account` with power requests (any decision but `duplicate`) created since `since`
+   * (ms): the circuit breaker's count.
+   */
+  powerServersSince(account: string, since: number): Promise<string[]>;
+  /** Power actions on the server sent, maybe sent or decided in dry run since `since` (ms): the cap per server. */
+  powerActionsOn(account: string, serverId: string, since: number): Promise<number>;
+  /** The circuit breaker of `account` (closed, never closed, when nothing was written). */
+  circuit(account: string): Promise<CircuitState>;
+  /** Opens the breaker of `account` at `at` (ms), with why. */
+  openCircuit(account: string, at: number, message: string): Promise<void>;
+  /** Closes the breaker of `account` at `at` (ms), starting a new window; true when it was open. */
+  closeCircuit(account: string, at: number): Promise<boolean>;
   /** Time (ms) of the last upstream call of `action` on the target, if any (cooldown). */
   lastSent(account: string, action: string, serverId: string, ip: string | null): Promise<number | undefined>;
   get(id: number): Promise<JournalEntry | undefined>;
@@ -95,6 +116,11 @@ export const QUERY_METHODS = [
   'delivery',
   'sentSince',
   'lastSent',
+  'powerServersSince',
+  'powerActionsOn',
+  'circuit',
+  'openCircuit',
+  'closeCircuit',
   'get',
   'settleApproval',
   'awaitingApproval',

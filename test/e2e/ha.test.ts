@@ -139,6 +139,8 @@ describe.skipIf(alertmanager.skip || postgres.skip)('two replicas on one Postgre
           remediation: {
             dry_run: false,
             budget_per_hour: 1000,
+            // Exactly once is the subject: ten servers power-cycled at once would open the default breaker.
+            safety: { circuit_breaker: { max_servers: 1000 } },
             auth: { bearer_token_files: [join(dir, 'token')] },
             rules: [
               { alertname: 'BaremetalServerUnreachable', action: 'powercycle', cooldown: '30m' },
@@ -251,7 +253,9 @@ describe.skipIf(alertmanager.skip || postgres.skip)('two replicas on one Postgre
     expect(replies.map((r) => r.status)).toEqual(Array(50).fill(200));
     const decisions = replies.map((r) => r.body.results![0]!.decision);
     expect(decisions.filter((d) => d === 'executed')).toHaveLength(1);
-    expect(decisions.filter((d) => d === 'duplicate')).toHaveLength(49);
+    // A delivery the follower sees before the leader's claim is denied there as of unknown attack state (only
+    // the leader polls the firewall), unclaimed; every other one is a duplicate.
+    expect(decisions.filter((d) => d === 'duplicate' || d === 'denied_under_attack')).toHaveLength(49);
     expect(sim.callsTo(POWERCYCLE, { server_id: target })).toHaveLength(1);
   });
 

@@ -2,7 +2,7 @@ import { afterEach } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { GraphStore } from '../../src/graphs/store.js';
 import { ExpositionCache } from '../../src/metrics/exposition-cache.js';
-import type { Config, RemediationRule } from '../../src/config/schema.js';
+import { type Config, DEFAULT_SAFETY, type RemediationRule } from '../../src/config/schema.js';
 import { Journal } from '../../src/store/sqlite/journal.js';
 import { sqliteStore, type SqliteStore } from '../../src/store/sqlite/store.js';
 import type { StateStore } from '../../src/store/store.js';
@@ -54,6 +54,19 @@ export const POWERCYCLE_REMEDIATION = {
     { alertname: 'BaremetalServerUnreachable', action: 'powercycle', server_id_label: 'server_id', cooldown: '30m' },
   ],
 };
+
+/**
+ * `remediation.safety` for engine tests about something else: the defaults, without the attack guard (these
+ * engines check targets against the simulator's list, which has no attack state: every power action would
+ * be denied as unknown). The attack guard's own tests run the real poller (remediation-guards.test.ts).
+ */
+export const SAFETY_WITHOUT_ATTACK_GUARD: Config['remediation']['safety'] = {
+  ...DEFAULT_SAFETY,
+  denyPowerWhenAttacked: false,
+};
+
+/** The period of the default `schedules.firewall` (every minute), ms: what test engines are given. */
+export const FIREWALL_PERIOD_MS = () => 60_000;
 
 /** A rule with the defaults the config loader fills in. */
 export function rule(
@@ -119,9 +132,11 @@ export async function engineHarness(
     basicAuthUsers: {},
     principals: [],
     rules: [],
+    safety: SAFETY_WITHOUT_ATTACK_GUARD,
     ...remediation,
   };
   const engine = new RemediationEngine({
+    firewallPeriodMs: FIREWALL_PERIOD_MS,
     account: 'default',
     journal,
     client,
@@ -159,16 +174,16 @@ export function remediationApp(h: Awaited<ReturnType<typeof engineHarness>>) {
 
 /**
  * An Alertmanager webhook payload (version 4) with one firing BaremetalServerUnreachable alert for server
- * 100002, started at `startsAt` (RFC 3339), with `fingerprint`.
+ * `serverId` (default 100002), started at `startsAt` (RFC 3339), with `fingerprint`.
  */
-export const unreachableAlert = (startsAt: string, fingerprint = 'a1b2c3d4e5f60718') => ({
+export const unreachableAlert = (startsAt: string, fingerprint = 'a1b2c3d4e5f60718', serverId = '100002') => ({
   version: '4',
   status: 'firing',
   receiver: 'baremetal',
   alerts: [
     {
       status: 'firing',
-      labels: { alertname: 'BaremetalServerUnreachable', server_id: '100002' },
+      labels: { alertname: 'BaremetalServerUnreachable', server_id: serverId },
       annotations: {},
       startsAt,
       endsAt: '0001-01-01T00:00:00Z',

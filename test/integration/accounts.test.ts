@@ -128,7 +128,11 @@ describe('several accounts', () => {
         daemon: daemonOptions,
       });
       const [a, b] = [sims.get('main')!, sims.get('reseller-eu')!];
-      for (const account of daemon.accounts.values()) await account.poller.run('servers');
+      // The firewall histories too: a power action needs the server's attack state (remediation.safety).
+      for (const account of daemon.accounts.values()) {
+        await account.poller.run('servers');
+        await account.poller.run('firewall');
+      }
       const res = await daemon.app.inject({
         method: 'POST',
         url,

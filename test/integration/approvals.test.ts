@@ -11,7 +11,7 @@ import { RemediationEngine } from '../../src/remediation/engine.js';
 import { UpstreamClient } from '../../src/upstream/client.js';
 import { captureLogger } from '../helpers/logger.js';
 import { freshMetrics } from '../helpers/metrics.js';
-import { engineHarness, remediationApp, rule, simulatorTargets } from '../helpers/remediation.js';
+import { engineHarness, FIREWALL_PERIOD_MS, remediationApp, rule, simulatorTargets } from '../helpers/remediation.js';
 import { backends } from '../helpers/store-backends.js';
 
 const token = (name: string) => `${name}-token-0123456789abcdef`;
@@ -181,6 +181,7 @@ for (const backend of backends()) {
         targets: simulatorTargets(h.sim),
         config: h.config,
         now: () => h.clock.now,
+        firewallPeriodMs: FIREWALL_PERIOD_MS,
       });
       try {
         await other.ready;

@@ -146,10 +146,14 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
       { name: 'a listed server', res },
       { name: 'an unknown server', res: await powercycle(follower, '999999') },
     ];
+    // A listed server passes the target check; the follower has no attack data (only the leader polls the
+    // firewall histories), so the power guard denies it as unknown and the leader decides.
     expect(cases.map((c) => ({ name: c.name, status: c.res.statusCode, decision: c.res.json().decision }))).toEqual([
-      { name: 'a listed server', status: 200, decision: 'dry_run' },
+      { name: 'a listed server', status: 200, decision: 'denied_under_attack' },
       { name: 'an unknown server', status: 200, decision: 'denied_unknown_target' },
     ]);
+    expect(res.json().message).toContain('this replica does not lead');
+    expect((await powercycle(leader, known)).json().decision).toBe('dry_run');
   });
 
   it('a replica elected again reads the attack event ids again: events counted meanwhile do not count twice', async () => {

@@ -34,6 +34,8 @@ beforeAll(async () => {
   });
   ({ daemon, log } = harness);
   await accountOf(daemon, 'default').poller.run('servers');
+  // The attack state a power action needs (remediation.safety.deny_power_when_attacked).
+  await accountOf(daemon, 'default').poller.run('firewall');
   await accountOf(daemon, 'default').poller.run('graphs');
   // Prometheus has scraped before the fault starts: its credentials are verified and remembered.
   expect((await scrape()).status).toBe(200);

@@ -73,6 +73,7 @@ const ROUTES = {
   },
   console: { method: 'GET', url: '/api/v1/servers/100001/console.jnlp' },
   journal: { method: 'GET', url: '/api/v1/actions' },
+  'circuit-close': { method: 'POST', url: '/api/v1/remediation/circuit/close', payload: {} },
 } as const;
 
 for (const backend of backends()) {
@@ -88,9 +89,33 @@ for (const backend of backends()) {
     }
 
     it.each([
-      { who: 'alertmanager', webhook: 200, powercycle: 403, 'firewall-state': 403, console: 403, journal: 403 },
-      { who: 'ops', webhook: 403, powercycle: 200, 'firewall-state': 200, console: 200, journal: 403 },
-      { who: 'audit', webhook: 403, powercycle: 403, 'firewall-state': 403, console: 403, journal: 200 },
+      {
+        who: 'alertmanager',
+        webhook: 200,
+        powercycle: 403,
+        'firewall-state': 403,
+        console: 403,
+        journal: 403,
+        'circuit-close': 403,
+      },
+      {
+        who: 'ops',
+        webhook: 403,
+        powercycle: 200,
+        'firewall-state': 200,
+        console: 200,
+        journal: 403,
+        'circuit-close': 200,
+      },
+      {
+        who: 'audit',
+        webhook: 403,
+        powercycle: 403,
+        'firewall-state': 403,
+        console: 403,
+        journal: 200,
+        'circuit-close': 403,
+      },
     ] as const)('role × route: $who', async (row) => {
       const { app, journal, sim } = await setup();
       for (const [name, route] of Object.entries(ROUTES) as Array<
@@ -127,6 +152,11 @@ for (const backend of backends()) {
         {
           headers: bearer('eu-only'),
           route: ROUTES.powercycle,
+          message: 'principal eu-only may not act on account default (its accounts: eu)',
+        },
+        {
+          headers: bearer('eu-only'),
+          route: ROUTES['circuit-close'],
           message: 'principal eu-only may not act on account default (its accounts: eu)',
         },
       ];

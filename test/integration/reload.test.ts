@@ -171,6 +171,8 @@ describe('Daemon.reload()', () => {
       },
     });
     expect(await daemon.reload()).toEqual({ ok: true, needsRestart: [] });
+    // The attack state a power action needs (remediation.safety.deny_power_when_attacked).
+    await accountOf(daemon, 'default').poller.run('firewall');
     const res = await webhook(daemon, 'HostDown');
     expect(res.json().results).toMatchObject([{ action: 'powercycle', server_id: '100001' }]);
     expect(sim.callsTo(POWERCYCLE)).toHaveLength(1);
@@ -195,7 +197,8 @@ describe('Daemon.reload()', () => {
     expect(
       lines.some((l) => l.includes('configuration reload failed; the previous configuration stays in force')),
     ).toBe(true);
-    // The old rule still acts.
+    // The old rule still acts (with the attack state a power action needs).
+    await accountOf(daemon, 'default').poller.run('firewall');
     expect((await webhook(daemon, 'ServerDown')).statusCode).toBe(200);
     expect(sim.callsTo(POWERCYCLE)).toHaveLength(1);
   });

@@ -17,6 +17,7 @@ import {
   simulatorTargets,
   TOKEN,
   unreachableAlert,
+  FIREWALL_PERIOD_MS,
 } from '../helpers/remediation.js';
 
 const MIN = 60_000;
@@ -288,6 +289,7 @@ describe('one alert delivered to two replicas inside a cooldown (issue 19)', () 
     const h = await engineHarness();
     // A second replica: its own engine and metrics over the same state store, client and server list.
     const replica = new RemediationEngine({
+      firewallPeriodMs: FIREWALL_PERIOD_MS,
       account: 'default',
       journal: h.journal,
       client: h.client,

@@ -11,7 +11,14 @@ import { startSimulator, type Simulator } from '../../src/simulator/server.js';
 import { UpstreamClient } from '../../src/upstream/client.js';
 import { captureLogger } from '../helpers/logger.js';
 import { freshMetrics } from '../helpers/metrics.js';
-import { firewallRequest, powerRequest, simulatorTargets, TOKEN } from '../helpers/remediation.js';
+import {
+  firewallRequest,
+  powerRequest,
+  simulatorTargets,
+  TOKEN,
+  FIREWALL_PERIOD_MS,
+  SAFETY_WITHOUT_ATTACK_GUARD,
+} from '../helpers/remediation.js';
 import { backends, type TestDatabase } from '../helpers/store-backends.js';
 
 const closing: Array<() => Promise<void>> = [];
@@ -34,6 +41,7 @@ async function twoReplicas(db: TestDatabase, remediation: Partial<Config['remedi
     basicAuthUsers: {},
     principals: [],
     rules: [],
+    safety: SAFETY_WITHOUT_ATTACK_GUARD,
     ...remediation,
   };
   const engines: RemediationEngine[] = [];
@@ -42,6 +50,7 @@ async function twoReplicas(db: TestDatabase, remediation: Partial<Config['remedi
     const client = new UpstreamClient({ baseUrl: sim.url, apiKey: 'k', timeoutMs: 5000, concurrency: 8, retries: 0 });
     closing.push(() => client.close());
     const engine = new RemediationEngine({
+      firewallPeriodMs: FIREWALL_PERIOD_MS,
       account: 'default',
       journal: store,
       client,
@@ -94,7 +103,12 @@ describe.each(backends())('exactly once across two replicas on $name', (backend)
   it.skipIf(backend.skip !== undefined)(
     'a budget of 3 shared by both under a burst of 10 power cycles on 10 servers: 3 calls',
     async () => {
-      const { sim, engines } = await twoReplicas(await backend.fresh(), { budgetPerHour: 3 }, 10);
+      // The budget is the subject: a breaker wide enough for the burst.
+      const safety = {
+        ...SAFETY_WITHOUT_ATTACK_GUARD,
+        circuitBreaker: { windowMs: 900_000, maxServers: 10, maxFraction: 0 },
+      };
+      const { sim, engines } = await twoReplicas(await backend.fresh(), { budgetPerHour: 3, safety }, 10);
       const ids = [...sim.state.servers.keys()];
       expect(ids).toHaveLength(10);
       const results = await Promise.all(

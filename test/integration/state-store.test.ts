@@ -47,14 +47,19 @@ const desired = (over: Partial<DesiredFirewall> = {}): DesiredFirewall => ({
 describe.each(backends())('the state store on $name', (backend) => {
   it.skipIf(backend.skip !== undefined)('inserts, completes, gets and lists rows newest first, filtered', async () => {
     const store = await (await backend.fresh()).open();
-    const a = await store.insert(row(NOW, { decision: 'executing' }));
+    // An alert's labels and status are kept (remediation replay).
+    const alert = {
+      labels: '{"alertname":"BaremetalServerUnreachable","server_id":"100001"}',
+      alertStatus: 'firing',
+    } as const;
+    const a = await store.insert(row(NOW, { decision: 'executing', ...alert }));
     const b = await store.insert(
       row(NOW + 1, { account: 'reseller-eu', serverId: '7', message: 'm', principal: 'ops', reason: 'why' }),
     );
     const c = await store.insert(row(NOW + 2, { action: 'firewall_state', ip: '198.18.0.1', value: '1' }));
     await store.complete(a, { decision: 'executed', upstreamOutcome: 'success', message: 'ok', at: NOW + 5 });
     expect(await store.get(a)).toEqual({
-      ...row(NOW),
+      ...row(NOW, alert),
       id: a,
       completedAt: NOW + 5,
       decision: 'executed',

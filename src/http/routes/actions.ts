@@ -23,7 +23,8 @@ const serverId = Type.Unsafe<string>(idSchema);
 const account = Type.Optional(Type.Unsafe<string>(accountSchema));
 /** Why the operator asks: journaled with the row and returned by `GET /api/v1/actions`. */
 const reason = Type.Optional(Type.String({ minLength: 1, maxLength: 200 }));
-const serverBody = strictObject({ account, server_id: serverId, reason });
+/** A power action's body; `force: true` passes the attack guard (remediation.safety), and its row says so. */
+const serverBody = strictObject({ account, server_id: serverId, reason, force: Type.Optional(Type.Boolean()) });
 
 /** The body of each operator action, one per action of `ACTIONS`; unknown fields are errors. */
 const BODIES = {
@@ -94,6 +95,7 @@ export function actionRoutes(
           ...(value !== undefined ? { value } : {}),
           cooldownMs: DEFAULT_COOLDOWN_MS[action],
           requireOwnedIp: true,
+          ...(body.force === true ? { force: true } : {}),
           // The key alone identifies the request; reused for another action, target or value it is a 422.
           ...(key ? { idempotencyKey: `operator:${key}` } : {}),
         });

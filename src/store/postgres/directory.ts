@@ -60,6 +60,11 @@ export class DirectorySnapshot {
     return this.#servers.get(serverId)?.has(ip) ?? false;
   }
 
+  /** servers in the list read (the leader publishes the servers in scope only) */
+  serversInScope(): number {
+    return this.#servers.size;
+  }
+
   /** every server of the list read, with its IPs */
   get servers(): ReadonlyMap<string, ReadonlySet<string>> {
     return this.#servers;

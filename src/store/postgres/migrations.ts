@@ -59,7 +59,7 @@ export const MIGRATIONS: Readonly<Record<'journal' | 'ha', readonly Migration[]>
      ids TEXT[] NOT NULL,
      PRIMARY KEY (account, service_key)
    );`,
-    // principals: who asked for each row (and why, when an operator said so), and who asked for a desired
+    // 2: principals: who asked for each row (and why, when an operator said so), and who asked for a desired
     // firewall state, so its deferred change is journaled under that name. Older rows keep NULL.
     `ALTER TABLE actions ADD COLUMN principal TEXT;
    ALTER TABLE actions ADD COLUMN reason TEXT;
@@ -68,6 +68,17 @@ export const MIGRATIONS: Readonly<Record<'journal' | 'ha', readonly Migration[]>
    ALTER TABLE actions ADD COLUMN approver TEXT;
    ALTER TABLE actions ADD COLUMN approved_at BIGINT;
    CREATE INDEX actions_awaiting ON actions (account, decision) WHERE decision = 'awaiting_approval';`,
+    // 3: the circuit breaker of each account (remediation.safety.circuit_breaker), open until an operator
+    // closes it: every replica sees the same breaker.
+    `CREATE TABLE circuit_breakers (
+     account TEXT PRIMARY KEY,
+     opened_at BIGINT,
+     closed_at BIGINT,
+     message TEXT
+   );`,
+    // 4: an alert's labels (bounded JSON) and status, so that `remediation replay` can decide on it again.
+    `ALTER TABLE actions ADD COLUMN labels TEXT;
+   ALTER TABLE actions ADD COLUMN alert_status TEXT;`,
   ],
   ha: [
     `CREATE TABLE ha_directory (

@@ -17,7 +17,11 @@ import {
   type ListFilter,
   type NewEntry,
   type Row,
+  toCircuit,
+  type CircuitState,
+  CAPPED_DECISIONS_SQL,
   INTERRUPTED_MESSAGE,
+  POWER_ACTIONS_SQL,
   SENT_DECISIONS_SQL,
 } from '../rows.js';
 import type { StateQueries } from '../store.js';
@@ -34,8 +38,8 @@ export class PgQueries implements StateQueries {
 
   async insert(entry: NewEntry): Promise<number> {
     const { rows } = await this.#run(
-      `INSERT INTO actions (account, created_at, source, action, server_id, ip, value, alertname, fingerprint, starts_at, decision, message, principal, reason, approver, approved_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING id`,
+      `INSERT INTO actions (account, created_at, source, action, server_id, ip, value, alertname, fingerprint, starts_at, decision, message, principal, reason, approver, approved_at, labels, alert_status)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) RETURNING id`,
       entryValues(entry),
     );
     return Number(rows[0]!.id);
@@ -87,6 +91,49 @@ export class PgQueries implements StateQueries {
       [account, action, serverId, ip],
     );
     return rows[0]!.at === null ? undefined : Number(rows[0]!.at);
+  }
+
+  async powerServersSince(account: string, since: number): Promise<string[]> {
+    const { rows } = await this.#run(
+      `SELECT DISTINCT server_id FROM actions WHERE account = $1 AND created_at >= $2 AND action IN ${POWER_ACTIONS_SQL}
+         AND decision <> 'duplicate'`,
+      [account, since],
+    );
+    return rows.map((r) => String(r.server_id));
+  }
+
+  async powerActionsOn(account: string, serverId: string, since: number): Promise<number> {
+    const { rows } = await this.#run(
+      `SELECT count(*) AS n FROM actions WHERE account = $1 AND server_id = $2 AND created_at >= $3
+         AND action IN ${POWER_ACTIONS_SQL} AND decision IN ${CAPPED_DECISIONS_SQL}`,
+      [account, serverId, since],
+    );
+    return Number(rows[0]!.n);
+  }
+
+  async circuit(account: string): Promise<CircuitState> {
+    const { rows } = await this.#run('SELECT * FROM circuit_breakers WHERE account = $1', [account]);
+    return toCircuit(rows[0]);
+  }
+
+  async openCircuit(account: string, at: number, message: string): Promise<void> {
+    await this.#run(
+      `INSERT INTO circuit_breakers (account, opened_at, message) VALUES ($1, $2, $3)
+       ON CONFLICT (account) DO UPDATE SET opened_at = EXCLUDED.opened_at, message = EXCLUDED.message`,
+      [account, at, message],
+    );
+  }
+
+  async closeCircuit(account: string, at: number): Promise<boolean> {
+    // The row as it was before the update: a CTE reads the snapshot the statement started from.
+    const { rows } = await this.#run(
+      `WITH before AS (SELECT opened_at FROM circuit_breakers WHERE account = $1)
+       INSERT INTO circuit_breakers (account, closed_at) VALUES ($1, $2)
+       ON CONFLICT (account) DO UPDATE SET opened_at = NULL, closed_at = EXCLUDED.closed_at
+       RETURNING (SELECT opened_at FROM before) AS was_open`,
+      [account, at],
+    );
+    return rows[0]?.was_open != null;
   }
 
   async get(id: number): Promise<JournalEntry | undefined> {

@@ -77,7 +77,7 @@ export const MIGRATIONS = [
        missing_since FROM firewall_desired;
    DROP TABLE firewall_desired;
    ALTER TABLE firewall_desired_v3 RENAME TO firewall_desired;`,
-  // principals: who asked for each row (and why, when an operator said so), and who asked for a desired
+  // 4: principals: who asked for each row (and why, when an operator said so), and who asked for a desired
   // firewall state, so its deferred change is journaled under that name. Older rows keep NULL.
   `ALTER TABLE actions ADD COLUMN principal TEXT;
    ALTER TABLE actions ADD COLUMN reason TEXT;
@@ -86,6 +86,17 @@ export const MIGRATIONS = [
    ALTER TABLE actions ADD COLUMN approver TEXT;
    ALTER TABLE actions ADD COLUMN approved_at INTEGER;
    CREATE INDEX actions_awaiting ON actions (account, decision) WHERE decision = 'awaiting_approval';`,
+  // 5: the circuit breaker of each account (remediation.safety.circuit_breaker), open until an operator
+  // closes it: it must survive a restart.
+  `CREATE TABLE circuit_breakers (
+     account TEXT PRIMARY KEY,
+     opened_at INTEGER,
+     closed_at INTEGER,
+     message TEXT
+   );`,
+  // 6: an alert's labels (bounded JSON) and status, so that `remediation replay` can decide on it again.
+  `ALTER TABLE actions ADD COLUMN labels TEXT;
+   ALTER TABLE actions ADD COLUMN alert_status TEXT;`,
 ];
 
 /**

@@ -21,7 +21,11 @@ import {
   type ListFilter,
   type NewEntry,
   type Row,
+  toCircuit,
+  type CircuitState,
+  CAPPED_DECISIONS_SQL,
   INTERRUPTED_MESSAGE,
+  POWER_ACTIONS_SQL,
   SENT_DECISIONS_SQL,
 } from '../rows.js';
 import { openDatabase } from './database.js';
@@ -98,8 +102,8 @@ export class Journal {
     return this.#write((db) => {
       const result = db
         .prepare(
-          `INSERT INTO actions (account, created_at, source, action, server_id, ip, value, alertname, fingerprint, starts_at, decision, message, principal, reason, approver, approved_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          `INSERT INTO actions (account, created_at, source, action, server_id, ip, value, alertname, fingerprint, starts_at, decision, message, principal, reason, approver, approved_at, labels, alert_status)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         )
         .run(...entryValues(entry));
       return Number(result.lastInsertRowid);
@@ -170,6 +174,64 @@ export class Journal {
           .get(account, action, serverId, ip) as Row,
     );
     return row.at === null ? undefined : Number(row.at);
+  }
+
+  /** Distinct servers of `account` with power requests (any decision but `duplicate`) since `since` (ms). */
+  powerServersSince(account: string, since: number): string[] {
+    return this.#access((db) =>
+      (
+        db
+          .prepare(
+            `SELECT DISTINCT server_id FROM actions WHERE account = ? AND created_at >= ? AND action IN ${POWER_ACTIONS_SQL} AND decision != 'duplicate'`,
+          )
+          .all(account, since) as Row[]
+      ).map((r) => String(r.server_id)),
+    );
+  }
+
+  /** Power actions on the server sent, maybe sent or decided in dry run since `since` (ms). */
+  powerActionsOn(account: string, serverId: string, since: number): number {
+    return this.#access((db) =>
+      Number(
+        (
+          db
+            .prepare(
+              `SELECT count(*) AS n FROM actions WHERE account = ? AND server_id = ? AND created_at >= ? AND action IN ${POWER_ACTIONS_SQL} AND decision IN ${CAPPED_DECISIONS_SQL}`,
+            )
+            .get(account, serverId, since) as Row
+        ).n,
+      ),
+    );
+  }
+
+  circuit(account: string): CircuitState {
+    return toCircuit(
+      this.#access(
+        (db) => db.prepare('SELECT * FROM circuit_breakers WHERE account = ?').get(account) as Row | undefined,
+      ),
+    );
+  }
+
+  openCircuit(account: string, at: number, message: string): void {
+    this.#write((db) =>
+      db
+        .prepare(
+          `INSERT INTO circuit_breakers (account, opened_at, message) VALUES (?, ?, ?)
+           ON CONFLICT (account) DO UPDATE SET opened_at = excluded.opened_at, message = excluded.message`,
+        )
+        .run(account, at, message),
+    );
+  }
+
+  closeCircuit(account: string, at: number): boolean {
+    return this.#write((db) => {
+      const was = this.circuit(account).openedAt !== null;
+      db.prepare(
+        `INSERT INTO circuit_breakers (account, closed_at) VALUES (?, ?)
+         ON CONFLICT (account) DO UPDATE SET opened_at = NULL, closed_at = excluded.closed_at`,
+      ).run(account, at);
+      return was;
+    });
   }
 
   get(id: number): JournalEntry | undefined {

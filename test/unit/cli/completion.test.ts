@@ -23,6 +23,12 @@ describe('completion bash', () => {
       not: ['run'],
     },
     { name: 'a prefix', words: ['baremetal-exporter', 'api', 'po'], has: ['power'], not: ['provision'] },
+    {
+      name: 'remediation commands',
+      words: ['baremetal-exporter', 'remediation', ''],
+      has: ['test', 'replay'],
+      not: ['run'],
+    },
     { name: 'power actions', words: ['baremetal-exporter', 'api', 'power', ''], has: ['cycle', 'on', 'off'], not: [] },
     {
       name: 'options of a write',

@@ -43,6 +43,13 @@ describe('config', () => {
         journalRetentionMs: 30 * 86_400_000,
         approvalTimeoutMs: 15 * 60_000,
         budgetPerHour: 10,
+        safety: {
+          denyPowerWhenAttacked: true,
+          attackWindowMs: 15 * 60_000,
+          circuitBreaker: { windowMs: 15 * 60_000, maxServers: 3, maxFraction: 0.01 },
+          maxPowerActionsPerServer: 3,
+          capWindowMs: 24 * 3_600_000,
+        },
         maxAlerts: 1000,
         bearerTokens: [],
         basicAuthUsers: {},

@@ -25,6 +25,7 @@ const NOT_REPOSITORY_FILES = new Map([
   ['Node.js', 'the runtime'],
   ['my-mixin.json', "the operator's own file in an example"],
   ['my.json', "the operator's own file in an example"],
+  ['NEW.yml', "the operator's new config in remediation replay's usage"],
   ['rendered/baremetal.rules.yml', "the operator's own output folder in an example"],
   ['rendered/prometheusrule.yaml', "the operator's own output folder in an example"],
   ['baremetal.rules.json', 'rendered by the operator from the mixin'],

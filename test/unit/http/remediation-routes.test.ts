@@ -278,7 +278,7 @@ describe('operator endpoints', () => {
     { url: '/api/v1/actions/powercycle', payload: {}, message: "body must have required property 'server_id'" },
     {
       url: '/api/v1/actions/powercycle',
-      payload: { server_id: '1', force: true },
+      payload: { server_id: '1', priority: 'high' },
       message: 'body must NOT have additional properties',
     },
     {

@@ -132,7 +132,7 @@ describe('no type coercion: wrong types are 400 and nothing acts', () => {
     {
       name: 'operator body with an unknown field',
       url: '/api/v1/actions/powercycle',
-      body: { server_id: '100001', force: true },
+      body: { server_id: '100001', priority: 'high' },
       message: 'body must NOT have additional properties',
     },
     {

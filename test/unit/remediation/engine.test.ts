@@ -9,6 +9,7 @@ import {
   openTestStore,
   powerRequest,
   simulatorTargets,
+  FIREWALL_PERIOD_MS,
 } from '../../helpers/remediation.js';
 import { tempDir } from '../../helpers/tmp.js';
 
@@ -22,6 +23,7 @@ describe('guards', () => {
   it('refuses to decide before a server list is known (503, Alertmanager retries)', async () => {
     const h = await engineHarness();
     const engine = new RemediationEngine({
+      firewallPeriodMs: FIREWALL_PERIOD_MS,
       account: 'default',
       journal: h.journal,
       client: h.client,
@@ -215,6 +217,7 @@ describe('firewall state as desired state', () => {
     const journal = openTestStore(path);
     const { metrics, registry } = freshMetrics();
     const engine = new RemediationEngine({
+      firewallPeriodMs: FIREWALL_PERIOD_MS,
       account: 'default',
       journal,
       client: h.client,

@@ -13,6 +13,7 @@ import {
   openTestStore,
   powerRequest,
   simulatorTargets,
+  FIREWALL_PERIOD_MS,
 } from '../../helpers/remediation.js';
 import { tempDir } from '../../helpers/tmp.js';
 
@@ -239,6 +240,7 @@ describe('exactly once', () => {
     const h = await engineHarness({}, path);
     const other = openTestStore(path);
     const engine = new RemediationEngine({
+      firewallPeriodMs: FIREWALL_PERIOD_MS,
       account: 'default',
       journal: other,
       client: h.client,
@@ -298,6 +300,7 @@ describe('exactly once', () => {
     const { metrics, registry } = freshMetrics();
     const log = captureLogger();
     await new RemediationEngine({
+      firewallPeriodMs: FIREWALL_PERIOD_MS,
       account: 'default',
       journal,
       client: h.client,
@@ -341,6 +344,7 @@ describe('the console descriptor', () => {
   ])('$name', async ({ known, serverId, error, rows }) => {
     const h = await engineHarness();
     const engine = new RemediationEngine({
+      firewallPeriodMs: FIREWALL_PERIOD_MS,
       account: 'default',
       journal: h.journal,
       client: h.client,

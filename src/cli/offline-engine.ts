@@ -1,0 +1,73 @@
+/**
+ * A remediation engine that acts on nothing, for `remediation test` and `remediation replay`: the real engine
+ * and guards over an in-memory SQLite journal, a fake clock, and a recorder in place of the API (it records
+ * each write and answers `{success: true}`; nothing leaves the process).
+ */
+import { tmpdir } from 'node:os';
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import type { Config } from '../config/schema.js';
+import type { UpstreamContext } from '../errors.js';
+import { createMetrics, forAccount } from '../metrics/definitions.js';
+import { RemediationEngine } from '../remediation/engine.js';
+import type { TargetDirectory } from '../remediation/types.js';
+import { schedulePeriodMs } from '../scheduler/scheduler.js';
+import { Journal } from '../store/sqlite/journal.js';
+import { type SqliteStore, sqliteStore } from '../store/sqlite/store.js';
+import { UpstreamClient, type UpstreamRequest } from '../upstream/client.js';
+
+/** An UpstreamClient that sends nothing: it records each write (operation and form fields) and answers success. */
+export class RecorderClient extends UpstreamClient {
+  readonly calls: Array<Record<string, string>> = [];
+  constructor() {
+    super({ baseUrl: 'http://127.0.0.1:9', apiKey: '', timeoutMs: 1, concurrency: 1, retries: 0 });
+  }
+  override async json<T>(req: UpstreamRequest, decode?: (reply: unknown, ctx: UpstreamContext) => T): Promise<T> {
+    const params: Record<string, string> = { operation: req.operation };
+    for (const [k, v] of Object.entries(req.body)) if (v !== undefined) params[k] = String(v);
+    this.calls.push(params);
+    const reply = { success: true, message: 'recorded, not sent' };
+    return decode ? decode(reply, { operation: req.operation, path: req.path }) : (reply as T);
+  }
+}
+
+export interface OfflineEngine {
+  engine: RemediationEngine;
+  journal: SqliteStore;
+  client: RecorderClient;
+  /** stops the engine, closes the journal and the client */
+  close(): Promise<void>;
+}
+
+/** An engine of `account` under `config` (remediation and schedules) on `targets`, with the clock `now`. */
+export async function offlineEngine(
+  config: Pick<Config, 'remediation' | 'schedules'>,
+  account: string,
+  targets: TargetDirectory,
+  now: () => number,
+): Promise<OfflineEngine> {
+  const journal = sqliteStore(Journal.open(':memory:'), ':memory:', tmpdir());
+  const client = new RecorderClient();
+  const engine = new RemediationEngine({
+    account,
+    journal,
+    client,
+    metrics: forAccount(createMetrics(new Registry()), account),
+    logger: pino({ level: 'silent' }),
+    targets,
+    config: config.remediation,
+    firewallPeriodMs: () => schedulePeriodMs(config.schedules.firewall),
+    now,
+  });
+  await engine.ready;
+  return {
+    engine,
+    journal,
+    client,
+    close: async () => {
+      await engine.stop();
+      await journal.close();
+      await client.close();
+    },
+  };
+}

@@ -1,0 +1,168 @@
+/**
+ * The test file of `baremetal-exporter remediation test` (in the spirit of `promtool test rules`): the
+ * `remediation:` block under test (or `config_file:`, whose `remediation` and `schedules` are read), an initial
+ * world (servers with their IPs, attack events per IP at their times) and a timeline of Alertmanager
+ * deliveries, each with the journal rows it must produce. Parsed with the `yaml` package and validated with
+ * Ajv; a malformed file is a TestFileError naming the file and the line.
+ */
+import { dirname, resolve } from 'node:path';
+import { Ajv } from 'ajv';
+import { Type, type Static } from 'typebox';
+import { LineCounter, parseDocument, type Document } from 'yaml';
+import { parseDuration } from '../config/load.js';
+import { BaremetalError } from '../errors.js';
+import { oneOf, stringMap, strictObject } from '../json-schema.js';
+import { readBoundedText } from '../read-bounded-file.js';
+import { webhookSchema, type WebhookBody } from '../remediation/webhook.js';
+
+/** A malformed test file (exit 2): names the file and the line. */
+export class TestFileError extends BaremetalError {}
+
+const duration = Type.String({ pattern: '^[0-9]+(ms|s|m|h|d)$' });
+const row = Type.Object(
+  {
+    action: Type.Optional(Type.String()),
+    server_id: Type.Optional(Type.String()),
+    ip: Type.Optional(Type.String()),
+    decision: Type.String(),
+    source: Type.Optional(Type.String()),
+  },
+  { additionalProperties: false },
+);
+const call = strictObject({
+  operation: Type.String(),
+  server_id: Type.Optional(Type.String()),
+  ip: Type.Optional(Type.String()),
+  state: Type.Optional(Type.String()),
+  sensitivity: Type.Optional(Type.String()),
+});
+const shortAlert = strictObject({
+  alertname: Type.String({ minLength: 1 }),
+  labels: stringMap({ default: {} }),
+  status: oneOf(['firing', 'resolved'], { default: 'firing' }),
+});
+const step = strictObject({
+  at: duration,
+  alert: Type.Optional(shortAlert),
+  alerts: Type.Optional(Type.Array(shortAlert, { maxItems: 1000 })),
+  payload: Type.Optional(webhookSchema),
+  expect: Type.Array(row, { default: [] }),
+  calls: Type.Optional(Type.Array(call)),
+});
+const server = strictObject({
+  id: Type.String({ minLength: 1 }),
+  ips: Type.Array(Type.String(), { default: [] }),
+  attacks: Type.Array(strictObject({ ip: Type.String(), at: duration }), { default: [] }),
+});
+const fileSchema = strictObject({
+  remediation: Type.Optional(Type.Object({}, { additionalProperties: true })),
+  config_file: Type.Optional(Type.String({ minLength: 1 })),
+  schedules: Type.Optional(stringMap()),
+  servers: Type.Array(server, { minItems: 1, maxItems: 100000 }),
+  timeline: Type.Array(step, { minItems: 1, maxItems: 10000 }),
+});
+
+export type TestStep = Static<typeof step> & { line: number };
+export type ExpectedRow = Static<typeof row>;
+export type ExpectedCall = Static<typeof call>;
+export type ShortAlert = Static<typeof shortAlert>;
+
+/** A test file, read: what `runTestFile` runs. Times (`at`) are ms after the start. */
+export interface TestFile {
+  path: string;
+  /** the remediation block and schedules in the config file's shape */
+  config: { remediation: Record<string, unknown>; schedules?: Record<string, unknown> };
+  servers: Array<{ id: string; ips: string[]; attacks: Array<{ ip: string; at: number }> }>;
+  timeline: Array<TestStep & { atMs: number; deliveries: WebhookBody | undefined }>;
+}
+
+const ajv = new Ajv({ allErrors: false, useDefaults: true, strict: false });
+const validate = ajv.compile(fileSchema);
+
+/** Reads and validates test file `path`. Throws TestFileError naming the line. */
+export async function readTestFile(path: string): Promise<TestFile> {
+  const text = await readBoundedText(path, 'config');
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false });
+  const lineOf = (offset: number | undefined) => (offset === undefined ? 1 : lines.linePos(offset).line);
+  if (doc.errors.length > 0) {
+    const error = doc.errors[0]!;
+    throw new TestFileError(`${path}:${lineOf(error.pos[0])}: ${error.message.split('\n')[0]}`);
+  }
+  const raw = doc.toJS() as unknown;
+  if (!validate(raw)) {
+    const error = validate.errors![0]!;
+    const at = nodeLine(doc, error.instancePath, lineOf);
+    const where = error.instancePath === '' ? '(top level)' : error.instancePath.slice(1).replaceAll('/', '.');
+    throw new TestFileError(`${path}:${at}: ${where}: ${error.message ?? 'invalid'}`);
+  }
+  const file = raw as Static<typeof fileSchema>;
+  const fail = (pointer: string, message: string): never => {
+    throw new TestFileError(`${path}:${nodeLine(doc, pointer, lineOf)}: ${message}`);
+  };
+  const config = await configOf(path, file, fail);
+  const timeline = file.timeline.map((s, i) => {
+    const pointer = `/timeline/${i}`;
+    const given = [s.alert, s.alerts, s.payload].filter((x) => x !== undefined).length;
+    if (given > 1) fail(pointer, 'give one of alert, alerts or payload');
+    return {
+      ...s,
+      line: nodeLine(doc, pointer, lineOf),
+      atMs: ms(s.at, `${pointer}/at`, fail),
+      deliveries: s.payload,
+    };
+  });
+  for (let i = 1; i < timeline.length; i++)
+    if (timeline[i]!.atMs < timeline[i - 1]!.atMs) fail(`/timeline/${i}/at`, 'the timeline must not go back in time');
+  const servers = file.servers.map((s, i) => ({
+    id: s.id,
+    ips: s.ips,
+    attacks: s.attacks.map((a, j) => ({ ip: a.ip, at: ms(a.at, `/servers/${i}/attacks/${j}/at`, fail) })),
+  }));
+  return { path, config, servers, timeline };
+}
+
+/** A time of the timeline: 0 (`0s`) or a duration, ms. */
+function ms(text: string, pointer: string, fail: (pointer: string, message: string) => never): number {
+  if (/^0(ms|s|m|h|d)$/.test(text)) return 0;
+  return parseDuration(text) ?? fail(pointer, `not a duration: ${JSON.stringify(text)}`);
+}
+
+/** The remediation block under test: the file's own, or the one of its `config_file` (relative to the file). */
+async function configOf(
+  path: string,
+  file: Static<typeof fileSchema>,
+  fail: (pointer: string, message: string) => never,
+): Promise<TestFile['config']> {
+  if ((file.remediation === undefined) === (file.config_file === undefined))
+    fail('', 'give either remediation or config_file');
+  if (file.remediation)
+    return {
+      remediation: file.remediation as Record<string, unknown>,
+      ...(file.schedules ? { schedules: file.schedules } : {}),
+    };
+  const configPath = resolve(dirname(path), file.config_file!);
+  let parsed: unknown;
+  try {
+    parsed = parseDocument(await readBoundedText(configPath, 'config')).toJS();
+  } catch (error) {
+    return fail('/config_file', `cannot read ${configPath}: ${(error as Error).message}`);
+  }
+  const config = (parsed ?? {}) as Record<string, unknown>;
+  const remediation = (config.remediation ?? {}) as Record<string, unknown>;
+  const schedules = (file.schedules ?? config.schedules) as Record<string, unknown> | undefined;
+  return { remediation, ...(schedules ? { schedules } : {}) };
+}
+
+/** The line of the node at JSON pointer `pointer` (its nearest existing ancestor). */
+function nodeLine(doc: Document, pointer: string, lineOf: (offset: number | undefined) => number): number {
+  const parts = pointer
+    .split('/')
+    .slice(1)
+    .map((p) => (/^\d+$/.test(p) ? Number(p) : p.replaceAll('~1', '/').replaceAll('~0', '~')));
+  for (let n = parts.length; n >= 0; n--) {
+    const node = doc.getIn(parts.slice(0, n), true) as { range?: [number, number, number] } | undefined;
+    if (node?.range) return lineOf(node.range[0]);
+  }
+  return 1;
+}

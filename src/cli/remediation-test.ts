@@ -1,0 +1,177 @@
+/**
+ * `baremetal-exporter remediation test FILE…`: runs each test file (remediation-test-file.ts) through the real
+ * rules, engine and guards, on an in-memory SQLite store, with a fake clock, a server directory built from the
+ * file's world and a recorder in place of the API (nothing leaves the process). At each step of the timeline
+ * the clock moves to `at`, due pending firewall changes are applied, the step's alerts are delivered, and the
+ * journal rows written since the previous step (and the upstream calls, when the step lists them) are compared
+ * with what it expects. Exit 0 when every file passes, 1 with a diff when one does not, 2 when one is malformed.
+ */
+import { createHash } from 'node:crypto';
+import { buildConfig } from '../config/load.js';
+import { BaremetalError } from '../errors.js';
+import { offlineEngine } from './offline-engine.js';
+import { requestsFor } from '../remediation/rules.js';
+import type { AttackState, TargetDirectory } from '../remediation/types.js';
+import type { WebhookAlert, WebhookBody } from '../remediation/webhook.js';
+import type { JournalEntry } from '../store/rows.js';
+import {
+  type ExpectedCall,
+  type ExpectedRow,
+  readTestFile,
+  type ShortAlert,
+  type TestFile,
+  TestFileError,
+} from './remediation-test-file.js';
+
+/** The fake clock's start: the timeline's `at: 0s`. */
+const START = Date.UTC(2026, 0, 1);
+const ACCOUNT = 'default';
+/** The webhook principal the timeline's deliveries come from. */
+const TEST_PRINCIPAL = 'alertmanager';
+
+/** The file's servers as the engine's directory: attack state always fresh, events up to `now()`. */
+function worldDirectory(file: TestFile, now: () => number): TargetDirectory {
+  const servers = new Map(file.servers.map((s) => [s.id, s]));
+  return {
+    serversKnown: true,
+    hasServer: (id) => servers.has(id),
+    ownsIp: (id, ip) => servers.get(id)?.ips.includes(ip) ?? false,
+    serversInScope: () => servers.size,
+    attackState: (id): AttackState => {
+      const lastEventAt = new Map<string, number>();
+      for (const a of servers.get(id)?.attacks ?? []) {
+        const at = START + a.at;
+        if (at <= now() && at >= (lastEventAt.get(a.ip) ?? 0)) lastEventAt.set(a.ip, at);
+      }
+      return { known: true, readAt: now(), lastEventAt };
+    },
+  };
+}
+
+/** Alertmanager's alert for a short form: the fingerprint from its labels, `startsAt` its episode's start. */
+function toAlert(short: ShortAlert, episodes: Map<string, string>, now: number): WebhookAlert {
+  const labels = { ...short.labels, alertname: short.alertname };
+  const fingerprint = createHash('sha256')
+    .update(JSON.stringify(Object.entries(labels).sort()))
+    .digest('hex')
+    .slice(0, 16);
+  const startsAt = episodes.get(fingerprint) ?? new Date(now).toISOString();
+  if (short.status === 'firing') episodes.set(fingerprint, startsAt);
+  else episodes.delete(fingerprint);
+  return { status: short.status, labels, startsAt, fingerprint };
+}
+
+/** The journal row's fields an expectation names (and its message), for comparison and the diff. */
+const shown = (row: JournalEntry, keys: readonly string[]) => {
+  const all: Record<string, unknown> = {
+    action: row.action,
+    server_id: row.serverId,
+    ip: row.ip,
+    decision: row.decision,
+    source: row.source,
+  };
+  return Object.fromEntries(keys.map((k) => [k, all[k]]));
+};
+
+const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+/** Runs one file; returns its failures (each a few lines of diff). Throws TestFileError, ConfigError. */
+export async function runTestFile(file: TestFile): Promise<string[]> {
+  const config = buildConfig(
+    {
+      upstream: { base_url: 'http://127.0.0.1:9', api_key: 'remediation-test-key' },
+      remediation: { ...file.config.remediation, auth: {} },
+      ...(file.config.schedules ? { schedules: file.config.schedules } : {}),
+    },
+    {},
+  );
+  const clock = { now: START };
+  const { engine, journal, client, close } = await offlineEngine(
+    config,
+    ACCOUNT,
+    worldDirectory(file, () => clock.now),
+    () => clock.now,
+  );
+  const failures: string[] = [];
+  const episodes = new Map<string, string>();
+  let lastId = 0;
+  let calls = 0;
+  try {
+    for (const step of file.timeline) {
+      clock.now = START + step.atMs;
+      await engine.tick();
+      const body: WebhookBody | undefined =
+        step.payload ??
+        (step.alert || step.alerts
+          ? {
+              version: '4',
+              status: 'firing',
+              alerts: (step.alerts ?? [step.alert!]).map((a) => toAlert(a, episodes, clock.now)),
+            }
+          : undefined);
+      for (const [i, alert] of (body?.alerts ?? []).entries())
+        for (const req of requestsFor(alert, i, config.remediation.rules, [ACCOUNT], TEST_PRINCIPAL))
+          await engine.request(req);
+      const rows = (await journal.list({ account: ACCOUNT, limit: 100_000 })).filter((r) => r.id > lastId).reverse();
+      lastId = Math.max(lastId, ...rows.map((r) => r.id));
+      const where = `${file.path}:${step.line}: at ${step.at}`;
+      failures.push(...compareRows(where, step.expect, rows));
+      const made = client.calls.slice(calls);
+      calls = client.calls.length;
+      if (step.calls) failures.push(...compareCalls(where, step.calls, made));
+    }
+  } finally {
+    await close();
+  }
+  return failures;
+}
+
+function compareRows(where: string, expected: ExpectedRow[], rows: JournalEntry[]): string[] {
+  const keys = (e: ExpectedRow | undefined) => (e ? Object.keys(e) : ['action', 'server_id', 'decision']);
+  const ok = expected.length === rows.length && expected.every((e, i) => same(e, shown(rows[i]!, keys(e))));
+  if (ok) return [];
+  const lines = [`${where}: journal rows differ`];
+  for (const e of expected) lines.push(`  - ${JSON.stringify(e)}`);
+  rows.forEach((r, i) => {
+    lines.push(`  + ${JSON.stringify({ ...shown(r, keys(expected[i])), message: r.message })}`);
+  });
+  return [lines.join('\n')];
+}
+
+function compareCalls(where: string, expected: ExpectedCall[], made: Array<Record<string, string>>): string[] {
+  const pick = (c: Record<string, string>, e: ExpectedCall | undefined) =>
+    Object.fromEntries(Object.keys(e ?? c).map((k) => [k, c[k]]));
+  if (expected.length === made.length && expected.every((e, i) => same(e, pick(made[i]!, e)))) return [];
+  const lines = [`${where}: upstream calls differ`];
+  for (const e of expected) lines.push(`  - ${JSON.stringify(e)}`);
+  made.forEach((c, i) => {
+    lines.push(`  + ${JSON.stringify(pick(c, expected[i]))}`);
+  });
+  return [lines.join('\n')];
+}
+
+/** `remediation test FILE…`: the exit code (0 pass, 1 a mismatch, 2 a malformed file). */
+export async function runRemediationTest(
+  files: string[],
+  out: NodeJS.WritableStream = process.stdout,
+  err: NodeJS.WritableStream = process.stderr,
+): Promise<number> {
+  if (files.length === 0) throw new BaremetalError('remediation test: at least one FILE expected');
+  let code = 0;
+  for (const path of files) {
+    try {
+      const failures = await runTestFile(await readTestFile(path));
+      if (failures.length === 0) out.write(`${path}: SUCCESS\n`);
+      else {
+        out.write(`${path}: FAILED\n${failures.join('\n')}\n`);
+        code = Math.max(code, 1);
+      }
+    } catch (error) {
+      if (!(error instanceof BaremetalError)) throw error;
+      const message = error instanceof TestFileError ? error.message : `${path}: ${error.message}`;
+      err.write(`${message}\n`);
+      code = 2;
+    }
+  }
+  return code;
+}
