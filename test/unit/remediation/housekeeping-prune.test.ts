@@ -42,6 +42,7 @@ describe('journal pruning cadence', () => {
       ip: '198.18.0.1',
       value: '1',
       alertname: 'BaremetalIpUnderAttack',
+      principal: 'alertmanager',
       fingerprint: null,
       startsAt: null,
       decision: 'dry_run',
