@@ -16,7 +16,7 @@ import {
   setReverseDns,
   type PowerAction,
 } from '../upstream/dedicated.js';
-import type { ServerRecord } from '../upstream/decode.js';
+import type { ServerRecord } from '../upstream/decode-servers.js';
 import type { GraphScale, GraphType } from '../config/api-terms.js';
 import { listLocations } from '../upstream/reseller.js';
 import { option, requiredOption } from './context.js';

@@ -5,7 +5,8 @@
  * confirmation or request.
  */
 import type { UpstreamContext } from '../errors.js';
-import { UpstreamClient, type UpstreamRequest } from '../upstream/client.js';
+import { UpstreamClient } from '../upstream/client.js';
+import type { UpstreamRequest } from '../upstream/request.js';
 
 /** Thrown by DryRunClient instead of sending: carries the request. */
 export class CapturedRequest extends Error {

@@ -6,7 +6,7 @@
  */
 import type { Metrics } from '../metrics/definitions.js';
 import { CLOCK_EVERY, Slices } from '../slices.js';
-import type { ServerList, ServerRecord } from '../upstream/decode.js';
+import type { ServerList, ServerRecord } from '../upstream/decode-servers.js';
 
 /** The latest server list, keyed by server id. */
 export type Inventory = Map<string, ServerRecord>;

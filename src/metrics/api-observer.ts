@@ -10,7 +10,7 @@
  * requests (a run's deadline, shutdown) say nothing about the API and are not counted.
  */
 import type { JobName } from '../config/schema.js';
-import type { RequestEvent } from '../upstream/client.js';
+import type { RequestEvent } from '../upstream/request.js';
 import type { Metrics, RunOutcome } from './definitions.js';
 
 /** The request outcome that says nothing about the API's health. */

@@ -24,7 +24,7 @@ import type { Metrics, RunOutcome } from '../metrics/definitions.js';
 import type { AttackState, TargetDirectory } from '../remediation/types.js';
 import type { EventLedger } from '../store/store.js';
 import type { UpstreamClient } from '../upstream/client.js';
-import type { ServerList } from '../upstream/decode.js';
+import type { ServerList } from '../upstream/decode-servers.js';
 import { getGraph, listOperatingSystems, listServers } from '../upstream/dedicated.js';
 import { getFirewallHistory } from '../upstream/firewall.js';
 import { listLocations } from '../upstream/reseller.js';

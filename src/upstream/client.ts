@@ -5,38 +5,23 @@
  * typed UpstreamError. Every reply is bounded: a total deadline per attempt (headers and body together) and a
  * maximum body size, enforced while streaming. A `429`, or a `503` with `Retry-After`, pauses every request of
  * this client for that long. Every text that comes back passes the scrubber before anything keeps it.
- * Bytes in, errors out: the resource modules beside this file decide what the bytes mean.
+ * Bytes in, errors out: the resource modules beside this file decide what the bytes mean. The mechanisms live
+ * beside it: reply reading and its limits in reply.ts, the mapping of transport failures in transport-errors.ts,
+ * the read slots in slots.ts, each attempt's deadline in attempt-signal.ts, the request shapes in request.ts.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { rootCertificates } from 'node:tls';
 import { Agent, request, type Dispatcher } from 'undici';
-import {
-  ApiError,
-  HttpStatusError,
-  InvalidReplyError,
-  RateLimitedError,
-  ResponseTooLargeError,
-  UpstreamCancelledError,
-  UpstreamConnectionError,
-  UpstreamError,
-  UpstreamTimeoutError,
-  UpstreamTlsError,
-  type UpstreamContext,
-} from '../errors.js';
+import { RateLimitedError, UpstreamCancelledError, UpstreamError, type UpstreamContext } from '../errors.js';
 import type { Scrubber } from '../scrub.js';
 import { ApiKey } from './api-key.js';
 import { baseUrlSecrets, checkBaseUrl } from '../config/base-url.js';
 import { type BudgetPriority, RequestBudget } from './request-budget.js';
-
-/** How many characters of an unexpected body an error keeps. */
-export const EXCERPT_LENGTH = 200;
-
-/** One finished HTTP attempt, reported to the observer (for `baremetal_api_*` metrics). */
-export interface RequestEvent {
-  operation: string;
-  /** `success` or the UpstreamError's `outcome` */
-  outcome: string;
-  durationSeconds: number;
-}
+import { DEFAULT_MAX_RESPONSE_BYTES, parseJsonReply, readBody, retryAfterMs, textReply } from './reply.js';
+import { AttemptSignals } from './attempt-signal.js';
+import type { RequestEvent, UpstreamRequest } from './request.js';
+import { ReadSlots } from './slots.js';
+import { type AbortReason, classifyTransportError } from './transport-errors.js';
 
 export interface UpstreamClientOptions {
   /** base address, e.g. `https://api.provider.example`; http:// only for loopback */
@@ -70,114 +55,6 @@ export interface UpstreamClientOptions {
   now?: () => number;
 }
 
-/** Default of `upstream.max_response_bytes`. */
-export const DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
-/** A Retry-After pause is clamped to this range, ms: an absurd or missing value must not stop polling for days. */
-export const MIN_PAUSE_MS = 1_000;
-export const MAX_PAUSE_MS = 3_600_000;
-/** The pause after a 429 without a (readable) Retry-After, ms. */
-export const DEFAULT_PAUSE_MS = 30_000;
-
-/** Slots background reads (graphs, catalog) may hold at most: half the concurrency, at least one. */
-export const backgroundSlots = (concurrency: number): number => Math.max(1, Math.floor(concurrency / 2));
-
-/** A request: which operation, which path, which body parameters; `read` enables retries. */
-export interface UpstreamRequest {
-  operation: string;
-  path: string;
-  body: Record<string, string | undefined>;
-  read: boolean;
-  /** cancels the request (and its retries): a poll run's deadline, or shutdown */
-  signal?: AbortSignal;
-  /**
-   * a read that waits behind every other read, for a slot and for a budget token: `true` for pictures and
-   * reference data (graphs, catalog), which must never delay attack detection; default false
-   */
-  background?: boolean;
-  /**
-   * called each time an attempt of the request leaves for the API (it holds its slot and its budget token);
-   * until the first call it was only queued. A poll cut at its deadline tells a slow reply from a queued
-   * request so.
-   */
-  onSent?: () => void;
-}
-
-/** What a caller of a read may add to it: its cancellation and whether it has been sent (UpstreamRequest). */
-export type ReadOptions = Pick<UpstreamRequest, 'signal' | 'onSent'>;
-
-const TIMEOUT_CODES = new Set([
-  'UND_ERR_CONNECT_TIMEOUT',
-  'UND_ERR_HEADERS_TIMEOUT',
-  'UND_ERR_BODY_TIMEOUT',
-  'ETIMEDOUT',
-]);
-const TLS_CODES =
-  /^(ERR_TLS_|ERR_SSL_|CERT_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_(GET|VERIFY)_|ERR_OSSL_)/;
-/** Failures before a connection existed: the request certainly never reached the API. */
-const NOT_SENT_CODES = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'UND_ERR_DESTROYED',
-  'UND_ERR_CLOSED',
-]);
-
-/** Why an attempt's signal fired: the attempt's own deadline, or the caller's signal. */
-type AbortReason = 'deadline' | 'cancelled';
-
-/**
- * Maps an error thrown by undici to a typed UpstreamError. `aborted` says why the attempt was aborted, if it
- * was. A failure after the connection existed (a timeout, a reset) leaves a write's outcome unknown.
- */
-export function classifyTransportError(error: unknown, ctx: UpstreamContext, aborted?: AbortReason): UpstreamError {
-  const err = error as NodeJS.ErrnoException;
-  const code = String(err?.code ?? (err?.cause as NodeJS.ErrnoException | undefined)?.code ?? '');
-  const detail = `${code ? `${code}: ` : ''}${err?.message ?? String(error)}`;
-  if (aborted === 'cancelled')
-    return new UpstreamCancelledError(ctx, 'cancelled', { cause: error, outcomeUnknown: true });
-  if (TLS_CODES.test(code)) return new UpstreamTlsError(ctx, `TLS failure (${detail})`, { cause: error });
-  const outcomeUnknown = !NOT_SENT_CODES.has(code);
-  if (aborted === 'deadline')
-    return new UpstreamTimeoutError(ctx, 'timed out (deadline of the attempt elapsed)', {
-      cause: error,
-      outcomeUnknown,
-    });
-  if (TIMEOUT_CODES.has(code) || err?.name === 'TimeoutError')
-    return new UpstreamTimeoutError(ctx, `timed out (${detail})`, { cause: error, outcomeUnknown });
-  return new UpstreamConnectionError(ctx, `connection failed (${detail})`, { cause: error, outcomeUnknown });
-}
-
-/**
- * A `Retry-After` value (RFC 9110 §10.2.3: delay-seconds or an HTTP date) → ms from `now`, clamped to
- * MIN_PAUSE_MS…MAX_PAUSE_MS; DEFAULT_PAUSE_MS when absent or unreadable.
- */
-export function retryAfterMs(value: string | string[] | undefined, now: number): number {
-  const text = (Array.isArray(value) ? value[0] : value)?.trim() ?? '';
-  let ms = DEFAULT_PAUSE_MS;
-  if (/^\d{1,10}$/.test(text)) ms = Number(text) * 1000;
-  else if (text !== '' && Number.isFinite(Date.parse(text))) ms = Date.parse(text) - now;
-  return Math.min(MAX_PAUSE_MS, Math.max(MIN_PAUSE_MS, ms));
-}
-
-/** Resolves after `ms`, or rejects with the signal's reason when it fires first. */
-function wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
 /** The HTTP client of the hosting API. Build one per process; `close()` it on shutdown. */
 export class UpstreamClient {
   readonly baseUrl: string;
@@ -185,14 +62,9 @@ export class UpstreamClient {
   readonly apiKey: ApiKey;
   readonly #dispatcher: Dispatcher;
   readonly #ownsDispatcher: boolean;
-  /** reads in flight under the concurrency limit */
-  #active = 0;
-  /** of which background reads (at most backgroundSlots) */
-  #activeBackground = 0;
-  /** reads waiting for a slot, first come first served: every waiting read before any waiting background read */
-  readonly #queued: { read: Array<() => void>; background: Array<() => void> } = { read: [], background: [] };
-  /** attempts in flight per caller signal (a poll run's): one abort listener per signal, not one per attempt */
-  readonly #following = new WeakMap<AbortSignal, Set<AbortController>>();
+  readonly #slots: ReadSlots;
+  /** each attempt's deadline, and the caller's signal followed */
+  readonly #attempts = new AttemptSignals();
   /** the request budget (token bucket), when `maxRequestsPerSecond` is set */
   readonly budget: RequestBudget | undefined;
   readonly #options: UpstreamClientOptions;
@@ -210,6 +82,7 @@ export class UpstreamClient {
     this.baseUrl = checkBaseUrl(options.baseUrl);
     this.apiKey = typeof options.apiKey === 'string' ? new ApiKey(options.apiKey) : options.apiKey;
     this.#options = options;
+    this.#slots = new ReadSlots(options.concurrency);
     this.#maxBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     this.#now = options.now ?? Date.now;
     this.apiKey.alsoScrub([...(options.secrets ?? []), ...baseUrlSecrets(options.baseUrl)]);
@@ -241,7 +114,7 @@ export class UpstreamClient {
 
   /** Requests waiting for a slot under the concurrency limit. */
   get pendingCount(): number {
-    return this.#queued.read.length + this.#queued.background.length;
+    return this.#slots.pendingCount;
   }
 
   /** ms since epoch until which requests wait after a Retry-After; 0 when not paused. */
@@ -259,7 +132,7 @@ export class UpstreamClient {
   async json<T>(req: UpstreamRequest, decode?: (reply: unknown, ctx: UpstreamContext) => T): Promise<T | unknown> {
     return this.#withRetry(req, async (signal) => {
       const { status, text } = await this.#send(req, signal);
-      const parsed = this.#parseJson(req, status, text);
+      const parsed = parseJsonReply({ operation: req.operation, path: req.path, status }, text, this.scrub, req.read);
       return decode ? decode(parsed, { operation: req.operation, path: req.path, status }) : parsed;
     });
   }
@@ -268,11 +141,7 @@ export class UpstreamClient {
   async text(req: UpstreamRequest): Promise<string> {
     return this.#withRetry(req, async (signal) => {
       const { status, text } = await this.#send(req, signal);
-      const ctx = { operation: req.operation, path: req.path, status };
-      const apiError = parseApiError(text, this.scrub);
-      if (apiError !== undefined) throw new ApiError(ctx, apiError);
-      if (status < 200 || status >= 300) throw new HttpStatusError(ctx, excerpt(text));
-      return text;
+      return textReply({ operation: req.operation, path: req.path, status }, text, this.scrub);
     });
   }
 
@@ -298,7 +167,7 @@ export class UpstreamClient {
         const minMs = this.#options.retryMinDelayMs ?? 250;
         const delayMs = Math.min(Math.round((Math.random() + 1) * minMs * 2 ** retry), 5_000);
         // Not cancellable: a cancelled request's next attempt ends at once as cancelled (and is counted so).
-        if (delayMs > 0) await wait(delayMs, undefined);
+        if (delayMs > 0) await sleep(delayMs);
       }
     }
   }
@@ -325,8 +194,8 @@ export class UpstreamClient {
       return this.#observe(req, attempt);
     }
     const priority = req.background ? 'background' : 'read';
-    if (this.#canStart(priority)) this.#holdSlot(priority);
-    else await new Promise<void>((resolve) => this.#queued[priority].push(resolve));
+    const queued = this.#slots.acquire(priority);
+    if (queued) await queued;
     try {
       if (req.signal?.aborted) throw new UpstreamCancelledError(ctx, 'cancelled while waiting for a slot');
       if (this.#pausedUntil !== 0) await this.#waitForPause(req, ctx);
@@ -334,34 +203,7 @@ export class UpstreamClient {
       req.onSent?.();
       return await this.#observe(req, attempt);
     } finally {
-      this.#releaseSlot(priority);
-    }
-  }
-
-  /**
-   * A read may take a slot: one is free and, for a background read, no other read waits and background
-   * reads hold fewer than BACKGROUND_SLOTS of them (slow pictures never hold every slot: issue 33).
-   */
-  #canStart(priority: 'read' | 'background'): boolean {
-    if (this.#active >= this.#options.concurrency) return false;
-    if (priority === 'read') return true;
-    return this.#queued.read.length === 0 && this.#activeBackground < backgroundSlots(this.#options.concurrency);
-  }
-
-  #holdSlot(priority: 'read' | 'background'): void {
-    this.#active++;
-    if (priority === 'background') this.#activeBackground++;
-  }
-
-  /** Frees a slot and passes it on: to the next waiting read, else to the next waiting background read. */
-  #releaseSlot(priority: 'read' | 'background'): void {
-    this.#active--;
-    if (priority === 'background') this.#activeBackground--;
-    for (const next of ['read', 'background'] as const) {
-      if (this.#queued[next].length === 0 || !this.#canStart(next)) continue;
-      this.#holdSlot(next);
-      this.#queued[next].shift()!();
-      return;
+      this.#slots.release(priority);
     }
   }
 
@@ -374,9 +216,11 @@ export class UpstreamClient {
     if (until === 0) return;
     if (!req.read) throw new RateLimitedError(ctx, until);
     try {
-      await wait(until - this.#now(), req.signal);
+      await sleep(until - this.#now(), undefined, req.signal && { signal: req.signal });
     } catch (error) {
-      throw new UpstreamCancelledError(ctx, 'cancelled while the API asked us to wait', { cause: error });
+      // The library rejects with an AbortError whose cause is the signal's reason: the cause kept is the reason.
+      const cause = req.signal?.aborted ? req.signal.reason : error;
+      throw new UpstreamCancelledError(ctx, 'cancelled while the API asked us to wait', { cause });
     }
   }
 
@@ -398,47 +242,20 @@ export class UpstreamClient {
   async #observe<T>(req: UpstreamRequest, attempt: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const started = performance.now();
     let outcome = 'success';
-    const controller = new AbortController();
-    const deadline = setTimeout(() => controller.abort('deadline' satisfies AbortReason), this.#options.timeoutMs);
-    const following = req.signal && this.#follow(req.signal, controller);
+    const { signal, end } = this.#attempts.start(this.#options.timeoutMs, req.signal);
     try {
-      return await attempt(controller.signal);
+      return await attempt(signal);
     } catch (error) {
       outcome = error instanceof UpstreamError ? error.outcome : 'error';
       throw error;
     } finally {
-      clearTimeout(deadline);
-      following?.delete(controller);
+      end();
       this.#options.onRequest?.({
         operation: req.operation,
         outcome,
         durationSeconds: (performance.now() - started) / 1000,
       });
     }
-  }
-
-  /**
-   * Aborts `controller` (as cancelled) when `signal` aborts. One listener per signal, on the set of its
-   * attempts in flight: a poll run's signal would otherwise get and lose a listener per request.
-   */
-  #follow(signal: AbortSignal, controller: AbortController): Set<AbortController> {
-    let attempts = this.#following.get(signal);
-    if (!attempts) {
-      const set = new Set<AbortController>();
-      attempts = set;
-      this.#following.set(signal, set);
-      signal.addEventListener(
-        'abort',
-        () => {
-          for (const each of set) each.abort('cancelled' satisfies AbortReason);
-          set.clear();
-        },
-        { once: true },
-      );
-    }
-    if (signal.aborted) controller.abort('cancelled' satisfies AbortReason);
-    else attempts.add(controller);
-    return attempts;
   }
 
   /**
@@ -477,97 +294,14 @@ export class UpstreamClient {
       this.budget?.pauseFor(until - this.#now());
       throw new RateLimitedError(ctx, until);
     }
-    const declared = Number(res.headers['content-length']);
-    if (Number.isFinite(declared) && declared > this.#maxBytes) {
-      // dump() reads at most a small amount, then closes the connection.
-      await res.body.dump().catch(() => undefined);
-      throw new ResponseTooLargeError(
-        ctx,
-        `reply of ${declared} bytes exceeds upstream.max_response_bytes (${this.#maxBytes})`,
-      );
-    }
     // Read whatever the status, so the connection goes back to the pool; stop at the size cap.
     let body: Buffer;
     try {
-      body = Number.isFinite(declared) ? await readDeclared(res.body) : await this.#readCapped(res.body, ctx);
+      body = await readBody(res, this.#maxBytes, ctx);
     } catch (error) {
       if (error instanceof UpstreamError) throw error;
       throw classifyTransportError(error, ctx, reason());
     }
     return { status: res.statusCode, text: this.scrub(body.toString('utf8')) };
-  }
-
-  /** A body of undeclared length (chunked), read as a stream and abandoned past `maxResponseBytes`. */
-  async #readCapped(body: Dispatcher.ResponseData['body'], ctx: UpstreamContext): Promise<Buffer> {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of body as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      // Leaving the loop by a throw destroys the stream and its connection.
-      if (size > this.#maxBytes) {
-        throw new ResponseTooLargeError(
-          ctx,
-          `reply exceeds upstream.max_response_bytes (${this.#maxBytes}); aborted after ${size} bytes`,
-        );
-      }
-      chunks.push(chunk);
-    }
-    return Buffer.concat(chunks, size);
-  }
-
-  #parseJson(req: UpstreamRequest, status: number, text: string): unknown {
-    const ctx = { operation: req.operation, path: req.path, status };
-    let parsed: unknown;
-    try {
-      parsed = parseScrubbed(text, this.scrub);
-    } catch {
-      if (status < 200 || status >= 300) throw new HttpStatusError(ctx, excerpt(text));
-      // A write answered 2xx without JSON does not say whether it acted (decodeActionResult's rule).
-      throw new InvalidReplyError(ctx, 'not JSON', excerpt(text), { outcomeUnknown: !req.read });
-    }
-    const apiError = errorMessageOf(parsed);
-    if (apiError !== undefined) throw new ApiError(ctx, apiError);
-    if (status < 200 || status >= 300) throw new HttpStatusError(ctx, excerpt(text));
-    return parsed;
-  }
-}
-
-/**
- * A body whose Content-Length was checked against the cap: HTTP/1.1 framing ends it after that many bytes,
- * so it is read whole (undici's collector, cheaper than iterating the stream).
- */
-async function readDeclared(body: Dispatcher.ResponseData['body']): Promise<Buffer> {
-  const bytes = await body.bytes();
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-}
-
-/** The start of a (scrubbed) reply, for an error message. */
-const excerpt = (text: string): string => text.slice(0, EXCERPT_LENGTH);
-
-/** `{error: true, message}` → message (contract §7); anything else → undefined. */
-function errorMessageOf(parsed: unknown): string | undefined {
-  if (parsed && typeof parsed === 'object' && (parsed as { error?: unknown }).error === true) {
-    const message = (parsed as { message?: unknown }).message;
-    return typeof message === 'string' ? message : 'error reply without a message';
-  }
-  return undefined;
-}
-
-/**
- * A reply's JSON with every decoded string scrubbed: the raw text is scrubbed already, but a JSON escape
- * (`\u0041`, `\n` inside the key) spells a secret the raw text does not show. Only a string with an escape can
- * decode to something its raw text did not say, so a reply without a backslash is parsed as it is.
- */
-function parseScrubbed(text: string, scrub: Scrubber): unknown {
-  if (!text.includes('\\')) return JSON.parse(text);
-  return JSON.parse(text, (_key, value: unknown) => (typeof value === 'string' ? scrub(value) : value));
-}
-
-function parseApiError(text: string, scrub: Scrubber): string | undefined {
-  if (!text.trimStart().startsWith('{')) return undefined;
-  try {
-    return errorMessageOf(parseScrubbed(text, scrub));
-  } catch {
-    return undefined;
   }
 }

@@ -9,14 +9,16 @@ import {
   decodeActionResult,
   decodeGraph,
   decodeOperatingSystems,
+  type ActionResult,
+  type OperatingSystem,
+} from './decode.js';
+import {
   decodeServer,
   serverListEntries,
   decodeServerEntries,
-  type ActionResult,
-  type OperatingSystem,
   type ServerList,
   type ServerRecord,
-} from './decode.js';
+} from './decode-servers.js';
 import { GRAPH_SCALES, GRAPH_TYPES, type GraphScale, type GraphType } from '../config/api-terms.js';
 import { requireBashSyntax, requireHostname, requireId, requireIp, requireOneOf } from './params.js';
 

@@ -2,7 +2,8 @@
  * Firewall (DDoS protection) operations (contract §4): history for dedicated, colocation and transit
  * services, and the sensitivity and state settings of a dedicated server's IP.
  */
-import type { ReadOptions, UpstreamClient } from './client.js';
+import type { UpstreamClient } from './client.js';
+import type { ReadOptions } from './request.js';
 import { decodeActionResult, decodeFirewallHistory, type ActionResult, type FirewallEvent } from './decode.js';
 import {
   FIREWALL_SCALES,

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon.js';
-import { ECHO_SPELLINGS, type EchoSpelling, type Faults } from '../../src/simulator/server.js';
+import { ECHO_SPELLINGS, type EchoSpelling, type Faults } from '../../src/simulator/faults.js';
 import { secretForms } from '../../src/scrub.js';
 import { accountOf, startHarness } from '../helpers/daemon.js';
 import { seriesValue } from '../helpers/metrics.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { collectServerList, memoryBytes } from '../../../src/collectors/inventory.js';
-import { decodeServerList } from '../../../src/upstream/decode.js';
+import { decodeServerList } from '../../../src/upstream/decode-servers.js';
 import { freshMetrics, seriesOf, seriesValue } from '../../helpers/metrics.js';
 
 const ctx = { operation: 'list_servers', path: '/api/v1/dedicated' };

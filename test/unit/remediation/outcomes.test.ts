@@ -3,8 +3,8 @@ import { IdempotencyMismatchError, UpstreamConnectionError } from '../../../src/
 import { RemediationEngine } from '../../../src/remediation/engine.js';
 import type { ActionRequest } from '../../../src/remediation/types.js';
 import { failureDecision } from '../../../src/remediation/outcome.js';
-import type { Faults } from '../../../src/simulator/server.js';
-import { classifyTransportError } from '../../../src/upstream/client.js';
+import type { Faults } from '../../../src/simulator/faults.js';
+import { classifyTransportError } from '../../../src/upstream/transport-errors.js';
 import { captureLogger } from '../../helpers/logger.js';
 import { freshMetrics, seriesValue } from '../../helpers/metrics.js';
 import {

@@ -16,7 +16,8 @@ import {
   UpstreamTlsError,
 } from '../../../src/errors.js';
 import { checkBaseUrl } from '../../../src/config/base-url.js';
-import { UpstreamClient, type RequestEvent } from '../../../src/upstream/client.js';
+import { UpstreamClient } from '../../../src/upstream/client.js';
+import type { RequestEvent } from '../../../src/upstream/request.js';
 import { listServers, powerCycle } from '../../../src/upstream/dedicated.js';
 import { getDedicatedFirewallHistory, setFirewallState } from '../../../src/upstream/firewall.js';
 import { makeTestPki } from '../../helpers/certs.js';

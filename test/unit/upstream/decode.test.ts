@@ -6,11 +6,13 @@ import {
   decodeGraph,
   decodeLocations,
   decodeOperatingSystems,
+} from '../../../src/upstream/decode.js';
+import {
   decodeServer,
   decodeServerEntries,
   decodeServerList,
   serverListEntries,
-} from '../../../src/upstream/decode.js';
+} from '../../../src/upstream/decode-servers.js';
 
 const ctx = { operation: 'op', path: '/api/v1/x', status: 200 };
 
