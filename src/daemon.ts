@@ -280,9 +280,9 @@ function servedParts(
       ...(shared ? { replicas: { leading, directory: shared.directory } } : {}),
       now: p.now,
     }),
-    attacks: new Map([...accounts].map(([name, runtime]) => [name, runtime.poller.attacks])),
+    attacks: new Map([...accounts].map(([name, runtime]) => [name, runtime.state.attacks])),
     discovery: discoverySource(
-      new Map([...accounts].map(([name, runtime]) => [name, runtime.poller])),
+      new Map([...accounts].map(([name, runtime]) => [name, runtime.state])),
       shared ? { leading, directory: (account: string) => shared.directory.snapshot(account) } : undefined,
     ),
     remediation: { engines: p.engines, journal, metrics: p.metrics, config: config.remediation },
@@ -353,8 +353,8 @@ async function startEngines(
         logger: accounts.size > 1 ? logger.child({ account: name }) : logger,
         // A follower checks targets against the list the leader published.
         targets: shared
-          ? leaderOrSnapshot(runtime.poller, shared.directory.snapshot(name), replication.leading)
-          : runtime.poller,
+          ? leaderOrSnapshot(runtime.state, shared.directory.snapshot(name), replication.leading)
+          : runtime.state,
         config: config.remediation,
         now: d.now,
         // A decision shows in /metrics within a second; a burst of alerts costs one rendering.

@@ -6,7 +6,7 @@
 import type { ActionName } from '../config/schema.js';
 import type { Decision } from '../store/decisions.js';
 
-/** What the engine needs to know of one account's inventory (the account's poller provides it). */
+/** What the engine needs to know of one account's inventory (the account's state provides it, collectors/account-state.ts). */
 export interface TargetDirectory {
   /** false until the first server list was read */
   readonly serversKnown: boolean;

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { PollJob, abortable, runDeadlineMs, type WorkResult } from '../../../src/scheduler/poll-job.js';
-import { each } from '../../../src/scheduler/jobs.js';
-import { Scheduler, schedulePeriodMs } from '../../../src/scheduler/scheduler.js';
+import { abortable, each, runDeadlineMs, schedulePeriodMs, type WorkResult } from '../../../src/polls/poll.js';
+import { PollJob } from '../../../src/scheduler/poll-job.js';
+import { Scheduler } from '../../../src/scheduler/scheduler.js';
 import { captureLogger } from '../../helpers/logger.js';
 import { freshMetrics, seriesValue } from '../../helpers/metrics.js';
 

@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import { configFileSchema, DEFAULT_SCHEDULES, JOB_NAMES } from '../../../src/config/schema.js';
+import type { catalogPoll } from '../../../src/polls/catalog.js';
+import { type firewallPoll, firewallUnderAttackPoll } from '../../../src/polls/firewall.js';
+import type { graphsPoll } from '../../../src/polls/graphs.js';
+import { EVERY_JOB_LISTED, type ListsEveryJob, POLLS } from '../../../src/polls/index.js';
+import type { serversPoll } from '../../../src/polls/servers.js';
+
+describe('POLLS, the one list of polls', () => {
+  it('has one definition per poll job of the configuration, each once, in the order of JOB_NAMES', () => {
+    expect(POLLS.map((poll) => poll.name)).toEqual([...JOB_NAMES]);
+    expect(EVERY_JOB_LISTED).toBe(true);
+  });
+
+  it("gives each poll the default of its `schedules` key (firewall_under_attack: the firewall poll's)", () => {
+    const keys = configFileSchema.properties.schedules.properties as Record<string, { default?: string }>;
+    for (const poll of POLLS) {
+      const own = keys[poll.name]?.default;
+      expect(poll.defaultSchedule).toBe(own ?? DEFAULT_SCHEDULES.firewall);
+    }
+  });
+
+  it('makes firewall_under_attack a job only when its schedule differs from the firewall poll', () => {
+    const schedules = (under: string) => ({ ...DEFAULT_SCHEDULES, firewall_under_attack: under });
+    const config = (under: string) =>
+      ({ schedules: schedules(under) }) as Parameters<NonNullable<typeof firewallUnderAttackPoll.enabled>>[0];
+    expect(firewallUnderAttackPoll.enabled(config(DEFAULT_SCHEDULES.firewall))).toBe(false);
+    expect(firewallUnderAttackPoll.enabled(config('*/5 * * * * *'))).toBe(true);
+  });
+
+  it('refuses, at compile time, a list that leaves a poll job out', () => {
+    const complete: ListsEveryJob<
+      [typeof serversPoll, typeof firewallPoll, typeof firewallUnderAttackPoll, typeof graphsPoll, typeof catalogPoll]
+    > = true;
+    // @ts-expect-error -- catalog is missing: the type is `never` (tsconfig.check.json fails if this compiles)
+    const missing: ListsEveryJob<
+      [typeof serversPoll, typeof firewallPoll, typeof firewallUnderAttackPoll, typeof graphsPoll]
+    > = true;
+    expect([complete, missing]).toEqual([true, true]);
+  });
+});
