@@ -12,6 +12,21 @@ import { FirewallSeriesState, historyReadAt, type ServiceRef } from './firewall.
 import type { Inventory } from './inventory.js';
 import { ownedIps } from './ownership.js';
 
+/**
+ * What the latest firewall history says of one dedicated server: unknown (with the reason, a sentence), or
+ * when it was read and the newest attack event of each of its IPs that had any. The power guard's input
+ * (remediation's `TargetDirectory.attackState`).
+ */
+export type AttackState =
+  | { known: false; reason: string }
+  | {
+      known: true;
+      /** ms since epoch (the collector clock) the history was read (firewall.ts `historyReadAt`) */
+      readAt: number;
+      /** IP → ms since epoch of its newest event (the event's time, else the time the history was read) */
+      lastEventAt: ReadonlyMap<string, number>;
+    };
+
 /** The configuration an account's state reads, per call (a reload changes it in place). */
 export type AccountStateConfig = Pick<Config, 'schedules'> &
   Pick<AccountConfig, 'services'> & {
@@ -75,6 +90,31 @@ export class AccountState {
   /** The IP is the server's (collectors/ownership.ts: its record's or seen in its firewall history). */
   ownsIp(serverId: string, ip: string): boolean {
     return ownedIps(this.inventory, this.firewallState, serverId).has(ip);
+  }
+
+  /** Servers in the latest list that are in scope (the circuit breaker's `max_fraction`). */
+  serversInScope(): number {
+    return this.inventory.size;
+  }
+
+  /**
+   * The server's attack state for the power guard: unknown when the firewall collector is off, or its history
+   * was never read or failed at its latest poll; else when it was read and the newest event per IP.
+   */
+  attackState(serverId: string): AttackState {
+    if (this.#config.collectors?.firewall === false)
+      return { known: false, reason: 'the firewall collector is off (collectors.firewall: false)' };
+    const ref = { serviceType: 'dedicated' as const, serviceId: serverId };
+    const readAt = historyReadAt(this.firewallState, ref);
+    if (readAt === undefined) return { known: false, reason: 'its firewall history has not been read yet' };
+    if (this.firewallState.services.get(FirewallSeriesState.key(ref))?.up === false)
+      return {
+        known: false,
+        reason: `the latest poll of its firewall history failed (last read at ${new Date(readAt).toISOString()})`,
+      };
+    const polledAt = this.attacks.services.get(FirewallSeriesState.key(ref))?.polledAt ?? readAt;
+    const lastEventAt = new Map([...this.attacks.newestPerIp(ref)].map(([ip, e]) => [ip, e.time ?? polledAt]));
+    return { known: true, readAt, lastEventAt };
   }
 
   /** Runs `fn` once the list applied before it is in the inventory (one list applied at a time). */
