@@ -130,13 +130,15 @@ export async function reloadEventIds(runtime: AccountRuntime, logger: Logger): P
 }
 
 /**
- * Runs servers, then firewall, graphs and catalog, once, then the under-attack poll (its services are known
- * once the first firewall run has ended); `stopping()` true ends it after the server list.
+ * Runs servers, then every other poll of the account (firewall, graphs, catalog, any poll POLLS adds) at once,
+ * then the under-attack poll (its services are known once the first firewall run has ended); `stopping()`
+ * true ends it after the server list.
  */
 export async function initialPolls(runtime: AccountRuntime, stopping: () => boolean): Promise<void> {
   await runtime.polls.run('servers');
   if (stopping()) return;
-  await Promise.all((['firewall', 'graphs', 'catalog'] as JobName[]).map((job) => runtime.polls.run(job)));
+  const rest = [...runtime.polls.jobs.keys()].filter((job) => job !== 'servers' && job !== 'firewall_under_attack');
+  await Promise.all(rest.map((job) => runtime.polls.run(job)));
   if (!stopping()) await runtime.polls.run('firewall_under_attack');
 }
 
