@@ -253,6 +253,19 @@ local alerting = [
         }
       },
       {
+        "alert": "BaremetalActionAwaitingApproval",
+        "expr": "max without (instance, pod) (baremetal_action_awaiting_approval{job=\"baremetal\"}) > 0",
+        "for": "1m",
+        "labels": {
+          "severity": "warning"
+        },
+        "annotations": {
+          "summary": "A {{ $labels.action }} remediation awaits approval",
+          "description": "{{ $value }} {{ $labels.action }} request(s) of account {{ $labels.account }} wait for a second operator (require_approval): nothing is sent until one approves (POST /api/v1/actions/{id}/approve) or denies it; unapproved, they expire after remediation.approval_timeout.",
+          "runbook_url": "https://github.com/baremetal-exporter/baremetal-exporter/blob/main/docs/runbook.md#baremetalactionawaitingapproval"
+        }
+      },
+      {
         "alert": "BaremetalNoLeader",
         "expr": "max without (instance, pod) (baremetal_leader{job=\"baremetal\"}) == 0",
         "for": "2m",

@@ -323,6 +323,19 @@ max by (instance, account, server_id, hostname) (label_replace(${s('baremetal_se
     ),
     alert(
       {
+        alert: 'BaremetalActionAwaitingApproval',
+        expr: `${one('baremetal_action_awaiting_approval')} > 0`,
+        for: '1m',
+        annotations: {
+          summary: 'A {{ $labels.action }} remediation awaits approval',
+          description:
+            '{{ $value }} {{ $labels.action }} request(s) of account {{ $labels.account }} wait for a second operator (require_approval): nothing is sent until one approves (POST /api/v1/actions/{id}/approve) or denies it; unapproved, they expire after remediation.approval_timeout.',
+        },
+      },
+      'warning',
+    ),
+    alert(
+      {
         alert: 'BaremetalNoLeader',
         comment:
           'Replicas that are up all report 0. No absent(): with every replica down there is no series, and\nBaremetalExporterDown (each target) or BaremetalExporterAbsent (no target) pages instead.',

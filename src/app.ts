@@ -17,8 +17,10 @@ import type { GraphStore } from './graphs/store.js';
 import { authEnabled, createAuthCheck, type AuthConfig } from './http/auth.js';
 import { AddressAllowance } from './http/auth-allowance.js';
 import { BcryptPool, type PasswordVerifier } from './http/bcrypt-pool.js';
+import { createPrincipalCheck, remediationPrincipals } from './http/principals.js';
 import { applyServerLimits, serverLimitOptions } from './http/server-limits.js';
 import { actionRoutes } from './http/routes/actions.js';
+import { approvalRoutes } from './http/routes/approvals.js';
 import { alertmanagerRoutes } from './http/routes/alertmanager.js';
 import { attackRoutes } from './http/routes/attacks.js';
 import { discoveryRoutes, type DiscoverySource } from './http/routes/discovery.js';
@@ -159,7 +161,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   const remediation = deps.remediation;
   if (remediation) {
     void app.register(async (scope) => {
-      scope.addHook('onRequest', createAuthCheck(remediation.config, 'forbid', authOptions));
+      // Who calls, and whether its roles allow the route (http/principals.ts).
+      scope.addHook('onRequest', createPrincipalCheck(remediationPrincipals(remediation.config), authOptions));
       alertmanagerRoutes(scope, {
         engines: remediation.engines,
         // The config object a reload changes in place.
@@ -168,6 +171,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
         maxAlerts: remediation.config.maxAlerts,
       });
       actionRoutes(scope, remediation);
+      approvalRoutes(scope, remediation);
     });
   }
   return app;

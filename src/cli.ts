@@ -146,7 +146,12 @@ async function demo(args: string[]): Promise<void> {
       services: { colocation_ids: ['colo-1', 'colo-2'], transit_ids: ['transit-1'] },
       remediation: {
         dry_run: true,
-        auth: { bearer_token_files: [`${stateDir}/demo-token`] },
+        // One principal with every role, so the demo's token can post alerts, act and read the journal.
+        auth: {
+          principals: [
+            { name: 'demo', bearer_token_file: `${stateDir}/demo-token`, roles: ['webhook', 'operator', 'reader'] },
+          ],
+        },
         rules: [
           {
             alertname: 'BaremetalIpUnderAttack',

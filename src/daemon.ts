@@ -15,7 +15,7 @@ import { startAccount, type AccountDeps, type AccountRuntime } from './accounts.
 import { leaderOrSnapshot } from './remediation/targets.js';
 import type { ElectionTimings, Role } from './ha/role.js';
 import { limitGraphDecoding } from './graphs/image.js';
-import { authEnabled } from './http/auth.js';
+import { remediationPrincipals } from './http/principals.js';
 import { statusViewOf } from './http/status-view.js';
 import { discoverySource } from './http/discovery-source.js';
 import type { WebConfigFile } from './http/web-config-reload.js';
@@ -28,6 +28,7 @@ import { RemediationEngine } from './remediation/engine.js';
 import type { ReloadResult } from './config/reload.js';
 import { readinessOf } from './daemon/readiness.js';
 import { createReload } from './daemon/reload.js';
+import { watchApiKeyFiles } from './daemon/api-key-files.js';
 import { pollingDuties, Replication } from './daemon/replication.js';
 import { listen, webDeps } from './daemon/web.js';
 import { createMetrics, createdNames, leaderOnlyNames, type Metrics } from './metrics/definitions.js';
@@ -50,6 +51,8 @@ export interface DaemonOptions {
   listen?: boolean;
   /** how often pending firewall changes are checked, ms (default 1000) */
   remediationTickMs?: number;
+  /** how often each `api_key_file` is checked for a change, ms (default 10 s) */
+  keyFileIntervalMs?: number;
   /** `--web.config.file`: its TLS, headers and basic-auth users replace `web.tls` and `web.auth.basic_auth_users` */
   webConfig?: WebConfigFile;
   /** re-reads the config file through the same loader and flags (`reload()`); without it a reload fails */
@@ -111,9 +114,11 @@ export async function startDaemon(config: Config, options: DaemonOptions = {}): 
   }
 }
 
-async function start(initial: Config, options: DaemonOptions, lock: StateLock): Promise<Daemon> {
-  // The configuration in force: a reload changes its reloadable parts in place, read by the poll jobs,
-  // schedulers, engines and routes (a copy, so the caller's object is never changed).
+/**
+ * The configuration in force: a reload changes its reloadable parts in place, read by the poll jobs,
+ * schedulers, engines and routes (a copy, so the caller's object is never changed).
+ */
+function configInForce(initial: Config): Config {
   const config = structuredClone(initial);
   // A compiled hostname pattern (re2js) does not survive the copy: each account keeps the caller's selectors
   // (never changed: a reload replaces the lists) in lists of its own.
@@ -121,6 +126,11 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     const { include, exclude } = initial.accounts[i]!.scope;
     account.scope = { include: [...include], exclude: [...exclude] };
   }
+  return config;
+}
+
+async function start(initial: Config, options: DaemonOptions, lock: StateLock): Promise<Daemon> {
+  const config = configInForce(initial);
   const logger = options.logger ?? createLogger(config.logLevel);
   const now = options.now ?? Date.now;
   const registry = new Registry();
@@ -200,6 +210,15 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     now,
     stopping: () => stopping,
   });
+  const keyFiles = watchApiKeyFiles({
+    config,
+    clients: accounts,
+    metrics,
+    markDirty: () => exposition.markDirty(),
+    logger,
+    now,
+    ...(options.keyFileIntervalMs !== undefined ? { intervalMs: options.keyFileIntervalMs } : {}),
+  });
   const { duties, firstPolls } = pollingDuties({
     accounts,
     engines,
@@ -228,6 +247,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     reload,
     stop: async () => {
       stopping = true;
+      keyFiles.stop();
       // Stops polling and the remediation tickers (cancelling runs in flight), then, with PostgreSQL, frees the
       // leader lock so that a follower takes over at once.
       await role.stop();
@@ -369,7 +389,18 @@ async function startEngines(
   );
   // A store still opening (an unreachable PostgreSQL) reads them back when it opens.
   if (journal.unavailable === undefined) await Promise.all([...engines.values()].map((e) => e.ready));
-  if (!authEnabled(config.remediation))
+  const { bearerTokens, basicAuthUsers } = config.remediation;
+  const deprecated = bearerTokens.length + Object.keys(basicAuthUsers).length;
+  if (deprecated > 0)
+    logger.warn(
+      {
+        principals: remediationPrincipals(config.remediation)
+          .slice(-deprecated)
+          .map((p) => p.name),
+      },
+      'remediation.auth.bearer_token_files and basic_auth_users are deprecated: each is a principal with every role (webhook, operator, reader); give each consumer its own entry in remediation.auth.principals',
+    );
+  if (remediationPrincipals(config.remediation).length === 0)
     logger.warn(
       'remediation is disabled: no credentials configured (remediation.auth); the action endpoints answer 403',
     );
@@ -394,6 +425,7 @@ function knownSecrets(config: Config): string[] {
   return [
     ...config.accounts.map((a) => a.upstream.apiKey),
     ...config.remediation.bearerTokens,
+    ...config.remediation.principals.flatMap((p) => (p.bearerToken === undefined ? [] : [p.bearerToken])),
     ...config.web.auth.bearerTokens,
     ...(config.database.kind === 'postgres' ? databaseSecrets(config.database.url) : []),
   ];

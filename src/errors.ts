@@ -276,6 +276,12 @@ export class IdempotencyMismatchError extends BaremetalError {
   override readonly statusCode = 422;
 }
 
+/** The request conflicts with what another request already decided: an approval already given, denied or expired. */
+export class ConflictError extends BaremetalError {
+  override readonly code = 'BM_ERR_CONFLICT';
+  override readonly statusCode = 409;
+}
+
 /** Another running daemon holds the lock on `state_dir`; this one refuses to start. */
 export class StateDirLockedError extends BaremetalError {
   override readonly code = 'BM_ERR_STATE_DIR_LOCKED';
@@ -318,5 +324,6 @@ export const errorClasses = {
   RequestTimeoutError,
   HeadersTooLargeError,
   IdempotencyMismatchError,
+  ConflictError,
   StateDirLockedError,
 } as const;

@@ -4,6 +4,7 @@
  * `cli` action when the daemon's journal is there, so its budget and cooldowns see it. The outcome is what
  * the API said: a reply with `success: false` is a failure.
  */
+import { userInfo } from 'node:os';
 import { failureDecision, failureOutcome } from '../remediation/outcome.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import type { ActionResult } from '../upstream/decode.js';
@@ -61,6 +62,18 @@ export async function runWrite<T>(ctx: CommandContext, write: WriteAction<T>): P
   return { result: await (write.around ? write.around(send) : send()) };
 }
 
+/**
+ * The journal's principal for the `api` command: `cli:<login name>` (os.userInfo), or `cli:uid-<uid>` when the
+ * user has no name (a container's numeric user without a passwd entry).
+ */
+export function cliPrincipal(): string {
+  try {
+    return `cli:${userInfo().username}`;
+  } catch {
+    return `cli:uid-${process.getuid?.() ?? 'unknown'}`;
+  }
+}
+
 async function journaled<T>(ctx: CommandContext, write: WriteAction<T>, _operation: string): Promise<T> {
   const journal = await ctx.journal();
   const id = await journal?.insert({
@@ -75,6 +88,7 @@ async function journaled<T>(ctx: CommandContext, write: WriteAction<T>, _operati
     fingerprint: null,
     startsAt: null,
     decision: 'executing',
+    principal: cliPrincipal(),
   });
   try {
     const result = await write.call(ctx.client);

@@ -26,6 +26,7 @@ import {
   type Config,
   type ConfigFile,
   type Credentials,
+  type Principal,
   type RemediationRule,
   type UpstreamConfig,
 } from './schema.js';
@@ -135,14 +136,8 @@ class Checks {
     const files = this.value(`${key}.bearer_token_files`);
     (Array.isArray(files) ? files : []).forEach((path: unknown, i) => {
       if (typeof path !== 'string') return;
-      try {
-        const token = readFile(path, 'secret').trim();
-        if (token.length < 16)
-          this.problems.push(`${key}.bearer_token_files.${i}: the token in ${path} is shorter than 16 characters`);
-        else bearerTokens.push(token);
-      } catch (error) {
-        this.problems.push(`${key}.bearer_token_files.${i}: cannot read ${path} (${errno(error)})`);
-      }
+      const token = this.#token(`${key}.bearer_token_files.${i}`, path, readFile);
+      if (token !== undefined) bearerTokens.push(token);
     });
     const users = this.value(`${key}.basic_auth_users`);
     const basicAuthUsers = users !== null && typeof users === 'object' ? (users as Record<string, string>) : {};
@@ -153,7 +148,66 @@ class Checks {
     }
     return { bearerTokens, basicAuthUsers };
   }
+
+  /**
+   * `remediation.auth.principals`: names unique (also against the deprecated form's `token-N` and user
+   * names), exactly one credential each, token files read, hashes checked, accounts configured.
+   */
+  principals(readFile: ReadFile, legacy: Credentials, accounts: readonly string[]): Principal[] {
+    const key = 'remediation.auth.principals';
+    const list = this.value(key);
+    if (!Array.isArray(list)) return [];
+    const names = new Set([
+      ...legacy.bearerTokens.map((_, i) => `token-${i + 1}`),
+      ...Object.keys(legacy.basicAuthUsers),
+    ]);
+    // A token names one principal: two with one token could not be told apart.
+    const tokens = new Set(legacy.bearerTokens);
+    return (list as PrincipalFile[]).flatMap((p, i): Principal[] => {
+      const at = `${key}.${i}`;
+      if (this.rejected(at)) return [];
+      const before = this.problems.length;
+      if (names.has(p.name)) this.problems.push(`${at}.name: duplicate principal name ${JSON.stringify(p.name)}`);
+      names.add(p.name);
+      const principal: Principal = { name: p.name, roles: [...p.roles] };
+      if ((p.bearer_token_file === undefined) === (p.basic_auth_hash === undefined))
+        this.problems.push(`${at}: give exactly one of bearer_token_file and basic_auth_hash`);
+      else if (p.bearer_token_file !== undefined) {
+        const token = this.#token(`${at}.bearer_token_file`, p.bearer_token_file, readFile);
+        if (token !== undefined && tokens.has(token))
+          this.problems.push(`${at}.bearer_token_file: another principal has the same token`);
+        if (token !== undefined) tokens.add(token);
+        if (token !== undefined) principal.bearerToken = token;
+      } else {
+        const hash = p.basic_auth_hash!;
+        const problem = bcryptHashProblem(p.name, hash, 'must be a bcrypt hash ($2b$…), never a plain password');
+        if (problem !== undefined) this.problems.push(`${at}.basic_auth_hash: ${problem}`);
+        principal.basicAuthHash = hash;
+      }
+      for (const [j, account] of (p.accounts ?? []).entries())
+        if (!accounts.includes(account))
+          this.problems.push(`${at}.accounts.${j}: no account ${JSON.stringify(account)} is configured`);
+      if (p.accounts) principal.accounts = [...p.accounts];
+      if (p.actions) principal.actions = [...p.actions];
+      if (p.require_approval) principal.requireApproval = true;
+      return this.problems.length === before ? [principal] : [];
+    });
+  }
+
+  /** The token in `path` (trimmed), or undefined with a problem at `key`: unreadable, or shorter than 16 characters. */
+  #token(key: string, path: string, readFile: ReadFile): string | undefined {
+    try {
+      const token = readFile(path, 'secret').trim();
+      if (token.length >= 16) return token;
+      this.problems.push(`${key}: the token in ${path} is shorter than 16 characters`);
+    } catch (error) {
+      this.problems.push(`${key}: cannot read ${path} (${errno(error)})`);
+    }
+    return undefined;
+  }
 }
+
+type PrincipalFile = ConfigFile['remediation']['auth']['principals'][number];
 
 /**
  * A bcrypt hash as htpasswd and bcryptjs write it: `$2a$`, `$2b$` or `$2y$`. The original `$2$` and the
@@ -228,8 +282,10 @@ export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFil
   }
 
   const remediationAuth = checks.credentials('remediation.auth', readFile);
+  const principals = checks.principals(readFile, remediationAuth, accountNames(checks));
   const rules = checkRules(checks);
   const journalRetentionMs = checks.duration('remediation.journal_retention', '30d');
+  const approvalTimeoutMs = checks.duration('remediation.approval_timeout', '15m');
   const webAuth = checks.credentials('web.auth', readFile);
   const database = checkDatabase(checks, env, readFile);
   for (const key of ['cert_file', 'key_file'] as const) {
@@ -266,9 +322,11 @@ export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFil
     remediation: {
       dryRun: file.remediation.dry_run,
       journalRetentionMs: journalRetentionMs!,
+      approvalTimeoutMs: approvalTimeoutMs!,
       budgetPerHour: file.remediation.budget_per_hour,
       maxAlerts: file.remediation.max_alerts,
       ...remediationAuth,
+      principals,
       rules: file.remediation.rules.map(
         (rule, i): RemediationRule => ({
           alertname: rule.alertname,
@@ -282,6 +340,7 @@ export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFil
           ...(rule.sensitivity ? { sensitivity: rule.sensitivity } : {}),
           ...rules[i]!,
           requireOwnedIp: rule.require_owned_ip,
+          requireApproval: rule.require_approval,
         }),
       ),
     },
@@ -411,6 +470,13 @@ function checkScope(checks: Checks, at: string): ServerScope | undefined {
   return scope;
 }
 
+/** The names of the accounts the file configures (`default` in the single-account form). */
+function accountNames(checks: Checks): string[] {
+  const list = checks.value('accounts');
+  if (list === undefined) return [DEFAULT_ACCOUNT];
+  return (Array.isArray(list) ? list : []).flatMap((_, i) => checks.text(`accounts.${i}.name`) ?? []);
+}
+
 const services = (file: ServicesFile): AccountConfig['services'] => ({
   colocationIds: file.colocation_ids,
   transitIds: file.transit_ids,
@@ -487,6 +553,7 @@ function checkUpstream(
     maxResponseBytes: file.max_response_bytes,
     maxRequestsPerSecond: file.max_requests_per_second,
     apiKeySource,
+    ...(apiKeySource === 'file' ? { apiKeyFile: keyFile! } : {}),
   });
 }
 

@@ -2,6 +2,7 @@
  * What a configuration reload may change while the daemon runs, and what needs a restart. Reloadable:
  * each account's `services` and `servers` scope, `collectors`, the `schedules` (unless `firewall_under_attack` starts or stops differing from
  * `firewall`: that adds or removes a poll job), and `remediation.rules`, `dry_run` and `budget_per_hour`.
+ * The API key read from an `api_key_file` is reloaded too (its contents; the file's path needs a restart).
  * Anything else that changed (accounts added or removed, an upstream's base_url or key, state_dir, database,
  * web.listen_address, web.tls, credentials, graphs, firewall limits, log_level) keeps its previous value
  * until a restart; the reload applies the rest and names those keys (never their values) in one log line.
@@ -21,7 +22,13 @@ function fixedParts(config: Config) {
   return {
     ...rest,
     remediation: fixedRemediation,
-    accounts: Object.fromEntries(accounts.map(({ services: _, scope: _scope, name, ...account }) => [name, account])),
+    accounts: Object.fromEntries(
+      accounts.map(({ services: _, scope: _scope, name, upstream, ...account }) => {
+        // A key read from a file is reloaded (its file's path is not): see daemon/api-key-files.ts.
+        const { apiKey: _k, ...fixed } = upstream;
+        return [name, { ...account, upstream: upstream.apiKeySource === 'file' ? fixed : upstream }];
+      }),
+    ),
   };
 }
 

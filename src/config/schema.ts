@@ -96,6 +96,79 @@ const credentials = (what: string) =>
     { default: {} },
   );
 
+/**
+ * What a remediation principal may call (docs/remediation.md, "Who may do what"): `webhook` the Alertmanager
+ * receiver (`POST /api/v1/alertmanager`, which acts only as the rules say), `operator` the action endpoints
+ * and the console download, `reader` the journal (`GET /api/v1/actions`).
+ */
+export const ROLES = ['webhook', 'operator', 'reader'] as const;
+export type Role = (typeof ROLES)[number];
+
+/** A principal's name: the basic-auth user name, the journal's `principal`; no `:` (`cli:` names the CLI's). */
+export const PRINCIPAL_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
+
+/** What an operator principal's `actions` may list: the actions, and `console` (the KVM/IPMI download). */
+export const PRINCIPAL_ACTIONS = [...ACTIONS, 'console'] as const;
+export type PrincipalAction = (typeof PRINCIPAL_ACTIONS)[number];
+
+/** One entry of `remediation.auth.principals`. */
+const principalSchema = strict({
+  name: Type.String({
+    pattern: PRINCIPAL_NAME.source,
+    description: 'unique name, `[A-Za-z0-9][A-Za-z0-9._@-]{0,63}`: the basic-auth user and the journal’s `principal`',
+  }),
+  bearer_token_file: Type.Optional(path('a file holding its bearer token (at least 16 characters)')),
+  basic_auth_hash: Type.Optional(
+    Type.String({ minLength: 1, description: 'bcrypt hash (`$2b$…`) of its basic-auth password; user name = `name`' }),
+  ),
+  roles: Type.Array(oneOf(ROLES), {
+    minItems: 1,
+    uniqueItems: true,
+    description: `what it may call: ${ROLES.join(', ')} (see [Remediation](remediation.md#who-may-do-what))`,
+  }),
+  accounts: Type.Optional(
+    Type.Array(Type.String({ minLength: 1 }), {
+      minItems: 1,
+      uniqueItems: true,
+      description: 'the accounts an operator may act on (default: all)',
+    }),
+  ),
+  actions: Type.Optional(
+    Type.Array(oneOf(PRINCIPAL_ACTIONS), {
+      minItems: 1,
+      uniqueItems: true,
+      description: `the actions an operator may ask for (default: all): ${PRINCIPAL_ACTIONS.join(', ')}`,
+    }),
+  ),
+  require_approval: Type.Boolean({
+    default: false,
+    description: 'its operator actions wait for another operator to approve them (`POST /api/v1/actions/{id}/approve`)',
+  }),
+});
+
+/** `remediation.auth`: principals with roles, and the deprecated shared credentials. */
+const remediationAuth = () =>
+  strict(
+    {
+      principals: Type.Array(principalSchema, {
+        default: [],
+        maxItems: 1000,
+        description:
+          'who may call the remediation endpoints: each with `name`, one of `bearer_token_file` or `basic_auth_hash`, `roles`, and optionally `accounts` and `actions`',
+      }),
+      bearer_token_files: Type.Array(Type.String({ minLength: 1 }), {
+        default: [],
+        description:
+          'deprecated (use `principals`): files each holding one bearer token, each a principal `token-N` with every role',
+      }),
+      basic_auth_users: stringMap({
+        default: {},
+        description: 'deprecated (use `principals`): user → bcrypt hash, each user a principal with every role',
+      }),
+    },
+    { default: {} },
+  );
+
 /** One remediation rule of the file. */
 export const ruleSchema = strict({
   alertname: Type.String({ minLength: 1, description: 'the alert this rule acts on' }),
@@ -133,6 +206,10 @@ export const ruleSchema = strict({
     default: true,
     description: 'the IP must belong to the server (its record or its firewall history)',
   }),
+  require_approval: Type.Boolean({
+    default: false,
+    description: 'its actions wait for an operator to approve them (`POST /api/v1/actions/{id}/approve`)',
+  }),
 });
 
 /**
@@ -149,7 +226,9 @@ export const upstreamProperties = {
     path('the secret key in the file itself (discouraged); in `upstream:`, env `BAREMETAL_API_KEY` wins'),
   ),
   api_key_file: Type.Optional(
-    path('a file holding the secret key (preferred); in `upstream:`, env `BAREMETAL_API_KEY` wins'),
+    path(
+      'a file holding the secret key (preferred); in `upstream:`, env `BAREMETAL_API_KEY` wins. Re-read by a reload and when the file changes (a Kubernetes Secret update too): the next request sends the new key',
+    ),
   ),
   ca_file: Type.Optional(path('extra PEM CA certificates trusted besides the system ones')),
   timeout: Type.String({
@@ -412,6 +491,11 @@ export const configFileSchema = strict({
         reloadable: true,
         description: 'upstream calls per rolling hour and per account, all actions together',
       }),
+      approval_timeout: Type.String({
+        default: '15m',
+        unit: 'duration',
+        description: 'duration after which a request awaiting approval (require_approval) expires, nothing sent',
+      }),
       max_alerts: Type.Integer({
         minimum: 1,
         maximum: MAX_WEBHOOK_ALERTS,
@@ -420,7 +504,7 @@ export const configFileSchema = strict({
         description:
           "alerts one webhook delivery may carry; a larger one is refused with 400 and nothing is done (set Alertmanager's webhook_config `max_alerts` at or below it, so that Alertmanager truncates the group instead)",
       }),
-      auth: credentials('the remediation endpoints (none: they answer 403)'),
+      auth: remediationAuth(),
       rules: Type.Array(ruleSchema, {
         default: [],
         reloadable: true,
@@ -454,6 +538,8 @@ export interface RemediationRule {
   cooldownMs: number;
   /** the IP must belong to the server (its record or its firewall history) */
   requireOwnedIp: boolean;
+  /** its requests wait for an operator's approval */
+  requireApproval: boolean;
 }
 
 /** One account's upstream block, normalized: what `clientFromConfig` builds a client from. */
@@ -472,6 +558,8 @@ export interface UpstreamConfig {
   maxRequestsPerSecond: number;
   /** where the key came from: `env`, `file` (api_key_file) or `yaml` (discouraged) */
   apiKeySource: 'env' | 'file' | 'yaml';
+  /** with `apiKeySource` `file`: the file, re-read by a reload and when it changes (daemon/api-key-files.ts) */
+  apiKeyFile?: string;
 }
 
 /** One account: its name (the `account` label), its upstream and its services. */
@@ -513,8 +601,15 @@ export interface Config {
   /** the polls switched on (`collectors.*`); a switched-off poll makes no request and its series are absent */
   collectors: { firewall: boolean; graphs: boolean; catalog: boolean };
   remediation: Credentials & {
+    /**
+     * who may call the remediation endpoints; `bearerTokens`/`basicAuthUsers` (the deprecated form) are each a
+     * principal with every role besides these (http/principals.ts)
+     */
+    principals: Principal[];
     dryRun: boolean;
     journalRetentionMs: number;
+    /** a request awaiting approval expires after this long, ms */
+    approvalTimeoutMs: number;
     budgetPerHour: number;
     /** alerts one webhook delivery may carry at most */
     maxAlerts: number;
@@ -526,4 +621,20 @@ export interface Config {
 export interface Credentials {
   bearerTokens: string[];
   basicAuthUsers: Record<string, string>;
+}
+
+/** A remediation principal, normalized: its token file read (never logged). */
+export interface Principal {
+  name: string;
+  /** exactly one of `bearerToken` and `basicAuthHash` */
+  bearerToken?: string;
+  /** bcrypt hash; the basic-auth user name is `name` */
+  basicAuthHash?: string;
+  roles: Role[];
+  /** an operator may act on these accounts only; absent: all */
+  accounts?: string[];
+  /** an operator may ask for these actions only; absent: all */
+  actions?: PrincipalAction[];
+  /** its operator actions wait for another operator's approval */
+  requireApproval?: boolean;
 }

@@ -1,6 +1,7 @@
 /**
  * SIGHUP and `POST /-/reload`: re-reads the config file through the daemon's loader and applies what can change
- * safely (config/reload.ts says which keys need a restart), and the web config (TLS files, `--web.config.file`).
+ * safely (config/reload.ts says which keys need a restart), the API keys of `api_key_file`s (api-key-files.ts),
+ * and the web config (TLS files, `--web.config.file`).
  * An invalid new file is refused and the previous configuration stays in force; reloads run one at a time.
  */
 import type { Logger } from 'pino';
@@ -8,6 +9,7 @@ import type { AccountRuntime } from '../accounts.js';
 import { restartKeys, type ReloadResult } from '../config/reload.js';
 import type { Config } from '../config/schema.js';
 import { ConfigError } from '../errors.js';
+import { applyApiKeys } from './api-key-files.js';
 import type { Metrics } from '../metrics/definitions.js';
 import type { RemediationEngine } from '../remediation/engine.js';
 
@@ -18,7 +20,11 @@ export interface ReloadDeps {
   reloadConfig: (() => Promise<Config>) | undefined;
   /** re-reads the TLS files or the web-config file; false when that failed */
   reloadWeb: () => Promise<boolean>;
-  accounts: ReadonlyMap<string, Pick<AccountRuntime, 'name' | 'scheduler' | 'state' | 'polls'>>;
+  /**
+   * each account's scheduler (restarted when the schedules change), client (its API key), poll jobs (the
+   * switched-off collectors, the new scope) and state
+   */
+  accounts: ReadonlyMap<string, Pick<AccountRuntime, 'name' | 'scheduler' | 'client' | 'state' | 'polls'>>;
   /** an account's inventory now follows the new scope: render the exposition, publish the server list */
   scopeApplied: (account: Pick<AccountRuntime, 'name' | 'state' | 'polls'>) => void;
   /** each account's engine: a removed rule takes its pending changes with it */
@@ -53,6 +59,8 @@ async function apply(d: ReloadDeps, next: Config): Promise<string[]> {
   }
   const { rules, dryRun, budgetPerHour } = next.remediation;
   Object.assign(config.remediation, { rules, dryRun, budgetPerHour });
+  // The key the new configuration read from each api_key_file: the next request sends it.
+  applyApiKeys(config, next, d.accounts, d.logger);
   // Collector switches: read by each account's next runs; a collector switched off loses its series and
   // images at once. The scope: applied to the latest server list at once, so that remediation and discovery
   // stop seeing a newly excluded server before the next servers run.

@@ -66,16 +66,22 @@ export interface AuthCheckOptions {
 }
 
 /**
- * Builds the fastify hook that checks credentials. Throws AuthError (401); AuthBusyError (503) or
- * AuthRateLimitedError (429), both with `retryAfterSeconds`, when a password could not be checked now; or
- * ForbiddenError (403) when no credentials are configured and `unconfigured` is `forbid` (remediation);
- * with `allow` (web.auth) the routes are then open.
+ * Which configured credential a request presented: the position of its bearer token in `bearerTokens`, or its
+ * basic-auth user name.
+ */
+export type Credential = { token: number } | { user: string };
+
+/**
+ * Builds the fastify hook that checks credentials; it resolves to the credential presented (undefined when the
+ * routes are open). Throws AuthError (401); AuthBusyError (503) or AuthRateLimitedError (429), both with
+ * `retryAfterSeconds`, when a password could not be checked now; or ForbiddenError (403) when no credentials
+ * are configured and `unconfigured` is `forbid` (remediation); with `allow` (web.auth) the routes are then open.
  */
 export function createAuthCheck(
   auth: AuthConfig,
   unconfigured: 'forbid' | 'allow',
   options: AuthCheckOptions,
-): (request: FastifyRequest) => Promise<void> {
+): (request: FastifyRequest) => Promise<Credential | undefined> {
   const { verifier, now = Date.now, logger, delay = () => sleep(FAILURE_DELAY_MS) } = options;
   const allowance = options.allowance ?? new AddressAllowance({ now });
   const tokens = auth.bearerTokens.map(digest);
@@ -130,9 +136,9 @@ export function createAuthCheck(
     if (/^bearer$/i.test(scheme) && credentials) {
       const presented = digest(credentials);
       // Compare with every token, without stopping at the first match.
-      let ok = false;
-      for (const token of tokens) ok = timingSafeEqual(token, presented) || ok;
-      if (ok) return;
+      let matched = -1;
+      for (const [i, token] of tokens.entries()) if (timingSafeEqual(token, presented)) matched = i;
+      if (matched >= 0) return { token: matched };
     } else if (/^basic$/i.test(scheme) && credentials && decoy !== undefined) {
       const decoded = Buffer.from(credentials, 'base64').toString('utf8');
       const colon = decoded.indexOf(':');
@@ -143,7 +149,7 @@ export function createAuthCheck(
         // Sliding: a client that keeps using its credentials (Prometheus every scrape) never needs bcrypt
         // again, so a flood of wrong passwords filling the queue cannot lock it out.
         remember(key);
-        return;
+        return { user };
       }
       const hash = users.get(user);
       const admission = allowance.admit(request.socket?.remoteAddress);
@@ -161,7 +167,7 @@ export function createAuthCheck(
       }
       if (ok && hash !== undefined) {
         remember(key);
-        return;
+        return { user };
       }
     }
     await delay();

@@ -267,6 +267,12 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['account', 'server_id', 'ip'] as const,
       registers,
     }),
+    actionAwaitingApproval: new Gauge({
+      name: 'baremetal_action_awaiting_approval',
+      help: `Remediation requests journaled awaiting_approval: nothing is sent until another operator approves (require_approval). ${CACHED}`,
+      labelNames: ['account', 'action'] as const,
+      registers,
+    }),
     actionBudgetRemaining: new Gauge({
       name: 'baremetal_action_budget_remaining',
       help: `Upstream remediation calls still allowed in the rolling hour (remediation.budget_per_hour minus calls made). ${CACHED}`,
@@ -369,6 +375,7 @@ export const ACCOUNT_METRICS = [
   'actionRequests',
   'actionLastFailure',
   'actionPending',
+  'actionAwaitingApproval',
   'firewallDesiredState',
   'actionBudgetRemaining',
 ] as const satisfies ReadonlyArray<keyof Metrics>;

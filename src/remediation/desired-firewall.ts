@@ -92,6 +92,8 @@ export class DesiredFirewallState {
       appliedState: previous?.appliedState ?? null,
       appliedAt: previous?.appliedAt ?? null,
       cooldownMs,
+      // The latest request sets the state, so its principal is the one its deferred change is journaled under.
+      principal: req.principal,
     };
     await tx.saveDesired(desired);
     if (!desired.pending) return decide('duplicate', `IP ${ip} is already in state ${state}; nothing to do`, true);
@@ -175,6 +177,7 @@ export class DesiredFirewallState {
         {
           server_id: d.serverId,
           ip: d.ip,
+          principal: d.principal,
           attempts: saved.attempts,
           decision,
           retry_at: new Date(saved.dueAt).toISOString(),
@@ -222,7 +225,7 @@ export class DesiredFirewallState {
         }
         if ((await budgetLeft(tx, account, config.budgetPerHour, now)) <= 0) {
           logger.warn(
-            { server_id: d.serverId, ip: d.ip },
+            { server_id: d.serverId, ip: d.ip, principal: d.principal },
             'remediation budget exhausted: pending firewall change waits',
           );
           await tx.saveDesired({ ...d, dueAt: now + BUDGET_RETRY_MS });
@@ -296,7 +299,7 @@ export class DesiredFirewallState {
       if (step.kept === null) metrics.firewallDesiredState.remove(series);
       else metrics.firewallDesiredState.set(series, Number(step.kept));
       this.#deps.logger.warn(
-        { server_id: step.d.serverId, ip: step.d.ip, journal_id: step.id },
+        { server_id: step.d.serverId, ip: step.d.ip, principal: step.d.principal, journal_id: step.id },
         'pending firewall change cancelled: its remediation rule was removed',
       );
       await record('firewall_state', { id: step.id, decision: 'cancelled', message: step.message });
@@ -308,7 +311,10 @@ export class DesiredFirewallState {
 /** Journal rows of a server read to find the request that set an IP's desired state. */
 const ORIGIN_ROWS = 200;
 
-/** A journal row for a pending change, decided by the daemon itself (source `pending`). */
+/**
+ * A journal row for a pending change, decided by the daemon itself (source `pending`), under the principal of
+ * the request that set the desired state.
+ */
 function pendingEntry(d: DesiredFirewall, now: number): NewEntry {
   return {
     account: d.account,
@@ -322,5 +328,6 @@ function pendingEntry(d: DesiredFirewall, now: number): NewEntry {
     fingerprint: null,
     startsAt: null,
     decision: 'executing',
+    principal: d.principal,
   };
 }

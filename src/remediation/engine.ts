@@ -21,7 +21,8 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { DATABASE_UNREACHABLE } from '../config/database-url.js';
 import { JournalError, NotFoundError, NotReadyError } from '../errors.js';
-import type { NewEntry } from '../store/rows.js';
+import type { JournalEntry, NewEntry } from '../store/rows.js';
+import { Approvals } from './approvals.js';
 import type { StateQueries, StateStore } from '../store/store.js';
 import type { Metrics } from '../metrics/definitions.js';
 import type { UpstreamClient } from '../upstream/client.js';
@@ -62,6 +63,10 @@ export class RemediationEngine {
   readonly #now: () => number;
   readonly #housekeeping: Housekeeping;
   readonly #firewall: DesiredFirewallState;
+  readonly #approvals: Approvals;
+  /** the actions whose `baremetal_action_pending` series was set (a series is set to 0, never removed) */
+  /** the actions whose `baremetal_action_awaiting_approval` series was set */
+  readonly #approvalSeries = new Set<string>();
   #timer: NodeJS.Timeout | undefined;
   #ticking: Promise<void> | undefined;
   /** aborts the tick in progress: checked before each pending change is sent (stop(), i.e. demotion) */
@@ -77,6 +82,12 @@ export class RemediationEngine {
       ...deps,
       now: this.#now,
       record: (action, result, failedAt) => this.#record(action, result, failedAt),
+    });
+    this.#approvals = new Approvals({
+      ...deps,
+      now: this.#now,
+      request: (req) => this.request(req),
+      record: (action, result) => this.#record(action, result),
     });
     const { journal, logger } = deps;
     if (journal.unavailable !== undefined)
@@ -100,7 +111,7 @@ export class RemediationEngine {
       const before = this.#deps.interruptedAfterMs === undefined ? undefined : at - this.#deps.interruptedAfterMs;
       for (const row of await journal.recoverInterrupted(account, at, before)) {
         logger.warn(
-          { journal_id: row.id, action: row.action, server_id: row.serverId, ip: row.ip },
+          { journal_id: row.id, action: row.action, server_id: row.serverId, ip: row.ip, principal: row.principal },
           'journal row left executing by a previous run: outcome unknown (the API may have acted); it counts for cooldown and budget',
         );
       }
@@ -155,7 +166,13 @@ export class RemediationEngine {
       fingerprint: req.alert?.fingerprint ?? null,
       startsAt: req.alert?.startsAt ?? null,
       decision: 'executing',
+      principal: req.principal,
+      reason: req.reason ?? null,
+      approver: req.approval?.by ?? null,
+      approvedAt: req.approval?.at ?? null,
     };
+    const needsApproval = req.requireApproval === true && req.approval === undefined;
+    const awaiting = `awaiting approval by an operator other than ${req.principal} until ${new Date(now + config.approvalTimeoutMs).toISOString()}; nothing sent`;
     const digest = requestDigest(req);
     await this.ready;
     let desiredRecorded = false;
@@ -172,7 +189,9 @@ export class RemediationEngine {
       };
       const denial = (await checkDelivery(tx, req, digest, now)) ?? checkTarget(this.#deps.targets, req);
       if (denial) return decide(denial.decision, denial.message, false);
-      // Firewall state is desired state: a change inside its window is deferred, not denied.
+      // Firewall state is desired state: a change inside its window is deferred, not denied; one that needs
+      // approval becomes desired state only once approved.
+      if (req.action === 'firewall_state' && needsApproval) return decide('awaiting_approval', awaiting, true);
       if (req.action === 'firewall_state') {
         desiredRecorded = true;
         return this.#firewall.decide(req, now, decide, tx);
@@ -198,11 +217,13 @@ export class RemediationEngine {
       if (config.dryRun) return decide('dry_run', 'dry run: nothing sent upstream', true);
       if ((await budgetLeft(tx, account, config.budgetPerHour, now)) <= 0) {
         this.#deps.logger.warn(
-          { action: req.action, server_id: req.serverId },
+          { action: req.action, server_id: req.serverId, principal: req.principal },
           'remediation budget exhausted: action denied',
         );
         return decide('denied_budget', `budget of ${config.budgetPerHour} actions per hour is used up`, false);
       }
+      // Every guard allowed it: a request that needs a second operator waits for one (approvals.ts).
+      if (needsApproval) return decide('awaiting_approval', awaiting, true);
       return decide('executing', '', true);
     };
     // One transaction checks and claims: a second request (or replica) for the same key waits for it. A claim
@@ -220,14 +241,15 @@ export class RemediationEngine {
     if (!decided.send) return this.#record(req.action, decided);
     if (req.action === 'firewall_state')
       return this.#firewall.apply((await journal.desired(account, req.serverId, req.ip!))!, decided.id);
-    return this.#execute(decided.id, req.action, () => this.#send(req));
+    return this.#execute(decided.id, req, () => this.#send(req));
   }
 
   /**
    * The KVM/IPMI console descriptor of a server in the server list, journaled (source `operator`, action
-   * `console`). Throws JournalError, NotReadyError, NotFoundError (unknown server), UpstreamError.
+   * `console`, the asking `principal`). Throws JournalError, NotReadyError, NotFoundError (unknown server),
+   * UpstreamError.
    */
-  async console(serverId: string): Promise<string> {
+  async console(serverId: string, principal: string): Promise<string> {
     const { account, journal, targets } = this.#deps;
     this.#requireUsable();
     await this.ready;
@@ -244,6 +266,7 @@ export class RemediationEngine {
       fingerprint: null,
       startsAt: null,
       decision: 'executing',
+      principal,
     };
     if (!targets.hasServer(serverId)) {
       const message = `server ${serverId} is not in the latest server list`;
@@ -268,6 +291,23 @@ export class RemediationEngine {
     }
   }
 
+  /**
+   * Another operator approves (or, `deny`, denies) journal row `row` of this account, awaiting approval; the
+   * caller checked that `approver` may (approvals.ts). Returns the execution's decision, or the denial.
+   * Throws ConflictError (settled already, or expired), JournalError, NotReadyError.
+   */
+  async approve(row: JournalEntry, approver: string): Promise<ActionDecision> {
+    this.#requireUsable();
+    await this.ready;
+    return this.#approvals.approve(row, approver);
+  }
+
+  async deny(row: JournalEntry, approver: string, reason?: string): Promise<ActionDecision> {
+    this.#requireUsable();
+    await this.ready;
+    return this.#approvals.deny(row, approver, reason);
+  }
+
   /** Applies the pending firewall changes that are due, and the housekeeping. Called by the ticker; safe to call directly. */
   tick(): Promise<void> {
     if (this.#deps.journal.unavailable !== undefined) return Promise.resolve();
@@ -281,6 +321,7 @@ export class RemediationEngine {
         if (due > 0) await this.#refreshGauges();
       })
       .then(() => (abort.signal.aborted ? undefined : this.#housekeeping.run(this.#now())))
+      .then(() => (abort.signal.aborted ? undefined : this.#approvals.expire()))
       .then(() => {
         if (this.#tickFailing) this.#deps.logger.info('applying pending firewall changes works again');
         this.#tickFailing = false;
@@ -325,8 +366,9 @@ export class RemediationEngine {
       throw new NotReadyError('no server list read yet: cannot check the target, retry later');
   }
 
-  /** Runs the upstream call of journal row `id` and completes the row with what the API said. */
-  async #execute(id: number, action: string, call: () => Promise<{ message: string }>): Promise<ActionDecision> {
+  /** Runs the upstream call of journal row `id` (for `req`) and completes the row with what the API said. */
+  async #execute(id: number, req: ActionRequest, call: () => Promise<{ message: string }>): Promise<ActionDecision> {
+    const { action, principal } = req;
     try {
       const result = await call();
       await this.#deps.journal.complete(id, {
@@ -342,7 +384,7 @@ export class RemediationEngine {
       const at = this.#now();
       await this.#deps.journal.complete(id, { decision, upstreamOutcome: failureOutcome(error), message, at });
       this.#deps.logger.error(
-        { action, journal_id: id, decision, err: error },
+        { action, journal_id: id, decision, principal, err: error },
         decision === 'unknown'
           ? 'remediation action outcome unknown: the API may have acted'
           : 'remediation action failed',
@@ -385,8 +427,14 @@ export class RemediationEngine {
   async #refreshGauges(): Promise<void> {
     const { metrics, journal, account, config } = this.#deps;
     const pending = await journal.pendingCount(account);
+    const awaiting = await journal.awaitingApproval(account);
     const left = await budgetLeft(journal, account, config.budgetPerHour, this.#now());
     metrics.actionPending.set({ action: 'firewall_state' }, pending);
+    // A series per action that ever waited for approval (set to 0 afterwards, never removed); apart from
+    // baremetal_action_pending, whose alert (BaremetalRemediationPendingStuck) is about firewall changes.
+    for (const row of awaiting) this.#approvalSeries.add(row.action);
+    for (const action of this.#approvalSeries)
+      metrics.actionAwaitingApproval.set({ action }, awaiting.filter((row) => row.action === action).length);
     metrics.actionBudgetRemaining.set(Math.max(0, left));
   }
 }

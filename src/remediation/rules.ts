@@ -18,7 +18,7 @@ export function matches(rule: RemediationRule, alert: WebhookAlert): boolean {
 
 /**
  * The requests one alert gives under `rules`; `index` names the alert in errors; `accounts` are the
- * configured account names. Throws BadRequestError when a matching rule needs a label the alert lacks
+ * configured account names; `principal` the webhook principal that delivered it. Throws BadRequestError when a matching rule needs a label the alert lacks
  * (the account label with several accounts) or names an account that is not configured.
  */
 export function requestsFor(
@@ -26,6 +26,7 @@ export function requestsFor(
   index: number,
   rules: RemediationRule[],
   accounts: readonly string[],
+  principal: string,
 ): ActionRequest[] {
   const requests: ActionRequest[] = [];
   for (const rule of rules.filter((r) => matches(r, alert))) {
@@ -41,11 +42,13 @@ export function requestsFor(
     const serverId = label(rule.serverIdLabel);
     const base = {
       source: 'alert' as const,
+      principal,
       account,
       action: rule.action,
       serverId,
       cooldownMs: rule.cooldownMs,
       requireOwnedIp: rule.requireOwnedIp,
+      ...(rule.requireApproval ? { requireApproval: true } : {}),
       alert: { alertname: rule.alertname, fingerprint: alert.fingerprint, startsAt: alert.startsAt },
       // The alert's identity is its fingerprint plus startsAt (one firing episode); status and action keep
       // the firing and the resolved delivery, and two rules on one alert, apart.

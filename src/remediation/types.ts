@@ -36,6 +36,14 @@ export interface ActionRequest {
   /** identity of the delivery (alert fingerprint + startsAt + status + action, or an Idempotency-Key) */
   idempotencyKey?: string;
   alert?: { alertname: string; fingerprint: string; startsAt: string };
+  /** who asks: the webhook principal (alerts) or the operator principal; journaled with every row */
+  principal: string;
+  /** why, as the operator said it (at most 200 characters); journaled */
+  reason?: string;
+  /** the guards allowing, it waits for another operator's approval (`awaiting_approval`) instead of acting */
+  requireApproval?: boolean;
+  /** this request is the approved execution of journal row `of`, approved by `by` at `at` (ms) */
+  approval?: { of: number; by: string; at: number };
 }
 
 /** The engine's answer to a request: its journal row, the decision and a message for the caller. */

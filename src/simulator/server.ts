@@ -82,13 +82,21 @@ export const ECHO_SPELLINGS = {
 /** A key spelling of `echo_key` (see ECHO_SPELLINGS). */
 export type EchoSpelling = keyof typeof ECHO_SPELLINGS;
 
-/** One request the simulator received. The key is never recorded, only which header carried it. */
+/**
+ * One request the simulator received. The key is never recorded: only which header carried it and which of
+ * the keys the simulator knows it was (`keyId`).
+ */
 export interface SimulatorCall {
   /** ms since epoch, by the simulator's clock */
   at: number;
   path: string;
   params: Record<string, string>;
   authHeader: 'authorization' | 'http_authorization' | 'none';
+  /**
+   * which key was sent: 0 the key the simulator started with (`apiKey`), 1, 2, … the keys `setApiKeys` added
+   * later, in the order they were first given; undefined for a key it was never given (or none)
+   */
+  keyId: number | undefined;
 }
 
 export interface SimulatorServerOptions extends SimulatorOptions {
@@ -120,6 +128,11 @@ export interface Simulator {
   /** calls to one path, optionally filtered by a parameter */
   callsTo(path: string, params?: Record<string, string>): SimulatorCall[];
   setFaults(faults: Faults): void;
+  /**
+   * The keys accepted from now on (a provider's key rotation: the new key, and the old one while both are
+   * valid); the first is the one the `echo_key` fault echoes. Each key keeps the `keyId` it was first given.
+   */
+  setApiKeys(keys: readonly string[]): void;
   close(): Promise<void>;
 }
 
@@ -336,7 +349,9 @@ function rateLimiter(perSecond: number | undefined): (key: string, at: number) =
 
 /** Starts a simulator on loopback (default port 0) and resolves once it listens. */
 export async function startSimulator(options: SimulatorServerOptions = {}): Promise<Simulator> {
-  const apiKey = options.apiKey ?? 'demo-key';
+  let accepted = [options.apiKey ?? 'demo-key'];
+  /** every key the simulator was given → its keyId */
+  const keyIds = new Map(accepted.map((k, i) => [k, i]));
   const state = new SimulatorState(options);
   const random = seededRandom((options.seed ?? 1) * 7919);
   let faults: Faults = { ...options.faults };
@@ -380,10 +395,11 @@ export async function startSimulator(options: SimulatorServerOptions = {}): Prom
           : 'none';
     const params: Params = {};
     for (const [k, v] of Object.entries((request.body ?? {}) as Record<string, unknown>)) params[k] = String(v);
-    calls.push({ at: state.now(), path: request.url.split('?')[0]!, params, authHeader: header });
-    if (calls.length > maxCalls) calls.splice(0, calls.length - maxCalls);
     const key = header === 'none' ? undefined : request.headers[header];
-    if (key !== apiKey) return fail(reply, 401, 'Invalid API key.');
+    const keyId = typeof key === 'string' ? keyIds.get(key) : undefined;
+    calls.push({ at: state.now(), path: request.url.split('?')[0]!, params, authHeader: header, keyId });
+    if (calls.length > maxCalls) calls.splice(0, calls.length - maxCalls);
+    if (typeof key !== 'string' || !accepted.includes(key)) return fail(reply, 401, 'Invalid API key.');
     if (overLimit(key, calls.at(-1)!.at)) {
       rateLimited++;
       return reply
@@ -418,7 +434,7 @@ export async function startSimulator(options: SimulatorServerOptions = {}): Prom
           .code(500)
           .type('application/json')
           .send(
-            `{"error":true,"message":"Invalid key ${ECHO_SPELLINGS[faults.echoSpelling ?? 'php'](apiKey)} for this operation."}`,
+            `{"error":true,"message":"Invalid key ${ECHO_SPELLINGS[faults.echoSpelling ?? 'php'](key)} for this operation."}`,
           );
       case 'huge':
         return reply
@@ -458,6 +474,10 @@ export async function startSimulator(options: SimulatorServerOptions = {}): Prom
     setFaults: (next) => {
       faults = { ...next };
       modeUsed = 0;
+    },
+    setApiKeys: (keys) => {
+      accepted = [...keys];
+      for (const k of keys) if (!keyIds.has(k)) keyIds.set(k, keyIds.size);
     },
     close: () => app.close(),
   };

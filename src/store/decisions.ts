@@ -14,6 +14,11 @@ export const DECISION_MEANINGS = {
   duplicate: 'this delivery (alert or Idempotency-Key) was already acted on, or the IP is already in that state',
   deferred: 'a firewall-state change waits for its hold, the 2-minute window or a retry',
   cancelled: 'a pending firewall-state change whose remediation rule a configuration reload removed; nothing was sent',
+  awaiting_approval:
+    'every guard allowed it and it needs a second operator (require_approval); nothing is sent until one approves',
+  approved: 'a second operator approved it; the guards ran again and the row named in the message is the execution',
+  denied_by_approver: 'a second operator denied it; nothing was sent',
+  expired: 'no operator approved or denied it within remediation.approval_timeout; nothing was sent',
   failed: 'the API said no, or the request never left',
   unknown: 'the API may have acted without saying so (timeout, connection lost or crash mid-call)',
 } as const;

@@ -26,11 +26,46 @@ export interface JournalEntry {
   /** `success` or the upstream error code */
   upstreamOutcome: string | null;
   message: string | null;
+  /**
+   * who asked: the webhook principal's name (alerts), the operator principal's, `cli:<login name>` (`api`
+   * command), the requester of a deferred change (source `pending`); null on rows written before principals
+   */
+  principal: string | null;
+  /** why, as the operator said it (`"reason"`, at most 200 characters); null when none was given */
+  reason: string | null;
+  /** the principal that approved or denied the request (require_approval); null when none did */
+  approver: string | null;
+  /** when it was approved, denied or expired (ms); null otherwise */
+  approvedAt: number | null;
 }
 
-export type NewEntry = Omit<JournalEntry, 'id' | 'completedAt' | 'upstreamOutcome' | 'message'> & {
+export type NewEntry = Omit<
+  JournalEntry,
+  'id' | 'completedAt' | 'upstreamOutcome' | 'message' | 'reason' | 'approver' | 'approvedAt'
+> & {
   message?: string | null;
+  reason?: string | null;
+  approver?: string | null;
+  approvedAt?: number | null;
 };
+
+/** How an `awaiting_approval` row is settled: approved, denied or expired, by whom and when (ms). */
+export interface ApprovalSettlement {
+  decision: 'approved' | 'denied_by_approver' | 'expired';
+  /** null for `expired` */
+  approver: string | null;
+  at: number;
+  message: string;
+}
+
+/** Which rows `list` returns, newest first: each given field must match; `limit` rows at most. */
+export interface ListFilter {
+  account?: string;
+  serverId?: string;
+  action?: string;
+  principal?: string;
+  limit: number;
+}
 
 /** The desired firewall state of one IP, with what was last applied. */
 export interface DesiredFirewall {
@@ -46,6 +81,8 @@ export interface DesiredFirewall {
   appliedAt: number | null;
   /** minimum time between two applied changes, ms */
   cooldownMs: number;
+  /** the principal of the request that set `desiredState`: its deferred change is journaled under that name */
+  principal: string | null;
 }
 
 /** A claimed delivery key: the row that acted on it and a digest of the request that claimed it. */
@@ -84,6 +121,11 @@ export const toEntry = (r: Row): JournalEntry => ({
   decision: r.decision as JournalEntry['decision'],
   upstreamOutcome: r.upstream_outcome as string | null,
   message: r.message as string | null,
+  // Absent before the migration that added them (a row read by a query written for the older schema).
+  principal: (r.principal as string | null | undefined) ?? null,
+  reason: (r.reason as string | null | undefined) ?? null,
+  approver: (r.approver as string | null | undefined) ?? null,
+  approvedAt: r.approved_at === null || r.approved_at === undefined ? null : Number(r.approved_at),
 });
 
 export const toDesired = (r: Row): DesiredFirewall => ({
@@ -97,6 +139,7 @@ export const toDesired = (r: Row): DesiredFirewall => ({
   appliedState: r.applied_state as '0' | '1' | null,
   appliedAt: r.applied_at === null ? null : Number(r.applied_at),
   cooldownMs: Number(r.cooldown_ms),
+  principal: (r.principal as string | null | undefined) ?? null,
 });
 
 /** The values of a new row, in the column order of the INSERT both backends write. */
@@ -113,6 +156,10 @@ export const entryValues = (e: NewEntry) => [
   e.startsAt,
   e.decision,
   e.message ?? null,
+  e.principal,
+  e.reason ?? null,
+  e.approver ?? null,
+  e.approvedAt ?? null,
 ];
 
 /** The values of a desired state, in the column order of the upsert both backends write. */
@@ -127,4 +174,5 @@ export const desiredValues = (d: DesiredFirewall) => [
   d.appliedState,
   d.appliedAt,
   d.cooldownMs,
+  d.principal,
 ];

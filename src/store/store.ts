@@ -8,7 +8,7 @@
  * advisory lock, on SQLite under BEGIN IMMEDIATE with transactions serialized in the process. Inside it use
  * only the queries it is given: on SQLite any other call waits for the transaction to end.
  */
-import type { DesiredFirewall, Delivery, JournalEntry, NewEntry } from './rows.js';
+import type { ApprovalSettlement, DesiredFirewall, Delivery, JournalEntry, ListFilter, NewEntry } from './rows.js';
 import type { Decision } from './decisions.js';
 
 /**
@@ -44,8 +44,15 @@ export interface StateQueries {
   /** Time (ms) of the last upstream call of `action` on the target, if any (cooldown). */
   lastSent(account: string, action: string, serverId: string, ip: string | null): Promise<number | undefined>;
   get(id: number): Promise<JournalEntry | undefined>;
-  /** Newest first, optionally for one account, server and/or action; `limit` rows at most. */
-  list(filter: { account?: string; serverId?: string; action?: string; limit: number }): Promise<JournalEntry[]>;
+  /**
+   * Settles row `id` if it is still `awaiting_approval` (approved, denied or expired); false when it is not
+   * (another approver or replica settled it first: the database decides, once).
+   */
+  settleApproval(id: number, settlement: ApprovalSettlement): Promise<boolean>;
+  /** The rows of `account` awaiting approval, oldest first (at most 1000). */
+  awaitingApproval(account: string): Promise<JournalEntry[]>;
+  /** Newest first, optionally for one account, server, action and/or principal; `limit` rows at most. */
+  list(filter: ListFilter): Promise<JournalEntry[]>;
   /**
    * Rows of `account` left `executing` by a crash, created before `startedBefore` (ms; default: all), become
    * `unknown` (completed at `at`); returns them. With a shared store another replica's call may still be in
@@ -89,6 +96,8 @@ export const QUERY_METHODS = [
   'sentSince',
   'lastSent',
   'get',
+  'settleApproval',
+  'awaitingApproval',
   'list',
   'recoverInterrupted',
   'decisionCounts',

@@ -22,7 +22,8 @@ import {
   UpstreamTlsError,
   type UpstreamContext,
 } from '../errors.js';
-import { createScrubber, type Scrubber } from '../scrub.js';
+import type { Scrubber } from '../scrub.js';
+import { ApiKey } from './api-key.js';
 import { baseUrlSecrets, checkBaseUrl } from '../config/base-url.js';
 import { type BudgetPriority, RequestBudget } from './request-budget.js';
 
@@ -40,8 +41,11 @@ export interface RequestEvent {
 export interface UpstreamClientOptions {
   /** base address, e.g. `https://api.provider.example`; http:// only for loopback */
   baseUrl: string;
-  /** the secret key; sent as `Authorization: <key>`, never logged or put in an error */
-  apiKey: string;
+  /**
+   * the secret key, sent as `Authorization: <key>`, never logged or put in an error; an ApiKey when it may be
+   * replaced while the client runs (read per request)
+   */
+  apiKey: string | ApiKey;
   /** the other secrets the daemon knows (tokens, passwords, other accounts' keys), scrubbed from replies like the key */
   secrets?: readonly string[];
   /** total deadline of one attempt (connect, headers and body together), in milliseconds */
@@ -177,7 +181,8 @@ function wait(ms: number, signal: AbortSignal | undefined): Promise<void> {
 /** The HTTP client of the hosting API. Build one per process; `close()` it on shutdown. */
 export class UpstreamClient {
   readonly baseUrl: string;
-  readonly #apiKey: string;
+  /** the key in force: each request reads it when it is sent (a rotation applies to the next request) */
+  readonly apiKey: ApiKey;
   readonly #dispatcher: Dispatcher;
   readonly #ownsDispatcher: boolean;
   /** reads in flight under the concurrency limit */
@@ -193,18 +198,22 @@ export class UpstreamClient {
   readonly #options: UpstreamClientOptions;
   readonly #maxBytes: number;
   readonly #now: () => number;
-  /** Removes the key and `secrets` from every text the upstream sends, however spelled (see scrub.ts). */
+  /**
+   * Removes every key in force since start and `secrets` from every text the upstream sends, however spelled
+   * (see scrub.ts).
+   */
   readonly scrub: Scrubber;
   /** ms since epoch until which every request waits (a Retry-After pause); 0 = not paused */
   #pausedUntil = 0;
 
   constructor(options: UpstreamClientOptions) {
     this.baseUrl = checkBaseUrl(options.baseUrl);
-    this.#apiKey = options.apiKey;
+    this.apiKey = typeof options.apiKey === 'string' ? new ApiKey(options.apiKey) : options.apiKey;
     this.#options = options;
     this.#maxBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     this.#now = options.now ?? Date.now;
-    this.scrub = createScrubber([options.apiKey, ...(options.secrets ?? []), ...baseUrlSecrets(options.baseUrl)]);
+    this.apiKey.alsoScrub([...(options.secrets ?? []), ...baseUrlSecrets(options.baseUrl)]);
+    this.scrub = this.apiKey.scrub;
     this.budget =
       options.maxRequestsPerSecond === undefined
         ? undefined
@@ -447,7 +456,7 @@ export class UpstreamClient {
         method: 'POST',
         dispatcher: this.#dispatcher,
         headers: {
-          authorization: this.#apiKey,
+          authorization: this.apiKey.current,
           'content-type': 'application/x-www-form-urlencoded',
           accept: 'application/json',
         },

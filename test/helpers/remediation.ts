@@ -1,4 +1,7 @@
 import { afterEach } from 'vitest';
+import { buildApp } from '../../src/app.js';
+import { GraphStore } from '../../src/graphs/store.js';
+import { ExpositionCache } from '../../src/metrics/exposition-cache.js';
 import type { Config, RemediationRule } from '../../src/config/schema.js';
 import { Journal } from '../../src/store/sqlite/journal.js';
 import { sqliteStore, type SqliteStore } from '../../src/store/sqlite/store.js';
@@ -19,6 +22,7 @@ const MIN = 60_000;
 export const powerRequest = (over: Partial<ActionRequest> = {}): ActionRequest => ({
   account: 'default',
   source: 'operator',
+  principal: 'ops',
   action: 'powercycle',
   serverId: '100001',
   cooldownMs: 30 * MIN,
@@ -30,6 +34,7 @@ export const powerRequest = (over: Partial<ActionRequest> = {}): ActionRequest =
 export const firewallRequest = (value: '0' | '1', over: Partial<ActionRequest> = {}): ActionRequest => ({
   account: 'default',
   source: 'alert',
+  principal: 'alertmanager',
   action: 'firewall_state',
   serverId: '100001',
   ip: '198.18.0.1',
@@ -64,6 +69,7 @@ export function rule(
     holdMs: 0,
     cooldownMs: overrides.action === 'firewall_state' ? 120_000 : 1_800_000,
     requireOwnedIp: true,
+    requireApproval: false,
     ...overrides,
   };
 }
@@ -107,9 +113,11 @@ export async function engineHarness(
     dryRun: false,
     journalRetentionMs: 30 * 86_400_000,
     budgetPerHour: 10,
+    approvalTimeoutMs: 15 * MIN,
     maxAlerts: 1000,
     bearerTokens: [TOKEN],
     basicAuthUsers: {},
+    principals: [],
     rules: [],
     ...remediation,
   };
@@ -131,6 +139,22 @@ export async function engineHarness(
   });
   await engine.ready;
   return { clock, sim, client, journal, registry, metrics, engine, config, log };
+}
+
+/** The daemon's app over an engine harness: the remediation routes of its one account, `default`. */
+export function remediationApp(h: Awaited<ReturnType<typeof engineHarness>>) {
+  return buildApp({
+    logger: captureLogger().logger,
+    exposition: new ExpositionCache({ registry: h.registry }),
+    graphStores: new Map([['default', new GraphStore(tempDir(), 'default')]]),
+    graphMaxWidth: 2000,
+    remediation: {
+      engines: new Map([['default', h.engine]]),
+      journal: h.journal,
+      metrics: h.metrics,
+      config: h.config,
+    },
+  });
 }
 
 /**

@@ -20,6 +20,8 @@ export interface TestDatabase {
   lines: string[];
   /** PostgreSQL's URL with its password, to check it never shows */
   secret?: string;
+  /** PostgreSQL: the database's URL (to prepare it before a store opens it) */
+  url?: string;
 }
 
 export interface Backend {
@@ -75,6 +77,7 @@ export function backends(): Backend[] {
             ),
           lines: log.lines,
           secret: server!.password,
+          url,
         };
       },
     },

@@ -3,6 +3,7 @@
  * loopback) as `cli` rows, so the daemons' budget and cooldowns see them; with the database unreachable the
  * write is not sent at all, and the password is in no output.
  */
+import { userInfo } from 'node:os';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -50,13 +51,15 @@ describe.skipIf(found.skip)('the api command on a shared PostgreSQL journal', ()
     const client = new pg.Client({ connectionString: url });
     await client.connect();
     const { rows } = await client.query(
-      'SELECT source, action, server_id, ip, value, decision, created_at FROM actions ORDER BY id',
+      'SELECT source, action, server_id, ip, value, decision, principal, created_at FROM actions ORDER BY id',
     );
     await client.end();
     expect(rows.map((r) => [r.source, r.action, r.server_id, r.ip, r.value, r.decision])).toEqual([
       ['cli', 'firewall_state', '100003', '198.18.0.5', '1', 'executed'],
       ['cli', 'firewall_state', '100003', '198.18.0.5', '0', 'failed'],
     ]);
+    // The row names who ran the command: its login name.
+    expect(rows.map((r) => r.principal)).toEqual([`cli:${userInfo().username}`, `cli:${userInfo().username}`]);
     expect(refusal.code).toBe(1);
     // The next possible time is exact: the last change came from the shared journal.
     expect(refusal.stderr).toContain(

@@ -3,6 +3,7 @@
  * command's output is compared with the simulator's state, and the simulator's record of calls shows the
  * exact form parameters sent — or that nothing was sent (validation, --dry-run, refusals).
  */
+import { userInfo } from 'node:os';
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -417,6 +418,8 @@ describe('errors and the journal', () => {
       ['cli', 'firewall_state', '100003', '198.18.0.5', '0', 'failed'],
       ['cli', 'firewall_state', '100003', '198.18.0.5', '1', 'executed'],
     ]);
+    // The row names who ran the command: its login name.
+    expect(rows.map((r) => r.principal)).toEqual([`cli:${userInfo().username}`, `cli:${userInfo().username}`]);
     expect(refusal.code).toBe(1);
     expect(refusal.stderr).toContain('already updated in the last 2 minutes');
     expect(refusal.stderr).toContain(

@@ -28,9 +28,11 @@ async function twoReplicas(db: TestDatabase, remediation: Partial<Config['remedi
     dryRun: false,
     journalRetentionMs: 30 * 86_400_000,
     budgetPerHour: 100,
+    approvalTimeoutMs: 15 * 60_000,
     maxAlerts: 1000,
     bearerTokens: [TOKEN],
     basicAuthUsers: {},
+    principals: [],
     rules: [],
     ...remediation,
   };

@@ -24,6 +24,8 @@ const row = (createdAt: number, over: Partial<NewEntry> = {}): NewEntry => ({
   fingerprint: 'f1',
   startsAt: '2026-11-21T12:00:00Z',
   decision: 'executed',
+  principal: 'alertmanager',
+  reason: null,
   ...over,
 });
 
@@ -38,6 +40,7 @@ const desired = (over: Partial<DesiredFirewall> = {}): DesiredFirewall => ({
   appliedState: null,
   appliedAt: null,
   cooldownMs: 120_000,
+  principal: null,
   ...over,
 });
 
@@ -45,7 +48,9 @@ describe.each(backends())('the state store on $name', (backend) => {
   it.skipIf(backend.skip !== undefined)('inserts, completes, gets and lists rows newest first, filtered', async () => {
     const store = await (await backend.fresh()).open();
     const a = await store.insert(row(NOW, { decision: 'executing' }));
-    const b = await store.insert(row(NOW + 1, { account: 'reseller-eu', serverId: '7', message: 'm' }));
+    const b = await store.insert(
+      row(NOW + 1, { account: 'reseller-eu', serverId: '7', message: 'm', principal: 'ops', reason: 'why' }),
+    );
     const c = await store.insert(row(NOW + 2, { action: 'firewall_state', ip: '198.18.0.1', value: '1' }));
     await store.complete(a, { decision: 'executed', upstreamOutcome: 'success', message: 'ok', at: NOW + 5 });
     expect(await store.get(a)).toEqual({
@@ -55,12 +60,17 @@ describe.each(backends())('the state store on $name', (backend) => {
       decision: 'executed',
       upstreamOutcome: 'success',
       message: 'ok',
+      approver: null,
+      approvedAt: null,
     });
     expect(await store.get(999_999)).toBeUndefined();
     expect((await store.list({ limit: 10 })).map((e) => e.id)).toEqual([c, b, a]);
     expect((await store.list({ limit: 2 })).map((e) => e.id)).toEqual([c, b]);
     expect((await store.list({ account: 'reseller-eu', limit: 10 })).map((e) => e.id)).toEqual([b]);
     expect((await store.list({ serverId: '100001', action: 'powercycle', limit: 10 })).map((e) => e.id)).toEqual([a]);
+    expect(await store.list({ principal: 'ops', limit: 10 })).toMatchObject([
+      { id: b, principal: 'ops', reason: 'why' },
+    ]);
   });
 
   it.skipIf(backend.skip !== undefined)(

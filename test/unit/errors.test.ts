@@ -31,6 +31,7 @@ const instances = {
   RequestTimeoutError: new errors.RequestTimeoutError('x'),
   HeadersTooLargeError: new errors.HeadersTooLargeError('x'),
   IdempotencyMismatchError: new errors.IdempotencyMismatchError('x'),
+  ConflictError: new errors.ConflictError('x'),
   StateDirLockedError: new errors.StateDirLockedError('/d', 1),
 } satisfies Record<keyof typeof errors.errorClasses, Error>;
 

@@ -2,24 +2,28 @@
  * Operator endpoints, through the same guards as alerts: `POST /api/v1/actions/{powercycle,poweron,
  * poweroff,firewall-state,firewall-sensitivity}`, `GET /api/v1/actions` (the journal, newest first) and
  * `GET /api/v1/servers/:server_id/console.jnlp` (the KVM/IPMI console as a download, contract §4 rule 5).
- * An optional `Idempotency-Key` header makes a retried operator call act once; the same key with another
+ * Each body may carry `"reason"` (at most 200 characters), journaled with the caller's principal; the journal
+ * filters by `?principal=`. An optional `Idempotency-Key` header makes a retried operator call act once; the same key with another
  * body is refused (422). Every endpoint answers 503 while the journal is unavailable.
  * A target is (account, server_id): the bodies take `account` (the console `?account=`), which may be left
  * out when one account is configured; missing with several, or unknown, it is a 400 and nothing acts.
  */
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static, type TSchema } from 'typebox';
-import { ACTIONS, DEFAULT_COOLDOWN_MS, type ActionName } from '../../config/schema.js';
+import { ACTIONS, DEFAULT_COOLDOWN_MS, PRINCIPAL_NAME, type ActionName } from '../../config/schema.js';
 import { oneOf, strictObject } from '../../json-schema.js';
 import type { StateStore } from '../../store/store.js';
 import type { RemediationEngine } from '../../remediation/engine.js';
 import { SENSITIVITIES } from '../../config/api-terms.js';
+import { callerOf, requireScope } from '../principals.js';
 import { accountSchema, configuredAccount, idSchema, queryInteger, queryIntegerSchema } from '../schemas.js';
 
 const ip = Type.Unsafe<string>({ type: 'string', anyOf: [{ format: 'ipv4' }, { format: 'ipv6' }] });
 const serverId = Type.Unsafe<string>(idSchema);
 const account = Type.Optional(Type.Unsafe<string>(accountSchema));
-const serverBody = strictObject({ account, server_id: serverId });
+/** Why the operator asks: journaled with the row and returned by `GET /api/v1/actions`. */
+const reason = Type.Optional(Type.String({ minLength: 1, maxLength: 200 }));
+const serverBody = strictObject({ account, server_id: serverId, reason });
 
 /** The body of each operator action, one per action of `ACTIONS`; unknown fields are errors. */
 const BODIES = {
@@ -28,8 +32,14 @@ const BODIES = {
   poweroff: serverBody,
   // The README documents `"state": 0 or 1`; the strings "0"/"1" are the API's own form. Exactly these four
   // JSON values are accepted (an enum, not a coercion): `true`, `"01"` or `[1]` are 400.
-  firewall_state: strictObject({ account, server_id: serverId, ip, state: oneOf(['0', '1', 0, 1]) }),
-  firewall_sensitivity: strictObject({ account, server_id: serverId, ip, sensitivity: oneOf(SENSITIVITIES) }),
+  firewall_state: strictObject({ account, server_id: serverId, reason, ip, state: oneOf(['0', '1', 0, 1]) }),
+  firewall_sensitivity: strictObject({
+    account,
+    server_id: serverId,
+    reason,
+    ip,
+    sensitivity: oneOf(SENSITIVITIES),
+  }),
 } satisfies Record<ActionName, TSchema>;
 
 /** Any operator body, read field by field: a field its action does not have is absent. */
@@ -70,8 +80,13 @@ export function actionRoutes(
         const key = request.headers['idempotency-key'];
         const value = body.state !== undefined ? String(body.state) : body.sensitivity;
         const { account, engine } = engineOf(deps.engines, body.account, 'body/account');
+        const principal = callerOf(request);
+        requireScope(principal, account, action);
         const result = await engine.request({
           source: 'operator',
+          principal: principal.name,
+          ...(body.reason !== undefined ? { reason: body.reason } : {}),
+          ...(principal.requireApproval ? { requireApproval: true } : {}),
           account,
           action,
           serverId: body.server_id,
@@ -87,7 +102,9 @@ export function actionRoutes(
     );
   }
 
-  app.get<{ Querystring: { account?: string; server_id?: string; action?: ActionName; limit?: string } }>(
+  app.get<{
+    Querystring: { account?: string; server_id?: string; action?: ActionName; principal?: string; limit?: string };
+  }>(
     '/api/v1/actions',
     {
       schema: {
@@ -98,13 +115,18 @@ export function actionRoutes(
             account: accountSchema,
             server_id: idSchema,
             action: { enum: [...ACTIONS] },
+            // A configured principal's name, or the `api` command's `cli:<login name>`.
+            principal: {
+              type: 'string',
+              pattern: `^(cli:[A-Za-z0-9._@-]{1,64}|${PRINCIPAL_NAME.source.slice(1, -1)})$`,
+            },
             limit: queryIntegerSchema,
           },
         },
       },
     },
     async (request) => {
-      const { account, server_id, action } = request.query;
+      const { account, server_id, action, principal } = request.query;
       // An unknown account is a 400, as on the POST endpoints, not an empty list that looks like "no actions".
       if (account !== undefined) engineOf(deps.engines, account, 'querystring/account');
       const limit = queryInteger('limit', request.query.limit, { min: 1, max: 1000 }) ?? 100;
@@ -112,6 +134,7 @@ export function actionRoutes(
         ...(account ? { account } : {}),
         ...(server_id ? { serverId: server_id } : {}),
         ...(action ? { action } : {}),
+        ...(principal ? { principal } : {}),
         limit,
       });
       const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
@@ -129,9 +152,11 @@ export function actionRoutes(
     },
     async (request, reply) => {
       const { server_id } = request.params;
-      const { engine } = engineOf(deps.engines, request.query.account, 'querystring/account');
+      const { account, engine } = engineOf(deps.engines, request.query.account, 'querystring/account');
+      const principal = callerOf(request);
+      requireScope(principal, account, 'console');
       // Checked against the account's server list (404 unknown, 503 before the first list) and journaled.
-      const jnlp = await engine.console(server_id);
+      const jnlp = await engine.console(server_id, principal.name);
       return reply
         .type('application/octet-stream')
         .header(

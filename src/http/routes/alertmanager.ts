@@ -13,6 +13,7 @@ import type { RemediationEngine } from '../../remediation/engine.js';
 import { matches, requestsFor } from '../../remediation/rules.js';
 import { webhookSchema, type WebhookBody } from '../../remediation/webhook.js';
 import type { Metrics } from '../../metrics/definitions.js';
+import { callerOf } from '../principals.js';
 
 export function alertmanagerRoutes(
   app: FastifyInstance,
@@ -34,7 +35,11 @@ export function alertmanagerRoutes(
     const rules = deps.rules();
     // Validate every alert against the rules before acting on any, so a bad payload changes nothing.
     const accounts = [...deps.engines.keys()];
-    const perAlert = alerts.map((alert, i) => ({ alert, requests: requestsFor(alert, i, rules, accounts) }));
+    const principal = callerOf(request).name;
+    const perAlert = alerts.map((alert, i) => ({
+      alert,
+      requests: requestsFor(alert, i, rules, accounts, principal),
+    }));
     const results = [];
     for (const { alert, requests } of perAlert) {
       const matched = rules.some((rule) => matches(rule, alert));
@@ -57,6 +62,7 @@ export function alertmanagerRoutes(
     request.log.info(
       {
         receiver: request.body.receiver,
+        principal,
         alerts: alerts.length,
         results: results.map((r) => `${r.action}:${r.decision}`),
       },

@@ -184,8 +184,8 @@ ${
   view.actions === undefined
     ? `<p class="muted">${HIDDEN_ACTIONS}</p>`
     : view.actions.length
-      ? `<table><tr><th>time</th><th>source</th><th>action</th><th>target</th><th>decision</th><th>message</th></tr>
-${view.actions.map((a) => `<tr><td>${e(time(a.createdAt))}</td><td>${e(a.source)}</td><td>${e(a.action)}${a.value ? ` (${e(a.value)})` : ''}</td><td>${e(a.serverId)}${a.ip ? ` ${e(a.ip)}` : ''}</td><td>${e(a.decision)}</td><td>${e(a.message)}</td></tr>`).join('\n')}
+      ? `<table><tr><th>time</th><th>source</th><th>principal</th><th>action</th><th>target</th><th>decision</th><th>message</th><th>reason</th></tr>
+${view.actions.map((a) => `<tr><td>${e(time(a.createdAt))}</td><td>${e(a.source)}</td><td>${e(a.principal ?? '')}</td><td>${e(a.action)}${a.value ? ` (${e(a.value)})` : ''}</td><td>${e(a.serverId)}${a.ip ? ` ${e(a.ip)}` : ''}</td><td>${e(a.decision)}</td><td>${e(a.message)}</td><td>${e(a.reason ?? '')}</td></tr>`).join('\n')}
 </table>`
       : '<p class="muted">none</p>'
 }

@@ -59,6 +59,15 @@ export const MIGRATIONS: Readonly<Record<'journal' | 'ha', readonly Migration[]>
      ids TEXT[] NOT NULL,
      PRIMARY KEY (account, service_key)
    );`,
+    // principals: who asked for each row (and why, when an operator said so), and who asked for a desired
+    // firewall state, so its deferred change is journaled under that name. Older rows keep NULL.
+    `ALTER TABLE actions ADD COLUMN principal TEXT;
+   ALTER TABLE actions ADD COLUMN reason TEXT;
+   CREATE INDEX actions_principal ON actions (principal, id);
+   ALTER TABLE firewall_desired ADD COLUMN principal TEXT;
+   ALTER TABLE actions ADD COLUMN approver TEXT;
+   ALTER TABLE actions ADD COLUMN approved_at BIGINT;
+   CREATE INDEX actions_awaiting ON actions (account, decision) WHERE decision = 'awaiting_approval';`,
   ],
   ha: [
     `CREATE TABLE ha_directory (

@@ -12,7 +12,9 @@ import {
   toEntry,
   type DesiredFirewall,
   type Delivery,
+  type ApprovalSettlement,
   type JournalEntry,
+  type ListFilter,
   type NewEntry,
   type Row,
   INTERRUPTED_MESSAGE,
@@ -32,8 +34,8 @@ export class PgQueries implements StateQueries {
 
   async insert(entry: NewEntry): Promise<number> {
     const { rows } = await this.#run(
-      `INSERT INTO actions (account, created_at, source, action, server_id, ip, value, alertname, fingerprint, starts_at, decision, message)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
+      `INSERT INTO actions (account, created_at, source, action, server_id, ip, value, alertname, fingerprint, starts_at, decision, message, principal, reason, approver, approved_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING id`,
       entryValues(entry),
     );
     return Number(rows[0]!.id);
@@ -92,11 +94,29 @@ export class PgQueries implements StateQueries {
     return rows[0] ? toEntry(rows[0]) : undefined;
   }
 
-  async list(filter: { account?: string; serverId?: string; action?: string; limit: number }): Promise<JournalEntry[]> {
+  async settleApproval(id: number, s: ApprovalSettlement): Promise<boolean> {
+    // One UPDATE: of two replicas settling the same row at once, the row lock lets exactly one see it awaiting.
+    const result = await this.#run(
+      `UPDATE actions SET decision = $1, approver = $2, approved_at = $3, completed_at = $3, message = $4
+         WHERE id = $5 AND decision = 'awaiting_approval'`,
+      [s.decision, s.approver, s.at, s.message, id],
+    );
+    return result.rowCount === 1;
+  }
+
+  async awaitingApproval(account: string): Promise<JournalEntry[]> {
+    const { rows } = await this.#run(
+      "SELECT * FROM actions WHERE account = $1 AND decision = 'awaiting_approval' ORDER BY id LIMIT 1000",
+      [account],
+    );
+    return rows.map(toEntry);
+  }
+
+  async list(filter: ListFilter): Promise<JournalEntry[]> {
     const { rows } = await this.#run(
       `SELECT * FROM actions WHERE ($1::text IS NULL OR account = $1) AND ($2::text IS NULL OR server_id = $2)
-         AND ($3::text IS NULL OR action = $3) ORDER BY id DESC LIMIT $4`,
-      [filter.account ?? null, filter.serverId ?? null, filter.action ?? null, filter.limit],
+         AND ($3::text IS NULL OR action = $3) AND ($5::text IS NULL OR principal = $5) ORDER BY id DESC LIMIT $4`,
+      [filter.account ?? null, filter.serverId ?? null, filter.action ?? null, filter.limit, filter.principal ?? null],
     );
     return rows.map(toEntry);
   }
@@ -178,11 +198,12 @@ export class PgQueries implements StateQueries {
 
   async saveDesired(d: DesiredFirewall): Promise<void> {
     await this.#run(
-      `INSERT INTO firewall_desired (account, server_id, ip, desired_state, due_at, pending, attempts, applied_state, applied_at, cooldown_ms)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+      `INSERT INTO firewall_desired (account, server_id, ip, desired_state, due_at, pending, attempts, applied_state, applied_at, cooldown_ms, principal)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
        ON CONFLICT (account, server_id, ip) DO UPDATE SET desired_state = excluded.desired_state, due_at = excluded.due_at,
          pending = excluded.pending, attempts = excluded.attempts, applied_state = excluded.applied_state,
-         applied_at = excluded.applied_at, cooldown_ms = excluded.cooldown_ms`,
+         applied_at = excluded.applied_at, cooldown_ms = excluded.cooldown_ms,
+         principal = excluded.principal`,
       desiredValues(d),
     );
   }

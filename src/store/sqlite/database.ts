@@ -77,6 +77,15 @@ export const MIGRATIONS = [
        missing_since FROM firewall_desired;
    DROP TABLE firewall_desired;
    ALTER TABLE firewall_desired_v3 RENAME TO firewall_desired;`,
+  // principals: who asked for each row (and why, when an operator said so), and who asked for a desired
+  // firewall state, so its deferred change is journaled under that name. Older rows keep NULL.
+  `ALTER TABLE actions ADD COLUMN principal TEXT;
+   ALTER TABLE actions ADD COLUMN reason TEXT;
+   CREATE INDEX actions_principal ON actions (principal, id);
+   ALTER TABLE firewall_desired ADD COLUMN principal TEXT;
+   ALTER TABLE actions ADD COLUMN approver TEXT;
+   ALTER TABLE actions ADD COLUMN approved_at INTEGER;
+   CREATE INDEX actions_awaiting ON actions (account, decision) WHERE decision = 'awaiting_approval';`,
 ];
 
 /**

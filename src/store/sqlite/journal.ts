@@ -16,7 +16,9 @@ import {
   toEntry,
   type DesiredFirewall,
   type Delivery,
+  type ApprovalSettlement,
   type JournalEntry,
+  type ListFilter,
   type NewEntry,
   type Row,
   INTERRUPTED_MESSAGE,
@@ -96,8 +98,8 @@ export class Journal {
     return this.#write((db) => {
       const result = db
         .prepare(
-          `INSERT INTO actions (account, created_at, source, action, server_id, ip, value, alertname, fingerprint, starts_at, decision, message)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          `INSERT INTO actions (account, created_at, source, action, server_id, ip, value, alertname, fingerprint, starts_at, decision, message, principal, reason, approver, approved_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         )
         .run(...entryValues(entry));
       return Number(result.lastInsertRowid);
@@ -175,13 +177,36 @@ export class Journal {
     return row ? toEntry(row) : undefined;
   }
 
+  /** Settles row `id` if it is still awaiting approval; false when it is not (settled before). */
+  settleApproval(id: number, s: ApprovalSettlement): boolean {
+    return this.#write(
+      (db) =>
+        db
+          .prepare(
+            "UPDATE actions SET decision = ?, approver = ?, approved_at = ?, completed_at = ?, message = ? WHERE id = ? AND decision = 'awaiting_approval'",
+          )
+          .run(s.decision, s.approver, s.at, s.at, s.message, id).changes === 1,
+    );
+  }
+
+  /** The rows of `account` awaiting approval, oldest first (at most 1000). */
+  awaitingApproval(account: string): JournalEntry[] {
+    return this.#access((db) =>
+      (
+        db
+          .prepare("SELECT * FROM actions WHERE account = ? AND decision = 'awaiting_approval' ORDER BY id LIMIT 1000")
+          .all(account) as Row[]
+      ).map(toEntry),
+    );
+  }
+
   /** Newest first, optionally for one account, server and/or action; `limit` rows at most. */
-  list(filter: { account?: string; serverId?: string; action?: string; limit: number }): JournalEntry[] {
+  list(filter: ListFilter): JournalEntry[] {
     return this.#access((db) =>
       (
         db
           .prepare(
-            'SELECT * FROM actions WHERE (? IS NULL OR account = ?) AND (? IS NULL OR server_id = ?) AND (? IS NULL OR action = ?) ORDER BY id DESC LIMIT ?',
+            'SELECT * FROM actions WHERE (? IS NULL OR account = ?) AND (? IS NULL OR server_id = ?) AND (? IS NULL OR action = ?) AND (? IS NULL OR principal = ?) ORDER BY id DESC LIMIT ?',
           )
           .all(
             filter.account ?? null,
@@ -190,6 +215,8 @@ export class Journal {
             filter.serverId ?? null,
             filter.action ?? null,
             filter.action ?? null,
+            filter.principal ?? null,
+            filter.principal ?? null,
             filter.limit,
           ) as Row[]
       ).map(toEntry),
@@ -309,11 +336,12 @@ export class Journal {
     this.#write((db) =>
       db
         .prepare(
-          `INSERT INTO firewall_desired (account, server_id, ip, desired_state, due_at, pending, attempts, applied_state, applied_at, cooldown_ms)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+          `INSERT INTO firewall_desired (account, server_id, ip, desired_state, due_at, pending, attempts, applied_state, applied_at, cooldown_ms, principal)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
            ON CONFLICT (account, server_id, ip) DO UPDATE SET desired_state = excluded.desired_state, due_at = excluded.due_at,
              pending = excluded.pending, attempts = excluded.attempts, applied_state = excluded.applied_state,
-             applied_at = excluded.applied_at, cooldown_ms = excluded.cooldown_ms`,
+             applied_at = excluded.applied_at, cooldown_ms = excluded.cooldown_ms,
+             principal = excluded.principal`,
         )
         .run(...desiredValues(d)),
     );

@@ -48,10 +48,12 @@ describe('config', () => {
       remediation: {
         dryRun: true,
         journalRetentionMs: 30 * 86_400_000,
+        approvalTimeoutMs: 15 * 60_000,
         budgetPerHour: 10,
         maxAlerts: 1000,
         bearerTokens: [],
         basicAuthUsers: {},
+        principals: [],
         rules: [],
       },
     });
@@ -87,6 +89,7 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
       retries: 0,
       maxResponseBytes: 32 * 1024 * 1024,
       apiKeySource: 'file',
+      apiKeyFile: '/run/secrets/key',
     });
     expect(config.web).toEqual({ host: '127.0.0.1', port: 9100, auth: { bearerTokens: [], basicAuthUsers: {} } });
     expect(config.schedules.firewall_under_attack).toBe('*/15 * * * * *');
@@ -258,6 +261,56 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
       'remediation.auth.bearer_token_files.0: the token in /short is shorter than 16 characters',
     ],
     [
+      'two principals of one name',
+      `${minimal}remediation: { auth: { principals: [{ name: am, bearer_token_file: /long, roles: [webhook] }, { name: am, bearer_token_file: /long2, roles: [reader] }] } }\n`,
+      'remediation.auth.principals.1.name: duplicate principal name "am"',
+    ],
+    [
+      'a principal named as a deprecated token',
+      `${minimal}remediation: { auth: { bearer_token_files: [/long], principals: [{ name: token-1, bearer_token_file: /long2, roles: [webhook] }] } }\n`,
+      'remediation.auth.principals.0.name: duplicate principal name "token-1"',
+    ],
+    [
+      'two principals with one token',
+      `${minimal}remediation: { auth: { principals: [{ name: a, bearer_token_file: /long, roles: [webhook] }, { name: b, bearer_token_file: /long, roles: [reader] }] } }\n`,
+      'remediation.auth.principals.1.bearer_token_file: another principal has the same token',
+    ],
+    [
+      'a principal with both credentials',
+      `${minimal}remediation: { auth: { principals: [{ name: a, bearer_token_file: /long, basic_auth_hash: x, roles: [webhook] }] } }\n`,
+      'remediation.auth.principals.0: give exactly one of bearer_token_file and basic_auth_hash',
+    ],
+    [
+      'a principal without credentials',
+      `${minimal}remediation: { auth: { principals: [{ name: a, roles: [webhook] }] } }\n`,
+      'remediation.auth.principals.0: give exactly one of bearer_token_file and basic_auth_hash',
+    ],
+    [
+      'a principal with a short token',
+      `${minimal}remediation: { auth: { principals: [{ name: a, bearer_token_file: /short, roles: [webhook] }] } }\n`,
+      'remediation.auth.principals.0.bearer_token_file: the token in /short is shorter than 16 characters',
+    ],
+    [
+      'a principal with a plain password',
+      `${minimal}remediation: { auth: { principals: [{ name: a, basic_auth_hash: hunter2, roles: [operator] }] } }\n`,
+      'remediation.auth.principals.0.basic_auth_hash: must be a bcrypt hash ($2b$…), never a plain password',
+    ],
+    [
+      'a principal bound to an unknown account',
+      `${minimal}remediation: { auth: { principals: [{ name: a, bearer_token_file: /long, roles: [operator], accounts: [eu] }] } }\n`,
+      'remediation.auth.principals.0.accounts.0: no account "eu" is configured',
+    ],
+    [
+      'a principal with an unknown role',
+      `${minimal}remediation: { auth: { principals: [{ name: a, bearer_token_file: /long, roles: [admin] }] } }\n`,
+      'remediation.auth.principals.0.roles.0: must be one of webhook, operator, reader',
+    ],
+    [
+      'a principal name with a colon',
+      `${minimal}remediation: { auth: { principals: [{ name: "cli:bob", bearer_token_file: /long, roles: [reader] }] } }\n`,
+      'remediation.auth.principals.0.name: must match pattern "^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$"',
+    ],
+    [
       'a rule without sensitivity',
       `${minimal}remediation: { rules: [{ alertname: A, action: firewall_sensitivity }] }\n`,
       'remediation.rules.0.sensitivity: required for action firewall_sensitivity',
@@ -273,7 +326,11 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
       'remediation.rules.0.action: must be one of powercycle, poweron, poweroff, firewall_state, firewall_sensitivity',
     ],
   ])('reports %s', (_name, text, expected) => {
-    const files: Record<string, string> = { '/short': 'abc' };
+    const files: Record<string, string> = {
+      '/short': 'abc',
+      '/long': 'long-token-0123456789',
+      '/long2': 'long-token-9876543210',
+    };
     expect(
       problems(
         text,

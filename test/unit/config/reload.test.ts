@@ -53,4 +53,15 @@ describe('restartKeys', () => {
     );
     expect(restartKeys(config({}), two)).toContain('accounts.eu');
   });
+
+  it('a key read from a file is reloaded; the file itself is not', () => {
+    const { upstream: _u, ...rest } = base;
+    const withFile = (file: string, key: string) =>
+      buildConfig({ ...rest, upstream: { base_url: 'https://api.provider.test', api_key_file: file } }, {}, () => key);
+    const current = withFile('/run/secrets/key', 'old-key-0123456789');
+    expect(restartKeys(current, withFile('/run/secrets/key', 'new-key-0123456789'))).toEqual([]);
+    expect(restartKeys(current, withFile('/run/secrets/other', 'old-key-0123456789'))).toEqual([
+      'accounts.default.upstream.api_key_file',
+    ]);
+  });
 });

@@ -37,7 +37,7 @@ const delay = async () => {
 
 /** Runs the check; resolves to the refusal's status and message (and `Retry-After` seconds), or 'ok'. */
 async function outcome(
-  check: (r: FastifyRequest) => Promise<void>,
+  check: (r: FastifyRequest) => Promise<unknown>,
   authorization?: string,
   remoteAddress?: string,
 ): Promise<string> {

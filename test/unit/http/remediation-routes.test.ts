@@ -1,11 +1,6 @@
 import bcrypt from 'bcryptjs';
 import { describe, expect, it } from 'vitest';
-import { buildApp } from '../../../src/app.js';
-import { GraphStore } from '../../../src/graphs/store.js';
-import { ExpositionCache } from '../../../src/metrics/exposition-cache.js';
-import { captureLogger } from '../../helpers/logger.js';
-import { engineHarness, rule, TOKEN } from '../../helpers/remediation.js';
-import { tempDir } from '../../helpers/tmp.js';
+import { engineHarness, remediationApp, rule, TOKEN } from '../../helpers/remediation.js';
 
 const PASSWORD = 'correct horse battery staple';
 const HASH = bcrypt.hashSync(PASSWORD, 4);
@@ -28,18 +23,7 @@ async function setup(remediation: Parameters<typeof engineHarness>[0] = {}) {
     ],
     ...remediation,
   });
-  const app = buildApp({
-    logger: captureLogger().logger,
-    exposition: new ExpositionCache({ registry: h.registry }),
-    graphStores: new Map([['default', new GraphStore(tempDir(), 'default')]]),
-    graphMaxWidth: 2000,
-    remediation: {
-      engines: new Map([['default', h.engine]]),
-      journal: h.journal,
-      metrics: h.metrics,
-      config: h.config,
-    },
-  });
+  const app = remediationApp(h);
   return { ...h, app };
 }
 

@@ -194,6 +194,15 @@ describe('remediation decisions on the status page', () => {
     expect(asked).toEqual([]);
   });
 
+  it('shows who asked for each decision and why, escaped', () => {
+    const html = renderStatusPage(
+      view({ actions: [{ ...decision, source: 'operator', principal: 'alice', reason: 'hung <since> 10:00' }] }),
+    );
+    expect(html).toContain('<th>principal</th>');
+    expect(html).toContain('<td>alice</td>');
+    expect(html).toContain('<td>hung &lt;since&gt; 10:00</td>');
+  });
+
   it('renders the note instead of the table', () => {
     expect(renderStatusPage(view({ actions: undefined }))).toContain(
       `<h2>Last remediation decisions</h2>\n<p class="muted">${HIDDEN_ACTIONS}</p>`,

@@ -1,11 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { buildApp } from '../../../src/app.js';
-import { GraphStore } from '../../../src/graphs/store.js';
 import { ID_PATTERN } from '../../../src/http/schemas.js';
-import { ExpositionCache } from '../../../src/metrics/exposition-cache.js';
-import { captureLogger } from '../../helpers/logger.js';
-import { engineHarness, rule, TOKEN } from '../../helpers/remediation.js';
-import { tempDir } from '../../helpers/tmp.js';
+import { engineHarness, remediationApp, rule, TOKEN } from '../../helpers/remediation.js';
 
 const bearer = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
 
@@ -16,18 +11,7 @@ async function setup() {
       rule({ alertname: 'BaremetalServerUnreachable', action: 'powercycle' }),
     ],
   });
-  const app = buildApp({
-    logger: captureLogger().logger,
-    exposition: new ExpositionCache({ registry: h.registry }),
-    graphStores: new Map([['default', new GraphStore(tempDir(), 'default')]]),
-    graphMaxWidth: 2000,
-    remediation: {
-      engines: new Map([['default', h.engine]]),
-      journal: h.journal,
-      metrics: h.metrics,
-      config: h.config,
-    },
-  });
+  const app = remediationApp(h);
   return { ...h, app };
 }
 

@@ -291,6 +291,7 @@ describe('exactly once', () => {
       fingerprint: null,
       startsAt: null,
       decision: 'executing',
+      principal: 'alertmanager',
     });
     await h.journal.close();
     const journal = openTestStore(path);
@@ -349,7 +350,7 @@ describe('the console descriptor', () => {
       config: h.config,
       now: () => h.clock.now,
     });
-    await expect(engine.console(serverId)).rejects.toMatchObject({ name: error });
+    await expect(engine.console(serverId, 'ops')).rejects.toMatchObject({ name: error });
     expect(await h.journal.list({ limit: 5 })).toHaveLength(rows);
     expect(h.sim.calls).toEqual([]);
   });

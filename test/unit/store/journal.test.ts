@@ -27,6 +27,7 @@ const row = (createdAt: number, over: Partial<NewEntry> = {}): NewEntry => ({
   fingerprint: null,
   startsAt: null,
   decision: 'executed',
+  principal: 'alertmanager',
   ...over,
 });
 
@@ -148,6 +149,7 @@ describe('pruning', () => {
       appliedState: null,
       appliedAt: null,
       cooldownMs: 120_000,
+      principal: null,
     });
     const { metrics } = freshMetrics();
     const housekeeping = new Housekeeping({
@@ -197,6 +199,7 @@ describe('retiring desired state of servers gone from the list', () => {
         appliedState: '1',
         appliedAt: 0,
         cooldownMs: 120_000,
+        principal: null,
       });
       metrics.firewallDesiredState.set({ server_id: serverId, ip: `198.18.0.${serverId.slice(-1)}` }, 1);
     }
@@ -239,6 +242,7 @@ describe('retiring desired state of servers gone from the list', () => {
       appliedState: '1',
       appliedAt: 0,
       cooldownMs: 1,
+      principal: null,
     });
     await housekeeping.retire(0);
     listed = true;

@@ -197,6 +197,15 @@ describe('error kinds', () => {
       expect(everything).not.toContain(form);
   });
 
+  it('after a key rotation, still scrubs the old key, the new one and the other secrets, however spelled', () => {
+    const OTHER = 'webhook-token-0123456789';
+    const NEW = 'sk-next-fedcba9876543210';
+    const c = client({ secrets: [OTHER] });
+    expect(c.apiKey.set(NEW)).toBe(true);
+    const text = `old ${KEY.toUpperCase()} new ${encodeURIComponent(NEW)} token ${[...OTHER].map((ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')}`;
+    expect(c.scrub(text)).toBe('old [REDACTED] new [REDACTED] token [REDACTED]');
+  });
+
   it('maps a refused connection to UpstreamConnectionError', async () => {
     agent
       .get(BASE)

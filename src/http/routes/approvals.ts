@@ -1,0 +1,51 @@
+/**
+ * `POST /api/v1/actions/{id}/approve` and `POST /api/v1/actions/{id}/deny` (optional `{"reason"}`): another
+ * operator settles a request journaled `awaiting_approval` (require_approval on its rule or principal). The
+ * approver must be an operator other than the requester (four eyes: the requester is a 403) and within its
+ * accounts and actions; an unknown row is a 404, one no longer awaiting (settled by someone else, another
+ * replica, or expired) a 409.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Type, type Static } from 'typebox';
+import { ForbiddenError, NotFoundError } from '../../errors.js';
+import { strictObject } from '../../json-schema.js';
+import type { RemediationEngine } from '../../remediation/engine.js';
+import type { JournalEntry } from '../../store/rows.js';
+import type { StateStore } from '../../store/store.js';
+import type { PrincipalAction } from '../../config/schema.js';
+import { callerOf, requireScope } from '../principals.js';
+import { engineOf } from './actions.js';
+
+const params = { type: 'object', properties: { id: { type: 'string', pattern: '^[1-9][0-9]{0,15}$' } } } as const;
+const body = Type.Optional(strictObject({ reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) }));
+
+type Route = { Params: { id: string }; Body: Static<typeof body> };
+
+export function approvalRoutes(
+  app: FastifyInstance,
+  deps: { engines: ReadonlyMap<string, RemediationEngine>; journal: StateStore },
+): void {
+  /** The row, its engine and the approver, once the approver may settle it. */
+  const settle = async (request: FastifyRequest<Route>) => {
+    const approver = callerOf(request);
+    const row: JournalEntry | undefined = await deps.journal.get(Number(request.params.id));
+    if (!row) throw new NotFoundError(`no journal entry ${request.params.id}`);
+    const { engine } = engineOf(deps.engines, row.account, 'params/id');
+    requireScope(approver, row.account, row.action as PrincipalAction);
+    if (row.principal === approver.name)
+      throw new ForbiddenError(
+        `principal ${approver.name} asked for journal entry ${row.id}: another operator must approve or deny it`,
+      );
+    return { row, engine, approver: approver.name };
+  };
+  const options = { schema: { params, body } };
+  app.post<Route>('/api/v1/actions/:id/approve', options, async (request) => {
+    const { row, engine, approver } = await settle(request);
+    const result = await engine.approve(row, approver);
+    return { approved: row.id, approver, execution: result };
+  });
+  app.post<Route>('/api/v1/actions/:id/deny', options, async (request) => {
+    const { row, engine, approver } = await settle(request);
+    return { denied: row.id, approver, ...(await engine.deny(row, approver, request.body?.reason)) };
+  });
+}

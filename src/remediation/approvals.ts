@@ -1,0 +1,139 @@
+/**
+ * A second person (require_approval on a rule or a principal): a request that needs approval passes the guards
+ * and is journaled `awaiting_approval`, nothing sent (engine.ts). Then another operator approves or denies it,
+ * or it expires after `remediation.approval_timeout`.
+ *
+ * An approval settles the row first — one conditional UPDATE, so of two approvals at once (two replicas, two
+ * operators) exactly one settles it and the other is a 409 — and then asks the engine again, as a new request
+ * of the same requester with the approver named: every guard of `RemediationEngine.request` runs again at that
+ * moment (target, cooldown, budget, dry run, and whatever guards are added there later), and the execution is
+ * claimed under the delivery key `approval:<row id>`, so it acts at most once. The awaiting row names the
+ * execution's row in its message.
+ */
+import type { Logger } from 'pino';
+import { DEFAULT_COOLDOWN_MS, type ActionName, type Config } from '../config/schema.js';
+import { ConflictError } from '../errors.js';
+import type { ApprovalSettlement, JournalEntry } from '../store/rows.js';
+import type { StateStore } from '../store/store.js';
+import type { ActionDecision, ActionRequest } from './types.js';
+
+export interface ApprovalDeps {
+  account: string;
+  journal: StateStore;
+  config: Config['remediation'];
+  logger: Logger;
+  /** ms since epoch */
+  now: () => number;
+  /** decides on a request (the engine's `request`): the approved execution goes through every guard again */
+  request: (req: ActionRequest) => Promise<ActionDecision>;
+  /** counts a settled row (metrics, gauges) */
+  record: (action: string, result: ActionDecision) => Promise<ActionDecision>;
+}
+
+export class Approvals {
+  readonly #deps: ApprovalDeps;
+
+  constructor(deps: ApprovalDeps) {
+    this.#deps = deps;
+  }
+
+  /**
+   * `approver` approves `row` (checked by the caller: another operator, within its accounts and actions):
+   * returns the execution's decision. Throws ConflictError (already settled, or expired), JournalError.
+   */
+  async approve(row: JournalEntry, approver: string): Promise<ActionDecision> {
+    const at = this.#deps.now();
+    await this.#settle(row, { decision: 'approved', approver, at, message: `approved by ${approver}` });
+    let result: ActionDecision;
+    try {
+      result = await this.#deps.request(this.#requestOf(row, approver, at));
+    } catch (error) {
+      // No decision was made (journal or server list unavailable): the row says so; the request must be asked again.
+      const message = `approved by ${approver}; not decided: ${(error as Error).message}; ask again`;
+      await this.#deps.journal.complete(row.id, { decision: 'approved', message, at }).catch(() => undefined);
+      throw error;
+    }
+    const message = `approved by ${approver}; executed as journal entry ${result.id}: ${result.decision}`;
+    await this.#deps.journal.complete(row.id, { decision: 'approved', message, at });
+    await this.#deps.record(row.action, { id: row.id, decision: 'approved', message });
+    this.#deps.logger.info(
+      { journal_id: row.id, action: row.action, principal: row.principal, approver, execution: result.id },
+      'remediation request approved',
+    );
+    return result;
+  }
+
+  /** `approver` denies `row`, with an optional reason. Throws ConflictError, JournalError. */
+  async deny(row: JournalEntry, approver: string, reason?: string): Promise<ActionDecision> {
+    const at = this.#deps.now();
+    const message = `denied by ${approver}${reason ? `: ${reason}` : ''}; nothing sent`;
+    await this.#settle(row, { decision: 'denied_by_approver', approver, at, message });
+    this.#deps.logger.info(
+      { journal_id: row.id, action: row.action, principal: row.principal, approver },
+      'remediation request denied',
+    );
+    return this.#deps.record(row.action, { id: row.id, decision: 'denied_by_approver', message });
+  }
+
+  /** Expires the rows awaiting approval longer than approval_timeout; returns how many. Throws JournalError. */
+  async expire(): Promise<number> {
+    const { account, journal, config } = this.#deps;
+    const now = this.#deps.now();
+    let expired = 0;
+    for (const row of await journal.awaitingApproval(account)) {
+      if (now - row.createdAt < config.approvalTimeoutMs) continue;
+      const message = expiredMessage(config.approvalTimeoutMs);
+      if (!(await journal.settleApproval(row.id, { decision: 'expired', approver: null, at: now, message }))) continue;
+      expired++;
+      this.#deps.logger.warn(
+        { journal_id: row.id, action: row.action, server_id: row.serverId, principal: row.principal },
+        'remediation request expired: nobody approved it',
+      );
+      await this.#deps.record(row.action, { id: row.id, decision: 'expired', message });
+    }
+    return expired;
+  }
+
+  /** Settles an awaiting row once; an expired one is settled `expired`. Throws ConflictError. */
+  async #settle(row: JournalEntry, settlement: ApprovalSettlement): Promise<void> {
+    const { journal, config } = this.#deps;
+    if (settlement.at - row.createdAt >= config.approvalTimeoutMs) {
+      const message = expiredMessage(config.approvalTimeoutMs);
+      if (await journal.settleApproval(row.id, { decision: 'expired', approver: null, at: settlement.at, message }))
+        await this.#deps.record(row.action, { id: row.id, decision: 'expired', message });
+      throw new ConflictError(`journal entry ${row.id} expired: ${message}`);
+    }
+    if (!(await journal.settleApproval(row.id, settlement))) {
+      const now = await journal.get(row.id);
+      throw new ConflictError(
+        `journal entry ${row.id} is ${now?.decision ?? 'gone'}${now?.approver ? ` (by ${now.approver})` : ''}, no longer awaiting approval`,
+      );
+    }
+  }
+
+  /** The requester's request again, approved: the rule's cooldown for an alert's, the action's default otherwise. */
+  #requestOf(row: JournalEntry, approver: string, at: number): ActionRequest {
+    const action = row.action as ActionName;
+    const rule = this.#deps.config.rules.find((r) => r.alertname === row.alertname && r.action === action);
+    return {
+      source: row.source === 'alert' ? 'alert' : 'operator',
+      principal: row.principal ?? approver,
+      account: row.account,
+      action,
+      serverId: row.serverId,
+      ...(row.ip !== null ? { ip: row.ip } : {}),
+      ...(row.value !== null ? { value: row.value } : {}),
+      ...(row.reason !== null ? { reason: row.reason } : {}),
+      cooldownMs: rule?.cooldownMs ?? DEFAULT_COOLDOWN_MS[action],
+      requireOwnedIp: rule?.requireOwnedIp ?? true,
+      idempotencyKey: `approval:${row.id}`,
+      ...(row.alertname !== null && row.fingerprint !== null && row.startsAt !== null
+        ? { alert: { alertname: row.alertname, fingerprint: row.fingerprint, startsAt: row.startsAt } }
+        : {}),
+      approval: { of: row.id, by: approver, at },
+    };
+  }
+}
+
+const expiredMessage = (timeoutMs: number) =>
+  `expired: nobody approved it within ${Math.round(timeoutMs / 1000)} s (remediation.approval_timeout); nothing sent`;

@@ -1,0 +1,212 @@
+/**
+ * A second person, on both state-store backends: a request that needs approval (its principal's or its rule's
+ * require_approval) is journaled awaiting_approval and sends nothing; another operator approves it (the guards
+ * run again, it acts once) or denies it; the requester cannot approve its own; it expires; two replicas
+ * approving at once act once.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Principal } from '../../src/config/schema.js';
+import { ConflictError } from '../../src/errors.js';
+import { RemediationEngine } from '../../src/remediation/engine.js';
+import { UpstreamClient } from '../../src/upstream/client.js';
+import { captureLogger } from '../helpers/logger.js';
+import { freshMetrics } from '../helpers/metrics.js';
+import { engineHarness, remediationApp, rule, simulatorTargets } from '../helpers/remediation.js';
+import { backends } from '../helpers/store-backends.js';
+
+const token = (name: string) => `${name}-token-0123456789abcdef`;
+const bearer = (name: string) => ({ authorization: `Bearer ${token(name)}` });
+const PRINCIPALS: Principal[] = [
+  { name: 'alertmanager', bearerToken: token('alertmanager'), roles: ['webhook'] },
+  { name: 'alice', bearerToken: token('alice'), roles: ['operator', 'reader'], requireApproval: true },
+  { name: 'bob', bearerToken: token('bob'), roles: ['operator'] },
+  { name: 'eu-bob', bearerToken: token('eu-bob'), roles: ['operator'], accounts: ['eu'] },
+  { name: 'audit', bearerToken: token('audit'), roles: ['reader'] },
+];
+const POWERCYCLE = '/api/v1/dedicated/powercycle';
+const MIN = 60_000;
+
+for (const backend of backends()) {
+  describe.skipIf(backend.skip)(`approval by a second person (${backend.name})`, () => {
+    async function setup() {
+      const db = await backend.fresh();
+      const h = await engineHarness(
+        {
+          principals: PRINCIPALS,
+          rules: [rule({ alertname: 'BaremetalServerUnreachable', action: 'powercycle', requireApproval: true })],
+        },
+        await db.open(),
+      );
+      const app = remediationApp(h);
+      const ask = (who = 'alice', serverId = '100001') =>
+        app.inject({
+          method: 'POST',
+          url: '/api/v1/actions/powercycle',
+          headers: bearer(who),
+          payload: { server_id: serverId, reason: 'hung' },
+        });
+      const settle = (verb: 'approve' | 'deny', id: number, who: string, payload: object = {}) =>
+        app.inject({ method: 'POST', url: `/api/v1/actions/${id}/${verb}`, headers: bearer(who), payload });
+      const pending = async () =>
+        (await h.metrics.actionAwaitingApproval.get()).values.find((v) => v.labels.action === 'powercycle')?.value;
+      return { ...h, app, ask, settle, pending };
+    }
+
+    it('waits for another operator, then acts once; the journal keeps the approver and the time', async () => {
+      const { ask, settle, sim, journal, pending, clock } = await setup();
+      const asked = await ask();
+      expect(asked.json()).toMatchObject({ decision: 'awaiting_approval' });
+      expect(asked.json().message).toContain('awaiting approval by an operator other than alice');
+      expect(sim.callsTo(POWERCYCLE)).toHaveLength(0);
+      expect(await pending()).toBe(1);
+      const id = asked.json().id as number;
+
+      const self = await settle('approve', id, 'alice');
+      expect(self.statusCode).toBe(403);
+      expect(self.json().message).toBe(
+        `principal alice asked for journal entry ${id}: another operator must approve or deny it`,
+      );
+      expect((await settle('approve', id, 'audit')).json().message).toContain('lacks the role operator');
+      expect((await settle('approve', id, 'eu-bob')).json().message).toContain('may not act on account default');
+      expect(sim.callsTo(POWERCYCLE)).toHaveLength(0);
+
+      clock.now += MIN;
+      const approved = await settle('approve', id, 'bob');
+      expect(approved.statusCode).toBe(200);
+      expect(approved.json()).toMatchObject({ approved: id, approver: 'bob', execution: { decision: 'executed' } });
+      const again = await settle('approve', id, 'bob');
+      expect(again.statusCode).toBe(409);
+      expect(again.json()).toMatchObject({ code: 'BM_ERR_CONFLICT' });
+      expect(sim.callsTo(POWERCYCLE)).toHaveLength(1);
+      expect(await pending()).toBe(0);
+
+      const awaitingRow = await journal.get(id);
+      expect(awaitingRow).toMatchObject({ decision: 'approved', principal: 'alice', approver: 'bob' });
+      expect(awaitingRow!.approvedAt).toBe(clock.now);
+      const execution = await journal.get(approved.json().execution.id);
+      expect(execution).toMatchObject({
+        decision: 'executed',
+        principal: 'alice',
+        reason: 'hung',
+        approver: 'bob',
+        approvedAt: clock.now,
+      });
+    });
+
+    it('denies: journaled denied_by_approver with the reason, nothing sent, then a 409', async () => {
+      const { ask, settle, sim, journal } = await setup();
+      const id = (await ask()).json().id as number;
+      const denied = await settle('deny', id, 'bob', { reason: 'not during the migration' });
+      expect(denied.statusCode).toBe(200);
+      expect(denied.json()).toMatchObject({ denied: id, decision: 'denied_by_approver' });
+      expect(await journal.get(id)).toMatchObject({
+        decision: 'denied_by_approver',
+        approver: 'bob',
+        message: 'denied by bob: not during the migration; nothing sent',
+      });
+      expect((await settle('approve', id, 'bob')).statusCode).toBe(409);
+      expect(sim.callsTo(POWERCYCLE)).toHaveLength(0);
+    });
+
+    it('expires after approval_timeout: nothing sent, a late approval is a 409', async () => {
+      const { ask, settle, sim, journal, engine, clock, pending } = await setup();
+      const id = (await ask()).json().id as number;
+      clock.now += 14 * MIN;
+      await engine.tick();
+      expect(await journal.get(id)).toMatchObject({ decision: 'awaiting_approval' });
+      clock.now += 2 * MIN;
+      await engine.tick();
+      expect(await journal.get(id)).toMatchObject({ decision: 'expired', approver: null });
+      expect(await pending()).toBe(0);
+      const late = await settle('approve', id, 'bob');
+      expect(late.statusCode).toBe(409);
+      expect(late.json().message).toContain('expired');
+      expect(sim.callsTo(POWERCYCLE)).toHaveLength(0);
+    });
+
+    it('runs the guards again when approved: a power cycle made meanwhile puts it in cooldown', async () => {
+      const { ask, settle, sim } = await setup();
+      const id = (await ask()).json().id as number;
+      // Bob needs no approval: his power cycle of the same server is sent at once.
+      expect((await ask('bob')).json().decision).toBe('executed');
+      const approved = await settle('approve', id, 'bob');
+      expect(approved.json().execution).toMatchObject({ decision: 'cooldown' });
+      expect(sim.callsTo(POWERCYCLE)).toHaveLength(1);
+    });
+
+    it('holds an alert whose rule requires approval until an operator approves it', async () => {
+      const { app, settle, sim } = await setup();
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/v1/alertmanager',
+        headers: bearer('alertmanager'),
+        payload: {
+          version: '4',
+          status: 'firing',
+          alerts: [
+            {
+              status: 'firing',
+              labels: { alertname: 'BaremetalServerUnreachable', server_id: '100002' },
+              startsAt: '2026-11-21T11:59:00Z',
+              fingerprint: 'f1',
+            },
+          ],
+        },
+      });
+      const [result] = res.json().results;
+      expect(result).toMatchObject({ decision: 'awaiting_approval' });
+      expect(sim.callsTo(POWERCYCLE)).toHaveLength(0);
+      const approved = await settle('approve', result.id, 'bob');
+      expect(approved.json().execution).toMatchObject({ decision: 'executed' });
+      expect(sim.callsTo(POWERCYCLE, { server_id: '100002' })).toHaveLength(1);
+    });
+
+    it('acts once when two replicas approve the same request at once', async () => {
+      const db = await backend.fresh();
+      const h = await engineHarness({ principals: PRINCIPALS }, await db.open());
+      // A second replica: its own store connection, client and engine, on the same database and upstream.
+      const client = new UpstreamClient({
+        baseUrl: h.sim.url,
+        apiKey: 'k',
+        timeoutMs: 5000,
+        concurrency: 4,
+        retries: 0,
+      });
+      const other = new RemediationEngine({
+        account: 'default',
+        journal: await db.open(),
+        client,
+        metrics: freshMetrics().metrics,
+        logger: captureLogger().logger,
+        targets: simulatorTargets(h.sim),
+        config: h.config,
+        now: () => h.clock.now,
+      });
+      try {
+        await other.ready;
+        const asked = await h.engine.request({
+          source: 'operator',
+          principal: 'alice',
+          account: 'default',
+          action: 'powercycle',
+          serverId: '100001',
+          cooldownMs: 30 * MIN,
+          requireOwnedIp: true,
+          requireApproval: true,
+        });
+        expect(asked.decision).toBe('awaiting_approval');
+        const row = (await h.journal.get(asked.id))!;
+        const outcomes = await Promise.allSettled([h.engine.approve(row, 'bob'), other.approve(row, 'carol')]);
+        const done = outcomes.filter((o) => o.status === 'fulfilled');
+        const refused = outcomes.filter((o) => o.status === 'rejected');
+        expect(done).toHaveLength(1);
+        expect(refused).toHaveLength(1);
+        expect((refused[0] as PromiseRejectedResult).reason).toBeInstanceOf(ConflictError);
+        expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(1);
+      } finally {
+        await other.stop();
+        await client.close();
+      }
+    });
+  });
+}

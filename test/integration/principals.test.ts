@@ -1,0 +1,291 @@
+/**
+ * Principals with roles on both state-store backends: each role against each remediation route, an operator
+ * bounded to accounts and actions, and the deprecated shared credentials (every role, a warning at start).
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import bcrypt from 'bcryptjs';
+import type { InjectOptions } from 'fastify';
+import { describe, expect, it } from 'vitest';
+import type { Principal } from '../../src/config/schema.js';
+import { MIGRATIONS as POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
+import { migrate, openPool } from '../../src/store/postgres/pool.js';
+import { MIGRATIONS as SQLITE_MIGRATIONS } from '../../src/store/sqlite/database.js';
+import { tempDir } from '../helpers/tmp.js';
+import { startHarness } from '../helpers/daemon.js';
+import {
+  engineHarness,
+  openTestStore,
+  POWERCYCLE_REMEDIATION,
+  remediationApp,
+  rule,
+  TOKEN,
+} from '../helpers/remediation.js';
+import { backends } from '../helpers/store-backends.js';
+
+const PASSWORD = 'alice-password-0123';
+const token = (name: string) => `${name}-token-0123456789abcdef`;
+const bearer = (name: string) => ({ authorization: `Bearer ${token(name)}` });
+const basic = (user: string, password: string) => ({
+  authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`,
+});
+
+const PRINCIPALS: Principal[] = [
+  { name: 'alertmanager', bearerToken: token('alertmanager'), roles: ['webhook'] },
+  { name: 'ops', bearerToken: token('ops'), roles: ['operator'] },
+  { name: 'audit', bearerToken: token('audit'), roles: ['reader'] },
+  {
+    name: 'alice',
+    basicAuthHash: bcrypt.hashSync(PASSWORD, 4),
+    roles: ['operator', 'reader'],
+    accounts: ['default'],
+    actions: ['firewall_state'],
+  },
+  { name: 'eu-only', bearerToken: token('eu-only'), roles: ['operator'], accounts: ['eu'] },
+];
+
+const webhookPayload = {
+  version: '4',
+  status: 'firing',
+  receiver: 'baremetal',
+  groupKey: '{}:{}',
+  alerts: [
+    {
+      status: 'firing',
+      labels: { alertname: 'BaremetalServerUnreachable', server_id: '100002' },
+      annotations: {},
+      startsAt: '2026-11-21T11:59:00Z',
+      endsAt: '0001-01-01T00:00:00Z',
+      fingerprint: 'f1',
+    },
+  ],
+};
+
+/** Every remediation route, with a request that succeeds for a principal allowed to call it. */
+const ROUTES = {
+  webhook: { method: 'POST', url: '/api/v1/alertmanager', payload: webhookPayload },
+  powercycle: { method: 'POST', url: '/api/v1/actions/powercycle', payload: { server_id: '100001' } },
+  'firewall-state': {
+    method: 'POST',
+    url: '/api/v1/actions/firewall-state',
+    payload: { server_id: '100001', ip: '198.18.0.1', state: 1 },
+  },
+  console: { method: 'GET', url: '/api/v1/servers/100001/console.jnlp' },
+  journal: { method: 'GET', url: '/api/v1/actions' },
+} as const;
+
+for (const backend of backends()) {
+  describe.skipIf(backend.skip)(`principals (${backend.name})`, () => {
+    async function setup(principals: Principal[] = PRINCIPALS) {
+      const db = await backend.fresh();
+      const h = await engineHarness(
+        { principals, rules: [rule({ alertname: 'BaremetalServerUnreachable', action: 'powercycle' })] },
+        await db.open(),
+      );
+      const app = remediationApp(h);
+      return { ...h, app };
+    }
+
+    it.each([
+      { who: 'alertmanager', webhook: 200, powercycle: 403, 'firewall-state': 403, console: 403, journal: 403 },
+      { who: 'ops', webhook: 403, powercycle: 200, 'firewall-state': 200, console: 200, journal: 403 },
+      { who: 'audit', webhook: 403, powercycle: 403, 'firewall-state': 403, console: 403, journal: 200 },
+    ] as const)('role × route: $who', async (row) => {
+      const { app, journal, sim } = await setup();
+      for (const [name, route] of Object.entries(ROUTES) as Array<
+        [keyof typeof ROUTES, (typeof ROUTES)[keyof typeof ROUTES]]
+      >) {
+        const rowsBefore = (await journal.list({ limit: 100 })).length;
+        const callsBefore = sim.calls.length;
+        const res = await app.inject({ ...route, headers: bearer(row.who) } as InjectOptions);
+        expect(res.statusCode, `${row.who} ${name}: ${res.body}`).toBe(row[name]);
+        if (row[name] === 403) {
+          const role = name === 'webhook' ? 'webhook' : name === 'journal' ? 'reader' : 'operator';
+          expect(res.json()).toMatchObject({ code: 'BM_ERR_FORBIDDEN' });
+          expect(res.json().message).toContain(`principal ${row.who} lacks the role ${role}`);
+          // Refused before anything is decided: no row, no upstream call.
+          expect((await journal.list({ limit: 100 })).length).toBe(rowsBefore);
+          expect(sim.calls.length).toBe(callsBefore);
+        }
+      }
+    });
+
+    it('bounds an operator to its actions and accounts, before anything is journaled', async () => {
+      const { app, journal, sim } = await setup();
+      const cases = [
+        {
+          headers: basic('alice', PASSWORD),
+          route: ROUTES.powercycle,
+          message: 'principal alice may not ask for powercycle (its actions: firewall_state)',
+        },
+        {
+          headers: basic('alice', PASSWORD),
+          route: ROUTES.console,
+          message: 'principal alice may not ask for console (its actions: firewall_state)',
+        },
+        {
+          headers: bearer('eu-only'),
+          route: ROUTES.powercycle,
+          message: 'principal eu-only may not act on account default (its accounts: eu)',
+        },
+      ];
+      for (const { headers, route, message } of cases) {
+        const res = await app.inject({ ...route, headers } as InjectOptions);
+        expect(res.statusCode).toBe(403);
+        expect(res.json().message).toBe(message);
+      }
+      expect(await journal.list({ limit: 100 })).toEqual([]);
+      expect(sim.calls).toEqual([]);
+      // Within its bounds it acts.
+      const allowed = await app.inject({ ...ROUTES['firewall-state'], headers: basic('alice', PASSWORD) });
+      expect(allowed.statusCode).toBe(200);
+      expect(allowed.json().decision).toBe('executed');
+    });
+
+    it('journals who asked and why, and filters the journal by principal', async () => {
+      const { app, journal } = await setup();
+      const asked = await app.inject({
+        ...ROUTES.powercycle,
+        headers: bearer('ops'),
+        payload: { server_id: '100001', reason: 'hung since the kernel update, ticket OPS-4711' },
+      });
+      expect(asked.statusCode).toBe(200);
+      expect((await app.inject({ ...ROUTES.webhook, headers: bearer('alertmanager') })).statusCode).toBe(200);
+      await app.inject({ ...ROUTES.console, headers: bearer('ops') });
+      const rows = await journal.list({ limit: 10 });
+      expect(rows.map((r) => [r.source, r.action, r.principal, r.reason])).toEqual([
+        ['operator', 'console', 'ops', null],
+        ['alert', 'powercycle', 'alertmanager', null],
+        ['operator', 'powercycle', 'ops', 'hung since the kernel update, ticket OPS-4711'],
+      ]);
+      const list = async (query: string) =>
+        (await app.inject({ url: `/api/v1/actions${query}`, headers: bearer('audit') })).json();
+      expect((await list('?principal=ops')).actions.map((a: { action: string }) => a.action)).toEqual([
+        'console',
+        'powercycle',
+      ]);
+      expect((await list('?principal=alertmanager')).actions).toMatchObject([
+        { source: 'alert', principal: 'alertmanager', reason: null },
+      ]);
+      expect((await list('?principal=nobody')).actions).toEqual([]);
+      expect((await list('')).actions[2]).toMatchObject({
+        principal: 'ops',
+        reason: 'hung since the kernel update, ticket OPS-4711',
+      });
+    });
+
+    it.each([
+      { name: 'a principal filter that is no name', url: '/api/v1/actions?principal=a%20b', field: 'principal' },
+      { name: 'an empty principal filter', url: '/api/v1/actions?principal=', field: 'principal' },
+    ])('refuses $name (400)', async ({ url, field }) => {
+      const { app } = await setup();
+      const res = await app.inject({ url, headers: bearer('audit') });
+      expect(res.statusCode).toBe(400);
+      expect(res.json().message).toContain(field);
+    });
+
+    it.each([
+      { name: 'a reason over 200 characters', reason: 'x'.repeat(201) },
+      { name: 'an empty reason', reason: '' },
+      { name: 'a reason that is no string', reason: 42 },
+    ])('refuses $name and journals nothing', async ({ reason }) => {
+      const { app, journal, sim } = await setup();
+      const res = await app.inject({
+        ...ROUTES.powercycle,
+        headers: bearer('ops'),
+        payload: { server_id: '100001', reason },
+      });
+      expect(res.statusCode).toBe(400);
+      expect(res.json().message).toContain('reason');
+      expect(await journal.list({ limit: 10 })).toEqual([]);
+      expect(sim.calls).toEqual([]);
+    });
+
+    it('journals a deferred firewall change under the principal that asked for it', async () => {
+      const { app, journal, engine, clock } = await setup();
+      const state = (value: number) => ({
+        ...ROUTES['firewall-state'],
+        headers: basic('alice', PASSWORD),
+        payload: { server_id: '100001', ip: '198.18.0.1', state: value },
+      });
+      expect((await app.inject(state(1))).json().decision).toBe('executed');
+      // Inside the API's 2-minute window: kept pending, sent later by the daemon itself.
+      expect((await app.inject(state(0))).json().decision).toBe('deferred');
+      clock.now += 3 * 60_000;
+      await engine.tick();
+      const [latest] = await journal.list({ limit: 1 });
+      expect(latest).toMatchObject({ source: 'pending', decision: 'executed', value: '0', principal: 'alice' });
+    });
+
+    it('reads rows written before principals as principal null', async () => {
+      const db = await backend.fresh();
+      const before = `INSERT INTO actions (account, created_at, source, action, server_id, decision)
+        VALUES ('default', 1, 'operator', 'poweroff', '100001', 'executed')`;
+      if (backend.name === 'sqlite') {
+        const path = join(tempDir(), 'journal.db');
+        const old = new DatabaseSync(path);
+        for (const migration of SQLITE_MIGRATIONS.slice(0, 3)) old.exec(migration);
+        old.exec(`PRAGMA user_version = 3; ${before}`);
+        old.close();
+        db.open = async () => openTestStore(path);
+      } else {
+        const pool = openPool(db.url!, () => {});
+        await migrate(pool, 'journal', POSTGRES_MIGRATIONS.journal.slice(0, 1));
+        await pool.query(before);
+        await pool.end();
+      }
+      const store = await db.open();
+      try {
+        expect(await store.list({ limit: 5 })).toMatchObject([{ action: 'poweroff', principal: null, reason: null }]);
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('keeps the deprecated shared credentials working: every role', async () => {
+      const { app } = await setup([]);
+      for (const route of Object.values(ROUTES)) {
+        const res = await app.inject({ ...route, headers: { authorization: `Bearer ${TOKEN}` } } as InjectOptions);
+        expect(res.statusCode, route.url).toBe(200);
+      }
+    });
+  });
+}
+
+describe('principals in the configuration file', () => {
+  it('warns once at start that the shared credentials are deprecated, and names their principals', async () => {
+    const h = await startHarness({ remediationAuth: true, config: { remediation: POWERCYCLE_REMEDIATION } });
+    const warnings = h.log.lines.filter((l) => l.includes('deprecated'));
+    expect(warnings).toHaveLength(1);
+    expect(JSON.parse(warnings[0]!)).toMatchObject({ level: 'warn', principals: ['token-1'] });
+    expect(warnings[0]).not.toContain(TOKEN);
+    const res = await h.daemon.app.inject({ url: '/api/v1/actions', headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(res.statusCode).toBe(200);
+  });
+
+  it('loads principals from the file, and does not warn', async () => {
+    const h = await startHarness({
+      config: ({ stateDir }) => {
+        const file = `${stateDir}/am-token`;
+        writeFileSync(file, token('alertmanager'));
+        return {
+          remediation: {
+            auth: { principals: [{ name: 'alertmanager', bearer_token_file: file, roles: ['webhook'] }] },
+          },
+        };
+      },
+    });
+    expect(h.log.lines.filter((l) => l.includes('deprecated'))).toEqual([]);
+    const journal = await h.daemon.app.inject({ url: '/api/v1/actions', headers: bearer('alertmanager') });
+    expect(journal.statusCode).toBe(403);
+    expect(journal.json().message).toBe('principal alertmanager lacks the role reader (GET /api/v1/actions)');
+    const webhook = await h.daemon.app.inject({
+      method: 'POST',
+      url: '/api/v1/alertmanager',
+      headers: bearer('alertmanager'),
+      payload: webhookPayload,
+    });
+    expect(webhook.statusCode).toBe(200);
+  });
+});
