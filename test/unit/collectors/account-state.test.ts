@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_SCHEDULES } from '../../../src/config/schema.js';
 import { AccountState, type AccountStateConfig } from '../../../src/collectors/account-state.js';
 import { collectFirewallFailure, collectFirewallHistory } from '../../../src/collectors/firewall.js';
 import { collectServerList } from '../../../src/collectors/inventory.js';
@@ -13,13 +14,7 @@ const event = (id: string, ip: string): FirewallEvent => ({ id, ip, raw: `attack
 async function stateOf(config: Partial<AccountStateConfig> = {}, now = { ms: 1000 }) {
   const { metrics } = freshMetrics();
   const full: AccountStateConfig = {
-    schedules: {
-      servers: '0 * * * * *',
-      firewall: '30 * * * * *',
-      firewall_under_attack: '30 * * * * *',
-      graphs: '0 * * * * *',
-      catalog: '0 * * * * *',
-    },
+    schedules: { ...DEFAULT_SCHEDULES, firewall_under_attack: DEFAULT_SCHEDULES.firewall },
     services: { colocationIds: ['c1'], transitIds: [] },
     ...config,
   };
@@ -80,13 +75,7 @@ describe('AccountState: what the polls learned, as the readers ask it', () => {
 
   it('splits the services under attack from the quiet ones only when their schedules differ', async () => {
     const split = await stateOf({
-      schedules: {
-        servers: '0 * * * * *',
-        firewall: '30 * * * * *',
-        firewall_under_attack: '*/5 * * * * *',
-        graphs: '0 * * * * *',
-        catalog: '0 * * * * *',
-      },
+      schedules: { ...DEFAULT_SCHEDULES, firewall_under_attack: '*/5 * * * * *' },
     });
     split.read('1', [event('e1', '192.0.2.1')]);
     expect(split.state.servicesOf('firewall_under_attack').map((s) => s.serviceId)).toEqual(['1']);
