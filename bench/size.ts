@@ -133,8 +133,8 @@ async function cycle() {
   let cpuMs = 0;
   const { value: outcomes, ...loop } = await watchLoop(async () => {
     const outcomes = [
-      await daemon.accounts.get('default')!.poller.run('servers'),
-      await daemon.accounts.get('default')!.poller.run('firewall'),
+      await daemon.accounts.get('default')!.polls.run('servers'),
+      await daemon.accounts.get('default')!.polls.run('firewall'),
     ];
     ms = performance.now() - started;
     cpuMs = threadCpuMs() - cpuStarted;
@@ -180,7 +180,7 @@ const warmGzip = await scrapeDuring(metricsUrl, cycle, true);
 // A graphs poll (the default types × scales: one image per server), as every installation runs one.
 const graphsStarted = performance.now();
 const graphsCpu = process.cpuUsage();
-const graphsOutcome = await daemon.accounts.get('default')!.poller.run('graphs');
+const graphsOutcome = await daemon.accounts.get('default')!.polls.run('graphs');
 const graphsMs = performance.now() - graphsStarted;
 const { user: graphsUser, system: graphsSystem } = process.cpuUsage(graphsCpu);
 const rssGraphsMb = process.memoryUsage().rss / 2 ** 20;
@@ -348,9 +348,9 @@ if (values.extras) {
     { logger: createLogger('error'), schedule: false, initialPolls: false, listen: false },
   );
   const budgetAccount = budgetDaemon.accounts.get('default')!;
-  await budgetAccount.poller.run('servers');
+  await budgetAccount.polls.run('servers');
   const budgetStarted = performance.now();
-  const budgetOutcome = await budgetAccount.poller.run('firewall');
+  const budgetOutcome = await budgetAccount.polls.run('firewall');
   const budgetSeconds = (performance.now() - budgetStarted) / 1000;
   // The bucket starts full (its burst, a twentieth of a second's worth): the sustained rate is what follows.
   const burst = Math.floor(budgetAccount.client.budget!.burst);
@@ -412,7 +412,7 @@ if (values.extras) {
   const twoStarted = performance.now();
   const twoOutcomes = await Promise.all(
     [...twoDaemon.accounts.values()].map(async (account) =>
-      [await account.poller.run('servers'), await account.poller.run('firewall')].join('/'),
+      [await account.polls.run('servers'), await account.polls.run('firewall')].join('/'),
     ),
   );
   const twoMs = performance.now() - twoStarted;

@@ -53,7 +53,7 @@ const cpu = process.cpuUsage();
 for (let cycle = 0; cycle < cycles; cycle++) {
   const started = performance.now();
   for (const job of ['servers', 'firewall', 'graphs', 'catalog'])
-    outcomes.push(await daemon.accounts.get('default').poller.run(job));
+    outcomes.push(await daemon.accounts.get('default').polls.run(job));
   await daemon.exposition.render();
   cycleMaxMs = Math.max(cycleMaxMs, performance.now() - started);
   rssMb.push(process.memoryUsage().rss / 2 ** 20);

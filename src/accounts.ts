@@ -5,6 +5,7 @@
  * timeout of one account never touches another's polls or series.
  */
 import type { Logger } from 'pino';
+import { AccountState } from './collectors/account-state.js';
 import type { AccountConfig, Config, JobName } from './config/schema.js';
 import type { EventLedger } from './store/store.js';
 import { GraphStore, type GraphMirror } from './graphs/store.js';
@@ -22,7 +23,10 @@ export interface AccountRuntime {
   client: UpstreamClient;
   /** the registry's metrics with `account` bound to this account */
   metrics: Metrics;
-  poller: PollJobs;
+  /** what the account's polls know: its inventory, scope, firewall and attack state (the readers read it) */
+  state: AccountState;
+  /** the account's poll jobs (run one by hand: `polls.run(name)`) */
+  polls: PollJobs;
   scheduler: Scheduler;
   graphStore: GraphStore;
   /** where the attack event ids outlive the process (read again when this replica becomes leader) */
@@ -74,14 +78,17 @@ export async function startAccount(
   const remembered = await loadEventIds(ledger, logger);
   const workedOnce = new Set<JobName>();
   const lastProblem = new Map<JobName, string>();
-  const poller = new PollJobs({
+  const config = { ...deps.config, services: account.services, scope: account.scope };
+  const state = new AccountState(config, deps.now);
+  state.restoreEventIds(remembered.services);
+  const polls = new PollJobs({
     client,
     metrics,
     logger,
     graphStore,
     ledger,
-    restoredEventIds: remembered.services,
-    config: { ...deps.config, services: account.services, scope: account.scope },
+    config,
+    state,
     now: deps.now,
     onFinished: (job, outcome, problem) => {
       apiObserver.onPollFinished(job, outcome);
@@ -93,14 +100,14 @@ export async function startAccount(
     },
   });
   const scheduler = new Scheduler(
-    poller.jobs,
+    polls.jobs,
     deps.config.schedules,
     (poll, seconds) => metrics.pollInterval.set({ poll }, seconds),
     logger,
   );
   if (account.upstream.apiKeySource === 'yaml')
     logger.warn('the API key sits in the config file itself: prefer api_key_file or BAREMETAL_API_KEY');
-  return { name: account.name, client, metrics, poller, scheduler, graphStore, ledger, workedOnce, lastProblem };
+  return { name: account.name, client, metrics, state, polls, scheduler, graphStore, ledger, workedOnce, lastProblem };
 }
 
 async function loadEventIds(ledger: EventLedger, logger: Logger) {
@@ -119,18 +126,20 @@ async function loadEventIds(ledger: EventLedger, logger: Logger) {
  */
 export async function reloadEventIds(runtime: AccountRuntime, logger: Logger): Promise<void> {
   const remembered = await loadEventIds(runtime.ledger, logger.child({ account: runtime.name }));
-  runtime.poller.restoreEventIds(remembered.services);
+  runtime.state.restoreEventIds(remembered.services);
 }
 
 /**
- * Runs servers, then firewall, graphs and catalog, once, then the under-attack poll (its services are known
- * once the first firewall run has ended); `stopping()` true ends it after the server list.
+ * Runs servers, then every other poll of the account (firewall, graphs, catalog, any poll POLLS adds) at once,
+ * then the under-attack poll (its services are known once the first firewall run has ended); `stopping()`
+ * true ends it after the server list.
  */
 export async function initialPolls(runtime: AccountRuntime, stopping: () => boolean): Promise<void> {
-  await runtime.poller.run('servers');
+  await runtime.polls.run('servers');
   if (stopping()) return;
-  await Promise.all((['firewall', 'graphs', 'catalog'] as JobName[]).map((job) => runtime.poller.run(job)));
-  if (!stopping()) await runtime.poller.run('firewall_under_attack');
+  const rest = [...runtime.polls.jobs.keys()].filter((job) => job !== 'servers' && job !== 'firewall_under_attack');
+  await Promise.all(rest.map((job) => runtime.polls.run(job)));
+  if (!stopping()) await runtime.polls.run('firewall_under_attack');
 }
 
 /**

@@ -16,7 +16,7 @@ import { readTls } from './http/tls.js';
 import { WebConfigFile } from './http/web-config-reload.js';
 import { DEFAULT_TELEMETRY_PATH, validateTelemetryPath } from './http/telemetry-path.js';
 import { loadWebConfig } from './http/web-config.js';
-import { budgetPlan } from './scheduler/budget-plan.js';
+import { budgetPlan } from './polls/budget-plan.js';
 import { BaremetalError, ConfigError } from './errors.js';
 import { createLogger, LOG_FORMATS, type LogFormat } from './logger.js';
 import { startSimulator, type SimulatorServerOptions } from './simulator/server.js';
@@ -174,7 +174,7 @@ async function demo(args: string[]): Promise<void> {
     await sim.close();
   });
   await daemon.ready;
-  const first = [...(daemon.accounts.get(DEFAULT_ACCOUNT)?.poller.inventory.keys() ?? [])][0] ?? '100001';
+  const first = [...(daemon.accounts.get(DEFAULT_ACCOUNT)?.state.inventory.keys() ?? [])][0] ?? '100001';
   process.stdout.write(
     [
       '',

@@ -25,7 +25,7 @@ import type { StateStore } from './store/store.js';
 import { lockStateDir, type StateLock } from './store/state-dir-lock.js';
 import { createLogger } from './logger.js';
 import { RemediationEngine } from './remediation/engine.js';
-import { schedulePeriodMs } from './scheduler/scheduler.js';
+import { schedulePeriodMs } from './polls/poll.js';
 import type { ReloadResult } from './config/reload.js';
 import { readinessOf } from './daemon/readiness.js';
 import { createReload } from './daemon/reload.js';
@@ -301,9 +301,9 @@ function servedParts(
       ...(shared ? { replicas: { leading, directory: shared.directory } } : {}),
       now: p.now,
     }),
-    attacks: new Map([...accounts].map(([name, runtime]) => [name, runtime.poller.attacks])),
+    attacks: new Map([...accounts].map(([name, runtime]) => [name, runtime.state.attacks])),
     discovery: discoverySource(
-      new Map([...accounts].map(([name, runtime]) => [name, runtime.poller])),
+      new Map([...accounts].map(([name, runtime]) => [name, runtime.state])),
       shared ? { leading, directory: (account: string) => shared.directory.snapshot(account) } : undefined,
     ),
     remediation: { engines: p.engines, journal, metrics: p.metrics, config: config.remediation },
@@ -374,8 +374,8 @@ async function startEngines(
         logger: accounts.size > 1 ? logger.child({ account: name }) : logger,
         // A follower checks targets against the list the leader published.
         targets: shared
-          ? leaderOrSnapshot(runtime.poller, shared.directory.snapshot(name), replication.leading)
-          : runtime.poller,
+          ? leaderOrSnapshot(runtime.state, shared.directory.snapshot(name), replication.leading)
+          : runtime.state,
         config: config.remediation,
         // Read per decision: a reload may change the schedule.
         firewallPeriodMs: () => schedulePeriodMs(config.schedules.firewall),

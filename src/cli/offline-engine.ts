@@ -11,10 +11,11 @@ import type { UpstreamContext } from '../errors.js';
 import { createMetrics, forAccount } from '../metrics/definitions.js';
 import { RemediationEngine } from '../remediation/engine.js';
 import type { TargetDirectory } from '../remediation/types.js';
-import { schedulePeriodMs } from '../scheduler/scheduler.js';
+import { schedulePeriodMs } from '../polls/poll.js';
 import { Journal } from '../store/sqlite/journal.js';
 import { type SqliteStore, sqliteStore } from '../store/sqlite/store.js';
-import { UpstreamClient, type UpstreamRequest } from '../upstream/client.js';
+import { UpstreamClient } from '../upstream/client.js';
+import type { UpstreamRequest } from '../upstream/request.js';
 
 /** An UpstreamClient that sends nothing: it records each write (operation and form fields) and answers success. */
 export class RecorderClient extends UpstreamClient {

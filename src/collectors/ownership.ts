@@ -1,6 +1,6 @@
 /**
  * Which IPs a server owns — the one rule the remediation guards check a target against, on the leader (its
- * poller) and on the followers (the server directory the leader publishes, store/postgres/directory.ts): the IPs
+ * account state, account-state.ts) and on the followers (the server directory the leader publishes, store/postgres/directory.ts): the IPs
  * of the server's record (per the API contract, §1 server list) and those seen in its own firewall history
  * (§4), which may name IPs added since the record was read. A server not in the latest list owns nothing.
  */

@@ -17,20 +17,45 @@ import { oneOf, stringMap, strictObject as strict } from '../json-schema.js';
 import { GRAPH_SCALES, GRAPH_TYPES, SENSITIVITIES } from './api-terms.js';
 import type { ServerScope } from './scope.js';
 
-/** Default schedules (node-cron, six fields: seconds first). */
-export const DEFAULT_SCHEDULES = {
-  servers: '0 */5 * * * *',
-  firewall: '30 * * * * *',
-  graphs: '15 */5 * * * *',
-  catalog: '45 7 */6 * * *',
+/**
+ * Each poll's `schedules` key: its default (node-cron, six fields: seconds first) and the cron's description.
+ * One entry per poll of src/polls/index.ts `POLLS` (config is the lowest layer: it cannot read the polls, so a
+ * poll's config key is declared here, and a compile-time check there ties both lists). `firewall_under_attack`
+ * is not here: it has no default of its own (`schedules.firewall`'s) and exists as a job only when it differs.
+ */
+const POLL_SCHEDULES = {
+  servers: { default: '0 */5 * * * *', description: 'cron (seconds field allowed) of the server-list poll' },
+  firewall: {
+    default: '30 * * * * *',
+    description: 'cron of the hour-scale firewall history of every server, colocation and transit service',
+  },
+  graphs: { default: '15 */5 * * * *', description: 'cron of the graph images of every server' },
+  catalog: { default: '45 7 */6 * * *', description: 'cron of the OS list and locations' },
 } as const;
+
+/** Default schedules (node-cron, six fields: seconds first). */
+export const DEFAULT_SCHEDULES = Object.fromEntries(
+  Object.entries(POLL_SCHEDULES).map(([job, { default: schedule }]) => [job, schedule]),
+) as { readonly [K in keyof typeof POLL_SCHEDULES]: (typeof POLL_SCHEDULES)[K]['default'] };
 
 /**
  * Poll jobs, each with its own schedule. `firewall_under_attack` polls the services whose latest history had
  * events; its schedule defaults to `schedules.firewall`'s.
  */
-export type JobName = keyof typeof DEFAULT_SCHEDULES | 'firewall_under_attack';
-export const JOB_NAMES: JobName[] = [...(Object.keys(DEFAULT_SCHEDULES) as JobName[]), 'firewall_under_attack'];
+export type JobName = keyof typeof POLL_SCHEDULES | 'firewall_under_attack';
+export const JOB_NAMES: readonly JobName[] = [
+  ...(Object.keys(POLL_SCHEDULES) as (keyof typeof POLL_SCHEDULES)[]),
+  'firewall_under_attack',
+];
+
+/** The schema's `schedules` key of each poll of POLL_SCHEDULES. */
+const scheduleKeys = () =>
+  Object.fromEntries(
+    Object.entries(POLL_SCHEDULES).map(([job, key]) => [
+      job,
+      Type.String({ default: key.default, unit: 'cron', description: key.description }),
+    ]),
+  ) as { [K in keyof typeof POLL_SCHEDULES]: ReturnType<typeof Type.String> };
 
 /** Default of `upstream.max_requests_per_second`. */
 export const DEFAULT_MAX_REQUESTS_PER_SECOND = 10;
@@ -438,16 +463,7 @@ export const configFileSchema = strict({
   }),
   schedules: strict(
     {
-      servers: Type.String({
-        default: DEFAULT_SCHEDULES.servers,
-        unit: 'cron',
-        description: 'cron (seconds field allowed) of the server-list poll',
-      }),
-      firewall: Type.String({
-        default: DEFAULT_SCHEDULES.firewall,
-        unit: 'cron',
-        description: 'cron of the hour-scale firewall history of every server, colocation and transit service',
-      }),
+      ...scheduleKeys(),
       firewall_under_attack: Type.Optional(
         Type.String({
           unit: 'cron',
@@ -455,16 +471,6 @@ export const configFileSchema = strict({
             'cron of the firewall history of the services whose latest history had events; default: `schedules.firewall`. A reload that makes it start or stop differing from `schedules.firewall` needs a restart',
         }),
       ),
-      graphs: Type.String({
-        default: DEFAULT_SCHEDULES.graphs,
-        unit: 'cron',
-        description: 'cron of the graph images of every server',
-      }),
-      catalog: Type.String({
-        default: DEFAULT_SCHEDULES.catalog,
-        unit: 'cron',
-        description: 'cron of the OS list and locations',
-      }),
     },
     { default: {}, reloadable: true },
   ),

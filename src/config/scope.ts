@@ -3,7 +3,7 @@
  * a server is in scope when it matches an include (or there is none) and no exclude. A selector names an `id`,
  * a `location`, or a `hostname` regular expression in RE2 syntax, compiled by re2js (RE2's linear-time engine in
  * JavaScript, never V8's backtracking one) and matched against the whole hostname (RE2's full match).
- * An out-of-scope server is dropped from the server list before anything else sees it (scheduler/jobs.ts):
+ * An out-of-scope server is dropped from the server list before anything else sees it (polls/servers.ts):
  * it gets no per-server request, makes no series, is no discovery target and no remediation target.
  */
 import { RE2JS, RE2JSException } from 're2js';

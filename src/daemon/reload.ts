@@ -21,12 +21,12 @@ export interface ReloadDeps {
   /** re-reads the TLS files or the web-config file; false when that failed */
   reloadWeb: () => Promise<boolean>;
   /**
-   * each account's scheduler (restarted when the schedules change), client (its API key) and poller (the
-   * switched-off collectors, the new scope)
+   * each account's scheduler (restarted when the schedules change), client (its API key), poll jobs (the
+   * switched-off collectors, the new scope) and state
    */
-  accounts: ReadonlyMap<string, Pick<AccountRuntime, 'name' | 'scheduler' | 'client' | 'poller'>>;
+  accounts: ReadonlyMap<string, Pick<AccountRuntime, 'name' | 'scheduler' | 'client' | 'state' | 'polls'>>;
   /** an account's inventory now follows the new scope: render the exposition, publish the server list */
-  scopeApplied: (account: Pick<AccountRuntime, 'name' | 'poller'>) => void;
+  scopeApplied: (account: Pick<AccountRuntime, 'name' | 'state' | 'polls'>) => void;
   /** each account's engine: a removed rule takes its pending changes with it */
   engines: ReadonlyMap<string, Pick<RemediationEngine, 'rulesChanged'>>;
   metrics: Pick<Metrics, 'configReloadSuccessful' | 'configReloadSuccessAt'>;
@@ -65,12 +65,12 @@ async function apply(d: ReloadDeps, next: Config): Promise<string[]> {
   // images at once. The scope: applied to the latest server list at once, so that remediation and discovery
   // stop seeing a newly excluded server before the next servers run.
   Object.assign(config.collectors, next.collectors);
-  await Promise.all([...d.accounts.values()].map((account) => account.poller.dropSwitchedOff()));
+  await Promise.all([...d.accounts.values()].map((account) => account.polls.dropSwitchedOff()));
   for (const account of config.accounts)
     Object.assign(account.scope, next.accounts.find((a) => a.name === account.name)?.scope ?? {});
   await Promise.all(
     [...d.accounts.values()].map((account) =>
-      account.poller.applyScope().then(
+      account.polls.applyScope().then(
         () => d.scopeApplied(account),
         (error: unknown) =>
           d.logger.error(

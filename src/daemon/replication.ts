@@ -38,11 +38,11 @@ export class Replication {
   readonly problem = (): string | undefined => this.#role?.problem;
 
   /** the leader publishes `account`'s server list after each servers and firewall run that did not fail */
-  published(runtime: Pick<AccountRuntime, 'name' | 'poller'>, job: JobName, outcome: string): void {
+  published(runtime: Pick<AccountRuntime, 'name' | 'state'>, job: JobName, outcome: string): void {
     const shared = this.shared;
     if (!shared || !this.leading() || job === 'graphs' || job === 'catalog' || outcome === 'failure') return;
     shared.directory
-      .publish(runtime.name, () => directoryServers(runtime.poller.inventory, runtime.poller.firewallState))
+      .publish(runtime.name, () => directoryServers(runtime.state.inventory, runtime.state.firewallState))
       .catch((error: unknown) =>
         this.#logger.warn(
           { account: runtime.name, reason: (error as Error).message },

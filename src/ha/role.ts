@@ -58,7 +58,7 @@ export function startRole(
       await duties.start();
     },
     onDemoted: async (reason) => {
-      // At once: webhooks stop reading this replica's poller before its runs are cancelled.
+      // At once: webhooks stop reading this replica's account state before its runs are cancelled.
       leading = false;
       set(false);
       await duties.stop();

@@ -1,20 +1,29 @@
 /**
- * Builds the status page's view from the daemon's live state (each account's poller and metrics; the journal;
+ * Builds the status page's view from the daemon's live state (each account's state, poll jobs and metrics; the journal;
  * the graph images `/graphs` serves). Polls, servers and services are listed per account, in config order. A
  * follower (replicas sharing PostgreSQL) does not poll: it lists the servers of the directory the leader
  * publishes, the same one its remediation guards check targets against.
  */
+import type { AccountState } from '../collectors/account-state.js';
 import { FirewallSeriesState, type ServiceRef } from '../collectors/firewall.js';
 import type { GraphSource } from '../graphs/source.js';
 import type { Metrics } from '../metrics/definitions.js';
-import type { PollJobs } from '../scheduler/jobs.js';
 import type { StateStore } from '../store/store.js';
 import type { StatusView } from './routes/status-page.js';
 
 /** What the page reads of one account. */
 export interface StatusAccount {
-  poller: PollJobs;
+  state: AccountState;
+  /** the account's poll jobs (the scheduler's `PollJob`s), as the page reads them */
+  polls: { jobs: ReadonlyMap<string, StatusPollJob> };
   metrics: Pick<Metrics, 'apiUp'>;
+}
+
+/** What the page reads of one poll job: its name, its last finished run and its last success (ms since epoch). */
+export interface StatusPollJob {
+  name: string;
+  last: { outcome: string; finishedAt: number; durationMs: number } | undefined;
+  lastSuccessAt: number | undefined;
 }
 
 /** The server list a follower shows: the published directory of an account (server id → its IPs, and its record's fields). */
@@ -30,7 +39,7 @@ export interface StatusSources {
   journal: StateStore;
   /** the images `/graphs` serves: each account's store, or the shared database */
   graphs: GraphSource;
-  /** with replicas: whether this one leads, and the directory a follower lists instead of its idle poller */
+  /** with replicas: whether this one leads, and the directory a follower lists instead of its idle polls */
   replicas?: { leading: () => boolean; directory: PublishedServers };
   now: () => number;
   /** thumbnails shown at most */
@@ -44,10 +53,10 @@ export function statusViewOf(s: StatusSources): (options: { actions: boolean }) 
     // The registry's apiUp holds every account's series: the page shows the worst.
     const ups = runtimes.length ? (await runtimes[0]![1].metrics.apiUp.get()).values.map((v) => v.value) : [];
     const apiUp = ups.length ? Math.min(...ups) : undefined;
-    const ipsOf = (poller: PollJobs, ref: ServiceRef, known: string[] = []) => {
+    const ipsOf = (state: AccountState, ref: ServiceRef, known: string[] = []) => {
       const counts =
-        poller.firewallState.services.get(FirewallSeriesState.key(ref))?.counts ?? new Map<string, number>();
-      const newest = poller.attacks.newestPerIp(ref);
+        state.firewallState.services.get(FirewallSeriesState.key(ref))?.counts ?? new Map<string, number>();
+      const newest = state.attacks.newestPerIp(ref);
       const ips = new Set([...known, ...counts.keys()]);
       return [...ips].map((ip) => {
         const event = newest.get(ip);
@@ -79,7 +88,7 @@ export function statusViewOf(s: StatusSources): (options: { actions: boolean }) 
       version: s.version,
       apiUp,
       polls: runtimes
-        .flatMap(([account, { poller }]) => [...poller.jobs.values()].map((job) => ({ account, job })))
+        .flatMap(([account, { polls }]) => [...polls.jobs.values()].map((job) => ({ account, job })))
         .map(({ account, job }) => ({
           account,
           poll: job.name,
@@ -91,8 +100,8 @@ export function statusViewOf(s: StatusSources): (options: { actions: boolean }) 
       // A follower does not poll: it has no coverage of its own to show.
       coverage: following
         ? []
-        : runtimes.flatMap(([account, { poller }]) => {
-            const oldest = poller.oldestRead();
+        : runtimes.flatMap(([account, { state }]) => {
+            const oldest = state.oldestRead();
             return oldest
               ? [
                   {
@@ -105,27 +114,27 @@ export function statusViewOf(s: StatusSources): (options: { actions: boolean }) 
                 ]
               : [];
           }),
-      servers: runtimes.flatMap(([account, { poller }]) =>
+      servers: runtimes.flatMap(([account, { state }]) =>
         following
           ? publishedServers(account)
-          : [...poller.inventory.values()].map((server) => ({
+          : [...state.inventory.values()].map((server) => ({
               account,
               serverId: server.serverId,
               hostname: server.hostname,
               location: server.location,
               status: server.status,
-              ips: ipsOf(poller, { serviceType: 'dedicated', serviceId: server.serverId }, server.ips),
+              ips: ipsOf(state, { serviceType: 'dedicated', serviceId: server.serverId }, server.ips),
             })),
       ),
-      services: runtimes.flatMap(([account, { poller }]) =>
-        poller
+      services: runtimes.flatMap(([account, { state }]) =>
+        state
           .services()
           .filter((ref) => ref.serviceType !== 'dedicated')
           .map((ref) => ({
             account,
             serviceType: ref.serviceType,
             serviceId: ref.serviceId,
-            ips: ipsOf(poller, ref).filter((i) => i.events > 0),
+            ips: ipsOf(state, ref).filter((i) => i.events > 0),
           })),
       ),
       graphs: (await s.graphs.list()).slice(0, s.maxGraphs ?? 24),

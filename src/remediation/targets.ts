@@ -1,16 +1,16 @@
 /**
- * Which directory an engine checks targets against: with replicas sharing PostgreSQL, the leader's own poller
+ * Which directory an engine checks targets against: with replicas sharing PostgreSQL, the leader's own account state
  * while it leads and has read a server list, else the list the leader published (store/postgres/directory.ts).
  */
 import type { TargetDirectory } from './types.js';
 
-/** The engine's directory: the poller while this replica leads and has read a server list, else the snapshot. */
+/** The engine's directory: the account's state while this replica leads and has read a server list, else the snapshot. */
 export function leaderOrSnapshot(
-  poller: TargetDirectory,
+  state: TargetDirectory,
   snapshot: TargetDirectory,
   leading: () => boolean,
 ): TargetDirectory {
-  const current = () => (leading() && poller.serversKnown ? poller : snapshot);
+  const current = () => (leading() && state.serversKnown ? state : snapshot);
   return {
     get serversKnown() {
       return current().serversKnown;

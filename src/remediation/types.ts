@@ -3,10 +3,11 @@
  * engine needs to know of the inventory. Kept apart from the engine so that rules, guards, outcomes,
  * housekeeping and the scheduler depend on these types and not on each other.
  */
+import type { AttackState } from '../collectors/account-state.js';
 import type { ActionName } from '../config/schema.js';
 import type { Decision } from '../store/decisions.js';
 
-/** What the engine needs to know of one account's inventory (the account's poller provides it). */
+/** What the engine needs to know of one account's inventory (the account's state provides it, collectors/account-state.ts). */
 export interface TargetDirectory {
   /** false until the first server list was read */
   readonly serversKnown: boolean;
@@ -25,19 +26,8 @@ export interface TargetDirectory {
   attackState?(serverId: string): AttackState;
 }
 
-/**
- * What the latest firewall history says of one dedicated server: unknown (with the reason, a sentence), or
- * when it was read and the newest attack event of each of its IPs that had any.
- */
-export type AttackState =
-  | { known: false; reason: string }
-  | {
-      known: true;
-      /** ms since epoch (the poller's clock) the history was read (collectors/firewall.ts `historyReadAt`) */
-      readAt: number;
-      /** IP → ms since epoch of its newest event (the event's time, else the time the history was read) */
-      lastEventAt: ReadonlyMap<string, number>;
-    };
+/** What the latest firewall history says of one dedicated server (declared with the state that answers it). */
+export type { AttackState };
 
 /** The actions the power guards (attack, circuit breaker, cap per server) apply to. */
 export const POWER_ACTIONS: ReadonlySet<ActionName> = new Set(['powercycle', 'poweron', 'poweroff']);

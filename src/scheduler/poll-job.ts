@@ -7,14 +7,7 @@
 import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import type { Metrics, RunOutcome } from '../metrics/definitions.js';
-
-/** What a job's work reports: how many items it handled, how many failed, how many were cancelled. */
-export interface WorkResult {
-  items: number;
-  failed: number;
-  /** items not finished because the run's signal was aborted (deadline or stop); default 0 */
-  cancelled?: number;
-}
+import type { WorkResult } from '../polls/poll.js';
 
 /** Why a run's signal was aborted. */
 export type CancelReason = 'deadline' | 'stop';
@@ -42,37 +35,6 @@ export interface LastRun {
   durationMs: number;
   /** items cancelled at the deadline or by stop */
   cancelled: number;
-}
-
-/**
- * The deadline of a run for a job scheduled every `periodMs`: the period less a margin (a tenth of it, at
- * most one second) so the run has ended and released its overlap guard when the next tick comes.
- */
-export function runDeadlineMs(periodMs: number): number {
-  return Math.max(1, periodMs - Math.min(1000, Math.floor(periodMs / 10)));
-}
-
-/**
- * Settles as `promise` does, or rejects with the signal's reason as soon as it aborts. The promise is
- * left to settle by itself (its rejection is handled): the caller stops waiting, not the work.
- */
-export function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  promise.catch(() => undefined);
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason as Error);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error as Error);
-      },
-    );
-  });
 }
 
 export class PollJob {

@@ -2,23 +2,8 @@
 import cron, { type Logger as CronLogger, type ScheduledTask } from 'node-cron';
 import type { Logger } from 'pino';
 import type { JobName } from '../config/schema.js';
+import { schedulePeriodMs } from '../polls/poll.js';
 import type { PollJob } from './poll-job.js';
-
-/**
- * The period of a cron schedule: milliseconds between its next two runs. One source for the
- * `baremetal_poll_interval_seconds` gauge and for a run's deadline. Throws for an invalid expression
- * (config validation has checked it before).
- */
-export function schedulePeriodMs(expression: string): number {
-  const task = cron.createTask(expression, () => undefined);
-  try {
-    const [next, after] = task.getNextRuns(2);
-    if (!next || !after) throw new TypeError(`the schedule "${expression}" has no two next runs`);
-    return after.getTime() - next.getTime();
-  } finally {
-    void task.destroy();
-  }
-}
 
 /**
  * node-cron's own messages (a missed execution when the loop was blocked, a task that failed) as structured

@@ -156,9 +156,9 @@ describe.skipIf(alertmanager.skip)('two unclustered Alertmanagers drive the webh
   it('power-cycles once for an alert both Alertmanagers deliver', async () => {
     // The clock jumped ahead above: the attack state a power action needs must be read again (a poll of its own
     // here, or the next scheduled one: remediation.safety.deny_power_when_attacked denies a stale one).
-    const { poller } = accountOf(harness.daemon, 'default');
+    const { polls } = accountOf(harness.daemon, 'default');
     await eventually('a firewall poll after the jump', async () =>
-      (await poller.run('firewall')) === 'success' ? true : undefined,
+      (await polls.run('firewall')) === 'success' ? true : undefined,
     );
     const startsAt = new Date().toISOString();
     const since = await notifications();

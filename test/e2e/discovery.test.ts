@@ -41,7 +41,7 @@ describe.skipIf(prometheus.skip)('Prometheus discovers the servers through GET /
       daemon: { initialPolls: false, listen: true },
     });
     // The first list is read before Prometheus starts: its first discovery is not a 503.
-    await accountOf(harness.daemon, 'default').poller.run('servers');
+    await accountOf(harness.daemon, 'default').polls.run('servers');
     const tokenFile = join(dir, 'token');
     writeFileSync(tokenFile, TOKEN);
     const exporter = new URL(harness.daemon.url).host;

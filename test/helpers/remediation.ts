@@ -87,7 +87,7 @@ export function rule(
   };
 }
 
-/** The inventory as the simulator has it (what the poller would report after a servers poll). */
+/** The inventory as the simulator has it (what the account state would hold after a servers poll). */
 export function simulatorTargets(sim: Simulator, known = true): TargetDirectory {
   return {
     serversKnown: known,

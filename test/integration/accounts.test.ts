@@ -46,7 +46,7 @@ describe('several accounts', () => {
       }),
       daemon: daemonOptions,
     });
-    for (const account of daemon.accounts.values()) await account.poller.run('servers');
+    for (const account of daemon.accounts.values()) await account.polls.run('servers');
     expect({
       serversMain: await value(daemon, 'baremetal_servers', { account: 'main' }),
       serversB: await value(daemon, 'baremetal_servers', { account: 'reseller-eu' }),
@@ -130,8 +130,8 @@ describe('several accounts', () => {
       const [a, b] = [sims.get('main')!, sims.get('reseller-eu')!];
       // The firewall histories too: a power action needs the server's attack state (remediation.safety).
       for (const account of daemon.accounts.values()) {
-        await account.poller.run('servers');
-        await account.poller.run('firewall');
+        await account.polls.run('servers');
+        await account.polls.run('firewall');
       }
       const res = await daemon.app.inject({
         method: 'POST',
@@ -169,20 +169,20 @@ describe('several accounts', () => {
       });
 
     const first = h.daemon;
-    await accountOf(first, 'default').poller.run('servers');
-    await accountOf(first, 'default').poller.run('firewall');
+    await accountOf(first, 'default').polls.run('servers');
+    await accountOf(first, 'default').polls.run('firewall');
     // A new series: at 0 first, its 2 events added at the next poll (docs/metrics-counters.md).
     const born = await total(first);
-    await accountOf(first, 'default').poller.run('firewall');
+    await accountOf(first, 'default').polls.run('firewall');
     expect({ born, next: await total(first) }).toEqual({ born: 0, next: 2 });
 
     // The same config and state_dir.
     const second = await h.start();
-    await accountOf(second, 'default').poller.run('servers');
-    await accountOf(second, 'default').poller.run('firewall');
+    await accountOf(second, 'default').polls.run('servers');
+    await accountOf(second, 'default').polls.run('firewall');
     const afterRestart = await total(second);
     sim.state.injectEvents('dedicated', '100001', [{ id: 'e3', ip: '198.18.0.1' }]);
-    await accountOf(second, 'default').poller.run('firewall');
+    await accountOf(second, 'default').polls.run('firewall');
     expect({ afterRestart, afterNewEvent: await total(second) }).toEqual({ afterRestart: 0, afterNewEvent: 1 });
   });
 });

@@ -53,7 +53,7 @@ async function setUp(keyFileIntervalMs?: number) {
     config: { upstream: { api_key_file: volume.file } },
     daemon: { initialPolls: false, ...(keyFileIntervalMs !== undefined ? { keyFileIntervalMs } : {}) },
   });
-  const poll = () => accountOf(h.daemon, 'default').poller.run('servers');
+  const poll = () => accountOf(h.daemon, 'default').polls.run('servers');
   await poll();
   // The provider issued a new key; the old one stays valid until it is revoked.
   h.sim.setApiKeys([OLD, NEW]);

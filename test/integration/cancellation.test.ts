@@ -27,7 +27,7 @@ async function cancellation(serverId: string, type: string): Promise<number | nu
 
 /** After a servers poll: the metric's samples and each discovery target's cancellation label. */
 async function afterServersPoll() {
-  expect(await accountOf(h.daemon, 'default').poller.run('servers')).toBe('success');
+  expect(await accountOf(h.daemon, 'default').polls.run('servers')).toBe('success');
   await h.daemon.exposition.render();
   const samples = (await h.daemon.app.inject('/metrics')).body.split('\n').filter((l) => l.startsWith(`${METRIC}{`));
   const groups = (await h.daemon.app.inject('/api/v1/discovery')).json() as Array<{ labels: Record<string, string> }>;

@@ -69,8 +69,8 @@ function implied(): Record<string, string[]> {
 
 /** One round of the polls that churn touches, then the exposition as a scrape sees it. */
 async function pollRound(): Promise<string> {
-  const { poller } = accountOf(h.daemon, 'default');
-  for (const job of ['servers', 'firewall', 'graphs'] as const) expect(await poller.run(job)).toBe('success');
+  const { polls } = accountOf(h.daemon, 'default');
+  for (const job of ['servers', 'firewall', 'graphs'] as const) expect(await polls.run(job)).toBe('success');
   await h.daemon.exposition.render();
   return (await h.daemon.app.inject('/metrics')).body;
 }

@@ -27,8 +27,8 @@ async function setup(simOptions: SimulatorServerOptions = {}, stateDir = tempDir
 describe('daemon against the simulator', () => {
   it('exposes the simulator state: server count and events per IP of every service', async () => {
     const { daemon, sim } = await setup();
-    expect(await accountOf(daemon, 'default').poller.run('servers')).toBe('success');
-    expect(await accountOf(daemon, 'default').poller.run('firewall')).toBe('success');
+    expect(await accountOf(daemon, 'default').polls.run('servers')).toBe('success');
+    expect(await accountOf(daemon, 'default').polls.run('firewall')).toBe('success');
     expect(await seriesValue(daemon.registry, 'baremetal_servers')).toBe(6);
 
     // Every attack series is new: exposed at 0, its events added at the next poll (docs/metrics-counters.md).
@@ -36,7 +36,7 @@ describe('daemon against the simulator', () => {
     expect(born.length).toBeGreaterThan(0);
     for (const labels of born)
       expect(await seriesValue(daemon.registry, 'baremetal_firewall_attack_events_total', labels as never)).toBe(0);
-    expect(await accountOf(daemon, 'default').poller.run('firewall')).toBe('success');
+    expect(await accountOf(daemon, 'default').polls.run('firewall')).toBe('success');
 
     let attacked = 0;
     for (const service of sim.state.services.values()) {
@@ -60,7 +60,7 @@ describe('daemon against the simulator', () => {
   it('serves the exposition rendered after the polls, with every core metric', async () => {
     const { daemon } = await setup();
     for (const job of ['servers', 'firewall', 'graphs', 'catalog'] as const)
-      await accountOf(daemon, 'default').poller.run(job);
+      await accountOf(daemon, 'default').polls.run(job);
     await daemon.exposition.render();
     const body = (await daemon.app.inject('/metrics')).body;
     for (const name of [
@@ -88,10 +88,10 @@ describe('daemon against the simulator', () => {
   it('removes every series of a server that disappears, and its graphs', async () => {
     const { daemon, sim, stateDir } = await setup({ attackRate: 0 });
     sim.state.startAttack(sim.state.servers.get('100002')!.ips[0]!);
-    for (const job of ['servers', 'firewall', 'graphs'] as const) await accountOf(daemon, 'default').poller.run(job);
+    for (const job of ['servers', 'firewall', 'graphs'] as const) await accountOf(daemon, 'default').polls.run(job);
     expect(existsSync(join(stateDir, 'graphs/default/dedicated/100002/port_bits-day.png'))).toBe(true);
     sim.state.removeServer('100002');
-    await accountOf(daemon, 'default').poller.run('servers');
+    await accountOf(daemon, 'default').polls.run('servers');
     for (const metric of [
       'baremetal_server_info',
       'baremetal_server_ips',
@@ -121,8 +121,8 @@ describe('daemon against the simulator', () => {
     const { daemon } = await setup({
       faults: { malformedRate: 1, ids: ['100004'], paths: ['/api/v1/dedicated/firewall'] },
     });
-    await accountOf(daemon, 'default').poller.run('servers');
-    expect(await accountOf(daemon, 'default').poller.run('firewall')).toBe('partial');
+    await accountOf(daemon, 'default').polls.run('servers');
+    expect(await accountOf(daemon, 'default').polls.run('firewall')).toBe('partial');
     const up = Object.fromEntries(
       (await daemon.registry.getSingleMetric('baremetal_firewall_history_up')!.get()).values.map((v) => [
         v.labels.service_id,
@@ -153,8 +153,8 @@ describe('daemon against the simulator', () => {
     const { daemon } = await setup({
       faults: { malformedRate: 1, ids: ['100003'], paths: ['/api/v1/dedicated/graphs'] },
     });
-    await accountOf(daemon, 'default').poller.run('servers');
-    expect(await accountOf(daemon, 'default').poller.run('graphs')).toBe('partial');
+    await accountOf(daemon, 'default').polls.run('servers');
+    expect(await accountOf(daemon, 'default').polls.run('graphs')).toBe('partial');
     expect(accountOf(daemon, 'default').graphStore.size).toBe(10);
     expect(
       accountOf(daemon, 'default')
@@ -165,7 +165,7 @@ describe('daemon against the simulator', () => {
 
   it('retries reads through transient HTML 502s and counts each attempt', async () => {
     const { daemon, sim } = await setup({ faults: { htmlErrorRate: 1, paths: ['/api/v1/dedicated'] } });
-    expect(await accountOf(daemon, 'default').poller.run('servers')).toBe('failure');
+    expect(await accountOf(daemon, 'default').polls.run('servers')).toBe('failure');
     expect(sim.callsTo('/api/v1/dedicated')).toHaveLength(2);
     expect(await seriesValue(daemon.registry, 'baremetal_api_up')).toBe(0);
     expect(
@@ -175,15 +175,15 @@ describe('daemon against the simulator', () => {
       }),
     ).toBe(2);
     sim.setFaults({});
-    expect(await accountOf(daemon, 'default').poller.run('servers')).toBe('success');
+    expect(await accountOf(daemon, 'default').polls.run('servers')).toBe('success');
     expect(await seriesValue(daemon.registry, 'baremetal_api_up')).toBe(1);
   });
 
   it('serves graphs kept on disk at once after a restart', async () => {
     const stateDir = tempDir();
     const first = await setup({}, stateDir);
-    await accountOf(first.daemon, 'default').poller.run('servers');
-    await accountOf(first.daemon, 'default').poller.run('graphs');
+    await accountOf(first.daemon, 'default').polls.run('servers');
+    await accountOf(first.daemon, 'default').polls.run('graphs');
     await first.stop();
     const second = await setup({}, stateDir);
     expect((await second.daemon.app.inject('/graphs/dedicated/100001/port_bits/day.png')).statusCode).toBe(200);
@@ -193,9 +193,9 @@ describe('daemon against the simulator', () => {
   it('never writes the API key to a log line, an error or /metrics', async () => {
     const { daemon, log, sim } = await setup({ faults: { errorRate: 0.5, htmlErrorRate: 0.2 } });
     for (const job of ['servers', 'firewall', 'graphs', 'catalog'] as const)
-      await accountOf(daemon, 'default').poller.run(job);
+      await accountOf(daemon, 'default').polls.run(job);
     sim.setFaults({});
-    await accountOf(daemon, 'default').poller.run('servers');
+    await accountOf(daemon, 'default').polls.run('servers');
     await daemon.exposition.render();
     expect(log.lines.length).toBeGreaterThan(5);
     expect(log.lines.some((l) => l.includes('"level":"warn"'))).toBe(true);

@@ -33,7 +33,7 @@ describe('GET /api/v1/discovery', () => {
     expect({ status: before.status, code: before.body.code }).toEqual({ status: 503, code: 'BM_ERR_NOT_READY' });
 
     h.sim.state.servers.get('100003')!.cancellation = 'immediate';
-    await accountOf(h.daemon, 'default').poller.run('servers');
+    await accountOf(h.daemon, 'default').polls.run('servers');
     const { status, type, body } = await discover(h.daemon);
     const expected = [...h.sim.state.servers.values()]
       .sort((a, b) => a.serverId.localeCompare(b.serverId))
@@ -69,7 +69,7 @@ describe('GET /api/v1/discovery', () => {
 
     // A powered-off server shows its status after the next list.
     h.sim.state.servers.get('100002')!.power = 'off';
-    await accountOf(h.daemon, 'default').poller.run('servers');
+    await accountOf(h.daemon, 'default').polls.run('servers');
     const offline = await discover(h.daemon, '?status=offline');
     expect(offline.body.map((g: { labels: Record<string, string> }) => g.labels.__meta_baremetal_server_id)).toEqual([
       '100002',
@@ -83,7 +83,7 @@ describe('GET /api/v1/discovery', () => {
       config: webAuth,
       daemon: { now: () => NOW, initialPolls: false },
     });
-    await accountOf(h.daemon, 'default').poller.run('servers');
+    await accountOf(h.daemon, 'default').polls.run('servers');
     const cases = {
       '?port=0': 'port must be a whole number from 1 to 65535 (got "0")',
       '?port=65536': 'port must be a whole number from 1 to 65535 (got "65536")',
@@ -125,8 +125,8 @@ describe('scope: servers.include / servers.exclude', () => {
       }),
       daemon: { now: () => NOW, initialPolls: false },
     });
-    const { poller } = accountOf(h.daemon, 'default');
-    for (const job of ['servers', 'firewall', 'graphs'] as const) await poller.run(job);
+    const { polls } = accountOf(h.daemon, 'default');
+    for (const job of ['servers', 'firewall', 'graphs'] as const) await polls.run(job);
     const perServer = (id: string) =>
       ['/api/v1/dedicated/firewall', '/api/v1/dedicated/graphs'].map(
         (path) => h.sim.callsTo(path, { server_id: id }).length,
@@ -176,12 +176,12 @@ describe('collectors.* switches', () => {
       remediationAuth: true,
       daemon: { now: () => NOW, initialPolls: false },
     });
-    const { poller } = accountOf(h.daemon, 'default');
-    await poller.run('servers');
+    const { polls } = accountOf(h.daemon, 'default');
+    await polls.run('servers');
     // Ready after the server list alone: the firewall poll is off.
     const ready = await h.daemon.app.inject({ url: '/readyz' });
     expect(ready.statusCode).toBe(200);
-    for (const job of ['firewall', 'graphs', 'catalog'] as const) await poller.run(job);
+    for (const job of ['firewall', 'graphs', 'catalog'] as const) await polls.run(job);
     const paths = [
       '/api/v1/dedicated/firewall',
       '/api/v1/colocation/firewall',

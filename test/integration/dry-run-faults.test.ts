@@ -65,7 +65,7 @@ async function withPendingResolve(): Promise<World> {
   const d = h.daemon;
   const stateDir = h.stateDir;
   await d.ready;
-  await accountOf(d, 'default').poller.run('servers');
+  await accountOf(d, 'default').polls.run('servers');
   const ip = h.sim.state.servers.get('100001')!.ips[0]!;
   for (const status of ['firing', 'resolved'] as const) {
     const res = await d.app.inject({

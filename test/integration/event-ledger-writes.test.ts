@@ -19,10 +19,10 @@ describe('the attack event ledger', () => {
     const written = async (change?: () => void) => {
       rmSync(file, { force: true });
       change?.();
-      expect(await accountOf(daemon, 'default').poller.run('firewall')).toBe('success');
+      expect(await accountOf(daemon, 'default').polls.run('firewall')).toBe('success');
       return existsSync(file) ? Object.keys(JSON.parse(readFileSync(file, 'utf8')).services) : undefined;
     };
-    expect(await accountOf(daemon, 'default').poller.run('servers')).toBe('success');
+    expect(await accountOf(daemon, 'default').polls.run('servers')).toBe('success');
     const runs = [
       await written(() => sim.state.injectEvents('colocation', 'colo-1', [{ id: 'a', ip: '198.51.100.1' }])),
       await written(),

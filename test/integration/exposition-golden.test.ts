@@ -66,7 +66,7 @@ beforeAll(async () => {
   // A scheduled cancellation (issue 32), so that baremetal_server_cancellation_scheduled is in the fixture.
   harness.sim.state.servers.get('100002')!.cancellation = 'end';
   for (const job of ['servers', 'firewall', 'graphs', 'catalog'] as const)
-    expect(await accountOf(daemon, 'default').poller.run(job)).toBe('success');
+    expect(await accountOf(daemon, 'default').polls.run(job)).toBe('success');
   await daemon.exposition.render();
   raw = (await daemon.app.inject('/metrics')).body;
   openMetrics = (

@@ -41,14 +41,14 @@ describe('a FIFO nobody writes', () => {
       // The reload waits on the pipe without holding the event loop.
       const health = await h.daemon.app.inject('/healthz');
       const result = await reloading;
-      await accountOf(h.daemon, 'default').poller.run('servers');
+      await accountOf(h.daemon, 'default').polls.run('servers');
       const reloadMetric = await h.daemon.registry.getSingleMetric('baremetal_config_last_reload_successful')!.get();
       expect({
         health: health.statusCode,
         result,
         reloadSuccessful: reloadMetric.values[0]?.value,
         // The key in force is still the old one: the poll after the failed reload is authenticated.
-        serversAfter: accountOf(h.daemon, 'default').poller.inventory.size,
+        serversAfter: accountOf(h.daemon, 'default').state.inventory.size,
       }).toEqual({
         health: 200,
         result: {
@@ -86,8 +86,8 @@ describe('a FIFO nobody writes', () => {
       daemon: { initialPolls: false },
     });
     const runtime = accountOf(h.daemon, 'default');
-    await runtime.poller.run('servers');
-    await runtime.poller.run('graphs');
+    await runtime.polls.run('servers');
+    await runtime.polls.run('graphs');
     const [held, other] = runtime.graphStore.list();
     fifo(join(h.stateDir, 'graphs/default/dedicated', held!.serverId, 'port_bits-day.png'));
     const url = (serverId: string) => `/graphs/dedicated/${serverId}/port_bits/day.png`;

@@ -15,17 +15,17 @@ describe('a server removed while its firewall history is in flight', () => {
       config: { upstream: { timeout: '5s', retries: 0 }, collectors: { graphs: false, catalog: false } },
       daemon: { initialPolls: false },
     });
-    const poller = accountOf(h.daemon, 'default').poller;
-    expect(await poller.run('servers')).toBe('success');
-    expect(await poller.run('firewall')).toBe('success');
+    const { polls } = accountOf(h.daemon, 'default');
+    expect(await polls.run('servers')).toBe('success');
+    expect(await polls.run('firewall')).toBe('success');
     // The history of 100002 is held back until the client gives up (its 5 s timeout): a failure.
     h.sim.setFaults({ paths: ['/api/v1/dedicated/firewall'], ids: ['100002'], mode: 'act_then_hang', hangMs: 60_000 });
-    const firewall = poller.run('firewall');
+    const firewall = polls.run('firewall');
     await eventually('the held request to arrive', async () =>
       h.sim.callsTo('/api/v1/dedicated/firewall', { server_id: '100002' }).length === 2 ? true : undefined,
     );
     h.sim.state.removeServer('100002');
-    expect(await poller.run('servers')).toBe('success');
+    expect(await polls.run('servers')).toBe('success');
     expect(await firewall).toBe('partial');
     const ids = async (name: string) => (await seriesOf(h.daemon.registry, name)).map((s) => s.service_id).sort();
     expect(await ids('baremetal_firewall_history_up')).toEqual(['100001', '100003']);

@@ -135,9 +135,9 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
   it("a follower's engine checks targets against the leader's server list", async () => {
     const { start } = await cluster();
     const [leader, follower] = await elected([await start(), await start()]);
-    const known = [...accountOf(leader, 'default').poller.inventory.keys()][0]!;
+    const known = [...accountOf(leader, 'default').state.inventory.keys()][0]!;
     // The follower never polled: its engine answers from the shared directory.
-    expect(accountOf(follower, 'default').poller.serversKnown).toBe(false);
+    expect(accountOf(follower, 'default').state.serversKnown).toBe(false);
     const res = await eventually('the follower to know the servers', async () => {
       const r = await powercycle(follower, known);
       return r.statusCode === 200 ? r : undefined;

@@ -46,8 +46,8 @@ beforeAll(async () => {
     daemon: { initialPolls: false, listen: true },
   });
   daemon = harness.daemon;
-  await accountOf(daemon, 'default').poller.run('servers');
-  await accountOf(daemon, 'default').poller.run('firewall');
+  await accountOf(daemon, 'default').polls.run('servers');
+  await accountOf(daemon, 'default').polls.run('firewall');
 });
 
 afterAll(async () => {

@@ -33,10 +33,10 @@ beforeAll(async () => {
     daemon: { initialPolls: false, listen: true },
   });
   ({ daemon, log } = harness);
-  await accountOf(daemon, 'default').poller.run('servers');
+  await accountOf(daemon, 'default').polls.run('servers');
   // The attack state a power action needs (remediation.safety.deny_power_when_attacked).
-  await accountOf(daemon, 'default').poller.run('firewall');
-  await accountOf(daemon, 'default').poller.run('graphs');
+  await accountOf(daemon, 'default').polls.run('firewall');
+  await accountOf(daemon, 'default').polls.run('graphs');
   // Prometheus has scraped before the fault starts: its credentials are verified and remembered.
   expect((await scrape()).status).toBe(200);
 });

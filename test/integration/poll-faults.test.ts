@@ -64,16 +64,16 @@ const rows: Row[] = [
         ...Array.from({ length: 20_000 }, (_, i) => ({ id: `junk-${i}`, ip: `junk-${i}` })),
         ...Array.from({ length: 300 }, (_, i) => ({ id: `flood-${i}`, ip: `10.9.${i >> 8}.${i & 255}` })),
       ]);
-      await accountOf(d, 'default').poller.run('servers');
-      const first = await accountOf(d, 'default').poller.run('firewall');
+      await accountOf(d, 'default').polls.run('servers');
+      const first = await accountOf(d, 'default').polls.run('firewall');
       const during = await seriesFor(d, 'baremetal_firewall_attack_events_last_hour', 'colo-1');
-      await accountOf(d, 'default').poller.run('firewall');
+      await accountOf(d, 'default').polls.run('firewall');
       sim.state.clearInjectedEvents();
       clock.now += 30 * 60_000;
-      await accountOf(d, 'default').poller.run('firewall');
+      await accountOf(d, 'default').polls.run('firewall');
       const withinRetention = await seriesFor(d, 'baremetal_firewall_attack_events_last_hour', 'colo-1');
       clock.now += HOUR;
-      await accountOf(d, 'default').poller.run('firewall');
+      await accountOf(d, 'default').polls.run('firewall');
       return {
         first,
         during,
@@ -100,15 +100,15 @@ const rows: Row[] = [
     name: 'servers deleted while the daemon was down → their images (disk and memory) removed after the first server list',
     scenario: async ({ sim, start, stateDir }) => {
       const first = await start();
-      await accountOf(first, 'default').poller.run('servers');
-      await accountOf(first, 'default').poller.run('graphs');
+      await accountOf(first, 'default').polls.run('servers');
+      await accountOf(first, 'default').polls.run('graphs');
       await first.stop();
       sim.state.removeServer('100002');
       sim.state.removeServer('100005');
       const d = await start();
       const servedBefore = (await d.app.inject('/graphs/dedicated/100002/port_bits/day.png')).statusCode;
       const imagesBefore = accountOf(d, 'default').graphStore.size;
-      await accountOf(d, 'default').poller.run('servers');
+      await accountOf(d, 'default').polls.run('servers');
       return {
         servedBefore,
         imagesBefore,
@@ -135,17 +135,17 @@ const rows: Row[] = [
     name: 'server list 100% failing while other calls succeed → baremetal_api_up 0 after every run',
     scenario: async ({ sim, start }) => {
       const d = await start();
-      await accountOf(d, 'default').poller.run('servers');
+      await accountOf(d, 'default').polls.run('servers');
       const before = await metric(d, 'baremetal_api_up');
       sim.setFaults({ errorRate: 1, paths: ['/api/v1/dedicated'] });
       const outcomes: string[] = [];
       const up: Array<number | undefined> = [];
       for (const job of ['servers', 'firewall', 'graphs', 'catalog', 'firewall'] as const) {
-        outcomes.push(await accountOf(d, 'default').poller.run(job));
+        outcomes.push(await accountOf(d, 'default').polls.run(job));
         up.push(await metric(d, 'baremetal_api_up'));
       }
       sim.setFaults({});
-      await accountOf(d, 'default').poller.run('servers');
+      await accountOf(d, 'default').polls.run('servers');
       return { before, outcomes, up, recovered: await metric(d, 'baremetal_api_up') };
     },
     expected: {
@@ -160,8 +160,8 @@ const rows: Row[] = [
     scenario: async ({ sim, start }) => {
       const d = await start();
       sim.setFaults({ errorRate: 1, ids: ['100004'], paths: ['/api/v1/dedicated/firewall'] });
-      await accountOf(d, 'default').poller.run('servers');
-      const outcome = await accountOf(d, 'default').poller.run('firewall');
+      await accountOf(d, 'default').polls.run('servers');
+      const outcome = await accountOf(d, 'default').polls.run('firewall');
       const up = Object.fromEntries(
         (await d.registry.getSingleMetric('baremetal_firewall_history_up')!.get()).values.map((v) => [
           v.labels.service_id,
@@ -183,16 +183,16 @@ const rows: Row[] = [
     scenario: async ({ sim, start, clock }) => {
       const d = await start();
       sim.setFaults({ errorRate: 1, ids: ['100004'], paths: ['/api/v1/dedicated/firewall'] });
-      await accountOf(d, 'default').poller.run('servers');
-      await accountOf(d, 'default').poller.run('firewall');
+      await accountOf(d, 'default').polls.run('servers');
+      await accountOf(d, 'default').polls.run('firewall');
       const first = await metric(d, 'baremetal_firewall_history_oldest_read_age_seconds');
       clock.now += 60_000;
-      await accountOf(d, 'default').poller.run('firewall');
+      await accountOf(d, 'default').polls.run('firewall');
       const unread = await metric(d, 'baremetal_firewall_history_oldest_read_age_seconds');
       const page = (await d.app.inject('/')).body.match(/<p id="coverage">.*<\/p>/)?.[0];
       sim.setFaults({});
       clock.now += 10_000;
-      await accountOf(d, 'default').poller.run('firewall');
+      await accountOf(d, 'default').polls.run('firewall');
       return { first, unread, page, read: await metric(d, 'baremetal_firewall_history_oldest_read_age_seconds') };
     },
     expected: {
@@ -206,9 +206,9 @@ const rows: Row[] = [
     name: 'every request of the cycle failing after a good server list → api_up 0 once the run ends',
     scenario: async ({ sim, start }) => {
       const d = await start();
-      await accountOf(d, 'default').poller.run('servers');
+      await accountOf(d, 'default').polls.run('servers');
       sim.setFaults({ htmlErrorRate: 1 });
-      const outcome = await accountOf(d, 'default').poller.run('firewall');
+      const outcome = await accountOf(d, 'default').polls.run('firewall');
       return { outcome, apiUp: await metric(d, 'baremetal_api_up') };
     },
     expected: { outcome: 'failure', apiUp: 0 },
@@ -220,7 +220,7 @@ const rows: Row[] = [
     file: { schedules: { firewall: '* * * * * *' }, upstream: { max_requests_per_second: 1000 } },
     scenario: async ({ sim, start }) => {
       const d = await start();
-      await accountOf(d, 'default').poller.run('servers');
+      await accountOf(d, 'default').polls.run('servers');
       sim.setFaults({
         mode: 'drip',
         dripIntervalMs: 100,
@@ -228,11 +228,11 @@ const rows: Row[] = [
         paths: ['/api/v1/colocation/firewall'],
         ids: ['colo-1'],
       });
-      const first = await accountOf(d, 'default').poller.run('firewall');
+      const first = await accountOf(d, 'default').polls.run('firewall');
       const cancelled = await metric(d, 'baremetal_poll_items_cancelled', { poll: 'firewall' });
       const colo1 = await metric(d, 'baremetal_firewall_history_up', { service_id: 'colo-1' });
       const lastSuccess = await metric(d, 'baremetal_poll_last_success_timestamp_seconds', { poll: 'firewall' });
-      const next = await accountOf(d, 'default').poller.run('firewall');
+      const next = await accountOf(d, 'default').polls.run('firewall');
       return {
         first,
         cancelled,
@@ -264,12 +264,12 @@ const rows: Row[] = [
     file: { schedules: { firewall: '* * * * * *' }, upstream: { max_requests_per_second: 1000 } },
     scenario: async ({ sim, start }) => {
       const d = await start();
-      await accountOf(d, 'default').poller.run('servers');
+      await accountOf(d, 'default').polls.run('servers');
       sim.setFaults({ mode: 'drip', dripIntervalMs: 100, paths: ['/api/v1/colocation/firewall'], ids: ['colo-1'] });
       const history = /^\/api\/v1\/(dedicated|colocation|transit)\/firewall$/;
       const before = sim.calls.length;
       const outcomes: string[] = [];
-      for (let run = 0; run < 3; run++) outcomes.push(await accountOf(d, 'default').poller.run('firewall'));
+      for (let run = 0; run < 3; run++) outcomes.push(await accountOf(d, 'default').polls.run('firewall'));
       const polls = new Map<string, number>();
       for (const call of sim.calls.slice(before).filter((c) => history.test(c.path))) {
         const id = call.params.server_id ?? call.params.colocation_id ?? call.params.transit_id ?? '';
@@ -300,9 +300,9 @@ const rows: Row[] = [
     name: 'daemon.stop() during a run stuck on a slow-drip reply → stop resolves, the run is cancelled and counted',
     scenario: async ({ sim, start }) => {
       const d = await start();
-      await accountOf(d, 'default').poller.run('servers');
+      await accountOf(d, 'default').polls.run('servers');
       sim.setFaults({ mode: 'drip', dripIntervalMs: 100, paths: ['/api/v1/transit/firewall'] });
-      const run = accountOf(d, 'default').poller.run('firewall');
+      const run = accountOf(d, 'default').polls.run('firewall');
       // Stop once the dripping request is the only one left: every other history has been applied, and the
       // dripping one has reached the simulator (sent, not still queued for a budget token: issue 33).
       // (Real HTTP has no clock to inject: a bounded wait, at most 10 s.)

@@ -39,7 +39,7 @@ async function setUp() {
   });
   const { sim, daemon, stateDir: dir } = h;
   const file = h.configFile!;
-  await accountOf(daemon, 'default').poller.run('servers');
+  await accountOf(daemon, 'default').polls.run('servers');
   const write = (overrides: Record<string, unknown>, baseUrl?: string) =>
     writeFileSync(file, configText(sim, dir, overrides, baseUrl));
   return { sim, daemon, write, lines: h.log.lines, file, dir };
@@ -70,11 +70,11 @@ const webhook = (daemon: Daemon, alertname: string) =>
 describe('Daemon.reload()', () => {
   it('polls a changed colocation list on the next firewall run', async () => {
     const { sim, daemon, write } = await setUp();
-    await accountOf(daemon, 'default').poller.run('firewall');
+    await accountOf(daemon, 'default').polls.run('firewall');
     write({ services: { colocation_ids: ['colo-2', 'colo-3'], transit_ids: [] } });
     expect(await daemon.reload()).toEqual({ ok: true, needsRestart: [] });
     const before = sim.callsTo(COLOCATION).length;
-    await accountOf(daemon, 'default').poller.run('firewall');
+    await accountOf(daemon, 'default').polls.run('firewall');
     const polled = sim
       .callsTo(COLOCATION)
       .slice(before)
@@ -85,19 +85,19 @@ describe('Daemon.reload()', () => {
 
   it('polls only the servers of a changed scope, and switched collectors at their next run', async () => {
     const { sim, daemon, write } = await setUp();
-    const { poller } = accountOf(daemon, 'default');
+    const { polls } = accountOf(daemon, 'default');
     const targets = async () =>
       (await daemon.app.inject('/api/v1/discovery'))
         .json()
         .map((g: { labels: Record<string, string> }) => g.labels.__meta_baremetal_server_id);
-    await poller.run('catalog');
+    await polls.run('catalog');
     expect(await targets()).toEqual(['100001', '100002']);
     write({ servers: { exclude: [{ id: '100002' }] }, collectors: { catalog: false } });
     expect(await daemon.reload()).toEqual({ ok: true, needsRestart: [] });
-    await poller.run('servers');
+    await polls.run('servers');
     const before = sim.calls.length;
-    await poller.run('firewall');
-    await poller.run('catalog');
+    await polls.run('firewall');
+    await polls.run('catalog');
     const calls = sim.calls.slice(before).map((c) => `${c.path} ${c.params.server_id ?? c.params.colocation_id ?? ''}`);
     expect({ targets: await targets(), calls: calls.sort() }).toEqual({
       targets: ['100001'],
@@ -131,8 +131,8 @@ describe('Daemon.reload()', () => {
 
   it('drops the series and images of a collector switched off at once: no run needed', async () => {
     const { daemon, write } = await setUp();
-    const { poller, graphStore } = accountOf(daemon, 'default');
-    await poller.run('graphs');
+    const { polls, graphStore } = accountOf(daemon, 'default');
+    await polls.run('graphs');
     const images = graphStore.list();
     expect(images.length).toBeGreaterThan(0);
     const held = images[0];
@@ -172,7 +172,7 @@ describe('Daemon.reload()', () => {
     });
     expect(await daemon.reload()).toEqual({ ok: true, needsRestart: [] });
     // The attack state a power action needs (remediation.safety.deny_power_when_attacked).
-    await accountOf(daemon, 'default').poller.run('firewall');
+    await accountOf(daemon, 'default').polls.run('firewall');
     const res = await webhook(daemon, 'HostDown');
     expect(res.json().results).toMatchObject([{ action: 'powercycle', server_id: '100001' }]);
     expect(sim.callsTo(POWERCYCLE)).toHaveLength(1);
@@ -198,7 +198,7 @@ describe('Daemon.reload()', () => {
       lines.some((l) => l.includes('configuration reload failed; the previous configuration stays in force')),
     ).toBe(true);
     // The old rule still acts (with the attack state a power action needs).
-    await accountOf(daemon, 'default').poller.run('firewall');
+    await accountOf(daemon, 'default').polls.run('firewall');
     expect((await webhook(daemon, 'ServerDown')).statusCode).toBe(200);
     expect(sim.callsTo(POWERCYCLE)).toHaveLength(1);
   });
@@ -212,7 +212,7 @@ describe('Daemon.reload()', () => {
     expect(line).toContain('accounts.default.upstream.base_url');
     expect(line).not.toContain(KEY);
     // Still polling the old API.
-    await accountOf(daemon, 'default').poller.run('servers');
+    await accountOf(daemon, 'default').polls.run('servers');
     expect(await gauge(daemon, 'baremetal_config_last_reload_successful')).toBe(1);
     expect(sim.callsTo('/api/v1/dedicated').length).toBeGreaterThan(1);
   });

@@ -43,9 +43,9 @@ const unreachable = (serverId: string, startsAt = '2026-11-21T11:00:00Z') => ({
  * makes the call `skipped` without reading, so it is asked again until a run of its own ends.
  */
 async function firewallRun(h: Awaited<ReturnType<typeof startHarness>>): Promise<void> {
-  const { poller } = h.account('default');
+  const { polls } = h.account('default');
   await eventually('a firewall run by hand', async () =>
-    (await poller.run('firewall')) === 'skipped' ? undefined : true,
+    (await polls.run('firewall')) === 'skipped' ? undefined : true,
   );
 }
 
@@ -91,14 +91,14 @@ describe.each([
     await h.daemon.ready;
     // With PostgreSQL the daemon first wins the election, then polls.
     await eventually('the first server list and firewall histories', async () => {
-      const { poller } = h.account('default');
+      const { state } = h.account('default');
       // Every server's history read: the leader's initial firewall run has ended (a run by hand is not skipped).
       const firewallRead =
         o.collectors?.firewall === false ||
-        [...poller.inventory.keys()].every(
-          (serviceId) => historyReadAt(poller.firewallState, { serviceType: 'dedicated', serviceId }) !== undefined,
+        [...state.inventory.keys()].every(
+          (serviceId) => historyReadAt(state.firewallState, { serviceType: 'dedicated', serviceId }) !== undefined,
         );
-      return poller.serversKnown && firewallRead ? true : undefined;
+      return state.serversKnown && firewallRead ? true : undefined;
     });
     return { h, clock, databaseUrl };
   }

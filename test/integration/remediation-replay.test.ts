@@ -38,9 +38,9 @@ describe.each([
       daemon: { ha: { retryMs: 100, heartbeatMs: 200, timeoutMs: 2_000, refreshMs: 100 } },
     });
     await h.daemon.ready;
-    const { poller } = h.account('default');
+    const { state } = h.account('default');
     await eventually('the first server list and firewall histories', async () =>
-      poller.serversKnown && poller.firewallState.services.size === 3 ? true : undefined,
+      state.serversKnown && state.firewallState.services.size === 3 ? true : undefined,
     );
     for (const serverId of ['100001', '100002']) {
       const res = await h.daemon.app.inject({

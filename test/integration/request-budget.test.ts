@@ -7,9 +7,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runDeadlineMs } from '../../src/scheduler/poll-job.js';
-import { runCapacity } from '../../src/scheduler/round-robin.js';
-import { schedulePeriodMs } from '../../src/scheduler/scheduler.js';
+import { runDeadlineMs, schedulePeriodMs } from '../../src/polls/poll.js';
+import { runCapacity } from '../../src/polls/round-robin.js';
 import type { Simulator, SimulatorServerOptions } from '../../src/simulator/server.js';
 import { accountOf, startHarness } from '../helpers/daemon.js';
 import { seriesOf, seriesValue } from '../helpers/metrics.js';
@@ -75,8 +74,8 @@ describe('request budget against a rate-limited provider', () => {
       { servers, ipsPerServer: 1, rateLimit: { perSecond: limit } },
       { upstream: { max_requests_per_second: rate }, schedules: { firewall: '0 * * * * *' } },
     );
-    expect(await accountOf(daemon, 'default').poller.run('servers')).toBe('success');
-    const outcome = await accountOf(daemon, 'default').poller.run('firewall');
+    expect(await accountOf(daemon, 'default').polls.run('servers')).toBe('success');
+    const outcome = await accountOf(daemon, 'default').polls.run('firewall');
     const rateLimited =
       (await seriesValue(daemon.registry, 'baremetal_api_requests_total', {
         operation: 'firewall_history_dedicated',
@@ -106,7 +105,7 @@ describe('request budget against a rate-limited provider', () => {
     const perRun = runCapacity(rate, runDeadlineMs(schedulePeriodMs(schedule)));
     const runs = Math.ceil(servers / perRun);
     expect(runs).toBeGreaterThan(1);
-    expect(await accountOf(daemon, 'default').poller.run('servers')).toBe('success');
+    expect(await accountOf(daemon, 'default').polls.run('servers')).toBe('success');
     expect(
       log.lines.some(
         (l) =>
@@ -117,7 +116,7 @@ describe('request budget against a rate-limited provider', () => {
     ).toBe(true);
     const polled = () => new Set(sim.callsTo('/api/v1/dedicated/firewall').map((c) => c.params.server_id));
     for (let run = 1; run <= runs; run++) {
-      expect(await accountOf(daemon, 'default').poller.run('firewall')).toBe('success');
+      expect(await accountOf(daemon, 'default').polls.run('firewall')).toBe('success');
       const pending = await seriesValue(daemon.registry, 'baremetal_poll_items_pending', { poll: 'firewall' });
       expect(pending, `after run ${run}`).toBe(Math.max(0, servers - run * perRun));
       // Not before the last run: each run polls a new slice, none twice.
@@ -128,7 +127,7 @@ describe('request budget against a rate-limited provider', () => {
       servers,
     );
     // The next run starts a new round from the first server.
-    await accountOf(daemon, 'default').poller.run('firewall');
+    await accountOf(daemon, 'default').polls.run('firewall');
     expect(sim.callsTo('/api/v1/dedicated/firewall', { server_id: '100001' }).length).toBe(2);
   });
 });
@@ -149,17 +148,17 @@ describe('a budget that cannot fit one firewall run, with graphs on (issue 33)',
         graphs: { types: ['port_bits'], scales: ['day'] },
       },
     );
-    const poller = accountOf(daemon, 'default').poller;
+    const polls = accountOf(daemon, 'default').polls;
     const perRun = runCapacity(rate, runDeadlineMs(schedulePeriodMs(schedule)));
     const runs = Math.ceil(servers / perRun) + 1;
     expect(Math.ceil(servers / perRun)).toBeGreaterThan(1);
-    expect(await poller.run('servers')).toBe('success');
+    expect(await polls.run('servers')).toBe('success');
     // The graphs poll runs all along: each of its runs wants 250 images, five seconds of the whole budget.
     let graphing = true;
     const graphs = (async () => {
-      while (graphing) await poller.run('graphs');
+      while (graphing) await polls.run('graphs');
     })();
-    for (let run = 0; run < runs; run++) await poller.run('firewall');
+    for (let run = 0; run < runs; run++) await polls.run('firewall');
     graphing = false;
     await graphs;
     const read = new Set(sim.callsTo('/api/v1/dedicated/firewall').map((c) => c.params.server_id));
@@ -185,19 +184,19 @@ describe('services under attack on their own schedule', () => {
     const attacked = ['100002', '100005'];
     for (const id of attacked)
       sim.state.injectEvents('dedicated', id, [{ id: `ev-${id}`, ip: sim.state.servers.get(id)!.ips[0]! }]);
-    await accountOf(daemon, 'default').poller.run('servers');
-    expect(await accountOf(daemon, 'default').poller.run('firewall')).toBe('success');
-    expect(accountOf(daemon, 'default').poller.jobs.has('firewall_under_attack')).toBe(split);
+    await accountOf(daemon, 'default').polls.run('servers');
+    expect(await accountOf(daemon, 'default').polls.run('firewall')).toBe('success');
+    expect(accountOf(daemon, 'default').polls.jobs.has('firewall_under_attack')).toBe(split);
     const ids = () =>
       sim!
         .callsTo('/api/v1/dedicated/firewall')
         .map((c) => c.params.server_id)
         .sort();
     sim.calls.length = 0;
-    await accountOf(daemon, 'default').poller.run('firewall_under_attack');
+    await accountOf(daemon, 'default').polls.run('firewall_under_attack');
     expect(ids()).toEqual(split ? attacked : []);
     sim.calls.length = 0;
-    await accountOf(daemon, 'default').poller.run('firewall');
+    await accountOf(daemon, 'default').polls.run('firewall');
     const all = [...sim.state.servers.keys()].sort();
     expect(ids()).toEqual(split ? all.filter((id) => !attacked.includes(id)) : all);
   });
@@ -213,8 +212,8 @@ describe('the attack itself, for people', () => {
       { id: 'old', ip, raw: 'older event', time: 1_700_000_000 },
       { id: 'new', ip, raw: RAW, time: 1_700_000_060 },
     ]);
-    await accountOf(ctx.daemon, 'default').poller.run('servers');
-    await accountOf(ctx.daemon, 'default').poller.run('firewall');
+    await accountOf(ctx.daemon, 'default').polls.run('servers');
+    await accountOf(ctx.daemon, 'default').polls.run('firewall');
     return { ...ctx, ip };
   }
 

@@ -58,7 +58,7 @@ describe('upstream faults', () => {
     const before = process.memoryUsage().rss;
     let peak = before;
     const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 5);
-    expect(await accountOf(daemon, 'default').poller.run('servers')).toBe('failure');
+    expect(await accountOf(daemon, 'default').polls.run('servers')).toBe('failure');
     clearInterval(sampler);
     expect(await requests(daemon, 'list_servers', 'too_large')).toBe(1);
     // Not retried: a reply that is too large will be too large again.
@@ -84,9 +84,9 @@ describe('upstream faults', () => {
     },
   ])('pauses every request after $name instead of hammering the API', async ({ faults }) => {
     const { daemon, sim } = await setup();
-    expect(await accountOf(daemon, 'default').poller.run('servers')).toBe('success');
+    expect(await accountOf(daemon, 'default').polls.run('servers')).toBe('success');
     sim.setFaults({ ...faults, modeCount: 1, paths: [HISTORY] });
-    expect(await accountOf(daemon, 'default').poller.run('firewall')).toBe('success');
+    expect(await accountOf(daemon, 'default').polls.run('firewall')).toBe('success');
     const calls = sim.callsTo(HISTORY);
     const limited = calls[0]!;
     // Every later request of the run — the retry of the throttled one included — waited out the pause; only
@@ -108,9 +108,9 @@ describe('upstream faults', () => {
     'keeps the key out of logs, metrics, the journal, the actions API, /readyz and the status page after $name',
     async ({ faults }) => {
       const { daemon, sim, log } = await setup();
-      expect(await accountOf(daemon, 'default').poller.run('servers')).toBe('success');
+      expect(await accountOf(daemon, 'default').polls.run('servers')).toBe('success');
       sim.setFaults(faults);
-      await accountOf(daemon, 'default').poller.run('firewall');
+      await accountOf(daemon, 'default').polls.run('firewall');
       const [server] = sim.state.servers.values();
       const action = await daemon.app.inject({
         method: 'POST',

@@ -29,7 +29,7 @@ export interface StatusIp {
   newest?: { raw: string; time: number | undefined };
 }
 
-/** What the page shows; the daemon builds it from the poller, the metrics, the graph store and the journal. */
+/** What the page shows; the daemon builds it from each account's state and poll jobs, the metrics, the graph store and the journal. */
 export interface StatusView {
   version: string;
   /** 1, 0, or undefined before the first request */
@@ -44,7 +44,7 @@ export interface StatusView {
   }>;
   /**
    * per polling account, the service whose firewall history was read least recently: how long ago (ms), or
-   * — `read` false — since when it waits for its first read (PollJobs.oldestRead)
+   * — `read` false — since when it waits for its first read (AccountState.oldestRead)
    */
   coverage?: Array<{ account: string; serviceType: string; serviceId: string; ageMs: number; read: boolean }>;
   servers: Array<{

@@ -4,7 +4,7 @@
  * remediation guards check a target against — and its record's main IP, hostname, location and status, what a
  * follower's discovery and status page show; rows of an older leader hold only the IPs and are still read) after each servers and firewall run; every replica reads it
  * back every few seconds into a snapshot, so a follower's engines check targets synchronously
- * without polling the API. The leader's own engines ask its poller while it has read a server list.
+ * without polling the API. The leader's own engines ask its account state (collectors/account-state.ts) while it has read a server list.
  */
 import type pg from 'pg';
 import type { Logger } from 'pino';

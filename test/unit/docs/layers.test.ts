@@ -43,6 +43,8 @@ describe('the layers of src/', () => {
   it.each([
     ['remediation importing scheduler', 'src/remediation/planted.ts', '../scheduler/jobs.js', 'src/scheduler/jobs.ts'],
     ['collectors importing scheduler', 'src/collectors/planted.ts', '../scheduler/jobs.js', 'src/scheduler/jobs.ts'],
+    ['polls importing scheduler', 'src/polls/planted.ts', '../scheduler/jobs.js', 'src/scheduler/jobs.ts'],
+    ['collectors importing polls', 'src/collectors/planted.ts', '../polls/index.js', 'src/polls/index.ts'],
     ['http importing the wiring', 'src/http/planted.ts', '../daemon/reload.js', 'src/daemon/reload.ts'],
     ['a leaf module importing config', 'src/scrub.ts', './config/schema.js', 'src/config/schema.ts'],
   ])('refuses a planted back-import: %s', (_name, path, specifier, targetPath) => {

@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { PollJob, abortable, runDeadlineMs, type WorkResult } from '../../../src/scheduler/poll-job.js';
-import { each } from '../../../src/scheduler/jobs.js';
-import { Scheduler, schedulePeriodMs } from '../../../src/scheduler/scheduler.js';
+import { JOB_NAMES, type JobName } from '../../../src/config/schema.js';
+import { abortable, each, runDeadlineMs, schedulePeriodMs, type WorkResult } from '../../../src/polls/poll.js';
+import { PollJob } from '../../../src/scheduler/poll-job.js';
+import { Scheduler } from '../../../src/scheduler/scheduler.js';
 import { captureLogger } from '../../helpers/logger.js';
 import { freshMetrics, seriesValue } from '../../helpers/metrics.js';
 
@@ -159,13 +160,10 @@ describe('scheduler stop', () => {
       ['servers', stuck('servers')],
       ['firewall', stuck('firewall')],
     ] as const);
-    const scheduler = new Scheduler(jobs, {
-      servers: '0 0 1 1 *',
-      firewall: '0 0 1 1 *',
-      graphs: '0 0 1 1 *',
-      catalog: '0 0 1 1 *',
-      firewall_under_attack: '0 0 1 1 *',
-    });
+    const scheduler = new Scheduler(
+      jobs,
+      Object.fromEntries(JOB_NAMES.map((job) => [job, '0 0 1 1 *'])) as Record<JobName, string>,
+    );
     const runs = [jobs.get('servers')!.run(), jobs.get('firewall')!.run()];
     await scheduler.stop();
     expect([...jobs.values()].map((j) => j.running)).toEqual([false, false]);

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { JobName } from '../../../src/config/schema.js';
+import { JOB_NAMES, type JobName } from '../../../src/config/schema.js';
 import type { PollJob } from '../../../src/scheduler/poll-job.js';
 import { Scheduler } from '../../../src/scheduler/scheduler.js';
 import { captureLogger } from '../../helpers/logger.js';
@@ -20,7 +20,7 @@ describe('Scheduler', () => {
     const every = '* * * * * *';
     const scheduler = new Scheduler(
       new Map<JobName, PollJob>([['servers', job]]),
-      { servers: every, firewall: every, graphs: every, catalog: every, firewall_under_attack: every },
+      Object.fromEntries(JOB_NAMES.map((name) => [name, every])) as Record<JobName, string>,
       undefined,
       logger,
     );

@@ -61,24 +61,29 @@ describe('DirectorySnapshot rows', () => {
 });
 
 describe('leaderOrSnapshot', () => {
-  const poller = directory({ p: ['198.18.0.1'] });
+  const state = directory({ p: ['198.18.0.1'] });
   const snapshot = directory({ s: ['198.18.0.2'] });
   it.each([
-    { name: 'a leader that has read a server list asks its poller', leading: true, pollerKnown: true, answers: 'p' },
+    {
+      name: 'a leader that has read a server list asks its account state',
+      leading: true,
+      stateKnown: true,
+      answers: 'p',
+    },
     {
       name: 'a leader before its first server list asks the snapshot',
       leading: true,
-      pollerKnown: false,
+      stateKnown: false,
       answers: 's',
     },
     {
-      name: 'a follower asks the snapshot, whatever its poller holds',
+      name: 'a follower asks the snapshot, whatever its account state holds',
       leading: false,
-      pollerKnown: true,
+      stateKnown: true,
       answers: 's',
     },
-  ])('$name', ({ leading, pollerKnown, answers }) => {
-    const targets = leaderOrSnapshot({ ...poller, serversKnown: pollerKnown }, snapshot, () => leading);
+  ])('$name', ({ leading, stateKnown, answers }) => {
+    const targets = leaderOrSnapshot({ ...state, serversKnown: stateKnown }, snapshot, () => leading);
     expect(targets.hasServer(answers)).toBe(true);
     expect(targets.ownsIp(answers, answers === 'p' ? '198.18.0.1' : '198.18.0.2')).toBe(true);
     expect(targets.hasServer(answers === 'p' ? 's' : 'p')).toBe(false);
@@ -88,7 +93,7 @@ describe('leaderOrSnapshot', () => {
 describe('directoryServers', () => {
   it("publishes each server's record IPs and the IPs seen in its firewall history: the IPs ownedIps gives the leader", () => {
     const { metrics } = freshMetrics();
-    const poller = {
+    const state = {
       inventory: new Map([
         ['100001', { serverId: '100001', ips: ['198.18.0.1'] }],
         ['100002', { serverId: '100002', ips: [] }],
@@ -96,19 +101,19 @@ describe('directoryServers', () => {
       firewallState: new FirewallSeriesState(),
     };
     collectFirewallHistory(
-      poller.firewallState,
+      state.firewallState,
       metrics,
       { serviceType: 'dedicated', serviceId: '100001' },
       [{ id: 'e1', ip: '198.18.0.9' }] as never,
       { limits: { maxIpsPerService: 10, ipRetentionMs: 0 }, now: 0, knownIps: ['198.18.0.1'] },
     );
-    const published = directoryServers(poller.inventory, poller.firewallState);
+    const published = directoryServers(state.inventory, state.firewallState);
     expect(Object.fromEntries(Object.entries(published).map(([id, s]) => [id, s.ips]))).toEqual({
       '100001': ['198.18.0.1', '198.18.0.9'],
       '100002': [],
     });
     // One rule: what the leader checks is what it publishes, and a server not listed owns nothing.
-    expect([...ownedIps(poller.inventory, poller.firewallState, '100001')]).toEqual(published['100001']!.ips);
-    expect(ownedIps(poller.inventory, poller.firewallState, '100003').size).toBe(0);
+    expect([...ownedIps(state.inventory, state.firewallState, '100001')]).toEqual(published['100001']!.ips);
+    expect(ownedIps(state.inventory, state.firewallState, '100003').size).toBe(0);
   });
 });

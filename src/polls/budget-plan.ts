@@ -4,16 +4,15 @@
  * `upstream.max_requests_per_second`, and so how often every service's history is read. The firewall polls
  * go before graphs and catalog in the budget (upstream/request-budget.ts): a firewall run may spend the
  * whole budget of its deadline less the margin (round-robin.ts), the services under attack's own job
- * taking its share first (jobs.ts); graphs and catalog use what the firewall runs leave. A reading interval
+ * taking its share first (firewall.ts); graphs and catalog use what the firewall runs leave. A reading interval
  * over STALE_AFTER_FIREWALL_PERIODS firewall periods is warned about: attacks are then seen late and power
  * actions are denied as stale.
  */
 import { STALE_AFTER_FIREWALL_PERIODS } from '../collectors/firewall.js';
 import type { Config } from '../config/schema.js';
 import type { ServerScope } from '../config/scope.js';
-import { runDeadlineMs } from './poll-job.js';
+import { runDeadlineMs, schedulePeriodMs } from './poll.js';
 import { runCapacity } from './round-robin.js';
-import { schedulePeriodMs } from './scheduler.js';
 
 /** How often every service's firewall history is read. */
 export interface FirewallCoverage {
@@ -46,7 +45,7 @@ function serversByIdOnly(scope: ServerScope | undefined): number | undefined {
  * often every service's history is read), `warnings` when the services the config alone names (colocation,
  * transit, and the servers of a scope that includes them by id) are read less often than every
  * STALE_AFTER_FIREWALL_PERIODS firewall periods. The server count is otherwise known only at runtime: the
- * daemon warns after its first server list (scheduler/jobs.ts).
+ * daemon warns after its first server list (polls/firewall.ts).
  */
 export function budgetPlan(config: Pick<Config, 'accounts' | 'schedules'>): { notes: string[]; warnings: string[] } {
   const periodMs = schedulePeriodMs(config.schedules.firewall);

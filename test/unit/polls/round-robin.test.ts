@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RoundRobin, runCapacity } from '../../../src/scheduler/round-robin.js';
+import { RoundRobin, runCapacity } from '../../../src/polls/round-robin.js';
 
 const ids = (n: number) => Array.from({ length: n }, (_, i) => `s${i}`);
 

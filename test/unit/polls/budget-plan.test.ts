@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { buildConfig } from '../../../src/config/load.js';
-import { budgetPlan, firewallCoverage } from '../../../src/scheduler/budget-plan.js';
+import { budgetPlan, firewallCoverage } from '../../../src/polls/budget-plan.js';
 
 /** 20 requests/s, a firewall run every 10 s (deadline 9 s): 162 histories a run. */
 const config = (extra: Record<string, unknown>) =>

@@ -1,0 +1,180 @@
+/**
+ * What one account's polls know, below everything that reads it: the inventory (in-scope servers), the
+ * latest server list as the API gave it and the servers it had out of scope, the firewall series state, the
+ * attack log, and since when each service waits for its first read. The polls (src/polls/) write it; the
+ * remediation guards (the target directory), the status page, discovery and the replication read it, none of
+ * them through the scheduler.
+ */
+import type { AccountConfig, Config } from '../config/schema.js';
+import type { ServerList } from '../upstream/decode-servers.js';
+import { AttackLog } from './attacks.js';
+import { FirewallSeriesState, historyReadAt, type ServiceRef } from './firewall.js';
+import type { Inventory } from './inventory.js';
+import { ownedIps } from './ownership.js';
+
+/**
+ * What the latest firewall history says of one dedicated server: unknown (with the reason, a sentence), or
+ * when it was read and the newest attack event of each of its IPs that had any. The power guard's input
+ * (remediation's `TargetDirectory.attackState`).
+ */
+export type AttackState =
+  | { known: false; reason: string }
+  | {
+      known: true;
+      /** ms since epoch (the collector clock) the history was read (firewall.ts `historyReadAt`) */
+      readAt: number;
+      /** IP → ms since epoch of its newest event (the event's time, else the time the history was read) */
+      lastEventAt: ReadonlyMap<string, number>;
+    };
+
+/** The configuration an account's state reads, per call (a reload changes it in place). */
+export type AccountStateConfig = Pick<Config, 'schedules'> &
+  Pick<AccountConfig, 'services'> & {
+    /** the polls switched on; default all */
+    collectors?: Config['collectors'];
+  };
+
+export class AccountState {
+  inventory: Inventory = new Map();
+  /** true once a server list has been read */
+  serversKnown = false;
+  /** ids of the latest list's servers that are out of scope (config/scope.ts): remediation denies them by name */
+  outOfScopeIds: ReadonlySet<string> = new Set();
+  /** the latest server list as the API gave it, before the scope: a reload applies a new scope to it */
+  listed: ServerList | undefined;
+  readonly firewallState = new FirewallSeriesState();
+  /** the events of each service's latest history that had events (status page, /api/v1/attacks) */
+  readonly attacks = new AttackLog();
+  /**
+   * the ids of the last successful ledger write (the sets themselves: a new history replaces a set, never
+   * edits it); undefined: the next write is not skipped as unchanged
+   */
+  savedIds: ReadonlyMap<string, ReadonlySet<string>> | undefined;
+  readonly #config: AccountStateConfig;
+  readonly #now: () => number;
+  /** ms (collector clock) since which each service in scope not yet read by this process waits (oldestRead) */
+  #unreadSince = new Map<string, number>();
+  /** the list being applied to the inventory: one at a time (a poll's and a reload's), so neither reads a stale one */
+  #applying: Promise<unknown> = Promise.resolve();
+
+  /** `now`: milliseconds since the epoch (the collector clock) */
+  constructor(config: AccountStateConfig, now: () => number = Date.now) {
+    this.#config = config;
+    this.#now = now;
+  }
+
+  /**
+   * Takes `ids` (by `type/id`, as the ledger holds them) as counted: at start, and again when this replica
+   * becomes leader (another one may have counted events since). A service this process has polled keeps its
+   * own ids too; the next history replaces both.
+   */
+  restoreEventIds(ids: ReadonlyMap<string, Set<string>>): void {
+    // The sets below change in place: the next ledger write must not be skipped as unchanged.
+    this.savedIds = undefined;
+    this.firewallState.restored.clear();
+    for (const [key, set] of ids) {
+      const seen = this.firewallState.services.get(key)?.seenIds;
+      if (seen) for (const id of set) seen.add(id);
+      else this.firewallState.restored.set(key, set);
+    }
+  }
+
+  hasServer(serverId: string): boolean {
+    return this.inventory.has(serverId);
+  }
+
+  outOfScope(serverId: string): boolean {
+    return this.outOfScopeIds.has(serverId);
+  }
+
+  /** The IP is the server's (collectors/ownership.ts: its record's or seen in its firewall history). */
+  ownsIp(serverId: string, ip: string): boolean {
+    return ownedIps(this.inventory, this.firewallState, serverId).has(ip);
+  }
+
+  /** Servers in the latest list that are in scope (the circuit breaker's `max_fraction`). */
+  serversInScope(): number {
+    return this.inventory.size;
+  }
+
+  /**
+   * The server's attack state for the power guard: unknown when the firewall collector is off, or its history
+   * was never read or failed at its latest poll; else when it was read and the newest event per IP.
+   */
+  attackState(serverId: string): AttackState {
+    if (this.#config.collectors?.firewall === false)
+      return { known: false, reason: 'the firewall collector is off (collectors.firewall: false)' };
+    const ref = { serviceType: 'dedicated' as const, serviceId: serverId };
+    const readAt = historyReadAt(this.firewallState, ref);
+    if (readAt === undefined) return { known: false, reason: 'its firewall history has not been read yet' };
+    if (this.firewallState.services.get(FirewallSeriesState.key(ref))?.up === false)
+      return {
+        known: false,
+        reason: `the latest poll of its firewall history failed (last read at ${new Date(readAt).toISOString()})`,
+      };
+    const polledAt = this.attacks.services.get(FirewallSeriesState.key(ref))?.polledAt ?? readAt;
+    const lastEventAt = new Map([...this.attacks.newestPerIp(ref)].map(([ip, e]) => [ip, e.time ?? polledAt]));
+    return { known: true, readAt, lastEventAt };
+  }
+
+  /** Runs `fn` once the list applied before it is in the inventory (one list applied at a time). */
+  serially<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.#applying.then(fn);
+    this.#applying = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Services under attack are polled by a job of their own (`schedules.firewall_under_attack` differs). */
+  get splitsFirewall(): boolean {
+    const { schedules } = this.#config;
+    return schedules.firewall_under_attack !== schedules.firewall;
+  }
+
+  /** Services whose firewall history is polled: every listed server, then the configured colocation and transit ids. */
+  services(): ServiceRef[] {
+    const { colocationIds, transitIds } = this.#config.services;
+    return [
+      ...[...this.inventory.keys()].map((serviceId) => ({ serviceType: 'dedicated' as const, serviceId })),
+      ...colocationIds.map((serviceId) => ({ serviceType: 'colocation' as const, serviceId })),
+      ...transitIds.map((serviceId) => ({ serviceType: 'transit' as const, serviceId })),
+    ];
+  }
+
+  /** The services a firewall job polls: all of them, or the quiet ones and those under attack apart. */
+  servicesOf(job: 'firewall' | 'firewall_under_attack'): ServiceRef[] {
+    const all = this.services();
+    if (!this.splitsFirewall) return all;
+    const attacked = job === 'firewall_under_attack';
+    return all.filter((ref) => this.attacks.attacked(ref) === attacked);
+  }
+
+  /** Notes, at a firewall run's start, since when each service in scope that this process has not read yet is waiting. */
+  noteUnread(services: ServiceRef[]): void {
+    const now = this.#now();
+    const since = new Map<string, number>();
+    for (const ref of services) {
+      if (historyReadAt(this.firewallState, ref) !== undefined) continue;
+      const key = FirewallSeriesState.key(ref);
+      since.set(key, this.#unreadSince.get(key) ?? now);
+    }
+    this.#unreadSince = since;
+  }
+
+  /**
+   * The service in scope whose firewall history was read least recently, and how long before `now` (ms,
+   * collector clock) it was read (`read`), or — never read by this process — since when it is waiting: the
+   * start of the first firewall run that had it in scope (after a restart, of this process). Undefined when
+   * there is no service, or the firewall collector is off. `baremetal_firewall_history_oldest_read_age_seconds`
+   * and the status page.
+   */
+  oldestRead(now = this.#now()): { ref: ServiceRef; ageMs: number; read: boolean } | undefined {
+    if (this.#config.collectors?.firewall === false) return undefined;
+    let oldest: { ref: ServiceRef; at: number; read: boolean } | undefined;
+    for (const ref of this.services()) {
+      const readAt = historyReadAt(this.firewallState, ref);
+      const at = readAt ?? this.#unreadSince.get(FirewallSeriesState.key(ref)) ?? now;
+      if (!oldest || at < oldest.at) oldest = { ref, at, read: readAt !== undefined };
+    }
+    return oldest && { ref: oldest.ref, ageMs: Math.max(0, now - oldest.at), read: oldest.read };
+  }
+}

@@ -1,0 +1,102 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_SCHEDULES } from '../../../src/config/schema.js';
+import { AccountState, type AccountStateConfig } from '../../../src/collectors/account-state.js';
+import { collectFirewallFailure, collectFirewallHistory } from '../../../src/collectors/firewall.js';
+import { collectServerList } from '../../../src/collectors/inventory.js';
+import type { FirewallEvent } from '../../../src/upstream/decode.js';
+import { decodeServerList } from '../../../src/upstream/decode-servers.js';
+import { freshMetrics } from '../../helpers/metrics.js';
+
+const LIMITS = { maxIpsPerService: 1024, ipRetentionMs: 24 * 3600_000 };
+const ref = (serviceId: string) => ({ serviceType: 'dedicated' as const, serviceId });
+const event = (id: string, ip: string): FirewallEvent => ({ id, ip, raw: `attack on ${ip}`, fields: {} });
+
+/** An account state at clock `now` holding servers 1 (192.0.2.1) and 2, with one colocation service. */
+async function stateOf(config: Partial<AccountStateConfig> = {}, now = { ms: 1000 }) {
+  const { metrics } = freshMetrics();
+  const full: AccountStateConfig = {
+    schedules: { ...DEFAULT_SCHEDULES, firewall_under_attack: DEFAULT_SCHEDULES.firewall },
+    services: { colocationIds: ['c1'], transitIds: [] },
+    ...config,
+  };
+  const state = new AccountState(full, () => now.ms);
+  const list = decodeServerList([{ server_id: '1', IP: '192.0.2.1' }, { server_id: '2' }], {
+    operation: 'list_servers',
+    path: '/api/v1/dedicated',
+  });
+  state.inventory = (await collectServerList(list, state.inventory, metrics)).inventory;
+  state.serversKnown = true;
+  const read = (serviceId: string, events: FirewallEvent[]) => {
+    collectFirewallHistory(state.firewallState, metrics, ref(serviceId), events, {
+      limits: LIMITS,
+      now: now.ms,
+      knownIps: state.inventory.get(serviceId)?.ips ?? [],
+    });
+    state.attacks.record(ref(serviceId), events, now.ms);
+  };
+  return { state, metrics, read, now };
+}
+
+describe('AccountState: what the polls learned, as the readers ask it', () => {
+  it('owns the record IPs and those seen in the server history; counts the servers in scope', async () => {
+    const { state, read } = await stateOf();
+    read('2', [event('e1', '198.51.100.7')]);
+    expect(state.ownsIp('1', '192.0.2.1')).toBe(true);
+    expect(state.ownsIp('2', '198.51.100.7')).toBe(true);
+    expect(state.ownsIp('1', '198.51.100.7')).toBe(false);
+    expect(state.serversInScope()).toBe(2);
+    expect(state.services().map((s) => s.serviceId)).toEqual(['1', '2', 'c1']);
+  });
+
+  it('gives a server attack state: unknown before a read and after a failed poll, else the newest event per IP', async () => {
+    const { state, metrics, read, now } = await stateOf();
+    expect(state.attackState('1')).toEqual({ known: false, reason: 'its firewall history has not been read yet' });
+    read('1', [event('e1', '192.0.2.1')]);
+    expect(state.attackState('1')).toEqual({
+      known: true,
+      readAt: 1000,
+      lastEventAt: new Map([['192.0.2.1', 1000]]),
+    });
+    now.ms = 5000;
+    collectFirewallFailure(state.firewallState, metrics, ref('1'));
+    const failed = state.attackState('1');
+    expect(failed.known).toBe(false);
+    expect(!failed.known && failed.reason).toMatch(/latest poll of its firewall history failed/);
+  });
+
+  it('says nothing of attacks or coverage with the firewall collector off', async () => {
+    const { state, read } = await stateOf({ collectors: { firewall: false, graphs: true, catalog: true } });
+    read('1', [event('e1', '192.0.2.1')]);
+    expect(state.attackState('1')).toEqual({
+      known: false,
+      reason: 'the firewall collector is off (collectors.firewall: false)',
+    });
+    expect(state.oldestRead()).toBeUndefined();
+  });
+
+  it('splits the services under attack from the quiet ones only when their schedules differ', async () => {
+    const split = await stateOf({
+      schedules: { ...DEFAULT_SCHEDULES, firewall_under_attack: '*/5 * * * * *' },
+    });
+    split.read('1', [event('e1', '192.0.2.1')]);
+    expect(split.state.servicesOf('firewall_under_attack').map((s) => s.serviceId)).toEqual(['1']);
+    expect(split.state.servicesOf('firewall').map((s) => s.serviceId)).toEqual(['2', 'c1']);
+    const together = await stateOf();
+    together.read('1', [event('e1', '192.0.2.1')]);
+    expect(together.state.servicesOf('firewall').map((s) => s.serviceId)).toEqual(['1', '2', 'c1']);
+  });
+
+  it('reports the service waiting longest: never read, since the first run that had it', async () => {
+    const { state, read, now } = await stateOf();
+    state.noteUnread(state.services());
+    now.ms = 4000;
+    read('1', []);
+    read('2', []);
+    state.noteUnread(state.services());
+    expect(state.oldestRead()).toEqual({
+      ref: { serviceType: 'colocation', serviceId: 'c1' },
+      ageMs: 3000,
+      read: false,
+    });
+  });
+});
