@@ -22,14 +22,9 @@ import {
   JOB_NAMES,
   configFileSchema,
   SCHEMA_ANNOTATIONS,
-  type AccountConfig,
-  type Config,
   type ConfigFile,
-  type Credentials,
-  type Principal,
-  type RemediationRule,
-  type UpstreamConfig,
 } from './schema.js';
+import type { AccountConfig, Config, Credentials, Principal, RemediationRule, UpstreamConfig } from './types.js';
 
 /** Environment variables that override file values (secrets belong here or in files, not in YAML). */
 export interface ConfigEnv {
