@@ -4,7 +4,8 @@
  * loader builds from it (durations in ms, secrets read from their files) is in config/types.ts. docs/configuration.md is
  * generated from this schema (`npm run docs`, scripts/docs.ts) and a test fails when it drifts.
  *
- * Two annotations besides JSON Schema's own (Ajv knows them as `SCHEMA_ANNOTATIONS`; they validate nothing):
+ * Four format keywords, checked by Ajv like JSON Schema's own (config/formats.ts): `duration`, `cron`,
+ * `listenAddress` and `bcrypt`. Two annotations besides JSON Schema's own (Ajv knows them as `SCHEMA_ANNOTATIONS`; they validate nothing):
  * `unit` (what a number or string counts: `duration`, `bytes`, `cron`, …) and `reloadable: true` (a
  * configuration reload applies the key, and every key under it, while the daemon runs; config/reload.ts).
  *
@@ -52,7 +53,7 @@ const scheduleKeys = () =>
   Object.fromEntries(
     Object.entries(POLL_SCHEDULES).map(([job, key]) => [
       job,
-      Type.String({ default: key.default, unit: 'cron', description: key.description }),
+      Type.String({ default: key.default, unit: 'cron', cron: true, description: key.description }),
     ]),
   ) as { [K in keyof typeof POLL_SCHEDULES]: ReturnType<typeof Type.String> };
 
@@ -76,6 +77,14 @@ export const DEFAULT_COOLDOWN_MS: Record<ActionName, number> = {
   firewall_sensitivity: 2 * 60_000,
 };
 
+/** User → bcrypt hash: each hash checked by the `bcrypt` keyword (config/formats.ts), naming its user. */
+const bcryptHashes = (options: { default: Record<string, string>; description: string }) =>
+  Type.Unsafe<Record<string, string>>({
+    type: 'object',
+    additionalProperties: { type: 'string', bcrypt: 'key' },
+    ...options,
+  });
+
 const path = (description: string) => Type.String({ minLength: 1, description });
 const STATES = ['0', '1', 0, 1] as const;
 
@@ -87,7 +96,7 @@ const credentials = (what: string) =>
         default: [],
         description: `files each holding one bearer token (at least 16 characters) accepted for ${what}`,
       }),
-      basic_auth_users: stringMap({
+      basic_auth_users: bcryptHashes({
         default: {},
         description: `user → bcrypt hash (\`$2b$…\`, never a password) accepted for ${what}`,
       }),
@@ -118,7 +127,11 @@ const principalSchema = strict({
   }),
   bearer_token_file: Type.Optional(path('a file holding its bearer token (at least 16 characters)')),
   basic_auth_hash: Type.Optional(
-    Type.String({ minLength: 1, description: 'bcrypt hash (`$2b$…`) of its basic-auth password; user name = `name`' }),
+    Type.String({
+      minLength: 1,
+      bcrypt: 'name',
+      description: 'bcrypt hash (`$2b$…`) of its basic-auth password; user name = `name`',
+    }),
   ),
   roles: Type.Array(oneOf(ROLES), {
     minItems: 1,
@@ -160,7 +173,7 @@ const remediationAuth = () =>
         description:
           'deprecated (use `principals`): files each holding one bearer token, each a principal `token-N` with every role',
       }),
-      basic_auth_users: stringMap({
+      basic_auth_users: bcryptHashes({
         default: {},
         description: 'deprecated (use `principals`): user → bcrypt hash, each user a principal with every role',
       }),
@@ -193,11 +206,13 @@ export const ruleSchema = strict({
   hold: Type.String({
     default: '0s',
     unit: 'duration',
+    duration: { example: '5m', zero: true },
     description: 'duration to wait after resolved before switching back',
   }),
   cooldown: Type.Optional(
     Type.String({
       unit: 'duration',
+      duration: '30m',
       description: `duration between two executions on one target; default ${ms(DEFAULT_COOLDOWN_MS.powercycle)} for power actions, ${ms(DEFAULT_COOLDOWN_MS.firewall_state)} (the API minimum) for firewall actions`,
     }),
   ),
@@ -226,6 +241,7 @@ const safetySchema = strict(
     attack_window: Type.String({
       default: '15m',
       unit: 'duration',
+      duration: '15m',
       description: 'duration before a power request in which an attack event of the server denies it',
     }),
     circuit_breaker: strict(
@@ -233,6 +249,7 @@ const safetySchema = strict(
         window: Type.String({
           default: '15m',
           unit: 'duration',
+          duration: '15m',
           description: 'duration in which the distinct servers asked for power actions are counted, per account',
         }),
         max_servers: Type.Integer({
@@ -263,6 +280,7 @@ const safetySchema = strict(
     cap_window: Type.String({
       default: '24h',
       unit: 'duration',
+      duration: '24h',
       description: 'duration over which `max_power_actions_per_server` counts',
     }),
   },
@@ -291,6 +309,7 @@ export const upstreamProperties = {
   timeout: Type.String({
     default: '10s',
     unit: 'duration',
+    duration: '10s',
     description: 'total deadline of one attempt, headers and body together (`250ms`, `10s`, `1m`)',
   }),
   concurrency: Type.Integer({
@@ -426,6 +445,7 @@ export const configFileSchema = strict({
     {
       listen_address: Type.String({
         default: '0.0.0.0:9877',
+        listenAddress: true,
         description: '`host:port` of `/metrics`, `/graphs` and the status page',
       }),
       tls: Type.Optional(
@@ -466,6 +486,7 @@ export const configFileSchema = strict({
       firewall_under_attack: Type.Optional(
         Type.String({
           unit: 'cron',
+          cron: true,
           description:
             'cron of the firewall history of the services whose latest history had events; default: `schedules.firewall`. A reload that makes it start or stop differing from `schedules.firewall` needs a restart',
         }),
@@ -527,6 +548,7 @@ export const configFileSchema = strict({
       ip_retention: Type.String({
         default: '24h',
         unit: 'duration',
+        duration: '24h',
         description: 'duration after which a colocation or transit IP with no events loses its series',
       }),
     },
@@ -538,6 +560,7 @@ export const configFileSchema = strict({
       journal_retention: Type.String({
         default: '30d',
         unit: 'duration',
+        duration: '30d',
         description:
           'duration after which journal rows are pruned, in small batches, hourly (every tenth of a retention shorter than 10h, at most once a minute)',
       }),
@@ -552,6 +575,7 @@ export const configFileSchema = strict({
       approval_timeout: Type.String({
         default: '15m',
         unit: 'duration',
+        duration: '15m',
         description: 'duration after which a request awaiting approval (require_approval) expires, nothing sent',
       }),
       max_alerts: Type.Integer({
