@@ -15,7 +15,7 @@ import { readDatabase } from './database.js';
 import { ConfigDocument, type ConfigEnv, type ReadFile } from './document.js';
 import { checkTlsFiles, readCredentials, readPrincipals } from './credentials.js';
 import { durationMs, parseDuration, parseListenAddress, type DurationFormat } from './formats.js';
-import { DEFAULT_COOLDOWN_MS, type ConfigFile } from './schema.js';
+import { DEFAULT_COOLDOWN_MS, HOLD_FORMAT, type ConfigFile } from './schema.js';
 import type { Config, RemediationRule } from './types.js';
 
 export type { ConfigEnv } from './document.js';
@@ -34,7 +34,7 @@ const noFiles: ReadFile = (path) => {
 };
 
 /** A duration the schema accepted (its `duration` keyword), in ms. */
-const ms = (text: string, format: DurationFormat = text): number => durationMs(format, text)!;
+const durationOf = (text: string, format: DurationFormat = text): number => durationMs(format, text)!;
 
 /**
  * Validates parsed YAML (`raw`) with `env` overrides and returns the normalized Config.
@@ -74,23 +74,26 @@ export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFil
       firewall_under_attack: file.schedules.firewall_under_attack ?? file.schedules.firewall,
     },
     graphs: { types: file.graphs.types, scales: file.graphs.scales, maxWidth: file.graphs.max_width },
-    firewall: { maxIpsPerService: file.firewall.max_ips_per_service, ipRetentionMs: ms(file.firewall.ip_retention) },
+    firewall: {
+      maxIpsPerService: file.firewall.max_ips_per_service,
+      ipRetentionMs: durationOf(file.firewall.ip_retention),
+    },
     collectors: { ...file.collectors },
     remediation: {
       dryRun: file.remediation.dry_run,
-      journalRetentionMs: ms(file.remediation.journal_retention),
-      approvalTimeoutMs: ms(file.remediation.approval_timeout),
+      journalRetentionMs: durationOf(file.remediation.journal_retention),
+      approvalTimeoutMs: durationOf(file.remediation.approval_timeout),
       budgetPerHour: file.remediation.budget_per_hour,
       safety: {
         denyPowerWhenAttacked: safety.deny_power_when_attacked,
-        attackWindowMs: ms(safety.attack_window),
+        attackWindowMs: durationOf(safety.attack_window),
         circuitBreaker: {
-          windowMs: ms(safety.circuit_breaker.window),
+          windowMs: durationOf(safety.circuit_breaker.window),
           maxServers: safety.circuit_breaker.max_servers,
           maxFraction: safety.circuit_breaker.max_fraction,
         },
         maxPowerActionsPerServer: safety.max_power_actions_per_server,
-        capWindowMs: ms(safety.cap_window),
+        capWindowMs: durationOf(safety.cap_window),
       },
       maxAlerts: file.remediation.max_alerts,
       ...remediationAuth,
@@ -116,7 +119,7 @@ function rule(file: ConfigFile['remediation']['rules'][number]): RemediationRule
     firingState: String(file.firing_state) as '0' | '1',
     resolvedState: String(file.resolved_state) as '0' | '1',
     ...(file.sensitivity ? { sensitivity: file.sensitivity } : {}),
-    holdMs: ms(file.hold, { example: '5m', zero: true }),
+    holdMs: durationOf(file.hold, HOLD_FORMAT),
     cooldownMs:
       cooldown === undefined
         ? DEFAULT_COOLDOWN_MS[file.action]

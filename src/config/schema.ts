@@ -1,13 +1,15 @@
 /**
  * The configuration, defined once: the YAML file's schema with every key's default, unit and description
  * (TypeBox, i.e. JSON Schema) and the file's type derived from it (`ConfigFile`); the normalized `Config` the
- * loader builds from it (durations in ms, secrets read from their files) is in config/types.ts. docs/configuration.md is
- * generated from this schema (`npm run docs`, scripts/docs.ts) and a test fails when it drifts.
+ * loader builds from it (durations in ms, secrets read from their files) is in config/types.ts.
+ * docs/configuration.md is generated from this schema (`npm run docs`, scripts/docs.ts) and a test fails when
+ * it drifts.
  *
  * Four format keywords, checked by Ajv like JSON Schema's own (config/formats.ts): `duration`, `cron`,
- * `listenAddress` and `bcrypt`. Two annotations besides JSON Schema's own (Ajv knows them as `SCHEMA_ANNOTATIONS`; they validate nothing):
- * `unit` (what a number or string counts: `duration`, `bytes`, `cron`, …) and `reloadable: true` (a
- * configuration reload applies the key, and every key under it, while the daemon runs; config/reload.ts).
+ * `listenAddress` and `bcrypt`. Two annotations besides JSON Schema's own (Ajv knows them as
+ * `SCHEMA_ANNOTATIONS`; they validate nothing): `unit` (what a number or string counts: `duration`, `bytes`,
+ * `cron`, …) and `reloadable: true` (a configuration reload applies the key, and every key under it, while the
+ * daemon runs; config/reload.ts).
  *
  * A key with a default is listed as required: Ajv fills defaults before it checks `required`, so it is never
  * missing, and the derived type says the value is always there.
@@ -182,6 +184,9 @@ const remediationAuth = () =>
   );
 
 /** One remediation rule of the file. */
+/** `hold`'s format: a duration, or "0"/"0s" for none (config/formats.ts). */
+export const HOLD_FORMAT = { example: '5m', zero: true } as const;
+
 export const ruleSchema = strict({
   alertname: Type.String({ minLength: 1, description: 'the alert this rule acts on' }),
   matchers: stringMap({ default: {}, description: 'extra label equalities the alert must have' }),
@@ -206,7 +211,7 @@ export const ruleSchema = strict({
   hold: Type.String({
     default: '0s',
     unit: 'duration',
-    duration: { example: '5m', zero: true },
+    duration: HOLD_FORMAT,
     description: 'duration to wait after resolved before switching back',
   }),
   cooldown: Type.Optional(
