@@ -6,7 +6,8 @@
  */
 import type { Logger } from 'pino';
 import { AccountState } from './collectors/account-state.js';
-import type { AccountConfig, Config, JobName } from './config/schema.js';
+import type { JobName } from './config/schema.js';
+import type { AccountConfig, Config } from './config/types.js';
 import type { EventLedger } from './store/store.js';
 import { GraphStore, type GraphMirror } from './graphs/store.js';
 import { createApiObserver } from './metrics/api-observer.js';

@@ -10,7 +10,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { Logger } from 'pino';
 import type { AttackLog } from './collectors/attacks.js';
 import type { ReloadResult } from './config/reload.js';
-import type { Config } from './config/schema.js';
+import type { Config } from './config/types.js';
 import { AuthBusyError, BaremetalError, INTERNAL_ERROR_CODE } from './errors.js';
 import { localGraphs, type GraphSource } from './graphs/source.js';
 import type { GraphStore } from './graphs/store.js';

@@ -4,7 +4,7 @@
  * passed in, so tests can drive a command without a process.
  */
 import type { Readable, Writable } from 'node:stream';
-import type { Config } from '../config/schema.js';
+import type { Config } from '../config/types.js';
 import type { StateQueries } from '../store/store.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { usage } from './exit.js';

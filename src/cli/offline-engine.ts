@@ -6,7 +6,7 @@
 import { tmpdir } from 'node:os';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
-import type { Config } from '../config/schema.js';
+import type { Config } from '../config/types.js';
 import type { UpstreamContext } from '../errors.js';
 import { createMetrics, forAccount } from '../metrics/definitions.js';
 import { RemediationEngine } from '../remediation/engine.js';

@@ -14,7 +14,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig, parseDuration } from '../config/load.js';
-import type { Config } from '../config/schema.js';
+import type { Config } from '../config/types.js';
 import { BaremetalError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import { requestsFor } from '../remediation/rules.js';

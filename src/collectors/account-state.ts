@@ -5,7 +5,7 @@
  * remediation guards (the target directory), the status page, discovery and the replication read it, none of
  * them through the scheduler.
  */
-import type { AccountConfig, Config } from '../config/schema.js';
+import type { AccountConfig, Config } from '../config/types.js';
 import type { ServerList } from '../upstream/decode-servers.js';
 import { AttackLog } from './attacks.js';
 import { FirewallSeriesState, historyReadAt, type ServiceRef } from './firewall.js';

@@ -7,7 +7,7 @@
  * web.listen_address, web.tls, credentials, graphs, firewall limits, log_level) keeps its previous value
  * until a restart; the reload applies the rest and names those keys (never their values) in one log line.
  */
-import type { Config } from './schema.js';
+import type { Config } from './types.js';
 
 /** The outcome of `Daemon.reload()`. */
 export type ReloadResult =

@@ -1,12 +1,15 @@
 /**
  * The configuration, defined once: the YAML file's schema with every key's default, unit and description
- * (TypeBox, i.e. JSON Schema), the file's type derived from it (`ConfigFile`), and the normalized `Config`
- * the loader builds from it (durations in ms, secrets read from their files). docs/configuration.md is
- * generated from this schema (`npm run docs`, scripts/docs.ts) and a test fails when it drifts.
+ * (TypeBox, i.e. JSON Schema) and the file's type derived from it (`ConfigFile`); the normalized `Config` the
+ * loader builds from it (durations in ms, secrets read from their files) is in config/types.ts.
+ * docs/configuration.md is generated from this schema (`npm run docs`, scripts/docs.ts) and a test fails when
+ * it drifts.
  *
- * Two annotations besides JSON Schema's own (Ajv knows them as `SCHEMA_ANNOTATIONS`; they validate nothing):
- * `unit` (what a number or string counts: `duration`, `bytes`, `cron`, …) and `reloadable: true` (a
- * configuration reload applies the key, and every key under it, while the daemon runs; config/reload.ts).
+ * Four format keywords, checked by Ajv like JSON Schema's own (config/formats.ts): `duration`, `cron`,
+ * `listenAddress` and `bcrypt`. Two annotations besides JSON Schema's own (Ajv knows them as
+ * `SCHEMA_ANNOTATIONS`; they validate nothing): `unit` (what a number or string counts: `duration`, `bytes`,
+ * `cron`, …) and `reloadable: true` (a configuration reload applies the key, and every key under it, while the
+ * daemon runs; config/reload.ts).
  *
  * A key with a default is listed as required: Ajv fills defaults before it checks `required`, so it is never
  * missing, and the derived type says the value is always there.
@@ -15,7 +18,6 @@ import ms from 'ms';
 import { Type, type Static } from 'typebox';
 import { oneOf, stringMap, strictObject as strict } from '../json-schema.js';
 import { GRAPH_SCALES, GRAPH_TYPES, SENSITIVITIES } from './api-terms.js';
-import type { ServerScope } from './scope.js';
 
 /**
  * Each poll's `schedules` key: its default (node-cron, six fields: seconds first) and the cron's description.
@@ -53,7 +55,7 @@ const scheduleKeys = () =>
   Object.fromEntries(
     Object.entries(POLL_SCHEDULES).map(([job, key]) => [
       job,
-      Type.String({ default: key.default, unit: 'cron', description: key.description }),
+      Type.String({ default: key.default, unit: 'cron', cron: true, description: key.description }),
     ]),
   ) as { [K in keyof typeof POLL_SCHEDULES]: ReturnType<typeof Type.String> };
 
@@ -77,6 +79,14 @@ export const DEFAULT_COOLDOWN_MS: Record<ActionName, number> = {
   firewall_sensitivity: 2 * 60_000,
 };
 
+/** User → bcrypt hash: each hash checked by the `bcrypt` keyword (config/formats.ts), naming its user. */
+const bcryptHashes = (options: { default: Record<string, string>; description: string }) =>
+  Type.Unsafe<Record<string, string>>({
+    type: 'object',
+    additionalProperties: { type: 'string', bcrypt: 'key' },
+    ...options,
+  });
+
 const path = (description: string) => Type.String({ minLength: 1, description });
 const STATES = ['0', '1', 0, 1] as const;
 
@@ -88,7 +98,7 @@ const credentials = (what: string) =>
         default: [],
         description: `files each holding one bearer token (at least 16 characters) accepted for ${what}`,
       }),
-      basic_auth_users: stringMap({
+      basic_auth_users: bcryptHashes({
         default: {},
         description: `user → bcrypt hash (\`$2b$…\`, never a password) accepted for ${what}`,
       }),
@@ -119,7 +129,11 @@ const principalSchema = strict({
   }),
   bearer_token_file: Type.Optional(path('a file holding its bearer token (at least 16 characters)')),
   basic_auth_hash: Type.Optional(
-    Type.String({ minLength: 1, description: 'bcrypt hash (`$2b$…`) of its basic-auth password; user name = `name`' }),
+    Type.String({
+      minLength: 1,
+      bcrypt: 'name',
+      description: 'bcrypt hash (`$2b$…`) of its basic-auth password; user name = `name`',
+    }),
   ),
   roles: Type.Array(oneOf(ROLES), {
     minItems: 1,
@@ -161,7 +175,7 @@ const remediationAuth = () =>
         description:
           'deprecated (use `principals`): files each holding one bearer token, each a principal `token-N` with every role',
       }),
-      basic_auth_users: stringMap({
+      basic_auth_users: bcryptHashes({
         default: {},
         description: 'deprecated (use `principals`): user → bcrypt hash, each user a principal with every role',
       }),
@@ -170,6 +184,9 @@ const remediationAuth = () =>
   );
 
 /** One remediation rule of the file. */
+/** `hold`'s format: a duration, or "0"/"0s" for none (config/formats.ts). */
+export const HOLD_FORMAT = { example: '5m', zero: true } as const;
+
 export const ruleSchema = strict({
   alertname: Type.String({ minLength: 1, description: 'the alert this rule acts on' }),
   matchers: stringMap({ default: {}, description: 'extra label equalities the alert must have' }),
@@ -194,11 +211,13 @@ export const ruleSchema = strict({
   hold: Type.String({
     default: '0s',
     unit: 'duration',
+    duration: HOLD_FORMAT,
     description: 'duration to wait after resolved before switching back',
   }),
   cooldown: Type.Optional(
     Type.String({
       unit: 'duration',
+      duration: '30m',
       description: `duration between two executions on one target; default ${ms(DEFAULT_COOLDOWN_MS.powercycle)} for power actions, ${ms(DEFAULT_COOLDOWN_MS.firewall_state)} (the API minimum) for firewall actions`,
     }),
   ),
@@ -227,6 +246,7 @@ const safetySchema = strict(
     attack_window: Type.String({
       default: '15m',
       unit: 'duration',
+      duration: '15m',
       description: 'duration before a power request in which an attack event of the server denies it',
     }),
     circuit_breaker: strict(
@@ -234,6 +254,7 @@ const safetySchema = strict(
         window: Type.String({
           default: '15m',
           unit: 'duration',
+          duration: '15m',
           description: 'duration in which the distinct servers asked for power actions are counted, per account',
         }),
         max_servers: Type.Integer({
@@ -264,6 +285,7 @@ const safetySchema = strict(
     cap_window: Type.String({
       default: '24h',
       unit: 'duration',
+      duration: '24h',
       description: 'duration over which `max_power_actions_per_server` counts',
     }),
   },
@@ -292,6 +314,7 @@ export const upstreamProperties = {
   timeout: Type.String({
     default: '10s',
     unit: 'duration',
+    duration: '10s',
     description: 'total deadline of one attempt, headers and body together (`250ms`, `10s`, `1m`)',
   }),
   concurrency: Type.Integer({
@@ -427,6 +450,7 @@ export const configFileSchema = strict({
     {
       listen_address: Type.String({
         default: '0.0.0.0:9877',
+        listenAddress: true,
         description: '`host:port` of `/metrics`, `/graphs` and the status page',
       }),
       tls: Type.Optional(
@@ -467,6 +491,7 @@ export const configFileSchema = strict({
       firewall_under_attack: Type.Optional(
         Type.String({
           unit: 'cron',
+          cron: true,
           description:
             'cron of the firewall history of the services whose latest history had events; default: `schedules.firewall`. A reload that makes it start or stop differing from `schedules.firewall` needs a restart',
         }),
@@ -528,6 +553,7 @@ export const configFileSchema = strict({
       ip_retention: Type.String({
         default: '24h',
         unit: 'duration',
+        duration: '24h',
         description: 'duration after which a colocation or transit IP with no events loses its series',
       }),
     },
@@ -539,6 +565,7 @@ export const configFileSchema = strict({
       journal_retention: Type.String({
         default: '30d',
         unit: 'duration',
+        duration: '30d',
         description:
           'duration after which journal rows are pruned, in small batches, hourly (every tenth of a retention shorter than 10h, at most once a minute)',
       }),
@@ -553,6 +580,7 @@ export const configFileSchema = strict({
       approval_timeout: Type.String({
         default: '15m',
         unit: 'duration',
+        duration: '15m',
         description: 'duration after which a request awaiting approval (require_approval) expires, nothing sent',
       }),
       max_alerts: Type.Integer({
@@ -577,145 +605,3 @@ export const configFileSchema = strict({
 
 /** The file after Ajv filled in the defaults. */
 export type ConfigFile = Static<typeof configFileSchema>;
-type RuleFile = Static<typeof ruleSchema>;
-
-/** One remediation rule, normalized. */
-export interface RemediationRule {
-  alertname: string;
-  /** extra label equality matchers */
-  matchers: RuleFile['matchers'];
-  action: ActionName;
-  accountLabel: string;
-  serverIdLabel: string;
-  ipLabel: string;
-  firingState: '0' | '1';
-  resolvedState: '0' | '1';
-  /** sensitivity set on firing, for `firewall_sensitivity` rules */
-  sensitivity?: NonNullable<RuleFile['sensitivity']>;
-  /** delay before the resolved state is applied, ms */
-  holdMs: number;
-  /** minimum time between two executions on one target, ms */
-  cooldownMs: number;
-  /** the IP must belong to the server (its record or its firewall history) */
-  requireOwnedIp: boolean;
-  /** its requests wait for an operator's approval */
-  requireApproval: boolean;
-}
-
-/** One account's upstream block, normalized: what `clientFromConfig` builds a client from. */
-export interface UpstreamConfig {
-  baseUrl: string;
-  /** the secret key (per the API contract, §5); never logged */
-  apiKey: string;
-  caFile?: string;
-  /** the PEM text of `caFile`, read when the config was loaded */
-  ca?: string;
-  timeoutMs: number;
-  concurrency: ConfigFile['upstream']['concurrency'];
-  retries: ConfigFile['upstream']['retries'];
-  maxResponseBytes: ConfigFile['upstream']['max_response_bytes'];
-  /** the request budget, HTTP attempts per second */
-  maxRequestsPerSecond: number;
-  /** where the key came from: `env`, `file` (api_key_file) or `yaml` (discouraged) */
-  apiKeySource: 'env' | 'file' | 'yaml';
-  /** with `apiKeySource` `file`: the file, re-read by a reload and when it changes (daemon/api-key-files.ts) */
-  apiKeyFile?: string;
-}
-
-/** One account: its name (the `account` label), its upstream and its services. */
-export interface AccountConfig {
-  name: string;
-  upstream: UpstreamConfig;
-  services: { colocationIds: string[]; transitIds: string[] };
-  /** the servers in scope: the top level's selectors and the account's (config/scope.ts) */
-  scope: ServerScope;
-}
-
-/**
- * The validated, normalized configuration the composition root (daemon.ts) builds the daemon from: what the
- * file says (see the schema's descriptions) with durations in ms, the listen address split, and secrets read
- * from their files.
- */
-export interface Config {
-  /** at least one; the single-account form gives one named `default` */
-  accounts: AccountConfig[];
-  web: {
-    host: string;
-    port: number;
-    tls?: { certFile: string; keyFile: string };
-    /** further addresses to listen on (a repeated `--web.listen-address`), served like host:port */
-    additional?: Array<{ host: string; port: number }>;
-    /** credentials for /metrics, /graphs and the status page; none configured = open */
-    auth: Credentials;
-  };
-  stateDir: string;
-  /**
-   * Where the remediation state lives: SQLite under `state_dir` (one process), or PostgreSQL shared by
-   * replicas, which then elect one leader to poll. `url` carries the password: never log it (`redactedUrl`).
-   */
-  database: { kind: 'sqlite' } | { kind: 'postgres'; url: string; redactedUrl: string };
-  logLevel: ConfigFile['log_level'];
-  schedules: Record<JobName, string>;
-  graphs: { types: ConfigFile['graphs']['types']; scales: ConfigFile['graphs']['scales']; maxWidth: number };
-  firewall: { maxIpsPerService: number; ipRetentionMs: number };
-  /** the polls switched on (`collectors.*`); a switched-off poll makes no request and its series are absent */
-  collectors: { firewall: boolean; graphs: boolean; catalog: boolean };
-  remediation: Credentials & {
-    /**
-     * who may call the remediation endpoints; `bearerTokens`/`basicAuthUsers` (the deprecated form) are each a
-     * principal with every role besides these (http/principals.ts)
-     */
-    principals: Principal[];
-    dryRun: boolean;
-    journalRetentionMs: number;
-    /** a request awaiting approval expires after this long, ms */
-    approvalTimeoutMs: number;
-    budgetPerHour: number;
-    safety: RemediationSafety;
-    /** alerts one webhook delivery may carry at most */
-    maxAlerts: number;
-    rules: RemediationRule[];
-  };
-}
-
-/** `remediation.safety`, normalized (durations in ms). */
-export interface RemediationSafety {
-  denyPowerWhenAttacked: boolean;
-  /** ms */
-  attackWindowMs: number;
-  circuitBreaker: { windowMs: number; maxServers: number; maxFraction: number };
-  maxPowerActionsPerServer: number;
-  /** ms */
-  capWindowMs: number;
-}
-
-/** `remediation.safety` with every default (tests and `remediation test` start from it). */
-export const DEFAULT_SAFETY: RemediationSafety = {
-  denyPowerWhenAttacked: true,
-  attackWindowMs: 15 * 60_000,
-  circuitBreaker: { windowMs: 15 * 60_000, maxServers: 3, maxFraction: 0.01 },
-  maxPowerActionsPerServer: 3,
-  capWindowMs: 24 * 3_600_000,
-};
-
-/** A credentials block with its token files read: bearer tokens (never logged) and user → bcrypt hash. */
-export interface Credentials {
-  bearerTokens: string[];
-  basicAuthUsers: Record<string, string>;
-}
-
-/** A remediation principal, normalized: its token file read (never logged). */
-export interface Principal {
-  name: string;
-  /** exactly one of `bearerToken` and `basicAuthHash` */
-  bearerToken?: string;
-  /** bcrypt hash; the basic-auth user name is `name` */
-  basicAuthHash?: string;
-  roles: Role[];
-  /** an operator may act on these accounts only; absent: all */
-  accounts?: string[];
-  /** an operator may ask for these actions only; absent: all */
-  actions?: PrincipalAction[];
-  /** its operator actions wait for another operator's approval */
-  requireApproval?: boolean;
-}

@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import type { AccountRuntime } from '../accounts.js';
 import { restartKeys, type ReloadResult } from '../config/reload.js';
-import type { Config } from '../config/schema.js';
+import type { Config } from '../config/types.js';
 import { ConfigError } from '../errors.js';
 import { applyApiKeys } from './api-key-files.js';
 import type { Metrics } from '../metrics/definitions.js';

@@ -7,7 +7,8 @@
 import type { Logger } from 'pino';
 import { initialPolls, reloadEventIds, type AccountRuntime } from '../accounts.js';
 import { directoryServers } from '../collectors/ownership.js';
-import type { Config, JobName } from '../config/schema.js';
+import type { JobName } from '../config/schema.js';
+import type { Config } from '../config/types.js';
 import { startRole, type Duties, type ElectionTimings, type Role } from '../ha/role.js';
 import type { Metrics } from '../metrics/definitions.js';
 import type { RemediationEngine } from '../remediation/engine.js';

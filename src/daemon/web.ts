@@ -6,7 +6,7 @@
 import type { Server as HttpsServer, ServerOptions } from 'node:https';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import type { Config } from '../config/schema.js';
+import type { Config } from '../config/types.js';
 import { closeServer, extraServer, listenOn } from '../http/listeners.js';
 import { readTls, watchTls } from '../http/tls.js';
 import { httpsOptions, type WebConfigFile } from '../http/web-config-reload.js';

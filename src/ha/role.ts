@@ -5,7 +5,7 @@
  * serving. `baremetal_leader` is 1 or 0 accordingly.
  */
 import type { Logger } from 'pino';
-import type { Config } from '../config/schema.js';
+import type { Config } from '../config/types.js';
 import type { Metrics } from '../metrics/definitions.js';
 import { LeaderElector, STOPPING, type LeaderElectorOptions } from './leader.js';
 

@@ -6,7 +6,8 @@
  * decided or journaled.
  */
 import type { FastifyRequest } from 'fastify';
-import { ACTIONS, ROLES, type Config, type Principal, type PrincipalAction, type Role } from '../config/schema.js';
+import { ACTIONS, ROLES, type PrincipalAction, type Role } from '../config/schema.js';
+import type { Config, Principal } from '../config/types.js';
 import { ForbiddenError } from '../errors.js';
 import { createAuthCheck, type AuthCheckOptions, type AuthConfig } from './auth.js';
 

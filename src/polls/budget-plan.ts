@@ -9,7 +9,7 @@
  * actions are denied as stale.
  */
 import { STALE_AFTER_FIREWALL_PERIODS } from '../collectors/firewall.js';
-import type { Config } from '../config/schema.js';
+import type { Config } from '../config/types.js';
 import type { ServerScope } from '../config/scope.js';
 import { runDeadlineMs, schedulePeriodMs } from './poll.js';
 import { runCapacity } from './round-robin.js';

@@ -6,7 +6,8 @@
 import cron from 'node-cron';
 import type { Logger } from 'pino';
 import type { AccountState } from '../collectors/account-state.js';
-import type { AccountConfig, Config, JobName } from '../config/schema.js';
+import type { JobName } from '../config/schema.js';
+import type { AccountConfig, Config } from '../config/types.js';
 import type { ServerScope } from '../config/scope.js';
 import type { GraphStore } from '../graphs/store.js';
 import type { Metrics } from '../metrics/definitions.js';

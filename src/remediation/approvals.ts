@@ -11,7 +11,8 @@
  * execution's row in its message.
  */
 import type { Logger } from 'pino';
-import { DEFAULT_COOLDOWN_MS, type ActionName, type Config } from '../config/schema.js';
+import { DEFAULT_COOLDOWN_MS, type ActionName } from '../config/schema.js';
+import type { Config } from '../config/types.js';
 import { ConflictError } from '../errors.js';
 import type { ApprovalSettlement, JournalEntry } from '../store/rows.js';
 import type { StateStore } from '../store/store.js';

@@ -11,7 +11,7 @@
  * (`cancelWithoutRule`).
  */
 import type { Logger } from 'pino';
-import type { Config } from '../config/schema.js';
+import type { Config } from '../config/types.js';
 import { ApiError } from '../errors.js';
 import type { Metrics } from '../metrics/definitions.js';
 import type { DesiredFirewall, NewEntry } from '../store/rows.js';

@@ -20,7 +20,7 @@
  * is rolled back and decided again, and then finds the key taken.
  */
 import type { Logger } from 'pino';
-import type { Config } from '../config/schema.js';
+import type { Config } from '../config/types.js';
 import { DATABASE_UNREACHABLE } from '../config/database-url.js';
 import { JournalError, NotFoundError, NotReadyError } from '../errors.js';
 import { labelsJson, type JournalEntry, type NewEntry } from '../store/rows.js';

@@ -6,7 +6,7 @@
  * The engine runs them and the claim of the delivery key inside one state-store transaction (`q` is its queries).
  */
 import { STALE_AFTER_FIREWALL_PERIODS } from '../collectors/firewall.js';
-import type { RemediationSafety } from '../config/schema.js';
+import type { RemediationSafety } from '../config/types.js';
 import { IdempotencyMismatchError } from '../errors.js';
 import type { StateQueries } from '../store/store.js';
 import type { Decision } from '../store/decisions.js';

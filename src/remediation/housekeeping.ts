@@ -7,7 +7,7 @@
  */
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import type { Config } from '../config/schema.js';
+import type { Config } from '../config/types.js';
 import type { StateQueries } from '../store/store.js';
 import type { Metrics } from '../metrics/definitions.js';
 import type { TargetDirectory } from './types.js';

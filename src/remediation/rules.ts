@@ -5,7 +5,7 @@
  * `resolved_state` (after `hold`) on resolved. The rule's `account_label` names the account: an alert
  * without it is accepted only when exactly one account is configured (server ids are per account).
  */
-import type { RemediationRule } from '../config/schema.js';
+import type { RemediationRule } from '../config/types.js';
 import { BadRequestError } from '../errors.js';
 import type { ActionRequest } from './types.js';
 import type { WebhookAlert } from './webhook.js';

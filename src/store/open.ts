@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { Config } from '../config/schema.js';
+import type { Config } from '../config/types.js';
 import { openPostgresStore, type PostgresStore, type PostgresStoreOptions } from './postgres/store.js';
 import { openSqliteStore, type SqliteStore } from './sqlite/store.js';
 

@@ -1,5 +1,5 @@
 /** The upstream client built from the `upstream` config block: one place for the daemon and the `api` command. */
-import type { UpstreamConfig } from '../config/schema.js';
+import type { UpstreamConfig } from '../config/types.js';
 import { UpstreamClient, type UpstreamClientOptions } from './client.js';
 
 /**

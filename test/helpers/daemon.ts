@@ -12,7 +12,7 @@ import type { AccountRuntime } from '../../src/accounts.js';
 import type { RemediationEngine } from '../../src/remediation/engine.js';
 import { request } from 'undici';
 import { configFromDocument, loadConfig } from '../../src/config/load.js';
-import type { Config } from '../../src/config/schema.js';
+import type { Config } from '../../src/config/types.js';
 import { startDaemon, type Daemon, type DaemonOptions } from '../../src/daemon.js';
 import { startSimulator, type Simulator, type SimulatorServerOptions } from '../../src/simulator/server.js';
 import { requireBuiltCli, spawnCli } from './cli.js';

@@ -2,7 +2,7 @@ import { afterEach } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { GraphStore } from '../../src/graphs/store.js';
 import { ExpositionCache } from '../../src/metrics/exposition-cache.js';
-import { type Config, DEFAULT_SAFETY, type RemediationRule } from '../../src/config/schema.js';
+import { type Config, DEFAULT_SAFETY, type RemediationRule } from '../../src/config/types.js';
 import { Journal } from '../../src/store/sqlite/journal.js';
 import { sqliteStore, type SqliteStore } from '../../src/store/sqlite/store.js';
 import type { StateStore } from '../../src/store/store.js';

@@ -5,7 +5,7 @@
  * approving at once act once.
  */
 import { describe, expect, it } from 'vitest';
-import type { Principal } from '../../src/config/schema.js';
+import type { Principal } from '../../src/config/types.js';
 import { ConflictError } from '../../src/errors.js';
 import { RemediationEngine } from '../../src/remediation/engine.js';
 import { UpstreamClient } from '../../src/upstream/client.js';

@@ -32,7 +32,7 @@ describe('check-config', () => {
       name: 'a bad file',
       yaml: 'upstream: { base_url: "http://api.provider.test", timeout: never, api_key: k }\nweb: { listen_address: nope }\n',
       code: 1,
-      out: /upstream\.base_url: refusing plain-HTTP[\s\S]*upstream\.timeout: must be a duration[\s\S]*web\.listen_address: must be "host:port"/,
+      out: /upstream\.timeout: must be a duration[\s\S]*web\.listen_address: must be "host:port"[\s\S]*upstream\.base_url: refusing plain-HTTP/,
     },
     { name: 'unknown keys', yaml: 'upstreams: {}\n', code: 1, out: /upstreams: unknown key/ },
     {

@@ -8,7 +8,7 @@ import { DatabaseSync } from 'node:sqlite';
 import bcrypt from 'bcryptjs';
 import type { InjectOptions } from 'fastify';
 import { describe, expect, it } from 'vitest';
-import type { Principal } from '../../src/config/schema.js';
+import type { Principal } from '../../src/config/types.js';
 import { MIGRATIONS as POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { migrate, openPool } from '../../src/store/postgres/pool.js';
 import { MIGRATIONS as SQLITE_MIGRATIONS } from '../../src/store/sqlite/database.js';

@@ -5,7 +5,7 @@
  * of N shared by both engines allows at most N.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Config } from '../../src/config/schema.js';
+import type { Config } from '../../src/config/types.js';
 import { RemediationEngine } from '../../src/remediation/engine.js';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
 import { UpstreamClient } from '../../src/upstream/client.js';

@@ -7,7 +7,7 @@
  * Each request goes to the engine of the account its alert names (remediation/rules.ts: `account_label`).
  */
 import type { FastifyInstance } from 'fastify';
-import type { RemediationRule } from '../../config/schema.js';
+import type { RemediationRule } from '../../config/types.js';
 import { BadRequestError } from '../../errors.js';
 import type { RemediationEngine } from '../../remediation/engine.js';
 import { matches, requestsFor } from '../../remediation/rules.js';

@@ -357,10 +357,10 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
       'a wrong type, a missing key file, a bad cron and a bad duration',
       `${minimal}  concurrency: many\n  api_key_file: /nope\n  timeout: soon\nschedules: { graphs: "often" }\n`,
       [
-        'upstream.concurrency: must be integer',
-        'upstream.api_key_file: cannot read /nope (ENOENT)',
         'upstream.timeout: must be a duration such as "10s" (got "soon")',
+        'upstream.concurrency: must be integer',
         'schedules.graphs: must be a cron expression, seconds allowed (got "often")',
+        'upstream.api_key_file: cannot read /nope (ENOENT)',
       ],
     ],
     [

@@ -1,6 +1,6 @@
 /** The attack guard and the breaker's limit as pure functions: each case with its exact decision and message. */
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_SAFETY } from '../../../src/config/schema.js';
+import { DEFAULT_SAFETY } from '../../../src/config/types.js';
 import { breakerLimit, checkAttack } from '../../../src/remediation/guards.js';
 import type { AttackState, TargetDirectory } from '../../../src/remediation/types.js';
 import { powerRequest } from '../../helpers/remediation.js';

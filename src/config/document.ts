@@ -1,0 +1,95 @@
+/**
+ * The config document validated by the schema (config/schema.ts, with the format keywords of
+ * config/formats.ts): Ajv's findings as `key: message` lines, and a view of the document for the checks that
+ * read files or compare keys (config/credentials.ts, config/upstream-accounts.ts, config/database.ts). A check reads
+ * a value only if the schema found nothing wrong at that key, so one problem is one line.
+ */
+import { Ajv, type ErrorObject } from 'ajv';
+import type { FileKind } from '../read-bounded-file.js';
+import { FORMAT_KEYWORDS } from './formats.js';
+import { configFileSchema, SCHEMA_ANNOTATIONS, type ConfigFile } from './schema.js';
+
+/**
+ * Reads the text of a file the config names; `kind` picks its cap (see readBoundedFile). Synchronous: the
+ * files are read beforehand, asynchronously (configFromDocument).
+ */
+export type ReadFile = (path: string, kind: FileKind) => string;
+
+/** Environment variables that override file values (secrets belong here or in files, not in YAML). */
+export interface ConfigEnv {
+  BAREMETAL_API_URL?: string | undefined;
+  BAREMETAL_API_KEY?: string | undefined;
+  BAREMETAL_DATABASE_URL?: string | undefined;
+}
+
+const ajv = new Ajv({
+  allErrors: true,
+  useDefaults: true,
+  strict: true,
+  keywords: [...SCHEMA_ANNOTATIONS, ...FORMAT_KEYWORDS],
+});
+const validateFile = ajv.compile<ConfigFile>(configFileSchema);
+
+/** The key an Ajv error is about (`upstream.timeout`; for an unknown key, that key) and its line. */
+function describe(error: ErrorObject): { key: string; line: string } {
+  const path = error.instancePath.replace(/^\//, '').replaceAll('/', '.');
+  if (error.keyword === 'additionalProperties') {
+    const key = [path, String(error.params.additionalProperty)].filter(Boolean).join('.');
+    return { key, line: `${key}: unknown key` };
+  }
+  if (error.keyword === 'enum') {
+    return {
+      key: path,
+      line: `${path}: must be one of ${(error.params.allowedValues as unknown[]).map(String).join(', ')}`,
+    };
+  }
+  return { key: path, line: `${path || '(top level)'}: ${error.message ?? 'invalid'}` };
+}
+
+/**
+ * A document after the schema: its lines (`schemaLines`), the problems the checks add (`problems`), and
+ * typed reads of keys the schema did not reject. Ajv fills in defaults even where it finds errors, so the
+ * checks see the same document either way.
+ */
+export class ConfigDocument {
+  /** the schema's findings, one `key: message` line each */
+  readonly schemaLines: string[];
+  /** the checks' findings, one `key: message` line each */
+  readonly problems: string[] = [];
+  /** the top-level keys the file itself has (before Ajv filled in defaults) */
+  readonly raw: Set<string>;
+  readonly doc: Record<string, unknown>;
+  readonly #rejected: string[];
+
+  constructor(doc: Record<string, unknown>) {
+    this.raw = new Set(Object.keys(doc));
+    this.doc = doc;
+    const errors = validateFile(doc) ? [] : (validateFile.errors ?? []).map(describe);
+    this.schemaLines = errors.map((e) => e.line);
+    this.#rejected = errors.map((e) => e.key);
+  }
+
+  /** The schema rejected `key` (dotted) or an object it sits in. */
+  rejected(key: string): boolean {
+    return this.#rejected.some((k) => k === key || key.startsWith(`${k}.`));
+  }
+
+  /** The value at `key` unless the schema rejected it or an object it sits in. */
+  value(key: string): unknown {
+    if (this.rejected(key)) return undefined;
+    let node: unknown = this.doc;
+    for (const part of key.split('.'))
+      node = node !== null && typeof node === 'object' ? (node as Record<string, unknown>)[part] : undefined;
+    return node;
+  }
+
+  text(key: string): string | undefined {
+    const value = this.value(key);
+    return typeof value === 'string' ? value : undefined;
+  }
+
+  /** Every line, the schema's first; none when the document is a valid ConfigFile and every check passed. */
+  lines(): string[] {
+    return [...this.schemaLines, ...this.problems];
+  }
+}

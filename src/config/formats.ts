@@ -1,0 +1,116 @@
+/**
+ * The config schema's formats, as Ajv keywords (config/schema.ts tags a key with one; config/load.ts compiles the
+ * schema with them): a failed format is an Ajv error like any other, one `key: message` line.
+ *
+ * - `duration: "10s"` (the example the message gives) or `{example, zero: true}` ("0" and "0s" also allowed):
+ *   a positive duration ms parses ("250ms", "10s", "5m");
+ * - `cron: true`: a node-cron expression, seconds field allowed;
+ * - `listenAddress: true`: `host:port` or `[::1]:port`, port 0…65535;
+ * - `bcrypt: "key"` (the user is the key of the map the hash is a value of) or `"name"` (the user is the
+ *   sibling `name`): a usable bcrypt hash (bcryptHashProblem).
+ */
+import type { ErrorObject, FuncKeywordDefinition, SchemaValidateFunction } from 'ajv';
+import ms from 'ms';
+import cron from 'node-cron';
+
+/** Parses "10s", "5m", "250ms" into milliseconds; undefined when it is not a positive duration. */
+export function parseDuration(text: string): number | undefined {
+  const value = ms(text as ms.StringValue);
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : undefined;
+}
+
+/** Splits "host:port" or "[::1]:port" (port 0 allowed: pick a free one). */
+export function parseListenAddress(text: string): { host: string; port: number } | undefined {
+  const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(text);
+  if (!match) return undefined;
+  const port = Number(match[3]);
+  if (port > 65535) return undefined;
+  return { host: match[1] ?? (match[2] || '0.0.0.0'), port };
+}
+
+/**
+ * A bcrypt hash as htpasswd and bcryptjs write it: `$2a$`, `$2b$` or `$2y$`. The original `$2$` and the
+ * broken-implementation marker `$2x$` are not: bcryptjs compares no password with them as equal.
+ */
+export const BCRYPT_HASH = /^\$2[aby]\$\d{2}\$[./A-Za-z0-9]{53}$/;
+
+/**
+ * What is wrong with `hash`, the bcrypt hash of `user`, as a sentence: a bcrypt variant other than `$2a$`,
+ * `$2b$`, `$2y$`, or a cost outside 4…MAX_BCRYPT_COST; `notBcrypt` when it is no bcrypt hash at all;
+ * undefined when it is usable.
+ */
+export function bcryptHashProblem(user: string, hash: string, notBcrypt: string): string | undefined {
+  if (BCRYPT_HASH.test(hash)) return bcryptCostProblem(user, hash);
+  const variant = /^\$(2[a-z]?)\$\d{2}\$/.exec(hash)?.[1];
+  if (variant !== undefined)
+    return `the bcrypt hash of user ${user} is of variant $${variant}$, which never matches a password; only $2a$, $2b$ and $2y$ are supported: hash the password again (htpasswd -nbB ${user} PASSWORD)`;
+  return notBcrypt;
+}
+
+/**
+ * The highest bcrypt cost accepted: one check at cost 14 takes about a second on one core, and each step up
+ * doubles it; a cost-31 hash would hold the only bcrypt worker for days at every uncached login.
+ */
+export const MAX_BCRYPT_COST = 14;
+
+/**
+ * What is wrong with the cost of `hash`, a BCRYPT_HASH of `user`: outside 4…MAX_BCRYPT_COST (bcrypt itself
+ * allows 4…31), as a sentence naming the user; undefined when it is usable.
+ */
+export function bcryptCostProblem(user: string, hash: string): string | undefined {
+  const cost = Number(hash.split('$')[2]);
+  if (cost < 4) return `the bcrypt hash of user ${user} has cost ${cost}; bcrypt needs 4 or more`;
+  if (cost > MAX_BCRYPT_COST)
+    return `the bcrypt hash of user ${user} has cost ${cost}, above ${MAX_BCRYPT_COST}: each login would take minutes to days; hash the password again with cost ${MAX_BCRYPT_COST} or less (htpasswd -B -C 10)`;
+  return undefined;
+}
+
+/** `duration`'s schema value: the example its message gives, and whether "0"/"0s" (no delay) is allowed. */
+export type DurationFormat = string | { example: string; zero: true };
+
+/** The duration `text` stands for, in ms, under `format`; undefined when it is none. */
+export function durationMs(format: DurationFormat, text: string): number | undefined {
+  if (typeof format === 'object' && (text === '0' || text === '0s')) return 0;
+  return parseDuration(text);
+}
+
+/**
+ * A string keyword whose problem with a value (given the keyword's schema value and the value's parent and
+ * key) is one sentence, undefined when there is none.
+ */
+function stringKeyword<S>(
+  keyword: string,
+  schemaType: NonNullable<FuncKeywordDefinition['schemaType']>,
+  problem: (schema: S, text: string, parent: Record<string, unknown>, key: string | number) => string | undefined,
+): FuncKeywordDefinition {
+  const validate: SchemaValidateFunction = (schema: S, data: string, _parentSchema, context) => {
+    const message = problem(
+      schema,
+      data,
+      (context?.parentData ?? {}) as Record<string, unknown>,
+      context?.parentDataProperty ?? '',
+    );
+    validate.errors = message === undefined ? [] : [{ keyword, message, params: {} } satisfies Partial<ErrorObject>];
+    return message === undefined;
+  };
+  return { keyword, type: 'string', schemaType, errors: true, validate };
+}
+
+/** The keywords, for `new Ajv({keywords})`. */
+export const FORMAT_KEYWORDS: FuncKeywordDefinition[] = [
+  stringKeyword<DurationFormat>('duration', ['string', 'object'], (format, text) =>
+    durationMs(format, text) === undefined
+      ? `must be a duration such as "${typeof format === 'object' ? format.example : format}" (got ${JSON.stringify(text)})`
+      : undefined,
+  ),
+  stringKeyword<true>('cron', 'boolean', (_, text) =>
+    cron.validate(text) ? undefined : `must be a cron expression, seconds allowed (got ${JSON.stringify(text)})`,
+  ),
+  stringKeyword<true>('listenAddress', 'boolean', (_, text) =>
+    parseListenAddress(text) ? undefined : `must be "host:port" (got ${JSON.stringify(text)})`,
+  ),
+  stringKeyword<'key' | 'name'>('bcrypt', 'string', (userIs, hash, parent, key) => {
+    const user = userIs === 'key' ? String(key) : String(parent.name);
+    return bcryptHashProblem(user, hash, 'must be a bcrypt hash ($2b$…), never a plain password');
+  }),
+];

@@ -1,0 +1,149 @@
+/**
+ * The normalized configuration the loader (config/load.ts) builds from the file (config/schema.ts): durations
+ * in ms, the listen address split, secrets read from their files.
+ */
+import type { ActionName, ConfigFile, JobName, PrincipalAction, Role } from './schema.js';
+import type { ServerScope } from './scope.js';
+
+type RuleFile = ConfigFile['remediation']['rules'][number];
+
+/** One remediation rule, normalized. */
+export interface RemediationRule {
+  alertname: string;
+  /** extra label equality matchers */
+  matchers: RuleFile['matchers'];
+  action: ActionName;
+  accountLabel: string;
+  serverIdLabel: string;
+  ipLabel: string;
+  firingState: '0' | '1';
+  resolvedState: '0' | '1';
+  /** sensitivity set on firing, for `firewall_sensitivity` rules */
+  sensitivity?: NonNullable<RuleFile['sensitivity']>;
+  /** delay before the resolved state is applied, ms */
+  holdMs: number;
+  /** minimum time between two executions on one target, ms */
+  cooldownMs: number;
+  /** the IP must belong to the server (its record or its firewall history) */
+  requireOwnedIp: boolean;
+  /** its requests wait for an operator's approval */
+  requireApproval: boolean;
+}
+
+/** One account's upstream block, normalized: what `clientFromConfig` builds a client from. */
+export interface UpstreamConfig {
+  baseUrl: string;
+  /** the secret key (per the API contract, §5); never logged */
+  apiKey: string;
+  caFile?: string;
+  /** the PEM text of `caFile`, read when the config was loaded */
+  ca?: string;
+  timeoutMs: number;
+  concurrency: ConfigFile['upstream']['concurrency'];
+  retries: ConfigFile['upstream']['retries'];
+  maxResponseBytes: ConfigFile['upstream']['max_response_bytes'];
+  /** the request budget, HTTP attempts per second */
+  maxRequestsPerSecond: number;
+  /** where the key came from: `env`, `file` (api_key_file) or `yaml` (discouraged) */
+  apiKeySource: 'env' | 'file' | 'yaml';
+  /** with `apiKeySource` `file`: the file, re-read by a reload and when it changes (daemon/api-key-files.ts) */
+  apiKeyFile?: string;
+}
+
+/** One account: its name (the `account` label), its upstream and its services. */
+export interface AccountConfig {
+  name: string;
+  upstream: UpstreamConfig;
+  services: { colocationIds: string[]; transitIds: string[] };
+  /** the servers in scope: the top level's selectors and the account's (config/scope.ts) */
+  scope: ServerScope;
+}
+
+/**
+ * The validated, normalized configuration the composition root (daemon.ts) builds the daemon from: what the
+ * file says (see the schema's descriptions) with durations in ms, the listen address split, and secrets read
+ * from their files.
+ */
+export interface Config {
+  /** at least one; the single-account form gives one named `default` */
+  accounts: AccountConfig[];
+  web: {
+    host: string;
+    port: number;
+    tls?: { certFile: string; keyFile: string };
+    /** further addresses to listen on (a repeated `--web.listen-address`), served like host:port */
+    additional?: Array<{ host: string; port: number }>;
+    /** credentials for /metrics, /graphs and the status page; none configured = open */
+    auth: Credentials;
+  };
+  stateDir: string;
+  /**
+   * Where the remediation state lives: SQLite under `state_dir` (one process), or PostgreSQL shared by
+   * replicas, which then elect one leader to poll. `url` carries the password: never log it (`redactedUrl`).
+   */
+  database: { kind: 'sqlite' } | { kind: 'postgres'; url: string; redactedUrl: string };
+  logLevel: ConfigFile['log_level'];
+  schedules: Record<JobName, string>;
+  graphs: { types: ConfigFile['graphs']['types']; scales: ConfigFile['graphs']['scales']; maxWidth: number };
+  firewall: { maxIpsPerService: number; ipRetentionMs: number };
+  /** the polls switched on (`collectors.*`); a switched-off poll makes no request and its series are absent */
+  collectors: { firewall: boolean; graphs: boolean; catalog: boolean };
+  remediation: Credentials & {
+    /**
+     * who may call the remediation endpoints; `bearerTokens`/`basicAuthUsers` (the deprecated form) are each a
+     * principal with every role besides these (http/principals.ts)
+     */
+    principals: Principal[];
+    dryRun: boolean;
+    journalRetentionMs: number;
+    /** a request awaiting approval expires after this long, ms */
+    approvalTimeoutMs: number;
+    budgetPerHour: number;
+    safety: RemediationSafety;
+    /** alerts one webhook delivery may carry at most */
+    maxAlerts: number;
+    rules: RemediationRule[];
+  };
+}
+
+/** `remediation.safety`, normalized (durations in ms). */
+export interface RemediationSafety {
+  denyPowerWhenAttacked: boolean;
+  /** ms */
+  attackWindowMs: number;
+  circuitBreaker: { windowMs: number; maxServers: number; maxFraction: number };
+  maxPowerActionsPerServer: number;
+  /** ms */
+  capWindowMs: number;
+}
+
+/** `remediation.safety` with every default (tests and `remediation test` start from it). */
+export const DEFAULT_SAFETY: RemediationSafety = {
+  denyPowerWhenAttacked: true,
+  attackWindowMs: 15 * 60_000,
+  circuitBreaker: { windowMs: 15 * 60_000, maxServers: 3, maxFraction: 0.01 },
+  maxPowerActionsPerServer: 3,
+  capWindowMs: 24 * 3_600_000,
+};
+
+/** A credentials block with its token files read: bearer tokens (never logged) and user → bcrypt hash. */
+export interface Credentials {
+  bearerTokens: string[];
+  basicAuthUsers: Record<string, string>;
+}
+
+/** A remediation principal, normalized: its token file read (never logged). */
+export interface Principal {
+  name: string;
+  /** exactly one of `bearerToken` and `basicAuthHash` */
+  bearerToken?: string;
+  /** bcrypt hash; the basic-auth user name is `name` */
+  basicAuthHash?: string;
+  roles: Role[];
+  /** an operator may act on these accounts only; absent: all */
+  accounts?: string[];
+  /** an operator may ask for these actions only; absent: all */
+  actions?: PrincipalAction[];
+  /** its operator actions wait for another operator's approval */
+  requireApproval?: boolean;
+}
