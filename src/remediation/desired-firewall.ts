@@ -8,17 +8,15 @@
  * While `remediation.dry_run` is true (at start or after a reload) nothing is sent: a change that falls due
  * is held, journaled once as a `dry_run` decision, and sent when dry run is switched off. A reload that
  * removes the last firewall-state rule of an alert cancels the pending changes that alert asked for
- * (`cancelWithoutRule`).
+ * (`cancelWithoutRule`, in firewall-cancel.ts).
  */
-import type { Logger } from 'pino';
-import type { Config } from '../config/types.js';
 import { ApiError } from '../errors.js';
-import type { Metrics } from '../metrics/definitions.js';
-import type { DesiredFirewall, NewEntry } from '../store/rows.js';
-import type { StateQueries, StateStore } from '../store/store.js';
+import type { DesiredFirewall } from '../store/rows.js';
+import type { StateQueries } from '../store/store.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { setFirewallState } from '../upstream/firewall.js';
 import type { Decision } from '../store/decisions.js';
+import { type CancelDeps, cancelWithoutRule, pendingEntry } from './firewall-cancel.js';
 import { budgetLeft } from './guards.js';
 import { failureDecision, failureOutcome, retryDelay } from './outcome.js';
 import type { ActionDecision, ActionRequest } from './types.js';
@@ -34,16 +32,9 @@ export type Decided = ActionDecision & { send: boolean };
 /** Journals a decision inside the engine's transaction; `executing` claims the upstream call. */
 export type DecideFn = (decision: Decision | 'executing', message: string, claim: boolean) => Promise<Decided>;
 
-export interface DesiredFirewallDeps {
-  /** the account whose desired state this is; its client sends it */
-  account: string;
-  journal: StateStore;
+export interface DesiredFirewallDeps extends CancelDeps {
+  /** the account's client, which sends its desired state */
   client: UpstreamClient;
-  logger: Logger;
-  metrics: Metrics;
-  config: Config['remediation'];
-  /** ms since epoch */
-  now: () => number;
   /** counts a finished decision (metrics, gauges); `failedAt` (ms) marks a failed or unknown one */
   record: (action: string, result: ActionDecision, failedAt?: number) => Promise<ActionDecision>;
 }
@@ -270,64 +261,10 @@ export class DesiredFirewallState {
 
   /**
    * After a reload: cancels the pending changes asked for by an alert that no firewall-state rule names any
-   * more (the alert of the latest row that set the desired state). The IP keeps its applied state; each
-   * cancellation is journaled (decision `cancelled`, source `pending`, message `cancelled: …`) and counted in `baremetal_action_requests_total`. Changes an operator asked for stay. Returns
-   * how many were cancelled. Throws JournalError.
+   * more (firewall-cancel.ts, `cancelWithoutRule`), leaving those whose call is in flight. Returns how many
+   * were cancelled. Throws JournalError.
    */
-  async cancelWithoutRule(): Promise<number> {
-    const { account, journal, config, metrics, record } = this.#deps;
-    const ruled = new Set(config.rules.filter((r) => r.action === 'firewall_state').map((r) => r.alertname));
-    let cancelled = 0;
-    for (const listed of (await journal.allDesired(account)).filter((d) => d.pending)) {
-      const now = this.#deps.now();
-      const step = await journal.transaction(account, async (tx) => {
-        const d = await tx.desired(account, listed.serverId, listed.ip);
-        if (!d?.pending || this.#inFlight.has(`${d.serverId}/${d.ip}`)) return undefined;
-        const rows = await tx.list({ account, serverId: d.serverId, action: 'firewall_state', limit: ORIGIN_ROWS });
-        const origin = rows.find(
-          (r) => r.ip === d.ip && r.value === d.desiredState && (r.source === 'alert' || r.source === 'operator'),
-        );
-        if (origin?.source !== 'alert' || origin.alertname === null || ruled.has(origin.alertname)) return undefined;
-        const kept = d.appliedState;
-        await tx.saveDesired({ ...d, desiredState: kept ?? d.desiredState, pending: false, attempts: 0 });
-        const message = `cancelled: no remediation rule for alert ${origin.alertname} any more (configuration reload); state ${d.desiredState} not sent${kept === null ? '' : `, the IP stays in state ${kept}`}`;
-        return { d, kept, message, id: await tx.insert({ ...pendingEntry(d, now), decision: 'cancelled', message }) };
-      });
-      if (!step) continue;
-      cancelled++;
-      const series = { server_id: step.d.serverId, ip: step.d.ip };
-      if (step.kept === null) metrics.firewallDesiredState.remove(series);
-      else metrics.firewallDesiredState.set(series, Number(step.kept));
-      this.#deps.logger.warn(
-        { server_id: step.d.serverId, ip: step.d.ip, principal: step.d.principal, journal_id: step.id },
-        'pending firewall change cancelled: its remediation rule was removed',
-      );
-      await record('firewall_state', { id: step.id, decision: 'cancelled', message: step.message });
-    }
-    return cancelled;
+  cancelWithoutRule(): Promise<number> {
+    return cancelWithoutRule(this.#deps, (d) => this.#inFlight.has(`${d.serverId}/${d.ip}`));
   }
-}
-
-/** Journal rows of a server read to find the request that set an IP's desired state. */
-const ORIGIN_ROWS = 200;
-
-/**
- * A journal row for a pending change, decided by the daemon itself (source `pending`), under the principal of
- * the request that set the desired state.
- */
-function pendingEntry(d: DesiredFirewall, now: number): NewEntry {
-  return {
-    account: d.account,
-    createdAt: now,
-    source: 'pending',
-    action: 'firewall_state',
-    serverId: d.serverId,
-    ip: d.ip,
-    value: d.desiredState,
-    alertname: null,
-    fingerprint: null,
-    startsAt: null,
-    decision: 'executing',
-    principal: d.principal,
-  };
 }

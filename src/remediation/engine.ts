@@ -1,13 +1,9 @@
 /**
  * The remediation engine: decides on every request and executes the allowed ones. Each request is
- * journaled, with its delivery key claimed, in one journal transaction before any upstream call. Inside
- * it the guards (guards.ts) run in this order: idempotency (`checkDelivery`), target (`checkTarget`);
- * a power action then through the attack corroboration (`checkAttack`, unless an operator forces it) and the
- * account's circuit breaker (`checkCircuit`); then a firewall-state request becomes desired state
- * (desired-firewall.ts: hold, 2-minute window, budget); any other action goes on through cooldown
- * (`checkCooldown`), the cap per server (`checkCap`, power actions), dry run, and the hourly budget
- * (`budgetLeft`). The row is completed after the call with what the API said: `executed` only on an
- * explicit success, `failed` when it said no, `unknown` when it may have acted without saying so.
+ * journaled, with its delivery key claimed, in one journal transaction before any upstream call; the guards
+ * run inside it in the order decide.ts gives (the policy), and execute.ts makes the call and completes the
+ * row with what the API said (the mechanism). This class composes them with desired firewall state
+ * (desired-firewall.ts), approvals (approvals.ts), housekeeping and the gauges.
  *
  * One engine per account, over the daemon's one journal: the engine is built with the account's client,
  * server list and metrics, and every journal query it makes (cooldown, budget, desired state, recovery)
@@ -22,29 +18,19 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/types.js';
 import { DATABASE_UNREACHABLE } from '../config/database-url.js';
-import { JournalError, NotFoundError, NotReadyError } from '../errors.js';
-import { labelsJson, type JournalEntry, type NewEntry } from '../store/rows.js';
+import { JournalError, NotReadyError } from '../errors.js';
+import type { JournalEntry } from '../store/rows.js';
 import { Approvals } from './approvals.js';
 import type { StateQueries, StateStore } from '../store/store.js';
 import type { Metrics } from '../metrics/definitions.js';
 import type { UpstreamClient } from '../upstream/client.js';
-import { getConsole, power } from '../upstream/dedicated.js';
-import { setFirewallSensitivity, setFirewallState } from '../upstream/firewall.js';
-import type { Sensitivity } from '../config/api-terms.js';
-import { type Decided, type DecideFn, DesiredFirewallState } from './desired-firewall.js';
-import {
-  budgetLeft,
-  checkAttack,
-  checkCap,
-  checkCircuit,
-  checkCooldown,
-  checkDelivery,
-  checkTarget,
-  type Denial,
-} from './guards.js';
+import { ClaimConflict, decideIn, pending } from './decide.js';
+import { DesiredFirewallState } from './desired-firewall.js';
+import { execute, send } from './execute.js';
+import { RemediationGauges } from './gauges.js';
 import { Housekeeping } from './housekeeping.js';
-import { failureDecision, failureOutcome, requestDigest } from './outcome.js';
-import { type ActionDecision, type ActionRequest, POWER_ACTIONS, type TargetDirectory } from './types.js';
+import { closeCircuit, type OperatorDeps, readConsole } from './operator.js';
+import type { ActionDecision, ActionRequest, TargetDirectory } from './types.js';
 
 export interface EngineDeps {
   /** the account this engine acts for: its requests must name it */
@@ -80,22 +66,19 @@ export class RemediationEngine {
   readonly #housekeeping: Housekeeping;
   readonly #firewall: DesiredFirewallState;
   readonly #approvals: Approvals;
-  /** the actions whose `baremetal_action_pending` series was set (a series is set to 0, never removed) */
-  /** the actions whose `baremetal_action_awaiting_approval` series was set */
-  readonly #approvalSeries = new Set<string>();
+  readonly #gauges: RemediationGauges;
   #timer: NodeJS.Timeout | undefined;
   #ticking: Promise<void> | undefined;
   /** aborts the tick in progress: checked before each pending change is sent (stop(), i.e. demotion) */
   #tickAbort: AbortController | undefined;
   /** the last tick failed on the journal (logged once until a tick succeeds) */
   #tickFailing = false;
-  /** when the circuit breaker's gauge was last read from the store, ms */
-  #circuitReadAt = -Infinity;
 
   constructor(deps: EngineDeps) {
     this.#deps = deps;
     this.#now = deps.now ?? Date.now;
     this.#housekeeping = new Housekeeping(deps);
+    this.#gauges = new RemediationGauges(deps, this.#now);
     this.#firewall = new DesiredFirewallState({
       ...deps,
       now: this.#now,
@@ -113,7 +96,7 @@ export class RemediationEngine {
         { reason: journal.unavailable },
         'remediation disabled: the journal is unavailable; polling and /metrics go on, the action endpoints answer 503',
       );
-    this.ready = journal.opened.then((open) => (open ? this.#restore() : undefined));
+    this.ready = journal.opened.then((open) => (open ? this.#gauges.restore() : undefined));
   }
 
   /**
@@ -121,30 +104,6 @@ export class RemediationEngine {
    * opened; never rejects (a failure is logged, the counters then start from zero).
    */
   readonly ready: Promise<void>;
-
-  async #restore(): Promise<void> {
-    const { account, journal, logger, metrics } = this.#deps;
-    try {
-      const at = this.#now();
-      const before = this.#deps.interruptedAfterMs === undefined ? undefined : at - this.#deps.interruptedAfterMs;
-      for (const row of await journal.recoverInterrupted(account, at, before)) {
-        logger.warn(
-          { journal_id: row.id, action: row.action, server_id: row.serverId, ip: row.ip, principal: row.principal },
-          'journal row left executing by a previous run: outcome unknown (the API may have acted); it counts for cooldown and budget',
-        );
-      }
-      // Decision metrics are rebuilt from the journal, so a restart loses none (failed and unknown included).
-      for (const c of await journal.decisionCounts(account))
-        metrics.actionRequests.inc({ action: c.action, decision: c.decision }, c.count);
-      for (const f of await journal.lastFailures(account))
-        metrics.actionLastFailure.set({ action: f.action, decision: f.decision }, f.at / 1000);
-      for (const d of await journal.allDesired(account))
-        metrics.firewallDesiredState.set({ server_id: d.serverId, ip: d.ip }, Number(d.desiredState));
-      await this.#refreshGauges();
-    } catch (error) {
-      logger.error({ err: error }, 'reading the remediation state back from the journal failed');
-    }
-  }
 
   /** Starts applying due firewall changes every `intervalMs` (unref'd), and the housekeeping. */
   start(intervalMs = 1000): void {
@@ -171,123 +130,29 @@ export class RemediationEngine {
     if (req.account !== account)
       throw new Error(`request for account ${req.account} given to the engine of account ${account}`);
     this.#requireUsable();
-    const now = this.#now();
-    const entry: NewEntry = {
-      account,
-      createdAt: now,
-      source: req.source,
-      action: req.action,
-      serverId: req.serverId,
-      ip: req.ip ?? null,
-      value: req.value ?? null,
-      alertname: req.alert?.alertname ?? null,
-      fingerprint: req.alert?.fingerprint ?? null,
-      startsAt: req.alert?.startsAt ?? null,
-      labels: labelsJson(req.alert?.labels),
-      alertStatus: req.alert?.status ?? null,
-      decision: 'executing',
-      principal: req.principal,
-      reason: req.reason ?? null,
-      approver: req.approval?.by ?? null,
-      approvedAt: req.approval?.at ?? null,
-    };
-    const needsApproval = req.requireApproval === true && req.approval === undefined;
-    const awaiting = `awaiting approval by an operator other than ${req.principal} until ${new Date(now + config.approvalTimeoutMs).toISOString()}; nothing sent`;
-    const digest = requestDigest(req);
-    const forced = req.force === true && POWER_ACTIONS.has(req.action);
-    /** A forced power call says so in its row's message, whatever the decision. */
-    const note = (message: string) => (forced ? (message ? `${FORCED}; ${message}` : FORCED) : message);
+    const p = pending(req, account, config, this.#now());
     await this.ready;
-    let desiredRecorded = false;
-    /** One decision: checks, the row and the claim, in one transaction (`tx`). */
-    const decideIn = async (tx: StateQueries): Promise<Decided> => {
-      desiredRecorded = false;
-      const decide: DecideFn = async (decision, message, claim) => {
-        const id = await tx.insert({ ...entry, decision, message: note(message) });
-        if (claim && req.idempotencyKey !== undefined && !(await tx.claimDelivery(req.idempotencyKey, digest, id, now)))
-          throw new ClaimConflict();
-        return decision === 'executing'
-          ? { id, decision: 'executed', message: '', send: true }
-          : { id, decision, message, send: false };
-      };
-      const denial = (await checkDelivery(tx, req, digest, now)) ?? checkTarget(this.#deps.targets, req);
-      if (denial) return decide(denial.decision, denial.message, false);
-      // Not claimed: the attack may end, an operator may close the breaker, and another replica (the
-      // leader, which has the attack data) decides on the same delivery.
-      const powerDenial = await this.#powerGuards(tx, req, now);
-      if (powerDenial) return decide(powerDenial.decision, powerDenial.message, false);
-      // Firewall state is desired state: a change inside its window is deferred, not denied; one that needs
-      // approval becomes desired state only once approved.
-      if (req.action === 'firewall_state' && needsApproval) return decide('awaiting_approval', awaiting, true);
-      if (req.action === 'firewall_state') {
-        desiredRecorded = true;
-        return this.#firewall.decide(req, now, decide, tx);
-      }
-      const cooling = await checkCooldown(tx, req, now);
-      if (cooling) {
-        // An alert delivered again inside this cooldown (to another replica, or retried) is a duplicate: one
-        // cooldown decision per alert and cooldown, claimed under a key naming the cooldown's start, so the
-        // alert still acts once the cooldown is over.
-        const key =
-          req.source === 'alert' && req.idempotencyKey !== undefined
-            ? `${req.idempotencyKey}:cooldown:${cooling.since}`
-            : undefined;
-        const seen = key === undefined ? undefined : await tx.delivery(key, now);
-        if (seen) {
-          const message = `already decided on this alert in this cooldown (journal entry ${seen.actionId})`;
-          return decide('duplicate', message, false);
-        }
-        const decided = await decide(cooling.decision, cooling.message, false);
-        if (key !== undefined && !(await tx.claimDelivery(key, digest, decided.id, now))) throw new ClaimConflict();
-        return decided;
-      }
-      if (POWER_ACTIONS.has(req.action)) {
-        // Claimed: this alert's episode is handed to a person (BaremetalRemediationEscalated).
-        const capped = await checkCap(tx, req, config.safety, now);
-        if (capped) return decide(capped.decision, capped.message, true);
-      }
-      if (config.dryRun) return decide('dry_run', 'dry run: nothing sent upstream', true);
-      if ((await budgetLeft(tx, account, config.budgetPerHour, now)) <= 0) {
-        this.#deps.logger.warn(
-          { action: req.action, server_id: req.serverId, principal: req.principal },
-          'remediation budget exhausted: action denied',
-        );
-        return decide('denied_budget', `budget of ${config.budgetPerHour} actions per hour is used up`, false);
-      }
-      // Every guard allowed it: a request that needs a second operator waits for one (approvals.ts).
-      if (needsApproval) return decide('awaiting_approval', awaiting, true);
-      return decide('executing', '', true);
-    };
+    const decideTx = (tx: StateQueries) => decideIn(this.#deps, this.#firewall, p, tx);
     // One transaction checks and claims: a second request (or replica) for the same key waits for it. A claim
     // that conflicts rolls back; decided again, the key is then found taken (a duplicate).
-    let decided: Decided;
+    let decided: Awaited<ReturnType<typeof decideTx>>;
     try {
-      decided = await journal.transaction(account, decideIn);
+      decided = await journal.transaction(account, decideTx);
     } catch (error) {
       if (!(error instanceof ClaimConflict)) throw error;
-      decided = await journal.transaction(account, decideIn);
+      decided = await journal.transaction(account, decideTx);
     }
+    const { desiredRecorded, ...result } = decided;
     if (desiredRecorded) {
       this.#deps.metrics.firewallDesiredState.set({ server_id: req.serverId, ip: req.ip! }, Number(req.value));
     }
-    if (!decided.send) return this.#record(req.action, decided);
+    if (!result.send) return this.#record(req.action, result);
     if (req.action === 'firewall_state')
       return this.#firewall.apply((await journal.desired(account, req.serverId, req.ip!))!, decided.id);
     return this.#execute(decided.id, req, async () => {
-      const result = await this.#send(req);
-      return { message: note(result.message) };
+      const result = await send(this.#deps.client, req);
+      return { message: p.note(result.message) };
     });
-  }
-
-  /** The attack corroboration and the circuit breaker, for power actions only. */
-  async #powerGuards(tx: StateQueries, req: ActionRequest, now: number): Promise<Denial | undefined> {
-    if (!POWER_ACTIONS.has(req.action)) return undefined;
-    const { targets, config } = this.#deps;
-    const attacked = checkAttack(targets, req, config.safety, now, this.#deps.firewallPeriodMs());
-    if (attacked) return attacked;
-    const open = await checkCircuit(tx, req, config.safety, targets.serversInScope?.() ?? 0, now);
-    if (open) this.#deps.logger.error({ action: req.action, server_id: req.serverId }, open.message);
-    return open;
   }
 
   /**
@@ -296,36 +161,9 @@ export class RemediationEngine {
    * `reason` when given); servers counted before no longer count. Throws JournalError.
    */
   async closeCircuit(principal: string, reason?: string): Promise<ActionDecision & { wasOpen: boolean }> {
-    const { account, journal } = this.#deps;
     this.#requireUsable();
     await this.ready;
-    const now = this.#now();
-    const closed = await journal.transaction(account, async (tx) => {
-      const wasOpen = await tx.closeCircuit(account, now);
-      const message = wasOpen
-        ? 'circuit breaker closed by an operator: power actions are allowed again, counted from now'
-        : 'circuit breaker was not open; its window starts again from now';
-      const id = await tx.insert({
-        account,
-        createdAt: now,
-        source: 'operator',
-        action: 'circuit_close',
-        serverId: '',
-        ip: null,
-        value: null,
-        alertname: null,
-        fingerprint: null,
-        startsAt: null,
-        decision: 'circuit_closed',
-        message,
-        principal,
-        reason: reason ?? null,
-      });
-      return { id, decision: 'circuit_closed' as const, message, wasOpen };
-    });
-    this.#deps.logger.warn({ was_open: closed.wasOpen, journal_id: closed.id, principal }, closed.message);
-    await this.#record('circuit_close', closed);
-    return closed;
+    return closeCircuit(this.#actionDeps(), principal, reason);
   }
 
   /**
@@ -334,45 +172,9 @@ export class RemediationEngine {
    * UpstreamError.
    */
   async console(serverId: string, principal: string): Promise<string> {
-    const { account, journal, targets } = this.#deps;
     this.#requireUsable();
     await this.ready;
-    const now = this.#now();
-    const entry: NewEntry = {
-      account,
-      createdAt: now,
-      source: 'operator',
-      action: 'console',
-      serverId,
-      ip: null,
-      value: null,
-      alertname: null,
-      fingerprint: null,
-      startsAt: null,
-      decision: 'executing',
-      principal,
-    };
-    if (!targets.hasServer(serverId)) {
-      const message = `server ${serverId} is not in the latest server list`;
-      const id = await journal.insert({ ...entry, decision: 'denied_unknown_target', message });
-      await this.#record('console', { id, decision: 'denied_unknown_target', message });
-      throw new NotFoundError(message);
-    }
-    const id = await journal.insert(entry);
-    try {
-      const xml = await getConsole(this.#deps.client, serverId);
-      const message = `console descriptor sent (${Buffer.byteLength(xml)} bytes)`;
-      await journal.complete(id, { decision: 'executed', upstreamOutcome: 'success', message, at: this.#now() });
-      await this.#record('console', { id, decision: 'executed', message });
-      return xml;
-    } catch (error) {
-      // Reading a descriptor changes nothing upstream: a failure is `failed`, never `unknown`.
-      const at = this.#now();
-      const message = error instanceof Error ? error.message : String(error);
-      await journal.complete(id, { decision: 'failed', upstreamOutcome: failureOutcome(error), message, at });
-      await this.#record('console', { id, decision: 'failed', message }, at);
-      throw error;
-    }
+    return readConsole(this.#actionDeps(), serverId, principal);
   }
 
   /**
@@ -402,9 +204,9 @@ export class RemediationEngine {
       .then(() => this.#firewall.applyDue(abort.signal))
       // The ticker runs every second; with nothing due it costs one indexed query and no gauge update.
       .then(async (due) => {
-        if (due > 0) await this.#refreshGauges();
+        if (due > 0) await this.#gauges.refresh();
         // Another replica may have opened or closed the breaker: read again every CIRCUIT_REFRESH_MS.
-        else if (this.#now() - this.#circuitReadAt >= CIRCUIT_REFRESH_MS) await this.#refreshCircuit();
+        else if (this.#now() - this.#gauges.circuitReadAt >= CIRCUIT_REFRESH_MS) await this.#gauges.refreshCircuit();
       })
       .then(() => (abort.signal.aborted ? undefined : this.#housekeeping.run(this.#now())))
       .then(() => (abort.signal.aborted ? undefined : this.#approvals.expire()))
@@ -433,7 +235,7 @@ export class RemediationEngine {
     if (this.#deps.journal.unavailable !== undefined) return 0;
     await this.ready;
     const cancelled = await this.#firewall.cancelWithoutRule();
-    if (cancelled > 0) await this.#refreshGauges();
+    if (cancelled > 0) await this.#gauges.refresh();
     return cancelled;
   }
 
@@ -452,49 +254,16 @@ export class RemediationEngine {
       throw new NotReadyError('no server list read yet: cannot check the target, retry later');
   }
 
-  /** Runs the upstream call of journal row `id` (for `req`) and completes the row with what the API said. */
-  async #execute(id: number, req: ActionRequest, call: () => Promise<{ message: string }>): Promise<ActionDecision> {
-    const { action, principal } = req;
-    try {
-      const result = await call();
-      await this.#deps.journal.complete(id, {
-        decision: 'executed',
-        upstreamOutcome: 'success',
-        message: result.message,
-        at: this.#now(),
-      });
-      return this.#record(action, { id, decision: 'executed', message: result.message });
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      const decision = failureDecision(error);
-      const at = this.#now();
-      await this.#deps.journal.complete(id, { decision, upstreamOutcome: failureOutcome(error), message, at });
-      this.#deps.logger.error(
-        { action, journal_id: id, decision, principal, err: error },
-        decision === 'unknown'
-          ? 'remediation action outcome unknown: the API may have acted'
-          : 'remediation action failed',
-      );
-      return this.#record(action, { id, decision, message }, at);
-    }
+  /** What execution and the operator's actions use (execute.ts, operator.ts). */
+  #actionDeps(): OperatorDeps {
+    const record = (action: string, result: ActionDecision, failedAt?: number) =>
+      this.#record(action, result, failedAt);
+    return { ...this.#deps, now: this.#now, record };
   }
 
-  #send(req: ActionRequest): Promise<{ message: string }> {
-    const { client } = this.#deps;
-    switch (req.action) {
-      case 'powercycle':
-      case 'poweron':
-      case 'poweroff':
-        return power(client, req.action, req.serverId);
-      case 'firewall_sensitivity':
-        return setFirewallSensitivity(client, {
-          serverId: req.serverId,
-          ip: req.ip!,
-          sensitivity: req.value as Sensitivity,
-        });
-      case 'firewall_state':
-        return setFirewallState(client, { serverId: req.serverId, ip: req.ip!, state: req.value as '0' | '1' });
-    }
+  /** Runs the upstream call of journal row `id` (for `req`) and completes the row with what the API said. */
+  #execute(id: number, req: ActionRequest, call: () => Promise<{ message: string }>): Promise<ActionDecision> {
+    return execute(this.#actionDeps(), id, req, call);
   }
 
   /** Counts a finished decision; `failedAt` (ms) marks a failed or unknown one for BaremetalRemediationFailed. */
@@ -503,45 +272,15 @@ export class RemediationEngine {
     metrics.actionRequests.inc({ action, decision: result.decision });
     if (failedAt !== undefined) metrics.actionLastFailure.set({ action, decision: result.decision }, failedAt / 1000);
     // The decision is made and journaled: gauges that cannot be read now are refreshed by the next one.
-    await this.#refreshGauges().catch((error: unknown) =>
-      logger.warn({ err: error }, 'cannot refresh the pending and budget gauges from the journal'),
-    );
+    await this.#gauges
+      .refresh()
+      .catch((error: unknown) =>
+        logger.warn({ err: error }, 'cannot refresh the pending and budget gauges from the journal'),
+      );
     this.#deps.onDecision?.();
     return result;
-  }
-
-  async #refreshGauges(): Promise<void> {
-    const { metrics, journal, account, config } = this.#deps;
-    const pending = await journal.pendingCount(account);
-    const awaiting = await journal.awaitingApproval(account);
-    const left = await budgetLeft(journal, account, config.budgetPerHour, this.#now());
-    metrics.actionPending.set({ action: 'firewall_state' }, pending);
-    // A series per action that ever waited for approval (set to 0 afterwards, never removed); apart from
-    // baremetal_action_pending, whose alert (BaremetalRemediationPendingStuck) is about firewall changes.
-    for (const row of awaiting) this.#approvalSeries.add(row.action);
-    for (const action of this.#approvalSeries)
-      metrics.actionAwaitingApproval.set({ action }, awaiting.filter((row) => row.action === action).length);
-    metrics.actionBudgetRemaining.set(Math.max(0, left));
-    await this.#refreshCircuit();
-  }
-
-  /** The breaker's gauge from the store (another replica may have opened or closed it). */
-  async #refreshCircuit(): Promise<void> {
-    const { metrics, journal, account } = this.#deps;
-    this.#circuitReadAt = this.#now();
-    metrics.remediationCircuitOpen.set((await journal.circuit(account)).openedAt === null ? 0 : 1);
   }
 }
 
 /** How often the leader's ticker reads the circuit breaker's state for its gauge, ms. */
 const CIRCUIT_REFRESH_MS = 10_000;
-
-/** What the journal row of a forced power call says first. */
-const FORCED = 'forced by the operator past the attack guard';
-
-/** A delivery key claimed by a concurrent transaction: the decision is rolled back and made again. */
-class ClaimConflict extends Error {
-  constructor() {
-    super('the delivery key was claimed concurrently');
-  }
-}

@@ -3,7 +3,21 @@
  * transit services, attack episodes that start and end over time, firewall settings with the
  * 2-minute rule (contract §3, §8), power and cancellation states. Time comes from an injectable clock.
  */
+import {
+  ATTACKED_PER_HOUR,
+  ATTACK_TYPES,
+  CPUS,
+  DEFAULT_EPISODE_SECONDS,
+  LOCATIONS,
+  MEMORY,
+  OS_NAMES,
+  simulatorIp,
+  slotAttackRate,
+} from './catalog.js';
 import { hash32, unit } from './prng.js';
+
+/** Re-exported for the simulator's routes, the CLI and tests. */
+export { ATTACKED_PER_HOUR, LOCATIONS, OPERATING_SYSTEMS, simulatorIp, slotAttackRate } from './catalog.js';
 
 export interface SimulatorOptions {
   /** seed of every random choice (default 1) */
@@ -71,43 +85,6 @@ export interface FirewallSetting {
 /** Per the contract, §8: the firewall state of an IP can change at most once every 2 minutes. */
 export const FIREWALL_STATE_WINDOW_MS = 2 * 60 * 1000;
 
-const OS_NAMES = ['Debian 12', 'Ubuntu 24.04', 'AlmaLinux 9', 'Rocky Linux 9', 'FreeBSD 14'];
-const CPUS = ['Intel Xeon E-2388G', 'AMD EPYC 7443P', 'AMD Ryzen 9 7950X', 'Intel Xeon Gold 6338'];
-const MEMORY = ['32 GB', '64 GB', '128 GB', '256 GB'];
-export const LOCATIONS = [
-  { id: 'ams1', name: 'Amsterdam' },
-  { id: 'fra1', name: 'Frankfurt' },
-  { id: 'nyc1', name: 'New York' },
-  { id: 'sin1', name: 'Singapore' },
-];
-export const OPERATING_SYSTEMS = OS_NAMES.map((name, i) => ({
-  id: String(i + 1),
-  name,
-  arch: 'amd64',
-  type: 'unix',
-  price_per_core: '0',
-}));
-const ATTACK_TYPES = ['udp_flood', 'syn_flood', 'dns_amplification', 'ntp_amplification', 'ack_flood'];
-
-/** Length of an attack episode slot by default, seconds. */
-const DEFAULT_EPISODE_SECONDS = 300;
-
-/**
- * The share of IPs that see an attack within an hour by default: a few percent, as a provider's fleet does
- * (issue 22: 0.03 a five-minute slot put a third of the IPs under attack within the hour, a history production
- * rarely has, and a demo that alarmed a newcomer).
- */
-export const ATTACKED_PER_HOUR = 0.03;
-
-/**
- * The chance per episode slot that puts `perHour` (a fraction in [0, 1)) of the IPs under attack at least
- * once within an hour: 1 − (1 − perHour)^(slot / 1 h). Throws a RangeError outside [0, 1).
- */
-export function slotAttackRate(perHour: number, episodeSeconds = DEFAULT_EPISODE_SECONDS): number {
-  if (!(perHour >= 0 && perHour < 1)) throw new RangeError(`attacks per hour must be in [0, 1): ${perHour}`);
-  return 1 - (1 - perHour) ** (episodeSeconds / 3600);
-}
-
 /**
  * The demo's simulator (`baremetal-exporter demo`): 24 IPs and no random attacks, so that the one IP the demo
  * puts under attack by hand, and names in its banner, is the only one a newcomer sees attacked.
@@ -119,12 +96,6 @@ export const DEMO_SIMULATOR: Readonly<SimulatorOptions> = {
   attackRate: 0,
   seed: 42,
 };
-
-/** IP number n of the simulator's address space, 198.18.0.0/15 (RFC 2544 benchmarking range). */
-export function simulatorIp(n: number): string {
-  const base = (198 << 24) + (18 << 16) + 1 + n;
-  return [base >>> 24, (base >>> 16) & 255, (base >>> 8) & 255, base & 255].join('.');
-}
 
 export class SimulatorState {
   readonly servers = new Map<string, SimServer>();

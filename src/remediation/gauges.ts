@@ -1,0 +1,86 @@
+/**
+ * The remediation engine's gauges and counters: read back from the store when the engine starts (rows a crash
+ * left `executing` are recovered as `unknown` first), and refreshed after every decision and by the ticker.
+ */
+import type { Logger } from 'pino';
+import type { Config } from '../config/types.js';
+import type { Metrics } from '../metrics/definitions.js';
+import type { StateStore } from '../store/store.js';
+import { budgetLeft } from './guards.js';
+
+/** What the gauges read and set: the engine's dependencies (engine.ts `EngineDeps`) they need. */
+export interface GaugeDeps {
+  account: string;
+  journal: StateStore;
+  metrics: Metrics;
+  logger: Logger;
+  config: Config['remediation'];
+  /** rows `executing` for longer than this (ms) are recovered at start; unset: every one */
+  interruptedAfterMs?: number;
+}
+
+export class RemediationGauges {
+  readonly #deps: GaugeDeps;
+  readonly #now: () => number;
+  /** the actions whose `baremetal_action_awaiting_approval` series was set (a series is set to 0, never removed) */
+  readonly #approvalSeries = new Set<string>();
+  /** when the circuit breaker's gauge was last read from the store, ms */
+  circuitReadAt = -Infinity;
+
+  /** `now`: ms since epoch. */
+  constructor(deps: GaugeDeps, now: () => number) {
+    this.#deps = deps;
+    this.#now = now;
+  }
+
+  /**
+   * Recovers the rows a previous run left `executing`, and rebuilds the counters and gauges from the store.
+   * Never rejects: a failure is logged, the counters then start from zero.
+   */
+  async restore(): Promise<void> {
+    const { account, journal, logger, metrics } = this.#deps;
+    try {
+      const at = this.#now();
+      const before = this.#deps.interruptedAfterMs === undefined ? undefined : at - this.#deps.interruptedAfterMs;
+      for (const row of await journal.recoverInterrupted(account, at, before)) {
+        logger.warn(
+          { journal_id: row.id, action: row.action, server_id: row.serverId, ip: row.ip, principal: row.principal },
+          'journal row left executing by a previous run: outcome unknown (the API may have acted); it counts for cooldown and budget',
+        );
+      }
+      // Decision metrics are rebuilt from the journal, so a restart loses none (failed and unknown included).
+      for (const c of await journal.decisionCounts(account))
+        metrics.actionRequests.inc({ action: c.action, decision: c.decision }, c.count);
+      for (const f of await journal.lastFailures(account))
+        metrics.actionLastFailure.set({ action: f.action, decision: f.decision }, f.at / 1000);
+      for (const d of await journal.allDesired(account))
+        metrics.firewallDesiredState.set({ server_id: d.serverId, ip: d.ip }, Number(d.desiredState));
+      await this.refresh();
+    } catch (error) {
+      logger.error({ err: error }, 'reading the remediation state back from the journal failed');
+    }
+  }
+
+  /** The pending, awaiting-approval, budget and circuit-breaker gauges from the store. Throws JournalError. */
+  async refresh(): Promise<void> {
+    const { metrics, journal, account, config } = this.#deps;
+    const pending = await journal.pendingCount(account);
+    const awaiting = await journal.awaitingApproval(account);
+    const left = await budgetLeft(journal, account, config.budgetPerHour, this.#now());
+    metrics.actionPending.set({ action: 'firewall_state' }, pending);
+    // A series per action that ever waited for approval (set to 0 afterwards, never removed); apart from
+    // baremetal_action_pending, whose alert (BaremetalRemediationPendingStuck) is about firewall changes.
+    for (const row of awaiting) this.#approvalSeries.add(row.action);
+    for (const action of this.#approvalSeries)
+      metrics.actionAwaitingApproval.set({ action }, awaiting.filter((row) => row.action === action).length);
+    metrics.actionBudgetRemaining.set(Math.max(0, left));
+    await this.refreshCircuit();
+  }
+
+  /** The breaker's gauge from the store (another replica may have opened or closed it). */
+  async refreshCircuit(): Promise<void> {
+    const { metrics, journal, account } = this.#deps;
+    this.circuitReadAt = this.#now();
+    metrics.remediationCircuitOpen.set((await journal.circuit(account)).openedAt === null ? 0 : 1);
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * The operator's own actions on an account, journaled like every request but past the guard pipeline:
+ * closing the circuit breaker and reading a server's console descriptor. engine.ts's `closeCircuit` and
+ * `console` check that the engine is usable and call these.
+ */
+import { NotFoundError } from '../errors.js';
+import type { NewEntry } from '../store/rows.js';
+import type { UpstreamClient } from '../upstream/client.js';
+import { getConsole } from '../upstream/dedicated.js';
+import type { ExecuteDeps } from './execute.js';
+import { failureOutcome } from './outcome.js';
+import type { ActionDecision, TargetDirectory } from './types.js';
+
+/** What the operator's actions need of the engine: its account's store, client and servers, and its counting. */
+export interface OperatorDeps extends ExecuteDeps {
+  account: string;
+  client: UpstreamClient;
+  targets: TargetDirectory;
+}
+
+/** Closes the account's circuit breaker under `principal` (engine.ts `closeCircuit`). Throws JournalError. */
+export async function closeCircuit(
+  deps: OperatorDeps,
+  principal: string,
+  reason?: string,
+): Promise<ActionDecision & { wasOpen: boolean }> {
+  const { account, journal } = deps;
+  const now = deps.now();
+  const closed = await journal.transaction(account, async (tx) => {
+    const wasOpen = await tx.closeCircuit(account, now);
+    const message = wasOpen
+      ? 'circuit breaker closed by an operator: power actions are allowed again, counted from now'
+      : 'circuit breaker was not open; its window starts again from now';
+    const id = await tx.insert({
+      account,
+      createdAt: now,
+      source: 'operator',
+      action: 'circuit_close',
+      serverId: '',
+      ip: null,
+      value: null,
+      alertname: null,
+      fingerprint: null,
+      startsAt: null,
+      decision: 'circuit_closed',
+      message,
+      principal,
+      reason: reason ?? null,
+    });
+    return { id, decision: 'circuit_closed' as const, message, wasOpen };
+  });
+  deps.logger.warn({ was_open: closed.wasOpen, journal_id: closed.id, principal }, closed.message);
+  await deps.record('circuit_close', closed);
+  return closed;
+}
+
+/** The console descriptor of `serverId`, journaled (engine.ts `console`). Throws JournalError, NotFoundError, UpstreamError. */
+export async function readConsole(deps: OperatorDeps, serverId: string, principal: string): Promise<string> {
+  const { account, journal, targets } = deps;
+  const now = deps.now();
+  const entry: NewEntry = {
+    account,
+    createdAt: now,
+    source: 'operator',
+    action: 'console',
+    serverId,
+    ip: null,
+    value: null,
+    alertname: null,
+    fingerprint: null,
+    startsAt: null,
+    decision: 'executing',
+    principal,
+  };
+  if (!targets.hasServer(serverId)) {
+    const message = `server ${serverId} is not in the latest server list`;
+    const id = await journal.insert({ ...entry, decision: 'denied_unknown_target', message });
+    await deps.record('console', { id, decision: 'denied_unknown_target', message });
+    throw new NotFoundError(message);
+  }
+  const id = await journal.insert(entry);
+  try {
+    const xml = await getConsole(deps.client, serverId);
+    const message = `console descriptor sent (${Buffer.byteLength(xml)} bytes)`;
+    await journal.complete(id, { decision: 'executed', upstreamOutcome: 'success', message, at: deps.now() });
+    await deps.record('console', { id, decision: 'executed', message });
+    return xml;
+  } catch (error) {
+    // Reading a descriptor changes nothing upstream: a failure is `failed`, never `unknown`.
+    const at = deps.now();
+    const message = error instanceof Error ? error.message : String(error);
+    await journal.complete(id, { decision: 'failed', upstreamOutcome: failureOutcome(error), message, at });
+    await deps.record('console', { id, decision: 'failed', message }, at);
+    throw error;
+  }
+}
