@@ -11,7 +11,7 @@ import { applyFlags, configFromDocument, loadConfig } from './config/load.js';
 import { DEFAULT_ACCOUNT } from './config/schema.js';
 import { redactBaseUrl } from './config/base-url.js';
 import { describeScope } from './config/scope.js';
-import { startDaemon } from './daemon.js';
+import { startDaemon } from './daemon/start.js';
 import { readTls } from './http/tls.js';
 import { WebConfigFile } from './http/web-config-reload.js';
 import { DEFAULT_TELEMETRY_PATH, validateTelemetryPath } from './http/telemetry-path.js';

@@ -3,7 +3,7 @@
  * fails outright — a wrong key, the API down — keeps the daemon unready, naming the poll and the error). A
  * follower does not poll: it is ready while the shared database and the journal answer.
  */
-import type { AccountRuntime } from '../accounts.js';
+import type { AccountRuntime } from './accounts.js';
 import { DATABASE_UNREACHABLE } from '../config/database-url.js';
 import type { JobName } from '../config/schema.js';
 import type { StateStore } from '../store/store.js';

@@ -1,5 +1,5 @@
 import { afterEach } from 'vitest';
-import { buildApp } from '../../src/app.js';
+import { buildApp } from '../../src/http/app.js';
 import { GraphStore } from '../../src/graphs/store.js';
 import { ExpositionCache } from '../../src/metrics/exposition-cache.js';
 import { type Config, DEFAULT_SAFETY, type RemediationRule } from '../../src/config/schema.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { configProblems } from '../helpers/config-problems.js';
 import { buildConfig } from '../../src/config/load.js';
-import type { Daemon } from '../../src/daemon.js';
+import type { Daemon } from '../../src/daemon/start.js';
 import { accountOf, startHarness } from '../helpers/daemon.js';
 import { TOKEN } from '../helpers/remediation.js';
 

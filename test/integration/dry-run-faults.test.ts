@@ -5,7 +5,7 @@
  * of calls is the evidence, the journal says why. The clock is injected; ticks are driven by hand.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Daemon } from '../../src/daemon.js';
+import type { Daemon } from '../../src/daemon/start.js';
 import type { Simulator } from '../../src/simulator/server.js';
 import { accountOf, startHarness } from '../helpers/daemon.js';
 import { seriesValue } from '../helpers/metrics.js';

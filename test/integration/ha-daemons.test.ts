@@ -8,7 +8,7 @@
 import pg from 'pg';
 import sharp from 'sharp';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Daemon } from '../../src/daemon.js';
+import type { Daemon } from '../../src/daemon/start.js';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
 import { DEFAULT_POOL_LIMITS } from '../../src/store/postgres/pool.js';
 import { accountOf, startHarness } from '../helpers/daemon.js';

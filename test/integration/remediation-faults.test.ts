@@ -5,7 +5,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import type { Daemon } from '../../src/daemon.js';
+import type { Daemon } from '../../src/daemon/start.js';
 import { RemediationEngine } from '../../src/remediation/engine.js';
 import type { ActionRequest } from '../../src/remediation/types.js';
 import { accountOf, startHarness } from '../helpers/daemon.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Daemon } from '../../src/daemon.js';
+import type { Daemon } from '../../src/daemon/start.js';
 import { startHarness } from '../helpers/daemon.js';
 import { POWERCYCLE_REMEDIATION, TOKEN, unreachableAlert } from '../helpers/remediation.js';
 

@@ -4,7 +4,7 @@
  * sides (polls, HTTP, remediation) live in the neighbouring *-faults test files.
  */
 import { describe, expect, it } from 'vitest';
-import type { Daemon } from '../../src/daemon.js';
+import type { Daemon } from '../../src/daemon/start.js';
 import { ECHO_SPELLINGS, type EchoSpelling, type Faults } from '../../src/simulator/faults.js';
 import { secretForms } from '../../src/scrub.js';
 import { accountOf, startHarness } from '../helpers/daemon.js';
