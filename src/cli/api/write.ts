@@ -5,9 +5,9 @@
  * the API said: a reply with `success: false` is a failure.
  */
 import { userInfo } from 'node:os';
-import { failureDecision, failureOutcome } from '../remediation/outcome.js';
-import type { UpstreamClient } from '../upstream/client.js';
-import type { ActionResult } from '../upstream/decode.js';
+import { failureDecision, failureOutcome } from '../../remediation/outcome.js';
+import type { UpstreamClient } from '../../upstream/client.js';
+import type { ActionResult } from '../../upstream/decode.js';
 import { confirm } from './confirm.js';
 import { flag, type CommandContext } from './context.js';
 import { plan, type PlannedRequest } from './dry-run.js';

@@ -9,8 +9,8 @@ import {
   SERVICE_TYPES,
   type FirewallScale,
   type ServiceType,
-} from '../config/api-terms.js';
-import { getFirewallHistory, setFirewallSensitivity, setFirewallState } from '../upstream/firewall.js';
+} from '../../config/api-terms.js';
+import { getFirewallHistory, setFirewallSensitivity, setFirewallState } from '../../upstream/firewall.js';
 import { flag, option } from './context.js';
 import { usage } from './exit.js';
 import { withFirewallWindow } from './firewall-window.js';
