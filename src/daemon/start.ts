@@ -79,7 +79,7 @@ export interface Daemon {
   /** each account's remediation engine (its client, server list and metrics), by name, over one journal */
   engines: Map<string, RemediationEngine>;
   /** the state store: SQLite, or PostgreSQL (`database.url`) */
-  journal: StateStore;
+  store: StateStore;
   exposition: ExpositionCache;
   /**
    * resolves when the initial polls have finished; with PostgreSQL at once (polls start on election:
@@ -141,7 +141,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
   // Opened first: a journal that cannot be opened (corrupt, zero-length, unwritable; PostgreSQL unreachable)
   // disables remediation only; a SQLite file is left as it is for the operator to inspect. With PostgreSQL the
   // store's one pool also carries what the replicas share (server directory, graph images).
-  const journal = await openStore(config, {
+  const store = await openStore(config, {
     logger,
     postgres: {
       ...options.stateStore,
@@ -151,11 +151,11 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
       ? { refuse: `state_dir is not writable, so it cannot be locked against a second daemon: ${lock.problem}` }
       : {}),
   });
-  const replication = new Replication(config.database, journal, logger);
+  const replication = new Replication(config.database, store, logger);
   const { shared, leading } = replication;
   // Followers read the leader's server list once the schema is there.
-  if (shared) void journal.opened.then((open) => open && shared.directory.start());
-  const exposition = exposeMetrics(registry, metrics, { now, leading, journal });
+  if (shared) void store.opened.then((open) => open && shared.directory.start());
+  const exposition = exposeMetrics(registry, metrics, { now, leading, store });
   const accounts = await startAccounts(config, {
     metrics,
     logger,
@@ -173,14 +173,14 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
       if (runtime) replication.published(runtime, job, outcome);
     },
     ...(shared ? { graphMirror: (account: string) => shared.graphs.mirror(account) } : {}),
-    eventLedger: (account: string) => journal.eventLedger(account),
+    eventLedger: (account: string) => store.eventLedger(account),
   });
-  const engines = await startEngines(config, { accounts, journal, replication, logger, now, exposition });
+  const engines = await startEngines(config, { accounts, store, replication, logger, now, exposition });
   const web = await webDeps(config, options.webConfig);
   /** set by stop(): the initial polls start nothing more, a reload changes nothing */
   let stopping = false;
   const app = buildApp({
-    ...servedParts(config, { accounts, engines, journal, metrics, replication, now }),
+    ...servedParts(config, { accounts, engines, store, metrics, replication, now }),
     logger,
     exposition,
     ...web,
@@ -224,7 +224,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     accounts,
     engines,
     replication,
-    store: journal,
+    store,
     logger,
     ...pick(options, ['initialPolls', 'schedule', 'remediationTickMs']),
     stopping: () => stopping,
@@ -238,7 +238,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     metrics,
     accounts,
     engines,
-    journal,
+    store,
     exposition,
     // With replicas at once: polls start on election (see `role`).
     ready: shared ? Promise.resolve() : firstPolls,
@@ -255,7 +255,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
       exposition.stop();
       // Closing HTTP waits for requests in flight, webhooks with their upstream calls and journal writes.
       await listeners.close();
-      await journal.close();
+      await store.close();
       await Promise.all([...accounts.values()].map((account) => account.client.close()));
       lock.release();
     },
@@ -272,13 +272,13 @@ function servedParts(
   p: {
     accounts: ReadonlyMap<string, AccountRuntime>;
     engines: Map<string, RemediationEngine>;
-    journal: OpenedStore;
+    store: OpenedStore;
     metrics: Metrics;
     replication: Replication;
     now: () => number;
   },
 ) {
-  const { accounts, journal, replication } = p;
+  const { accounts, store, replication } = p;
   const { shared, leading } = replication;
   const graphStores = new Map([...accounts].map(([name, account]) => [name, account.graphStore]));
   const graphSource = shared ? shared.graphs : localGraphs(graphStores);
@@ -290,13 +290,13 @@ function servedParts(
       accounts,
       leading,
       electionProblem: replication.problem,
-      journal,
+      store,
       firewallPolled: () => config.collectors.firewall,
     }),
     statusView: statusViewOf({
       version: VERSION,
       accounts,
-      journal,
+      store,
       graphs: graphSource,
       ...(shared ? { replicas: { leading, directory: shared.directory } } : {}),
       now: p.now,
@@ -306,7 +306,7 @@ function servedParts(
       new Map([...accounts].map(([name, runtime]) => [name, runtime.state])),
       shared ? { leading, directory: (account: string) => shared.directory.snapshot(account) } : undefined,
     ),
-    remediation: { engines: p.engines, journal, metrics: p.metrics, config: config.remediation },
+    remediation: { engines: p.engines, store, metrics: p.metrics, config: config.remediation },
   };
 }
 
@@ -319,7 +319,7 @@ function pick<T extends object, K extends keyof T>(o: T, keys: K[]): Partial<Pic
 function exposeMetrics(
   registry: Registry,
   metrics: Metrics,
-  o: { now: () => number; leading: () => boolean; journal: StateStore },
+  o: { now: () => number; leading: () => boolean; store: StateStore },
 ): ExpositionCache {
   const leaderOnly = leaderOnlyNames(metrics);
   return new ExpositionCache({
@@ -329,7 +329,7 @@ function exposeMetrics(
     created: createdNames(metrics),
     beforeRender: (ms) => {
       metrics.renderedAt.set(ms / 1000);
-      metrics.journalUp.set(o.journal.healthy() ? 1 : 0);
+      metrics.journalUp.set(o.store.healthy() ? 1 : 0);
     },
   });
 }
@@ -354,21 +354,21 @@ async function startEngines(
   config: Config,
   d: {
     accounts: ReadonlyMap<string, AccountRuntime>;
-    journal: OpenedStore;
+    store: OpenedStore;
     replication: Replication;
     logger: Logger;
     now: () => number;
     exposition: ExpositionCache;
   },
 ): Promise<Map<string, RemediationEngine>> {
-  const { accounts, journal, replication, logger } = d;
+  const { accounts, store, replication, logger } = d;
   const shared = replication.shared;
   const engines = new Map(
     [...accounts].map(([name, runtime]) => [
       name,
       new RemediationEngine({
         account: name,
-        journal,
+        store,
         client: runtime.client,
         metrics: runtime.metrics,
         logger: accounts.size > 1 ? logger.child({ account: name }) : logger,
@@ -384,14 +384,14 @@ async function startEngines(
         onDecision: () => d.exposition.renderSoon(1000),
         // Shared by replicas: a row `executing` may be another replica's call in flight, for at most one
         // attempt's deadline (writes are not retried); a minute more and it was left by a replica that died.
-        ...(journal.kind === 'postgres'
+        ...(store.kind === 'postgres'
           ? { interruptedAfterMs: config.accounts.find((a) => a.name === name)!.upstream.timeoutMs + 60_000 }
           : {}),
       }),
     ]),
   );
   // A store still opening (an unreachable PostgreSQL) reads them back when it opens.
-  if (journal.unavailable === undefined) await Promise.all([...engines.values()].map((e) => e.ready));
+  if (store.unavailable === undefined) await Promise.all([...engines.values()].map((e) => e.ready));
   const { bearerTokens, basicAuthUsers } = config.remediation;
   const deprecated = bearerTokens.length + Object.keys(basicAuthUsers).length;
   if (deprecated > 0)

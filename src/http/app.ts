@@ -62,7 +62,7 @@ export interface AppDeps {
   remediation?: {
     /** one engine per account, by account name, over the one journal */
     engines: ReadonlyMap<string, RemediationEngine>;
-    journal: StateStore;
+    store: StateStore;
     /** the registry's metrics (the webhook's counters carry no account) */
     metrics: Metrics;
     config: Config['remediation'];

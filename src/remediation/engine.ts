@@ -50,7 +50,7 @@ export interface EngineDeps {
   /** the account this engine acts for: its requests must name it */
   account: string;
   /** the state store (SQLite or PostgreSQL), shared by every account's engine */
-  journal: StateStore;
+  store: StateStore;
   client: UpstreamClient;
   metrics: Metrics;
   logger: Logger;
@@ -107,13 +107,13 @@ export class RemediationEngine {
       request: (req) => this.request(req),
       record: (action, result) => this.#record(action, result),
     });
-    const { journal, logger } = deps;
-    if (journal.unavailable !== undefined)
+    const { store, logger } = deps;
+    if (store.unavailable !== undefined)
       logger.error(
-        { reason: journal.unavailable },
+        { reason: store.unavailable },
         'remediation disabled: the journal is unavailable; polling and /metrics go on, the action endpoints answer 503',
       );
-    this.ready = journal.opened.then((open) => (open ? this.#restore() : undefined));
+    this.ready = store.opened.then((open) => (open ? this.#restore() : undefined));
   }
 
   /**
@@ -123,22 +123,22 @@ export class RemediationEngine {
   readonly ready: Promise<void>;
 
   async #restore(): Promise<void> {
-    const { account, journal, logger, metrics } = this.#deps;
+    const { account, store, logger, metrics } = this.#deps;
     try {
       const at = this.#now();
       const before = this.#deps.interruptedAfterMs === undefined ? undefined : at - this.#deps.interruptedAfterMs;
-      for (const row of await journal.recoverInterrupted(account, at, before)) {
+      for (const row of await store.recoverInterrupted(account, at, before)) {
         logger.warn(
           { journal_id: row.id, action: row.action, server_id: row.serverId, ip: row.ip, principal: row.principal },
           'journal row left executing by a previous run: outcome unknown (the API may have acted); it counts for cooldown and budget',
         );
       }
       // Decision metrics are rebuilt from the journal, so a restart loses none (failed and unknown included).
-      for (const c of await journal.decisionCounts(account))
+      for (const c of await store.decisionCounts(account))
         metrics.actionRequests.inc({ action: c.action, decision: c.decision }, c.count);
-      for (const f of await journal.lastFailures(account))
+      for (const f of await store.lastFailures(account))
         metrics.actionLastFailure.set({ action: f.action, decision: f.decision }, f.at / 1000);
-      for (const d of await journal.allDesired(account))
+      for (const d of await store.allDesired(account))
         metrics.firewallDesiredState.set({ server_id: d.serverId, ip: d.ip }, Number(d.desiredState));
       await this.#refreshGauges();
     } catch (error) {
@@ -166,7 +166,7 @@ export class RemediationEngine {
 
   /** Decides on one request; executes it when every guard allows. Throws JournalError, NotReadyError, IdempotencyMismatchError. */
   async request(req: ActionRequest): Promise<ActionDecision> {
-    const { account, journal, config } = this.#deps;
+    const { account, store, config } = this.#deps;
     // The route picks the engine by the request's account; a mismatch is a bug, never a guess.
     if (req.account !== account)
       throw new Error(`request for account ${req.account} given to the engine of account ${account}`);
@@ -262,17 +262,17 @@ export class RemediationEngine {
     // that conflicts rolls back; decided again, the key is then found taken (a duplicate).
     let decided: Decided;
     try {
-      decided = await journal.transaction(account, decideIn);
+      decided = await store.transaction(account, decideIn);
     } catch (error) {
       if (!(error instanceof ClaimConflict)) throw error;
-      decided = await journal.transaction(account, decideIn);
+      decided = await store.transaction(account, decideIn);
     }
     if (desiredRecorded) {
       this.#deps.metrics.firewallDesiredState.set({ server_id: req.serverId, ip: req.ip! }, Number(req.value));
     }
     if (!decided.send) return this.#record(req.action, decided);
     if (req.action === 'firewall_state')
-      return this.#firewall.apply((await journal.desired(account, req.serverId, req.ip!))!, decided.id);
+      return this.#firewall.apply((await store.desired(account, req.serverId, req.ip!))!, decided.id);
     return this.#execute(decided.id, req, async () => {
       const result = await this.#send(req);
       return { message: note(result.message) };
@@ -296,11 +296,11 @@ export class RemediationEngine {
    * `reason` when given); servers counted before no longer count. Throws JournalError.
    */
   async closeCircuit(principal: string, reason?: string): Promise<ActionDecision & { wasOpen: boolean }> {
-    const { account, journal } = this.#deps;
+    const { account, store } = this.#deps;
     this.#requireUsable();
     await this.ready;
     const now = this.#now();
-    const closed = await journal.transaction(account, async (tx) => {
+    const closed = await store.transaction(account, async (tx) => {
       const wasOpen = await tx.closeCircuit(account, now);
       const message = wasOpen
         ? 'circuit breaker closed by an operator: power actions are allowed again, counted from now'
@@ -334,7 +334,7 @@ export class RemediationEngine {
    * UpstreamError.
    */
   async console(serverId: string, principal: string): Promise<string> {
-    const { account, journal, targets } = this.#deps;
+    const { account, store, targets } = this.#deps;
     this.#requireUsable();
     await this.ready;
     const now = this.#now();
@@ -354,22 +354,22 @@ export class RemediationEngine {
     };
     if (!targets.hasServer(serverId)) {
       const message = `server ${serverId} is not in the latest server list`;
-      const id = await journal.insert({ ...entry, decision: 'denied_unknown_target', message });
+      const id = await store.insert({ ...entry, decision: 'denied_unknown_target', message });
       await this.#record('console', { id, decision: 'denied_unknown_target', message });
       throw new NotFoundError(message);
     }
-    const id = await journal.insert(entry);
+    const id = await store.insert(entry);
     try {
       const xml = await getConsole(this.#deps.client, serverId);
       const message = `console descriptor sent (${Buffer.byteLength(xml)} bytes)`;
-      await journal.complete(id, { decision: 'executed', upstreamOutcome: 'success', message, at: this.#now() });
+      await store.complete(id, { decision: 'executed', upstreamOutcome: 'success', message, at: this.#now() });
       await this.#record('console', { id, decision: 'executed', message });
       return xml;
     } catch (error) {
       // Reading a descriptor changes nothing upstream: a failure is `failed`, never `unknown`.
       const at = this.#now();
       const message = error instanceof Error ? error.message : String(error);
-      await journal.complete(id, { decision: 'failed', upstreamOutcome: failureOutcome(error), message, at });
+      await store.complete(id, { decision: 'failed', upstreamOutcome: failureOutcome(error), message, at });
       await this.#record('console', { id, decision: 'failed', message }, at);
       throw error;
     }
@@ -394,7 +394,7 @@ export class RemediationEngine {
 
   /** Applies the pending firewall changes that are due, and the housekeeping. Called by the ticker; safe to call directly. */
   tick(): Promise<void> {
-    if (this.#deps.journal.unavailable !== undefined) return Promise.resolve();
+    if (this.#deps.store.unavailable !== undefined) return Promise.resolve();
     if (this.#ticking) return this.#ticking;
     const abort = new AbortController();
     this.#tickAbort = abort;
@@ -430,7 +430,7 @@ export class RemediationEngine {
    * names any more (desired-firewall.ts, `cancelWithoutRule`). Returns how many; throws JournalError.
    */
   async rulesChanged(): Promise<number> {
-    if (this.#deps.journal.unavailable !== undefined) return 0;
+    if (this.#deps.store.unavailable !== undefined) return 0;
     await this.ready;
     const cancelled = await this.#firewall.cancelWithoutRule();
     if (cancelled > 0) await this.#refreshGauges();
@@ -439,10 +439,10 @@ export class RemediationEngine {
 
   /** Throws when no decision can be made: the journal is unavailable, or no server list was read yet. */
   #requireUsable(): void {
-    const unavailable = this.#deps.journal.unavailable;
+    const unavailable = this.#deps.store.unavailable;
     if (unavailable !== undefined) {
       // PostgreSQL's reason names host, port, user and database: the reply names the part, the log the rest.
-      if (this.#deps.journal.kind === 'postgres')
+      if (this.#deps.store.kind === 'postgres')
         throw new JournalError(`remediation is disabled: the journal is unavailable: state ${DATABASE_UNREACHABLE}`, {
           cause: new Error(unavailable),
         });
@@ -457,7 +457,7 @@ export class RemediationEngine {
     const { action, principal } = req;
     try {
       const result = await call();
-      await this.#deps.journal.complete(id, {
+      await this.#deps.store.complete(id, {
         decision: 'executed',
         upstreamOutcome: 'success',
         message: result.message,
@@ -468,7 +468,7 @@ export class RemediationEngine {
       const message = error instanceof Error ? error.message : String(error);
       const decision = failureDecision(error);
       const at = this.#now();
-      await this.#deps.journal.complete(id, { decision, upstreamOutcome: failureOutcome(error), message, at });
+      await this.#deps.store.complete(id, { decision, upstreamOutcome: failureOutcome(error), message, at });
       this.#deps.logger.error(
         { action, journal_id: id, decision, principal, err: error },
         decision === 'unknown'
@@ -511,10 +511,10 @@ export class RemediationEngine {
   }
 
   async #refreshGauges(): Promise<void> {
-    const { metrics, journal, account, config } = this.#deps;
-    const pending = await journal.pendingCount(account);
-    const awaiting = await journal.awaitingApproval(account);
-    const left = await budgetLeft(journal, account, config.budgetPerHour, this.#now());
+    const { metrics, store, account, config } = this.#deps;
+    const pending = await store.pendingCount(account);
+    const awaiting = await store.awaitingApproval(account);
+    const left = await budgetLeft(store, account, config.budgetPerHour, this.#now());
     metrics.actionPending.set({ action: 'firewall_state' }, pending);
     // A series per action that ever waited for approval (set to 0 afterwards, never removed); apart from
     // baremetal_action_pending, whose alert (BaremetalRemediationPendingStuck) is about firewall changes.
@@ -527,9 +527,9 @@ export class RemediationEngine {
 
   /** The breaker's gauge from the store (another replica may have opened or closed it). */
   async #refreshCircuit(): Promise<void> {
-    const { metrics, journal, account } = this.#deps;
+    const { metrics, store, account } = this.#deps;
     this.#circuitReadAt = this.#now();
-    metrics.remediationCircuitOpen.set((await journal.circuit(account)).openedAt === null ? 0 : 1);
+    metrics.remediationCircuitOpen.set((await store.circuit(account)).openedAt === null ? 0 : 1);
   }
 }
 

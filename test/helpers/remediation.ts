@@ -138,7 +138,7 @@ export async function engineHarness(
   const engine = new RemediationEngine({
     firewallPeriodMs: FIREWALL_PERIOD_MS,
     account: 'default',
-    journal,
+    store: journal,
     client,
     metrics,
     logger: log.logger,
@@ -165,7 +165,7 @@ export function remediationApp(h: Awaited<ReturnType<typeof engineHarness>>) {
     graphMaxWidth: 2000,
     remediation: {
       engines: new Map([['default', h.engine]]),
-      journal: h.journal,
+      store: h.journal,
       metrics: h.metrics,
       config: h.config,
     },

@@ -145,7 +145,7 @@ describe('several accounts', () => {
         calls: { main: a.callsTo(POWERCYCLE).length, reseller: b.callsTo(POWERCYCLE).length },
       }).toEqual({ status, message, calls });
       if (status === 200)
-        expect((await daemon.journal.list({ limit: 1 }))[0]).toMatchObject({
+        expect((await daemon.store.list({ limit: 1 }))[0]).toMatchObject({
           account: 'reseller-eu',
           serverId: '100001',
           decision: 'executed',

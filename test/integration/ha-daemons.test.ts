@@ -176,7 +176,7 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
     // Meanwhile another leader counted e3 and saved the ids in the shared database; then this replica loses
     // its connection and is elected again.
     sim!.state.injectEvents('dedicated', '100001', [{ id: 'e3', ip: '198.18.0.1' }]);
-    await daemon.journal.eventLedger('default').save(new Map([['dedicated/100001', new Set(['e1', 'e2', 'e3'])]]));
+    await daemon.store.eventLedger('default').save(new Map([['dedicated/100001', new Set(['e1', 'e2', 'e3'])]]));
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     await admin.query(

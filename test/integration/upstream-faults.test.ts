@@ -133,7 +133,7 @@ describe('upstream faults', () => {
         ).body,
         (await daemon.app.inject({ method: 'GET', url: '/' })).body,
         (await daemon.app.inject({ method: 'GET', url: '/readyz' })).body,
-        JSON.stringify(daemon.journal.list({ limit: 100 })),
+        JSON.stringify(daemon.store.list({ limit: 100 })),
       ].join('\n');
       expect(texts).toContain('[REDACTED]');
       expect(holdsKey(texts)).toBe(false);

@@ -41,7 +41,7 @@ export interface CommandContext {
    * the daemon's journal, opened on first use: with `database.url` the shared PostgreSQL one (it must answer:
    * CliExit otherwise), else the SQLite journal when the config's state_dir holds one (the CLI never creates it)
    */
-  journal: () => Promise<StateQueries | undefined>;
+  store: () => Promise<StateQueries | undefined>;
 }
 
 /** The string value of option `name`, or undefined. */

@@ -204,7 +204,7 @@ function checkTargets(leaf: Leaf, args: string[], os: unknown): void {
 /** Runs `baremetal-exporter api <argv…>`; resolves with the exit code. */
 export async function runApi(argv: string[], io: CliIo = processIo()): Promise<number> {
   let client: UpstreamClient | undefined;
-  let journal: StateStore | undefined;
+  let store: StateStore | undefined;
   try {
     const options = Object.fromEntries(
       Object.entries(OPTIONS).map(([name, o]) => [name, { type: o.type, ...(o.short ? { short: o.short } : {}) }]),
@@ -260,7 +260,7 @@ export async function runApi(argv: string[], io: CliIo = processIo()): Promise<n
       config,
       client,
       account: account.name,
-      journal: () => (opening ??= openCliJournal(config, file !== undefined).then((store) => (journal = store))),
+      store: () => (opening ??= openCliJournal(config, file !== undefined).then((opened) => (store = opened))),
     };
     io.stdout.write(render(format, await leaf.run(ctx)));
     return EXIT.ok;
@@ -269,7 +269,7 @@ export async function runApi(argv: string[], io: CliIo = processIo()): Promise<n
     io.stderr.write(`baremetal-exporter api: ${client ? client.scrub(line) : line}\n`);
     return exitCodeOf(error);
   } finally {
-    await journal?.close();
+    await store?.close();
     await client?.close();
   }
 }

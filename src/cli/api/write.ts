@@ -75,8 +75,8 @@ export function cliPrincipal(): string {
 }
 
 async function journaled<T>(ctx: CommandContext, write: WriteAction<T>, _operation: string): Promise<T> {
-  const journal = await ctx.journal();
-  const id = await journal?.insert({
+  const store = await ctx.store();
+  const id = await store?.insert({
     account: ctx.account,
     createdAt: ctx.io.now(),
     source: 'cli',
@@ -95,7 +95,7 @@ async function journaled<T>(ctx: CommandContext, write: WriteAction<T>, _operati
     // The action functions throw unless the API confirmed the action (decodeActionResult).
     const action = result as Partial<ActionResult>;
     if (id !== undefined)
-      await journal!.complete(id, {
+      await store!.complete(id, {
         decision: 'executed',
         upstreamOutcome: 'success',
         message: typeof action?.message === 'string' ? action.message : null,
@@ -104,7 +104,7 @@ async function journaled<T>(ctx: CommandContext, write: WriteAction<T>, _operati
     return result;
   } catch (error) {
     if (id !== undefined)
-      await journal!.complete(id, {
+      await store!.complete(id, {
         decision: failureDecision(error),
         upstreamOutcome: failureOutcome(error),
         message: (error as Error).message,
