@@ -177,28 +177,18 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
   });
   const engines = await startEngines(config, { accounts, store, replication, logger, now, exposition });
   const web = await webDeps(config, options.webConfig);
+  /**
+   * Re-reads the TLS or web-config files: the listeners' once they listen. The one cycle of the construction:
+   * the app serves `POST /-/reload`, whose reload re-reads the files held by the listeners around the app.
+   * Before they listen there is nothing newer to read than what `webDeps` just read.
+   */
+  let reloadWeb: () => Promise<boolean> = async () => true;
   /** set by stop(): the initial polls start nothing more, a reload changes nothing */
   let stopping = false;
-  const app = buildApp({
-    ...servedParts(config, { accounts, engines, store, metrics, replication, now }),
-    logger,
-    exposition,
-    ...web,
-    ...(options.lifecycle ? { reload: () => reload() } : {}),
-    ...(options.telemetryPath === undefined ? {} : { telemetryPath: options.telemetryPath }),
-  });
-  await exposition.render();
-  exposition.start();
-  const listeners = await listen(app, config, {
-    logger,
-    webConfig: options.webConfig,
-    https: web.https,
-    listen: options.listen !== false,
-  });
   const reload = createReload({
     config,
     reloadConfig: options.reloadConfig,
-    reloadWeb: listeners.reloadWeb,
+    reloadWeb: () => reloadWeb(),
     accounts,
     engines,
     metrics,
@@ -211,6 +201,23 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     now,
     stopping: () => stopping,
   });
+  const app = buildApp({
+    ...servedParts(config, { accounts, engines, store, metrics, replication, now }),
+    logger,
+    exposition,
+    ...web,
+    ...(options.lifecycle ? { reload } : {}),
+    ...(options.telemetryPath === undefined ? {} : { telemetryPath: options.telemetryPath }),
+  });
+  await exposition.render();
+  exposition.start();
+  const listeners = await listen(app, config, {
+    logger,
+    webConfig: options.webConfig,
+    https: web.https,
+    listen: options.listen !== false,
+  });
+  reloadWeb = listeners.reloadWeb;
   const keyFiles = watchApiKeyFiles({
     config,
     clients: accounts,
