@@ -22,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import { configFromDocument } from '../dist/config/load.js';
-import { startDaemon } from '../dist/daemon.js';
+import { startDaemon } from '../dist/daemon/start.js';
 import { createLogger } from '../dist/logger.js';
 import { startSimulator } from '../dist/simulator/server.js';
 import { postgresBinDir, startPostgres, type TestPostgres } from '../test/helpers/postgres-cluster.ts';

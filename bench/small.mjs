@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildConfig } from '../dist/config/load.js';
-import { startDaemon } from '../dist/daemon.js';
+import { startDaemon } from '../dist/daemon/start.js';
 import { createLogger } from '../dist/logger.js';
 import { ATTACKED_PER_HOUR } from '../dist/simulator/state.js';
 

@@ -12,7 +12,7 @@ import { parseArgs } from 'node:util';
 import bcrypt from 'bcryptjs';
 import { Registry } from 'prom-client';
 import { Agent, request } from 'undici';
-import { buildApp } from '../dist/app.js';
+import { buildApp } from '../dist/http/app.js';
 import { BcryptPool } from '../dist/http/bcrypt-pool.js';
 import { createLogger } from '../dist/logger.js';
 import { ExpositionCache } from '../dist/metrics/exposition-cache.js';

@@ -1,7 +1,7 @@
 /**
  * Writes the generated reference pages from their single sources: docs/configuration.md from the config
  * schema (src/config/schema.ts), docs/metrics.md from the metric definitions (src/metrics/definitions.ts),
- * docs/cli.md from the command definitions (src/cli/usage.ts, src/cli/api.ts, src/cli/commands.ts).
+ * docs/cli.md from the command definitions (src/cli/usage.ts, src/cli/api/main.ts, src/cli/api/commands.ts).
  * `npm run docs` builds and runs it; test/unit/docs/generated.test.ts renders the pages in memory from src/
  * and fails ("run npm run docs") when a committed page differs.
  *
@@ -31,9 +31,9 @@ export interface DocSources {
   metrics: Array<{ name: string; type: string; help: string; labels: string[]; leaderOnly: boolean }>;
   /** cli/usage.ts `USAGE` */
   usage: string;
-  /** cli/api.ts `groupHelp([])` */
+  /** cli/api/main.ts `groupHelp([])` */
   apiHelp: string;
-  /** every leaf of cli/commands.ts: its words and its help (cli/api.ts `leafHelp`) */
+  /** every leaf of cli/api/commands.ts: its words and its help (cli/api/main.ts `leafHelp`) */
   leaves: Array<{ path: string[]; help: string }>;
 }
 
@@ -191,7 +191,7 @@ export function metricsPage(src: DocSources): string {
 export function cliPage(src: DocSources): string {
   const usage = src.usage.split('\n').slice(1).join('\n').trim();
   return [
-    GENERATED('src/cli/usage.ts, src/cli/api.ts and src/cli/commands.ts'),
+    GENERATED('src/cli/usage.ts, src/cli/api/main.ts and src/cli/api/commands.ts'),
     '',
     '# Command line',
     '',
@@ -246,8 +246,8 @@ export async function loadSources(load: (module: string) => Promise<Record<strin
       leaderOnly: leaderOnly.has(m.name),
     });
   }
-  const api = await load('cli/api.js');
-  const commands = await load('cli/commands.js');
+  const api = await load('cli/api/main.js');
+  const commands = await load('cli/api/commands.js');
   const leafHelp = api.leafHelp as (leaf: unknown) => string;
   return {
     configFileSchema: schema.configFileSchema as SchemaNode,

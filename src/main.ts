@@ -1,7 +1,7 @@
 #!/usr/bin/env -S node --max-semi-space-size=8
 /**
  * The launcher: checks the Node.js version before anything else loads, then starts the command line
- * (`cli.ts`). Static ESM imports are resolved before any code runs, so this file imports nothing of the app:
+ * (`cli/main.ts`). Static ESM imports are resolved before any code runs, so this file imports nothing of the app:
  * on an older Node the app's first `node:sqlite` import would die with a stack trace instead of one line.
  * The version needed is package.json's `engines.node` (one source of truth; a test checks its `>=X.Y.Z` shape).
  */
@@ -28,4 +28,4 @@ if (needed !== undefined && isOlder(process.versions.node, needed)) {
   process.exit(2);
 }
 
-await import('./cli.js');
+await import('./cli/main.js');

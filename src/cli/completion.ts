@@ -12,12 +12,12 @@ import {
   SENSITIVITIES,
   SERVICE_TYPES,
 } from '../config/api-terms.js';
-import { OPTIONS, optionsOf } from './api.js';
-import { LEAVES } from './commands.js';
-import { EXIT, usage, oneLine, exitCodeOf } from './exit.js';
-import { OUTPUT_FORMATS } from './output.js';
+import { OPTIONS, optionsOf } from './api/main.js';
+import { LEAVES } from './api/commands.js';
+import { EXIT, usage, oneLine, exitCodeOf } from './api/exit.js';
+import { OUTPUT_FORMATS } from './api/output.js';
 
-/** The top-level commands of the command line (cli.ts). */
+/** The top-level commands of the command line (cli/main.ts). */
 const TOP = ['run', 'check-config', 'demo', 'simulate', 'api', 'remediation', 'completion', '--help', '--version'];
 
 /** Words offered after a prefix of non-option words (longest prefix wins). */

@@ -34,7 +34,7 @@ export class RecorderClient extends UpstreamClient {
 
 export interface OfflineEngine {
   engine: RemediationEngine;
-  journal: SqliteStore;
+  store: SqliteStore;
   client: RecorderClient;
   /** stops the engine, closes the journal and the client */
   close(): Promise<void>;
@@ -47,11 +47,11 @@ export async function offlineEngine(
   targets: TargetDirectory,
   now: () => number,
 ): Promise<OfflineEngine> {
-  const journal = sqliteStore(Journal.open(':memory:'), ':memory:', tmpdir());
+  const store = sqliteStore(Journal.open(':memory:'), ':memory:', tmpdir());
   const client = new RecorderClient();
   const engine = new RemediationEngine({
     account,
-    journal,
+    store,
     client,
     metrics: forAccount(createMetrics(new Registry()), account),
     logger: pino({ level: 'silent' }),
@@ -63,11 +63,11 @@ export async function offlineEngine(
   await engine.ready;
   return {
     engine,
-    journal,
+    store,
     client,
     close: async () => {
       await engine.stop();
-      await journal.close();
+      await store.close();
       await client.close();
     },
   };

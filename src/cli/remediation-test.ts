@@ -86,7 +86,7 @@ export async function runTestFile(file: TestFile): Promise<string[]> {
     {},
   );
   const clock = { now: START };
-  const { engine, journal, client, close } = await offlineEngine(
+  const { engine, store, client, close } = await offlineEngine(
     config,
     ACCOUNT,
     worldDirectory(file, () => clock.now),
@@ -112,7 +112,7 @@ export async function runTestFile(file: TestFile): Promise<string[]> {
       for (const [i, alert] of (body?.alerts ?? []).entries())
         for (const req of requestsFor(alert, i, config.remediation.rules, [ACCOUNT], TEST_PRINCIPAL))
           await engine.request(req);
-      const rows = (await journal.list({ account: ACCOUNT, limit: 100_000 })).filter((r) => r.id > lastId).reverse();
+      const rows = (await store.list({ account: ACCOUNT, limit: 100_000 })).filter((r) => r.id > lastId).reverse();
       lastId = Math.max(lastId, ...rows.map((r) => r.id));
       const where = `${file.path}:${step.line}: at ${step.at}`;
       failures.push(...compareRows(where, step.expect, rows));

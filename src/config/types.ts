@@ -60,7 +60,7 @@ export interface AccountConfig {
 }
 
 /**
- * The validated, normalized configuration the composition root (daemon.ts) builds the daemon from: what the
+ * The validated, normalized configuration the composition root (daemon/start.ts) builds the daemon from: what the
  * file says (see the schema's descriptions) with durations in ms, the listen address split, and secrets read
  * from their files.
  */

@@ -9,7 +9,7 @@
  */
 import { unwatchFile, watchFile, type Stats } from 'node:fs';
 import type { Logger } from 'pino';
-import type { AccountRuntime } from '../accounts.js';
+import type { AccountRuntime } from './accounts.js';
 import type { Config } from '../config/types.js';
 import type { Metrics } from '../metrics/definitions.js';
 import { readBoundedText, readProblem } from '../read-bounded-file.js';

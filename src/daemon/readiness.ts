@@ -3,7 +3,7 @@
  * fails outright — a wrong key, the API down — keeps the daemon unready, naming the poll and the error). A
  * follower does not poll: it is ready while the shared database and the journal answer.
  */
-import type { AccountRuntime } from '../accounts.js';
+import type { AccountRuntime } from './accounts.js';
 import { DATABASE_UNREACHABLE } from '../config/database-url.js';
 import type { JobName } from '../config/schema.js';
 import type { StateStore } from '../store/store.js';
@@ -14,7 +14,7 @@ export interface ReadinessSources {
   leading: () => boolean;
   /** the election's problem, with replicas: the shared database does not answer */
   electionProblem: () => string | undefined;
-  journal: Pick<StateStore, 'problem' | 'healthy' | 'kind'>;
+  store: Pick<StateStore, 'problem' | 'healthy' | 'kind'>;
   /** false while `collectors.firewall` switches the firewall poll off: it is not waited for */
   firewallPolled: () => boolean;
 }
@@ -38,8 +38,8 @@ export function readinessOf(s: ReadinessSources): () => string[] {
     // /readyz is open to anyone: a database's problem names the part only (host, port, user and database are
     // in the log line that reported it).
     if (s.electionProblem() !== undefined) reasons.push(`the shared database does not answer: ${DATABASE_UNREACHABLE}`);
-    const detail = s.journal.problem ?? (s.journal.healthy() ? undefined : 'it does not answer');
-    const problem = detail !== undefined && s.journal.kind === 'postgres' ? `state ${DATABASE_UNREACHABLE}` : detail;
+    const detail = s.store.problem ?? (s.store.healthy() ? undefined : 'it does not answer');
+    const problem = detail !== undefined && s.store.kind === 'postgres' ? `state ${DATABASE_UNREACHABLE}` : detail;
     if (problem !== undefined) reasons.push(`the journal is unavailable (remediation disabled): ${problem}`);
     return reasons;
   };

@@ -5,7 +5,7 @@
  * An invalid new file is refused and the previous configuration stays in force; reloads run one at a time.
  */
 import type { Logger } from 'pino';
-import type { AccountRuntime } from '../accounts.js';
+import type { AccountRuntime } from './accounts.js';
 import { restartKeys, type ReloadResult } from '../config/reload.js';
 import type { Config } from '../config/types.js';
 import { ConfigError } from '../errors.js';

@@ -5,7 +5,7 @@
  * followers, whose engines check targets against it.
  */
 import type { Logger } from 'pino';
-import { initialPolls, reloadEventIds, type AccountRuntime } from '../accounts.js';
+import { initialPolls, reloadEventIds, type AccountRuntime } from './accounts.js';
 import { directoryServers } from '../collectors/ownership.js';
 import type { JobName } from '../config/schema.js';
 import type { Config } from '../config/types.js';

@@ -36,7 +36,7 @@ export interface PublishedServers {
 export interface StatusSources {
   version: string;
   accounts: ReadonlyMap<string, StatusAccount>;
-  journal: StateStore;
+  store: StateStore;
   /** the images `/graphs` serves: each account's store, or the shared database */
   graphs: GraphSource;
   /** with replicas: whether this one leads, and the directory a follower lists instead of its idle polls */
@@ -78,7 +78,7 @@ export function statusViewOf(s: StatusSources): (options: { actions: boolean }) 
     let actions: StatusView['actions'];
     if (options.actions) {
       try {
-        actions = await s.journal.list({ limit: 10 });
+        actions = await s.store.list({ limit: 10 });
       } catch {
         // The page still shows the rest when the journal is unavailable (/readyz says so).
         actions = [];

@@ -20,7 +20,7 @@ import type { ActionDecision, ActionRequest } from './types.js';
 
 export interface ApprovalDeps {
   account: string;
-  journal: StateStore;
+  store: StateStore;
   config: Config['remediation'];
   logger: Logger;
   /** ms since epoch */
@@ -51,11 +51,11 @@ export class Approvals {
     } catch (error) {
       // No decision was made (journal or server list unavailable): the row says so; the request must be asked again.
       const message = `approved by ${approver}; not decided: ${(error as Error).message}; ask again`;
-      await this.#deps.journal.complete(row.id, { decision: 'approved', message, at }).catch(() => undefined);
+      await this.#deps.store.complete(row.id, { decision: 'approved', message, at }).catch(() => undefined);
       throw error;
     }
     const message = `approved by ${approver}; executed as journal entry ${result.id}: ${result.decision}`;
-    await this.#deps.journal.complete(row.id, { decision: 'approved', message, at });
+    await this.#deps.store.complete(row.id, { decision: 'approved', message, at });
     await this.#deps.record(row.action, { id: row.id, decision: 'approved', message });
     this.#deps.logger.info(
       { journal_id: row.id, action: row.action, principal: row.principal, approver, execution: result.id },
@@ -78,13 +78,13 @@ export class Approvals {
 
   /** Expires the rows awaiting approval longer than approval_timeout; returns how many. Throws JournalError. */
   async expire(): Promise<number> {
-    const { account, journal, config } = this.#deps;
+    const { account, store, config } = this.#deps;
     const now = this.#deps.now();
     let expired = 0;
-    for (const row of await journal.awaitingApproval(account)) {
+    for (const row of await store.awaitingApproval(account)) {
       if (now - row.createdAt < config.approvalTimeoutMs) continue;
       const message = expiredMessage(config.approvalTimeoutMs);
-      if (!(await journal.settleApproval(row.id, { decision: 'expired', approver: null, at: now, message }))) continue;
+      if (!(await store.settleApproval(row.id, { decision: 'expired', approver: null, at: now, message }))) continue;
       expired++;
       this.#deps.logger.warn(
         { journal_id: row.id, action: row.action, server_id: row.serverId, principal: row.principal },
@@ -97,15 +97,15 @@ export class Approvals {
 
   /** Settles an awaiting row once; an expired one is settled `expired`. Throws ConflictError. */
   async #settle(row: JournalEntry, settlement: ApprovalSettlement): Promise<void> {
-    const { journal, config } = this.#deps;
+    const { store, config } = this.#deps;
     if (settlement.at - row.createdAt >= config.approvalTimeoutMs) {
       const message = expiredMessage(config.approvalTimeoutMs);
-      if (await journal.settleApproval(row.id, { decision: 'expired', approver: null, at: settlement.at, message }))
+      if (await store.settleApproval(row.id, { decision: 'expired', approver: null, at: settlement.at, message }))
         await this.#deps.record(row.action, { id: row.id, decision: 'expired', message });
       throw new ConflictError(`journal entry ${row.id} expired: ${message}`);
     }
-    if (!(await journal.settleApproval(row.id, settlement))) {
-      const now = await journal.get(row.id);
+    if (!(await store.settleApproval(row.id, settlement))) {
+      const now = await store.get(row.id);
       throw new ConflictError(
         `journal entry ${row.id} is ${now?.decision ?? 'gone'}${now?.approver ? ` (by ${now.approver})` : ''}, no longer awaiting approval`,
       );

@@ -102,7 +102,7 @@ export class DesiredFirewallState {
 
   /** Sends a desired firewall state (journal row `id` is already written) and records the outcome. */
   async apply(d: DesiredFirewall, id: number): Promise<ActionDecision> {
-    const { account, journal, client, logger, now, record } = this.#deps;
+    const { account, store, client, logger, now, record } = this.#deps;
     const key = `${d.serverId}/${d.ip}`;
     this.#inFlight.add(key);
     /** Updates the desired state from its latest form and completes the row, in one transaction. */
@@ -110,7 +110,7 @@ export class DesiredFirewallState {
       update: (latest: DesiredFirewall) => DesiredFirewall,
       done: { decision: Decision; upstreamOutcome: string; message: string; at: number },
     ) =>
-      journal.transaction(account, async (tx) => {
+      store.transaction(account, async (tx) => {
         const latest = (await tx.desired(d.account, d.serverId, d.ip)) ?? d;
         const saved = update(latest);
         await tx.saveDesired(saved);
@@ -188,15 +188,15 @@ export class DesiredFirewallState {
    * is aborted (the replica stopped leading) no further change is decided or sent.
    */
   async applyDue(signal?: AbortSignal): Promise<number> {
-    const { account, journal, logger, record, config } = this.#deps;
+    const { account, store, logger, record, config } = this.#deps;
     const now = this.#deps.now();
-    const due = await journal.dueDesired(account, now);
+    const due = await store.dueDesired(account, now);
     if (config.dryRun) return this.#hold(due, now);
     this.#held.clear();
     for (const listed of due) {
       if (signal?.aborted) break;
       if (this.#inFlight.has(`${listed.serverId}/${listed.ip}`)) continue;
-      const step = await journal.transaction(account, async (tx) => {
+      const step = await store.transaction(account, async (tx) => {
         const d = await tx.desired(account, listed.serverId, listed.ip);
         if (!d?.pending || d.dueAt > now) return undefined;
         const base = pendingEntry(d, now);
@@ -235,13 +235,13 @@ export class DesiredFirewallState {
    * pending, due, and is sent by the first tick after dry run is switched off. Returns how many rows it wrote.
    */
   async #hold(due: DesiredFirewall[], now: number): Promise<number> {
-    const { account, journal, record } = this.#deps;
+    const { account, store, record } = this.#deps;
     let journaled = 0;
     for (const listed of due) {
       const key = `${listed.serverId}/${listed.ip}/${listed.desiredState}`;
       if (this.#held.has(key)) continue;
       const message = `dry run: pending state ${listed.desiredState} held, nothing sent upstream (sent once remediation.dry_run is false)`;
-      const id = await journal.transaction(account, async (tx) => {
+      const id = await store.transaction(account, async (tx) => {
         const d = await tx.desired(account, listed.serverId, listed.ip);
         if (!d?.pending || d.dueAt > now || d.desiredState !== listed.desiredState) return undefined;
         return tx.insert({

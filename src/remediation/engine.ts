@@ -36,7 +36,7 @@ export interface EngineDeps {
   /** the account this engine acts for: its requests must name it */
   account: string;
   /** the state store (SQLite or PostgreSQL), shared by every account's engine */
-  journal: StateStore;
+  store: StateStore;
   client: UpstreamClient;
   metrics: Metrics;
   logger: Logger;
@@ -90,13 +90,13 @@ export class RemediationEngine {
       request: (req) => this.request(req),
       record: (action, result) => this.#record(action, result),
     });
-    const { journal, logger } = deps;
-    if (journal.unavailable !== undefined)
+    const { store, logger } = deps;
+    if (store.unavailable !== undefined)
       logger.error(
-        { reason: journal.unavailable },
+        { reason: store.unavailable },
         'remediation disabled: the journal is unavailable; polling and /metrics go on, the action endpoints answer 503',
       );
-    this.ready = journal.opened.then((open) => (open ? this.#gauges.restore() : undefined));
+    this.ready = store.opened.then((open) => (open ? this.#gauges.restore() : undefined));
   }
 
   /**
@@ -125,7 +125,7 @@ export class RemediationEngine {
 
   /** Decides on one request; executes it when every guard allows. Throws JournalError, NotReadyError, IdempotencyMismatchError. */
   async request(req: ActionRequest): Promise<ActionDecision> {
-    const { account, journal, config } = this.#deps;
+    const { account, store, config } = this.#deps;
     // The route picks the engine by the request's account; a mismatch is a bug, never a guess.
     if (req.account !== account)
       throw new Error(`request for account ${req.account} given to the engine of account ${account}`);
@@ -137,10 +137,10 @@ export class RemediationEngine {
     // that conflicts rolls back; decided again, the key is then found taken (a duplicate).
     let decided: Awaited<ReturnType<typeof decideTx>>;
     try {
-      decided = await journal.transaction(account, decideTx);
+      decided = await store.transaction(account, decideTx);
     } catch (error) {
       if (!(error instanceof ClaimConflict)) throw error;
-      decided = await journal.transaction(account, decideTx);
+      decided = await store.transaction(account, decideTx);
     }
     const { desiredRecorded, ...result } = decided;
     if (desiredRecorded) {
@@ -148,7 +148,7 @@ export class RemediationEngine {
     }
     if (!result.send) return this.#record(req.action, result);
     if (req.action === 'firewall_state')
-      return this.#firewall.apply((await journal.desired(account, req.serverId, req.ip!))!, decided.id);
+      return this.#firewall.apply((await store.desired(account, req.serverId, req.ip!))!, decided.id);
     return this.#execute(decided.id, req, async () => {
       const result = await send(this.#deps.client, req);
       return { message: p.note(result.message) };
@@ -196,7 +196,7 @@ export class RemediationEngine {
 
   /** Applies the pending firewall changes that are due, and the housekeeping. Called by the ticker; safe to call directly. */
   tick(): Promise<void> {
-    if (this.#deps.journal.unavailable !== undefined) return Promise.resolve();
+    if (this.#deps.store.unavailable !== undefined) return Promise.resolve();
     if (this.#ticking) return this.#ticking;
     const abort = new AbortController();
     this.#tickAbort = abort;
@@ -232,7 +232,7 @@ export class RemediationEngine {
    * names any more (desired-firewall.ts, `cancelWithoutRule`). Returns how many; throws JournalError.
    */
   async rulesChanged(): Promise<number> {
-    if (this.#deps.journal.unavailable !== undefined) return 0;
+    if (this.#deps.store.unavailable !== undefined) return 0;
     await this.ready;
     const cancelled = await this.#firewall.cancelWithoutRule();
     if (cancelled > 0) await this.#gauges.refresh();
@@ -241,10 +241,10 @@ export class RemediationEngine {
 
   /** Throws when no decision can be made: the journal is unavailable, or no server list was read yet. */
   #requireUsable(): void {
-    const unavailable = this.#deps.journal.unavailable;
+    const unavailable = this.#deps.store.unavailable;
     if (unavailable !== undefined) {
       // PostgreSQL's reason names host, port, user and database: the reply names the part, the log the rest.
-      if (this.#deps.journal.kind === 'postgres')
+      if (this.#deps.store.kind === 'postgres')
         throw new JournalError(`remediation is disabled: the journal is unavailable: state ${DATABASE_UNREACHABLE}`, {
           cause: new Error(unavailable),
         });

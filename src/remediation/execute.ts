@@ -14,7 +14,7 @@ import type { ActionDecision, ActionRequest } from './types.js';
 
 /** What executing needs: the store, the log, the clock (ms since epoch), and how a finished decision is counted. */
 export interface ExecuteDeps {
-  journal: StateStore;
+  store: StateStore;
   logger: Logger;
   now: () => number;
   /** counts a finished decision; `failedAt` (ms) marks a failed or unknown one */
@@ -29,10 +29,10 @@ export async function execute(
   call: () => Promise<{ message: string }>,
 ): Promise<ActionDecision> {
   const { action, principal } = req;
-  const { journal, logger, now, record } = deps;
+  const { store, logger, now, record } = deps;
   try {
     const result = await call();
-    await journal.complete(id, {
+    await store.complete(id, {
       decision: 'executed',
       upstreamOutcome: 'success',
       message: result.message,
@@ -43,7 +43,7 @@ export async function execute(
     const message = error instanceof Error ? error.message : String(error);
     const decision = failureDecision(error);
     const at = now();
-    await journal.complete(id, { decision, upstreamOutcome: failureOutcome(error), message, at });
+    await store.complete(id, { decision, upstreamOutcome: failureOutcome(error), message, at });
     logger.error(
       { action, journal_id: id, decision, principal, err: error },
       decision === 'unknown'

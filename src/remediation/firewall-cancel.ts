@@ -12,7 +12,7 @@ import type { ActionDecision } from './types.js';
 /** What cancelling needs: desired-firewall.ts's `DesiredFirewallDeps` but the client (nothing is sent). */
 export interface CancelDeps {
   account: string;
-  journal: StateStore;
+  store: StateStore;
   logger: Logger;
   metrics: Metrics;
   config: Config['remediation'];
@@ -29,12 +29,12 @@ export interface CancelDeps {
  * how many were cancelled. Throws JournalError.
  */
 export async function cancelWithoutRule(deps: CancelDeps, inFlight: (d: DesiredFirewall) => boolean): Promise<number> {
-  const { account, journal, config, metrics, record } = deps;
+  const { account, store, config, metrics, record } = deps;
   const ruled = new Set(config.rules.filter((r) => r.action === 'firewall_state').map((r) => r.alertname));
   let cancelled = 0;
-  for (const listed of (await journal.allDesired(account)).filter((d) => d.pending)) {
+  for (const listed of (await store.allDesired(account)).filter((d) => d.pending)) {
     const now = deps.now();
-    const step = await journal.transaction(account, async (tx) => {
+    const step = await store.transaction(account, async (tx) => {
       const d = await tx.desired(account, listed.serverId, listed.ip);
       if (!d?.pending || inFlight(d)) return undefined;
       const rows = await tx.list({ account, serverId: d.serverId, action: 'firewall_state', limit: ORIGIN_ROWS });

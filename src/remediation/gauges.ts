@@ -11,7 +11,7 @@ import { budgetLeft } from './guards.js';
 /** What the gauges read and set: the engine's dependencies (engine.ts `EngineDeps`) they need. */
 export interface GaugeDeps {
   account: string;
-  journal: StateStore;
+  store: StateStore;
   metrics: Metrics;
   logger: Logger;
   config: Config['remediation'];
@@ -38,22 +38,22 @@ export class RemediationGauges {
    * Never rejects: a failure is logged, the counters then start from zero.
    */
   async restore(): Promise<void> {
-    const { account, journal, logger, metrics } = this.#deps;
+    const { account, store, logger, metrics } = this.#deps;
     try {
       const at = this.#now();
       const before = this.#deps.interruptedAfterMs === undefined ? undefined : at - this.#deps.interruptedAfterMs;
-      for (const row of await journal.recoverInterrupted(account, at, before)) {
+      for (const row of await store.recoverInterrupted(account, at, before)) {
         logger.warn(
           { journal_id: row.id, action: row.action, server_id: row.serverId, ip: row.ip, principal: row.principal },
           'journal row left executing by a previous run: outcome unknown (the API may have acted); it counts for cooldown and budget',
         );
       }
       // Decision metrics are rebuilt from the journal, so a restart loses none (failed and unknown included).
-      for (const c of await journal.decisionCounts(account))
+      for (const c of await store.decisionCounts(account))
         metrics.actionRequests.inc({ action: c.action, decision: c.decision }, c.count);
-      for (const f of await journal.lastFailures(account))
+      for (const f of await store.lastFailures(account))
         metrics.actionLastFailure.set({ action: f.action, decision: f.decision }, f.at / 1000);
-      for (const d of await journal.allDesired(account))
+      for (const d of await store.allDesired(account))
         metrics.firewallDesiredState.set({ server_id: d.serverId, ip: d.ip }, Number(d.desiredState));
       await this.refresh();
     } catch (error) {
@@ -63,10 +63,10 @@ export class RemediationGauges {
 
   /** The pending, awaiting-approval, budget and circuit-breaker gauges from the store. Throws JournalError. */
   async refresh(): Promise<void> {
-    const { metrics, journal, account, config } = this.#deps;
-    const pending = await journal.pendingCount(account);
-    const awaiting = await journal.awaitingApproval(account);
-    const left = await budgetLeft(journal, account, config.budgetPerHour, this.#now());
+    const { metrics, store, account, config } = this.#deps;
+    const pending = await store.pendingCount(account);
+    const awaiting = await store.awaitingApproval(account);
+    const left = await budgetLeft(store, account, config.budgetPerHour, this.#now());
     metrics.actionPending.set({ action: 'firewall_state' }, pending);
     // A series per action that ever waited for approval (set to 0 afterwards, never removed); apart from
     // baremetal_action_pending, whose alert (BaremetalRemediationPendingStuck) is about firewall changes.
@@ -79,8 +79,8 @@ export class RemediationGauges {
 
   /** The breaker's gauge from the store (another replica may have opened or closed it). */
   async refreshCircuit(): Promise<void> {
-    const { metrics, journal, account } = this.#deps;
+    const { metrics, store, account } = this.#deps;
     this.circuitReadAt = this.#now();
-    metrics.remediationCircuitOpen.set((await journal.circuit(account)).openedAt === null ? 0 : 1);
+    metrics.remediationCircuitOpen.set((await store.circuit(account)).openedAt === null ? 0 : 1);
   }
 }

@@ -34,7 +34,7 @@ export function pruneEveryMs(retentionMs: number): number {
 export interface HousekeepingDeps {
   /** the account whose desired state is retired; pruning is journal-wide */
   account: string;
-  journal: StateQueries;
+  store: StateQueries;
   metrics: Metrics;
   logger: Logger;
   targets: TargetDirectory;
@@ -70,9 +70,9 @@ export class Housekeeping {
    * flight can be) become `unknown`. The API may have acted: they still count for cooldown and budget.
    */
   async recoverInterrupted(now: number): Promise<number> {
-    const { account, journal, logger, interruptedAfterMs } = this.#deps;
+    const { account, store, logger, interruptedAfterMs } = this.#deps;
     if (interruptedAfterMs === undefined) return 0;
-    const rows = await journal.recoverInterrupted(account, now, now - interruptedAfterMs);
+    const rows = await store.recoverInterrupted(account, now, now - interruptedAfterMs);
     for (const row of rows)
       logger.warn(
         { journal_id: row.id, action: row.action, server_id: row.serverId, ip: row.ip },
@@ -83,10 +83,10 @@ export class Housekeeping {
 
   /** Marks desired state of unlisted servers, and retires what has been missing for RETIRE_AFTER_MS. Returns the rows retired. */
   async retire(now: number): Promise<number> {
-    const { account, journal, metrics, logger, targets } = this.#deps;
+    const { account, store, metrics, logger, targets } = this.#deps;
     // Before the first server list every server would look gone.
     if (!targets.serversKnown) return 0;
-    const retired = await journal.retireMissing(account, (id) => targets.hasServer(id), now, now - RETIRE_AFTER_MS);
+    const retired = await store.retireMissing(account, (id) => targets.hasServer(id), now, now - RETIRE_AFTER_MS);
     for (const r of retired) metrics.firewallDesiredState.remove({ server_id: r.serverId, ip: r.ip });
     if (retired.length > 0)
       logger.info(
@@ -98,11 +98,11 @@ export class Housekeeping {
 
   /** Deletes rows older than the retention, PRUNE_BATCH per statement. Returns the rows deleted. */
   async prune(now: number): Promise<number> {
-    const { journal, logger, config } = this.#deps;
+    const { store, logger, config } = this.#deps;
     const before = now - config.journalRetentionMs;
     let total = 0;
     for (;;) {
-      const n = await journal.prune(before, PRUNE_BATCH);
+      const n = await store.prune(before, PRUNE_BATCH);
       total += n;
       if (n < PRUNE_BATCH) break;
       await yieldToLoop();

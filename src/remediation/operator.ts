@@ -24,9 +24,9 @@ export async function closeCircuit(
   principal: string,
   reason?: string,
 ): Promise<ActionDecision & { wasOpen: boolean }> {
-  const { account, journal } = deps;
+  const { account, store } = deps;
   const now = deps.now();
-  const closed = await journal.transaction(account, async (tx) => {
+  const closed = await store.transaction(account, async (tx) => {
     const wasOpen = await tx.closeCircuit(account, now);
     const message = wasOpen
       ? 'circuit breaker closed by an operator: power actions are allowed again, counted from now'
@@ -56,7 +56,7 @@ export async function closeCircuit(
 
 /** The console descriptor of `serverId`, journaled (engine.ts `console`). Throws JournalError, NotFoundError, UpstreamError. */
 export async function readConsole(deps: OperatorDeps, serverId: string, principal: string): Promise<string> {
-  const { account, journal, targets } = deps;
+  const { account, store, targets } = deps;
   const now = deps.now();
   const entry: NewEntry = {
     account,
@@ -74,22 +74,22 @@ export async function readConsole(deps: OperatorDeps, serverId: string, principa
   };
   if (!targets.hasServer(serverId)) {
     const message = `server ${serverId} is not in the latest server list`;
-    const id = await journal.insert({ ...entry, decision: 'denied_unknown_target', message });
+    const id = await store.insert({ ...entry, decision: 'denied_unknown_target', message });
     await deps.record('console', { id, decision: 'denied_unknown_target', message });
     throw new NotFoundError(message);
   }
-  const id = await journal.insert(entry);
+  const id = await store.insert(entry);
   try {
     const xml = await getConsole(deps.client, serverId);
     const message = `console descriptor sent (${Buffer.byteLength(xml)} bytes)`;
-    await journal.complete(id, { decision: 'executed', upstreamOutcome: 'success', message, at: deps.now() });
+    await store.complete(id, { decision: 'executed', upstreamOutcome: 'success', message, at: deps.now() });
     await deps.record('console', { id, decision: 'executed', message });
     return xml;
   } catch (error) {
     // Reading a descriptor changes nothing upstream: a failure is `failed`, never `unknown`.
     const at = deps.now();
     const message = error instanceof Error ? error.message : String(error);
-    await journal.complete(id, { decision: 'failed', upstreamOutcome: failureOutcome(error), message, at });
+    await store.complete(id, { decision: 'failed', upstreamOutcome: failureOutcome(error), message, at });
     await deps.record('console', { id, decision: 'failed', message }, at);
     throw error;
   }

@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Daemon } from '../../src/daemon.js';
+import type { Daemon } from '../../src/daemon/start.js';
 import type { Simulator } from '../../src/simulator/server.js';
 import { accountOf, startHarness, type Harness } from '../helpers/daemon.js';
 import { requireBinary } from '../helpers/binaries.js';
@@ -35,7 +35,7 @@ describe.skipIf(alertmanager.skip)('two unclustered Alertmanagers drive the webh
   const toBoth = (alerts: object[]) => Promise.all(managers.map((m) => post(m.url, alerts)));
   const stateCalls = (state: string) => sim.callsTo('/api/v1/dedicated/firewall/state', { ip: attackedIp, state });
   const journalFor = async (alertname: string) =>
-    (await daemon.journal.list({ limit: 1000 })).filter((e) => e.alertname === alertname);
+    (await daemon.store.list({ limit: 1000 })).filter((e) => e.alertname === alertname);
   /** Webhook notifications each Alertmanager has started, from its own `alertmanager_notifications_total`. */
   const notifications = async () =>
     Promise.all(

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Daemon } from '../../src/daemon.js';
+import type { Daemon } from '../../src/daemon/start.js';
 import type { Simulator } from '../../src/simulator/server.js';
 import { requireBinary } from '../helpers/binaries.js';
 import { startHarness, type Harness } from '../helpers/daemon.js';

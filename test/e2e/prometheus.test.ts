@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Daemon } from '../../src/daemon.js';
+import type { Daemon } from '../../src/daemon/start.js';
 import type { Simulator } from '../../src/simulator/server.js';
 import { startHarness, type Harness } from '../helpers/daemon.js';
 import { requireBinary } from '../helpers/binaries.js';

@@ -1,5 +1,5 @@
 import { afterEach } from 'vitest';
-import { buildApp } from '../../src/app.js';
+import { buildApp } from '../../src/http/app.js';
 import { GraphStore } from '../../src/graphs/store.js';
 import { ExpositionCache } from '../../src/metrics/exposition-cache.js';
 import { type Config, DEFAULT_SAFETY, type RemediationRule } from '../../src/config/types.js';
@@ -138,7 +138,7 @@ export async function engineHarness(
   const engine = new RemediationEngine({
     firewallPeriodMs: FIREWALL_PERIOD_MS,
     account: 'default',
-    journal,
+    store: journal,
     client,
     metrics,
     logger: log.logger,
@@ -165,7 +165,7 @@ export function remediationApp(h: Awaited<ReturnType<typeof engineHarness>>) {
     graphMaxWidth: 2000,
     remediation: {
       engines: new Map([['default', h.engine]]),
-      journal: h.journal,
+      store: h.journal,
       metrics: h.metrics,
       config: h.config,
     },

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { configProblems } from '../helpers/config-problems.js';
 import { buildConfig } from '../../src/config/load.js';
-import type { Daemon } from '../../src/daemon.js';
+import type { Daemon } from '../../src/daemon/start.js';
 import { accountOf, startHarness } from '../helpers/daemon.js';
 import { TOKEN } from '../helpers/remediation.js';
 
@@ -145,7 +145,7 @@ describe('several accounts', () => {
         calls: { main: a.callsTo(POWERCYCLE).length, reseller: b.callsTo(POWERCYCLE).length },
       }).toEqual({ status, message, calls });
       if (status === 200)
-        expect((await daemon.journal.list({ limit: 1 }))[0]).toMatchObject({
+        expect((await daemon.store.list({ limit: 1 }))[0]).toMatchObject({
           account: 'reseller-eu',
           serverId: '100001',
           decision: 'executed',

@@ -7,7 +7,7 @@
 import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { Daemon } from '../../src/daemon.js';
+import type { Daemon } from '../../src/daemon/start.js';
 import { REDACTED } from '../../src/scrub.js';
 import { startSimulator } from '../../src/simulator/server.js';
 import { ApiKey } from '../../src/upstream/api-key.js';

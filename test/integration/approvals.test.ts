@@ -174,7 +174,7 @@ for (const backend of backends()) {
       });
       const other = new RemediationEngine({
         account: 'default',
-        journal: await db.open(),
+        store: await db.open(),
         client,
         metrics: freshMetrics().metrics,
         logger: captureLogger().logger,

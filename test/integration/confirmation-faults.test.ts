@@ -59,7 +59,7 @@ describe('the daemon reads an action reply by §7', () => {
     const res = await d.app.inject({ method: 'POST', url, headers: auth, payload });
     expect(res.statusCode).toBe(200);
     expect(pick(res.json())).toMatchObject({ decision: 'executed', message });
-    expect((await d.journal.list({ limit: 1 }))[0]).toMatchObject({
+    expect((await d.store.list({ limit: 1 }))[0]).toMatchObject({
       decision: 'executed',
       upstreamOutcome: 'success',
       message,
@@ -77,7 +77,7 @@ describe('the daemon reads an action reply by §7', () => {
       payload: { server_id: '100001', ip: '198.18.0.1', state: '1' },
     });
     expect(res.json()).toMatchObject({ decision: 'executed' });
-    expect(await d.journal.desired('default', '100001', '198.18.0.1')).toMatchObject({
+    expect(await d.store.desired('default', '100001', '198.18.0.1')).toMatchObject({
       pending: false,
       desiredState: '1',
       appliedState: '1',
@@ -98,7 +98,7 @@ describe('the daemon reads an action reply by §7', () => {
       payload: { server_id: '100001' },
     });
     expect(res.json()).toMatchObject({ decision: 'failed', message: expect.stringContaining(message) });
-    expect((await d.journal.list({ limit: 1 }))[0]).toMatchObject({
+    expect((await d.store.list({ limit: 1 }))[0]).toMatchObject({
       decision: 'failed',
       upstreamOutcome: 'BM_ERR_API',
     });
@@ -113,7 +113,7 @@ describe('the daemon reads an action reply by §7', () => {
       payload: { server_id: '100001' },
     });
     expect(res.json()).toMatchObject({ decision: 'unknown', message: expect.stringContaining('invalid reply') });
-    expect((await d.journal.list({ limit: 1 }))[0]).toMatchObject({
+    expect((await d.store.list({ limit: 1 }))[0]).toMatchObject({
       decision: 'unknown',
       upstreamOutcome: 'BM_ERR_INVALID_REPLY',
     });

@@ -5,7 +5,7 @@
  * of calls is the evidence, the journal says why. The clock is injected; ticks are driven by hand.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Daemon } from '../../src/daemon.js';
+import type { Daemon } from '../../src/daemon/start.js';
 import type { Simulator } from '../../src/simulator/server.js';
 import { accountOf, startHarness } from '../helpers/daemon.js';
 import { seriesValue } from '../helpers/metrics.js';
@@ -99,16 +99,16 @@ async function afterDue(w: World, since: number) {
   w.clock.now += 6 * MIN;
   await accountOf(w.d, 'default').engine.tick();
   await accountOf(w.d, 'default').engine.tick();
-  const rows = (await w.d.journal.list({ limit: 50 })).filter((r) => r.id > since);
+  const rows = (await w.d.store.list({ limit: 50 })).filter((r) => r.id > since);
   return {
     sent: w.sim.callsTo(STATE).map((c) => c.params.state),
     rows: rows.map((r) => ({ source: r.source, decision: r.decision, value: r.value })),
     messages: rows.map((r) => r.message),
-    desired: await w.d.journal.desired('default', '100001', w.ip),
+    desired: await w.d.store.desired('default', '100001', w.ip),
   };
 }
 
-const lastId = async (d: Daemon) => (await d.journal.list({ limit: 1 }))[0]!.id;
+const lastId = async (d: Daemon) => (await d.store.list({ limit: 1 }))[0]!.id;
 
 describe('dry run and removed rules hold every pending change', () => {
   it('dry_run set by a reload: the due change is held, journaled once as dry_run, sent after dry_run is off', async () => {

@@ -16,7 +16,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Daemon } from '../../src/daemon.js';
+import type { Daemon } from '../../src/daemon/start.js';
 import { requireBinary } from '../helpers/binaries.js';
 import { accountOf, startHarness, type Harness } from '../helpers/daemon.js';
 

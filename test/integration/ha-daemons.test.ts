@@ -8,7 +8,7 @@
 import pg from 'pg';
 import sharp from 'sharp';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Daemon } from '../../src/daemon.js';
+import type { Daemon } from '../../src/daemon/start.js';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
 import { DEFAULT_POOL_LIMITS } from '../../src/store/postgres/pool.js';
 import { accountOf, startHarness } from '../helpers/daemon.js';
@@ -176,7 +176,7 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
     // Meanwhile another leader counted e3 and saved the ids in the shared database; then this replica loses
     // its connection and is elected again.
     sim!.state.injectEvents('dedicated', '100001', [{ id: 'e3', ip: '198.18.0.1' }]);
-    await daemon.journal.eventLedger('default').save(new Map([['dedicated/100001', new Set(['e1', 'e2', 'e3'])]]));
+    await daemon.store.eventLedger('default').save(new Map([['dedicated/100001', new Set(['e1', 'e2', 'e3'])]]));
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     await admin.query(

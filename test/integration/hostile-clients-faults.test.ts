@@ -12,7 +12,7 @@ import { connect, type Socket } from 'node:net';
 import bcrypt from 'bcryptjs';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Daemon } from '../../src/daemon.js';
+import type { Daemon } from '../../src/daemon/start.js';
 import { accountOf, startHarness, type Harness } from '../helpers/daemon.js';
 import { unreachableAlert } from '../helpers/remediation.js';
 

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { Daemon } from '../../src/daemon.js';
+import type { Daemon } from '../../src/daemon/start.js';
 import type { Simulator } from '../../src/simulator/server.js';
 import { accountOf, startHarness } from '../helpers/daemon.js';
 import { TOKEN } from '../helpers/remediation.js';

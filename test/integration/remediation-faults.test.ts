@@ -5,7 +5,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import type { Daemon } from '../../src/daemon.js';
+import type { Daemon } from '../../src/daemon/start.js';
 import { RemediationEngine } from '../../src/remediation/engine.js';
 import type { ActionRequest } from '../../src/remediation/types.js';
 import { accountOf, startHarness } from '../helpers/daemon.js';
@@ -62,7 +62,7 @@ describe('remediation under upstream faults', () => {
           decision: 'failed',
           message: expect.stringContaining('The request could not be completed.'),
         });
-        expect(await d.journal.desired('default', '100001', '198.18.0.1')).toMatchObject({
+        expect(await d.store.desired('default', '100001', '198.18.0.1')).toMatchObject({
           pending: true,
           desiredState: '1',
           appliedState: null,
@@ -71,7 +71,7 @@ describe('remediation under upstream faults', () => {
         clock.now += 2 * MIN;
         await accountOf(d, 'default').engine.tick();
         expect(s.callsTo(STATE).map((c) => c.params.state)).toEqual(['1', '1']);
-        expect((await d.journal.list({ limit: 2 })).map((e) => e.decision)).toEqual(['executed', 'failed']);
+        expect((await d.store.list({ limit: 2 })).map((e) => e.decision)).toEqual(['executed', 'failed']);
         expect(s.state.firewallSetting('198.18.0.1').state).toBe('1');
         expect(await seriesValue(d.registry, 'baremetal_action_pending', { action: 'firewall_state' })).toBe(0);
       },
@@ -207,7 +207,7 @@ describe('the console download', () => {
     const res = await d.app.inject({ method: 'GET', url: `/api/v1/servers/${serverId}/console.jnlp`, headers: auth });
     expect(res.statusCode).toBe(status);
     if (status === 200) expect(res.body).toContain('<jnlp');
-    expect((await d.journal.list({ limit: 1 }))[0]).toMatchObject({
+    expect((await d.store.list({ limit: 1 }))[0]).toMatchObject({
       source: 'operator',
       action: 'console',
       serverId,
@@ -221,7 +221,7 @@ describe('the console download', () => {
     s.setFaults({ errorRate: 1, paths: ['/api/v1/dedicated/console'] });
     const res = await d.app.inject({ method: 'GET', url: '/api/v1/servers/100001/console.jnlp', headers: auth });
     expect(res.statusCode).toBe(502);
-    expect((await d.journal.list({ limit: 1 }))[0]).toMatchObject({
+    expect((await d.store.list({ limit: 1 }))[0]).toMatchObject({
       action: 'console',
       decision: 'failed',
       upstreamOutcome: 'BM_ERR_API',
@@ -270,7 +270,7 @@ describe('a demoted leader (issue 19)', () => {
     await tick;
     expect(s.callsTo(STATE)).toHaveLength(4);
     // One pending change was decided and sent; the other two were never decided on this replica.
-    const rows = (await d.journal.list({ limit: 50 })).filter((e) => e.source === 'pending');
+    const rows = (await d.store.list({ limit: 50 })).filter((e) => e.source === 'pending');
     expect(rows).toHaveLength(1);
     expect(rows[0]!.decision).not.toBe('executing');
   });
@@ -291,7 +291,7 @@ describe('one alert delivered to two replicas inside a cooldown (issue 19)', () 
     const replica = new RemediationEngine({
       firewallPeriodMs: FIREWALL_PERIOD_MS,
       account: 'default',
-      journal: h.journal,
+      store: h.journal,
       client: h.client,
       metrics: freshMetrics().metrics,
       logger: h.log.logger,

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { historyReadAt } from '../../src/collectors/firewall.js';
-import type { Daemon } from '../../src/daemon.js';
+import type { Daemon } from '../../src/daemon/start.js';
 import { startHarness } from '../helpers/daemon.js';
 import { seriesValue } from '../helpers/metrics.js';
 import { requirePostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';
@@ -143,7 +143,7 @@ describe.each([
       payload: { server_id: '100002', force: true },
     });
     expect(forced.json()).toMatchObject({ decision: 'executed' });
-    const [row] = await h.daemon.journal.list({ limit: 1 });
+    const [row] = await h.daemon.store.list({ limit: 1 });
     expect(row!.message).toMatch(/^forced by the operator past the attack guard; /);
     expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(1);
   });
@@ -211,7 +211,7 @@ describe.each([
       // Closing starts a new window: the servers counted before no longer count.
       expect((await deliver(restarted, unreachable('100005', '2026-11-21T11:55:00Z'))).decision).toBe('executed');
       expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(4);
-      const [row] = (await restarted.journal.list({ action: 'circuit_close', limit: 1 })) as Array<{
+      const [row] = (await restarted.store.list({ action: 'circuit_close', limit: 1 })) as Array<{
         source: string;
         principal: string | null;
       }>;
@@ -232,7 +232,7 @@ describe.each([
     }
     expect(decisions).toEqual(['executed', 'executed', 'executed', 'escalated']);
     expect(h.sim.callsTo(POWERCYCLE, { server_id: '100002' })).toHaveLength(3);
-    const [row] = await h.daemon.journal.list({ limit: 1 });
+    const [row] = await h.daemon.store.list({ limit: 1 });
     expect(row!.message).toContain('already had 3 power actions within 86400s');
     expect(
       await seriesValue(h.daemon.registry, 'baremetal_action_requests_total', {

@@ -52,7 +52,7 @@ describe.each([
       expect(res.json().results[0].decision).toBe('executed');
     }
     // A row as an exporter before this change wrote it: no labels, no status.
-    await h.daemon.journal.insert({
+    await h.daemon.store.insert({
       account: 'default',
       createdAt: Date.now(),
       source: 'alert',
@@ -66,7 +66,7 @@ describe.each([
       principal: null,
       decision: 'cooldown',
     });
-    const before = await h.daemon.journal.list({ limit: 100 });
+    const before = await h.daemon.store.list({ limit: 100 });
     const sent = h.sim.calls.length;
     await h.daemon.stop();
 
@@ -103,6 +103,6 @@ describe.each([
     // No call upstream, no row written.
     expect(h.sim.calls.length).toBe(sent);
     const restarted = await h.start();
-    expect(await restarted.journal.list({ limit: 100 })).toEqual(before);
+    expect(await restarted.store.list({ limit: 100 })).toEqual(before);
   });
 });

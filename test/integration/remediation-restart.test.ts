@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Daemon } from '../../src/daemon.js';
+import type { Daemon } from '../../src/daemon/start.js';
 import { startHarness } from '../helpers/daemon.js';
 import { POWERCYCLE_REMEDIATION, TOKEN, unreachableAlert } from '../helpers/remediation.js';
 
@@ -34,6 +34,6 @@ describe('remediation across a restart', () => {
     await daemon.ready;
     expect(await deliver(daemon)).toBe('duplicate');
     expect(h.sim.callsTo('/api/v1/dedicated/powercycle', { server_id: '100002' })).toHaveLength(1);
-    expect((await daemon.journal.list({ limit: 10 })).map((e) => e.decision)).toEqual(['duplicate', 'executed']);
+    expect((await daemon.store.list({ limit: 10 })).map((e) => e.decision)).toEqual(['duplicate', 'executed']);
   });
 });

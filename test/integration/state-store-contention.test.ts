@@ -52,7 +52,7 @@ async function twoReplicas(db: TestDatabase, remediation: Partial<Config['remedi
     const engine = new RemediationEngine({
       firewallPeriodMs: FIREWALL_PERIOD_MS,
       account: 'default',
-      journal: store,
+      store: store,
       client,
       metrics: freshMetrics().metrics,
       logger: captureLogger().logger,

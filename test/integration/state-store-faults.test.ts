@@ -1,6 +1,6 @@
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Daemon } from '../../src/daemon.js';
+import type { Daemon } from '../../src/daemon/start.js';
 import { accountOf, startHarness, type Harness } from '../helpers/daemon.js';
 import { requirePostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { eventually, freePort } from '../helpers/processes.js';
@@ -138,7 +138,7 @@ describe.skipIf(found.skip)('the daemon on PostgreSQL under database faults', ()
     expect(h.log.lines.some((l) => l.includes('cannot open the state database (PostgreSQL)'))).toBe(true);
 
     await h.link.up();
-    await eventually('the store to open', async () => (d.journal.unavailable === undefined ? true : undefined));
+    await eventually('the store to open', async () => (d.store.unavailable === undefined ? true : undefined));
     await accountOf(d, 'default').engine.ready;
     await leading(d);
     expect(h.sim.callsTo('/api/v1/dedicated').length).toBeGreaterThan(0);
@@ -238,7 +238,7 @@ describe.skipIf(found.skip)('the daemon on PostgreSQL under database faults', ()
       h.log.lines.some((l) => l.includes('cannot open the state database at')) ? true : undefined,
     );
     await h.link.up();
-    await eventually('the store to open', async () => (d.journal.unavailable === undefined ? true : undefined));
+    await eventually('the store to open', async () => (d.store.unavailable === undefined ? true : undefined));
     await accountOf(d, 'default').engine.ready;
     await leading(d);
     expect((await powercycle(d, '100001')).json()).toMatchObject({ decision: 'executed' });

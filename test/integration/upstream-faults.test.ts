@@ -4,7 +4,7 @@
  * sides (polls, HTTP, remediation) live in the neighbouring *-faults test files.
  */
 import { describe, expect, it } from 'vitest';
-import type { Daemon } from '../../src/daemon.js';
+import type { Daemon } from '../../src/daemon/start.js';
 import { ECHO_SPELLINGS, type EchoSpelling, type Faults } from '../../src/simulator/faults.js';
 import { secretForms } from '../../src/scrub.js';
 import { accountOf, startHarness } from '../helpers/daemon.js';
@@ -133,7 +133,7 @@ describe('upstream faults', () => {
         ).body,
         (await daemon.app.inject({ method: 'GET', url: '/' })).body,
         (await daemon.app.inject({ method: 'GET', url: '/readyz' })).body,
-        JSON.stringify(daemon.journal.list({ limit: 100 })),
+        JSON.stringify(daemon.store.list({ limit: 100 })),
       ].join('\n');
       expect(texts).toContain('[REDACTED]');
       expect(holdsKey(texts)).toBe(false);

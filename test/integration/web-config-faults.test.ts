@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Daemon } from '../../src/daemon.js';
+import type { Daemon } from '../../src/daemon/start.js';
 import { ConfigError } from '../../src/errors.js';
 import { WebConfigFile } from '../../src/http/web-config-reload.js';
 import { loadWebConfig } from '../../src/http/web-config.js';

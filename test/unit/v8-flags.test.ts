@@ -22,7 +22,7 @@ describe('the V8 flag the memory figures assume', () => {
   it.each([
     {
       name: 'the command line module (run directly)',
-      words: () => SHEBANG.exec(read('src/cli.ts'))?.[0].trim().split(' '),
+      words: () => SHEBANG.exec(read('src/cli/main.ts'))?.[0].trim().split(' '),
     },
     {
       name: 'the container image (ENTRYPOINT)',

@@ -62,7 +62,7 @@ export function engineOf(
 
 export function actionRoutes(
   app: FastifyInstance,
-  deps: { engines: ReadonlyMap<string, RemediationEngine>; journal: StateStore },
+  deps: { engines: ReadonlyMap<string, RemediationEngine>; store: StateStore },
 ): void {
   for (const action of ACTIONS) {
     app.post<{ Body: ActionBody; Headers: { 'idempotency-key'?: string } }>(
@@ -132,7 +132,7 @@ export function actionRoutes(
       // An unknown account is a 400, as on the POST endpoints, not an empty list that looks like "no actions".
       if (account !== undefined) engineOf(deps.engines, account, 'querystring/account');
       const limit = queryInteger('limit', request.query.limit, { min: 1, max: 1000 }) ?? 100;
-      const entries = await deps.journal.list({
+      const entries = await deps.store.list({
         ...(account ? { account } : {}),
         ...(server_id ? { serverId: server_id } : {}),
         ...(action ? { action } : {}),

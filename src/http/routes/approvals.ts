@@ -23,12 +23,12 @@ type Route = { Params: { id: string }; Body: Static<typeof body> };
 
 export function approvalRoutes(
   app: FastifyInstance,
-  deps: { engines: ReadonlyMap<string, RemediationEngine>; journal: StateStore },
+  deps: { engines: ReadonlyMap<string, RemediationEngine>; store: StateStore },
 ): void {
   /** The row, its engine and the approver, once the approver may settle it. */
   const settle = async (request: FastifyRequest<Route>) => {
     const approver = callerOf(request);
-    const row: JournalEntry | undefined = await deps.journal.get(Number(request.params.id));
+    const row: JournalEntry | undefined = await deps.store.get(Number(request.params.id));
     if (!row) throw new NotFoundError(`no journal entry ${request.params.id}`);
     const { engine } = engineOf(deps.engines, row.account, 'params/id');
     requireScope(approver, row.account, row.action as PrincipalAction);

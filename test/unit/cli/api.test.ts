@@ -6,9 +6,9 @@
 import { PassThrough, Writable } from 'node:stream';
 import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { runApi } from '../../../src/cli/api.js';
-import { LEAVES } from '../../../src/cli/commands.js';
-import type { CliIo } from '../../../src/cli/context.js';
+import { runApi } from '../../../src/cli/api/main.js';
+import { LEAVES } from '../../../src/cli/api/commands.js';
+import type { CliIo } from '../../../src/cli/api/context.js';
 import { startSimulator, type Simulator } from '../../../src/simulator/server.js';
 
 const KEY = 'unit-cli-key-0e9d8c7b';

@@ -1,7 +1,7 @@
 import { PassThrough, Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { confirm } from '../../../src/cli/confirm.js';
-import type { CliExit } from '../../../src/cli/exit.js';
+import { confirm } from '../../../src/cli/api/confirm.js';
+import type { CliExit } from '../../../src/cli/api/exit.js';
 
 function ask(options: { yes: boolean; interactive: boolean; typed?: string }) {
   const input = new PassThrough();

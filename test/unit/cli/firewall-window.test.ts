@@ -3,8 +3,8 @@
  * possible; --wait sleeps (injected: it advances the clock) exactly until then and retries once.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { CliExit } from '../../../src/cli/exit.js';
-import { withFirewallWindow } from '../../../src/cli/firewall-window.js';
+import { CliExit } from '../../../src/cli/api/exit.js';
+import { withFirewallWindow } from '../../../src/cli/api/firewall-window.js';
 import { startSimulator, type Simulator } from '../../../src/simulator/server.js';
 import { UpstreamClient } from '../../../src/upstream/client.js';
 import { setFirewallState } from '../../../src/upstream/firewall.js';

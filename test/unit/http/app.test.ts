@@ -1,6 +1,6 @@
 import sharp from 'sharp';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { buildApp } from '../../../src/app.js';
+import { buildApp } from '../../../src/http/app.js';
 import { HttpStatusError, IdempotencyMismatchError, INTERNAL_ERROR_CODE, JournalError } from '../../../src/errors.js';
 import { GraphStore } from '../../../src/graphs/store.js';
 import { ExpositionCache } from '../../../src/metrics/exposition-cache.js';

@@ -1,6 +1,6 @@
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { buildApp } from '../../../src/app.js';
+import { buildApp } from '../../../src/http/app.js';
 import { GraphStore } from '../../../src/graphs/store.js';
 import type { AuthConfig } from '../../../src/http/auth.js';
 import {

@@ -25,7 +25,7 @@ describe('guards', () => {
     const engine = new RemediationEngine({
       firewallPeriodMs: FIREWALL_PERIOD_MS,
       account: 'default',
-      journal: h.journal,
+      store: h.journal,
       client: h.client,
       metrics: h.metrics,
       logger: h.log.logger,
@@ -219,7 +219,7 @@ describe('firewall state as desired state', () => {
     const engine = new RemediationEngine({
       firewallPeriodMs: FIREWALL_PERIOD_MS,
       account: 'default',
-      journal,
+      store: journal,
       client: h.client,
       metrics,
       logger: captureLogger().logger,

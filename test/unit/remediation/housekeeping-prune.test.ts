@@ -25,7 +25,7 @@ describe('journal pruning cadence', () => {
     const journal = Journal.open(':memory:');
     const housekeeping = new Housekeeping({
       account: 'default',
-      journal: sqliteStore(journal, ':memory:', tempDir()),
+      store: sqliteStore(journal, ':memory:', tempDir()),
       metrics: freshMetrics().metrics,
       logger: captureLogger().logger,
       targets: { serversKnown: true, hasServer: () => true, ownsIp: () => true },

@@ -242,7 +242,7 @@ describe('exactly once', () => {
     const engine = new RemediationEngine({
       firewallPeriodMs: FIREWALL_PERIOD_MS,
       account: 'default',
-      journal: other,
+      store: other,
       client: h.client,
       metrics: freshMetrics().metrics,
       logger: captureLogger().logger,
@@ -302,7 +302,7 @@ describe('exactly once', () => {
     await new RemediationEngine({
       firewallPeriodMs: FIREWALL_PERIOD_MS,
       account: 'default',
-      journal,
+      store: journal,
       client: h.client,
       metrics,
       logger: log.logger,
@@ -346,7 +346,7 @@ describe('the console descriptor', () => {
     const engine = new RemediationEngine({
       firewallPeriodMs: FIREWALL_PERIOD_MS,
       account: 'default',
-      journal: h.journal,
+      store: h.journal,
       client: h.client,
       metrics: h.metrics,
       logger: h.log.logger,

@@ -154,7 +154,7 @@ describe('pruning', () => {
     const { metrics } = freshMetrics();
     const housekeeping = new Housekeeping({
       account: 'default',
-      journal: sqliteStore(journal, ':memory:', tempDir()),
+      store: sqliteStore(journal, ':memory:', tempDir()),
       metrics,
       logger: captureLogger().logger,
       targets: { serversKnown: true, hasServer: () => true, ownsIp: () => true },
@@ -181,7 +181,7 @@ describe('retiring desired state of servers gone from the list', () => {
     const targets = { serversKnown: true, hasServer: (id: string) => listed.has(id), ownsIp: () => true };
     const housekeeping = new Housekeeping({
       account: 'default',
-      journal: sqliteStore(journal, ':memory:', tempDir()),
+      store: sqliteStore(journal, ':memory:', tempDir()),
       metrics,
       logger: captureLogger().logger,
       targets,
@@ -225,7 +225,7 @@ describe('retiring desired state of servers gone from the list', () => {
     let listed = false;
     const housekeeping = new Housekeeping({
       account: 'default',
-      journal: sqliteStore(journal, ':memory:', tempDir()),
+      store: sqliteStore(journal, ':memory:', tempDir()),
       metrics: freshMetrics().metrics,
       logger: captureLogger().logger,
       targets: { serversKnown: true, hasServer: () => listed, ownsIp: () => true },

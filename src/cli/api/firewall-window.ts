@@ -3,7 +3,7 @@
  * with an error reply. The CLI says when the next change is possible and, with `--wait`, waits until then
  * and retries once. Clock and sleep are injected so tests never wait two minutes.
  */
-import { ApiError } from '../errors.js';
+import { ApiError } from '../../errors.js';
 import { CliExit, EXIT } from './exit.js';
 
 /** The window of contract §8, in milliseconds. */

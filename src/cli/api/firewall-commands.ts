@@ -9,8 +9,8 @@ import {
   SERVICE_TYPES,
   type FirewallScale,
   type ServiceType,
-} from '../config/api-terms.js';
-import { getFirewallHistory, setFirewallSensitivity, setFirewallState } from '../upstream/firewall.js';
+} from '../../config/api-terms.js';
+import { getFirewallHistory, setFirewallSensitivity, setFirewallState } from '../../upstream/firewall.js';
 import { flag, option } from './context.js';
 import { usage } from './exit.js';
 import { withFirewallWindow } from './firewall-window.js';
@@ -81,7 +81,7 @@ export const FIREWALL_LEAVES: Leaf[] = [
     example: 'baremetal-exporter api firewall state 100001 198.18.0.1 1 --wait',
     run: (ctx) => {
       const [serverId, ip, state] = ctx.args as [string, string, string];
-      const lastChange = async () => (await ctx.journal())?.lastSent(ctx.account, 'firewall_state', serverId, ip);
+      const lastChange = async () => (await ctx.store())?.lastSent(ctx.account, 'firewall_state', serverId, ip);
       return runAction(ctx, {
         action: 'firewall_state',
         serverId,

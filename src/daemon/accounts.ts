@@ -5,17 +5,17 @@
  * timeout of one account never touches another's polls or series.
  */
 import type { Logger } from 'pino';
-import { AccountState } from './collectors/account-state.js';
-import type { JobName } from './config/schema.js';
-import type { AccountConfig, Config } from './config/types.js';
-import type { EventLedger } from './store/store.js';
-import { GraphStore, type GraphMirror } from './graphs/store.js';
-import { createApiObserver } from './metrics/api-observer.js';
-import { forAccount, type Metrics, type RunOutcome } from './metrics/definitions.js';
-import { PollJobs } from './scheduler/jobs.js';
-import { Scheduler } from './scheduler/scheduler.js';
-import type { UpstreamClient, UpstreamClientOptions } from './upstream/client.js';
-import { clientFromConfig } from './upstream/from-config.js';
+import { AccountState } from '../collectors/account-state.js';
+import type { JobName } from '../config/schema.js';
+import type { AccountConfig, Config } from '../config/types.js';
+import type { EventLedger } from '../store/store.js';
+import { GraphStore, type GraphMirror } from '../graphs/store.js';
+import { createApiObserver } from '../metrics/api-observer.js';
+import { forAccount, type Metrics, type RunOutcome } from '../metrics/definitions.js';
+import { PollJobs } from '../scheduler/jobs.js';
+import { Scheduler } from '../scheduler/scheduler.js';
+import type { UpstreamClient, UpstreamClientOptions } from '../upstream/client.js';
+import { clientFromConfig } from '../upstream/from-config.js';
 
 /** One account's running parts. */
 export interface AccountRuntime {

@@ -4,13 +4,13 @@
  * passed in, so tests can drive a command without a process.
  */
 import type { Readable, Writable } from 'node:stream';
-import type { Config } from '../config/types.js';
-import type { StateQueries } from '../store/store.js';
-import type { UpstreamClient } from '../upstream/client.js';
+import type { Config } from '../../config/types.js';
+import type { StateQueries } from '../../store/store.js';
+import type { UpstreamClient } from '../../upstream/client.js';
 import { usage } from './exit.js';
 import type { OutputFormat } from './output.js';
 
-/** The process around the CLI; `processIo()` in api.ts gives the real one. */
+/** The process around the CLI; `processIo()` in main.ts gives the real one. */
 export interface CliIo {
   stdout: Writable;
   stderr: Writable;
@@ -41,7 +41,7 @@ export interface CommandContext {
    * the daemon's journal, opened on first use: with `database.url` the shared PostgreSQL one (it must answer:
    * CliExit otherwise), else the SQLite journal when the config's state_dir holds one (the CLI never creates it)
    */
-  journal: () => Promise<StateQueries | undefined>;
+  store: () => Promise<StateQueries | undefined>;
 }
 
 /** The string value of option `name`, or undefined. */

@@ -7,9 +7,9 @@ import type { Server as HttpsServer, ServerOptions } from 'node:https';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config/types.js';
-import { closeServer, extraServer, listenOn } from '../http/listeners.js';
-import { readTls, watchTls } from '../http/tls.js';
-import { httpsOptions, type WebConfigFile } from '../http/web-config-reload.js';
+import { closeServer, extraServer, listenOn } from './listeners.js';
+import { readTls, watchTls } from './tls.js';
+import { httpsOptions, type WebConfigFile } from './web-config-reload.js';
 
 /** The app's web options: from the main config, or with `--web.config.file` from it (bearer tokens stay). */
 export async function webDeps(config: Config, webConfig: WebConfigFile | undefined) {

@@ -1,41 +1,41 @@
 /**
  * Builds the daemon's dependencies from a Config and starts it: registry and metrics, upstream client,
- * graph store, poll jobs and their schedule, the exposition cache and the HTTP app. The `run` and `demo` commands (cli.ts) call this;
+ * graph store, poll jobs and their schedule, the exposition cache and the HTTP app. The `run` and `demo` commands (cli/main.ts) call this;
  * integration tests call it too, with an injected logger and clock.
  */
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import type { Dispatcher } from 'undici';
-import { buildApp } from './app.js';
-import { databaseSecrets } from './config/database-url.js';
-import { DEFAULT_ACCOUNT } from './config/schema.js';
-import type { Config } from './config/types.js';
-import { localGraphs } from './graphs/source.js';
+import { buildApp } from '../http/app.js';
+import { databaseSecrets } from '../config/database-url.js';
+import { DEFAULT_ACCOUNT } from '../config/schema.js';
+import type { Config } from '../config/types.js';
+import { localGraphs } from '../graphs/source.js';
 import { startAccount, type AccountDeps, type AccountRuntime } from './accounts.js';
-import { leaderOrSnapshot } from './remediation/targets.js';
-import type { ElectionTimings, Role } from './ha/role.js';
-import { limitGraphDecoding } from './graphs/image.js';
-import { remediationPrincipals } from './http/principals.js';
-import { statusViewOf } from './http/status-view.js';
-import { discoverySource } from './http/discovery-source.js';
-import type { WebConfigFile } from './http/web-config-reload.js';
-import { openStore, type OpenedStore, type OpenStoreOptions } from './store/open.js';
-import type { PostgresStore } from './store/postgres/store.js';
-import type { StateStore } from './store/store.js';
-import { lockStateDir, type StateLock } from './store/state-dir-lock.js';
-import { createLogger } from './logger.js';
-import { RemediationEngine } from './remediation/engine.js';
-import { schedulePeriodMs } from './polls/poll.js';
-import type { ReloadResult } from './config/reload.js';
-import { readinessOf } from './daemon/readiness.js';
-import { createReload } from './daemon/reload.js';
-import { watchApiKeyFiles } from './daemon/api-key-files.js';
-import { pollingDuties, Replication } from './daemon/replication.js';
-import { listen, webDeps } from './daemon/web.js';
-import { createMetrics, createdNames, leaderOnlyNames, type Metrics } from './metrics/definitions.js';
-import { ExpositionCache } from './metrics/exposition-cache.js';
-import { VERSION } from './version.js';
+import { leaderOrSnapshot } from '../remediation/targets.js';
+import type { ElectionTimings, Role } from '../ha/role.js';
+import { limitGraphDecoding } from '../graphs/image.js';
+import { remediationPrincipals } from '../http/principals.js';
+import { statusViewOf } from '../http/status-view.js';
+import { discoverySource } from '../http/discovery-source.js';
+import type { WebConfigFile } from '../http/web-config-reload.js';
+import { openStore, type OpenedStore, type OpenStoreOptions } from '../store/open.js';
+import type { PostgresStore } from '../store/postgres/store.js';
+import type { StateStore } from '../store/store.js';
+import { lockStateDir, type StateLock } from '../store/state-dir-lock.js';
+import { createLogger } from '../logger.js';
+import { RemediationEngine } from '../remediation/engine.js';
+import { schedulePeriodMs } from '../polls/poll.js';
+import type { ReloadResult } from '../config/reload.js';
+import { readinessOf } from './readiness.js';
+import { createReload } from './reload.js';
+import { watchApiKeyFiles } from './api-key-files.js';
+import { pollingDuties, Replication } from './replication.js';
+import { listen, webDeps } from '../http/web-server.js';
+import { createMetrics, createdNames, leaderOnlyNames, type Metrics } from '../metrics/definitions.js';
+import { ExpositionCache } from '../metrics/exposition-cache.js';
+import { VERSION } from '../version.js';
 
 export interface DaemonOptions {
   logger?: Logger;
@@ -80,7 +80,7 @@ export interface Daemon {
   /** each account's remediation engine (its client, server list and metrics), by name, over one journal */
   engines: Map<string, RemediationEngine>;
   /** the state store: SQLite, or PostgreSQL (`database.url`) */
-  journal: StateStore;
+  store: StateStore;
   exposition: ExpositionCache;
   /**
    * resolves when the initial polls have finished; with PostgreSQL at once (polls start on election:
@@ -142,7 +142,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
   // Opened first: a journal that cannot be opened (corrupt, zero-length, unwritable; PostgreSQL unreachable)
   // disables remediation only; a SQLite file is left as it is for the operator to inspect. With PostgreSQL the
   // store's one pool also carries what the replicas share (server directory, graph images).
-  const journal = await openStore(config, {
+  const store = await openStore(config, {
     logger,
     postgres: {
       ...options.stateStore,
@@ -152,11 +152,11 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
       ? { refuse: `state_dir is not writable, so it cannot be locked against a second daemon: ${lock.problem}` }
       : {}),
   });
-  const replication = new Replication(config.database, journal, logger);
+  const replication = new Replication(config.database, store, logger);
   const { shared, leading } = replication;
   // Followers read the leader's server list once the schema is there.
-  if (shared) void journal.opened.then((open) => open && shared.directory.start());
-  const exposition = exposeMetrics(registry, metrics, { now, leading, journal });
+  if (shared) void store.opened.then((open) => open && shared.directory.start());
+  const exposition = exposeMetrics(registry, metrics, { now, leading, store });
   const accounts = await startAccounts(config, {
     metrics,
     logger,
@@ -174,32 +174,22 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
       if (runtime) replication.published(runtime, job, outcome);
     },
     ...(shared ? { graphMirror: (account: string) => shared.graphs.mirror(account) } : {}),
-    eventLedger: (account: string) => journal.eventLedger(account),
+    eventLedger: (account: string) => store.eventLedger(account),
   });
-  const engines = await startEngines(config, { accounts, journal, replication, logger, now, exposition });
+  const engines = await startEngines(config, { accounts, store, replication, logger, now, exposition });
   const web = await webDeps(config, options.webConfig);
+  /**
+   * Re-reads the TLS or web-config files: the listeners' once they listen. The one cycle of the construction:
+   * the app serves `POST /-/reload`, whose reload re-reads the files held by the listeners around the app.
+   * Before they listen there is nothing newer to read than what `webDeps` just read.
+   */
+  let reloadWeb: () => Promise<boolean> = async () => true;
   /** set by stop(): the initial polls start nothing more, a reload changes nothing */
   let stopping = false;
-  const app = buildApp({
-    ...servedParts(config, { accounts, engines, journal, metrics, replication, now }),
-    logger,
-    exposition,
-    ...web,
-    ...(options.lifecycle ? { reload: () => reload() } : {}),
-    ...(options.telemetryPath === undefined ? {} : { telemetryPath: options.telemetryPath }),
-  });
-  await exposition.render();
-  exposition.start();
-  const listeners = await listen(app, config, {
-    logger,
-    webConfig: options.webConfig,
-    https: web.https,
-    listen: options.listen !== false,
-  });
   const reload = createReload({
     config,
     reloadConfig: options.reloadConfig,
-    reloadWeb: listeners.reloadWeb,
+    reloadWeb: () => reloadWeb(),
     accounts,
     engines,
     metrics,
@@ -212,6 +202,23 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     now,
     stopping: () => stopping,
   });
+  const app = buildApp({
+    ...servedParts(config, { accounts, engines, store, metrics, replication, now }),
+    logger,
+    exposition,
+    ...web,
+    ...(options.lifecycle ? { reload } : {}),
+    ...(options.telemetryPath === undefined ? {} : { telemetryPath: options.telemetryPath }),
+  });
+  await exposition.render();
+  exposition.start();
+  const listeners = await listen(app, config, {
+    logger,
+    webConfig: options.webConfig,
+    https: web.https,
+    listen: options.listen !== false,
+  });
+  reloadWeb = listeners.reloadWeb;
   const keyFiles = watchApiKeyFiles({
     config,
     clients: accounts,
@@ -225,7 +232,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     accounts,
     engines,
     replication,
-    store: journal,
+    store,
     logger,
     ...pick(options, ['initialPolls', 'schedule', 'remediationTickMs']),
     stopping: () => stopping,
@@ -239,7 +246,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     metrics,
     accounts,
     engines,
-    journal,
+    store,
     exposition,
     // With replicas at once: polls start on election (see `role`).
     ready: shared ? Promise.resolve() : firstPolls,
@@ -256,7 +263,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
       exposition.stop();
       // Closing HTTP waits for requests in flight, webhooks with their upstream calls and journal writes.
       await listeners.close();
-      await journal.close();
+      await store.close();
       await Promise.all([...accounts.values()].map((account) => account.client.close()));
       lock.release();
     },
@@ -273,13 +280,13 @@ function servedParts(
   p: {
     accounts: ReadonlyMap<string, AccountRuntime>;
     engines: Map<string, RemediationEngine>;
-    journal: OpenedStore;
+    store: OpenedStore;
     metrics: Metrics;
     replication: Replication;
     now: () => number;
   },
 ) {
-  const { accounts, journal, replication } = p;
+  const { accounts, store, replication } = p;
   const { shared, leading } = replication;
   const graphStores = new Map([...accounts].map(([name, account]) => [name, account.graphStore]));
   const graphSource = shared ? shared.graphs : localGraphs(graphStores);
@@ -291,13 +298,13 @@ function servedParts(
       accounts,
       leading,
       electionProblem: replication.problem,
-      journal,
+      store,
       firewallPolled: () => config.collectors.firewall,
     }),
     statusView: statusViewOf({
       version: VERSION,
       accounts,
-      journal,
+      store,
       graphs: graphSource,
       ...(shared ? { replicas: { leading, directory: shared.directory } } : {}),
       now: p.now,
@@ -307,7 +314,7 @@ function servedParts(
       new Map([...accounts].map(([name, runtime]) => [name, runtime.state])),
       shared ? { leading, directory: (account: string) => shared.directory.snapshot(account) } : undefined,
     ),
-    remediation: { engines: p.engines, journal, metrics: p.metrics, config: config.remediation },
+    remediation: { engines: p.engines, store, metrics: p.metrics, config: config.remediation },
   };
 }
 
@@ -320,7 +327,7 @@ function pick<T extends object, K extends keyof T>(o: T, keys: K[]): Partial<Pic
 function exposeMetrics(
   registry: Registry,
   metrics: Metrics,
-  o: { now: () => number; leading: () => boolean; journal: StateStore },
+  o: { now: () => number; leading: () => boolean; store: StateStore },
 ): ExpositionCache {
   const leaderOnly = leaderOnlyNames(metrics);
   return new ExpositionCache({
@@ -330,7 +337,7 @@ function exposeMetrics(
     created: createdNames(metrics),
     beforeRender: (ms) => {
       metrics.renderedAt.set(ms / 1000);
-      metrics.journalUp.set(o.journal.healthy() ? 1 : 0);
+      metrics.journalUp.set(o.store.healthy() ? 1 : 0);
     },
   });
 }
@@ -355,21 +362,21 @@ async function startEngines(
   config: Config,
   d: {
     accounts: ReadonlyMap<string, AccountRuntime>;
-    journal: OpenedStore;
+    store: OpenedStore;
     replication: Replication;
     logger: Logger;
     now: () => number;
     exposition: ExpositionCache;
   },
 ): Promise<Map<string, RemediationEngine>> {
-  const { accounts, journal, replication, logger } = d;
+  const { accounts, store, replication, logger } = d;
   const shared = replication.shared;
   const engines = new Map(
     [...accounts].map(([name, runtime]) => [
       name,
       new RemediationEngine({
         account: name,
-        journal,
+        store,
         client: runtime.client,
         metrics: runtime.metrics,
         logger: accounts.size > 1 ? logger.child({ account: name }) : logger,
@@ -385,14 +392,14 @@ async function startEngines(
         onDecision: () => d.exposition.renderSoon(1000),
         // Shared by replicas: a row `executing` may be another replica's call in flight, for at most one
         // attempt's deadline (writes are not retried); a minute more and it was left by a replica that died.
-        ...(journal.kind === 'postgres'
+        ...(store.kind === 'postgres'
           ? { interruptedAfterMs: config.accounts.find((a) => a.name === name)!.upstream.timeoutMs + 60_000 }
           : {}),
       }),
     ]),
   );
   // A store still opening (an unreachable PostgreSQL) reads them back when it opens.
-  if (journal.unavailable === undefined) await Promise.all([...engines.values()].map((e) => e.ready));
+  if (store.unavailable === undefined) await Promise.all([...engines.values()].map((e) => e.ready));
   const { bearerTokens, basicAuthUsers } = config.remediation;
   const deprecated = bearerTokens.length + Object.keys(basicAuthUsers).length;
   if (deprecated > 0)

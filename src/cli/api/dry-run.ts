@@ -4,9 +4,9 @@
  * that would be sent (the same validation, the same body), and a validation failure surfaces before any
  * confirmation or request.
  */
-import type { UpstreamContext } from '../errors.js';
-import { UpstreamClient } from '../upstream/client.js';
-import type { UpstreamRequest } from '../upstream/request.js';
+import type { UpstreamContext } from '../../errors.js';
+import { UpstreamClient } from '../../upstream/client.js';
+import type { UpstreamRequest } from '../../upstream/request.js';
 
 /** Thrown by DryRunClient instead of sending: carries the request. */
 export class CapturedRequest extends Error {

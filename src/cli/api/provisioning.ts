@@ -5,10 +5,10 @@
  */
 import { closeSync, lstatSync, openSync, statSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { CANCELLATION_TYPES } from '../config/api-terms.js';
-import { BoundedFileError, FILE_LIMITS, readBoundedFile, readProblem } from '../read-bounded-file.js';
-import { listOperatingSystems, provision } from '../upstream/dedicated.js';
-import { setCancellation } from '../upstream/reseller.js';
+import { CANCELLATION_TYPES } from '../../config/api-terms.js';
+import { BoundedFileError, FILE_LIMITS, readBoundedFile, readProblem } from '../../read-bounded-file.js';
+import { listOperatingSystems, provision } from '../../upstream/dedicated.js';
+import { setCancellation } from '../../upstream/reseller.js';
 import { flag, option, requiredOption, type CommandContext } from './context.js';
 import { refused, usage } from './exit.js';
 import type { Leaf } from './leaf.js';

@@ -5,9 +5,9 @@
  * the API said: a reply with `success: false` is a failure.
  */
 import { userInfo } from 'node:os';
-import { failureDecision, failureOutcome } from '../remediation/outcome.js';
-import type { UpstreamClient } from '../upstream/client.js';
-import type { ActionResult } from '../upstream/decode.js';
+import { failureDecision, failureOutcome } from '../../remediation/outcome.js';
+import type { UpstreamClient } from '../../upstream/client.js';
+import type { ActionResult } from '../../upstream/decode.js';
 import { confirm } from './confirm.js';
 import { flag, type CommandContext } from './context.js';
 import { plan, type PlannedRequest } from './dry-run.js';
@@ -75,8 +75,8 @@ export function cliPrincipal(): string {
 }
 
 async function journaled<T>(ctx: CommandContext, write: WriteAction<T>, _operation: string): Promise<T> {
-  const journal = await ctx.journal();
-  const id = await journal?.insert({
+  const store = await ctx.store();
+  const id = await store?.insert({
     account: ctx.account,
     createdAt: ctx.io.now(),
     source: 'cli',
@@ -95,7 +95,7 @@ async function journaled<T>(ctx: CommandContext, write: WriteAction<T>, _operati
     // The action functions throw unless the API confirmed the action (decodeActionResult).
     const action = result as Partial<ActionResult>;
     if (id !== undefined)
-      await journal!.complete(id, {
+      await store!.complete(id, {
         decision: 'executed',
         upstreamOutcome: 'success',
         message: typeof action?.message === 'string' ? action.message : null,
@@ -104,7 +104,7 @@ async function journaled<T>(ctx: CommandContext, write: WriteAction<T>, _operati
     return result;
   } catch (error) {
     if (id !== undefined)
-      await journal!.complete(id, {
+      await store!.complete(id, {
         decision: failureDecision(error),
         upstreamOutcome: failureOutcome(error),
         message: (error as Error).message,

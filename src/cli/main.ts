@@ -7,22 +7,22 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { applyFlags, configFromDocument, loadConfig } from './config/load.js';
-import { DEFAULT_ACCOUNT } from './config/schema.js';
-import { redactBaseUrl } from './config/base-url.js';
-import { describeScope } from './config/scope.js';
-import { startDaemon } from './daemon.js';
-import { readTls } from './http/tls.js';
-import { WebConfigFile } from './http/web-config-reload.js';
-import { DEFAULT_TELEMETRY_PATH, validateTelemetryPath } from './http/telemetry-path.js';
-import { loadWebConfig } from './http/web-config.js';
-import { budgetPlan } from './polls/budget-plan.js';
-import { BaremetalError, ConfigError } from './errors.js';
-import { createLogger, LOG_FORMATS, type LogFormat } from './logger.js';
-import { startSimulator, type SimulatorServerOptions } from './simulator/server.js';
-import { ATTACKED_PER_HOUR, DEMO_SIMULATOR, slotAttackRate } from './simulator/state.js';
-import { USAGE } from './cli/usage.js';
-import { VERSION } from './version.js';
+import { applyFlags, configFromDocument, loadConfig } from '../config/load.js';
+import { DEFAULT_ACCOUNT } from '../config/schema.js';
+import { redactBaseUrl } from '../config/base-url.js';
+import { describeScope } from '../config/scope.js';
+import { startDaemon } from '../daemon/start.js';
+import { readTls } from '../http/tls.js';
+import { WebConfigFile } from '../http/web-config-reload.js';
+import { DEFAULT_TELEMETRY_PATH, validateTelemetryPath } from '../http/telemetry-path.js';
+import { loadWebConfig } from '../http/web-config.js';
+import { budgetPlan } from '../polls/budget-plan.js';
+import { BaremetalError, ConfigError } from '../errors.js';
+import { createLogger, LOG_FORMATS, type LogFormat } from '../logger.js';
+import { startSimulator, type SimulatorServerOptions } from '../simulator/server.js';
+import { ATTACKED_PER_HOUR, DEMO_SIMULATOR, slotAttackRate } from '../simulator/state.js';
+import { USAGE } from './usage.js';
+import { VERSION } from '../version.js';
 
 /** The demo's webhook token: public on purpose (README), and the demo never leaves dry run. */
 const DEMO_TOKEN = 'demo-remediation-token';
@@ -284,13 +284,13 @@ async function main(argv: string[]): Promise<void> {
     case 'check-config':
       return checkConfig(args);
     case 'api':
-      process.exitCode = await (await import('./cli/api.js')).runApi(args);
+      process.exitCode = await (await import('./api/main.js')).runApi(args);
       return;
     case 'remediation':
-      process.exitCode = await (await import('./cli/remediation.js')).runRemediation(args);
+      process.exitCode = await (await import('./remediation.js')).runRemediation(args);
       return;
     case 'completion':
-      process.exitCode = await (await import('./cli/completion.js')).runCompletion(args);
+      process.exitCode = await (await import('./completion.js')).runCompletion(args);
       return;
     case '--version':
     case '-v':

@@ -8,31 +8,31 @@
 import { STATUS_CODES } from 'node:http';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import type { AttackLog } from './collectors/attacks.js';
-import type { ReloadResult } from './config/reload.js';
-import type { Config } from './config/types.js';
-import { AuthBusyError, BaremetalError, INTERNAL_ERROR_CODE } from './errors.js';
-import { localGraphs, type GraphSource } from './graphs/source.js';
-import type { GraphStore } from './graphs/store.js';
-import { authEnabled, createAuthCheck, type AuthConfig } from './http/auth.js';
-import { AddressAllowance } from './http/auth-allowance.js';
-import { BcryptPool, type PasswordVerifier } from './http/bcrypt-pool.js';
-import { createPrincipalCheck, remediationPrincipals } from './http/principals.js';
-import { applyServerLimits, serverLimitOptions } from './http/server-limits.js';
-import { actionRoutes } from './http/routes/actions.js';
-import { approvalRoutes } from './http/routes/approvals.js';
-import { alertmanagerRoutes } from './http/routes/alertmanager.js';
-import { attackRoutes } from './http/routes/attacks.js';
-import { discoveryRoutes, type DiscoverySource } from './http/routes/discovery.js';
-import { graphRoutes } from './http/routes/graphs.js';
-import { healthRoutes, type Readiness } from './http/routes/health.js';
-import { metricsRoutes } from './http/routes/metrics.js';
-import { statusPageRoutes, type StatusView } from './http/routes/status-page.js';
-import type { StateStore } from './store/store.js';
-import type { Metrics } from './metrics/definitions.js';
-import type { ExpositionCache } from './metrics/exposition-cache.js';
-import type { RemediationEngine } from './remediation/engine.js';
-import { circuitRoutes } from './http/routes/circuit.js';
+import type { AttackLog } from '../collectors/attacks.js';
+import type { ReloadResult } from '../config/reload.js';
+import type { Config } from '../config/types.js';
+import { AuthBusyError, BaremetalError, INTERNAL_ERROR_CODE } from '../errors.js';
+import { localGraphs, type GraphSource } from '../graphs/source.js';
+import type { GraphStore } from '../graphs/store.js';
+import { authEnabled, createAuthCheck, type AuthConfig } from './auth.js';
+import { AddressAllowance } from './auth-allowance.js';
+import { BcryptPool, type PasswordVerifier } from './bcrypt-pool.js';
+import { createPrincipalCheck, remediationPrincipals } from './principals.js';
+import { applyServerLimits, serverLimitOptions } from './server-limits.js';
+import { actionRoutes } from './routes/actions.js';
+import { approvalRoutes } from './routes/approvals.js';
+import { alertmanagerRoutes } from './routes/alertmanager.js';
+import { attackRoutes } from './routes/attacks.js';
+import { discoveryRoutes, type DiscoverySource } from './routes/discovery.js';
+import { graphRoutes } from './routes/graphs.js';
+import { healthRoutes, type Readiness } from './routes/health.js';
+import { metricsRoutes } from './routes/metrics.js';
+import { statusPageRoutes, type StatusView } from './routes/status-page.js';
+import type { StateStore } from '../store/store.js';
+import type { Metrics } from '../metrics/definitions.js';
+import type { ExpositionCache } from '../metrics/exposition-cache.js';
+import type { RemediationEngine } from '../remediation/engine.js';
+import { circuitRoutes } from './routes/circuit.js';
 
 export interface AppDeps {
   logger: Logger;
@@ -62,7 +62,7 @@ export interface AppDeps {
   remediation?: {
     /** one engine per account, by account name, over the one journal */
     engines: ReadonlyMap<string, RemediationEngine>;
-    journal: StateStore;
+    store: StateStore;
     /** the registry's metrics (the webhook's counters carry no account) */
     metrics: Metrics;
     config: Config['remediation'];

@@ -3,7 +3,7 @@
  * for stderr. Usage errors and safety refusals are the CLI's own outcomes, not upstream or config faults,
  * so they are a small signal here rather than classes of the error catalogue.
  */
-import { ConfigError, InsecureUrlError, InvalidParameterError, JournalError, UpstreamError } from '../errors.js';
+import { ConfigError, InsecureUrlError, InvalidParameterError, JournalError, UpstreamError } from '../../errors.js';
 
 /** 0 success, 1 API or network error, 2 usage or validation error, 3 refused by a safety check. */
 export const EXIT = { ok: 0, upstream: 1, usage: 2, refused: 3 } as const;

@@ -9,16 +9,16 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { buildConfig, loadConfig } from '../config/load.js';
-import type { Config } from '../config/types.js';
-import { DEFAULT_POOL_LIMITS } from '../store/postgres/pool.js';
-import { openStore } from '../store/open.js';
-import type { StateStore } from '../store/store.js';
-import { ID_PATTERN } from '../http/schemas.js';
-import { createLogger } from '../logger.js';
-import type { UpstreamClient } from '../upstream/client.js';
-import { clientFromConfig } from '../upstream/from-config.js';
-import { requireIp } from '../upstream/params.js';
+import { buildConfig, loadConfig } from '../../config/load.js';
+import type { Config } from '../../config/types.js';
+import { DEFAULT_POOL_LIMITS } from '../../store/postgres/pool.js';
+import { openStore } from '../../store/open.js';
+import type { StateStore } from '../../store/store.js';
+import { ID_PATTERN } from '../../http/schemas.js';
+import { createLogger } from '../../logger.js';
+import type { UpstreamClient } from '../../upstream/client.js';
+import { clientFromConfig } from '../../upstream/from-config.js';
+import { requireIp } from '../../upstream/params.js';
 import { LEAVES } from './commands.js';
 import type { Leaf } from './leaf.js';
 import type { CliIo, CommandContext } from './context.js';
@@ -204,7 +204,7 @@ function checkTargets(leaf: Leaf, args: string[], os: unknown): void {
 /** Runs `baremetal-exporter api <argv…>`; resolves with the exit code. */
 export async function runApi(argv: string[], io: CliIo = processIo()): Promise<number> {
   let client: UpstreamClient | undefined;
-  let journal: StateStore | undefined;
+  let store: StateStore | undefined;
   try {
     const options = Object.fromEntries(
       Object.entries(OPTIONS).map(([name, o]) => [name, { type: o.type, ...(o.short ? { short: o.short } : {}) }]),
@@ -260,7 +260,7 @@ export async function runApi(argv: string[], io: CliIo = processIo()): Promise<n
       config,
       client,
       account: account.name,
-      journal: () => (opening ??= openCliJournal(config, file !== undefined).then((store) => (journal = store))),
+      store: () => (opening ??= openCliJournal(config, file !== undefined).then((opened) => (store = opened))),
     };
     io.stdout.write(render(format, await leaf.run(ctx)));
     return EXIT.ok;
@@ -269,7 +269,7 @@ export async function runApi(argv: string[], io: CliIo = processIo()): Promise<n
     io.stderr.write(`baremetal-exporter api: ${client ? client.scrub(line) : line}\n`);
     return exitCodeOf(error);
   } finally {
-    await journal?.close();
+    await store?.close();
     await client?.close();
   }
 }

@@ -15,10 +15,10 @@ import {
   power,
   setReverseDns,
   type PowerAction,
-} from '../upstream/dedicated.js';
-import type { ServerRecord } from '../upstream/decode-servers.js';
-import type { GraphScale, GraphType } from '../config/api-terms.js';
-import { listLocations } from '../upstream/reseller.js';
+} from '../../upstream/dedicated.js';
+import type { ServerRecord } from '../../upstream/decode-servers.js';
+import type { GraphScale, GraphType } from '../../config/api-terms.js';
+import { listLocations } from '../../upstream/reseller.js';
 import { option, requiredOption } from './context.js';
 import { usage } from './exit.js';
 import { FIREWALL_LEAVES } from './firewall-commands.js';
