@@ -285,6 +285,7 @@ export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFil
   const principals = checks.principals(readFile, remediationAuth, accountNames(checks));
   const rules = checkRules(checks);
   const journalRetentionMs = checks.duration('remediation.journal_retention', '30d');
+  const retireAfterMs = checks.duration('remediation.retire_after', '24h');
   const safety = {
     attackWindowMs: checks.duration('remediation.safety.attack_window', '15m'),
     windowMs: checks.duration('remediation.safety.circuit_breaker.window', '15m'),
@@ -327,6 +328,7 @@ export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFil
     remediation: {
       dryRun: file.remediation.dry_run,
       journalRetentionMs: journalRetentionMs!,
+      retireAfterMs: retireAfterMs!,
       approvalTimeoutMs: approvalTimeoutMs!,
       budgetPerHour: file.remediation.budget_per_hour,
       safety: {
