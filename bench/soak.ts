@@ -2,7 +2,7 @@
  * `npm run soak` (issue 32): the daemon as shipped — compiled dist/, the image's `--max-semi-space-size=8`,
  * jemalloc preloaded when Debian's libjemalloc2 is installed — run for `--minutes` against the simulator
  * (in this process) with compressed schedules (firewall every 2 s, servers every 5 s, graphs every 30 s,
- * `ip_retention: 2m`, `journal_retention: 10m`) and churn every minute (src/simulator/churn.ts: servers
+ * `ip_retention: 2m`, `journal_retention: 10m`, `retire_after: 2m`) and churn every minute (src/simulator/churn.ts: servers
  * added and removed, IPs moved, attacks started and ended on ~3 % of IPs, with Alertmanager webhooks firing
  * and resolved for them in dry run), 1 % of replies failing, and a reload (SIGHUP) every 2 minutes.
  * Every 30 s it samples RSS, the live heap after a forced GC (through the inspector: `--inspect` on
@@ -48,6 +48,8 @@ const backend = values.database ? 'postgres' : 'sqlite';
 const KEY = 'soak-key';
 const TOKEN = 'soak-token-0123456789abcdef';
 const IP_RETENTION_S = 120;
+/** Desired firewall state of a server gone, or of an IP moved away, is retired after this long (as ip_retention). */
+const RETIRE_AFTER_S = 120;
 /** The journal retention: 10 min, or the warm-up (a sixth of the run) when that is shorter. */
 const journalRetentionS = Math.min(600, warmupS);
 
@@ -82,6 +84,7 @@ function writeConfig(reload: number): void {
     remediation: {
       dry_run: true,
       journal_retention: `${journalRetentionS}s`,
+      retire_after: `${RETIRE_AFTER_S}s`,
       auth: { bearer_token_files: [join(dir, 'token')] },
       rules: [{ alertname: 'BaremetalIpUnderAttack', action: 'firewall_state' }],
     },

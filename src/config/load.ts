@@ -82,6 +82,7 @@ export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFil
     remediation: {
       dryRun: file.remediation.dry_run,
       journalRetentionMs: durationOf(file.remediation.journal_retention),
+      retireAfterMs: durationOf(file.remediation.retire_after),
       approvalTimeoutMs: durationOf(file.remediation.approval_timeout),
       budgetPerHour: file.remediation.budget_per_hour,
       safety: {

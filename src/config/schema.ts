@@ -569,6 +569,13 @@ export const configFileSchema = strict({
         description:
           'duration after which journal rows are pruned, in small batches, hourly (every tenth of a retention shorter than 10h, at most once a minute)',
       }),
+      retire_after: Type.String({
+        default: '24h',
+        unit: 'duration',
+        duration: '24h',
+        description:
+          'how long desired firewall state of a server missing from the server list, or of an IP its server no longer owns, is kept before it and its baremetal_firewall_desired_state series are retired (checked every minute)',
+      }),
       budget_per_hour: Type.Integer({
         minimum: 0,
         maximum: 10000,

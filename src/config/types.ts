@@ -96,6 +96,8 @@ export interface Config {
     principals: Principal[];
     dryRun: boolean;
     journalRetentionMs: number;
+    /** desired firewall state of a server gone from the list, or of an IP its server no longer owns, is retired after this long, ms */
+    retireAfterMs: number;
     /** a request awaiting approval expires after this long, ms */
     approvalTimeoutMs: number;
     budgetPerHour: number;

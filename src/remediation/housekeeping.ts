@@ -1,6 +1,7 @@
 /**
- * Keeps the journal bounded: desired firewall state of servers gone from the server list for 24 h is
- * retired (rows and `baremetal_firewall_desired_state` series), and journal rows older than
+ * Keeps the journal bounded: desired firewall state of servers gone from the server list, or of IPs their
+ * server no longer owns, for `remediation.retire_after` is retired (rows and `baremetal_firewall_desired_state`
+ * series), and journal rows older than
  * `remediation.journal_retention` are pruned (`pruneEveryMs`) in small batches, yielding between them so that a large
  * backlog never blocks the event loop. Rows a delivery key or a pending change still needs are kept
  * (the store's `prune`).
@@ -12,8 +13,6 @@ import type { StateQueries } from '../store/store.js';
 import type { Metrics } from '../metrics/definitions.js';
 import type { TargetDirectory } from './types.js';
 
-/** Desired state of a server missing from the server list this long is retired, ms. */
-export const RETIRE_AFTER_MS = 24 * 3_600_000;
 /** Rows deleted per statement when pruning. */
 export const PRUNE_BATCH = 500;
 /** How often the server list is compared with the desired state, ms. */
@@ -81,17 +80,21 @@ export class Housekeeping {
     return rows.length;
   }
 
-  /** Marks desired state of unlisted servers, and retires what has been missing for RETIRE_AFTER_MS. Returns the rows retired. */
+  /**
+   * Marks desired state of (server, IP) pairs whose server is unlisted or no longer owns the IP, and retires what
+   * has been so for `remediation.retire_after`. Returns the rows retired.
+   */
   async retire(now: number): Promise<number> {
-    const { account, store, metrics, logger, targets } = this.#deps;
+    const { account, store, metrics, logger, targets, config } = this.#deps;
     // Before the first server list every server would look gone.
     if (!targets.serversKnown) return 0;
-    const retired = await store.retireMissing(account, (id) => targets.hasServer(id), now, now - RETIRE_AFTER_MS);
+    const owned = (id: string, ip: string) => targets.hasServer(id) && targets.ownsIp(id, ip);
+    const retired = await store.retireMissing(account, owned, now, now - config.retireAfterMs);
     for (const r of retired) metrics.firewallDesiredState.remove({ server_id: r.serverId, ip: r.ip });
     if (retired.length > 0)
       logger.info(
-        { retired: retired.length },
-        'desired firewall state of servers gone from the server list for 24h retired',
+        { retired: retired.length, retire_after_ms: config.retireAfterMs },
+        'desired firewall state of servers gone from the server list, or of IPs their server no longer owns, retired',
       );
     return retired.length;
   }

@@ -97,12 +97,13 @@ export interface StateQueries {
   pendingCount(account: string): Promise<number>;
   saveDesired(d: DesiredFirewall): Promise<void>;
   /**
-   * Marks the desired state of `account`'s servers not listed as missing since `at`, clears the mark of listed
-   * ones, deletes the rows missing since before `retireBefore` and returns them.
+   * Marks the desired state of `account`'s (server, IP) pairs not owned (server unlisted, or the IP no longer
+   * its) as missing since `at` (keeping an earlier mark), clears the mark of owned ones, deletes the rows missing
+   * since before `retireBefore` and returns them.
    */
   retireMissing(
     account: string,
-    isListed: (serverId: string) => boolean,
+    isOwned: (serverId: string, ip: string) => boolean,
     at: number,
     retireBefore: number,
   ): Promise<Array<{ serverId: string; ip: string }>>;

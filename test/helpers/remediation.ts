@@ -125,6 +125,7 @@ export async function engineHarness(
   const config: Config['remediation'] = {
     dryRun: false,
     journalRetentionMs: 30 * 86_400_000,
+    retireAfterMs: 86_400_000,
     budgetPerHour: 10,
     approvalTimeoutMs: 15 * MIN,
     maxAlerts: 1000,

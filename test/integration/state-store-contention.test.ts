@@ -34,6 +34,7 @@ async function twoReplicas(db: TestDatabase, remediation: Partial<Config['remedi
   const config: Config['remediation'] = {
     dryRun: false,
     journalRetentionMs: 30 * 86_400_000,
+    retireAfterMs: 86_400_000,
     budgetPerHour: 100,
     approvalTimeoutMs: 15 * 60_000,
     maxAlerts: 1000,

@@ -165,6 +165,30 @@ describe.each(backends())('the state store on $name', (backend) => {
   });
 
   it.skipIf(backend.skip !== undefined)(
+    'retires desired state of an IP its server no longer owns, the server staying listed',
+    async () => {
+      const store = await (await backend.fresh()).open();
+      await store.saveDesired(desired());
+      await store.saveDesired(desired({ ip: '198.18.0.2' }));
+      // 198.18.0.2 moved to another server; 100001 stays listed and keeps 198.18.0.1.
+      let owned = (id: string, ip: string) => id === '100001' && ip === '198.18.0.1';
+      expect(await store.retireMissing('default', owned, NOW, NOW - DAY)).toEqual([]);
+      expect(await store.retireMissing('default', owned, NOW + DAY - 1, NOW - 1)).toEqual([]);
+      expect(await store.retireMissing('default', owned, NOW + DAY, NOW + 1)).toEqual([
+        { serverId: '100001', ip: '198.18.0.2' },
+      ]);
+      expect((await store.allDesired('default')).map((d) => d.ip)).toEqual(['198.18.0.1']);
+      // An IP that comes back to its server before the window ends loses its mark.
+      await store.saveDesired(desired({ ip: '198.18.0.3' }));
+      await store.retireMissing('default', owned, NOW, 0);
+      owned = (id: string) => id === '100001';
+      await store.retireMissing('default', owned, NOW + 1, 0);
+      expect(await store.retireMissing('default', owned, NOW + 2 * DAY, NOW + DAY)).toEqual([]);
+      expect((await store.allDesired('default')).map((d) => d.ip).sort()).toEqual(['198.18.0.1', '198.18.0.3']);
+    },
+  );
+
+  it.skipIf(backend.skip !== undefined)(
     'prunes old rows in batches, never a running one or one a recent key points to',
     async () => {
       const store = await (await backend.fresh()).open();

@@ -257,20 +257,36 @@ export class PgQueries implements StateQueries {
 
   async retireMissing(
     account: string,
-    isListed: (serverId: string) => boolean,
+    isOwned: (serverId: string, ip: string) => boolean,
     at: number,
     retireBefore: number,
   ): Promise<Array<{ serverId: string; ip: string }>> {
-    const { rows } = await this.#run('SELECT DISTINCT server_id FROM firewall_desired WHERE account = $1', [account]);
-    const listed = rows.map((r) => String(r.server_id)).filter((id) => isListed(id));
-    await this.#run(
-      'UPDATE firewall_desired SET missing_since = NULL WHERE account = $1 AND server_id = ANY($2) AND missing_since IS NOT NULL',
-      [account, listed],
-    );
-    await this.#run(
-      'UPDATE firewall_desired SET missing_since = $3 WHERE account = $1 AND NOT (server_id = ANY($2)) AND missing_since IS NULL',
-      [account, listed, at],
-    );
+    const { rows } = await this.#run('SELECT server_id, ip, missing_since FROM firewall_desired WHERE account = $1', [
+      account,
+    ]);
+    const change = {
+      clear: { servers: [] as string[], ips: [] as string[] },
+      mark: { servers: [] as string[], ips: [] as string[] },
+    };
+    for (const r of rows) {
+      const owned = isOwned(String(r.server_id), String(r.ip));
+      const side =
+        owned && r.missing_since !== null ? change.clear : !owned && r.missing_since === null ? change.mark : undefined;
+      side?.servers.push(String(r.server_id));
+      side?.ips.push(String(r.ip));
+    }
+    const pairs = '(server_id, ip) IN (SELECT * FROM unnest($2::text[], $3::text[]))';
+    if (change.clear.servers.length > 0)
+      await this.#run(`UPDATE firewall_desired SET missing_since = NULL WHERE account = $1 AND ${pairs}`, [
+        account,
+        change.clear.servers,
+        change.clear.ips,
+      ]);
+    if (change.mark.servers.length > 0)
+      await this.#run(
+        `UPDATE firewall_desired SET missing_since = $4 WHERE account = $1 AND ${pairs} AND missing_since IS NULL`,
+        [account, change.mark.servers, change.mark.ips, at],
+      );
     const deleted = await this.#run(
       'DELETE FROM firewall_desired WHERE account = $1 AND missing_since IS NOT NULL AND missing_since < $2 RETURNING server_id, ip',
       [account, retireBefore],

@@ -106,34 +106,27 @@ export class SqliteDesiredQueries {
   }
 
   /**
-   * Marks the desired-state rows of `account`'s servers not in its server list as missing since `at` (keeping an
-   * earlier mark), clears the mark of servers back in it, and deletes the rows missing since before
-   * `retireBefore`. Returns the rows deleted.
+   * Marks the desired-state rows of `account` whose (server, IP) is not owned — the server not in its server
+   * list, or the IP no longer its — as missing since `at` (keeping an earlier mark), clears the mark of owned
+   * ones, and deletes the rows missing since before `retireBefore`. Returns the rows deleted.
    */
   retireMissing(
     account: string,
-    isListed: (serverId: string) => boolean,
+    isOwned: (serverId: string, ip: string) => boolean,
     at: number,
     retireBefore: number,
   ): Array<{ serverId: string; ip: string }> {
     return this.sql.write((db) => {
       const rows = db
-        .prepare('SELECT DISTINCT server_id, missing_since FROM firewall_desired WHERE account = ?')
+        .prepare('SELECT server_id, ip, missing_since FROM firewall_desired WHERE account = ?')
         .all(account) as Row[];
+      const mark = db.prepare(
+        'UPDATE firewall_desired SET missing_since = ? WHERE account = ? AND server_id = ? AND ip = ?',
+      );
       for (const r of rows) {
-        const serverId = String(r.server_id);
-        const listed = isListed(serverId);
-        if (listed && r.missing_since !== null)
-          db.prepare('UPDATE firewall_desired SET missing_since = NULL WHERE account = ? AND server_id = ?').run(
-            account,
-            serverId,
-          );
-        if (!listed && r.missing_since === null)
-          db.prepare('UPDATE firewall_desired SET missing_since = ? WHERE account = ? AND server_id = ?').run(
-            at,
-            account,
-            serverId,
-          );
+        const owned = isOwned(String(r.server_id), String(r.ip));
+        if (owned && r.missing_since !== null) mark.run(null, account, String(r.server_id), String(r.ip));
+        if (!owned && r.missing_since === null) mark.run(at, account, String(r.server_id), String(r.ip));
       }
       return (
         db

@@ -41,6 +41,7 @@ describe('config', () => {
       remediation: {
         dryRun: true,
         journalRetentionMs: 30 * 86_400_000,
+        retireAfterMs: 86_400_000,
         approvalTimeoutMs: 15 * 60_000,
         budgetPerHour: 10,
         safety: {

@@ -9,7 +9,7 @@ import { MIGRATIONS } from '../../../src/store/sqlite/database.js';
 import { sqliteStore } from '../../../src/store/sqlite/store.js';
 import type { NewEntry } from '../../../src/store/rows.js';
 import { LOCK_FILE, lockStateDir } from '../../../src/store/state-dir-lock.js';
-import { Housekeeping, PRUNE_BATCH, RETIRE_AFTER_MS } from '../../../src/remediation/housekeeping.js';
+import { Housekeeping, PRUNE_BATCH } from '../../../src/remediation/housekeeping.js';
 import { captureLogger } from '../../helpers/logger.js';
 import { freshMetrics, seriesValue } from '../../helpers/metrics.js';
 import { tempDir } from '../../helpers/tmp.js';
@@ -158,7 +158,7 @@ describe('pruning', () => {
       metrics,
       logger: captureLogger().logger,
       targets: { serversKnown: true, hasServer: () => true, ownsIp: () => true },
-      config: { journalRetentionMs: 30 * DAY } as never,
+      config: { journalRetentionMs: 30 * DAY, retireAfterMs: DAY } as never,
     });
     expect(await housekeeping.prune(now)).toBe(2 * PRUNE_BATCH + 7 + 1);
     expect(
@@ -185,7 +185,7 @@ describe('retiring desired state of servers gone from the list', () => {
       metrics,
       logger: captureLogger().logger,
       targets,
-      config: { journalRetentionMs: 30 * DAY } as never,
+      config: { journalRetentionMs: 30 * DAY, retireAfterMs: DAY } as never,
     });
     for (const serverId of listed) {
       journal.saveDesired({
@@ -206,7 +206,7 @@ describe('retiring desired state of servers gone from the list', () => {
     let now = DAY;
     listed.delete('100002');
     expect(await housekeeping.retire(now)).toBe(0);
-    now += RETIRE_AFTER_MS - 1;
+    now += DAY - 1;
     expect(await housekeeping.retire(now)).toBe(0);
     now += 2;
     expect(await housekeeping.retire(now)).toBe(1);
@@ -229,7 +229,7 @@ describe('retiring desired state of servers gone from the list', () => {
       metrics: freshMetrics().metrics,
       logger: captureLogger().logger,
       targets: { serversKnown: true, hasServer: () => listed, ownsIp: () => true },
-      config: { journalRetentionMs: DAY } as never,
+      config: { journalRetentionMs: DAY, retireAfterMs: DAY } as never,
     });
     journal.saveDesired({
       account: 'default',
@@ -251,6 +251,54 @@ describe('retiring desired state of servers gone from the list', () => {
     expect(await housekeeping.retire(DAY + 1)).toBe(0);
     expect(await housekeeping.retire(2 * DAY)).toBe(0);
     expect(await housekeeping.retire(2 * DAY + 2)).toBe(1);
+    journal.close();
+  });
+});
+
+describe('retiring desired state of an IP its server no longer owns', () => {
+  it('keeps it for remediation.retire_after after the IP moved away, then removes row and series', async () => {
+    const journal = Journal.open(':memory:');
+    const { metrics, registry } = freshMetrics();
+    const ips = new Map([['100001', new Set(['198.18.0.1', '198.18.0.2'])]]);
+    const housekeeping = new Housekeeping({
+      account: 'default',
+      store: sqliteStore(journal, ':memory:', tempDir()),
+      metrics,
+      logger: captureLogger().logger,
+      targets: {
+        serversKnown: true,
+        hasServer: (id) => ips.has(id),
+        ownsIp: (id, ip) => ips.get(id)?.has(ip) ?? false,
+      },
+      config: { journalRetentionMs: 30 * DAY, retireAfterMs: 2 * 60_000 } as never,
+    });
+    for (const ip of ['198.18.0.1', '198.18.0.2']) {
+      journal.saveDesired({
+        account: 'default',
+        serverId: '100001',
+        ip,
+        desiredState: '0',
+        dueAt: 0,
+        pending: false,
+        attempts: 0,
+        appliedState: '0',
+        appliedAt: 0,
+        cooldownMs: 120_000,
+        principal: null,
+      });
+      metrics.firewallDesiredState.set({ server_id: '100001', ip }, 0);
+    }
+    ips.get('100001')!.delete('198.18.0.2');
+    expect(await housekeeping.retire(DAY)).toBe(0);
+    expect(await housekeeping.retire(DAY + 2 * 60_000 - 1)).toBe(0);
+    expect(await housekeeping.retire(DAY + 2 * 60_000 + 1)).toBe(1);
+    expect(journal.allDesired('default').map((d) => d.ip)).toEqual(['198.18.0.1']);
+    expect(
+      await seriesValue(registry, 'baremetal_firewall_desired_state', { server_id: '100001', ip: '198.18.0.2' }),
+    ).toBeUndefined();
+    expect(
+      await seriesValue(registry, 'baremetal_firewall_desired_state', { server_id: '100001', ip: '198.18.0.1' }),
+    ).toBe(0);
     journal.close();
   });
 });
