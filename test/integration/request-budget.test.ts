@@ -47,7 +47,13 @@ function busiestSecond(sim: Simulator): number {
   return most;
 }
 
-describe('request budget against a rate-limited provider', () => {
+// These rows measure requests per second of the real clock against a provider's limit, in the one process that
+// runs both the daemon and the simulator: on a loaded 2-core CI machine a stall of that process can bunch
+// requests into one second (seen once in about ten full CI runs). A retry keeps them honest (a budget that
+// really exceeds the limit fails every attempt; the control row shows the check can fail) without making the
+// suite's result depend on the machine's load. The coverage row of issue 33 depends on the same clock (a run's
+// deadline) and gets the same retry; the rows after it assert no rate and get none.
+describe('request budget against a rate-limited provider', { retry: 2 }, () => {
   it.each([
     // 340/s with bursts of a twentieth of a second stays under 400 in any second: no 429 over 2,000 servers.
     {
@@ -70,7 +76,7 @@ describe('request budget against a rate-limited provider', () => {
     // low enough that a loaded 2-core machine (PostgreSQL tests alongside) still exceeds it.
     { name: 'above the limit (control)', servers: 600, rate: 2000, limit: 100, refused: true },
   ])('$name', async ({ servers, rate, limit, refused }) => {
-    const { daemon, sim } = await setup(
+    const { daemon, sim, log } = await setup(
       { servers, ipsPerServer: 1, rateLimit: { perSecond: limit } },
       { upstream: { max_requests_per_second: rate }, schedules: { firewall: '0 * * * * *' } },
     );
@@ -86,7 +92,7 @@ describe('request budget against a rate-limited provider', () => {
       expect(rateLimited).toBeGreaterThan(0);
       return;
     }
-    expect(outcome).toBe('success');
+    expect(outcome, `the run's warnings:\n${log.lines.filter((l) => l.includes('"warn"')).join('\n')}`).toBe('success');
     expect(sim.rateLimited).toBe(0);
     expect(rateLimited).toBe(0);
     expect(sim.callsTo('/api/v1/dedicated/firewall').length).toBe(servers);
@@ -132,7 +138,7 @@ describe('request budget against a rate-limited provider', () => {
   });
 });
 
-describe('a budget that cannot fit one firewall run, with graphs on (issue 33)', () => {
+describe('a budget that cannot fit one firewall run, with graphs on (issue 33)', { retry: 2 }, () => {
   it('reads every server within ⌈servers ÷ per-run capacity⌉ + 1 runs while graphs poll, without a 429', async () => {
     const servers = 250;
     const rate = 50;
