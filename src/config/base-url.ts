@@ -19,8 +19,8 @@ export function checkBaseUrl(baseUrl: string): string {
 }
 
 /**
- * `baseUrl` fit to print (check-config, logs): its userinfo, which may hold a password or a token, replaced
- * by `***` as a whole; a text that is not a URL is replaced by `[unparsable URL]`.
+ * `baseUrl` fit to print (check-config, logs): its userinfo and every query value, which may hold a password
+ * or a token, replaced by `***` as a whole; a text that is not a URL is replaced by `[unparsable URL]`.
  */
 export function redactBaseUrl(baseUrl: string): string {
   let url: URL;
@@ -29,9 +29,12 @@ export function redactBaseUrl(baseUrl: string): string {
   } catch {
     return '[unparsable URL]';
   }
-  if (url.username === '' && url.password === '') return baseUrl;
-  url.username = '***';
-  url.password = '';
+  if (url.username === '' && url.password === '' && url.search === '') return baseUrl;
+  if (url.username !== '' || url.password !== '') {
+    url.username = '***';
+    url.password = '';
+  }
+  for (const key of new Set(url.searchParams.keys())) url.searchParams.set(key, '***');
   return url.href.replace(/\/+$/, '');
 }
 
