@@ -103,7 +103,7 @@ export async function decideIn(
       ? { id, decision: 'executed', message: '', send: true }
       : { id, decision, message, send: false };
   };
-  const made = async (decided: Promise<Decided>, desiredRecorded = false) => ({ ...(await decided), desiredRecorded });
+  const made = async (decided: Promise<Decided>) => ({ ...(await decided), desiredRecorded: false });
   const denial = (await checkDelivery(tx, req, digest, now)) ?? checkTarget(deps.targets, req);
   if (denial) return made(decide(denial.decision, denial.message, false));
   // Not claimed: the attack may end, an operator may close the breaker, and another replica (the
@@ -113,7 +113,10 @@ export async function decideIn(
   // Firewall state is desired state: a change inside its window is deferred, not denied; one that needs
   // approval becomes desired state only once approved.
   if (req.action === 'firewall_state' && needsApproval) return made(decide('awaiting_approval', awaiting, true));
-  if (req.action === 'firewall_state') return made(firewall.decide(req, now, decide, tx), true);
+  if (req.action === 'firewall_state') {
+    const { recorded, ...decided } = await firewall.decide(req, now, decide, tx);
+    return { ...decided, desiredRecorded: recorded };
+  }
   const cooling = await checkCooldown(tx, req, now);
   if (cooling) {
     // An alert delivered again inside this cooldown (to another replica, or retried) is a duplicate: one

@@ -52,14 +52,26 @@ export class DesiredFirewallState {
 
   /**
    * Inside the decision transaction (`tx` its queries): records the wanted state; claims the call when due and
-   * allowed, else leaves it pending.
+   * allowed, else leaves it pending. `recorded` is whether a desired-state row was saved: in dry run none is
+   * (the journal's `dry_run` row is the record), so `baremetal_firewall_desired_state` only ever shows rows the
+   * store holds, which the housekeeping retires and a restart rebuilds.
    */
-  async decide(req: ActionRequest, now: number, decide: DecideFn, tx: StateQueries): Promise<Decided> {
+  async decide(
+    req: ActionRequest,
+    now: number,
+    decide: DecideFn,
+    tx: StateQueries,
+  ): Promise<Decided & { recorded: boolean }> {
+    const decided = await this.#decide(req, now, decide, tx);
+    return { ...decided, recorded: decided.decision !== 'dry_run' };
+  }
+
+  async #decide(req: ActionRequest, now: number, decide: DecideFn, tx: StateQueries): Promise<Decided> {
     const { account, config } = this.#deps;
     const ip = req.ip!;
     const state = req.value as '0' | '1';
     if (config.dryRun)
-      return decide('dry_run', `dry run: desired state ${state} recorded, nothing sent upstream`, true);
+      return decide('dry_run', `dry run: desired state ${state} neither recorded nor sent upstream`, true);
 
     const previous = await tx.desired(account, req.serverId, ip);
     const cooldownMs = Math.max(req.cooldownMs, previous?.cooldownMs ?? 0);

@@ -77,6 +77,24 @@ describe('guards', () => {
     expect(await h.engine.request(fw('1'))).toMatchObject({ decision: 'dry_run' });
     expect(h.sim.calls).toEqual([]);
     expect((await h.journal.list({ limit: 10 })).map((e) => e.decision)).toEqual(['dry_run', 'dry_run']);
+  });
+
+  it('in dry run records no desired firewall state, so no series is left that no row backs', async () => {
+    // The soak's miss (issue 32): dry run set the gauge but saved no row, so neither the housekeeping nor a
+    // restart ever removed the series.
+    const h = await engineHarness({ dryRun: true });
+    expect(await h.engine.request(fw('1'))).toMatchObject({
+      decision: 'dry_run',
+      message: 'dry run: desired state 1 neither recorded nor sent upstream',
+    });
+    expect(await h.journal.desired('default', '100001', '198.18.0.1')).toBeUndefined();
+    expect(
+      await seriesValue(h.registry, 'baremetal_firewall_desired_state', { server_id: '100001', ip: '198.18.0.1' }),
+    ).toBeUndefined();
+    // With dry run off the same request is recorded, and the series with it.
+    h.config.dryRun = false;
+    expect((await h.engine.request(fw('1'))).decision).toBe('executed');
+    expect((await h.journal.desired('default', '100001', '198.18.0.1'))?.desiredState).toBe('1');
     expect(
       await seriesValue(h.registry, 'baremetal_firewall_desired_state', { server_id: '100001', ip: '198.18.0.1' }),
     ).toBe(1);
