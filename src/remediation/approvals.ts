@@ -6,7 +6,8 @@
  * An approval settles the row first — one conditional UPDATE, so of two approvals at once (two replicas, two
  * operators) exactly one settles it and the other is a 409 — and then asks the engine again, as a new request
  * of the same requester with the approver named: every guard of `RemediationEngine.request` runs again at that
- * moment (target, cooldown, budget, dry run, and whatever guards are added there later), and the execution is
+ * moment (target, attack, breaker, cap, cooldown, budget, dry run, and whatever guards are added there later;
+ * a request forced past the attack guard stays forced), and the execution is
  * claimed under the delivery key `approval:<row id>`, so it acts at most once. The awaiting row names the
  * execution's row in its message.
  */
@@ -125,6 +126,8 @@ export class Approvals {
       ...(row.ip !== null ? { ip: row.ip } : {}),
       ...(row.value !== null ? { value: row.value } : {}),
       ...(row.reason !== null ? { reason: row.reason } : {}),
+      // The approver approves the request as it was made: forced past the attack guard when it was.
+      ...(row.forced ? { force: true } : {}),
       cooldownMs: rule?.cooldownMs ?? DEFAULT_COOLDOWN_MS[action],
       requireOwnedIp: rule?.requireOwnedIp ?? true,
       idempotencyKey: `approval:${row.id}`,

@@ -51,6 +51,7 @@ export interface Pending {
 
 /** Builds the journal row (decision `executing`) and the rest of what deciding `req` at `now` (ms) needs. */
 export function pending(req: ActionRequest, account: string, config: Config['remediation'], now: number): Pending {
+  const forced = req.force === true && POWER_ACTIONS.has(req.action);
   const entry: NewEntry = {
     account,
     createdAt: now,
@@ -69,8 +70,8 @@ export function pending(req: ActionRequest, account: string, config: Config['rem
     reason: req.reason ?? null,
     approver: req.approval?.by ?? null,
     approvedAt: req.approval?.at ?? null,
+    forced,
   };
-  const forced = req.force === true && POWER_ACTIONS.has(req.action);
   return {
     req,
     now,

@@ -44,11 +44,25 @@ export interface JournalEntry {
   labels: string | null;
   /** an alert's status as delivered (`firing`, `resolved`); null as `labels` */
   alertStatus: 'firing' | 'resolved' | null;
+  /**
+   * an operator's power call past the attack guard (`"force": true`): its approval decides on it forced too;
+   * false for every other row and for rows written before it was kept
+   */
+  forced: boolean;
 }
 
 export type NewEntry = Omit<
   JournalEntry,
-  'id' | 'completedAt' | 'upstreamOutcome' | 'message' | 'reason' | 'approver' | 'approvedAt' | 'labels' | 'alertStatus'
+  | 'id'
+  | 'completedAt'
+  | 'upstreamOutcome'
+  | 'message'
+  | 'reason'
+  | 'approver'
+  | 'approvedAt'
+  | 'labels'
+  | 'alertStatus'
+  | 'forced'
 > & {
   message?: string | null;
   reason?: string | null;
@@ -56,6 +70,7 @@ export type NewEntry = Omit<
   approvedAt?: number | null;
   labels?: string | null;
   alertStatus?: 'firing' | 'resolved' | null;
+  forced?: boolean;
 };
 
 /** How an `awaiting_approval` row is settled: approved, denied or expired, by whom and when (ms). */
@@ -169,6 +184,8 @@ export const toEntry = (r: Row): JournalEntry => ({
   approvedAt: r.approved_at === null || r.approved_at === undefined ? null : Number(r.approved_at),
   labels: (r.labels as string | null | undefined) ?? null,
   alertStatus: (r.alert_status as JournalEntry['alertStatus'] | undefined) ?? null,
+  // SQLite's INTEGER 0/1 and PostgreSQL's BOOLEAN alike (Number(true) is 1); absent before the migration.
+  forced: Number(r.forced) === 1,
 });
 
 export const toDesired = (r: Row): DesiredFirewall => ({
@@ -205,6 +222,8 @@ export const entryValues = (e: NewEntry) => [
   e.approvedAt ?? null,
   e.labels ?? null,
   e.alertStatus ?? null,
+  // 0/1: SQLite binds no booleans, and PostgreSQL reads '1' and '0' as a BOOLEAN.
+  e.forced === true ? 1 : 0,
 ];
 
 /** The values of a desired state, in the column order of the upsert both backends write. */

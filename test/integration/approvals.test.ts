@@ -5,7 +5,7 @@
  * approving at once act once.
  */
 import { describe, expect, it } from 'vitest';
-import type { Principal } from '../../src/config/types.js';
+import { type Config, DEFAULT_SAFETY, type Principal } from '../../src/config/types.js';
 import { ConflictError } from '../../src/errors.js';
 import { RemediationEngine } from '../../src/remediation/engine.js';
 import { UpstreamClient } from '../../src/upstream/client.js';
@@ -28,22 +28,23 @@ const MIN = 60_000;
 
 for (const backend of backends()) {
   describe.skipIf(backend.skip)(`approval by a second person (${backend.name})`, () => {
-    async function setup() {
+    async function setup(safety: Partial<Config['remediation']> = {}) {
       const db = await backend.fresh();
       const h = await engineHarness(
         {
           principals: PRINCIPALS,
           rules: [rule({ alertname: 'BaremetalServerUnreachable', action: 'powercycle', requireApproval: true })],
+          ...safety,
         },
         await db.open(),
       );
       const app = remediationApp(h);
-      const ask = (who = 'alice', serverId = '100001') =>
+      const ask = (who = 'alice', serverId = '100001', extra: object = {}) =>
         app.inject({
           method: 'POST',
           url: '/api/v1/actions/powercycle',
           headers: bearer(who),
-          payload: { server_id: serverId, reason: 'hung' },
+          payload: { server_id: serverId, reason: 'hung', ...extra },
         });
       const settle = (verb: 'approve' | 'deny', id: number, who: string, payload: object = {}) =>
         app.inject({ method: 'POST', url: `/api/v1/actions/${id}/${verb}`, headers: bearer(who), payload });
@@ -132,6 +133,41 @@ for (const backend of backends()) {
       const approved = await settle('approve', id, 'bob');
       expect(approved.json().execution).toMatchObject({ decision: 'cooldown' });
       expect(sim.callsTo(POWERCYCLE)).toHaveLength(1);
+    });
+
+    it('approves a forced request as it was made: forced past the attack guard, and only that guard', async () => {
+      // The attack guard on, and no attack data in the engine harness: a power call that is not forced is denied
+      // (unknown attack state) before it could wait for approval.
+      const { ask, settle, sim, journal, app } = await setup({ safety: DEFAULT_SAFETY });
+      expect((await ask()).json()).toMatchObject({ decision: 'denied_under_attack' });
+      const forced = await ask('alice', '100001', { force: true });
+      expect(forced.json()).toMatchObject({ decision: 'awaiting_approval' });
+      expect(await journal.get(forced.json().id)).toMatchObject({
+        forced: true,
+        decision: 'awaiting_approval',
+        message: expect.stringMatching(/^forced by the operator past the attack guard; awaiting approval/),
+      });
+      // Asked again while the first waits: approved after the first acted, the cooldown still holds it.
+      const again = (await ask('alice', '100001', { force: true })).json().id as number;
+
+      const approved = (await settle('approve', forced.json().id, 'bob')).json();
+      expect(approved.execution).toMatchObject({ decision: 'executed' });
+      expect(await journal.get(approved.execution.id)).toMatchObject({
+        forced: true,
+        principal: 'alice',
+        approver: 'bob',
+        message: expect.stringMatching(/^forced by the operator past the attack guard/),
+      });
+      expect((await settle('approve', again, 'bob')).json().execution).toMatchObject({ decision: 'cooldown' });
+      expect(sim.callsTo(POWERCYCLE)).toHaveLength(1);
+      const listed = await app.inject({ method: 'GET', url: '/api/v1/actions', headers: bearer('alice') });
+      expect(listed.json().actions.map((a: { decision: string; forced: boolean }) => [a.decision, a.forced])).toEqual([
+        ['cooldown', true],
+        ['executed', true],
+        ['approved', true],
+        ['approved', true],
+        ['denied_under_attack', false],
+      ]);
     });
 
     it('holds an alert whose rule requires approval until an operator approves it', async () => {

@@ -54,7 +54,14 @@ describe.each(backends())('the state store on $name', (backend) => {
     } as const;
     const a = await store.insert(row(NOW, { decision: 'executing', ...alert }));
     const b = await store.insert(
-      row(NOW + 1, { account: 'reseller-eu', serverId: '7', message: 'm', principal: 'ops', reason: 'why' }),
+      row(NOW + 1, {
+        account: 'reseller-eu',
+        serverId: '7',
+        message: 'm',
+        principal: 'ops',
+        reason: 'why',
+        forced: true,
+      }),
     );
     const c = await store.insert(row(NOW + 2, { action: 'firewall_state', ip: '198.18.0.1', value: '1' }));
     await store.complete(a, { decision: 'executed', upstreamOutcome: 'success', message: 'ok', at: NOW + 5 });
@@ -67,6 +74,7 @@ describe.each(backends())('the state store on $name', (backend) => {
       message: 'ok',
       approver: null,
       approvedAt: null,
+      forced: false,
     });
     expect(await store.get(999_999)).toBeUndefined();
     expect((await store.list({ limit: 10 })).map((e) => e.id)).toEqual([c, b, a]);
@@ -74,7 +82,7 @@ describe.each(backends())('the state store on $name', (backend) => {
     expect((await store.list({ account: 'reseller-eu', limit: 10 })).map((e) => e.id)).toEqual([b]);
     expect((await store.list({ serverId: '100001', action: 'powercycle', limit: 10 })).map((e) => e.id)).toEqual([a]);
     expect(await store.list({ principal: 'ops', limit: 10 })).toMatchObject([
-      { id: b, principal: 'ops', reason: 'why' },
+      { id: b, principal: 'ops', reason: 'why', forced: true },
     ]);
   });
 

@@ -79,6 +79,8 @@ export const MIGRATIONS: Readonly<Record<'journal' | 'ha', readonly Migration[]>
     // 4: an alert's labels (bounded JSON) and status, so that `remediation replay` can decide on it again.
     `ALTER TABLE actions ADD COLUMN labels TEXT;
    ALTER TABLE actions ADD COLUMN alert_status TEXT;`,
+    // 5: an operator's power call forced past the attack guard, so that its approval decides on it forced too.
+    `ALTER TABLE actions ADD COLUMN forced BOOLEAN NOT NULL DEFAULT false;`,
   ],
   ha: [
     `CREATE TABLE ha_directory (

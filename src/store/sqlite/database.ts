@@ -97,6 +97,8 @@ export const MIGRATIONS = [
   // 6: an alert's labels (bounded JSON) and status, so that `remediation replay` can decide on it again.
   `ALTER TABLE actions ADD COLUMN labels TEXT;
    ALTER TABLE actions ADD COLUMN alert_status TEXT;`,
+  // 7: an operator's power call forced past the attack guard, so that its approval decides on it forced too.
+  `ALTER TABLE actions ADD COLUMN forced INTEGER NOT NULL DEFAULT 0;`,
 ];
 
 /**
