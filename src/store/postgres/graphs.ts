@@ -64,12 +64,16 @@ export class SharedGraphs implements GraphSource {
       }
     };
     return {
+      // An image fetched again unchanged (same ETag: the API redraws a graph every few minutes, the poll may
+      // run more often) keeps its stored bytes: the row keeps its TOAST reference, so only `updated_at` is
+      // written, not another copy of the PNG for autovacuum to reclaim (what grew the soak's database).
       put: async (g) => {
         await pool.query(
           `INSERT INTO ha_graphs (account, server_id, type, scale, png, etag, width, height, updated_at)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-           ON CONFLICT (account, server_id, type, scale) DO UPDATE SET png = EXCLUDED.png, etag = EXCLUDED.etag,
-             width = EXCLUDED.width, height = EXCLUDED.height, updated_at = EXCLUDED.updated_at`,
+           ON CONFLICT (account, server_id, type, scale) DO UPDATE SET
+             png = CASE WHEN ha_graphs.etag = EXCLUDED.etag THEN ha_graphs.png ELSE EXCLUDED.png END,
+             etag = EXCLUDED.etag, width = EXCLUDED.width, height = EXCLUDED.height, updated_at = EXCLUDED.updated_at`,
           [account, g.serverId, g.type, g.scale, g.png, g.etag, g.width, g.height, g.updatedAt],
         );
       },

@@ -1,0 +1,75 @@
+/**
+ * The graph images replicas share in PostgreSQL (ha_graphs): an image fetched again unchanged keeps the bytes
+ * already stored — the row keeps its TOAST chunks, only the time advances — and a changed image replaces them.
+ * The soak of issue 32 found the database growing while every graphs poll stored the same images again.
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { StoredGraph } from '../../src/graphs/store.js';
+import type { PostgresStore } from '../../src/store/postgres/store.js';
+import { backends } from '../helpers/store-backends.js';
+
+const postgres = backends().find((b) => b.name === 'postgres')!;
+const clients: pg.Client[] = [];
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.end()));
+});
+
+/** An image of 64 KiB that does not compress, so PostgreSQL stores it out of line in TOAST chunks. */
+const image = (etag: string, updatedAt: number, png = randomBytes(64 * 1024)): StoredGraph => ({
+  serverId: '100001',
+  type: 'port_bits',
+  scale: 'day',
+  width: 497,
+  height: 169,
+  bytes: png.length,
+  etag,
+  updatedAt,
+  png,
+});
+
+describe.skipIf(postgres.skip)('shared graph images on PostgreSQL', () => {
+  it('keeps the stored bytes of an image fetched again unchanged, and replaces those of a changed one', async () => {
+    const db = await postgres.fresh();
+    const store = (await db.open()) as PostgresStore;
+    const client = new pg.Client({ connectionString: db.url });
+    clients.push(client);
+    await client.connect();
+    // The test cluster's user is its superuser: it may read the TOAST table of ha_graphs.
+    const { rows } = await client.query<{ toast: string }>(
+      `SELECT reltoastrelid::regclass::text AS toast FROM pg_class WHERE relname = 'ha_graphs'`,
+    );
+    const chunkIds = async () =>
+      (await client.query<{ id: string }>(`SELECT DISTINCT chunk_id::text AS id FROM ${rows[0]!.toast}`)).rows.map(
+        (r) => r.id,
+      );
+
+    const mirror = store.shared.graphs.mirror('default');
+    const first = image('"a"', 1_000);
+    await mirror.put(first);
+    const stored = await chunkIds();
+    expect(stored).toHaveLength(1);
+
+    // Fetched again, the same bytes: the same chunks, a later time.
+    await mirror.put({ ...first, updatedAt: 2_000 });
+    expect(await chunkIds()).toEqual(stored);
+    expect(await store.shared.graphs.get('default', first)).toMatchObject({
+      etag: '"a"',
+      updatedAt: 2_000,
+      png: first.png,
+    });
+
+    // A new image: new chunks, and the bytes read back are the new ones.
+    const second = image('"b"', 3_000);
+    await mirror.put(second);
+    const replaced = await chunkIds();
+    expect(replaced).toHaveLength(1);
+    expect(replaced).not.toEqual(stored);
+    expect(await store.shared.graphs.get('default', second)).toMatchObject({
+      etag: '"b"',
+      updatedAt: 3_000,
+      png: second.png,
+    });
+  });
+});
