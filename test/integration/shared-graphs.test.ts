@@ -73,3 +73,22 @@ describe.skipIf(postgres.skip)('shared graph images on PostgreSQL', () => {
     });
   });
 });
+
+describe.skipIf(postgres.skip)('the shared server directory on PostgreSQL', () => {
+  it('is vacuumed after a few dead versions of its one row per account, not the default 50', async () => {
+    const db = await postgres.fresh();
+    await db.open();
+    const client = new pg.Client({ connectionString: db.url });
+    clients.push(client);
+    await client.connect();
+    const { rows } = await client.query<{ options: string[] }>(
+      `SELECT c.reloptions AS options FROM pg_class c WHERE c.relname = 'ha_directory'
+       UNION ALL SELECT t.reloptions FROM pg_class c JOIN pg_class t ON t.oid = c.reltoastrelid
+       WHERE c.relname = 'ha_directory'`,
+    );
+    expect(rows.map((r) => [...r.options].sort())).toEqual([
+      ['autovacuum_vacuum_scale_factor=0', 'autovacuum_vacuum_threshold=4', 'fillfactor=50'],
+      ['autovacuum_vacuum_scale_factor=0', 'autovacuum_vacuum_threshold=4'],
+    ]);
+  });
+});

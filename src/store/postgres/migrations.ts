@@ -104,6 +104,13 @@ export const MIGRATIONS: Readonly<Record<'journal' | 'ha', readonly Migration[]>
      updated_at BIGINT NOT NULL,
      PRIMARY KEY (account, server_id, type, scale)
    );`,
+    // 2: ha_directory holds one row per account, rewritten at every change of the server list: under the
+    // default thresholds (50 dead versions + 20 %) autovacuum may not reach it for hours while its dead versions
+    // (and, for a large account, their TOAST chunks) pile up. Vacuumed after a few dead versions instead, with
+    // room on each page for the next version (a HOT update).
+    `ALTER TABLE ha_directory SET (fillfactor = 50, autovacuum_vacuum_threshold = 4,
+     autovacuum_vacuum_scale_factor = 0, toast.autovacuum_vacuum_threshold = 4,
+     toast.autovacuum_vacuum_scale_factor = 0);`,
   ],
 };
 
