@@ -22,6 +22,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { configKeys } from '../dist/config/reference.js';
 import { Churn, type ChurnStep } from '../dist/simulator/churn.js';
 import { startSimulator } from '../dist/simulator/server.js';
 import { freePort } from '../test/helpers/free-port.ts';
@@ -262,7 +263,9 @@ await db?.end();
 await sim.close();
 log.end();
 if (exited && !exited.startsWith('exit 0')) unhandled.push(`the daemon exited early: ${exited}`);
-const goals = evaluateSoak(samples, minutes, { pollsChecked, unhandled });
+// The soak's config leaves upstream.concurrency at its default: the most sockets the pool may add in a burst.
+const upstreamSockets = Number(configKeys().find((k) => k.key === 'upstream.concurrency')?.default);
+const goals = evaluateSoak(samples, minutes, { pollsChecked, unhandled, upstreamSockets });
 goals.push({
   what: 'config reloads (SIGHUP every 2 min)',
   measured: `${reloads} sent; last successful: ${reloadOk}`,

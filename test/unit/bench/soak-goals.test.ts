@@ -36,7 +36,9 @@ function run(minutes: number, change: (s: SoakSample) => void = () => {}): SoakS
 }
 const judge = (samples: SoakSample[], minutes: number, unhandled: string[] = []) =>
   Object.fromEntries(
-    evaluateSoak(samples, minutes, { pollsChecked: ['servers', 'firewall'], unhandled }).map((g) => [g.what, g.pass]),
+    evaluateSoak(samples, minutes, { pollsChecked: ['servers', 'firewall'], unhandled, upstreamSockets: 16 }).map(
+      (g) => [g.what, g.pass],
+    ),
   );
 
 describe('the soak', () => {
@@ -101,6 +103,21 @@ describe('the soak', () => {
       if (s.at >= 2700) s.fds = 45;
     });
     expect(judge(fds, 60)['open file descriptors']).toBe(false);
+    // A leak of one descriptor every 10 minutes: the median rises by 3 between the quarters.
+    const leak = run(60, (s) => {
+      s.fds = 40 + Math.floor(s.at / 600);
+    });
+    expect(judge(leak, 60)['open file descriptors']).toBe(false);
+    // A burst of pool sockets for a minute and a half, back to 40 (the 60-minute run of 2026-11-26): flat.
+    const burst = run(60, (s) => {
+      if (s.at >= 3300 && s.at < 3390) s.fds = 50;
+    });
+    expect(judge(burst, 60)['open file descriptors']).toBe(true);
+    // A burst past the upstream pool's size is more than its sockets.
+    const flood = run(60, (s) => {
+      if (s.at === 3300) s.fds = 40 + 17;
+    });
+    expect(judge(flood, 60)['open file descriptors']).toBe(false);
     const stale = run(60, (s) => {
       if (s.at === 1800) s.families.baremetal_server_info = 3;
     });
