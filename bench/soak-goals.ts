@@ -3,6 +3,7 @@
  * of a given length is cut (warm-up, quarters), and the goals a run's samples are judged by. No I/O, so
  * test/unit/soak-goals.test.ts covers them in `npm test`; the soak itself is not in `npm test`.
  */
+import { percentile } from './options.ts';
 
 /** What the daemon should see of the simulator at a sample, as bench/soak.ts reads it from its state. */
 export interface InventoryView {
@@ -89,7 +90,8 @@ export const FLAT = 1.05;
 /**
  * Descriptors the last quarter's median may have above the second's. A leak raises the descriptors held between
  * bursts, so the median is judged: the upstream pool's keep-alive sockets come and go in bursts of up to
- * `upstream.concurrency` (`upstreamSockets` of evaluateSoak: no burst may pass it) for a minute or so (seen: 41 → 51 → 41 in one 60-minute run), which a max would count.
+ * `upstream.concurrency` for a minute or so (41 → 51 → 41 in one 60-minute run), which a max would count as
+ * growth; no burst may pass the pool's size (`upstreamSockets` of evaluateSoak).
  */
 export const FD_SLACK = 2;
 
@@ -97,9 +99,12 @@ export const FD_SLACK = 2;
 export const SERIES_MATCH = 0.9;
 
 const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
-/** The middle value (the lower of the two middle ones for an even count); NaN for none. */
+/** The median (nearest rank: the lower middle of an even count); NaN for none. */
 const median = (values: number[]) =>
-  [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)] ?? Number.NaN;
+  percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  );
 
 /** The samples of quarter `q` (1–4) of a run of `minutes`, by their time. */
 export function quarter(samples: SoakSample[], minutes: number, q: 1 | 2 | 3 | 4): SoakSample[] {
