@@ -188,6 +188,15 @@ export class UpstreamConnectionError extends UpstreamError {
   override readonly retryable = true;
 }
 
+/**
+ * The request could not leave: undici refused it at dispatch (a header it cannot send, such as a key holding
+ * a line break). Nothing reached the API (a write's outcome is `failed`), and sending it again fails again.
+ */
+export class UpstreamRequestError extends UpstreamError {
+  override readonly code = 'BM_ERR_REQUEST';
+  override readonly outcome = 'invalid_request';
+}
+
 /** A graph reply's `base64` did not decode to a valid image. */
 export class GraphDecodeError extends BaremetalError {
   override readonly code = 'BM_ERR_GRAPH_DECODE';
@@ -309,6 +318,7 @@ export const errorClasses = {
   UpstreamTimeoutError,
   UpstreamTlsError,
   UpstreamConnectionError,
+  UpstreamRequestError,
   ResponseTooLargeError,
   RateLimitedError,
   UpstreamCancelledError,

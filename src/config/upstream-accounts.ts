@@ -6,6 +6,7 @@
  */
 import { InsecureUrlError } from '../errors.js';
 import { readProblem } from '../read-bounded-file.js';
+import { parseApiKey } from './api-key.js';
 import { checkBaseUrl } from './base-url.js';
 import type { ConfigDocument, ConfigEnv, ReadFile } from './document.js';
 import { parseDuration } from './formats.js';
@@ -146,24 +147,34 @@ function readUpstream(
 ): (file: UpstreamFile) => UpstreamConfig {
   const { problems } = checks;
   const baseUrl = readBaseUrl(checks, at, env);
-  let apiKey = env.BAREMETAL_API_KEY || '';
+  // Every source passes the same rule (config/api-key.ts); a problem names where the key came from, never the key.
+  const keyOf = (text: string, where: string): string => {
+    const { key, problem } = parseApiKey(text);
+    if (problem !== undefined) problems.push(`${where} ${problem}`);
+    return key ?? '';
+  };
+  let apiKeyFailed = false;
+  let apiKey = '';
   let apiKeySource: UpstreamConfig['apiKeySource'] = 'env';
+  if (env.BAREMETAL_API_KEY) {
+    apiKey = keyOf(env.BAREMETAL_API_KEY, `${at}.api_key: the environment variable BAREMETAL_API_KEY`);
+    apiKeyFailed = !apiKey;
+  }
   const keyFile = checks.text(`${at}.api_key_file`);
-  let keyFileFailed = false;
-  if (!apiKey && keyFile) {
+  if (!apiKey && !apiKeyFailed && keyFile) {
     apiKeySource = 'file';
     const text = readNamedFile(checks, `${at}.api_key_file`, readFile, 'secret');
-    apiKey = text?.trim() ?? '';
-    if (text !== undefined && !apiKey) problems.push(`${at}.api_key_file: file ${keyFile} is empty`);
-    keyFileFailed = !apiKey;
+    if (text !== undefined) apiKey = keyOf(text, `${at}.api_key_file: file ${keyFile}`);
+    apiKeyFailed = !apiKey;
   }
   const yamlKey = checks.text(`${at}.api_key`);
-  if (!apiKey && yamlKey) {
-    apiKey = yamlKey;
+  if (!apiKey && !apiKeyFailed && yamlKey) {
     apiKeySource = 'yaml';
+    apiKey = keyOf(yamlKey, `${at}.api_key: the key`);
+    apiKeyFailed = !apiKey;
   }
   const keyRejected = checks.rejected(`${at}.api_key`) || checks.rejected(`${at}.api_key_file`);
-  if (!apiKey && !keyFileFailed && !keyRejected) {
+  if (!apiKey && !apiKeyFailed && !keyRejected) {
     problems.push(
       `${at}.api_key: required (${at === 'upstream' ? 'set BAREMETAL_API_KEY or upstream.api_key_file' : `set ${at}.api_key_file`})`,
     );

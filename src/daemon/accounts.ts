@@ -65,7 +65,17 @@ export async function startAccount(
   const logger = deps.logger.child({ account: account.name });
   const metrics = forAccount(deps.metrics, account.name);
   const apiObserver = createApiObserver(metrics, deps.onChange);
-  const client = clientFromConfig(account.upstream, { ...deps.clientOptions, onRequest: apiObserver.onRequest });
+  const client = clientFromConfig(account.upstream, {
+    ...deps.clientOptions,
+    onRequest: apiObserver.onRequest,
+    onTransportStuck: ({ operation, renewed }) =>
+      logger.warn(
+        { operation, renewed },
+        renewed
+          ? 'the HTTP transport held an aborted request past its deadline: its connection pool was replaced'
+          : 'the HTTP transport held an aborted request past its deadline',
+      ),
+  });
   const mirror = deps.graphMirror?.(account.name);
   const graphStore = new GraphStore(deps.config.stateDir, account.name, {
     ...options,

@@ -3,13 +3,15 @@
  * key the new configuration read (`applyApiKeys`), and a change of the file re-reads it (`watchApiKeyFiles`:
  * polled as the TLS files are, which also sees a Kubernetes Secret update, where the `..data` symlink is
  * replaced and the path then names another file). The next request sends the new key; a request already
- * sent finishes with the old one (upstream/api-key.ts). A file that is empty or cannot be read keeps the old
+ * sent finishes with the old one (upstream/api-key.ts). A file that is empty, cannot be read or holds what
+ * cannot be a key (a second line, a control character, whitespace inside: config/api-key.ts) keeps the old
  * key and fails that reload (`baremetal_config_last_reload_successful 0`); the log names the file, never a key.
  * A key given by `BAREMETAL_API_KEY` or in the YAML needs a restart.
  */
 import { unwatchFile, watchFile, type Stats } from 'node:fs';
 import type { Logger } from 'pino';
 import type { AccountRuntime } from './accounts.js';
+import { parseApiKey } from '../config/api-key.js';
 import type { Config } from '../config/types.js';
 import type { Metrics } from '../metrics/definitions.js';
 import { readBoundedText, readProblem } from '../read-bounded-file.js';
@@ -73,16 +75,17 @@ export function watchApiKeyFiles(d: KeyFileWatchDeps): { stop: () => void } {
     let reads = 0;
     const reread = async () => {
       const read = ++reads;
-      let key = '';
+      let key: string | undefined;
       let problem: string | undefined;
       try {
-        key = (await readBoundedText(file, 'secret')).trim();
-        if (!key) problem = `file ${file} is empty`;
+        const parsed = parseApiKey(await readBoundedText(file, 'secret'));
+        key = parsed.key;
+        if (parsed.problem !== undefined) problem = `file ${file} ${parsed.problem}`;
       } catch (error) {
         problem = `cannot read ${file} (${readProblem(error)})`;
       }
       if (read !== reads) return;
-      if (problem !== undefined) {
+      if (problem !== undefined || key === undefined) {
         d.logger.error(
           { account: account.name, file, problem },
           'API key file reload failed; keeping the previous key',

@@ -41,6 +41,7 @@ export const REQUEST_OUTCOMES = [
   'tls_error',
   'connection_error',
   'too_large',
+  'invalid_request',
   'rate_limited',
   'cancelled',
   'error',

@@ -43,6 +43,7 @@ export class PollJobs {
           now: context.now,
           // Read per run: a config reload may change the schedule.
           deadlineMs: () => runDeadlineMs(schedulePeriodMs(deps.config.schedules[poll.name])),
+          failuresOf: (signal) => context.client.failuresOf(signal),
           onFinished: (outcome, problem) => onFinished?.(poll.name, outcome, problem),
         }),
       ]),

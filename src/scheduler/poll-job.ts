@@ -22,7 +22,12 @@ export interface PollJobOptions {
   now?: () => number;
   /** a run is cancelled this many milliseconds after it started (see `runDeadlineMs`); none when undefined */
   deadlineMs?: number | (() => number);
-  /** called after every finished (not skipped) run, e.g. to re-render the exposition */
+  /**
+   * the failed upstream attempts of the requests that carried the run's signal, by failure code (the upstream
+   * client's `failuresOf`): a run that failed or was cut short logs them, so that a run cancelled at its
+   * deadline says why (issue 38)
+   */
+  failuresOf?: (signal: AbortSignal) => ReadonlyMap<string, number>;
   /** called when a run ends; `problem` says why a run failed outright (the error's message, never a secret) */
   onFinished?: (outcome: RunOutcome, problem?: string) => void;
 }
@@ -129,6 +134,7 @@ export class PollJob {
     if (outcome !== 'failure') metrics.pollLastSuccess.set({ poll: name }, finished / 1000);
     this.last = { outcome, finishedAt: finished, durationMs: finished - started, cancelled };
     if (outcome !== 'failure') this.lastSuccessAt = finished;
+    const failures = outcome === 'success' ? '' : formatFailures(this.#options.failuresOf?.(controller.signal));
     const fields = {
       poll: name,
       outcome,
@@ -136,14 +142,29 @@ export class PollJob {
       failed: result.failed,
       cancelled,
       ms: finished - started,
+      ...(failures ? { failures } : {}),
     };
     if (cancelled > 0) {
       const why =
         this.#cancelReason === 'deadline' ? `its deadline of ${deadlineMs} ms passed` : 'the daemon is stopping';
-      logger.warn(fields, `poll run cancelled: ${why}; unfinished items are counted in baremetal_poll_items_cancelled`);
+      const failed = failures ? `; its requests failed with ${failures}` : '; no request of it had failed';
+      logger.warn(
+        fields,
+        `poll run cancelled: ${why}${failed}; unfinished items are counted in baremetal_poll_items_cancelled`,
+      );
     } else logger.info(fields, 'poll finished');
     if (outcome === 'failure') problem ??= cancelled > 0 ? 'its run was cancelled' : `all ${result.items} items failed`;
+    if (outcome === 'failure' && failures) problem = `${problem} (requests failed with ${failures})`;
     onFinished?.(outcome, problem);
     return outcome;
   }
+}
+
+/** `UND_ERR_INVALID_ARG ×16, BM_ERR_TIMEOUT ×2`: the most frequent first; empty when none. */
+export function formatFailures(failures: ReadonlyMap<string, number> | undefined): string {
+  if (!failures || failures.size === 0) return '';
+  return [...failures]
+    .sort(([a, m], [b, n]) => n - m || a.localeCompare(b))
+    .map(([code, n]) => `${code} ×${n}`)
+    .join(', ');
 }

@@ -9,10 +9,17 @@
  * beside it: reply reading and its limits in reply.ts, the mapping of transport failures in transport-errors.ts,
  * the read slots in slots.ts, each attempt's deadline in attempt-signal.ts, the request shapes in request.ts.
  */
+import { validateHeaderValue } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { rootCertificates } from 'node:tls';
 import { Agent, request, type Dispatcher } from 'undici';
-import { RateLimitedError, UpstreamCancelledError, UpstreamError, type UpstreamContext } from '../errors.js';
+import {
+  RateLimitedError,
+  UpstreamCancelledError,
+  type UpstreamContext,
+  UpstreamError,
+  UpstreamRequestError,
+} from '../errors.js';
 import type { Scrubber } from '../scrub.js';
 import { ApiKey } from './api-key.js';
 import { baseUrlSecrets, checkBaseUrl } from '../config/base-url.js';
@@ -21,7 +28,14 @@ import { DEFAULT_MAX_RESPONSE_BYTES, parseJsonReply, readBody, retryAfterMs, tex
 import { AttemptSignals } from './attempt-signal.js';
 import type { RequestEvent, UpstreamRequest } from './request.js';
 import { ReadSlots } from './slots.js';
-import { type AbortReason, classifyTransportError } from './transport-errors.js';
+import { type AbortReason, classifyTransportError, failureCode } from './transport-errors.js';
+
+/**
+ * How long an attempt whose signal fired may take to settle by itself before the client settles it: undici
+ * settles an aborted request within a few microtasks, except one it holds queued (issue 38), which it never
+ * settles. Its own error is the better one (it tells a refused connection from a lost reply), hence a moment.
+ */
+export const ABORT_GRACE_MS = 100;
 
 export interface UpstreamClientOptions {
   /** base address, e.g. `https://api.provider.example`; http:// only for loopback */
@@ -53,6 +67,11 @@ export interface UpstreamClientOptions {
   onRequest?: (event: RequestEvent) => void;
   /** ms since epoch (Retry-After pauses); injectable for tests */
   now?: () => number;
+  /**
+   * called when the transport kept an attempt after its abort for longer than `timeoutMs` (it holds requests it
+   * will never send: issue 38); a client that owns its Agent replaces it then, and says so with `renewed`
+   */
+  onTransportStuck?: (event: { operation: string; renewed: boolean }) => void;
 }
 
 /** The HTTP client of the hosting API. Build one per process; `close()` it on shutdown. */
@@ -60,8 +79,11 @@ export class UpstreamClient {
   readonly baseUrl: string;
   /** the key in force: each request reads it when it is sent (a rotation applies to the next request) */
   readonly apiKey: ApiKey;
-  readonly #dispatcher: Dispatcher;
+  /** the transport; replaced (when owned) once it holds requests it will never send */
+  #dispatcher: Dispatcher;
   readonly #ownsDispatcher: boolean;
+  /** failed attempts per caller signal (a poll run's), by failure code: why a run that was cut short failed */
+  readonly #failures = new WeakMap<AbortSignal, Map<string, number>>();
   readonly #slots: ReadSlots;
   /** each attempt's deadline, and the caller's signal followed */
   readonly #attempts = new AttemptSignals();
@@ -92,19 +114,19 @@ export class UpstreamClient {
         ? undefined
         : new RequestBudget({ ratePerSecond: options.maxRequestsPerSecond });
     this.#ownsDispatcher = !options.dispatcher;
-    this.#dispatcher =
-      options.dispatcher ??
-      new Agent({
-        // Two more than the reads may hold: an action never waits for a poll's connection.
-        connections: options.concurrency + 2,
-        connect: {
-          timeout: options.timeoutMs,
-          ...(options.ca ? { ca: [...rootCertificates, options.ca] } : {}),
-        },
-        headersTimeout: options.timeoutMs,
-        bodyTimeout: options.timeoutMs,
-        keepAliveTimeout: 30_000,
-      });
+    this.#dispatcher = options.dispatcher ?? this.#newAgent();
+  }
+
+  #newAgent(): Agent {
+    const { concurrency, timeoutMs, ca } = this.#options;
+    return new Agent({
+      // Two more than the reads may hold: an action never waits for a poll's connection.
+      connections: concurrency + 2,
+      connect: { timeout: timeoutMs, ...(ca ? { ca: [...rootCertificates, ca] } : {}) },
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+      keepAliveTimeout: 30_000,
+    });
   }
 
   /** Requests in flight at once, at most. */
@@ -115,6 +137,20 @@ export class UpstreamClient {
   /** Requests waiting for a slot under the concurrency limit. */
   get pendingCount(): number {
     return this.#slots.pendingCount;
+  }
+
+  /** Reads holding a slot under the concurrency limit now. */
+  get activeCount(): number {
+    return this.#slots.activeCount;
+  }
+
+  /**
+   * The failed attempts of the requests that carried `signal` (a poll run's), by failure code
+   * (transport-errors.ts `failureCode`, e.g. `UND_ERR_INVALID_ARG`, `BM_ERR_TIMEOUT`): why a run failed or was
+   * cut short, for its log line.
+   */
+  failuresOf(signal: AbortSignal): ReadonlyMap<string, number> {
+    return this.#failures.get(signal) ?? new Map();
   }
 
   /** ms since epoch until which requests wait after a Retry-After; 0 when not paused. */
@@ -166,8 +202,11 @@ export class UpstreamClient {
         if (retry >= retries || req.signal?.aborted || !retryable) throw error;
         const minMs = this.#options.retryMinDelayMs ?? 250;
         const delayMs = Math.min(Math.round((Math.random() + 1) * minMs * 2 ** retry), 5_000);
-        // Not cancellable: a cancelled request's next attempt ends at once as cancelled (and is counted so).
-        if (delayMs > 0) await sleep(delayMs);
+        // Cancelled while waiting: the request ends with what its last attempt failed with, at once.
+        if (delayMs > 0)
+          await sleep(delayMs, undefined, req.signal && { signal: req.signal }).catch(() => {
+            throw error;
+          });
       }
     }
   }
@@ -194,8 +233,11 @@ export class UpstreamClient {
       return this.#observe(req, attempt);
     }
     const priority = req.background ? 'background' : 'read';
-    const queued = this.#slots.acquire(priority);
-    if (queued) await queued;
+    const queued = this.#slots.acquire(priority, req.signal);
+    if (queued)
+      await queued.catch((cause: unknown) => {
+        throw new UpstreamCancelledError(ctx, 'cancelled while waiting for a slot', { cause });
+      });
     try {
       if (req.signal?.aborted) throw new UpstreamCancelledError(ctx, 'cancelled while waiting for a slot');
       if (this.#pausedUntil !== 0) await this.#waitForPause(req, ctx);
@@ -230,9 +272,16 @@ export class UpstreamClient {
    */
   async #takeBudget(req: UpstreamRequest, ctx: UpstreamContext, priority: BudgetPriority = 'write'): Promise<void> {
     if (!this.budget) return;
+    // A write waits for its token no longer than one attempt's deadline: an action is sent soon or not at all.
+    const waitUntil = req.read ? undefined : AbortSignal.timeout(this.#options.timeoutMs);
+    const signal = waitUntil && req.signal ? AbortSignal.any([req.signal, waitUntil]) : (waitUntil ?? req.signal);
     try {
-      await this.budget.take(priority, req.signal);
+      await this.budget.take(priority, signal);
     } catch (error) {
+      if (waitUntil?.aborted && !req.signal?.aborted)
+        throw new UpstreamCancelledError(ctx, 'not sent: no request budget token within upstream.timeout', {
+          cause: error,
+        });
       throw new UpstreamCancelledError(ctx, 'cancelled while waiting for the request budget', { cause: error });
     }
     if (!req.read && this.pausedUntil !== 0) throw new RateLimitedError(ctx, this.pausedUntil);
@@ -244,9 +293,10 @@ export class UpstreamClient {
     let outcome = 'success';
     const { signal, end } = this.#attempts.start(this.#options.timeoutMs, req.signal);
     try {
-      return await attempt(signal);
+      return await this.#settleBy(attempt(signal), signal, req);
     } catch (error) {
       outcome = error instanceof UpstreamError ? error.outcome : 'error';
+      if (req.signal) this.#countFailure(req.signal, error);
       throw error;
     } finally {
       end();
@@ -258,6 +308,70 @@ export class UpstreamClient {
     }
   }
 
+  #countFailure(caller: AbortSignal, error: unknown): void {
+    let counts = this.#failures.get(caller);
+    if (!counts) {
+      counts = new Map();
+      this.#failures.set(caller, counts);
+    }
+    const code = failureCode(error);
+    counts.set(code, (counts.get(code) ?? 0) + 1);
+  }
+
+  /**
+   * Settles as `work` does; once `signal` (the attempt's) has fired, by ABORT_GRACE_MS at the latest: with the
+   * error the signal's reason calls for (a deadline: a timeout whose outcome is unknown), whatever the
+   * transport does. A transport that still holds the attempt `timeoutMs` later (past its own connect
+   * deadline) will never send it: the client replaces the Agent it owns and reports it.
+   */
+  #settleBy<T>(work: Promise<T>, signal: AbortSignal, req: UpstreamRequest): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      let settled = false;
+      let grace: NodeJS.Timeout | undefined;
+      const onAbort = () => {
+        grace = setTimeout(() => {
+          const ctx = { operation: req.operation, path: req.path };
+          const cause = new Error('the transport did not settle the aborted request');
+          reject(classifyTransportError(cause, ctx, signal.reason as AbortReason));
+          const stuck = setTimeout(() => settled || this.#transportStuck(req), this.#options.timeoutMs);
+          stuck.unref();
+        }, ABORT_GRACE_MS);
+      };
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+      const done = () => {
+        settled = true;
+        clearTimeout(grace);
+        signal.removeEventListener('abort', onAbort);
+      };
+      work.then(
+        (value) => {
+          done();
+          resolve(value);
+        },
+        (error: unknown) => {
+          done();
+          reject(error as Error);
+        },
+      );
+    });
+  }
+
+  /**
+   * The transport holds an attempt it will never settle: new requests go to a new Agent; the old one is
+   * closed (what it still runs may finish) and destroyed once every attempt it ran is past its deadline.
+   */
+  #transportStuck(req: UpstreamRequest): void {
+    const renewed = this.#ownsDispatcher;
+    if (renewed) {
+      const old = this.#dispatcher;
+      this.#dispatcher = this.#newAgent();
+      old.close().catch(() => undefined);
+      setTimeout(() => old.destroy().catch(() => undefined), 2 * this.#options.timeoutMs).unref();
+    }
+    this.#options.onTransportStuck?.({ operation: req.operation, renewed });
+  }
+
   /**
    * One HTTP exchange: the body is read as a stream and aborted past `maxResponseBytes`; the text returned is
    * already scrubbed. A 429 (or 503 with Retry-After) starts a pause and throws RateLimitedError.
@@ -267,13 +381,23 @@ export class UpstreamClient {
     for (const [key, value] of Object.entries(req.body)) if (value !== undefined) form.set(key, value);
     const ctx: UpstreamContext = { operation: req.operation, path: req.path };
     const reason = () => (signal.aborted ? (signal.reason as AbortReason) : undefined);
+    const authorization = this.apiKey.current;
+    // undici refuses such a header by throwing at dispatch, which leaves its connection counted busy for good
+    // (issue 38): the request is refused here, before undici sees it. Node's check is undici's character rule.
+    try {
+      validateHeaderValue('authorization', authorization);
+    } catch (cause) {
+      throw new UpstreamRequestError(ctx, 'the API key in force cannot be sent as a header (check api_key_file)', {
+        cause,
+      });
+    }
     let res: Dispatcher.ResponseData;
     try {
       res = await request(`${this.baseUrl}${req.path}`, {
         method: 'POST',
         dispatcher: this.#dispatcher,
         headers: {
-          authorization: this.apiKey.current,
+          authorization,
           'content-type': 'application/x-www-form-urlencoded',
           accept: 'application/json',
         },

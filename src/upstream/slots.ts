@@ -29,15 +29,37 @@ export class ReadSlots {
     return this.#queued.read.length + this.#queued.background.length;
   }
 
+  /** Reads holding a slot now. */
+  get activeCount(): number {
+    return this.#active;
+  }
+
   /**
-   * Takes a slot for a read: at once (undefined), or a promise that resolves once the read holds one (not
-   * cancellable). `release` it afterwards, whatever happens. A slot free now is taken without a promise, so
-   * the read goes on to its budget token in the same tick: reads meet the budget in the order they came.
+   * Takes a slot for a read: at once (undefined), or a promise that resolves once the read holds one, or
+   * rejects with the signal's reason when `signal` aborts first (the read then holds no slot and leaves the
+   * queue). `release` a slot held, whatever happens. A slot free now is taken without a promise, so the read
+   * goes on to its budget token in the same tick: reads meet the budget in the order they came.
    */
-  acquire(priority: SlotPriority): Promise<void> | undefined {
-    if (!this.#canStart(priority)) return new Promise<void>((resolve) => this.#queued[priority].push(resolve));
-    this.#hold(priority);
-    return undefined;
+  acquire(priority: SlotPriority, signal?: AbortSignal): Promise<void> | undefined {
+    if (this.#canStart(priority)) {
+      this.#hold(priority);
+      return undefined;
+    }
+    if (signal?.aborted) return Promise.reject(signal.reason as Error);
+    return new Promise<void>((resolve, reject) => {
+      const queue = this.#queued[priority];
+      const onAbort = () => {
+        const at = queue.indexOf(granted);
+        if (at >= 0) queue.splice(at, 1);
+        reject(signal!.reason as Error);
+      };
+      const granted = () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      queue.push(granted);
+    });
   }
 
   /** Frees a slot and passes it on: to the next waiting read, else to the next waiting background read. */

@@ -3,6 +3,7 @@
  * mapped to a typed UpstreamError, and whether the request can have reached the API (a write's outcome).
  */
 import {
+  BaremetalError,
   UpstreamCancelledError,
   UpstreamConnectionError,
   type UpstreamContext,
@@ -54,4 +55,16 @@ export function classifyTransportError(error: unknown, ctx: UpstreamContext, abo
   if (TIMEOUT_CODES.has(code) || err?.name === 'TimeoutError')
     return new UpstreamTimeoutError(ctx, `timed out (${detail})`, { cause: error, outcomeUnknown });
   return new UpstreamConnectionError(ctx, `connection failed (${detail})`, { cause: error, outcomeUnknown });
+}
+
+/**
+ * The code a failed attempt is counted under in a run's log line: the transport's own code where one caused it
+ * (`UND_ERR_INVALID_ARG`, `ECONNREFUSED`, `ERR_INVALID_CHAR`), else the error's (`BM_ERR_API`, `BM_ERR_TIMEOUT`);
+ * a cancellation is `BM_ERR_CANCELLED` whatever aborted it.
+ */
+export function failureCode(error: unknown): string {
+  if (error instanceof UpstreamCancelledError) return error.code;
+  const cause = (error as { cause?: { code?: unknown } } | undefined)?.cause?.code;
+  if (typeof cause === 'string' && cause !== '') return cause;
+  return error instanceof BaremetalError ? error.code : 'error';
 }

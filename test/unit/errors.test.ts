@@ -16,6 +16,7 @@ const instances = {
   UpstreamTimeoutError: new errors.UpstreamTimeoutError(ctx, 'x'),
   UpstreamTlsError: new errors.UpstreamTlsError(ctx, 'x'),
   UpstreamConnectionError: new errors.UpstreamConnectionError(ctx, 'x'),
+  UpstreamRequestError: new errors.UpstreamRequestError(ctx, 'x'),
   ResponseTooLargeError: new errors.ResponseTooLargeError(ctx, 'x'),
   RateLimitedError: new errors.RateLimitedError(ctx, 0),
   UpstreamCancelledError: new errors.UpstreamCancelledError(ctx, 'x'),
