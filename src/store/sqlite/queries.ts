@@ -6,6 +6,7 @@
  */
 import type { Decision } from '../decisions.js';
 import {
+  ENTRY_COLUMNS,
   entryValues,
   toEntry,
   type Delivery,
@@ -28,8 +29,10 @@ export class SqliteQueries extends SqliteDesiredQueries {
     return this.sql.write((db) => {
       const result = db
         .prepare(
-          `INSERT INTO actions (account, created_at, source, action, server_id, ip, value, alertname, fingerprint, starts_at, decision, message, principal, reason, approver, approved_at, labels, alert_status, forced)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          `INSERT INTO actions (${ENTRY_COLUMNS})
+           VALUES (${ENTRY_COLUMNS.split(',')
+             .map(() => '?')
+             .join(', ')})`,
         )
         .run(...entryValues(entry));
       return Number(result.lastInsertRowid);
