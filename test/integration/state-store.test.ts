@@ -128,6 +128,12 @@ describe.each(backends())('the state store on $name', (backend) => {
       expect(await store.delivery('operator:k', NOW + DAY)).toEqual({ actionId: id, digest: 'digest-a' });
       await store.prune(NOW + DAY - 1, 100);
       expect(await store.delivery('operator:k')).toBeDefined();
+      // Released only by the row that holds it; then claimed anew.
+      expect(await store.releaseDelivery('operator:k', id + 1)).toBe(false);
+      expect(await store.releaseDelivery('operator:k', id)).toBe(true);
+      expect(await store.delivery('operator:k')).toBeUndefined();
+      expect(await store.releaseDelivery('operator:k', id)).toBe(false);
+      expect(await store.claimDelivery('operator:k', 'digest-a', id, NOW)).toBe(true);
     },
   );
 

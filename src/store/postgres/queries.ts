@@ -79,6 +79,11 @@ export class PgQueries implements StateQueries {
     return row ? { actionId: Number(row.action_id), digest: row.request_digest as string | null } : undefined;
   }
 
+  async releaseDelivery(key: string, actionId: number): Promise<boolean> {
+    const result = await this.#run('DELETE FROM deliveries WHERE key = $1 AND action_id = $2', [key, actionId]);
+    return result.rowCount === 1;
+  }
+
   async sentSince(account: string, since: number): Promise<number> {
     const { rows } = await this.#run(
       `SELECT count(*) AS n FROM actions WHERE account = $1 AND created_at >= $2 AND decision IN ${SENT_DECISIONS_SQL}`,

@@ -77,6 +77,13 @@ export class SqliteQueries extends SqliteDesiredQueries {
     return { actionId: Number(row.action_id), digest: row.request_digest as string | null };
   }
 
+  /** Drops the claim of `key` if row `actionId` still holds it; false otherwise. */
+  releaseDelivery(key: string, actionId: number): boolean {
+    return this.sql.write(
+      (db) => db.prepare('DELETE FROM deliveries WHERE key = ? AND action_id = ?').run(key, actionId).changes === 1,
+    );
+  }
+
   /** Upstream calls made for `account` since `since` (ms), all actions together: the account's budget use. */
   sentSince(account: string, since: number): number {
     return this.sql.read((db) =>
