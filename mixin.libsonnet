@@ -290,6 +290,18 @@ local alerting = [
         }
       },
       {
+        "alert": "BaremetalActionApprovalExpired",
+        "expr": "max without (instance, pod) (baremetal:action_requests:increase1h{job=\"baremetal\",decision=\"expired\"}) > 0",
+        "labels": {
+          "severity": "warning"
+        },
+        "annotations": {
+          "summary": "A {{ $labels.action }} remediation expired without approval",
+          "description": "In the last hour a {{ $labels.action }} request of account {{ $labels.account }} waited for a second operator longer than remediation.approval_timeout and expired: nothing was sent. The alert that asked is asked again when Alertmanager repeats it; an operator request must be made again (GET /api/v1/actions?action={{ $labels.action }}).",
+          "runbook_url": "https://github.com/baremetal-exporter/baremetal-exporter/blob/main/docs/runbook.md#baremetalactionapprovalexpired"
+        }
+      },
+      {
         "alert": "BaremetalNoLeader",
         "expr": "max without (instance, pod) (baremetal_leader{job=\"baremetal\"}) == 0",
         "for": "2m",

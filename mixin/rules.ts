@@ -364,6 +364,20 @@ max by (instance, account, server_id, hostname) (label_replace(${s('baremetal_se
     ),
     alert(
       {
+        alert: 'BaremetalActionApprovalExpired',
+        comment:
+          'From the recorded increase over 1h, per replica, then the max, as BaremetalRemediationEscalated. An expiry\nis no longer counted as waiting, so BaremetalActionAwaitingApproval stops while nothing was done.',
+        expr: `max ${replicas} (${s(names.actionRequests, 'decision="expired"')}) > 0`,
+        annotations: {
+          summary: 'A {{ $labels.action }} remediation expired without approval',
+          description:
+            'In the last hour a {{ $labels.action }} request of account {{ $labels.account }} waited for a second operator longer than remediation.approval_timeout and expired: nothing was sent. The alert that asked is asked again when Alertmanager repeats it; an operator request must be made again (GET /api/v1/actions?action={{ $labels.action }}).',
+        },
+      },
+      'warning',
+    ),
+    alert(
+      {
         alert: 'BaremetalNoLeader',
         comment:
           'Replicas that are up all report 0. No absent(): with every replica down there is no series, and\nBaremetalExporterDown (each target) or BaremetalExporterAbsent (no target) pages instead.',

@@ -10,13 +10,17 @@
  * a request forced past the attack guard stays forced), and the execution is
  * claimed under the delivery key `approval:<row id>`, so it acts at most once. The awaiting row names the
  * execution's row in its message.
+ *
+ * What is approved is the request as it was journaled (request.ts `makeRequest`): the rule it was made under,
+ * its labels, cooldown, hold, require_owned_ip and force as recorded, never a rule looked up again. When that
+ * rule was changed or removed since, it still runs as it was made, and the reply and the row say so.
  */
 import type { Logger } from 'pino';
-import { DEFAULT_COOLDOWN_MS, type ActionName } from '../config/schema.js';
 import type { Config } from '../config/types.js';
 import { ConflictError } from '../errors.js';
 import type { ApprovalSettlement, JournalEntry } from '../store/rows.js';
 import type { StateStore } from '../store/store.js';
+import { makeRequest, ruleChange } from './request.js';
 import type { ActionDecision, ActionRequest } from './types.js';
 
 export interface ApprovalDeps {
@@ -32,6 +36,9 @@ export interface ApprovalDeps {
   record: (action: string, result: ActionDecision) => Promise<ActionDecision>;
 }
 
+/** An approval's execution, and, when the rule the request was made under changed since, a sentence saying so. */
+export type ApprovalResult = ActionDecision & { ruleChanged?: string };
+
 export class Approvals {
   readonly #deps: ApprovalDeps;
 
@@ -43,26 +50,29 @@ export class Approvals {
    * `approver` approves `row` (checked by the caller: another operator, within its accounts and actions):
    * returns the execution's decision. Throws ConflictError (already settled, or expired), JournalError.
    */
-  async approve(row: JournalEntry, approver: string): Promise<ActionDecision> {
+  async approve(row: JournalEntry, approver: string): Promise<ApprovalResult> {
     const at = this.#deps.now();
+    // Made before settling: a row that cannot be run as it was made stays awaiting (a 409, nothing settled).
+    const req = makeRequest({ kind: 'approval', row, approver, at });
+    const changed = ruleChange(row, this.#deps.config.rules);
     await this.#settle(row, { decision: 'approved', approver, at, message: `approved by ${approver}` });
     let result: ActionDecision;
     try {
-      result = await this.#deps.request(this.#requestOf(row, approver, at));
+      result = await this.#deps.request(req);
     } catch (error) {
       // No decision was made (journal or server list unavailable): the row says so; the request must be asked again.
       const message = `approved by ${approver}; not decided: ${(error as Error).message}; ask again`;
       await this.#deps.store.complete(row.id, { decision: 'approved', message, at }).catch(() => undefined);
       throw error;
     }
-    const message = `approved by ${approver}; executed as journal entry ${result.id}: ${result.decision}`;
+    const message = `approved by ${approver}; executed as journal entry ${result.id}: ${result.decision}${changed ? `; ${changed}` : ''}`;
     await this.#deps.store.complete(row.id, { decision: 'approved', message, at });
     await this.#deps.record(row.action, { id: row.id, decision: 'approved', message });
     this.#deps.logger.info(
       { journal_id: row.id, action: row.action, principal: row.principal, approver, execution: result.id },
       'remediation request approved',
     );
-    return result;
+    return changed ? { ...result, ruleChanged: changed } : result;
   }
 
   /** `approver` denies `row`, with an optional reason. Throws ConflictError, JournalError. */
@@ -111,40 +121,6 @@ export class Approvals {
         `journal entry ${row.id} is ${now?.decision ?? 'gone'}${now?.approver ? ` (by ${now.approver})` : ''}, no longer awaiting approval`,
       );
     }
-  }
-
-  /** The requester's request again, approved: the rule's cooldown for an alert's, the action's default otherwise. */
-  #requestOf(row: JournalEntry, approver: string, at: number): ActionRequest {
-    const action = row.action as ActionName;
-    const rule = this.#deps.config.rules.find((r) => r.alertname === row.alertname && r.action === action);
-    return {
-      source: row.source === 'alert' ? 'alert' : 'operator',
-      principal: row.principal ?? approver,
-      account: row.account,
-      action,
-      serverId: row.serverId,
-      ...(row.ip !== null ? { ip: row.ip } : {}),
-      ...(row.value !== null ? { value: row.value } : {}),
-      ...(row.reason !== null ? { reason: row.reason } : {}),
-      // The approver approves the request as it was made: forced past the attack guard when it was.
-      ...(row.forced ? { force: true } : {}),
-      cooldownMs: rule?.cooldownMs ?? DEFAULT_COOLDOWN_MS[action],
-      requireOwnedIp: rule?.requireOwnedIp ?? true,
-      idempotencyKey: `approval:${row.id}`,
-      ...(row.alertname !== null && row.fingerprint !== null && row.startsAt !== null
-        ? {
-            alert: {
-              alertname: row.alertname,
-              fingerprint: row.fingerprint,
-              startsAt: row.startsAt,
-              // Kept for `remediation replay` on the approved row too.
-              ...(row.labels !== null ? { labels: JSON.parse(row.labels) as Record<string, string> } : {}),
-              ...(row.alertStatus !== null ? { status: row.alertStatus } : {}),
-            },
-          }
-        : {}),
-      approval: { of: row.id, by: approver, at },
-    };
   }
 }
 

@@ -71,6 +71,12 @@ export function pending(req: ActionRequest, account: string, config: Config['rem
     approver: req.approval?.by ?? null,
     approvedAt: req.approval?.at ?? null,
     forced,
+    // What the request was made with: its approval runs this, never a rule looked up again (request.ts).
+    ruleIndex: req.rule?.index ?? null,
+    ruleDigest: req.rule?.digest ?? null,
+    cooldownMs: req.cooldownMs,
+    holdMs: req.holdMs ?? null,
+    requireOwnedIp: req.requireOwnedIp,
   };
   return {
     req,

@@ -20,7 +20,7 @@ import type { Config } from '../config/types.js';
 import { DATABASE_UNREACHABLE } from '../config/database-url.js';
 import { JournalError, NotReadyError } from '../errors.js';
 import type { JournalEntry } from '../store/rows.js';
-import { Approvals } from './approvals.js';
+import { type ApprovalResult, Approvals } from './approvals.js';
 import type { StateQueries, StateStore } from '../store/store.js';
 import type { Metrics } from '../metrics/definitions.js';
 import type { UpstreamClient } from '../upstream/client.js';
@@ -182,7 +182,7 @@ export class RemediationEngine {
    * caller checked that `approver` may (approvals.ts). Returns the execution's decision, or the denial.
    * Throws ConflictError (settled already, or expired), JournalError, NotReadyError.
    */
-  async approve(row: JournalEntry, approver: string): Promise<ActionDecision> {
+  async approve(row: JournalEntry, approver: string): Promise<ApprovalResult> {
     this.#requireUsable();
     await this.ready;
     return this.#approvals.approve(row, approver);

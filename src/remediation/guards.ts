@@ -23,7 +23,8 @@ export interface Denial {
 const HOUR = 3_600_000;
 
 /**
- * Idempotency: the delivery (alert identity or Idempotency-Key) was already acted on. An operator's key
+ * Idempotency: the delivery (alert identity or Idempotency-Key) was already acted on — unless it was an alert's
+ * request that expired awaiting approval, which a repeat of the alert asks again. An operator's key
  * reused for a request with another action, target or value (`digest`) throws IdempotencyMismatchError:
  * a mistyped retry must not look done. (An alert's key names its fingerprint, so its target cannot change.)
  */
@@ -40,6 +41,11 @@ export async function checkDelivery(
     throw new IdempotencyMismatchError(
       `Idempotency-Key was already used for a different request (journal entry ${first.actionId}); use a new key for a new request`,
     );
+  }
+  // An alert's request that expired unapproved did nothing: the alert, delivered again while it still fires,
+  // asks again through every guard (issue 40), its claim given up in this transaction. A denial stays final.
+  if (req.source === 'alert' && (await q.get(first.actionId))?.decision === 'expired') {
+    if (await q.releaseDelivery(req.idempotencyKey, first.actionId)) return undefined;
   }
   return { decision: 'duplicate', message: `already acted on this delivery (journal entry ${first.actionId})` };
 }

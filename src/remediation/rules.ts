@@ -3,10 +3,12 @@
  * matcher label are equal; the rule names the labels carrying `server_id` and `ip`. Power and
  * sensitivity actions fire on `firing` only; firewall-state rules set `firing_state` on firing and
  * `resolved_state` (after `hold`) on resolved. The rule's `account_label` names the account: an alert
- * without it is accepted only when exactly one account is configured (server ids are per account).
+ * without it is accepted only when exactly one account is configured (server ids are per account). Each
+ * request is made by request.ts `makeRequest`, which records the rule's position and digest with it.
  */
 import type { RemediationRule } from '../config/types.js';
 import { BadRequestError } from '../errors.js';
+import { makeRequest } from './request.js';
 import type { ActionRequest } from './types.js';
 import type { WebhookAlert } from './webhook.js';
 
@@ -29,7 +31,8 @@ export function requestsFor(
   principal: string,
 ): ActionRequest[] {
   const requests: ActionRequest[] = [];
-  for (const rule of rules.filter((r) => matches(r, alert))) {
+  rules.forEach((rule, ruleIndex) => {
+    if (!matches(rule, alert)) return;
     const label = (name: string) => {
       const value = alert.labels[name];
       if (!value)
@@ -39,41 +42,9 @@ export function requestsFor(
       return value;
     };
     const account = accountOf(alert, index, rule, accounts);
-    const serverId = label(rule.serverIdLabel);
-    const base = {
-      source: 'alert' as const,
-      principal,
-      account,
-      action: rule.action,
-      serverId,
-      cooldownMs: rule.cooldownMs,
-      requireOwnedIp: rule.requireOwnedIp,
-      ...(rule.requireApproval ? { requireApproval: true } : {}),
-      alert: {
-        alertname: rule.alertname,
-        fingerprint: alert.fingerprint,
-        startsAt: alert.startsAt,
-        labels: alert.labels,
-        status: alert.status,
-      },
-      // The alert's identity is its fingerprint plus startsAt (one firing episode); status and action keep
-      // the firing and the resolved delivery, and two rules on one alert, apart.
-      idempotencyKey: `alert:${alert.fingerprint}:${alert.startsAt}:${alert.status}:${rule.action}`,
-    };
-    if (rule.action === 'firewall_state') {
-      const firing = alert.status === 'firing';
-      requests.push({
-        ...base,
-        ip: label(rule.ipLabel),
-        value: firing ? rule.firingState : rule.resolvedState,
-        holdMs: firing ? 0 : rule.holdMs,
-      });
-    } else if (alert.status === 'firing') {
-      if (rule.action === 'firewall_sensitivity')
-        requests.push({ ...base, ip: label(rule.ipLabel), value: rule.sensitivity! });
-      else requests.push(base);
-    }
-  }
+    const req = makeRequest({ kind: 'rule', rule, index: ruleIndex, alert, account, principal, label });
+    if (req) requests.push(req);
+  });
   return requests;
 }
 

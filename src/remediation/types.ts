@@ -47,6 +47,11 @@ export interface ActionRequest {
   /** firewall state: apply no earlier than this many ms from now */
   holdMs?: number;
   requireOwnedIp: boolean;
+  /**
+   * the rule an alert's request was made under: its position in `remediation.rules` and a digest of its content
+   * (request.ts `ruleDigest`), journaled with the request
+   */
+  rule?: { index: number; digest: string };
   /** identity of the delivery (alert fingerprint + startsAt + status + action, or an Idempotency-Key) */
   idempotencyKey?: string;
   /** the alert the request comes from: its identity, and its labels and status as delivered (the journal keeps them) */

@@ -49,7 +49,25 @@ export interface JournalEntry {
    * false for every other row and for rows written before it was kept
    */
   forced: boolean;
+  /**
+   * The remediation rule an alert's request was made under: its position in `remediation.rules` (0-based) when
+   * the request was made; null for other sources and for rows written before the request was recorded
+   */
+  ruleIndex: number | null;
+  /** a digest of that rule's content (remediation/rules.ts `ruleDigest`): an approval tells when it changed; null as `ruleIndex` */
+  ruleDigest: string | null;
+  /**
+   * The request's resolved parameters, what its approval runs again (remediation/request.ts): the cooldown and
+   * the hold (ms) and whether the IP must be the server's. Null on rows that are no request (a breaker's close, a
+   * console download, a deferred change applied) and on rows written before the request was recorded.
+   */
+  cooldownMs: number | null;
+  holdMs: number | null;
+  requireOwnedIp: boolean | null;
 }
+
+/** The parameters a request row records (JournalEntry), null where it has none. */
+export const RECORDED_FIELDS = ['ruleIndex', 'ruleDigest', 'cooldownMs', 'holdMs', 'requireOwnedIp'] as const;
 
 export type NewEntry = Omit<
   JournalEntry,
@@ -63,6 +81,7 @@ export type NewEntry = Omit<
   | 'labels'
   | 'alertStatus'
   | 'forced'
+  | (typeof RECORDED_FIELDS)[number]
 > & {
   message?: string | null;
   reason?: string | null;
@@ -71,7 +90,7 @@ export type NewEntry = Omit<
   labels?: string | null;
   alertStatus?: 'firing' | 'resolved' | null;
   forced?: boolean;
-};
+} & Partial<Pick<JournalEntry, (typeof RECORDED_FIELDS)[number]>>;
 
 /** How an `awaiting_approval` row is settled: approved, denied or expired, by whom and when (ms). */
 export interface ApprovalSettlement {
@@ -186,6 +205,12 @@ export const toEntry = (r: Row): JournalEntry => ({
   alertStatus: (r.alert_status as JournalEntry['alertStatus'] | undefined) ?? null,
   // SQLite's INTEGER 0/1 and PostgreSQL's BOOLEAN alike (Number(true) is 1); absent before the migration.
   forced: Number(r.forced) === 1,
+  ruleIndex: r.rule_index == null ? null : Number(r.rule_index),
+  ruleDigest: (r.rule_digest as string | null | undefined) ?? null,
+  cooldownMs: r.cooldown_ms == null ? null : Number(r.cooldown_ms),
+  holdMs: r.hold_ms == null ? null : Number(r.hold_ms),
+  // 0/1 and BOOLEAN alike, as `forced`; null when not recorded.
+  requireOwnedIp: r.require_owned_ip == null ? null : Number(r.require_owned_ip) === 1,
 });
 
 export const toDesired = (r: Row): DesiredFirewall => ({
@@ -224,7 +249,16 @@ export const entryValues = (e: NewEntry) => [
   e.alertStatus ?? null,
   // 0/1: SQLite binds no booleans, and PostgreSQL reads '1' and '0' as a BOOLEAN.
   e.forced === true ? 1 : 0,
+  e.ruleIndex ?? null,
+  e.ruleDigest ?? null,
+  e.cooldownMs ?? null,
+  e.holdMs ?? null,
+  e.requireOwnedIp == null ? null : e.requireOwnedIp ? 1 : 0,
 ];
+
+/** The columns of `entryValues`, in its order: the INSERT of both backends names them. */
+export const ENTRY_COLUMNS =
+  'account, created_at, source, action, server_id, ip, value, alertname, fingerprint, starts_at, decision, message, principal, reason, approver, approved_at, labels, alert_status, forced, rule_index, rule_digest, cooldown_ms, hold_ms, require_owned_ip';
 
 /** The values of a desired state, in the column order of the upsert both backends write. */
 export const desiredValues = (d: DesiredFirewall) => [

@@ -47,6 +47,11 @@ export interface StateQueries {
   claimDelivery(key: string, digest: string, actionId: number, at: number): Promise<boolean>;
   /** The claim of `key`, if any; `seenAt` (ms) marks it as seen again, which keeps it from being pruned. */
   delivery(key: string, seenAt?: number): Promise<Delivery | undefined>;
+  /**
+   * Drops the claim of `key` if row `actionId` still holds it (a request that expired unapproved: the delivery
+   * may ask again); false when another row holds it or none does. Call it inside the transaction that claims anew.
+   */
+  releaseDelivery(key: string, actionId: number): Promise<boolean>;
   /** Upstream calls made (or maybe made) for `account` since `since` (ms): the account's budget use. */
   sentSince(account: string, since: number): Promise<number>;
   /**
@@ -115,6 +120,7 @@ export const QUERY_METHODS = [
   'complete',
   'claimDelivery',
   'delivery',
+  'releaseDelivery',
   'sentSince',
   'lastSent',
   'powerServersSince',

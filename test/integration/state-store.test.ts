@@ -61,6 +61,12 @@ describe.each(backends())('the state store on $name', (backend) => {
         principal: 'ops',
         reason: 'why',
         forced: true,
+        // What the request was made with (an approval runs it as recorded).
+        ruleIndex: 1,
+        ruleDigest: '0123456789abcdef',
+        cooldownMs: 21_600_000,
+        holdMs: 300_000,
+        requireOwnedIp: false,
       }),
     );
     const c = await store.insert(row(NOW + 2, { action: 'firewall_state', ip: '198.18.0.1', value: '1' }));
@@ -75,6 +81,11 @@ describe.each(backends())('the state store on $name', (backend) => {
       approver: null,
       approvedAt: null,
       forced: false,
+      ruleIndex: null,
+      ruleDigest: null,
+      cooldownMs: null,
+      holdMs: null,
+      requireOwnedIp: null,
     });
     expect(await store.get(999_999)).toBeUndefined();
     expect((await store.list({ limit: 10 })).map((e) => e.id)).toEqual([c, b, a]);
@@ -82,8 +93,21 @@ describe.each(backends())('the state store on $name', (backend) => {
     expect((await store.list({ account: 'reseller-eu', limit: 10 })).map((e) => e.id)).toEqual([b]);
     expect((await store.list({ serverId: '100001', action: 'powercycle', limit: 10 })).map((e) => e.id)).toEqual([a]);
     expect(await store.list({ principal: 'ops', limit: 10 })).toMatchObject([
-      { id: b, principal: 'ops', reason: 'why', forced: true },
+      {
+        id: b,
+        principal: 'ops',
+        reason: 'why',
+        forced: true,
+        ruleIndex: 1,
+        ruleDigest: '0123456789abcdef',
+        cooldownMs: 21_600_000,
+        holdMs: 300_000,
+        requireOwnedIp: false,
+      },
     ]);
+    expect(await store.get(c)).toMatchObject({ requireOwnedIp: null, cooldownMs: null });
+    const d = await store.insert(row(NOW + 3, { requireOwnedIp: true, cooldownMs: 0, holdMs: 0, ruleIndex: 0 }));
+    expect(await store.get(d)).toMatchObject({ requireOwnedIp: true, cooldownMs: 0, holdMs: 0, ruleIndex: 0 });
   });
 
   it.skipIf(backend.skip !== undefined)(
@@ -104,6 +128,12 @@ describe.each(backends())('the state store on $name', (backend) => {
       expect(await store.delivery('operator:k', NOW + DAY)).toEqual({ actionId: id, digest: 'digest-a' });
       await store.prune(NOW + DAY - 1, 100);
       expect(await store.delivery('operator:k')).toBeDefined();
+      // Released only by the row that holds it; then claimed anew.
+      expect(await store.releaseDelivery('operator:k', id + 1)).toBe(false);
+      expect(await store.releaseDelivery('operator:k', id)).toBe(true);
+      expect(await store.delivery('operator:k')).toBeUndefined();
+      expect(await store.releaseDelivery('operator:k', id)).toBe(false);
+      expect(await store.claimDelivery('operator:k', 'digest-a', id, NOW)).toBe(true);
     },
   );
 

@@ -10,10 +10,11 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static, type TSchema } from 'typebox';
-import { ACTIONS, DEFAULT_COOLDOWN_MS, PRINCIPAL_NAME, type ActionName } from '../../config/schema.js';
+import { ACTIONS, PRINCIPAL_NAME, type ActionName } from '../../config/schema.js';
 import { oneOf, strictObject } from '../../json-schema.js';
 import type { StateStore } from '../../store/store.js';
 import type { RemediationEngine } from '../../remediation/engine.js';
+import { makeRequest } from '../../remediation/request.js';
 import { SENSITIVITIES } from '../../config/api-terms.js';
 import { callerOf, requireScope } from '../principals.js';
 import { accountSchema, configuredAccount, idSchema, queryInteger, queryIntegerSchema } from '../schemas.js';
@@ -83,22 +84,20 @@ export function actionRoutes(
         const { account, engine } = engineOf(deps.engines, body.account, 'body/account');
         const principal = callerOf(request);
         requireScope(principal, account, action);
-        const result = await engine.request({
-          source: 'operator',
-          principal: principal.name,
-          ...(body.reason !== undefined ? { reason: body.reason } : {}),
-          ...(principal.requireApproval ? { requireApproval: true } : {}),
-          account,
-          action,
-          serverId: body.server_id,
-          ...(body.ip !== undefined ? { ip: body.ip } : {}),
-          ...(value !== undefined ? { value } : {}),
-          cooldownMs: DEFAULT_COOLDOWN_MS[action],
-          requireOwnedIp: true,
-          ...(body.force === true ? { force: true } : {}),
-          // The key alone identifies the request; reused for another action, target or value it is a 422.
-          ...(key ? { idempotencyKey: `operator:${key}` } : {}),
-        });
+        const result = await engine.request(
+          makeRequest({
+            kind: 'operator',
+            principal,
+            account,
+            action,
+            serverId: body.server_id,
+            ...(body.ip !== undefined ? { ip: body.ip } : {}),
+            ...(value !== undefined ? { value } : {}),
+            ...(body.reason !== undefined ? { reason: body.reason } : {}),
+            ...(body.force === true ? { force: true } : {}),
+            ...(key ? { idempotencyKey: key } : {}),
+          }),
+        );
         return { action, account, server_id: body.server_id, ip: body.ip ?? null, ...result };
       },
     );

@@ -41,8 +41,9 @@ export function approvalRoutes(
   const options = { schema: { params, body } };
   app.post<Route>('/api/v1/actions/:id/approve', options, async (request) => {
     const { row, engine, approver } = await settle(request);
-    const result = await engine.approve(row, approver);
-    return { approved: row.id, approver, execution: result };
+    const { ruleChanged, ...execution } = await engine.approve(row, approver);
+    // `ruleChanged`: the rule the request was made under changed since; it ran as it was made.
+    return { approved: row.id, approver, execution, ...(ruleChanged ? { ruleChanged } : {}) };
   });
   app.post<Route>('/api/v1/actions/:id/deny', options, async (request) => {
     const { row, engine, approver } = await settle(request);

@@ -81,6 +81,13 @@ export const MIGRATIONS: Readonly<Record<'journal' | 'ha', readonly Migration[]>
    ALTER TABLE actions ADD COLUMN alert_status TEXT;`,
     // 5: an operator's power call forced past the attack guard, so that its approval decides on it forced too.
     `ALTER TABLE actions ADD COLUMN forced BOOLEAN NOT NULL DEFAULT false;`,
+    // 6: what a request was made with (its rule's position and digest, its cooldown, hold and require_owned_ip),
+    // so that an approval runs the request as it was made, never a rule looked up again. Older rows keep NULL.
+    `ALTER TABLE actions ADD COLUMN rule_index INTEGER;
+   ALTER TABLE actions ADD COLUMN rule_digest TEXT;
+   ALTER TABLE actions ADD COLUMN cooldown_ms BIGINT;
+   ALTER TABLE actions ADD COLUMN hold_ms BIGINT;
+   ALTER TABLE actions ADD COLUMN require_owned_ip BOOLEAN;`,
   ],
   ha: [
     `CREATE TABLE ha_directory (

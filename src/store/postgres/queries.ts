@@ -6,6 +6,7 @@
  */
 import type { Decision } from '../decisions.js';
 import {
+  ENTRY_COLUMNS,
   desiredValues,
   entryValues,
   toDesired,
@@ -38,8 +39,10 @@ export class PgQueries implements StateQueries {
 
   async insert(entry: NewEntry): Promise<number> {
     const { rows } = await this.#run(
-      `INSERT INTO actions (account, created_at, source, action, server_id, ip, value, alertname, fingerprint, starts_at, decision, message, principal, reason, approver, approved_at, labels, alert_status, forced)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) RETURNING id`,
+      `INSERT INTO actions (${ENTRY_COLUMNS})
+       VALUES (${ENTRY_COLUMNS.split(',')
+         .map((_, i) => `$${i + 1}`)
+         .join(', ')}) RETURNING id`,
       entryValues(entry),
     );
     return Number(rows[0]!.id);
@@ -74,6 +77,11 @@ export class PgQueries implements StateQueries {
           ]);
     const row = rows[0];
     return row ? { actionId: Number(row.action_id), digest: row.request_digest as string | null } : undefined;
+  }
+
+  async releaseDelivery(key: string, actionId: number): Promise<boolean> {
+    const result = await this.#run('DELETE FROM deliveries WHERE key = $1 AND action_id = $2', [key, actionId]);
+    return result.rowCount === 1;
   }
 
   async sentSince(account: string, since: number): Promise<number> {

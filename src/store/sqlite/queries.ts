@@ -6,6 +6,7 @@
  */
 import type { Decision } from '../decisions.js';
 import {
+  ENTRY_COLUMNS,
   entryValues,
   toEntry,
   type Delivery,
@@ -28,8 +29,10 @@ export class SqliteQueries extends SqliteDesiredQueries {
     return this.sql.write((db) => {
       const result = db
         .prepare(
-          `INSERT INTO actions (account, created_at, source, action, server_id, ip, value, alertname, fingerprint, starts_at, decision, message, principal, reason, approver, approved_at, labels, alert_status, forced)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          `INSERT INTO actions (${ENTRY_COLUMNS})
+           VALUES (${ENTRY_COLUMNS.split(',')
+             .map(() => '?')
+             .join(', ')})`,
         )
         .run(...entryValues(entry));
       return Number(result.lastInsertRowid);
@@ -72,6 +75,13 @@ export class SqliteQueries extends SqliteDesiredQueries {
     if (seenAt !== undefined)
       this.sql.write((db) => db.prepare('UPDATE deliveries SET seen_at = ? WHERE key = ?').run(seenAt, key));
     return { actionId: Number(row.action_id), digest: row.request_digest as string | null };
+  }
+
+  /** Drops the claim of `key` if row `actionId` still holds it; false otherwise. */
+  releaseDelivery(key: string, actionId: number): boolean {
+    return this.sql.write(
+      (db) => db.prepare('DELETE FROM deliveries WHERE key = ? AND action_id = ?').run(key, actionId).changes === 1,
+    );
   }
 
   /** Upstream calls made for `account` since `since` (ms), all actions together: the account's budget use. */

@@ -1,0 +1,197 @@
+/**
+ * The one maker of an `ActionRequest`, from each of its sources: an alert through the rule it matched
+ * (rules.ts finds the rules and reads the labels), an operator's call (http/routes/actions.ts), and an approval.
+ *
+ * A request is a record of what was asked: the journal row keeps the rule it was made under (its position and
+ * a digest of its content), the alert's labels and the resolved parameters (cooldown, hold, require_owned_ip,
+ * force; decide.ts `pending`). An approval runs that recorded request, never a rule looked up again: the first
+ * rule with the same alertname and action may have other matchers and another cooldown (issue 39). Whether the
+ * rule changed since is only reported (`ruleChange`), so that the approver learns that what ran is what they saw,
+ * not what the rules say today.
+ */
+import { createHash } from 'node:crypto';
+import { DEFAULT_COOLDOWN_MS, type ActionName } from '../config/schema.js';
+import type { RemediationRule } from '../config/types.js';
+import { ConflictError } from '../errors.js';
+import type { JournalEntry } from '../store/rows.js';
+import type { ActionRequest } from './types.js';
+import type { WebhookAlert } from './webhook.js';
+
+/** An alert that matched `rules[index]`, for `account`, delivered by `principal`. */
+export interface RuleSource {
+  kind: 'rule';
+  rule: RemediationRule;
+  /** the rule's position in `remediation.rules` (0-based) */
+  index: number;
+  alert: WebhookAlert;
+  account: string;
+  principal: string;
+  /** the alert's label `name`; throws BadRequestError when the alert lacks it */
+  label: (name: string) => string;
+}
+
+/** An operator's call of an action endpoint. */
+export interface OperatorSource {
+  kind: 'operator';
+  principal: { name: string; requireApproval?: boolean };
+  account: string;
+  action: ActionName;
+  serverId: string;
+  ip?: string;
+  value?: string;
+  reason?: string;
+  force?: boolean;
+  /** the `Idempotency-Key` header */
+  idempotencyKey?: string;
+}
+
+/** The approval of journal row `row` (awaiting approval) by `approver` at `at` (ms). */
+export interface ApprovalSource {
+  kind: 'approval';
+  row: JournalEntry;
+  approver: string;
+  at: number;
+}
+
+export type RequestSource = RuleSource | OperatorSource | ApprovalSource;
+
+/**
+ * The request `source` makes. A rule's gives none for a status its action does not act on (a power or
+ * sensitivity rule's resolved alert). Throws BadRequestError (an alert without a label its rule needs),
+ * ConflictError (an approval of a row written before requests were recorded: it cannot be run as it was made).
+ */
+export function makeRequest(source: RuleSource): ActionRequest | undefined;
+export function makeRequest(source: OperatorSource | ApprovalSource): ActionRequest;
+export function makeRequest(source: RequestSource): ActionRequest | undefined {
+  switch (source.kind) {
+    case 'rule':
+      return fromRule(source);
+    case 'operator':
+      return fromOperator(source);
+    case 'approval':
+      return fromApproval(source);
+  }
+}
+
+function fromRule({ rule, index, alert, account, principal, label }: RuleSource): ActionRequest | undefined {
+  const firing = alert.status === 'firing';
+  if (rule.action !== 'firewall_state' && !firing) return undefined;
+  const base: ActionRequest = {
+    source: 'alert',
+    principal,
+    account,
+    action: rule.action,
+    serverId: label(rule.serverIdLabel),
+    cooldownMs: rule.cooldownMs,
+    requireOwnedIp: rule.requireOwnedIp,
+    ...(rule.requireApproval ? { requireApproval: true } : {}),
+    rule: { index, digest: ruleDigest(rule) },
+    alert: {
+      alertname: rule.alertname,
+      fingerprint: alert.fingerprint,
+      startsAt: alert.startsAt,
+      labels: alert.labels,
+      status: alert.status,
+    },
+    // The alert's identity is its fingerprint plus startsAt (one firing episode); status and action keep
+    // the firing and the resolved delivery, and two rules on one alert, apart.
+    idempotencyKey: `alert:${alert.fingerprint}:${alert.startsAt}:${alert.status}:${rule.action}`,
+  };
+  if (rule.action === 'firewall_state')
+    return {
+      ...base,
+      ip: label(rule.ipLabel),
+      value: firing ? rule.firingState : rule.resolvedState,
+      holdMs: firing ? 0 : rule.holdMs,
+    };
+  if (rule.action === 'firewall_sensitivity') return { ...base, ip: label(rule.ipLabel), value: rule.sensitivity! };
+  return base;
+}
+
+function fromOperator(s: OperatorSource): ActionRequest {
+  return {
+    source: 'operator',
+    principal: s.principal.name,
+    ...(s.reason !== undefined ? { reason: s.reason } : {}),
+    ...(s.principal.requireApproval ? { requireApproval: true } : {}),
+    account: s.account,
+    action: s.action,
+    serverId: s.serverId,
+    ...(s.ip !== undefined ? { ip: s.ip } : {}),
+    ...(s.value !== undefined ? { value: s.value } : {}),
+    cooldownMs: DEFAULT_COOLDOWN_MS[s.action],
+    requireOwnedIp: true,
+    ...(s.force === true ? { force: true } : {}),
+    // The key alone identifies the request; reused for another action, target or value it is a 422.
+    ...(s.idempotencyKey ? { idempotencyKey: `operator:${s.idempotencyKey}` } : {}),
+  };
+}
+
+/** The request as it was journaled, approved: every recorded parameter as it was, the approver named. */
+function fromApproval({ row, approver, at }: ApprovalSource): ActionRequest {
+  const { cooldownMs, requireOwnedIp } = row;
+  if (cooldownMs === null || requireOwnedIp === null)
+    throw new ConflictError(
+      `journal entry ${row.id} was written before requests were recorded whole (an older version): it cannot be approved as it was made; deny it, or let it expire and ask again`,
+    );
+  return {
+    source: row.source === 'alert' ? 'alert' : 'operator',
+    principal: row.principal ?? approver,
+    account: row.account,
+    action: row.action as ActionName,
+    serverId: row.serverId,
+    ...(row.ip !== null ? { ip: row.ip } : {}),
+    ...(row.value !== null ? { value: row.value } : {}),
+    ...(row.reason !== null ? { reason: row.reason } : {}),
+    // The approver approves the request as it was made: forced past the attack guard when it was.
+    ...(row.forced ? { force: true } : {}),
+    cooldownMs,
+    ...(row.holdMs !== null ? { holdMs: row.holdMs } : {}),
+    requireOwnedIp,
+    ...(row.ruleIndex !== null && row.ruleDigest !== null
+      ? { rule: { index: row.ruleIndex, digest: row.ruleDigest } }
+      : {}),
+    idempotencyKey: `approval:${row.id}`,
+    ...(row.alertname !== null && row.fingerprint !== null && row.startsAt !== null
+      ? {
+          alert: {
+            alertname: row.alertname,
+            fingerprint: row.fingerprint,
+            startsAt: row.startsAt,
+            // Kept for `remediation replay` on the approved row too.
+            ...(row.labels !== null ? { labels: JSON.parse(row.labels) as Record<string, string> } : {}),
+            ...(row.alertStatus !== null ? { status: row.alertStatus } : {}),
+          },
+        }
+      : {}),
+    approval: { of: row.id, by: approver, at },
+  };
+}
+
+/** A digest of a rule's content (16 hex digits of SHA-256 over its JSON, keys sorted): equal rules, equal digests. */
+export function ruleDigest(rule: RemediationRule): string {
+  return createHash('sha256').update(canonicalJson(rule)).digest('hex').slice(0, 16);
+}
+
+/** JSON with the keys of every object sorted, so that a digest does not depend on the order keys were set in. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object')
+    return `{${Object.entries(value)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`)
+      .join(',')}}`;
+  return JSON.stringify(value);
+}
+
+/**
+ * When no rule of `rules` (today's) has the content of the rule `row` was made under: a sentence saying so, for
+ * the approval's reply and row; undefined when it is unchanged (wherever it moved) or the row has no rule.
+ */
+export function ruleChange(row: JournalEntry, rules: readonly RemediationRule[]): string | undefined {
+  if (row.ruleIndex === null || row.ruleDigest === null) return undefined;
+  if (rules.some((rule) => ruleDigest(rule) === row.ruleDigest)) return undefined;
+  const what = `the rule the request was made under (remediation.rules[${row.ruleIndex}], ${row.alertname ?? '?'} → ${row.action})`;
+  return `${what} was changed or removed since; the approval ran the request as it was made`;
+}
