@@ -202,10 +202,11 @@ export class UpstreamClient {
         if (retry >= retries || req.signal?.aborted || !retryable) throw error;
         const minMs = this.#options.retryMinDelayMs ?? 250;
         const delayMs = Math.min(Math.round((Math.random() + 1) * minMs * 2 ** retry), 5_000);
-        // Cancelled while waiting: the request ends with what its last attempt failed with, at once.
+        // Cancelled while waiting, it ends at once as cancelled; what the attempt failed with is its cause (and
+        // was counted when it failed).
         if (delayMs > 0)
           await sleep(delayMs, undefined, req.signal && { signal: req.signal }).catch(() => {
-            throw error;
+            throw new UpstreamCancelledError(ctx, 'cancelled while waiting to retry', { cause: error });
           });
       }
     }
