@@ -70,6 +70,7 @@ export function servedParts(
     ),
     remediation: { engines: p.engines, store, metrics: p.metrics, config: config.remediation },
     authLimits: config.web.authLimits,
+    authRefusals: p.metrics.httpAuthRefusals,
   };
 }
 

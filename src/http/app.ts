@@ -77,6 +77,8 @@ export interface AppDeps {
   passwordVerifier?: PasswordVerifier;
   /** each client address's share of the basic-auth checks (`web.auth_limits`); default: its defaults */
   authLimits?: AuthLimits;
+  /** counts basic-auth requests refused without a check (`baremetal_http_auth_refusals_total`) */
+  authRefusals?: Metrics['httpAuthRefusals'];
 }
 
 /** Request bodies this daemon accepts are small JSON documents (webhooks): 1 MiB at most, on every route. */
@@ -117,6 +119,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     verifier,
     logger: deps.logger as FastifyBaseLogger,
     allowance,
+    ...(deps.authRefusals ? { refusals: deps.authRefusals } : {}),
   };
   app.setErrorHandler((error, request, reply) => {
     const status =
