@@ -65,6 +65,11 @@ export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFil
       ...parseListenAddress(file.web.listen_address)!,
       ...(file.web.tls ? { tls: { certFile: file.web.tls.cert_file, keyFile: file.web.tls.key_file } } : {}),
       auth: webAuth,
+      authLimits: {
+        inFlightPerAddress: file.web.auth_limits.in_flight_per_address,
+        wrongPasswordBurst: file.web.auth_limits.wrong_password_burst,
+        wrongPasswordRefillMs: durationOf(file.web.auth_limits.wrong_password_refill),
+      },
     },
     stateDir: file.state_dir,
     database: database!,

@@ -39,6 +39,7 @@ const FILE_KEYS: Record<string, string> = {
   'web.host': 'web.listen_address',
   'web.port': 'web.listen_address',
   'web.additional': 'web.listen_address',
+  'web.auth_limits.wrong_password_refill_ms': 'web.auth_limits.wrong_password_refill',
   'database.kind': 'database.url',
   'database.redacted_url': 'database.url',
 };

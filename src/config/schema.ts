@@ -460,6 +460,37 @@ export const configFileSchema = strict({
         }),
       ),
       auth: credentials('`/`, `/metrics` and `/graphs` (none: open)'),
+      auth_limits: strict(
+        {
+          in_flight_per_address: Type.Integer({
+            minimum: 1,
+            maximum: 64,
+            default: 2,
+            unit: 'checks',
+            description:
+              'basic-auth password checks of one client address waiting or running at once; beyond, a request is refused with 503 without hashing',
+          }),
+          wrong_password_burst: Type.Integer({
+            minimum: 1,
+            maximum: 100000,
+            default: 10,
+            unit: 'passwords',
+            description:
+              'wrong basic-auth passwords one client address may send at once; beyond, its requests are refused with 429 without hashing until an allowance comes back',
+          }),
+          wrong_password_refill: Type.String({
+            default: '2s',
+            unit: 'duration',
+            duration: '2s',
+            description: 'duration after which one wrong-password allowance of a client address comes back',
+          }),
+        },
+        {
+          default: {},
+          description:
+            'the share of the bcrypt checks one client address may use, on the web and remediation routes alike; a correct password gives its allowance back',
+        },
+      ),
     },
     { default: {} },
   ),

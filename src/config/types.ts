@@ -59,6 +59,16 @@ export interface AccountConfig {
   scope: ServerScope;
 }
 
+/** `web.auth_limits`: what one client address may spend of the basic-auth checks (http/auth-allowance.ts). */
+export interface AuthLimits {
+  /** checks waiting or running at once */
+  inFlightPerAddress: number;
+  /** wrong passwords sent at once before its checks are refused */
+  wrongPasswordBurst: number;
+  /** one wrong-password allowance comes back this often, ms */
+  wrongPasswordRefillMs: number;
+}
+
 /**
  * The validated, normalized configuration the composition root (daemon/start.ts) builds the daemon from: what the
  * file says (see the schema's descriptions) with durations in ms, the listen address split, and secrets read
@@ -75,6 +85,8 @@ export interface Config {
     additional?: Array<{ host: string; port: number }>;
     /** credentials for /metrics, /graphs and the status page; none configured = open */
     auth: Credentials;
+    /** each client address's share of the basic-auth checks (web.auth_limits), on every route */
+    authLimits: AuthLimits;
   };
   stateDir: string;
   /**
@@ -126,6 +138,13 @@ export const DEFAULT_SAFETY: RemediationSafety = {
   circuitBreaker: { windowMs: 15 * 60_000, maxServers: 3, maxFraction: 0.01 },
   maxPowerActionsPerServer: 3,
   capWindowMs: 24 * 3_600_000,
+};
+
+/** `web.auth_limits` with every default (as the schema has them; a config test checks they agree). */
+export const DEFAULT_AUTH_LIMITS: AuthLimits = {
+  inFlightPerAddress: 2,
+  wrongPasswordBurst: 10,
+  wrongPasswordRefillMs: 2_000,
 };
 
 /** A credentials block with its token files read: bearer tokens (never logged) and user → bcrypt hash. */

@@ -69,6 +69,8 @@ export function servedParts(
       shared ? { leading, directory: (account: string) => shared.directory.snapshot(account) } : undefined,
     ),
     remediation: { engines: p.engines, store, metrics: p.metrics, config: config.remediation },
+    authLimits: config.web.authLimits,
+    authRefusals: p.metrics.httpAuthRefusals,
   };
 }
 

@@ -10,7 +10,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { Logger } from 'pino';
 import type { AttackLog } from '../collectors/attacks.js';
 import type { ReloadResult } from '../config/reload.js';
-import type { Config } from '../config/types.js';
+import type { AuthLimits, Config } from '../config/types.js';
 import { AuthBusyError, BaremetalError, INTERNAL_ERROR_CODE } from '../errors.js';
 import { localGraphs, type GraphSource } from '../graphs/source.js';
 import type { GraphStore } from '../graphs/store.js';
@@ -75,6 +75,10 @@ export interface AppDeps {
   https?: { key: string | Buffer; cert: string | Buffer } & Record<string, unknown>;
   /** checks basic-auth passwords; default: a `BcryptPool` (worker thread, bounded queue) closed with the app */
   passwordVerifier?: PasswordVerifier;
+  /** each client address's share of the basic-auth checks (`web.auth_limits`); default: its defaults */
+  authLimits?: AuthLimits;
+  /** counts basic-auth requests refused without a check (`baremetal_http_auth_refusals_total`) */
+  authRefusals?: Metrics['httpAuthRefusals'];
 }
 
 /** Request bodies this daemon accepts are small JSON documents (webhooks): 1 MiB at most, on every route. */
@@ -101,7 +105,22 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   }
   // One allowance per client address across both scopes: a flood on /metrics spends the same share as one
   // on the webhook.
-  const authOptions = { verifier, logger: deps.logger as FastifyBaseLogger, allowance: new AddressAllowance() };
+  const limits = deps.authLimits;
+  const allowance = new AddressAllowance(
+    limits
+      ? {
+          perAddress: limits.inFlightPerAddress,
+          burst: limits.wrongPasswordBurst,
+          refillMs: limits.wrongPasswordRefillMs,
+        }
+      : {},
+  );
+  const authOptions = {
+    verifier,
+    logger: deps.logger as FastifyBaseLogger,
+    allowance,
+    ...(deps.authRefusals ? { refusals: deps.authRefusals } : {}),
+  };
   app.setErrorHandler((error, request, reply) => {
     const status =
       error instanceof BaremetalError ? error.statusCode : ((error as { statusCode?: number }).statusCode ?? 500);

@@ -1,21 +1,26 @@
 /**
  * Each client address's share of the bcrypt pool, so that one address flooding wrong `Basic` passwords spends
  * its own share, not everyone's: at most `CHECKS_PER_ADDRESS` of its checks wait or run at once, and each
- * wrong password spends one of `FAILED_CHECKS_BURST` allowances, which refill one every `FAILED_CHECK_REFILL_MS`.
+ * wrong password spends one of `FAILED_CHECKS_BURST` allowances, which refill one every `FAILED_CHECK_REFILL_MS`
+ * (the defaults of `web.auth_limits`, which the daemon passes in).
  * A correct password gives its allowance back, so valid users are never limited by their own logins.
  *
  * The table is bounded (`ADDRESSES_TRACKED`): an address with nothing in flight and a full allowance carries no
  * state and is dropped at once; when the table is full, the longest-unused idle address is dropped (it then
  * starts again with a full allowance, which costs a flood of many addresses at most one burst each).
  */
+import { DEFAULT_AUTH_LIMITS } from '../config/types.js';
 import { clientKey } from './client-address.js';
 
-/** Password checks of one client address waiting or running at once, at most (the pool holds 1 + 8). */
-export const CHECKS_PER_ADDRESS = 2;
-/** Wrong passwords an address may send at once before its checks are refused without hashing. */
-export const FAILED_CHECKS_BURST = 10;
-/** One allowance for a wrong password comes back this often, in milliseconds (30 a minute). */
-export const FAILED_CHECK_REFILL_MS = 2_000;
+/**
+ * Password checks of one client address waiting or running at once, at most (the pool holds 1 + 8); by
+ * default, `web.auth_limits.in_flight_per_address`'s.
+ */
+export const CHECKS_PER_ADDRESS = DEFAULT_AUTH_LIMITS.inFlightPerAddress;
+/** Wrong passwords an address may send at once before its checks are refused without hashing (`wrong_password_burst`). */
+export const FAILED_CHECKS_BURST = DEFAULT_AUTH_LIMITS.wrongPasswordBurst;
+/** One allowance for a wrong password comes back this often, in milliseconds (`wrong_password_refill`; 30 a minute). */
+export const FAILED_CHECK_REFILL_MS = DEFAULT_AUTH_LIMITS.wrongPasswordRefillMs;
 /** Client addresses tracked at most. */
 export const ADDRESSES_TRACKED = 4096;
 

@@ -16,6 +16,7 @@
  *   once, not on every request, and are never queued behind a flood of wrong passwords;
  * - an unknown user is compared with the configured hash of the lowest cost, through the same queue: it
  *   costs what the cheapest known user costs, never more, and answers in the same time;
+ * - a request refused without a check is counted by its reason (`baremetal_http_auth_refusals_total`);
  * - every refusal is answered `FAILURE_DELAY_MS` late (a timer, no CPU), so a client looping on wrong
  *   credentials makes a few requests a second per connection instead of thousands.
  */
@@ -24,6 +25,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import bcrypt from 'bcryptjs';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import { AuthBusyError, AuthError, AuthRateLimitedError, ForbiddenError } from '../errors.js';
+import type { AuthRefusalReason, Metrics } from '../metrics/definitions.js';
 import { AddressAllowance } from './auth-allowance.js';
 import type { PasswordVerifier } from './bcrypt-pool.js';
 
@@ -63,7 +65,16 @@ export interface AuthCheckOptions {
   delay?: () => Promise<unknown>;
   /** each client address's share of the checks; the app passes one shared by every scope (default: a new one) */
   allowance?: AddressAllowance;
+  /** counts each request refused without a check, by reason (`baremetal_http_auth_refusals_total`) */
+  refusals?: Pick<Metrics['httpAuthRefusals'], 'inc'>;
 }
+
+/** A refusal without a check, as the allowance and the pool say it → its `reason` label. */
+const REFUSAL_REASONS = {
+  busy: 'busy',
+  'in-flight': 'in_flight',
+  'wrong-passwords': 'wrong_passwords',
+} as const satisfies Record<string, AuthRefusalReason>;
 
 /**
  * Which configured credential a request presented: the position of its bearer token in `bearerTokens`, or its
@@ -103,7 +114,8 @@ export function createAuthCheck(
     remembered.set(key, t + REMEMBER_MS);
   };
   /** The refusal of a check that did not run; never a 401, which would tell the client the password is wrong. */
-  const uncheckedRefusal = (reason: 'busy' | 'in-flight' | 'wrong-passwords', retryAfterSeconds = 1) => {
+  const uncheckedRefusal = (reason: keyof typeof REFUSAL_REASONS, retryAfterSeconds = 1) => {
+    options.refusals?.inc({ reason: REFUSAL_REASONS[reason] });
     refusedSinceWarning++;
     if (now() - lastWarning >= BUSY_WARNING_MS) {
       logger?.warn(

@@ -46,6 +46,13 @@ export const REQUEST_OUTCOMES = [
   'cancelled',
   'error',
 ] as const;
+/**
+ * `baremetal_http_auth_refusals_total{reason}`: why a basic-auth password was refused without being checked
+ * (http/auth.ts): the address's wrong-password allowance spent, its checks in flight at their limit, or the
+ * bcrypt queue of every address full.
+ */
+export const AUTH_REFUSAL_REASONS = ['wrong_passwords', 'in_flight', 'busy'] as const;
+export type AuthRefusalReason = (typeof AUTH_REFUSAL_REASONS)[number];
 /** `baremetal_poll_runs_total{outcome}` (RunOutcome). */
 const POLL_OUTCOMES = ['success', 'partial', 'failure', 'skipped'] as const;
 
@@ -302,6 +309,12 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       help: 'Unix time in seconds of the last successful configuration load (the start, or a reload).',
       registers,
     }),
+    httpAuthRefusals: new Counter({
+      name: 'baremetal_http_auth_refusals_total',
+      help: 'Basic-auth requests refused without checking their password, by reason: wrong_passwords (429: the client address spent its wrong-password allowance, web.auth_limits.wrong_password_burst, one back per web.auth_limits.wrong_password_refill), in_flight (503: the address already has web.auth_limits.in_flight_per_address checks waiting or running), busy (503: the bcrypt queue shared by every address is full).',
+      labelNames: ['reason'] as const,
+      registers,
+    }),
     renderedAt: new Gauge({
       name: 'baremetal_metrics_rendered_timestamp_seconds',
       help: 'Unix time in seconds at which this exposition was rendered; a scrape serves the last rendering.',
@@ -322,6 +335,8 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
     },
     1,
   );
+  // Exposed from 0, so that rate() and increase() see the first refusal after a start.
+  for (const reason of AUTH_REFUSAL_REASONS) metrics.httpAuthRefusals.inc({ reason }, 0);
   return metrics;
 }
 

@@ -91,15 +91,17 @@ export function pending(req: ActionRequest, account: string, config: Config['rem
 
 /**
  * Decides on `p` in transaction `tx`: runs the guards, writes the row and claims the delivery key. Returns the
- * decision and whether the request became desired firewall state. Throws ClaimConflict when the key was
- * claimed concurrently (the caller rolls back and decides again), JournalError.
+ * decision, whether the request became desired firewall state and, when the cap per server escalated it, the
+ * power actions the cap counted (`escalatedAfter`; the engine logs it once the transaction has committed).
+ * Throws ClaimConflict when the key was claimed concurrently (the caller rolls back and decides again),
+ * JournalError.
  */
 export async function decideIn(
   deps: GuardDeps,
   firewall: DesiredFirewallState,
   p: Pending,
   tx: StateQueries,
-): Promise<Decided & { desiredRecorded: boolean }> {
+): Promise<Decided & { desiredRecorded: boolean; escalatedAfter?: number | undefined }> {
   const { req, now, digest, needsApproval, awaiting } = p;
   const { config, account } = deps;
   const decide: DecideFn = async (decision, message, claim) => {
@@ -145,7 +147,7 @@ export async function decideIn(
   if (POWER_ACTIONS.has(req.action)) {
     // Claimed: this alert's episode is handed to a person (BaremetalRemediationEscalated).
     const capped = await checkCap(tx, req, config.safety, now);
-    if (capped) return made(decide(capped.decision, capped.message, true));
+    if (capped) return { ...(await made(decide(capped.decision, capped.message, true))), escalatedAfter: capped.count };
   }
   if (config.dryRun) return made(decide('dry_run', 'dry run: nothing sent upstream', true));
   if ((await budgetLeft(tx, account, config.budgetPerHour, now)) <= 0) {

@@ -142,7 +142,8 @@ export class RemediationEngine {
       if (!(error instanceof ClaimConflict)) throw error;
       decided = await store.transaction(account, decideTx);
     }
-    const { desiredRecorded, ...result } = decided;
+    const { desiredRecorded, escalatedAfter, ...result } = decided;
+    if (escalatedAfter !== undefined) this.#logEscalation(req, result.id, escalatedAfter);
     if (desiredRecorded) {
       this.#deps.metrics.firewallDesiredState.set({ server_id: req.serverId, ip: req.ip! }, Number(req.value));
     }
@@ -153,6 +154,19 @@ export class RemediationEngine {
       const result = await send(this.#deps.client, req);
       return { message: p.note(result.message) };
     });
+  }
+
+  /**
+   * One warning per `escalated` decision, once its row is committed: the server needs a person, and an info
+   * line among the webhook's would not page anyone reading the log. `count` is what the cap counted.
+   */
+  #logEscalation(req: ActionRequest, id: number, count: number): void {
+    const { logger, config } = this.#deps;
+    const window = `${config.safety.capWindowMs / 1000}s`;
+    logger.warn(
+      { action: req.action, server_id: req.serverId, count, window, id, source: req.source },
+      `remediation escalated: server ${req.serverId} already had ${count} power actions within ${window}; nothing sent, a person must look at it`,
+    );
   }
 
   /**

@@ -18,6 +18,8 @@ export interface Denial {
   message: string;
   /** a cooldown's start: the last send of the same action on the same target, ms since epoch */
   since?: number;
+  /** the cap per server's count: power actions the server already had within the cap window */
+  count?: number;
 }
 
 const HOUR = 3_600_000;
@@ -181,6 +183,7 @@ export async function checkCap(
   if (done < safety.maxPowerActionsPerServer) return undefined;
   return {
     decision: 'escalated',
+    count: done,
     message: `server ${req.serverId} already had ${done} power actions within ${safety.capWindowMs / 1000}s (remediation.safety.max_power_actions_per_server: ${safety.maxPowerActionsPerServer}); nothing sent: a person must look at it`,
   };
 }

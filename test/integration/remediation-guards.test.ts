@@ -234,6 +234,11 @@ describe.each([
     expect(h.sim.callsTo(POWERCYCLE, { server_id: '100002' })).toHaveLength(3);
     const [row] = await h.daemon.store.list({ limit: 1 });
     expect(row!.message).toContain('already had 3 power actions within 86400s');
+    // One warning for the escalation, naming the server, the count and the window.
+    const escalations = h.log.lines
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((line) => line.level === 'warn' && String(line.msg).startsWith('remediation escalated'));
+    expect(escalations).toMatchObject([{ server_id: '100002', count: 3, window: '86400s', id: row!.id }]);
     expect(
       await seriesValue(h.daemon.registry, 'baremetal_action_requests_total', {
         account: 'default',

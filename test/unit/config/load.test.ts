@@ -30,7 +30,12 @@ describe('config', () => {
           scope: { include: [], exclude: [] },
         },
       ],
-      web: { host: '0.0.0.0', port: 9877, auth: { bearerTokens: [], basicAuthUsers: {} } },
+      web: {
+        host: '0.0.0.0',
+        port: 9877,
+        auth: { bearerTokens: [], basicAuthUsers: {} },
+        authLimits: { inFlightPerAddress: 2, wrongPasswordBurst: 10, wrongPasswordRefillMs: 2_000 },
+      },
       stateDir: './data',
       database: { kind: 'sqlite' },
       logLevel: 'info',
@@ -92,7 +97,7 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
       apiKeySource: 'file',
       apiKeyFile: '/run/secrets/key',
     });
-    expect(config.web).toEqual({ host: '127.0.0.1', port: 9100, auth: { bearerTokens: [], basicAuthUsers: {} } });
+    expect(config.web).toMatchObject({ host: '127.0.0.1', port: 9100, auth: { bearerTokens: [], basicAuthUsers: {} } });
     expect(config.schedules.firewall_under_attack).toBe('*/15 * * * * *');
     expect(config.graphs.types).toEqual(['port_bits', 'port_errors']);
     expect(config.accounts[0]!.services).toEqual({ colocationIds: ['c1'], transitIds: ['t1', 't2'] });

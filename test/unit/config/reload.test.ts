@@ -31,6 +31,20 @@ describe('restartKeys', () => {
     { name: 'listen address', raw: { web: { listen_address: '127.0.0.1:9999' } }, keys: ['web.listen_address'] },
     { name: 'state_dir', raw: { state_dir: '/tmp/other' }, keys: ['state_dir'] },
     {
+      name: 'the auth limits, by their file keys',
+      raw: {
+        web: {
+          listen_address: '127.0.0.1:9877',
+          auth_limits: { in_flight_per_address: 3, wrong_password_burst: 20, wrong_password_refill: '5s' },
+        },
+      },
+      keys: [
+        'web.auth_limits.in_flight_per_address',
+        'web.auth_limits.wrong_password_burst',
+        'web.auth_limits.wrong_password_refill',
+      ],
+    },
+    {
       name: 'the under-attack poll starts differing from the firewall poll',
       raw: { schedules: { firewall_under_attack: '*/30 * * * * *' } },
       keys: ['schedules.firewall_under_attack'],
