@@ -1,16 +1,16 @@
 /**
- * The guard pipeline of one request: the policy that decides, inside one journal transaction, whether a
- * request is sent, deferred, held for approval or denied (engine.ts runs it and executes the result). The
- * order: idempotency (`checkDelivery`), target (`checkTarget`); a power action then through the attack
- * corroboration (`checkAttack`, unless an operator forces it) and the account's circuit breaker
- * (`checkCircuit`); a firewall-state request becomes desired state (desired-firewall.ts); any other action
- * goes on through cooldown (`checkCooldown`), the cap per server (`checkCap`, power actions), dry run, the
- * hourly budget (`budgetLeft`) and, last, a second operator's approval. Every check is in guards.ts.
+ * The guard pipeline of one request: GUARDS, one ordered list of guards with one signature, walked inside one
+ * journal transaction for every request — an alert's (through its rule), an operator's, an approval's — until
+ * one answers; the answer is journaled (the row assembled once, in `pending`) and, when it claims, the
+ * delivery key is claimed with it. No guard answering means every guard allows: the request is sent (engine.ts
+ * executes it). Admission in the Kubernetes sense: one interface, each guard one entry, the order declared
+ * here once. The checks themselves are in guards.ts; docs/architecture.md says how to add one.
  */
 import type { Logger } from 'pino';
 import type { Config } from '../config/types.js';
 import { labelsJson, type NewEntry } from '../store/rows.js';
 import type { StateQueries } from '../store/store.js';
+import type { Decision } from '../store/decisions.js';
 import type { Decided, DecideFn, DesiredFirewallState } from './desired-firewall.js';
 import {
   budgetLeft,
@@ -33,6 +33,8 @@ export interface GuardDeps {
   config: Config['remediation'];
   /** the period of `schedules.firewall`, ms */
   firewallPeriodMs: () => number;
+  /** the guards walked (default GUARDS): a test plants one here to see the order every path walks */
+  guards?: readonly Guard[];
 }
 
 /** One request made ready for deciding: its journal row, its digest, and how its messages read. */
@@ -89,12 +91,142 @@ export function pending(req: ActionRequest, account: string, config: Config['rem
   };
 }
 
+/** What a guard sees: one request being decided, inside the decision's transaction. */
+export interface GuardContext {
+  deps: GuardDeps;
+  /** the request, its journal row, its digest, whether it needs approval */
+  p: Pending;
+  /** the transaction's queries: whatever a guard reads or writes is part of the decision */
+  tx: StateQueries;
+}
+
 /**
- * Decides on `p` in transaction `tx`: runs the guards, writes the row and claims the delivery key. Returns the
- * decision, whether the request became desired firewall state and, when the cap per server escalated it, the
- * power actions the cap counted (`escalatedAfter`; the engine logs it once the transaction has committed).
- * Throws ClaimConflict when the key was claimed concurrently (the caller rolls back and decides again),
- * JournalError.
+ * A guard's answer: the request's decision (journaled, with a message for the caller) and whether it claims
+ * the delivery key — a claimed delivery is never decided again, an unclaimed one is (the attack may end, a
+ * breaker close) — plus, for a cooldown, a further key claimed with it; or `desiredState`: the request becomes
+ * desired firewall state, which defers a change rather than denying it (desired-firewall.ts).
+ */
+export type Verdict =
+  | {
+      decision: Decision;
+      message: string;
+      claim: boolean;
+      alsoClaim?: string;
+      /** the cap per server escalated it after this many power actions (the engine logs it once committed) */
+      escalatedAfter?: number | undefined;
+    }
+  | { desiredState: true };
+
+/** One guard: the actions it applies to (absent: every action) and its check, undefined to let the request through. */
+export interface Guard {
+  /** named in docs/architecture.md and in the tests that walk the list */
+  name: string;
+  applies?: (req: ActionRequest) => boolean;
+  check: (ctx: GuardContext) => Verdict | undefined | Promise<Verdict | undefined>;
+}
+
+const isPower = (req: ActionRequest) => POWER_ACTIONS.has(req.action);
+const isFirewallState = (req: ActionRequest) => req.action === 'firewall_state';
+const deny = (denial: Denial | undefined, claim = false): Verdict | undefined =>
+  denial && { decision: denial.decision, message: denial.message, claim };
+
+/**
+ * The guards, in the order they run. A denial before the claim (delivery, target, attack, breaker) leaves the
+ * delivery unclaimed; a firewall-state request becomes desired state after its approval, and skips the guards
+ * after that one (desired state has its own window, dry run and budget: desired-firewall.ts).
+ */
+export const GUARDS: readonly Guard[] = [
+  {
+    name: 'delivery',
+    check: async ({ tx, p }) => deny(await checkDelivery(tx, p.req, p.digest, p.now)),
+  },
+  { name: 'target', check: ({ deps, p }) => deny(checkTarget(deps.targets, p.req)) },
+  {
+    name: 'attack',
+    applies: isPower,
+    check: ({ deps, p }) => deny(checkAttack(deps.targets, p.req, deps.config.safety, p.now, deps.firewallPeriodMs())),
+  },
+  {
+    name: 'circuit_breaker',
+    applies: isPower,
+    check: async ({ deps, p, tx }) => {
+      const open = await checkCircuit(tx, p.req, deps.config.safety, deps.targets.serversInScope?.() ?? 0, p.now);
+      if (open) deps.logger.error({ action: p.req.action, server_id: p.req.serverId }, open.message);
+      return deny(open);
+    },
+  },
+  {
+    // A firewall change that needs a second operator becomes desired state only once approved.
+    name: 'approval_of_desired_state',
+    applies: isFirewallState,
+    check: ({ p }) =>
+      p.needsApproval ? { decision: 'awaiting_approval', message: p.awaiting, claim: true } : undefined,
+  },
+  { name: 'desired_state', applies: isFirewallState, check: () => ({ desiredState: true }) },
+  {
+    name: 'cooldown',
+    check: async ({ tx, p }) => {
+      const { req, now } = p;
+      const cooling = await checkCooldown(tx, req, now);
+      if (!cooling) return undefined;
+      // An alert delivered again inside this cooldown (to another replica, or retried) is a duplicate: one
+      // cooldown decision per alert and cooldown, claimed under a key naming the cooldown's start, so the
+      // alert still acts once the cooldown is over.
+      const key =
+        req.source === 'alert' && req.idempotencyKey !== undefined
+          ? `${req.idempotencyKey}:cooldown:${cooling.since}`
+          : undefined;
+      const seen = key === undefined ? undefined : await tx.delivery(key, now);
+      if (seen)
+        return {
+          decision: 'duplicate',
+          message: `already decided on this alert in this cooldown (journal entry ${seen.actionId})`,
+          claim: false,
+        };
+      return { decision: cooling.decision, message: cooling.message, claim: false, ...(key ? { alsoClaim: key } : {}) };
+    },
+  },
+  {
+    // Claimed: this alert's episode is handed to a person (BaremetalRemediationEscalated).
+    name: 'cap_per_server',
+    applies: isPower,
+    check: async ({ deps, p, tx }) => {
+      const capped = await checkCap(tx, p.req, deps.config.safety, p.now);
+      return capped && { ...deny(capped, true)!, escalatedAfter: capped.count };
+    },
+  },
+  {
+    name: 'dry_run',
+    check: ({ deps }) =>
+      deps.config.dryRun ? { decision: 'dry_run', message: 'dry run: nothing sent upstream', claim: true } : undefined,
+  },
+  {
+    name: 'budget',
+    check: async ({ deps, p, tx }) => {
+      const { config, account, logger } = deps;
+      if ((await budgetLeft(tx, account, config.budgetPerHour, p.now)) > 0) return undefined;
+      logger.warn(
+        { action: p.req.action, server_id: p.req.serverId, principal: p.req.principal },
+        'remediation budget exhausted: action denied',
+      );
+      const message = `budget of ${config.budgetPerHour} actions per hour is used up`;
+      return { decision: 'denied_budget', message, claim: false };
+    },
+  },
+  {
+    // Every guard before allowed it: a request that needs a second operator waits for one (approvals.ts).
+    name: 'approval',
+    check: ({ p }) =>
+      p.needsApproval ? { decision: 'awaiting_approval', message: p.awaiting, claim: true } : undefined,
+  },
+];
+
+/**
+ * Decides on `p` in transaction `tx`: walks the guards (GUARDS unless `deps.guards`) in order until one answers, writes the
+ * row and claims the delivery key. Returns the decision, whether the request became desired firewall
+ * state and, when the cap per server escalated it, the power actions the cap counted (`escalatedAfter`; the
+ * engine logs it once the transaction has committed). Throws ClaimConflict when the key was claimed concurrently (the caller rolls back and decides
+ * again), JournalError.
  */
 export async function decideIn(
   deps: GuardDeps,
@@ -102,8 +234,7 @@ export async function decideIn(
   p: Pending,
   tx: StateQueries,
 ): Promise<Decided & { desiredRecorded: boolean; escalatedAfter?: number | undefined }> {
-  const { req, now, digest, needsApproval, awaiting } = p;
-  const { config, account } = deps;
+  const { req, now, digest } = p;
   const decide: DecideFn = async (decision, message, claim) => {
     const id = await tx.insert({ ...p.entry, decision, message: p.note(message) });
     if (claim && req.idempotencyKey !== undefined && !(await tx.claimDelivery(req.idempotencyKey, digest, id, now)))
@@ -112,70 +243,21 @@ export async function decideIn(
       ? { id, decision: 'executed', message: '', send: true }
       : { id, decision, message, send: false };
   };
-  const made = async (decided: Promise<Decided>) => ({ ...(await decided), desiredRecorded: false });
-  const denial = (await checkDelivery(tx, req, digest, now)) ?? checkTarget(deps.targets, req);
-  if (denial) return made(decide(denial.decision, denial.message, false));
-  // Not claimed: the attack may end, an operator may close the breaker, and another replica (the
-  // leader, which has the attack data) decides on the same delivery.
-  const powerDenial = await powerGuards(deps, tx, req, now);
-  if (powerDenial) return made(decide(powerDenial.decision, powerDenial.message, false));
-  // Firewall state is desired state: a change inside its window is deferred, not denied; one that needs
-  // approval becomes desired state only once approved.
-  if (req.action === 'firewall_state' && needsApproval) return made(decide('awaiting_approval', awaiting, true));
-  if (req.action === 'firewall_state') {
-    const { recorded, ...decided } = await firewall.decide(req, now, decide, tx);
-    return { ...decided, desiredRecorded: recorded };
-  }
-  const cooling = await checkCooldown(tx, req, now);
-  if (cooling) {
-    // An alert delivered again inside this cooldown (to another replica, or retried) is a duplicate: one
-    // cooldown decision per alert and cooldown, claimed under a key naming the cooldown's start, so the
-    // alert still acts once the cooldown is over.
-    const key =
-      req.source === 'alert' && req.idempotencyKey !== undefined
-        ? `${req.idempotencyKey}:cooldown:${cooling.since}`
-        : undefined;
-    const seen = key === undefined ? undefined : await tx.delivery(key, now);
-    if (seen) {
-      const message = `already decided on this alert in this cooldown (journal entry ${seen.actionId})`;
-      return made(decide('duplicate', message, false));
+  const ctx: GuardContext = { deps, p, tx };
+  for (const guard of deps.guards ?? GUARDS) {
+    if (guard.applies && !guard.applies(req)) continue;
+    const verdict = await guard.check(ctx);
+    if (verdict === undefined) continue;
+    if ('desiredState' in verdict) {
+      const { recorded, ...decided } = await firewall.decide(req, now, decide, tx);
+      return { ...decided, desiredRecorded: recorded };
     }
-    const decided = await decide(cooling.decision, cooling.message, false);
-    if (key !== undefined && !(await tx.claimDelivery(key, digest, decided.id, now))) throw new ClaimConflict();
-    return { ...decided, desiredRecorded: false };
+    const decided = await decide(verdict.decision, verdict.message, verdict.claim);
+    if (verdict.alsoClaim !== undefined && !(await tx.claimDelivery(verdict.alsoClaim, digest, decided.id, now)))
+      throw new ClaimConflict();
+    return { ...decided, desiredRecorded: false, escalatedAfter: verdict.escalatedAfter };
   }
-  if (POWER_ACTIONS.has(req.action)) {
-    // Claimed: this alert's episode is handed to a person (BaremetalRemediationEscalated).
-    const capped = await checkCap(tx, req, config.safety, now);
-    if (capped) return { ...(await made(decide(capped.decision, capped.message, true))), escalatedAfter: capped.count };
-  }
-  if (config.dryRun) return made(decide('dry_run', 'dry run: nothing sent upstream', true));
-  if ((await budgetLeft(tx, account, config.budgetPerHour, now)) <= 0) {
-    deps.logger.warn(
-      { action: req.action, server_id: req.serverId, principal: req.principal },
-      'remediation budget exhausted: action denied',
-    );
-    return made(decide('denied_budget', `budget of ${config.budgetPerHour} actions per hour is used up`, false));
-  }
-  // Every guard allowed it: a request that needs a second operator waits for one (approvals.ts).
-  if (needsApproval) return made(decide('awaiting_approval', awaiting, true));
-  return made(decide('executing', '', true));
-}
-
-/** The attack corroboration and the circuit breaker, for power actions only. */
-async function powerGuards(
-  deps: GuardDeps,
-  tx: StateQueries,
-  req: ActionRequest,
-  now: number,
-): Promise<Denial | undefined> {
-  if (!POWER_ACTIONS.has(req.action)) return undefined;
-  const { targets, config } = deps;
-  const attacked = checkAttack(targets, req, config.safety, now, deps.firewallPeriodMs());
-  if (attacked) return attacked;
-  const open = await checkCircuit(tx, req, config.safety, targets.serversInScope?.() ?? 0, now);
-  if (open) deps.logger.error({ action: req.action, server_id: req.serverId }, open.message);
-  return open;
+  return { ...(await decide('executing', '', true)), desiredRecorded: false };
 }
 
 /** What the journal row of a forced power call says first. */

@@ -1,7 +1,7 @@
 /**
  * The remediation engine: decides on every request and executes the allowed ones. Each request is
  * journaled, with its delivery key claimed, in one journal transaction before any upstream call; the guards
- * run inside it in the order decide.ts gives (the policy), and execute.ts makes the call and completes the
+ * of decide.ts GUARDS run inside it, in the order that list declares (the policy), and execute.ts makes the call and completes the
  * row with what the API said (the mechanism). This class composes them with desired firewall state
  * (desired-firewall.ts), approvals (approvals.ts), housekeeping and the gauges.
  *
@@ -24,7 +24,7 @@ import { type ApprovalResult, Approvals } from './approvals.js';
 import type { StateQueries, StateStore } from '../store/store.js';
 import type { Metrics } from '../metrics/definitions.js';
 import type { UpstreamClient } from '../upstream/client.js';
-import { ClaimConflict, decideIn, pending } from './decide.js';
+import { ClaimConflict, decideIn, type Guard, pending } from './decide.js';
 import { DesiredFirewallState } from './desired-firewall.js';
 import { execute, send } from './execute.js';
 import { RemediationGauges } from './gauges.js';
@@ -51,6 +51,8 @@ export interface EngineDeps {
   now?: () => number;
   /** called after every decision (the daemon re-renders the exposition) */
   onDecision?: () => void;
+  /** the guards every decision walks (default decide.ts GUARDS; a test plants a recording copy) */
+  guards?: readonly Guard[];
   /**
    * With a store shared by replicas: how long (ms) a row may stay `executing` while its call is still in
    * flight on another replica (the account's upstream.timeout, one attempt per write, plus a margin). Older

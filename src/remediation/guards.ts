@@ -1,9 +1,8 @@
 /**
- * The guards a remediation request passes before any upstream call, in the order the engine applies
- * them (see engine.ts: delivery, target, then — power actions only — attack, circuit breaker; then — for
- * actions other than firewall state — cooldown, the cap per server (power), dry run, budget). Each returns
- * the denial (decision and message for the journal) or undefined to let it through.
- * The engine runs them and the claim of the delivery key inside one state-store transaction (`q` is its queries).
+ * The checks behind the guards of decide.ts `GUARDS` (the list and its order live there, once): delivery,
+ * target, attack corroboration, circuit breaker, cooldown, cap per server, budget. Each returns the denial
+ * (decision and message for the journal) or undefined to let the request through. They run inside one
+ * state-store transaction with the claim of the delivery key (`q` is its queries).
  */
 import { STALE_AFTER_FIREWALL_PERIODS } from '../collectors/firewall.js';
 import type { RemediationSafety } from '../config/types.js';

@@ -6,7 +6,7 @@ import { type Config, DEFAULT_SAFETY, type RemediationRule } from '../../src/con
 import { Journal } from '../../src/store/sqlite/journal.js';
 import { sqliteStore, type SqliteStore } from '../../src/store/sqlite/store.js';
 import type { StateStore } from '../../src/store/store.js';
-import { RemediationEngine } from '../../src/remediation/engine.js';
+import { type EngineDeps, RemediationEngine } from '../../src/remediation/engine.js';
 import type { ActionRequest, TargetDirectory } from '../../src/remediation/types.js';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
 import { UpstreamClient } from '../../src/upstream/client.js';
@@ -109,6 +109,8 @@ export async function engineHarness(
   remediation: Partial<Config['remediation']> = {},
   journalPath: string | StateStore = ':memory:',
   clientTimeoutMs = 2000,
+  /** more of the engine's dependencies (e.g. planted `guards`) */
+  engineDeps: Partial<EngineDeps> = {},
 ) {
   const clock = { now: Date.UTC(2026, 10, 21, 12) };
   const sim = await startSimulator({ apiKey: 'k', servers: 3, attackRate: 0, now: () => clock.now });
@@ -146,6 +148,7 @@ export async function engineHarness(
     targets: simulatorTargets(sim),
     config,
     now: () => clock.now,
+    ...engineDeps,
   });
   afterEach(async () => {
     await engine.stop();

@@ -1,0 +1,87 @@
+/**
+ * One guard list (decide.ts GUARDS), walked the same way by every path that decides (issue 39): an alert's
+ * request, an operator's, an approval's execution, a firewall change. A recording copy of the list is planted
+ * in the engine; each path's walk is the list's order, filtered by the actions a guard applies to. A guard
+ * added to the list is one entry, and every path runs it.
+ */
+import { describe, expect, it } from 'vitest';
+import { GUARDS, type Guard } from '../../../src/remediation/decide.js';
+import { engineHarness, firewallRequest, powerRequest } from '../../helpers/remediation.js';
+
+/** GUARDS with every check recorded in `walked`, and `extra` inserted before the guard named `before`. */
+function recording(walked: string[], extra?: { guard: Guard; before: string }): Guard[] {
+  const list = [...GUARDS];
+  if (extra)
+    list.splice(
+      list.findIndex((g) => g.name === extra.before),
+      0,
+      extra.guard,
+    );
+  return list.map((g) => ({
+    ...g,
+    check: (ctx) => {
+      walked.push(g.name);
+      return g.check(ctx);
+    },
+  }));
+}
+
+const POWER_WALK = [
+  'delivery',
+  'target',
+  'attack',
+  'circuit_breaker',
+  'cooldown',
+  'cap_per_server',
+  'dry_run',
+  'budget',
+  'approval',
+];
+
+describe('every path walks GUARDS in its order', () => {
+  it('an alert, an operator, an approval: power actions walk every guard', async () => {
+    const walked: string[] = [];
+    const h = await engineHarness({}, ':memory:', 2000, { guards: recording(walked) });
+    const alert = await h.engine.request(
+      powerRequest({
+        source: 'alert',
+        principal: 'alertmanager',
+        idempotencyKey: 'fp:1',
+        alert: { alertname: 'BaremetalServerUnreachable', fingerprint: 'fp', startsAt: '2026-11-21T11:59:00Z' },
+      }),
+    );
+    expect([alert.decision, walked.splice(0)]).toEqual(['executed', POWER_WALK]);
+    const operator = await h.engine.request(powerRequest({ serverId: '100002', action: 'poweroff' }));
+    expect([operator.decision, walked.splice(0)]).toEqual(['executed', POWER_WALK]);
+    const asked = await h.engine.request(powerRequest({ serverId: '100003', requireApproval: true }));
+    expect([asked.decision, walked.splice(0)]).toEqual(['awaiting_approval', POWER_WALK]);
+    const approved = await h.engine.approve((await h.journal.get(asked.id))!, 'bob');
+    expect([approved.decision, walked.splice(0)]).toEqual(['executed', POWER_WALK]);
+  });
+
+  it('a firewall change walks the guards that apply to it, up to desired state', async () => {
+    const walked: string[] = [];
+    const h = await engineHarness({}, ':memory:', 2000, { guards: recording(walked) });
+    const decided = await h.engine.request(firewallRequest('1', { idempotencyKey: 'fw:1' }));
+    expect(decided.decision).toBe('executed');
+    expect(walked).toEqual(['delivery', 'target', 'approval_of_desired_state', 'desired_state']);
+  });
+
+  it('a guard added to the list runs on every path, and the guards after it do not once it answers', async () => {
+    const walked: string[] = [];
+    const planted: Guard = {
+      name: 'maintenance_window',
+      applies: (req) => req.serverId === '100002',
+      check: () => ({ decision: 'denied_budget', message: 'server 100002 is in its maintenance window', claim: false }),
+    };
+    const h = await engineHarness({}, ':memory:', 2000, {
+      guards: recording(walked, { guard: planted, before: 'cooldown' }),
+    });
+    const denied = await h.engine.request(powerRequest({ serverId: '100002' }));
+    expect(denied).toMatchObject({ decision: 'denied_budget', message: 'server 100002 is in its maintenance window' });
+    expect(walked.splice(0)).toEqual(['delivery', 'target', 'attack', 'circuit_breaker', 'maintenance_window']);
+    expect(h.sim.callsTo('/api/v1/dedicated/powercycle')).toHaveLength(0);
+    const other = await h.engine.request(powerRequest({ serverId: '100001' }));
+    expect([other.decision, walked]).toEqual(['executed', POWER_WALK]);
+  });
+});
