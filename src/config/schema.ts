@@ -62,22 +62,9 @@ const scheduleKeys = () =>
 /** Default of `upstream.max_requests_per_second`. */
 export const DEFAULT_MAX_REQUESTS_PER_SECOND = 10;
 
-/** Remediation actions a rule or an operator can ask for. */
-export const ACTIONS = ['powercycle', 'poweron', 'poweroff', 'firewall_state', 'firewall_sensitivity'] as const;
-export type ActionName = (typeof ACTIONS)[number];
-
-/**
- * Default cooldown per action, in ms: power 30 minutes; firewall state and sensitivity the API's 2 minutes
- * (contract §8). A rule's `cooldown` replaces it (never below 2 minutes for firewall state); operator calls
- * always use it. It depends on the action, so the schema's `cooldown` key names it in its description.
- */
-export const DEFAULT_COOLDOWN_MS: Record<ActionName, number> = {
-  powercycle: 30 * 60_000,
-  poweron: 30 * 60_000,
-  poweroff: 30 * 60_000,
-  firewall_state: 2 * 60_000,
-  firewall_sensitivity: 2 * 60_000,
-};
+/** The remediation actions: one table, config/actions.ts. */
+export { ACTIONS, type ActionName, DEFAULT_COOLDOWN_MS } from './actions.js';
+import { ACTIONS, DEFAULT_COOLDOWN_MS } from './actions.js';
 
 /** User → bcrypt hash: each hash checked by the `bcrypt` keyword (config/formats.ts), naming its user. */
 const bcryptHashes = (options: { default: Record<string, string>; description: string }) =>

@@ -4,6 +4,7 @@
  * (`npm run docs`).
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
+import { ACTION_SPECS } from '../config/actions.js';
 import { ACTIONS, JOB_NAMES } from '../config/schema.js';
 import { DECISIONS } from '../store/decisions.js';
 import { BUILD } from '../version.js';
@@ -25,11 +26,8 @@ export const DAEMON_OPERATIONS = [
   'firewall_history_transit',
   'list_operating_systems',
   'locations',
-  'power_cycle',
-  'power_on',
-  'power_off',
-  'firewall_state',
-  'firewall_sensitivity',
+  // Remediation's, one per action (config/actions.ts).
+  ...ACTIONS.map((a) => ACTION_SPECS[a].operation),
 ] as const;
 /** `baremetal_api_requests_total{outcome}`: success and the `outcome` of each UpstreamError class (errors.ts). */
 export const REQUEST_OUTCOMES = [

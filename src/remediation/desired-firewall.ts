@@ -14,8 +14,8 @@ import { ApiError } from '../errors.js';
 import type { DesiredFirewall } from '../store/rows.js';
 import type { StateQueries } from '../store/store.js';
 import type { UpstreamClient } from '../upstream/client.js';
-import { setFirewallState } from '../upstream/firewall.js';
 import type { Decision } from '../store/decisions.js';
+import { SENDERS } from './execute.js';
 import { type CancelDeps, cancelWithoutRule, pendingEntry } from './firewall-cancel.js';
 import { budgetLeft } from './guards.js';
 import { failureDecision, failureOutcome, retryDelay } from './outcome.js';
@@ -130,7 +130,7 @@ export class DesiredFirewallState {
         return saved;
       });
     try {
-      const result = await setFirewallState(client, { serverId: d.serverId, ip: d.ip, state: d.desiredState });
+      const result = await SENDERS.firewall_state(client, { serverId: d.serverId, ip: d.ip, value: d.desiredState });
       const at = now();
       // The desired state may have changed while the call was in flight: keep it pending then.
       await settle(

@@ -5,6 +5,7 @@
  */
 import type { Logger } from 'pino';
 import type { Sensitivity } from '../config/api-terms.js';
+import type { ActionName } from '../config/actions.js';
 import type { StateStore } from '../store/store.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { power } from '../upstream/dedicated.js';
@@ -54,20 +55,27 @@ export async function execute(
   }
 }
 
-/** The upstream call of `req` through `client`. Throws UpstreamError. */
+/** What a sender reads of a request: its target and value. */
+export type SendTarget = Pick<ActionRequest, 'serverId' | 'ip' | 'value'>;
+
+/**
+ * How each action is sent upstream: one entry per action of config/actions.ts (`ACTION_SPECS`; a `Record` over
+ * its names, so an action without a sender does not compile). The API's reply is judged by the upstream
+ * function (its decoder: success, or an UpstreamError whose `outcomeUnknown` says whether it may have acted).
+ * The requests decided here and the desired firewall state that comes due (desired-firewall.ts) both leave
+ * through these. Throws UpstreamError.
+ */
+export const SENDERS: Record<ActionName, (client: UpstreamClient, req: SendTarget) => Promise<{ message: string }>> = {
+  powercycle: (client, req) => power(client, 'powercycle', req.serverId),
+  poweron: (client, req) => power(client, 'poweron', req.serverId),
+  poweroff: (client, req) => power(client, 'poweroff', req.serverId),
+  firewall_state: (client, req) =>
+    setFirewallState(client, { serverId: req.serverId, ip: req.ip!, state: req.value as '0' | '1' }),
+  firewall_sensitivity: (client, req) =>
+    setFirewallSensitivity(client, { serverId: req.serverId, ip: req.ip!, sensitivity: req.value as Sensitivity }),
+};
+
+/** The upstream call of `req` through `client` (its action's entry in SENDERS). Throws UpstreamError. */
 export function send(client: UpstreamClient, req: ActionRequest): Promise<{ message: string }> {
-  switch (req.action) {
-    case 'powercycle':
-    case 'poweron':
-    case 'poweroff':
-      return power(client, req.action, req.serverId);
-    case 'firewall_sensitivity':
-      return setFirewallSensitivity(client, {
-        serverId: req.serverId,
-        ip: req.ip!,
-        sensitivity: req.value as Sensitivity,
-      });
-    case 'firewall_state':
-      return setFirewallState(client, { serverId: req.serverId, ip: req.ip!, state: req.value as '0' | '1' });
-  }
+  return SENDERS[req.action](client, req);
 }

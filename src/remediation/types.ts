@@ -29,8 +29,8 @@ export interface TargetDirectory {
 /** What the latest firewall history says of one dedicated server (declared with the state that answers it). */
 export type { AttackState };
 
-/** The actions the power guards (attack, circuit breaker, cap per server) apply to. */
-export const POWER_ACTIONS: ReadonlySet<ActionName> = new Set(['powercycle', 'poweron', 'poweroff']);
+/** The actions the power guards (attack, circuit breaker, cap per server) apply to (config/actions.ts). */
+export { POWER_ACTIONS } from '../config/actions.js';
 
 /** One action to decide on. */
 export interface ActionRequest {

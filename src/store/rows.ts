@@ -3,6 +3,7 @@
  * PostgreSQL's with BIGINT as strings) to them. Times are Unix milliseconds.
  */
 import type { SQLInputValue } from 'node:sqlite';
+import { POWER_ACTIONS } from '../config/actions.js';
 import type { Decision } from './decisions.js';
 
 /** A journal row. Times are Unix milliseconds. `decision` is `executing` while the upstream call runs. */
@@ -152,8 +153,8 @@ export interface Delivery {
  */
 export const SENT_DECISIONS_SQL = "('executing', 'executed', 'failed', 'unknown')";
 
-/** The power actions (remediation/types.ts POWER_ACTIONS) as an SQL list: the circuit breaker and the cap count them. */
-export const POWER_ACTIONS_SQL = "('powercycle', 'poweron', 'poweroff')";
+/** The power actions (config/actions.ts POWER_ACTIONS) as an SQL list: the circuit breaker and the cap count them. */
+export const POWER_ACTIONS_SQL = `(${[...POWER_ACTIONS].map((a) => `'${a}'`).join(', ')})`;
 
 /** Decisions a power action counts for toward the cap per server: sent, maybe sent, or decided in dry run. */
 export const CAPPED_DECISIONS_SQL = "('executing', 'executed', 'failed', 'unknown', 'dry_run')";

@@ -10,12 +10,12 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static, type TSchema } from 'typebox';
+import { ACTION_SPECS, type ActionSpec } from '../../config/actions.js';
 import { ACTIONS, PRINCIPAL_NAME, type ActionName } from '../../config/schema.js';
 import { oneOf, strictObject } from '../../json-schema.js';
 import type { StateStore } from '../../store/store.js';
 import type { RemediationEngine } from '../../remediation/engine.js';
 import { makeRequest } from '../../remediation/request.js';
-import { SENSITIVITIES } from '../../config/api-terms.js';
 import { callerOf, requireScope } from '../principals.js';
 import { accountSchema, configuredAccount, idSchema, queryInteger, queryIntegerSchema } from '../schemas.js';
 
@@ -27,26 +27,20 @@ const reason = Type.Optional(Type.String({ minLength: 1, maxLength: 200 }));
 /** A power action's body; `force: true` passes the attack guard (remediation.safety), and its row says so. */
 const serverBody = strictObject({ account, server_id: serverId, reason, force: Type.Optional(Type.Boolean()) });
 
-/** The body of each operator action, one per action of `ACTIONS`; unknown fields are errors. */
-const BODIES = {
-  powercycle: serverBody,
-  poweron: serverBody,
-  poweroff: serverBody,
-  // The README documents `"state": 0 or 1`; the strings "0"/"1" are the API's own form. Exactly these four
-  // JSON values are accepted (an enum, not a coercion): `true`, `"01"` or `[1]` are 400.
-  firewall_state: strictObject({ account, server_id: serverId, reason, ip, state: oneOf(['0', '1', 0, 1]) }),
-  firewall_sensitivity: strictObject({
-    account,
-    server_id: serverId,
-    reason,
-    ip,
-    sensitivity: oneOf(SENSITIVITIES),
-  }),
-} satisfies Record<ActionName, TSchema>;
+/**
+ * The body of an operator action, from its entry in config/actions.ts: a power action's is `serverBody`; an
+ * action on an IP takes `ip` and its value's field (exactly the JSON values the table lists: `true`, `"01"`
+ * or `[1]` are 400). Unknown fields are errors.
+ */
+function bodyOf(action: ActionName): TSchema {
+  const spec: ActionSpec = ACTION_SPECS[action];
+  if (spec.kind === 'power') return serverBody;
+  const value = spec.value ? { [spec.value.field]: oneOf(spec.value.values) } : {};
+  return strictObject({ account, server_id: serverId, reason, ip, ...value });
+}
 
 /** Any operator body, read field by field: a field its action does not have is absent. */
-type ActionBody = Static<typeof serverBody> &
-  Partial<Static<typeof BODIES.firewall_state> & Static<typeof BODIES.firewall_sensitivity>>;
+type ActionBody = Static<typeof serverBody> & { ip?: string } & Record<string, unknown>;
 
 /**
  * The engine of the account `name` (a body's `account`, a `?account=`), or BadRequestError naming `field`:
@@ -70,7 +64,7 @@ export function actionRoutes(
       `/api/v1/actions/${action.replaceAll('_', '-')}`,
       {
         schema: {
-          body: BODIES[action],
+          body: bodyOf(action),
           headers: {
             type: 'object',
             properties: { 'idempotency-key': { type: 'string', minLength: 1, maxLength: 200 } },
@@ -80,7 +74,9 @@ export function actionRoutes(
       async (request) => {
         const body = request.body;
         const key = request.headers['idempotency-key'];
-        const value = body.state !== undefined ? String(body.state) : body.sensitivity;
+        const field = (ACTION_SPECS[action] as ActionSpec).value?.field;
+        const given = field === undefined ? undefined : body[field];
+        const value = given === undefined ? undefined : String(given);
         const { account, engine } = engineOf(deps.engines, body.account, 'body/account');
         const principal = callerOf(request);
         requireScope(principal, account, action);
