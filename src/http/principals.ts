@@ -1,29 +1,29 @@
 /**
  * Who calls a remediation route, and whether it may: each request's credentials (auth.ts) name one principal
  * (`remediation.auth.principals`, or one of the deprecated shared credentials, each a principal with every
- * role); the route needs one role (ROUTE_ROLES); an operator's `accounts` and `actions` bound what it may
+ * role); the route needs one role, declared where it is registered (`config: { role }`, `routeRole`); an operator's `accounts` and `actions` bound what it may
  * touch. A request that is not allowed is a 403 naming the principal and what it lacks, before anything is
  * decided or journaled.
  */
 import type { FastifyRequest } from 'fastify';
-import { ACTIONS, ROLES, type PrincipalAction, type Role } from '../config/schema.js';
+import { ROLES, type PrincipalAction, type Role } from '../config/schema.js';
 import type { Config, Principal } from '../config/types.js';
 import { ForbiddenError } from '../errors.js';
 import { createAuthCheck, type AuthCheckOptions, type AuthConfig } from './auth.js';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** the role a principal needs for this remediation route (principals.ts); none: refused to everyone */
+    role?: Role;
+  }
+}
+
 /**
- * The role each remediation route needs, by `METHOD path` as the route is declared. A route of the
- * remediation scope that is not listed is refused to everyone: a new route adds its line here.
+ * The route option that declares the role a remediation route needs, given where the route is registered:
+ * `app.post(url, { ...routeRole('operator'), schema }, handler)`. A route of the remediation scope without one
+ * is refused to everyone.
  */
-export const ROUTE_ROLES: Readonly<Record<string, Role>> = {
-  'POST /api/v1/alertmanager': 'webhook',
-  ...Object.fromEntries(ACTIONS.map((a) => [`POST /api/v1/actions/${a.replaceAll('_', '-')}`, 'operator'])),
-  'GET /api/v1/servers/:server_id/console.jnlp': 'operator',
-  'POST /api/v1/actions/:id/approve': 'operator',
-  'POST /api/v1/actions/:id/deny': 'operator',
-  'POST /api/v1/remediation/circuit/close': 'operator',
-  'GET /api/v1/actions': 'reader',
-};
+export const routeRole = (role: Role) => ({ config: { role } });
 
 /**
  * Every principal of `remediation`: the configured ones, then the deprecated form's, each with every role:
@@ -76,7 +76,7 @@ export function createPrincipalCheck(
           : byUser.get(credential.user);
     if (!principal) throw new ForbiddenError('no principal for these credentials');
     const route = `${request.method} ${request.routeOptions.url ?? ''}`;
-    const role = ROUTE_ROLES[route];
+    const role = request.routeOptions.config.role;
     if (role === undefined) throw new ForbiddenError(`principal ${principal.name}: ${route} is open to no role`);
     if (!principal.roles.includes(role))
       throw new ForbiddenError(`principal ${principal.name} lacks the role ${role} (${route})`);

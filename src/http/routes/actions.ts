@@ -16,7 +16,7 @@ import { oneOf, strictObject } from '../../json-schema.js';
 import type { StateStore } from '../../store/store.js';
 import type { RemediationEngine } from '../../remediation/engine.js';
 import { makeRequest } from '../../remediation/request.js';
-import { callerOf, requireScope } from '../principals.js';
+import { callerOf, requireScope, routeRole } from '../principals.js';
 import { accountSchema, configuredAccount, idSchema, queryInteger, queryIntegerSchema } from '../schemas.js';
 
 const ip = Type.Unsafe<string>({ type: 'string', anyOf: [{ format: 'ipv4' }, { format: 'ipv6' }] });
@@ -63,6 +63,7 @@ export function actionRoutes(
     app.post<{ Body: ActionBody; Headers: { 'idempotency-key'?: string } }>(
       `/api/v1/actions/${action.replaceAll('_', '-')}`,
       {
+        ...routeRole('operator'),
         schema: {
           body: bodyOf(action),
           headers: {
@@ -104,6 +105,7 @@ export function actionRoutes(
   }>(
     '/api/v1/actions',
     {
+      ...routeRole('reader'),
       schema: {
         querystring: {
           type: 'object',
@@ -142,6 +144,7 @@ export function actionRoutes(
   app.get<{ Params: { server_id: string }; Querystring: { account?: string } }>(
     '/api/v1/servers/:server_id/console.jnlp',
     {
+      ...routeRole('operator'),
       schema: {
         params: { type: 'object', properties: { server_id: idSchema } },
         querystring: { type: 'object', additionalProperties: false, properties: { account: accountSchema } },

@@ -13,7 +13,7 @@ import type { RemediationEngine } from '../../remediation/engine.js';
 import { matches, requestsFor } from '../../remediation/rules.js';
 import { webhookSchema, type WebhookBody } from '../../remediation/webhook.js';
 import type { Metrics } from '../../metrics/definitions.js';
-import { callerOf } from '../principals.js';
+import { callerOf, routeRole } from '../principals.js';
 
 export function alertmanagerRoutes(
   app: FastifyInstance,
@@ -25,49 +25,53 @@ export function alertmanagerRoutes(
     maxAlerts: number;
   },
 ): void {
-  app.post<{ Body: WebhookBody }>('/api/v1/alertmanager', { schema: { body: webhookSchema } }, async (request) => {
-    const { alerts } = request.body;
-    if (alerts.length > deps.maxAlerts)
-      throw new BadRequestError(
-        `${alerts.length} alerts in one delivery, above remediation.max_alerts (${deps.maxAlerts}); nothing was done: set max_alerts on Alertmanager's webhook_config at or below it`,
-      );
-    // Read per request: a config reload may replace the rules.
-    const rules = deps.rules();
-    // Validate every alert against the rules before acting on any, so a bad payload changes nothing.
-    const accounts = [...deps.engines.keys()];
-    const principal = callerOf(request).name;
-    const perAlert = alerts.map((alert, i) => ({
-      alert,
-      requests: requestsFor(alert, i, rules, accounts, principal),
-    }));
-    const results = [];
-    for (const { alert, requests } of perAlert) {
-      const matched = rules.some((rule) => matches(rule, alert));
-      deps.metrics.alertsReceived.inc({ status: alert.status, matched: String(matched) });
-      for (const req of requests) {
-        // requestsFor only names configured accounts.
-        const result = await deps.engines.get(req.account)!.request(req);
-        results.push({
-          fingerprint: alert.fingerprint,
-          alertname: alert.labels.alertname,
-          status: alert.status,
-          action: req.action,
-          account: req.account,
-          server_id: req.serverId,
-          ip: req.ip ?? null,
-          ...result,
-        });
+  app.post<{ Body: WebhookBody }>(
+    '/api/v1/alertmanager',
+    { ...routeRole('webhook'), schema: { body: webhookSchema } },
+    async (request) => {
+      const { alerts } = request.body;
+      if (alerts.length > deps.maxAlerts)
+        throw new BadRequestError(
+          `${alerts.length} alerts in one delivery, above remediation.max_alerts (${deps.maxAlerts}); nothing was done: set max_alerts on Alertmanager's webhook_config at or below it`,
+        );
+      // Read per request: a config reload may replace the rules.
+      const rules = deps.rules();
+      // Validate every alert against the rules before acting on any, so a bad payload changes nothing.
+      const accounts = [...deps.engines.keys()];
+      const principal = callerOf(request).name;
+      const perAlert = alerts.map((alert, i) => ({
+        alert,
+        requests: requestsFor(alert, i, rules, accounts, principal),
+      }));
+      const results = [];
+      for (const { alert, requests } of perAlert) {
+        const matched = rules.some((rule) => matches(rule, alert));
+        deps.metrics.alertsReceived.inc({ status: alert.status, matched: String(matched) });
+        for (const req of requests) {
+          // requestsFor only names configured accounts.
+          const result = await deps.engines.get(req.account)!.request(req);
+          results.push({
+            fingerprint: alert.fingerprint,
+            alertname: alert.labels.alertname,
+            status: alert.status,
+            action: req.action,
+            account: req.account,
+            server_id: req.serverId,
+            ip: req.ip ?? null,
+            ...result,
+          });
+        }
       }
-    }
-    request.log.info(
-      {
-        receiver: request.body.receiver,
-        principal,
-        alerts: alerts.length,
-        results: results.map((r) => `${r.action}:${r.decision}`),
-      },
-      'webhook processed',
-    );
-    return { status: 'accepted', alerts: alerts.length, results };
-  });
+      request.log.info(
+        {
+          receiver: request.body.receiver,
+          principal,
+          alerts: alerts.length,
+          results: results.map((r) => `${r.action}:${r.decision}`),
+        },
+        'webhook processed',
+      );
+      return { status: 'accepted', alerts: alerts.length, results };
+    },
+  );
 }

@@ -13,7 +13,7 @@ import type { RemediationEngine } from '../../remediation/engine.js';
 import type { JournalEntry } from '../../store/rows.js';
 import type { StateStore } from '../../store/store.js';
 import type { PrincipalAction } from '../../config/schema.js';
-import { callerOf, requireScope } from '../principals.js';
+import { callerOf, requireScope, routeRole } from '../principals.js';
 import { engineOf } from './actions.js';
 
 const params = { type: 'object', properties: { id: { type: 'string', pattern: '^[1-9][0-9]{0,15}$' } } } as const;
@@ -38,7 +38,7 @@ export function approvalRoutes(
       );
     return { row, engine, approver: approver.name };
   };
-  const options = { schema: { params, body } };
+  const options = { ...routeRole('operator'), schema: { params, body } };
   app.post<Route>('/api/v1/actions/:id/approve', options, async (request) => {
     const { row, engine, approver } = await settle(request);
     const { ruleChanged, ...execution } = await engine.approve(row, approver);

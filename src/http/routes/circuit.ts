@@ -3,13 +3,13 @@
  * account's circuit breaker (remediation.safety.circuit_breaker), journaled under the closing operator's
  * principal (with the optional `"reason"`); power actions are allowed again and the breaker counts servers from
  * now on. Behind `remediation.auth` like every remediation endpoint, for the operator role (principals.ts
- * ROUTE_ROLES) within its `accounts` (else 403); 400 for an unknown account, 503 while the journal is unavailable.
+ * its route's role) within its `accounts` (else 403); 400 for an unknown account, 503 while the journal is unavailable.
  */
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { RemediationEngine } from '../../remediation/engine.js';
 import { strictObject } from '../../json-schema.js';
-import { callerOf, requireAccount } from '../principals.js';
+import { callerOf, requireAccount, routeRole } from '../principals.js';
 import { accountSchema, configuredAccount } from '../schemas.js';
 
 const closeBody = strictObject({
@@ -20,7 +20,7 @@ const closeBody = strictObject({
 export function circuitRoutes(app: FastifyInstance, deps: { engines: ReadonlyMap<string, RemediationEngine> }): void {
   app.post<{ Body: { account?: string; reason?: string } }>(
     '/api/v1/remediation/circuit/close',
-    { schema: { body: closeBody } },
+    { ...routeRole('operator'), schema: { body: closeBody } },
     async (request) => {
       const { account, entry: engine } = configuredAccount(deps.engines, request.body.account, 'body/account');
       const principal = callerOf(request);
