@@ -128,23 +128,8 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
   const config = configInForce(initial);
   const logger = options.logger ?? createLogger(config.logLevel);
   const now = options.now ?? Date.now;
-  const registry = new Registry();
-  const metrics = createMetrics(registry, { defaultMetrics: true, version: VERSION });
-  metrics.configReloadSuccessful.set(1);
-  metrics.configReloadSuccessAt.set(now() / 1000);
-  // Opened first: a journal that cannot be opened (corrupt, zero-length, unwritable; PostgreSQL unreachable)
-  // disables remediation only; a SQLite file is left as it is for the operator to inspect. With PostgreSQL the
-  // store's one pool also carries what the replicas share (server directory, graph images).
-  const store = await openStore(config, {
-    logger,
-    postgres: {
-      ...options.stateStore,
-      ...(options.ha?.refreshMs !== undefined ? { refreshMs: options.ha.refreshMs } : {}),
-    },
-    ...(lock.problem
-      ? { refuse: `state_dir is not writable, so it cannot be locked against a second daemon: ${lock.problem}` }
-      : {}),
-  });
+  const { registry, metrics } = daemonMetrics(now);
+  const store = await openDaemonStore(config, options, lock, logger);
   const replication = new Replication(config.database, store, logger);
   const { shared, leading } = replication;
   // Followers read the leader's server list once the schema is there.
@@ -249,18 +234,63 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     reload,
     stop: async () => {
       stopping = true;
-      keyFiles.stop();
-      // Stops polling and the remediation tickers (cancelling runs in flight), then, with PostgreSQL, frees the
-      // leader lock so that a follower takes over at once.
-      await role.stop();
-      exposition.stop();
-      // Closing HTTP waits for requests in flight, webhooks with their upstream calls and journal writes.
-      await listeners.close();
-      await store.close();
-      await Promise.all([...accounts.values()].map((account) => account.client.close()));
-      lock.release();
+      await stopParts({ keyFiles, role, exposition, listeners, store, accounts, lock });
     },
   };
+}
+
+/** The daemon's registry and metrics, the configuration counted as loaded at `now()`. */
+function daemonMetrics(now: () => number) {
+  const registry = new Registry();
+  const metrics = createMetrics(registry, { defaultMetrics: true, version: VERSION });
+  metrics.configReloadSuccessful.set(1);
+  metrics.configReloadSuccessAt.set(now() / 1000);
+  return { registry, metrics };
+}
+
+/**
+ * The state store, opened first: a journal that cannot be opened (corrupt, zero-length, unwritable;
+ * PostgreSQL unreachable) disables remediation only; a SQLite file is left as it is for the operator to
+ * inspect. With PostgreSQL the store's one pool also carries what the replicas share (server directory, graph
+ * images).
+ */
+function openDaemonStore(config: Config, options: DaemonOptions, lock: StateLock, logger: Logger) {
+  return openStore(config, {
+    logger,
+    postgres: {
+      ...options.stateStore,
+      ...(options.ha?.refreshMs !== undefined ? { refreshMs: options.ha.refreshMs } : {}),
+    },
+    ...(lock.problem
+      ? { refuse: `state_dir is not writable, so it cannot be locked against a second daemon: ${lock.problem}` }
+      : {}),
+  });
+}
+
+/** What stopping stops, in its order. */
+interface RunningParts {
+  keyFiles: { stop(): void };
+  role: { stop(): Promise<void> };
+  exposition: { stop(): void };
+  listeners: { close(): Promise<void> };
+  store: { close(): Promise<void> };
+  accounts: ReadonlyMap<string, { client: { close(): Promise<void> } }>;
+  lock: StateLock;
+}
+
+/**
+ * Stops polling and the remediation tickers (cancelling runs in flight), then, with PostgreSQL, frees the
+ * leader lock so that a follower takes over at once; closing HTTP waits for requests in flight, webhooks with
+ * their upstream calls and journal writes; then the store, the clients and the state_dir lock.
+ */
+async function stopParts(p: RunningParts): Promise<void> {
+  p.keyFiles.stop();
+  await p.role.stop();
+  p.exposition.stop();
+  await p.listeners.close();
+  await p.store.close();
+  await Promise.all([...p.accounts.values()].map((account) => account.client.close()));
+  p.lock.release();
 }
 
 /** The options among `keys` that are set (exactOptionalPropertyTypes: an absent key stays absent). */
