@@ -5,6 +5,7 @@
  * remediation guards (the target directory), the status page, discovery and the replication read it, none of
  * them through the scheduler.
  */
+import { underAttackPollApart } from '../config/schema.js';
 import type { AccountConfig, Config } from '../config/types.js';
 import type { ServerList } from '../upstream/decode-servers.js';
 import { AttackLog } from './attacks.js';
@@ -126,8 +127,7 @@ export class AccountState {
 
   /** Services under attack are polled by a job of their own (`schedules.firewall_under_attack` differs). */
   get splitsFirewall(): boolean {
-    const { schedules } = this.#config;
-    return schedules.firewall_under_attack !== schedules.firewall;
+    return underAttackPollApart(this.#config.schedules);
   }
 
   /** Services whose firewall history is polled: every listed server, then the configured colocation and transit ids. */

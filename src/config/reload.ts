@@ -7,7 +7,11 @@
  * web.listen_address, web.tls, credentials, graphs, firewall limits, log_level) keeps its previous value
  * until a restart; the reload applies the rest and names those keys (never their values) in one log line.
  */
+import { underAttackPollApart } from './schema.js';
 import type { Config } from './types.js';
+
+/** The key named when a reload would add or remove the `firewall_under_attack` job (underAttackPollApart). */
+export const UNDER_ATTACK_SPLIT_KEY = 'schedules.firewall_under_attack';
 
 /** The outcome of `Daemon.reload()`. */
 export type ReloadResult =
@@ -61,7 +65,7 @@ function differences(a: unknown, b: unknown, path: string, names: boolean): stri
 export function restartKeys(current: Config, next: Config): string[] {
   const paths = differences(fixedParts(current), fixedParts(next), '', false).map((k) => k.slice(1));
   const keys = [...new Set(paths.map((path) => FILE_KEYS[path] ?? path))];
-  const splits = (c: Config) => c.schedules.firewall_under_attack !== c.schedules.firewall;
-  if (splits(current) !== splits(next)) keys.push('schedules.firewall_under_attack');
+  if (underAttackPollApart(current.schedules) !== underAttackPollApart(next.schedules))
+    keys.push(UNDER_ATTACK_SPLIT_KEY);
   return keys;
 }

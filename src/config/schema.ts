@@ -45,6 +45,14 @@ export const DEFAULT_SCHEDULES = Object.fromEntries(
  * events; its schedule defaults to `schedules.firewall`'s.
  */
 export type JobName = keyof typeof POLL_SCHEDULES | 'firewall_under_attack';
+/**
+ * Whether `firewall_under_attack` is a poll job apart from `firewall`: its schedule differs. The one home of
+ * that rule: the poll's `enabled`, the account state's split of services, the firewall run's capacity and
+ * the reload (a change of it adds or removes a job: a restart) all ask it.
+ */
+export const underAttackPollApart = (schedules: Readonly<Record<JobName, string>>): boolean =>
+  schedules.firewall_under_attack !== schedules.firewall;
+
 export const JOB_NAMES: readonly JobName[] = [
   ...(Object.keys(POLL_SCHEDULES) as (keyof typeof POLL_SCHEDULES)[]),
   'firewall_under_attack',

@@ -6,7 +6,7 @@
  */
 import type { Logger } from 'pino';
 import type { AccountRuntime } from './accounts.js';
-import { restartKeys, type ReloadResult } from '../config/reload.js';
+import { restartKeys, type ReloadResult, UNDER_ATTACK_SPLIT_KEY } from '../config/reload.js';
 import type { Config } from '../config/types.js';
 import { ConfigError } from '../errors.js';
 import { applyApiKeys } from './api-key-files.js';
@@ -53,7 +53,7 @@ async function apply(d: ReloadDeps, next: Config): Promise<string[]> {
     if (services) Object.assign(account.services, services);
   }
   const schedulesChanged = JSON.stringify(config.schedules) !== JSON.stringify(next.schedules);
-  if (schedulesChanged && !needsRestart.includes('schedules.firewall_under_attack')) {
+  if (schedulesChanged && !needsRestart.includes(UNDER_ATTACK_SPLIT_KEY)) {
     Object.assign(config.schedules, next.schedules);
     await Promise.all([...d.accounts.values()].map((account) => account.scheduler.restart()));
   }

@@ -12,7 +12,7 @@ import {
   STALE_AFTER_FIREWALL_PERIODS,
   type ServiceRef,
 } from '../collectors/firewall.js';
-import { DEFAULT_SCHEDULES } from '../config/schema.js';
+import { DEFAULT_SCHEDULES, underAttackPollApart } from '../config/schema.js';
 import { getFirewallHistory } from '../upstream/firewall.js';
 import { COVERAGE_REMEDY, firewallCoverage } from './budget-plan.js';
 import {
@@ -65,7 +65,7 @@ export const firewallPoll = {
 export const firewallUnderAttackPoll = {
   name: 'firewall_under_attack',
   defaultSchedule: DEFAULT_SCHEDULES.firewall,
-  enabled: (config) => config.schedules.firewall_under_attack !== config.schedules.firewall,
+  enabled: (config) => underAttackPollApart(config.schedules),
   run: (context, signal) => pollFirewall(context, signal, 'firewall_under_attack'),
 } satisfies PollDefinition;
 
