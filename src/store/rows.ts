@@ -107,6 +107,10 @@ export interface ListFilter {
   serverId?: string;
   action?: string;
   principal?: string;
+  /** a decision, or `executing` */
+  decision?: string;
+  /** the principal that approved or denied the request (the awaiting row and its execution both name it) */
+  approver?: string;
   limit: number;
 }
 

@@ -170,8 +170,17 @@ export class PgQueries implements StateQueries {
   async list(filter: ListFilter): Promise<JournalEntry[]> {
     const { rows } = await this.#run(
       `SELECT * FROM actions WHERE ($1::text IS NULL OR account = $1) AND ($2::text IS NULL OR server_id = $2)
-         AND ($3::text IS NULL OR action = $3) AND ($5::text IS NULL OR principal = $5) ORDER BY id DESC LIMIT $4`,
-      [filter.account ?? null, filter.serverId ?? null, filter.action ?? null, filter.limit, filter.principal ?? null],
+         AND ($3::text IS NULL OR action = $3) AND ($5::text IS NULL OR principal = $5)
+         AND ($6::text IS NULL OR decision = $6) AND ($7::text IS NULL OR approver = $7) ORDER BY id DESC LIMIT $4`,
+      [
+        filter.account ?? null,
+        filter.serverId ?? null,
+        filter.action ?? null,
+        filter.limit,
+        filter.principal ?? null,
+        filter.decision ?? null,
+        filter.approver ?? null,
+      ],
     );
     return rows.map(toEntry);
   }

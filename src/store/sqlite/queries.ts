@@ -168,13 +168,15 @@ export class SqliteQueries extends SqliteDesiredQueries {
     );
   }
 
-  /** Newest first, optionally for one account, server and/or action; `limit` rows at most. */
+  /** Newest first, each field of `filter` given must match (ListFilter); `limit` rows at most. */
   list(filter: ListFilter): JournalEntry[] {
     return this.sql.read((db) =>
       (
         db
           .prepare(
-            'SELECT * FROM actions WHERE (? IS NULL OR account = ?) AND (? IS NULL OR server_id = ?) AND (? IS NULL OR action = ?) AND (? IS NULL OR principal = ?) ORDER BY id DESC LIMIT ?',
+            `SELECT * FROM actions WHERE (? IS NULL OR account = ?) AND (? IS NULL OR server_id = ?) AND (? IS NULL OR action = ?)
+               AND (? IS NULL OR principal = ?) AND (? IS NULL OR decision = ?) AND (? IS NULL OR approver = ?)
+             ORDER BY id DESC LIMIT ?`,
           )
           .all(
             filter.account ?? null,
@@ -185,6 +187,10 @@ export class SqliteQueries extends SqliteDesiredQueries {
             filter.action ?? null,
             filter.principal ?? null,
             filter.principal ?? null,
+            filter.decision ?? null,
+            filter.decision ?? null,
+            filter.approver ?? null,
+            filter.approver ?? null,
             filter.limit,
           ) as Row[]
       ).map(toEntry),

@@ -1,0 +1,102 @@
+/**
+ * Finding and auditing approvals, on both state-store backends: `GET /api/v1/actions` filters by `decision` and
+ * `approver` (refusing values that are neither with a plain sentence).
+ */
+import { describe, expect, it } from 'vitest';
+import type { Principal } from '../../src/config/types.js';
+import { engineHarness, remediationApp, rule } from '../helpers/remediation.js';
+import { backends } from '../helpers/store-backends.js';
+
+const token = (name: string) => `${name}-token-0123456789abcdef`;
+const bearer = (name: string) => ({ authorization: `Bearer ${token(name)}` });
+const PRINCIPALS: Principal[] = [
+  { name: 'alice', bearerToken: token('alice'), roles: ['operator', 'reader'], requireApproval: true },
+  { name: 'bob', bearerToken: token('bob'), roles: ['operator'] },
+  { name: 'carol', bearerToken: token('carol'), roles: ['operator'] },
+  { name: 'audit', bearerToken: token('audit'), roles: ['reader'] },
+];
+
+type Row = { id: number; decision: string; approver: string | null; serverId: string };
+
+for (const backend of backends()) {
+  describe.skipIf(backend.skip)(`finding and auditing approvals (${backend.name})`, () => {
+    async function setup() {
+      const db = await backend.fresh();
+      const h = await engineHarness(
+        {
+          principals: PRINCIPALS,
+          rules: [rule({ alertname: 'BaremetalServerUnreachable', action: 'powercycle', requireApproval: true })],
+        },
+        await db.open(),
+      );
+      const app = remediationApp(h);
+      const ask = async (serverId: string) =>
+        (
+          await app.inject({
+            method: 'POST',
+            url: '/api/v1/actions/powercycle',
+            headers: bearer('alice'),
+            payload: { server_id: serverId, reason: 'hung' },
+          })
+        ).json().id as number;
+      const settle = (verb: 'approve' | 'deny', id: number, who: string, payload: object = {}) =>
+        app.inject({ method: 'POST', url: `/api/v1/actions/${id}/${verb}`, headers: bearer(who), payload });
+      const list = async (query: string): Promise<Row[]> => {
+        const res = await app.inject({ url: `/api/v1/actions${query}`, headers: bearer('audit') });
+        expect(res.statusCode).toBe(200);
+        return res.json().actions;
+      };
+      return { ...h, app, ask, settle, list };
+    }
+
+    it('lists the requests awaiting approval, and what an approver settled', async () => {
+      const { ask, settle, list } = await setup();
+      const [first, second, third] = [await ask('100001'), await ask('100002'), await ask('100003')];
+      const execution = (await settle('approve', first, 'bob')).json().execution.id as number;
+      await settle('deny', second, 'carol', { reason: 'not now' });
+
+      expect((await list('?decision=awaiting_approval')).map((r) => r.id)).toEqual([third]);
+      expect((await list('?decision=denied_by_approver')).map((r) => [r.id, r.approver])).toEqual([[second, 'carol']]);
+      // The awaiting row and its execution both name the approver.
+      expect((await list('?approver=bob')).map((r) => [r.id, r.decision])).toEqual([
+        [execution, 'executed'],
+        [first, 'approved'],
+      ]);
+      expect((await list('?approver=carol&decision=approved')).map((r) => r.id)).toEqual([]);
+      expect(await list('?approver=nobody')).toEqual([]);
+      expect((await list('?decision=awaiting_approval&server_id=100003&action=powercycle')).map((r) => r.id)).toEqual([
+        third,
+      ]);
+    });
+
+    it.each([
+      {
+        name: 'an unknown decision',
+        query: 'decision=done',
+        message: 'decision must be one of executed, dry_run, denied_unknown_target,',
+      },
+      { name: 'a decision in another case', query: 'decision=EXECUTED', message: '(got "EXECUTED")' },
+      { name: 'an empty decision', query: 'decision=', message: 'decision must be one of' },
+      // Two values are an array, refused by the schema (no coercion to either).
+      {
+        name: 'a repeated decision',
+        query: 'decision=executed&decision=expired',
+        message: 'querystring/decision must be string',
+        code: 'FST_ERR_VALIDATION',
+      },
+      {
+        name: 'an approver that is no name',
+        query: 'approver=a%20b',
+        message: `approver must be a principal's name: a letter or digit, then up to 63 letters, digits, ".", "_", "@" or "-" (got "a b")`,
+      },
+      { name: 'an empty approver', query: 'approver=', message: `approver must be a principal's name` },
+      { name: 'an approver named like the api command', query: 'approver=cli:root', message: '(got "cli:root")' },
+    ])('refuses $name with a 400 that says what is allowed', async ({ query, message, code }) => {
+      const { app } = await setup();
+      const res = await app.inject({ url: `/api/v1/actions?${query}`, headers: bearer('audit') });
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toMatchObject({ code: code ?? 'BM_ERR_BAD_REQUEST' });
+      expect(res.json().message).toContain(message);
+    });
+  });
+}
