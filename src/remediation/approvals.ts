@@ -47,15 +47,16 @@ export class Approvals {
   }
 
   /**
-   * `approver` approves `row` (checked by the caller: another operator, within its accounts and actions):
-   * returns the execution's decision. Throws ConflictError (already settled, or expired), JournalError.
+   * `approver` approves `row` (checked by the caller: another operator, within its accounts and actions), with
+   * an optional reason (journaled `approverReason` on the row and its execution): returns the execution's decision. Throws ConflictError (already settled, or expired), JournalError.
    */
-  async approve(row: JournalEntry, approver: string): Promise<ApprovalResult> {
+  async approve(row: JournalEntry, approver: string, reason?: string): Promise<ApprovalResult> {
     const at = this.#deps.now();
     // Made before settling: a row that cannot be run as it was made stays awaiting (a 409, nothing settled).
-    const req = makeRequest({ kind: 'approval', row, approver, at });
+    const req = makeRequest({ kind: 'approval', row, approver, at, ...(reason !== undefined ? { reason } : {}) });
     const changed = ruleChange(row, this.#deps.config.rules);
-    await this.#settle(row, { decision: 'approved', approver, at, message: `approved by ${approver}` });
+    const why = reason !== undefined ? { reason } : {};
+    await this.#settle(row, { decision: 'approved', approver, ...why, at, message: `approved by ${approver}` });
     let result: ActionDecision;
     try {
       result = await this.#deps.request(req);
@@ -75,11 +76,12 @@ export class Approvals {
     return changed ? { ...result, ruleChanged: changed } : result;
   }
 
-  /** `approver` denies `row`, with an optional reason. Throws ConflictError, JournalError. */
+  /** `approver` denies `row`, with an optional reason (journaled `approverReason`). Throws ConflictError, JournalError. */
   async deny(row: JournalEntry, approver: string, reason?: string): Promise<ActionDecision> {
     const at = this.#deps.now();
     const message = `denied by ${approver}${reason ? `: ${reason}` : ''}; nothing sent`;
-    await this.#settle(row, { decision: 'denied_by_approver', approver, at, message });
+    const why = reason !== undefined ? { reason } : {};
+    await this.#settle(row, { decision: 'denied_by_approver', approver, ...why, at, message });
     this.#deps.logger.info(
       { journal_id: row.id, action: row.action, principal: row.principal, approver },
       'remediation request denied',

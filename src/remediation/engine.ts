@@ -182,10 +182,10 @@ export class RemediationEngine {
    * caller checked that `approver` may (approvals.ts). Returns the execution's decision, or the denial.
    * Throws ConflictError (settled already, or expired), JournalError, NotReadyError.
    */
-  async approve(row: JournalEntry, approver: string): Promise<ApprovalResult> {
+  async approve(row: JournalEntry, approver: string, reason?: string): Promise<ApprovalResult> {
     this.#requireUsable();
     await this.ready;
-    return this.#approvals.approve(row, approver);
+    return this.#approvals.approve(row, approver, reason);
   }
 
   async deny(row: JournalEntry, approver: string, reason?: string): Promise<ActionDecision> {

@@ -1,6 +1,8 @@
 /**
  * Finding and auditing approvals, on both state-store backends: `GET /api/v1/actions` filters by `decision` and
- * `approver` (refusing values that are neither with a plain sentence).
+ * `approver` (refusing values that are neither with a plain sentence); the approver's and the denier's reasons
+ * are journaled in their own field, the approval time also as ISO-8601, and an expired row has neither
+ * approver nor approval time.
  */
 import { describe, expect, it } from 'vitest';
 import type { Principal } from '../../src/config/types.js';
@@ -17,6 +19,7 @@ const PRINCIPALS: Principal[] = [
 ];
 
 type Row = { id: number; decision: string; approver: string | null; serverId: string };
+const MIN = 60_000;
 
 for (const backend of backends()) {
   describe.skipIf(backend.skip)(`finding and auditing approvals (${backend.name})`, () => {
@@ -67,6 +70,67 @@ for (const backend of backends()) {
       expect((await list('?decision=awaiting_approval&server_id=100003&action=powercycle')).map((r) => r.id)).toEqual([
         third,
       ]);
+    });
+
+    it("journals the approver's reason apart from the requester's, on the row and its execution", async () => {
+      const { ask, settle, list, clock } = await setup();
+      const id = await ask('100001');
+      clock.now += MIN;
+      const approved = await settle('approve', id, 'bob', { reason: 'checked IPMI, host hung' });
+      expect(approved.statusCode).toBe(200);
+      const iso = new Date(clock.now).toISOString();
+      const rows = await list('?approver=bob');
+      expect(rows).toHaveLength(2);
+      for (const row of rows)
+        expect(row).toMatchObject({
+          principal: 'alice',
+          reason: 'hung',
+          approver: 'bob',
+          approverReason: 'checked IPMI, host hung',
+          approvedAt: clock.now,
+          approvedAtIso: iso,
+        });
+      // Without a reason, none is journaled.
+      const other = await ask('100002');
+      await settle('approve', other, 'carol');
+      expect(
+        (await list('?approver=carol')).map((r) => (r as unknown as Record<string, unknown>).approverReason),
+      ).toEqual([null, null]);
+    });
+
+    it("journals the denier's reason in its own field; the message still says it", async () => {
+      const { ask, settle, list, clock } = await setup();
+      const id = await ask('100001');
+      clock.now += MIN;
+      await settle('deny', id, 'bob', { reason: 'not during the migration' });
+      expect(await list('?decision=denied_by_approver')).toMatchObject([
+        {
+          id,
+          reason: 'hung',
+          approver: 'bob',
+          approverReason: 'not during the migration',
+          approvedAt: clock.now,
+          approvedAtIso: new Date(clock.now).toISOString(),
+          message: 'denied by bob: not during the migration; nothing sent',
+        },
+      ]);
+    });
+
+    it('leaves an expired row without approver, reason or approval time, by the ticker or a late approval', async () => {
+      const { ask, settle, list, clock, engine } = await setup();
+      const ticked = await ask('100001');
+      clock.now += 16 * MIN;
+      await engine.tick();
+      // Expired by a late approval before any tick noticed it.
+      const late = await ask('100002');
+      clock.now += 16 * MIN;
+      expect((await settle('approve', late, 'bob', { reason: 'sorry, late' })).statusCode).toBe(409);
+      const rows = await list('?decision=expired');
+      expect(rows.map((r) => r.id)).toEqual([late, ticked]);
+      for (const row of rows) {
+        expect(row).toMatchObject({ approver: null, approverReason: null, approvedAt: null, approvedAtIso: null });
+        expect((row as unknown as { completedAt: string }).completedAt).toMatch(/^\d{4}-\d\d-\d\dT/);
+      }
     });
 
     it.each([

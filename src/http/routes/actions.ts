@@ -177,7 +177,15 @@ export function actionRoutes(
         limit,
       });
       const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
-      return { actions: entries.map((e) => ({ ...e, createdAt: iso(e.createdAt), completedAt: iso(e.completedAt) })) };
+      return {
+        actions: entries.map((e) => ({
+          ...e,
+          createdAt: iso(e.createdAt),
+          completedAt: iso(e.completedAt),
+          // `approvedAt` stays milliseconds, as scripts read it; `approvedAtIso` is the same time as the others are.
+          approvedAtIso: iso(e.approvedAt),
+        })),
+      };
     },
   );
 

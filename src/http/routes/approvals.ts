@@ -41,7 +41,7 @@ export function approvalRoutes(
   const options = { schema: { params, body } };
   app.post<Route>('/api/v1/actions/:id/approve', options, async (request) => {
     const { row, engine, approver } = await settle(request);
-    const { ruleChanged, ...execution } = await engine.approve(row, approver);
+    const { ruleChanged, ...execution } = await engine.approve(row, approver, request.body?.reason);
     // `ruleChanged`: the rule the request was made under changed since; it ran as it was made.
     return { approved: row.id, approver, execution, ...(ruleChanged ? { ruleChanged } : {}) };
   });

@@ -9,6 +9,7 @@ import {
   ENTRY_COLUMNS,
   desiredValues,
   entryValues,
+  settlementValues,
   toDesired,
   toEntry,
   type DesiredFirewall,
@@ -152,9 +153,9 @@ export class PgQueries implements StateQueries {
   async settleApproval(id: number, s: ApprovalSettlement): Promise<boolean> {
     // One UPDATE: of two replicas settling the same row at once, the row lock lets exactly one see it awaiting.
     const result = await this.#run(
-      `UPDATE actions SET decision = $1, approver = $2, approved_at = $3, completed_at = $3, message = $4
-         WHERE id = $5 AND decision = 'awaiting_approval'`,
-      [s.decision, s.approver, s.at, s.message, id],
+      `UPDATE actions SET decision = $1, approver = $2, approver_reason = $3, approved_at = $4, completed_at = $5,
+         message = $6 WHERE id = $7 AND decision = 'awaiting_approval'`,
+      [...settlementValues(s), id],
     );
     return result.rowCount === 1;
   }

@@ -8,6 +8,7 @@ import type { Decision } from '../decisions.js';
 import {
   ENTRY_COLUMNS,
   entryValues,
+  settlementValues,
   toEntry,
   type Delivery,
   type ApprovalSettlement,
@@ -151,9 +152,9 @@ export class SqliteQueries extends SqliteDesiredQueries {
       (db) =>
         db
           .prepare(
-            "UPDATE actions SET decision = ?, approver = ?, approved_at = ?, completed_at = ?, message = ? WHERE id = ? AND decision = 'awaiting_approval'",
+            "UPDATE actions SET decision = ?, approver = ?, approver_reason = ?, approved_at = ?, completed_at = ?, message = ? WHERE id = ? AND decision = 'awaiting_approval'",
           )
-          .run(s.decision, s.approver, s.at, s.at, s.message, id).changes === 1,
+          .run(...settlementValues(s), id).changes === 1,
     );
   }
 
