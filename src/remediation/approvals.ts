@@ -18,6 +18,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/types.js';
 import { ConflictError } from '../errors.js';
+import { GUARD_DENIALS } from '../store/decisions.js';
 import type { ApprovalSettlement, JournalEntry } from '../store/rows.js';
 import type { StateStore } from '../store/store.js';
 import { makeRequest, ruleChange } from './request.js';
@@ -66,7 +67,10 @@ export class Approvals {
       await this.#deps.store.complete(row.id, { decision: 'approved', message, at }).catch(() => undefined);
       throw error;
     }
-    const message = `approved by ${approver}; executed as journal entry ${result.id}: ${result.decision}${changed ? `; ${changed}` : ''}`;
+    const ran = GUARD_DENIALS.includes(result.decision)
+      ? `nothing sent: journal entry ${result.id} is ${result.decision}`
+      : `executed as journal entry ${result.id}: ${result.decision}`;
+    const message = `approved by ${approver}; ${ran}${changed ? `; ${changed}` : ''}`;
     await this.#deps.store.complete(row.id, { decision: 'approved', message, at });
     await this.#deps.record(row.action, { id: row.id, decision: 'approved', message });
     this.#deps.logger.info(

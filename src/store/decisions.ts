@@ -33,3 +33,17 @@ export const DECISION_MEANINGS = {
 export type Decision = keyof typeof DECISION_MEANINGS;
 
 export const DECISIONS = Object.keys(DECISION_MEANINGS) as Decision[];
+
+/** Decisions in which a guard refused the request: nothing was sent, and the same request later may act. */
+export const GUARD_DENIALS: readonly Decision[] = [
+  'denied_unknown_target',
+  'denied_under_attack',
+  'denied_circuit_open',
+  'escalated',
+  'denied_budget',
+  'cooldown',
+  'duplicate',
+];
+
+/** Decisions in which the API was called, or may have been (as rows.ts SENT_DECISIONS_SQL, once completed). */
+export const SENT: readonly Decision[] = ['executed', 'failed', 'unknown'];

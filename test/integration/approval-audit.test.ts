@@ -2,7 +2,7 @@
  * Finding and auditing approvals, on both state-store backends: `GET /api/v1/actions` filters by `decision` and
  * `approver` (refusing values that are neither with a plain sentence); the approver's and the denier's reasons
  * are journaled in their own field, the approval time also as ISO-8601, and an expired row has neither
- * approver nor approval time.
+ * approver nor approval time; an approval that a guard denies answers at the top level that nothing was sent.
  */
 import { describe, expect, it } from 'vitest';
 import type { Principal } from '../../src/config/types.js';
@@ -20,6 +20,7 @@ const PRINCIPALS: Principal[] = [
 
 type Row = { id: number; decision: string; approver: string | null; serverId: string };
 const MIN = 60_000;
+const POWERCYCLE = '/api/v1/dedicated/powercycle';
 
 for (const backend of backends()) {
   describe.skipIf(backend.skip)(`finding and auditing approvals (${backend.name})`, () => {
@@ -131,6 +132,60 @@ for (const backend of backends()) {
         expect(row).toMatchObject({ approver: null, approverReason: null, approvedAt: null, approvedAtIso: null });
         expect((row as unknown as { completedAt: string }).completedAt).toMatch(/^\d{4}-\d\d-\d\dT/);
       }
+    });
+
+    it('answers 409 at the top level when a guard denies the approved request: nothing sent, the approval spent', async () => {
+      const { ask, settle, sim, journal, clock } = await setup();
+      const id = await ask('100001');
+      await journal.openCircuit('default', clock.now, 'opened by the test');
+      clock.now += MIN;
+      const res = await settle('approve', id, 'bob', { reason: 'checked IPMI' });
+      expect(res.statusCode).toBe(409);
+      const body = res.json();
+      expect(body).toMatchObject({
+        statusCode: 409,
+        code: 'BM_ERR_APPROVED_NOT_SENT',
+        error: 'Conflict',
+        sent: false,
+        decision: 'denied_circuit_open',
+        // The fields the 200 had, kept.
+        approved: id,
+        approver: 'bob',
+        execution: { decision: 'denied_circuit_open' },
+      });
+      expect(body.message).toMatch(
+        new RegExp(
+          `^approved by bob, but nothing was sent: journal entry ${body.execution.id} is denied_circuit_open \\(the circuit breaker of account default is open`,
+        ),
+      );
+      expect(sim.callsTo(POWERCYCLE)).toHaveLength(0);
+      expect(await journal.get(id)).toMatchObject({
+        decision: 'approved',
+        approverReason: 'checked IPMI',
+        message: `approved by bob; nothing sent: journal entry ${body.execution.id} is denied_circuit_open`,
+      });
+      // Spent: approving again is the plain conflict, the breaker closed or not.
+      await journal.closeCircuit('default', clock.now);
+      expect((await settle('approve', id, 'carol')).json()).toMatchObject({ code: 'BM_ERR_CONFLICT' });
+      expect(sim.callsTo(POWERCYCLE)).toHaveLength(0);
+    });
+
+    it('answers 200 with sent: true when the approved request was sent', async () => {
+      const { ask, settle, sim } = await setup();
+      const id = await ask('100001');
+      const res = await settle('approve', id, 'bob');
+      expect(res.statusCode).toBe(200);
+      const body = res.json();
+      expect(body).toMatchObject({
+        approved: id,
+        approver: 'bob',
+        sent: true,
+        decision: 'executed',
+        execution: { decision: 'executed' },
+        message: `approved by bob; sent as journal entry ${body.execution.id}: executed`,
+      });
+      expect(body.code).toBeUndefined();
+      expect(sim.callsTo(POWERCYCLE)).toHaveLength(1);
     });
 
     it.each([
