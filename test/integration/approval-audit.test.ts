@@ -2,16 +2,23 @@
  * Finding and auditing approvals, on both state-store backends: `GET /api/v1/actions` filters by `decision` and
  * `approver` (refusing values that are neither with a plain sentence); the approver's and the denier's reasons
  * are journaled in their own field, the approval time also as ISO-8601, and an expired row has neither
- * approver nor approval time; an approval that a guard denies answers at the top level that nothing was sent.
+ * approver nor approval time; an approval that a guard denies answers at the top level that nothing was sent;
+ * the status page, behind web.auth, lists what waits and shows a banner while a breaker is open.
  */
 import { describe, expect, it } from 'vitest';
+import { AccountState } from '../../src/collectors/account-state.js';
+import { DEFAULT_SCHEDULES } from '../../src/config/schema.js';
+import { localGraphs } from '../../src/graphs/source.js';
 import type { Principal } from '../../src/config/types.js';
+import { renderStatusPage } from '../../src/http/routes/status-page.js';
+import { statusViewOf } from '../../src/http/status-view.js';
 import { engineHarness, remediationApp, rule } from '../helpers/remediation.js';
 import { backends } from '../helpers/store-backends.js';
 
 const token = (name: string) => `${name}-token-0123456789abcdef`;
 const bearer = (name: string) => ({ authorization: `Bearer ${token(name)}` });
 const PRINCIPALS: Principal[] = [
+  { name: 'alertmanager', bearerToken: token('alertmanager'), roles: ['webhook'] },
   { name: 'alice', bearerToken: token('alice'), roles: ['operator', 'reader'], requireApproval: true },
   { name: 'bob', bearerToken: token('bob'), roles: ['operator'] },
   { name: 'carol', bearerToken: token('carol'), roles: ['operator'] },
@@ -186,6 +193,75 @@ for (const backend of backends()) {
       });
       expect(body.code).toBeUndefined();
       expect(sim.callsTo(POWERCYCLE)).toHaveLength(1);
+    });
+
+    it('shows the requests awaiting approval and an open breaker on the status page, behind web.auth only', async () => {
+      const h = await setup();
+      const { ask, settle, journal, clock, app } = h;
+      const [first, second] = [await ask('100001'), await ask('100002')];
+      await settle('deny', second, 'bob');
+      const alert = await app.inject({
+        method: 'POST',
+        url: '/api/v1/alertmanager',
+        headers: bearer('alertmanager'),
+        payload: {
+          version: '4',
+          status: 'firing',
+          alerts: [
+            {
+              status: 'firing',
+              labels: { alertname: 'BaremetalServerUnreachable', server_id: '100003' },
+              startsAt: '2026-11-21T11:59:00Z',
+              fingerprint: 'f1',
+            },
+          ],
+        },
+      });
+      const fromAlert = alert.json().results[0].id as number;
+      await journal.openCircuit('default', clock.now, 'opened <by> the test');
+      const state = new AccountState({
+        schedules: { ...DEFAULT_SCHEDULES, firewall_under_attack: DEFAULT_SCHEDULES.firewall },
+        services: { colocationIds: [], transitIds: [] },
+      });
+      const statusView = statusViewOf({
+        version: 'test',
+        accounts: new Map([['default', { state, polls: { jobs: new Map() }, metrics: h.metrics }]]),
+        store: journal,
+        graphs: localGraphs(new Map()),
+        approvalTimeoutMs: 15 * MIN,
+        now: () => clock.now,
+      });
+      const shown = await statusView({ actions: true });
+      expect(shown.awaiting).toEqual([
+        {
+          id: first,
+          account: 'default',
+          serverId: '100001',
+          ip: null,
+          action: 'powercycle',
+          principal: 'alice',
+          rule: null,
+          reason: 'hung',
+          deadline: clock.now + 15 * MIN,
+        },
+        expect.objectContaining({
+          id: fromAlert,
+          serverId: '100003',
+          principal: 'alertmanager',
+          rule: 'BaremetalServerUnreachable (rules[0])',
+        }),
+      ]);
+      expect(shown.openBreakers).toEqual([
+        { account: 'default', openedAt: clock.now, message: 'opened <by> the test' },
+      ]);
+      const html = renderStatusPage(shown);
+      expect(html).toContain(`<code>POST /api/v1/actions/${first}/approve</code>`);
+      expect(html).toContain('open since 2026-11-21 12:00:00Z: opened &lt;by&gt; the test.');
+      expect(html).not.toContain(`data-awaiting="${second}"`);
+      // An open page reads neither.
+      const open = await statusView({ actions: false });
+      expect([open.awaiting, open.openBreakers]).toEqual([undefined, undefined]);
+      expect(renderStatusPage(open)).not.toMatch(/awaiting approval|Circuit breaker/);
     });
 
     it.each([
