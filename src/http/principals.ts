@@ -21,6 +21,7 @@ export const ROUTE_ROLES: Readonly<Record<string, Role>> = {
   'GET /api/v1/servers/:server_id/console.jnlp': 'operator',
   'POST /api/v1/actions/:id/approve': 'operator',
   'POST /api/v1/actions/:id/deny': 'operator',
+  'POST /api/v1/actions/:id/withdraw': 'operator',
   'POST /api/v1/remediation/circuit/close': 'operator',
   'GET /api/v1/actions': 'reader',
 };

@@ -93,6 +93,21 @@ export class Approvals {
     return this.#deps.record(row.action, { id: row.id, decision: 'denied_by_approver', message });
   }
 
+  /**
+   * Its requester `principal` (checked by the caller: the row's principal) withdraws `row`, with an optional
+   * reason (in the message): journaled `withdrawn`, nothing sent. Throws ConflictError, JournalError.
+   */
+  async withdraw(row: JournalEntry, principal: string, reason?: string): Promise<ActionDecision> {
+    const at = this.#deps.now();
+    const message = `withdrawn by ${principal}${reason ? `: ${reason}` : ''}; nothing sent`;
+    await this.#settle(row, { decision: 'withdrawn', approver: null, at, message });
+    this.#deps.logger.info(
+      { journal_id: row.id, action: row.action, principal },
+      'remediation request withdrawn by its requester',
+    );
+    return this.#deps.record(row.action, { id: row.id, decision: 'withdrawn', message });
+  }
+
   /** Expires the rows awaiting approval longer than approval_timeout; returns how many. Throws JournalError. */
   async expire(): Promise<number> {
     const { account, store, config } = this.#deps;

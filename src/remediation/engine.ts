@@ -194,6 +194,13 @@ export class RemediationEngine {
     return this.#approvals.deny(row, approver, reason);
   }
 
+  /** Its requester withdraws journal row `row`, awaiting approval (checked by the caller). Throws as `deny`. */
+  async withdraw(row: JournalEntry, principal: string, reason?: string): Promise<ActionDecision> {
+    this.#requireUsable();
+    await this.ready;
+    return this.#approvals.withdraw(row, principal, reason);
+  }
+
   /** Applies the pending firewall changes that are due, and the housekeeping. Called by the ticker; safe to call directly. */
   tick(): Promise<void> {
     if (this.#deps.store.unavailable !== undefined) return Promise.resolve();

@@ -25,6 +25,8 @@ export const DECISION_MEANINGS = {
   approved: 'a second operator approved it; the guards ran again and the row named in the message is the execution',
   denied_by_approver: 'a second operator denied it; nothing was sent',
   expired: 'no operator approved or denied it within remediation.approval_timeout; nothing was sent',
+  withdrawn:
+    'its requester withdrew it while it awaited approval (POST /api/v1/actions/{id}/withdraw); nothing was sent',
   failed: 'the API said no, or the request never left',
   unknown: 'the API may have acted without saying so (timeout, connection lost or crash mid-call)',
 } as const;

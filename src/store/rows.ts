@@ -99,10 +99,10 @@ export type NewEntry = Omit<
   forced?: boolean;
 } & Partial<Pick<JournalEntry, (typeof RECORDED_FIELDS)[number]>>;
 
-/** How an `awaiting_approval` row is settled: approved, denied or expired, by whom, why and when (ms). */
+/** How an `awaiting_approval` row is settled: approved, denied, expired or withdrawn, by whom, why and when (ms). */
 export interface ApprovalSettlement {
-  decision: 'approved' | 'denied_by_approver' | 'expired';
-  /** null for `expired` */
+  decision: 'approved' | 'denied_by_approver' | 'expired' | 'withdrawn';
+  /** null for `expired` and `withdrawn` (the row's principal withdrew it) */
   approver: string | null;
   /** the approver's or denier's reason, journaled as `approverReason`; absent for none (and for `expired`) */
   reason?: string;
@@ -112,10 +112,11 @@ export interface ApprovalSettlement {
 
 /**
  * The values a settlement writes, in the order of both backends' UPDATE (decision, approver, approver_reason,
- * approved_at, completed_at, message): an expired row gets no approver, no reason and no approval time.
+ * approved_at, completed_at, message): an expired or withdrawn row gets no approver, no reason and no approval
+ * time (a withdrawal's reason is in its message).
  */
 export const settlementValues = (s: ApprovalSettlement) => {
-  const expired = s.decision === 'expired';
+  const expired = s.decision === 'expired' || s.decision === 'withdrawn';
   return [
     s.decision,
     expired ? null : s.approver,

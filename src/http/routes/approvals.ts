@@ -9,6 +9,9 @@
  * `message`): when a guard denied the execution (breaker open, cooldown …) it is a 409
  * `BM_ERR_APPROVED_NOT_SENT`, the approval spent and nothing sent, so that neither a person nor a script
  * reads it as done; otherwise a 200.
+ *
+ * `POST /api/v1/actions/{id}/withdraw` (optional `{"reason"}`): the requester itself withdraws its awaiting
+ * request (`withdrawn`, nothing sent); anyone else is a 403, a row no longer awaiting a 409.
  */
 import { STATUS_CODES } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -79,5 +82,17 @@ export function approvalRoutes(
   app.post<Route>('/api/v1/actions/:id/deny', options, async (request) => {
     const { row, engine, approver } = await settle(request);
     return { denied: row.id, approver, ...(await engine.deny(row, approver, request.body?.reason)) };
+  });
+  app.post<Route>('/api/v1/actions/:id/withdraw', options, async (request) => {
+    const caller = callerOf(request);
+    const row: JournalEntry | undefined = await deps.store.get(Number(request.params.id));
+    if (!row) throw new NotFoundError(`no journal entry ${request.params.id}`);
+    const { engine } = engineOf(deps.engines, row.account, 'params/id');
+    if (row.principal !== caller.name)
+      throw new ForbiddenError(
+        `principal ${caller.name} did not ask for journal entry ${row.id}: only its requester (${row.principal ?? 'unknown'}) may withdraw it; an operator denies it instead`,
+      );
+    const result = await engine.withdraw(row, caller.name, request.body?.reason);
+    return { withdrawn: row.id, principal: caller.name, ...result };
   });
 }
