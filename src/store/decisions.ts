@@ -36,7 +36,11 @@ export type Decision = keyof typeof DECISION_MEANINGS;
 
 export const DECISIONS = Object.keys(DECISION_MEANINGS) as Decision[];
 
-/** Decisions in which a guard refused the request: nothing was sent, and the same request later may act. */
+/**
+ * Decisions in which a guard refused the request: nothing was sent, and the same request later may act. Not
+ * `duplicate`: for an approval's execution (its delivery key is claimed once) it means the IP is already in the
+ * state asked for, which is what was wanted.
+ */
 export const GUARD_DENIALS: readonly Decision[] = [
   'denied_unknown_target',
   'denied_under_attack',
@@ -44,7 +48,6 @@ export const GUARD_DENIALS: readonly Decision[] = [
   'escalated',
   'denied_budget',
   'cooldown',
-  'duplicate',
 ];
 
 /** Decisions in which the API was called, or may have been (as rows.ts SENT_DECISIONS_SQL, once completed). */
