@@ -291,6 +291,15 @@ export class ConflictError extends BaremetalError {
   override readonly statusCode = 409;
 }
 
+/**
+ * An approval was given (the awaiting row is `approved`, the approval spent) but a guard denied its execution
+ * (breaker open, cooldown, cap, budget, attack, unknown target): nothing was sent.
+ */
+export class ApprovedNotSentError extends BaremetalError {
+  override readonly code = 'BM_ERR_APPROVED_NOT_SENT';
+  override readonly statusCode = 409;
+}
+
 /** Another running daemon holds the lock on `state_dir`; this one refuses to start. */
 export class StateDirLockedError extends BaremetalError {
   override readonly code = 'BM_ERR_STATE_DIR_LOCKED';
@@ -335,5 +344,6 @@ export const errorClasses = {
   HeadersTooLargeError,
   IdempotencyMismatchError,
   ConflictError,
+  ApprovedNotSentError,
   StateDirLockedError,
 } as const;

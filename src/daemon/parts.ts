@@ -61,6 +61,7 @@ export function servedParts(
       store,
       graphs: graphSource,
       ...(shared ? { replicas: { leading, directory: shared.directory } } : {}),
+      approvalTimeoutMs: config.remediation.approvalTimeoutMs,
       now: p.now,
     }),
     attacks: new Map([...accounts].map(([name, runtime]) => [name, runtime.state.attacks])),

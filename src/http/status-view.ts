@@ -44,6 +44,36 @@ export interface StatusSources {
   now: () => number;
   /** thumbnails shown at most */
   maxGraphs?: number;
+  /** remediation.approval_timeout (ms): a waiting request's deadline; without it none is shown */
+  approvalTimeoutMs?: number;
+}
+
+/** The requests awaiting approval and the open breakers of every account, for a page behind web.auth. */
+async function pendingWork(
+  s: StatusSources,
+): Promise<{ awaiting: NonNullable<StatusView['awaiting']>; openBreakers: NonNullable<StatusView['openBreakers']> }> {
+  const awaiting: NonNullable<StatusView['awaiting']> = [];
+  const openBreakers: NonNullable<StatusView['openBreakers']> = [];
+  for (const account of s.accounts.keys()) {
+    for (const row of await s.store.awaitingApproval(account))
+      awaiting.push({
+        id: row.id,
+        account,
+        serverId: row.serverId,
+        ip: row.ip,
+        action: row.action,
+        principal: row.principal,
+        rule:
+          row.alertname === null
+            ? null
+            : `${row.alertname}${row.ruleIndex === null ? '' : ` (rules[${row.ruleIndex}])`}`,
+        reason: row.reason,
+        deadline: s.approvalTimeoutMs === undefined ? undefined : row.createdAt + s.approvalTimeoutMs,
+      });
+    const circuit = await s.store.circuit(account);
+    if (circuit.openedAt !== null) openBreakers.push({ account, openedAt: circuit.openedAt, message: circuit.message });
+  }
+  return { awaiting: awaiting.sort((a, b) => a.id - b.id), openBreakers };
 }
 
 /** `actions: false` (an open page) leaves the journal out: it is not even read. */
@@ -76,12 +106,14 @@ export function statusViewOf(s: StatusSources): (options: { actions: boolean }) 
         ips: [...ips].map((ip) => ({ ip, events: 0 })),
       }));
     let actions: StatusView['actions'];
+    let pending: Awaited<ReturnType<typeof pendingWork>> | undefined;
     if (options.actions) {
       try {
         actions = await s.store.list({ limit: 10 });
+        pending = await pendingWork(s);
       } catch {
         // The page still shows the rest when the journal is unavailable (/readyz says so).
-        actions = [];
+        actions ??= [];
       }
     }
     return {
@@ -139,6 +171,7 @@ export function statusViewOf(s: StatusSources): (options: { actions: boolean }) 
       ),
       graphs: (await s.graphs.list()).slice(0, s.maxGraphs ?? 24),
       actions,
+      ...(pending ?? {}),
       now: s.now(),
     };
   };

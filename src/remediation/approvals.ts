@@ -18,6 +18,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/types.js';
 import { ConflictError } from '../errors.js';
+import { GUARD_DENIALS } from '../store/decisions.js';
 import type { ApprovalSettlement, JournalEntry } from '../store/rows.js';
 import type { StateStore } from '../store/store.js';
 import { makeRequest, ruleChange } from './request.js';
@@ -47,15 +48,16 @@ export class Approvals {
   }
 
   /**
-   * `approver` approves `row` (checked by the caller: another operator, within its accounts and actions):
-   * returns the execution's decision. Throws ConflictError (already settled, or expired), JournalError.
+   * `approver` approves `row` (checked by the caller: another operator, within its accounts and actions), with
+   * an optional reason (journaled `approverReason` on the row and its execution): returns the execution's decision. Throws ConflictError (already settled, or expired), JournalError.
    */
-  async approve(row: JournalEntry, approver: string): Promise<ApprovalResult> {
+  async approve(row: JournalEntry, approver: string, reason?: string): Promise<ApprovalResult> {
     const at = this.#deps.now();
     // Made before settling: a row that cannot be run as it was made stays awaiting (a 409, nothing settled).
-    const req = makeRequest({ kind: 'approval', row, approver, at });
+    const req = makeRequest({ kind: 'approval', row, approver, at, ...(reason !== undefined ? { reason } : {}) });
     const changed = ruleChange(row, this.#deps.config.rules);
-    await this.#settle(row, { decision: 'approved', approver, at, message: `approved by ${approver}` });
+    const why = reason !== undefined ? { reason } : {};
+    await this.#settle(row, { decision: 'approved', approver, ...why, at, message: `approved by ${approver}` });
     let result: ActionDecision;
     try {
       result = await this.#deps.request(req);
@@ -65,7 +67,10 @@ export class Approvals {
       await this.#deps.store.complete(row.id, { decision: 'approved', message, at }).catch(() => undefined);
       throw error;
     }
-    const message = `approved by ${approver}; executed as journal entry ${result.id}: ${result.decision}${changed ? `; ${changed}` : ''}`;
+    const ran = GUARD_DENIALS.includes(result.decision)
+      ? `nothing sent: journal entry ${result.id} is ${result.decision}`
+      : `executed as journal entry ${result.id}: ${result.decision}`;
+    const message = `approved by ${approver}; ${ran}${changed ? `; ${changed}` : ''}`;
     await this.#deps.store.complete(row.id, { decision: 'approved', message, at });
     await this.#deps.record(row.action, { id: row.id, decision: 'approved', message });
     this.#deps.logger.info(
@@ -75,16 +80,32 @@ export class Approvals {
     return changed ? { ...result, ruleChanged: changed } : result;
   }
 
-  /** `approver` denies `row`, with an optional reason. Throws ConflictError, JournalError. */
+  /** `approver` denies `row`, with an optional reason (journaled `approverReason`). Throws ConflictError, JournalError. */
   async deny(row: JournalEntry, approver: string, reason?: string): Promise<ActionDecision> {
     const at = this.#deps.now();
     const message = `denied by ${approver}${reason ? `: ${reason}` : ''}; nothing sent`;
-    await this.#settle(row, { decision: 'denied_by_approver', approver, at, message });
+    const why = reason !== undefined ? { reason } : {};
+    await this.#settle(row, { decision: 'denied_by_approver', approver, ...why, at, message });
     this.#deps.logger.info(
       { journal_id: row.id, action: row.action, principal: row.principal, approver },
       'remediation request denied',
     );
     return this.#deps.record(row.action, { id: row.id, decision: 'denied_by_approver', message });
+  }
+
+  /**
+   * Its requester `principal` (checked by the caller: the row's principal) withdraws `row`, with an optional
+   * reason (in the message): journaled `withdrawn`, nothing sent. Throws ConflictError, JournalError.
+   */
+  async withdraw(row: JournalEntry, principal: string, reason?: string): Promise<ActionDecision> {
+    const at = this.#deps.now();
+    const message = `withdrawn by ${principal}${reason ? `: ${reason}` : ''}; nothing sent`;
+    await this.#settle(row, { decision: 'withdrawn', approver: null, at, message });
+    this.#deps.logger.info(
+      { journal_id: row.id, action: row.action, principal },
+      'remediation request withdrawn by its requester',
+    );
+    return this.#deps.record(row.action, { id: row.id, decision: 'withdrawn', message });
   }
 
   /** Expires the rows awaiting approval longer than approval_timeout; returns how many. Throws JournalError. */

@@ -71,6 +71,7 @@ export function pending(req: ActionRequest, account: string, config: Config['rem
     principal: req.principal,
     reason: req.reason ?? null,
     approver: req.approval?.by ?? null,
+    approverReason: req.approval?.reason ?? null,
     approvedAt: req.approval?.at ?? null,
     forced,
     // What the request was made with: its approval runs this, never a rule looked up again (request.ts).

@@ -198,16 +198,23 @@ export class RemediationEngine {
    * caller checked that `approver` may (approvals.ts). Returns the execution's decision, or the denial.
    * Throws ConflictError (settled already, or expired), JournalError, NotReadyError.
    */
-  async approve(row: JournalEntry, approver: string): Promise<ApprovalResult> {
+  async approve(row: JournalEntry, approver: string, reason?: string): Promise<ApprovalResult> {
     this.#requireUsable();
     await this.ready;
-    return this.#approvals.approve(row, approver);
+    return this.#approvals.approve(row, approver, reason);
   }
 
   async deny(row: JournalEntry, approver: string, reason?: string): Promise<ActionDecision> {
     this.#requireUsable();
     await this.ready;
     return this.#approvals.deny(row, approver, reason);
+  }
+
+  /** Its requester withdraws journal row `row`, awaiting approval (checked by the caller). Throws as `deny`. */
+  async withdraw(row: JournalEntry, principal: string, reason?: string): Promise<ActionDecision> {
+    this.#requireUsable();
+    await this.ready;
+    return this.#approvals.withdraw(row, principal, reason);
   }
 
   /** Applies the pending firewall changes that are due, and the housekeeping. Called by the ticker; safe to call directly. */

@@ -45,12 +45,13 @@ export interface OperatorSource {
   idempotencyKey?: string;
 }
 
-/** The approval of journal row `row` (awaiting approval) by `approver` at `at` (ms). */
+/** The approval of journal row `row` (awaiting approval) by `approver` at `at` (ms), with the approver's reason. */
 export interface ApprovalSource {
   kind: 'approval';
   row: JournalEntry;
   approver: string;
   at: number;
+  reason?: string;
 }
 
 export type RequestSource = RuleSource | OperatorSource | ApprovalSource;
@@ -128,7 +129,7 @@ function fromOperator(s: OperatorSource): ActionRequest {
 }
 
 /** The request as it was journaled, approved: every recorded parameter as it was, the approver named. */
-function fromApproval({ row, approver, at }: ApprovalSource): ActionRequest {
+function fromApproval({ row, approver, at, reason }: ApprovalSource): ActionRequest {
   const { cooldownMs, requireOwnedIp } = row;
   if (cooldownMs === null || requireOwnedIp === null)
     throw new ConflictError(
@@ -164,7 +165,7 @@ function fromApproval({ row, approver, at }: ApprovalSource): ActionRequest {
           },
         }
       : {}),
-    approval: { of: row.id, by: approver, at },
+    approval: { of: row.id, by: approver, at, ...(reason !== undefined ? { reason } : {}) },
   };
 }
 

@@ -70,8 +70,8 @@ export interface ActionRequest {
   reason?: string;
   /** the guards allowing, it waits for another operator's approval (`awaiting_approval`) instead of acting */
   requireApproval?: boolean;
-  /** this request is the approved execution of journal row `of`, approved by `by` at `at` (ms) */
-  approval?: { of: number; by: string; at: number };
+  /** this request is the approved execution of journal row `of`, approved by `by` at `at` (ms), with `by`'s reason */
+  approval?: { of: number; by: string; at: number; reason?: string };
 }
 
 /** The engine's answer to a request: its journal row, the decision and a message for the caller. */

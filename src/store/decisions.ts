@@ -25,6 +25,8 @@ export const DECISION_MEANINGS = {
   approved: 'a second operator approved it; the guards ran again and the row named in the message is the execution',
   denied_by_approver: 'a second operator denied it; nothing was sent',
   expired: 'no operator approved or denied it within remediation.approval_timeout; nothing was sent',
+  withdrawn:
+    'its requester withdrew it while it awaited approval (POST /api/v1/actions/{id}/withdraw); nothing was sent',
   failed: 'the API said no, or the request never left',
   unknown: 'the API may have acted without saying so (timeout, connection lost or crash mid-call)',
 } as const;
@@ -33,3 +35,20 @@ export const DECISION_MEANINGS = {
 export type Decision = keyof typeof DECISION_MEANINGS;
 
 export const DECISIONS = Object.keys(DECISION_MEANINGS) as Decision[];
+
+/**
+ * Decisions in which a guard refused the request: nothing was sent, and the same request later may act. Not
+ * `duplicate`: for an approval's execution (its delivery key is claimed once) it means the IP is already in the
+ * state asked for, which is what was wanted.
+ */
+export const GUARD_DENIALS: readonly Decision[] = [
+  'denied_unknown_target',
+  'denied_under_attack',
+  'denied_circuit_open',
+  'escalated',
+  'denied_budget',
+  'cooldown',
+];
+
+/** Decisions in which the API was called, or may have been (as rows.ts SENT_DECISIONS_SQL, once completed). */
+export const SENT: readonly Decision[] = ['executed', 'failed', 'unknown'];

@@ -36,7 +36,12 @@ export interface JournalEntry {
   reason: string | null;
   /** the principal that approved or denied the request (require_approval); null when none did */
   approver: string | null;
-  /** when it was approved, denied or expired (ms); null otherwise */
+  /**
+   * why, as the approver or denier said it (`"reason"` of approve and deny, at most 200 characters), on the
+   * awaiting row and on an approval's execution; null when none was given (`reason` stays the requester's)
+   */
+  approverReason: string | null;
+  /** when it was approved or denied (ms); null otherwise, an expired row included */
   approvedAt: number | null;
   /**
    * An alert's labels as JSON (at most MAX_LABELS_JSON characters, else null), what `remediation replay`
@@ -78,6 +83,7 @@ export type NewEntry = Omit<
   | 'message'
   | 'reason'
   | 'approver'
+  | 'approverReason'
   | 'approvedAt'
   | 'labels'
   | 'alertStatus'
@@ -87,20 +93,40 @@ export type NewEntry = Omit<
   message?: string | null;
   reason?: string | null;
   approver?: string | null;
+  approverReason?: string | null;
   approvedAt?: number | null;
   labels?: string | null;
   alertStatus?: 'firing' | 'resolved' | null;
   forced?: boolean;
 } & Partial<Pick<JournalEntry, (typeof RECORDED_FIELDS)[number]>>;
 
-/** How an `awaiting_approval` row is settled: approved, denied or expired, by whom and when (ms). */
+/** How an `awaiting_approval` row is settled: approved, denied, expired or withdrawn, by whom, why and when (ms). */
 export interface ApprovalSettlement {
-  decision: 'approved' | 'denied_by_approver' | 'expired';
-  /** null for `expired` */
+  decision: 'approved' | 'denied_by_approver' | 'expired' | 'withdrawn';
+  /** null for `expired` and `withdrawn` (the row's principal withdrew it) */
   approver: string | null;
+  /** the approver's or denier's reason, journaled as `approverReason`; absent for none (and for `expired`) */
+  reason?: string;
   at: number;
   message: string;
 }
+
+/**
+ * The values a settlement writes, in the order of both backends' UPDATE (decision, approver, approver_reason,
+ * approved_at, completed_at, message): an expired or withdrawn row gets no approver, no reason and no approval
+ * time (a withdrawal's reason is in its message).
+ */
+export const settlementValues = (s: ApprovalSettlement) => {
+  const expired = s.decision === 'expired' || s.decision === 'withdrawn';
+  return [
+    s.decision,
+    expired ? null : s.approver,
+    expired ? null : (s.reason ?? null),
+    expired ? null : s.at,
+    s.at,
+    s.message,
+  ];
+};
 
 /** Which rows `list` returns, newest first: each given field must match; `limit` rows at most. */
 export interface ListFilter {
@@ -108,6 +134,10 @@ export interface ListFilter {
   serverId?: string;
   action?: string;
   principal?: string;
+  /** a decision, or `executing` */
+  decision?: string;
+  /** the principal that approved or denied the request (the awaiting row and its execution both name it) */
+  approver?: string;
   limit: number;
 }
 
@@ -201,6 +231,7 @@ export const toEntry = (r: Row): JournalEntry => ({
   principal: (r.principal as string | null | undefined) ?? null,
   reason: (r.reason as string | null | undefined) ?? null,
   approver: (r.approver as string | null | undefined) ?? null,
+  approverReason: (r.approver_reason as string | null | undefined) ?? null,
   approvedAt: r.approved_at === null || r.approved_at === undefined ? null : Number(r.approved_at),
   labels: (r.labels as string | null | undefined) ?? null,
   alertStatus: (r.alert_status as JournalEntry['alertStatus'] | undefined) ?? null,
@@ -255,11 +286,12 @@ export const entryValues = (e: NewEntry) => [
   e.cooldownMs ?? null,
   e.holdMs ?? null,
   e.requireOwnedIp == null ? null : e.requireOwnedIp ? 1 : 0,
+  e.approverReason ?? null,
 ];
 
 /** The columns of `entryValues`, in its order: the INSERT of both backends names them. */
 export const ENTRY_COLUMNS =
-  'account, created_at, source, action, server_id, ip, value, alertname, fingerprint, starts_at, decision, message, principal, reason, approver, approved_at, labels, alert_status, forced, rule_index, rule_digest, cooldown_ms, hold_ms, require_owned_ip';
+  'account, created_at, source, action, server_id, ip, value, alertname, fingerprint, starts_at, decision, message, principal, reason, approver, approved_at, labels, alert_status, forced, rule_index, rule_digest, cooldown_ms, hold_ms, require_owned_ip, approver_reason';
 
 /** The values of a desired state, in the column order of the upsert both backends write. */
 export const desiredValues = (d: DesiredFirewall) => [

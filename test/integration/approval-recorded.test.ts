@@ -56,7 +56,12 @@ for (const backend of backends()) {
           headers: bearer('bob'),
           payload: {},
         });
-        expect(res.statusCode).toBe(200);
+        // A guard's denial of the approved request (cooldown …) is a 409 saying nothing was sent; else a 200.
+        expect([res.statusCode, res.json().code]).toEqual(
+          res.json().sent === false && res.json().decision === 'cooldown'
+            ? [409, 'BM_ERR_APPROVED_NOT_SENT']
+            : [200, undefined],
+        );
         return res.json() as {
           approved: number;
           execution: { id: number; decision: string; message: string };

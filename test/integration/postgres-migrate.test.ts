@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MIGRATIONS, migrateAll } from '../../src/store/postgres/migrations.js';
 import { migrate, openPool } from '../../src/store/postgres/pool.js';
 import { requirePostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';
 
@@ -44,6 +45,20 @@ describe.skipIf(found.skip)('PostgreSQL migrations (Debian postgresql on loopbac
     // a later start with one more migration applies only that one
     await migrate(a, 'journal', [...journal, 'INSERT INTO t1 VALUES (2)']);
     expect((await a.query('SELECT count(*)::int AS n FROM t1')).rows[0].n).toBe(2);
+  });
+
+  it('migrates journal version 6: an expired row loses the approval time it was given, a settled one keeps it', async () => {
+    const p = pool(server.createDatabase('migrate_expired'));
+    await migrate(p, 'journal', MIGRATIONS.journal.slice(0, 6));
+    await p.query(`INSERT INTO actions (account, created_at, source, action, server_id, decision, approver, approved_at)
+      VALUES ('default', 1, 'operator', 'powercycle', '100001', 'expired', NULL, 900001),
+             ('default', 2, 'operator', 'powercycle', '100002', 'denied_by_approver', 'bob', 900002)`);
+    await migrateAll(p);
+    const { rows } = await p.query('SELECT decision, approver, approved_at, approver_reason FROM actions ORDER BY id');
+    expect(rows).toEqual([
+      { decision: 'expired', approver: null, approved_at: null, approver_reason: null },
+      { decision: 'denied_by_approver', approver: 'bob', approved_at: '900002', approver_reason: null },
+    ]);
   });
 
   it('refuses a schema newer than it knows, and rolls a failing migration back', async () => {

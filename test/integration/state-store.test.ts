@@ -79,6 +79,7 @@ describe.each(backends())('the state store on $name', (backend) => {
       upstreamOutcome: 'success',
       message: 'ok',
       approver: null,
+      approverReason: null,
       approvedAt: null,
       forced: false,
       ruleIndex: null,

@@ -33,6 +33,7 @@ const instances = {
   HeadersTooLargeError: new errors.HeadersTooLargeError('x'),
   IdempotencyMismatchError: new errors.IdempotencyMismatchError('x'),
   ConflictError: new errors.ConflictError('x'),
+  ApprovedNotSentError: new errors.ApprovedNotSentError('x'),
   StateDirLockedError: new errors.StateDirLockedError('/d', 1),
 } satisfies Record<keyof typeof errors.errorClasses, Error>;
 

@@ -3,7 +3,7 @@
  * poweroff,firewall-state,firewall-sensitivity}`, `GET /api/v1/actions` (the journal, newest first) and
  * `GET /api/v1/servers/:server_id/console.jnlp` (the KVM/IPMI console as a download, contract §4 rule 5).
  * Each body may carry `"reason"` (at most 200 characters), journaled with the caller's principal; the journal
- * filters by `?principal=`. An optional `Idempotency-Key` header makes a retried operator call act once; the same key with another
+ * filters by `?principal=` (who asked), `?decision=` and `?approver=` (who approved or denied). An optional `Idempotency-Key` header makes a retried operator call act once; the same key with another
  * body is refused (422). Every endpoint answers 503 while the journal is unavailable.
  * A target is (account, server_id): the bodies take `account` (the console `?account=`), which may be left
  * out when one account is configured; missing with several, or unknown, it is a 400 and nothing acts.
@@ -16,6 +16,8 @@ import { oneOf, strictObject } from '../../json-schema.js';
 import type { StateStore } from '../../store/store.js';
 import type { RemediationEngine } from '../../remediation/engine.js';
 import { makeRequest } from '../../remediation/request.js';
+import { BadRequestError } from '../../errors.js';
+import { DECISIONS } from '../../store/decisions.js';
 import { callerOf, requireScope, routeRole } from '../principals.js';
 import { accountSchema, configuredAccount, idSchema, queryInteger, queryIntegerSchema } from '../schemas.js';
 
@@ -41,6 +43,27 @@ function bodyOf(action: ActionName): TSchema {
 
 /** Any operator body, read field by field: a field its action does not have is absent. */
 type ActionBody = Static<typeof serverBody> & { ip?: string } & Record<string, unknown>;
+
+/** What `?decision=` may name: every final decision, and `executing` (a row whose upstream call runs). */
+export const LISTED_DECISIONS: readonly string[] = [...DECISIONS, 'executing'];
+
+/** `?decision=`, or BadRequestError with a plain sentence naming the decisions; undefined when absent. */
+function queryDecision(text: string | undefined): string | undefined {
+  if (text === undefined || LISTED_DECISIONS.includes(text)) return text;
+  throw new BadRequestError(
+    `decision must be one of ${LISTED_DECISIONS.join(', ')} (got ${JSON.stringify(shorten(text))})`,
+  );
+}
+
+/** `?approver=`: a configured principal's name (approvers are operators), or BadRequestError; undefined when absent. */
+function queryApprover(text: string | undefined): string | undefined {
+  if (text === undefined || PRINCIPAL_NAME.test(text)) return text;
+  throw new BadRequestError(
+    `approver must be a principal's name: a letter or digit, then up to 63 letters, digits, ".", "_", "@" or "-" (got ${JSON.stringify(shorten(text))})`,
+  );
+}
+
+const shorten = (text: string) => (text.length > 24 ? `${text.slice(0, 24)}…` : text);
 
 /**
  * The engine of the account `name` (a body's `account`, a `?account=`), or BadRequestError naming `field`:
@@ -101,7 +124,15 @@ export function actionRoutes(
   }
 
   app.get<{
-    Querystring: { account?: string; server_id?: string; action?: ActionName; principal?: string; limit?: string };
+    Querystring: {
+      account?: string;
+      server_id?: string;
+      action?: ActionName;
+      principal?: string;
+      decision?: string;
+      approver?: string;
+      limit?: string;
+    };
   }>(
     '/api/v1/actions',
     {
@@ -119,6 +150,9 @@ export function actionRoutes(
               type: 'string',
               pattern: `^(cli:[A-Za-z0-9._@-]{1,64}|${PRINCIPAL_NAME.source.slice(1, -1)})$`,
             },
+            // Checked by the handler, which names what is allowed; a repeated parameter is an array: 400.
+            decision: { type: 'string' },
+            approver: { type: 'string' },
             limit: queryIntegerSchema,
           },
         },
@@ -126,6 +160,8 @@ export function actionRoutes(
     },
     async (request) => {
       const { account, server_id, action, principal } = request.query;
+      const decision = queryDecision(request.query.decision);
+      const approver = queryApprover(request.query.approver);
       // An unknown account is a 400, as on the POST endpoints, not an empty list that looks like "no actions".
       if (account !== undefined) engineOf(deps.engines, account, 'querystring/account');
       const limit = queryInteger('limit', request.query.limit, { min: 1, max: 1000 }) ?? 100;
@@ -134,10 +170,20 @@ export function actionRoutes(
         ...(server_id ? { serverId: server_id } : {}),
         ...(action ? { action } : {}),
         ...(principal ? { principal } : {}),
+        ...(decision ? { decision } : {}),
+        ...(approver ? { approver } : {}),
         limit,
       });
       const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
-      return { actions: entries.map((e) => ({ ...e, createdAt: iso(e.createdAt), completedAt: iso(e.completedAt) })) };
+      return {
+        actions: entries.map((e) => ({
+          ...e,
+          createdAt: iso(e.createdAt),
+          completedAt: iso(e.completedAt),
+          // `approvedAt` stays milliseconds, as scripts read it; `approvedAtIso` is the same time as the others are.
+          approvedAtIso: iso(e.approvedAt),
+        })),
+      };
     },
   );
 

@@ -4,12 +4,22 @@
  * approver must be an operator other than the requester (four eyes: the requester is a 403) and within its
  * accounts and actions; an unknown row is a 404, one no longer awaiting (settled by someone else, another
  * replica, or expired) a 409.
+ *
+ * An approval's reply says at the top level whether anything was sent (`sent`, the execution's `decision`, a
+ * `message`): when a guard denied the execution (breaker open, cooldown …) it is a 409
+ * `BM_ERR_APPROVED_NOT_SENT`, the approval spent and nothing sent, so that neither a person nor a script
+ * reads it as done; otherwise a 200.
+ *
+ * `POST /api/v1/actions/{id}/withdraw` (optional `{"reason"}`): the requester itself withdraws its awaiting
+ * request (`withdrawn`, nothing sent); anyone else is a 403, a row no longer awaiting a 409.
  */
+import { STATUS_CODES } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { ForbiddenError, NotFoundError } from '../../errors.js';
+import { ApprovedNotSentError, ForbiddenError, NotFoundError } from '../../errors.js';
 import { strictObject } from '../../json-schema.js';
 import type { RemediationEngine } from '../../remediation/engine.js';
+import { GUARD_DENIALS, SENT } from '../../store/decisions.js';
 import type { JournalEntry } from '../../store/rows.js';
 import type { StateStore } from '../../store/store.js';
 import type { PrincipalAction } from '../../config/schema.js';
@@ -39,14 +49,50 @@ export function approvalRoutes(
     return { row, engine, approver: approver.name };
   };
   const options = { ...routeRole('operator'), schema: { params, body } };
-  app.post<Route>('/api/v1/actions/:id/approve', options, async (request) => {
+  app.post<Route>('/api/v1/actions/:id/approve', options, async (request, reply) => {
     const { row, engine, approver } = await settle(request);
-    const { ruleChanged, ...execution } = await engine.approve(row, approver);
-    // `ruleChanged`: the rule the request was made under changed since; it ran as it was made.
-    return { approved: row.id, approver, execution, ...(ruleChanged ? { ruleChanged } : {}) };
+    const { ruleChanged, ...execution } = await engine.approve(row, approver, request.body?.reason);
+    const sent = SENT.includes(execution.decision);
+    const answer = {
+      approved: row.id,
+      approver,
+      execution,
+      // `ruleChanged`: the rule the request was made under changed since; it ran as it was made.
+      ...(ruleChanged ? { ruleChanged } : {}),
+      sent,
+      decision: execution.decision,
+    };
+    if (GUARD_DENIALS.includes(execution.decision)) {
+      const refused = new ApprovedNotSentError(
+        `approved by ${approver}, but nothing was sent: journal entry ${execution.id} is ${execution.decision} (${execution.message}); the approval is spent, ask again once that allows it`,
+      );
+      return reply.code(refused.statusCode).send({
+        statusCode: refused.statusCode,
+        code: refused.code,
+        error: STATUS_CODES[refused.statusCode],
+        message: refused.message,
+        ...answer,
+      });
+    }
+    const message = sent
+      ? `approved by ${approver}; sent as journal entry ${execution.id}: ${execution.decision}`
+      : `approved by ${approver}; nothing sent: journal entry ${execution.id} is ${execution.decision} (${execution.message})`;
+    return { ...answer, message };
   });
   app.post<Route>('/api/v1/actions/:id/deny', options, async (request) => {
     const { row, engine, approver } = await settle(request);
     return { denied: row.id, approver, ...(await engine.deny(row, approver, request.body?.reason)) };
+  });
+  app.post<Route>('/api/v1/actions/:id/withdraw', options, async (request) => {
+    const caller = callerOf(request);
+    const row: JournalEntry | undefined = await deps.store.get(Number(request.params.id));
+    if (!row) throw new NotFoundError(`no journal entry ${request.params.id}`);
+    const { engine } = engineOf(deps.engines, row.account, 'params/id');
+    if (row.principal !== caller.name)
+      throw new ForbiddenError(
+        `principal ${caller.name} did not ask for journal entry ${row.id}: only its requester (${row.principal ?? 'unknown'}) may withdraw it; an operator denies it instead`,
+      );
+    const result = await engine.withdraw(row, caller.name, request.body?.reason);
+    return { withdrawn: row.id, principal: caller.name, ...result };
   });
 }

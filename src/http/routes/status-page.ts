@@ -2,8 +2,8 @@
  * `GET /`: the status page — one server-rendered HTML page with no build step and no external assets: API
  * health, the last run of each poll, the servers under attack (all of them, up to MAX_ATTACKED_ROWS) with the
  * counts, the quiet servers a page of QUIET_PAGE_ROWS at a time (`?page=N`), the latest graph
- * thumbnails (resized by sharp through `/graphs/…?width=`), and — only behind web.auth — the last
- * remediation decisions. It refreshes itself every 30 seconds. Every value is HTML-escaped; a strict CSP
+ * thumbnails (resized by sharp through `/graphs/…?width=`), and — only behind web.auth — a banner per open
+ * circuit breaker, the requests awaiting approval (at most MAX_AWAITING_ROWS) and the last remediation decisions. It refreshes itself every 30 seconds. Every value is HTML-escaped; a strict CSP
  * forbids scripts. Its size is bounded at any fleet size (issue 22: every server listed made 2.8 MB at 10,000
  * servers, re-rendered on every refresh).
  */
@@ -18,6 +18,8 @@ import { graphPath } from './graphs.js';
 export const MAX_ATTACKED_ROWS = 200;
 /** Quiet servers (no IP under attack) listed per page. */
 export const QUIET_PAGE_ROWS = 100;
+/** Requests awaiting approval listed at most; the rest are counted and left to `GET /api/v1/actions`. */
+export const MAX_AWAITING_ROWS = 50;
 /** The highest `?page=` accepted. */
 const MAX_PAGE = 100_000;
 
@@ -60,6 +62,23 @@ export interface StatusView {
   graphs: GraphSummary[];
   /** the latest remediation decisions; undefined when the page is open to anyone (no web.auth) */
   actions: JournalEntry[] | undefined;
+  /** the requests awaiting approval, oldest first; undefined as `actions` */
+  awaiting?: Array<{
+    id: number;
+    account: string;
+    serverId: string;
+    ip: string | null;
+    action: string;
+    /** the requester */
+    principal: string | null;
+    /** the alert and the rule it was made under (`rules[N]`, from 0); null for an operator's request */
+    rule: string | null;
+    reason: string | null;
+    /** when it expires (ms since epoch); undefined when the timeout is not known */
+    deadline: number | undefined;
+  }>;
+  /** the accounts whose circuit breaker is open; undefined as `actions` */
+  openBreakers?: Array<{ account: string; openedAt: number; message: string | null }>;
   /** ms since epoch */
   now: number;
 }
@@ -131,6 +150,33 @@ function coverageLine(view: StatusView): string {
   return `<p id="coverage">Oldest firewall history read: ${parts.join(' · ')}</p>`;
 }
 
+/** A banner per open circuit breaker: power actions of that account are denied until an operator closes it. */
+function breakerBanners(view: StatusView): string {
+  return (view.openBreakers ?? [])
+    .map(
+      (b) =>
+        `<p class="attack" data-breaker="${e(b.account)}">Circuit breaker of account ${e(b.account)} open since ${e(time(b.openedAt))}${b.message ? `: ${e(b.message)}` : ''}. Power actions are denied until an operator closes it (POST /api/v1/remediation/circuit/close).</p>`,
+    )
+    .join('\n');
+}
+
+/** The requests awaiting a second operator, with what approves one; nothing on an open page. */
+function awaitingSection(view: StatusView): string {
+  if (view.awaiting === undefined) return '';
+  const rows = view.awaiting.slice(0, MAX_AWAITING_ROWS);
+  const more = view.awaiting.length - rows.length;
+  const row = (a: NonNullable<StatusView['awaiting']>[number]) =>
+    `<tr data-awaiting="${e(a.id)}"><td>${e(a.id)}</td><td>${e(a.account)}</td><td>${e(a.serverId)}${a.ip ? ` ${e(a.ip)}` : ''}</td><td>${e(a.action)}</td><td>${e(a.principal ?? '')}</td><td>${e(a.rule ?? '—')}</td><td>${e(a.reason ?? '')}</td><td>${e(time(a.deadline))}</td><td><code>POST /api/v1/actions/${e(a.id)}/approve</code></td></tr>`;
+  return `<h2>Requests awaiting approval</h2>
+${
+  rows.length
+    ? `<table id="awaiting"><tr><th>id</th><th>account</th><th>target</th><th>action</th><th>requester</th><th>rule</th><th>reason</th><th>deadline</th><th>approve (another operator)</th></tr>
+${rows.map(row).join('\n')}
+</table>${more > 0 ? `\n<p class="muted" id="awaiting-more">and ${more} more: GET /api/v1/actions?decision=awaiting_approval lists them</p>` : ''}`
+    : '<p class="muted">none</p>'
+}`;
+}
+
 /**
  * Renders the page: every count, the servers under attack (at most MAX_ATTACKED_ROWS) and page `page` (from 1;
  * past the last, the last) of the quiet servers. Pure: the same view and page give the same bytes.
@@ -153,6 +199,7 @@ export function renderStatusPage(view: StatusView, page = 1): string {
 <p class="muted">version ${e(view.version)} · rendered ${e(time(view.now))} · <a href="metrics">/metrics</a> · <a href="graphs">/graphs</a> · <a href="readyz">/readyz</a></p>
 <p>Hosting API: ${view.apiUp === undefined ? '<span class="muted">no request yet</span>' : view.apiUp === 1 ? '<span class="ok" id="api-up">up</span>' : '<span class="bad" id="api-up">down</span>'}
  · servers: <strong>${view.servers.length}</strong> · servers under attack: <strong id="attacked-servers">${underAttack.length}</strong> · IPs under attack: <strong id="attacked-count">${attacked}</strong></p>
+${breakerBanners(view)}
 <h2>Polls</h2>
 <table><tr><th>poll</th><th>last outcome</th><th>finished</th><th>duration</th><th>last success</th></tr>
 ${view.polls.map((p) => `<tr><td>${e(p.poll)}</td><td class="${p.outcome === 'failure' ? 'bad' : 'ok'}">${e(p.outcome ?? '—')}</td><td>${e(time(p.finishedAt))}</td><td>${p.durationMs === undefined ? '—' : `${e(p.durationMs)} ms`}</td><td>${e(time(p.lastSuccessAt))}</td></tr>`).join('\n')}
@@ -179,6 +226,7 @@ ${view.services.map((s) => `<tr><td>${e(s.serviceType)}</td><td>${e(s.serviceId)
 <div class="thumbs">
 ${view.graphs.map((g) => `<figure><a href="${e(graphPath(g.account, g.serverId, g.type, g.scale))}"><img src="${e(graphPath(g.account, g.serverId, g.type, g.scale))}?width=240" width="240" alt="${e(`${g.serverId} ${g.type} ${g.scale}`)}"></a><figcaption>${e(g.serverId)} · ${e(g.type)} · ${e(g.scale)} · ${e(time(g.updatedAt))}</figcaption></figure>`).join('\n') || '<p class="muted">no graph fetched yet</p>'}
 </div>
+${awaitingSection(view)}
 <h2>Last remediation decisions</h2>
 ${
   view.actions === undefined

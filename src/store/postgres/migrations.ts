@@ -88,6 +88,10 @@ export const MIGRATIONS: Readonly<Record<'journal' | 'ha', readonly Migration[]>
    ALTER TABLE actions ADD COLUMN cooldown_ms BIGINT;
    ALTER TABLE actions ADD COLUMN hold_ms BIGINT;
    ALTER TABLE actions ADD COLUMN require_owned_ip BOOLEAN;`,
+    // 7: the approver's or denier's own reason (it was journaled nowhere, or only inside the message), and an
+    // expired row keeps no approval time (it was given one, with no approver).
+    `ALTER TABLE actions ADD COLUMN approver_reason TEXT;
+   UPDATE actions SET approved_at = NULL WHERE decision = 'expired' AND approver IS NULL;`,
   ],
   ha: [
     `CREATE TABLE ha_directory (

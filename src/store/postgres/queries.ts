@@ -9,6 +9,7 @@ import {
   ENTRY_COLUMNS,
   desiredValues,
   entryValues,
+  settlementValues,
   toDesired,
   toEntry,
   type DesiredFirewall,
@@ -152,9 +153,9 @@ export class PgQueries implements StateQueries {
   async settleApproval(id: number, s: ApprovalSettlement): Promise<boolean> {
     // One UPDATE: of two replicas settling the same row at once, the row lock lets exactly one see it awaiting.
     const result = await this.#run(
-      `UPDATE actions SET decision = $1, approver = $2, approved_at = $3, completed_at = $3, message = $4
-         WHERE id = $5 AND decision = 'awaiting_approval'`,
-      [s.decision, s.approver, s.at, s.message, id],
+      `UPDATE actions SET decision = $1, approver = $2, approver_reason = $3, approved_at = $4, completed_at = $5,
+         message = $6 WHERE id = $7 AND decision = 'awaiting_approval'`,
+      [...settlementValues(s), id],
     );
     return result.rowCount === 1;
   }
@@ -170,8 +171,17 @@ export class PgQueries implements StateQueries {
   async list(filter: ListFilter): Promise<JournalEntry[]> {
     const { rows } = await this.#run(
       `SELECT * FROM actions WHERE ($1::text IS NULL OR account = $1) AND ($2::text IS NULL OR server_id = $2)
-         AND ($3::text IS NULL OR action = $3) AND ($5::text IS NULL OR principal = $5) ORDER BY id DESC LIMIT $4`,
-      [filter.account ?? null, filter.serverId ?? null, filter.action ?? null, filter.limit, filter.principal ?? null],
+         AND ($3::text IS NULL OR action = $3) AND ($5::text IS NULL OR principal = $5)
+         AND ($6::text IS NULL OR decision = $6) AND ($7::text IS NULL OR approver = $7) ORDER BY id DESC LIMIT $4`,
+      [
+        filter.account ?? null,
+        filter.serverId ?? null,
+        filter.action ?? null,
+        filter.limit,
+        filter.principal ?? null,
+        filter.decision ?? null,
+        filter.approver ?? null,
+      ],
     );
     return rows.map(toEntry);
   }

@@ -106,6 +106,10 @@ export const MIGRATIONS = [
    ALTER TABLE actions ADD COLUMN cooldown_ms INTEGER;
    ALTER TABLE actions ADD COLUMN hold_ms INTEGER;
    ALTER TABLE actions ADD COLUMN require_owned_ip INTEGER;`,
+  // 9: the approver's or denier's own reason (it was journaled nowhere, or only inside the message), and an
+  // expired row keeps no approval time (it was given one, with no approver).
+  `ALTER TABLE actions ADD COLUMN approver_reason TEXT;
+   UPDATE actions SET approved_at = NULL WHERE decision = 'expired' AND approver IS NULL;`,
 ];
 
 /**

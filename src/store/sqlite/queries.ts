@@ -8,6 +8,7 @@ import type { Decision } from '../decisions.js';
 import {
   ENTRY_COLUMNS,
   entryValues,
+  settlementValues,
   toEntry,
   type Delivery,
   type ApprovalSettlement,
@@ -151,9 +152,9 @@ export class SqliteQueries extends SqliteDesiredQueries {
       (db) =>
         db
           .prepare(
-            "UPDATE actions SET decision = ?, approver = ?, approved_at = ?, completed_at = ?, message = ? WHERE id = ? AND decision = 'awaiting_approval'",
+            "UPDATE actions SET decision = ?, approver = ?, approver_reason = ?, approved_at = ?, completed_at = ?, message = ? WHERE id = ? AND decision = 'awaiting_approval'",
           )
-          .run(s.decision, s.approver, s.at, s.at, s.message, id).changes === 1,
+          .run(...settlementValues(s), id).changes === 1,
     );
   }
 
@@ -168,13 +169,15 @@ export class SqliteQueries extends SqliteDesiredQueries {
     );
   }
 
-  /** Newest first, optionally for one account, server and/or action; `limit` rows at most. */
+  /** Newest first, each field of `filter` given must match (ListFilter); `limit` rows at most. */
   list(filter: ListFilter): JournalEntry[] {
     return this.sql.read((db) =>
       (
         db
           .prepare(
-            'SELECT * FROM actions WHERE (? IS NULL OR account = ?) AND (? IS NULL OR server_id = ?) AND (? IS NULL OR action = ?) AND (? IS NULL OR principal = ?) ORDER BY id DESC LIMIT ?',
+            `SELECT * FROM actions WHERE (? IS NULL OR account = ?) AND (? IS NULL OR server_id = ?) AND (? IS NULL OR action = ?)
+               AND (? IS NULL OR principal = ?) AND (? IS NULL OR decision = ?) AND (? IS NULL OR approver = ?)
+             ORDER BY id DESC LIMIT ?`,
           )
           .all(
             filter.account ?? null,
@@ -185,6 +188,10 @@ export class SqliteQueries extends SqliteDesiredQueries {
             filter.action ?? null,
             filter.principal ?? null,
             filter.principal ?? null,
+            filter.decision ?? null,
+            filter.decision ?? null,
+            filter.approver ?? null,
+            filter.approver ?? null,
             filter.limit,
           ) as Row[]
       ).map(toEntry),

@@ -5,6 +5,7 @@ import { GraphStore } from '../../../src/graphs/store.js';
 import type { AuthConfig } from '../../../src/http/auth.js';
 import {
   HIDDEN_ACTIONS,
+  MAX_AWAITING_ROWS,
   MAX_ATTACKED_ROWS,
   QUIET_PAGE_ROWS,
   renderStatusPage,
@@ -201,6 +202,28 @@ describe('remediation decisions on the status page', () => {
     expect(html).toContain('<th>principal</th>');
     expect(html).toContain('<td>alice</td>');
     expect(html).toContain('<td>hung &lt;since&gt; 10:00</td>');
+  });
+
+  it('lists at most MAX_AWAITING_ROWS requests awaiting approval, escaped, and counts the rest', () => {
+    const awaiting = Array.from({ length: MAX_AWAITING_ROWS + 2 }, (_, i) => ({
+      id: i + 1,
+      account: 'default',
+      serverId: '100001',
+      ip: null,
+      action: 'powercycle',
+      principal: 'alice',
+      rule: null,
+      reason: 'hung <since> 10:00',
+      deadline: Date.UTC(2026, 10, 21, 12, 15),
+    }));
+    const html = renderStatusPage(view({ awaiting, openBreakers: [] }));
+    expect(html.match(/data-awaiting=/g)).toHaveLength(MAX_AWAITING_ROWS);
+    expect(html).toContain('<td>hung &lt;since&gt; 10:00</td><td>2026-11-21 12:15:00Z</td>');
+    expect(html).toContain('and 2 more: GET /api/v1/actions?decision=awaiting_approval lists them');
+    expect(html).not.toContain('data-breaker');
+    expect(renderStatusPage(view({ awaiting: [] }))).toContain(
+      '<h2>Requests awaiting approval</h2>\n<p class="muted">none</p>',
+    );
   });
 
   it('renders the note instead of the table', () => {

@@ -36,6 +36,7 @@ function rowOf(req: ActionRequest): JournalEntry {
     message: null,
     reason: null,
     approver: null,
+    approverReason: null,
     approvedAt: null,
     labels: null,
     alertStatus: null,

@@ -123,6 +123,24 @@ describe('opening the journal', () => {
       budgetUsedOther: 0,
     });
   });
+
+  it('migrates a version 8 journal: an expired row loses the approval time it was given, a settled one keeps it', () => {
+    const path = join(tempDir(), 'journal.db');
+    const db = new DatabaseSync(path);
+    for (const migration of MIGRATIONS.slice(0, 8)) db.exec(migration);
+    db.exec('PRAGMA user_version = 8');
+    db.exec(`INSERT INTO actions (created_at, source, action, server_id, decision, approver, approved_at) VALUES
+      (1, 'operator', 'powercycle', '100001', 'expired', NULL, 900001),
+      (2, 'operator', 'powercycle', '100002', 'denied_by_approver', 'bob', 900002);`);
+    db.close();
+    const j = Journal.open(path);
+    const rows = j.list({ limit: 5 }).map((e) => [e.decision, e.approver, e.approvedAt, e.approverReason]);
+    j.close();
+    expect(rows).toEqual([
+      ['denied_by_approver', 'bob', 900002, null],
+      ['expired', null, null, null],
+    ]);
+  });
 });
 
 describe('pruning', () => {
