@@ -1,13 +1,14 @@
 /**
- * What a configuration reload may change while the daemon runs, and what needs a restart. Reloadable:
- * each account's `services` and `servers` scope, `collectors`, the `schedules` (unless `firewall_under_attack` starts or stops differing from
- * `firewall`: that adds or removes a poll job), and `remediation.rules`, `dry_run`, `budget_per_hour` and `safety`.
- * The API key read from an `api_key_file` is reloaded too (its contents; the file's path needs a restart).
- * Anything else that changed (accounts added or removed, an upstream's base_url or key, state_dir, database,
- * web.listen_address, web.tls, credentials, graphs, firewall limits, log_level) keeps its previous value
- * until a restart; the reload applies the rest and names those keys (never their values) in one log line.
+ * What a configuration reload may change while the daemon runs, and what needs a restart: the keys the schema
+ * annotates `reloadable: true` (RELOADABLE_KEYS: each account's `services` and `servers` scope, `collectors`,
+ * the `schedules`, and `remediation.rules`, `dry_run`, `budget_per_hour` and `safety`) are applied by
+ * daemon/reload.ts, with two exceptions of their own: a `schedules.firewall_under_attack` that starts or stops
+ * differing from `schedules.firewall` adds or removes a poll job (a restart), and the API key read from an
+ * `api_key_file` is reloaded (its contents; the file's path needs a restart). Anything else that changed keeps
+ * its previous value until a restart; the reload applies the rest and names those keys (never their values)
+ * in one log line.
  */
-import { underAttackPollApart } from './schema.js';
+import { configFileSchema, underAttackPollApart } from './schema.js';
 import type { Config } from './types.js';
 
 /** The key named when a reload would add or remove the `firewall_under_attack` job (underAttackPollApart). */
@@ -19,18 +20,57 @@ export type ReloadResult =
   /** `invalid`: the new file was refused (ConfigError); otherwise it could not be reloaded at all */
   | { ok: false; invalid: boolean; problems: string[] };
 
-/** The config with its reloadable parts left out; accounts by name. */
-function fixedParts(config: Config) {
-  const { schedules: _s, remediation, accounts, collectors: _c, ...rest } = config;
-  const { rules: _r, dryRun: _d, budgetPerHour: _b, safety: _g, ...fixedRemediation } = remediation;
+/** A node of the config schema as it is walked here: its keys, its items, its `reloadable` annotation. */
+interface SchemaNode {
+  properties?: Record<string, SchemaNode>;
+  items?: SchemaNode;
+  reloadable?: boolean;
+}
+
+/**
+ * The keys a reload applies, in the file's spelling (`accounts[].services` for a list's items): every key the
+ * schema annotates `reloadable: true`, which covers every key under it. The schema is the one home of that
+ * fact; daemon/reload.ts applies these parts, and docs/configuration.md's reload column is generated from
+ * the same annotation.
+ */
+export const RELOADABLE_KEYS: readonly string[] = (function walk(node: SchemaNode, prefix: string): string[] {
+  return Object.entries(node.properties ?? {}).flatMap(([name, child]) => {
+    const key = `${prefix}${name}`;
+    if (child.reloadable === true) return [key];
+    return [...walk(child, `${key}.`), ...(child.items ? walk(child.items, `${key}[].`) : [])];
+  });
+})(configFileSchema as SchemaNode, '');
+
+/**
+ * A loaded value's path (`accounts.<name>.scope.include`, `remediation.journal_retention_ms`) as the schema
+ * spells the key: an account's entry as `accounts[]`, its `scope` as `servers`, a duration without the `_ms`
+ * the loader added.
+ */
+function schemaKey(path: string): string {
+  return path
+    .replace(/^accounts\.[^.]+/, 'accounts[]')
+    .replace(/^accounts\[\]\.scope(?=\.|$)/, 'accounts[].servers')
+    .replace(/_ms(?=\.|$)/g, '');
+}
+
+/** Whether a reload applies the value at `path` (a loaded value's, see `schemaKey`). */
+const reloadable = (path: string): boolean => {
+  const key = schemaKey(path);
+  return RELOADABLE_KEYS.some((r) => key === r || key.startsWith(`${r}.`));
+};
+
+/**
+ * The config as compared: accounts by name, and an upstream's key left out when it came from its
+ * `api_key_file`, whose contents a reload (and the file watcher) puts in force; the file's path is not
+ * reloadable (daemon/api-key-files.ts). The schema cannot say "the file's contents", hence this one case.
+ */
+function compared(config: Config) {
   return {
-    ...rest,
-    remediation: fixedRemediation,
+    ...config,
     accounts: Object.fromEntries(
-      accounts.map(({ services: _, scope: _scope, name, upstream, ...account }) => {
-        // A key read from a file is reloaded (its file's path is not): see daemon/api-key-files.ts.
-        const { apiKey: _k, ...fixed } = upstream;
-        return [name, { ...account, upstream: upstream.apiKeySource === 'file' ? fixed : upstream }];
+      config.accounts.map(({ name, upstream, ...account }) => {
+        const { apiKey: _k, ...fromFile } = upstream;
+        return [name, { ...account, upstream: upstream.apiKeySource === 'file' ? fromFile : upstream }];
       }),
     ),
   };
@@ -38,12 +78,11 @@ function fixedParts(config: Config) {
 
 const snake = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
-/** The config-file key of a loaded value whose name differs. */
+/** The config-file key of a loaded value whose name differs otherwise than by `_ms`. */
 const FILE_KEYS: Record<string, string> = {
   'web.host': 'web.listen_address',
   'web.port': 'web.listen_address',
   'web.additional': 'web.listen_address',
-  'web.auth_limits.wrong_password_refill_ms': 'web.auth_limits.wrong_password_refill',
   'database.kind': 'database.url',
   'database.redacted_url': 'database.url',
 };
@@ -63,8 +102,9 @@ function differences(a: unknown, b: unknown, path: string, names: boolean): stri
 
 /** The keys that changed from `current` to `next` but need a restart to take effect. */
 export function restartKeys(current: Config, next: Config): string[] {
-  const paths = differences(fixedParts(current), fixedParts(next), '', false).map((k) => k.slice(1));
-  const keys = [...new Set(paths.map((path) => FILE_KEYS[path] ?? path))];
+  const paths = differences(compared(current), compared(next), '', false).map((k) => k.slice(1));
+  const fixed = paths.filter((path) => !reloadable(path));
+  const keys = [...new Set(fixed.map((path) => FILE_KEYS[path] ?? path.replace(/_ms(?=\.|$)/g, '')))];
   if (underAttackPollApart(current.schedules) !== underAttackPollApart(next.schedules))
     keys.push(UNDER_ATTACK_SPLIT_KEY);
   return keys;

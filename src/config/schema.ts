@@ -565,7 +565,7 @@ export const configFileSchema = strict({
         description: 'poll the OS list and locations; false: no catalog request, no catalog series',
       }),
     },
-    { default: {} },
+    { default: {}, reloadable: true },
   ),
   firewall: strict(
     {

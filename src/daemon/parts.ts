@@ -142,11 +142,13 @@ export async function startEngines(
         now: d.now,
         // A decision shows in /metrics within a second; a burst of alerts costs one rendering.
         onDecision: () => d.exposition.renderSoon(1000),
-        // Shared by replicas: a row `executing` may be another replica's call in flight, for at most one
-        // attempt's deadline (writes are not retried); a minute more and it was left by a replica that died.
+        // A write's call lasts at most two of the account's upstream.timeout (its budget token, then its one
+        // attempt: upstream/client.ts); a minute more and a row still `executing` was left behind. Shared by
+        // replicas, it may be another replica's call in flight until then; in one process, it is a row whose
+        // completion could not be written.
         ...(store.kind === 'postgres'
-          ? { interruptedAfterMs: config.accounts.find((a) => a.name === name)!.upstream.timeoutMs + 60_000 }
-          : {}),
+          ? { interruptedAfterMs: writeBoundMs(config, name) }
+          : { stuckAfterMs: writeBoundMs(config, name) }),
       }),
     ]),
   );
@@ -193,3 +195,7 @@ export function knownSecrets(config: Config): string[] {
     ...(config.database.kind === 'postgres' ? databaseSecrets(config.database.url) : []),
   ];
 }
+
+/** How long a row of `account` may stay `executing` while its call can still be in flight, ms (see startEngines). */
+const writeBoundMs = (config: Config, account: string): number =>
+  2 * config.accounts.find((a) => a.name === account)!.upstream.timeoutMs + 60_000;

@@ -60,6 +60,13 @@ export interface EngineDeps {
    * leader's housekeeping. Unset (one process, SQLite): every `executing` row at start was left by a crash.
    */
   interruptedAfterMs?: number;
+  /**
+   * One process (SQLite): how long (ms) a row may stay `executing` while this process's own call is in flight
+   * (a write's deadline, plus a margin). Older rows are ones whose completion could not be written (the
+   * journal failed after the call): the housekeeping recovers them as `unknown`, so none stays `executing`
+   * until a restart.
+   */
+  stuckAfterMs?: number;
 }
 
 export class RemediationEngine {

@@ -40,6 +40,8 @@ export interface HousekeepingDeps {
   config: Config['remediation'];
   /** a shared store: rows `executing` longer than this (ms) are recovered as `unknown` (see EngineDeps) */
   interruptedAfterMs?: number;
+  /** one process: the same, for rows whose completion could not be written (see EngineDeps) */
+  stuckAfterMs?: number;
 }
 
 export class Housekeeping {
@@ -65,17 +67,19 @@ export class Housekeeping {
   }
 
   /**
-   * With a shared store: rows left `executing` by a replica that died mid-call (older than any call in
-   * flight can be) become `unknown`. The API may have acted: they still count for cooldown and budget.
+   * Rows left `executing` longer than any call in flight can be become `unknown`: with a shared store, left by
+   * a replica that died mid-call; in one process, rows whose completion could not be written. The API may
+   * have acted: they still count for cooldown and budget.
    */
   async recoverInterrupted(now: number): Promise<number> {
-    const { account, store, logger, interruptedAfterMs } = this.#deps;
-    if (interruptedAfterMs === undefined) return 0;
-    const rows = await store.recoverInterrupted(account, now, now - interruptedAfterMs);
+    const { account, store, logger } = this.#deps;
+    const afterMs = this.#deps.interruptedAfterMs ?? this.#deps.stuckAfterMs;
+    if (afterMs === undefined) return 0;
+    const rows = await store.recoverInterrupted(account, now, now - afterMs);
     for (const row of rows)
       logger.warn(
         { journal_id: row.id, action: row.action, server_id: row.serverId, ip: row.ip },
-        'journal row left executing by a replica that stopped mid-call: outcome unknown (the API may have acted); it counts for cooldown and budget',
+        'journal row left executing past any call in flight (a replica that stopped mid-call, or a completion not written): outcome unknown (the API may have acted); it counts for cooldown and budget',
       );
     return rows.length;
   }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { buildConfig } from '../../../src/config/load.js';
-import { restartKeys } from '../../../src/config/reload.js';
+import { RELOADABLE_KEYS, restartKeys } from '../../../src/config/reload.js';
 
 const base = {
   upstream: { base_url: 'https://api.provider.test', api_key: 'secret-key-0123456789' },
@@ -29,6 +29,17 @@ describe('restartKeys', () => {
       keys: ['accounts.default.upstream.api_key', 'accounts.default.upstream.base_url'],
     },
     { name: 'listen address', raw: { web: { listen_address: '127.0.0.1:9999' } }, keys: ['web.listen_address'] },
+    { name: 'collectors are reloadable (the schema says so)', raw: { collectors: { graphs: false } }, keys: [] },
+    {
+      name: 'the safety block and the scope are reloadable',
+      raw: { remediation: { safety: { max_power_actions_per_server: 5 } }, servers: { exclude: [{ id: '100001' }] } },
+      keys: [],
+    },
+    {
+      name: "a duration is named by its file key, without the loader's _ms",
+      raw: { remediation: { journal_retention: '7d' }, firewall: { ip_retention: '1h' } },
+      keys: ['firewall.ip_retention', 'remediation.journal_retention'],
+    },
     { name: 'state_dir', raw: { state_dir: '/tmp/other' }, keys: ['state_dir'] },
     {
       name: 'the auth limits, by their file keys',
@@ -77,5 +88,24 @@ describe('restartKeys', () => {
     expect(restartKeys(current, withFile('/run/secrets/other', 'old-key-0123456789'))).toEqual([
       'accounts.default.upstream.api_key_file',
     ]);
+  });
+});
+
+describe('RELOADABLE_KEYS', () => {
+  it('is what the schema annotates reloadable, in the file spelling', () => {
+    expect([...RELOADABLE_KEYS].sort()).toEqual(
+      [
+        'accounts[].servers',
+        'accounts[].services',
+        'collectors',
+        'remediation.budget_per_hour',
+        'remediation.dry_run',
+        'remediation.rules',
+        'remediation.safety',
+        'schedules',
+        'servers',
+        'services',
+      ].sort(),
+    );
   });
 });
