@@ -149,7 +149,7 @@ function agentOf(url: URL, flags: DaemonFlags): Agent {
     connect: {
       ...(ca !== undefined ? { ca: readSmall('--tls.ca-file', ca, 1024 * 1024) } : {}),
       ...(cert !== undefined ? { cert: readSmall('--tls.cert-file', cert, 1024 * 1024) } : {}),
-      ...(key !== undefined ? { key: readSmall('--tls.key-file', key!, 1024 * 1024) } : {}),
+      ...(key !== undefined ? { key: readSmall('--tls.key-file', key, 1024 * 1024) } : {}),
     },
   });
 }
