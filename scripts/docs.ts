@@ -1,7 +1,8 @@
 /**
  * Writes the generated reference pages from their single sources: docs/configuration.md from the config
  * schema (src/config/schema.ts), docs/metrics.md from the metric definitions (src/metrics/definitions.ts),
- * docs/cli.md from the command definitions (src/cli/usage.ts, src/cli/api/main.ts, src/cli/api/commands.ts).
+ * docs/cli.md from the command definitions (src/cli/usage.ts, src/cli/api/main.ts, src/cli/api/commands.ts,
+ * the help of src/cli/actions.ts and src/cli/circuit.ts).
  * `npm run docs` builds and runs it; test/unit/docs/generated.test.ts renders the pages in memory from src/
  * and fails ("run npm run docs") when a committed page differs.
  *
@@ -35,6 +36,8 @@ export interface DocSources {
   apiHelp: string;
   /** every leaf of cli/api/commands.ts: its words and its help (cli/api/main.ts `leafHelp`) */
   leaves: Array<{ path: string[]; help: string }>;
+  /** cli/actions.ts `ACTIONS_HELP` and cli/circuit.ts `CIRCUIT_HELP`: the daemon's own API */
+  daemonHelp: { actions: string; circuit: string };
 }
 
 const GENERATED = (source: string) =>
@@ -191,7 +194,7 @@ export function metricsPage(src: DocSources): string {
 export function cliPage(src: DocSources): string {
   const usage = src.usage.split('\n').slice(1).join('\n').trim();
   return [
-    GENERATED('src/cli/usage.ts, src/cli/api/main.ts and src/cli/api/commands.ts'),
+    GENERATED('src/cli/usage.ts, src/cli/api/main.ts, src/cli/api/commands.ts, src/cli/actions.ts and src/cli/circuit.ts'),
     '',
     '# Command line',
     '',
@@ -206,6 +209,16 @@ export function cliPage(src: DocSources): string {
     '```',
     '',
     ...src.leaves.flatMap((leaf) => [`### api ${leaf.path.join(' ')}`, '', '```text', leaf.help.trim(), '```', '']),
+    "## `actions` and `circuit`: the daemon's own API",
+    '',
+    '```text',
+    src.daemonHelp.actions.trim(),
+    '```',
+    '',
+    '```text',
+    src.daemonHelp.circuit.trim(),
+    '```',
+    '',
   ].join('\n');
 }
 
@@ -256,6 +269,10 @@ export async function loadSources(load: (module: string) => Promise<Record<strin
     usage: (await load('cli/usage.js')).USAGE as string,
     apiHelp: (api.groupHelp as (prefix: string[]) => string)([]),
     leaves: (commands.LEAVES as Array<{ path: string[] }>).map((leaf) => ({ path: leaf.path, help: leafHelp(leaf) })),
+    daemonHelp: {
+      actions: (await load('cli/actions.js')).ACTIONS_HELP as string,
+      circuit: (await load('cli/circuit.js')).CIRCUIT_HELP as string,
+    },
   };
 }
 

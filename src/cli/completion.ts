@@ -12,13 +12,27 @@ import {
   SENSITIVITIES,
   SERVICE_TYPES,
 } from '../config/api-terms.js';
+import { ACTIONS_SUBCOMMANDS, ACTIONS_VALUE_OPTIONS, actionsOptions } from './actions.js';
 import { OPTIONS, optionsOf } from './api/main.js';
+import { CIRCUIT_SUBCOMMANDS, CIRCUIT_VALUE_OPTIONS, circuitOptions } from './circuit.js';
 import { LEAVES } from './api/commands.js';
 import { EXIT, usage, oneLine, exitCodeOf } from './api/exit.js';
 import { OUTPUT_FORMATS } from './api/output.js';
 
 /** The top-level commands of the command line (cli/main.ts). */
-const TOP = ['run', 'check-config', 'demo', 'simulate', 'api', 'remediation', 'completion', '--help', '--version'];
+const TOP = [
+  'run',
+  'check-config',
+  'demo',
+  'simulate',
+  'api',
+  'remediation',
+  'actions',
+  'circuit',
+  'completion',
+  '--help',
+  '--version',
+];
 
 /** Words offered after a prefix of non-option words (longest prefix wins). */
 function table(): Array<[string, string[]]> {
@@ -35,6 +49,10 @@ function table(): Array<[string, string[]]> {
     entries.set(key, set);
   };
   add(['api'], ['--help']);
+  add(['actions'], [...ACTIONS_SUBCOMMANDS, '--help']);
+  for (const sub of ACTIONS_SUBCOMMANDS) add(['actions', sub], actionsOptions(sub));
+  add(['circuit'], [...CIRCUIT_SUBCOMMANDS, '--help']);
+  for (const sub of CIRCUIT_SUBCOMMANDS) add(['circuit', sub], circuitOptions(sub));
   for (const leaf of LEAVES) {
     const path = ['api', ...leaf.path];
     for (let i = 1; i < path.length; i++) add(path.slice(0, i), [path[i]!]);
@@ -65,9 +83,16 @@ const LAST_ARG: Array<[string, readonly string[]]> = [
 
 /** The bash completion script. */
 export function bashCompletion(): string {
-  const valueOptions = Object.entries(OPTIONS).flatMap(([name, o]) =>
-    o.type === 'string' ? [`--${name}`, ...(o.short ? [`-${o.short}`] : [])] : [],
-  );
+  // The options that take a value, whose value is no command word: the api command's and the daemon client's.
+  const daemonValueOptions = [...ACTIONS_VALUE_OPTIONS, ...CIRCUIT_VALUE_OPTIONS];
+  const valueOptions = [
+    ...new Set([
+      ...Object.entries(OPTIONS).flatMap(([name, o]) =>
+        o.type === 'string' ? [`--${name}`, ...(o.short ? [`-${o.short}`] : [])] : [],
+      ),
+      ...daemonValueOptions,
+    ]),
+  ];
   const arms = table().map(
     ([prefix, words]) => `    ${prefix === '' ? "''" : `'${prefix}'|'${prefix} '*`}) words='${words.join(' ')}' ;;`,
   );

@@ -289,6 +289,12 @@ async function main(argv: string[]): Promise<void> {
     case 'remediation':
       process.exitCode = await (await import('./remediation.js')).runRemediation(args);
       return;
+    case 'actions':
+      process.exitCode = await (await import('./actions.js')).runActions(args);
+      return;
+    case 'circuit':
+      process.exitCode = await (await import('./circuit.js')).runCircuit(args);
+      return;
     case 'completion':
       process.exitCode = await (await import('./completion.js')).runCompletion(args);
       return;

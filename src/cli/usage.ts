@@ -19,6 +19,15 @@ Usage:
   baremetal-exporter remediation replay --config.file NEW.yml [--since 7d]
                                               the alert deliveries the state store recorded, decided again
                                               under NEW.yml's remediation block (no API call, no journal write)
+  baremetal-exporter actions list|show|approve|deny|withdraw …
+                                              the daemon's remediation journal and approvals over its HTTP
+                                              API, like amtool (actions --help); exit 1 when it refuses
+      actions list [--decision D] [--server ID] [--principal P] [--approver P] [--account A] [--limit N]
+      actions show ID | approve ID [--reason TEXT] | deny ID --reason TEXT | withdraw ID [--reason TEXT]
+  baremetal-exporter circuit status|close …   the remediation circuit breaker over the daemon's API
+      circuit status [--account A] | close [--account A] --reason TEXT   (circuit --help)
+      --daemon.url URL (http://127.0.0.1:9877)  --token.file FILE (env BAREMETAL_TOKEN)  -o table|json|yaml
+      --tls.ca-file FILE  --tls.cert-file FILE --tls.key-file FILE   an https daemon
   baremetal-exporter demo [--port N]          the simulator and the exporter on loopback, until Ctrl-C
   baremetal-exporter simulate [options]       the API simulator alone
       --host H (127.0.0.1)  --port N (8443; 0 = any)  --api-key K (demo-key; env BAREMETAL_API_KEY)

@@ -15,7 +15,12 @@ describe('completion bash', () => {
   });
 
   it.each([
-    { name: 'top-level commands', words: ['baremetal-exporter', ''], has: ['api', 'completion', 'run'], not: ['list'] },
+    {
+      name: 'top-level commands',
+      words: ['baremetal-exporter', ''],
+      has: ['api', 'actions', 'circuit', 'completion', 'run'],
+      not: ['list'],
+    },
     {
       name: 'api commands',
       words: ['baremetal-exporter', 'api', ''],
@@ -58,6 +63,37 @@ describe('completion bash', () => {
       name: 'sensitivity levels',
       words: ['baremetal-exporter', 'api', 'firewall', 'sensitivity', '100001', '198.18.0.1', ''],
       has: ['high', 'low'],
+      not: [],
+    },
+    {
+      name: 'actions commands',
+      words: ['baremetal-exporter', 'actions', ''],
+      has: ['list', 'show', 'approve', 'deny', 'withdraw'],
+      not: ['run'],
+    },
+    {
+      name: 'actions list options, after a value option',
+      words: ['baremetal-exporter', 'actions', 'list', '--decision', 'awaiting_approval', '--'],
+      has: ['--approver', '--principal', '--daemon.url', '--token.file', '--limit'],
+      not: ['--reason'],
+    },
+    {
+      name: 'actions approve options after its ID',
+      words: ['baremetal-exporter', 'actions', 'approve', '12', '--'],
+      has: ['--reason', '--tls.ca-file'],
+      not: ['--decision'],
+    },
+    { name: 'circuit commands', words: ['baremetal-exporter', 'circuit', ''], has: ['status', 'close'], not: [] },
+    {
+      name: 'circuit close options',
+      words: ['baremetal-exporter', 'circuit', 'close', '--'],
+      has: ['--account', '--reason', '--daemon.url'],
+      not: ['--web.telemetry-path'],
+    },
+    {
+      name: '-o values of actions',
+      words: ['baremetal-exporter', 'actions', 'list', '-o', ''],
+      has: ['json', 'table'],
       not: [],
     },
     { name: 'completion shells', words: ['baremetal-exporter', 'completion', ''], has: ['bash'], not: [] },

@@ -1,0 +1,254 @@
+/**
+ * `baremetal-exporter actions list|show|approve|deny|withdraw`: the remediation journal and the four-eyes
+ * approvals through the daemon's HTTP API (`GET /api/v1/actions`, `POST /api/v1/actions/{id}/approve|deny|
+ * withdraw`), as amtool is Alertmanager's. Whatever the daemon refuses (a 403 to the requester approving its own
+ * request, a 409 `BM_ERR_APPROVED_NOT_SENT` when a guard denied the approved execution) is exit 1 with its message.
+ */
+import type { Writable } from 'node:stream';
+import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
+import { type OutputFormat, render, table } from './api/output.js';
+import { CliExit } from './api/exit.js';
+import {
+  DAEMON_EXIT,
+  DAEMON_OPTIONS,
+  DAEMON_OPTIONS_HELP,
+  DaemonClient,
+  type DaemonFlags,
+  outputOf,
+  runDaemonCommand,
+  usageError,
+  valueOptions,
+} from './daemon-client.js';
+
+/** The most rows `GET /api/v1/actions` returns (its `limit`), the window `actions show` looks in. */
+const MAX_LIMIT = 1000;
+
+type Flags = DaemonFlags & Record<string, string | boolean | undefined>;
+
+interface Subcommand {
+  /** its words after `actions`, as the usage shows them */
+  synopsis: string;
+  summary: string;
+  /** its own options and their help lines */
+  options: ParseArgsOptionsConfig;
+  optionsHelp: string[];
+  /** whether it takes the journal entry's ID */
+  id: boolean;
+  run(client: DaemonClient, id: string | undefined, flags: Flags, format: OutputFormat): Promise<string>;
+}
+
+const reasonOption = { reason: { type: 'string' } } as const;
+
+/** The journal as `GET /api/v1/actions` answers it (times ISO-8601). */
+interface Row {
+  id: number;
+  account: string;
+  createdAt: string;
+  action: string;
+  serverId: string;
+  ip: string | null;
+  value: string | null;
+  decision: string;
+  principal: string | null;
+  approver: string | null;
+  reason: string | null;
+  message: string | null;
+}
+
+const rowsOf = (body: unknown): Row[] => ((body as { actions?: Row[] } | undefined)?.actions ?? []) as Row[];
+
+/** `2026-11-27T00:31:44.123Z` → `2026-11-27 00:31:44Z`: a table cell people read. */
+const shortTime = (iso: string | null) => (iso ? iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '-');
+
+function rowsTable(rows: Row[]): string {
+  return table(
+    ['ID', 'CREATED', 'ACCOUNT', 'TARGET', 'ACTION', 'DECISION', 'PRINCIPAL', 'APPROVER', 'REASON'],
+    rows.map((r) => [
+      String(r.id),
+      shortTime(r.createdAt),
+      r.account,
+      [r.serverId, r.ip, r.value].filter((v) => v !== null && v !== '').join(' '),
+      r.action,
+      r.decision,
+      r.principal ?? '-',
+      r.approver ?? '-',
+      r.reason ?? '-',
+    ]),
+  );
+}
+
+/** Every field of one row, one per line, nothing cut (a message is read in full here). */
+function rowDetail(row: Record<string, unknown>): string {
+  const entries = Object.entries(row).filter(([, v]) => v !== null && v !== undefined && v !== '');
+  const width = Math.max(...entries.map(([k]) => k.length));
+  return `${entries.map(([k, v]) => `${`${k}:`.padEnd(width + 1)} ${typeof v === 'string' ? v : JSON.stringify(v)}`).join('\n')}\n`;
+}
+
+/** The reply's `message` (what the daemon says was done) for people, the whole reply for machines. */
+const said = (format: OutputFormat, body: unknown) =>
+  render(format, { data: body, table: String((body as { message?: unknown })?.message ?? '') });
+
+/** A settling call's body: `{"reason"}` when one was given. */
+const reasonBody = (flags: Flags) => (typeof flags.reason === 'string' ? { reason: flags.reason } : {});
+
+const SUBCOMMANDS: Record<string, Subcommand> = {
+  list: {
+    synopsis: 'list [--decision D] [--server ID] [--principal P] [--approver P] [--account A] [--action A] [--limit N]',
+    summary: 'the journal, newest first (GET /api/v1/actions); every filter given must match',
+    options: {
+      decision: { type: 'string' },
+      server: { type: 'string' },
+      principal: { type: 'string' },
+      approver: { type: 'string' },
+      account: { type: 'string' },
+      action: { type: 'string' },
+      limit: { type: 'string' },
+    },
+    optionsHelp: [
+      '--decision D     a decision (awaiting_approval, executed, denied_by_approver …) or executing',
+      '--server ID      the server id',
+      '--principal P    who asked',
+      '--approver P     who approved or denied',
+      '--account A      the account',
+      '--action A       the action (powercycle, poweron, poweroff, firewall_state …)',
+      `--limit N        at most N rows, 1 to ${MAX_LIMIT} (default 100)`,
+    ],
+    id: false,
+    async run(client, _id, flags, format) {
+      const limit = flags.limit as string | undefined;
+      if (limit !== undefined && !(/^[1-9][0-9]{0,3}$/.test(limit) && Number(limit) <= MAX_LIMIT))
+        throw usageError(`--limit: a whole number from 1 to ${MAX_LIMIT} (got ${JSON.stringify(limit)})`);
+      const reply = await client.get('/api/v1/actions', {
+        decision: flags.decision as string | undefined,
+        server_id: flags.server as string | undefined,
+        principal: flags.principal as string | undefined,
+        approver: flags.approver as string | undefined,
+        account: flags.account as string | undefined,
+        action: flags.action as string | undefined,
+        limit,
+      });
+      return render(format, { data: reply.body, table: rowsTable(rowsOf(reply.body)) });
+    },
+  },
+  show: {
+    synopsis: 'show ID',
+    summary: `one journal entry, every field (looked up among the newest ${MAX_LIMIT})`,
+    options: {},
+    optionsHelp: [],
+    id: true,
+    async run(client, id, _flags, format) {
+      // The daemon has no GET of one entry: the newest page of the journal is searched.
+      const reply = await client.get('/api/v1/actions', { limit: String(MAX_LIMIT) });
+      const row = rowsOf(reply.body).find((r) => String(r.id) === id);
+      if (!row)
+        throw new CliExit(
+          DAEMON_EXIT.refused,
+          `no journal entry ${id} among the newest ${MAX_LIMIT} (GET /api/v1/actions): it does not exist or is older`,
+        );
+      return render(format, { data: row, table: rowDetail(row as unknown as Record<string, unknown>) });
+    },
+  },
+  approve: {
+    synopsis: 'approve ID [--reason TEXT]',
+    summary: "approve another principal's request awaiting approval; it runs through the guards again",
+    options: reasonOption,
+    optionsHelp: ['--reason TEXT    why (journaled as approverReason, at most 200 characters)'],
+    id: true,
+    async run(client, id, flags, format) {
+      return said(format, (await client.post(`/api/v1/actions/${id}/approve`, reasonBody(flags))).body);
+    },
+  },
+  deny: {
+    synopsis: 'deny ID --reason TEXT',
+    summary: "deny another principal's request awaiting approval; nothing is sent",
+    options: reasonOption,
+    optionsHelp: ['--reason TEXT    why (required; journaled as approverReason, at most 200 characters)'],
+    id: true,
+    async run(client, id, flags, format) {
+      if (typeof flags.reason !== 'string') throw usageError('actions deny: --reason TEXT is required: say why');
+      const body = (await client.post(`/api/v1/actions/${id}/deny`, reasonBody(flags))).body;
+      return said(format, body);
+    },
+  },
+  withdraw: {
+    synopsis: 'withdraw ID [--reason TEXT]',
+    summary: 'withdraw your own request awaiting approval; nothing is sent',
+    options: reasonOption,
+    optionsHelp: ['--reason TEXT    why (at most 200 characters)'],
+    id: true,
+    async run(client, id, flags, format) {
+      return said(format, (await client.post(`/api/v1/actions/${id}/withdraw`, reasonBody(flags))).body);
+    },
+  },
+};
+
+/** `actions --help`. */
+export const ACTIONS_HELP = `Usage: baremetal-exporter actions <command> [options]
+
+The remediation journal and its approvals, through the daemon's HTTP API. Commands:
+${Object.values(SUBCOMMANDS)
+  .map((s) => `  ${s.synopsis}\n      ${s.summary}`)
+  .join('\n')}
+
+${DAEMON_OPTIONS_HELP}
+`;
+
+const subHelp = (s: Subcommand) =>
+  `Usage: baremetal-exporter actions ${s.synopsis}\n\n${s.summary}.\n${s.optionsHelp.length ? `\n${s.optionsHelp.map((l) => `  ${l}`).join('\n')}\n` : ''}\n${DAEMON_OPTIONS_HELP}\n`;
+
+/** The option names of `actions SUB` (completion). */
+export const actionsOptions = (sub: string): string[] =>
+  Object.keys({ ...DAEMON_OPTIONS, ...(SUBCOMMANDS[sub]?.options ?? {}) }).map((o) => `--${o}`);
+export const ACTIONS_SUBCOMMANDS = Object.keys(SUBCOMMANDS);
+/** Every option of `actions` that takes a value (completion). */
+export const ACTIONS_VALUE_OPTIONS = valueOptions(
+  Object.assign({}, DAEMON_OPTIONS, ...Object.values(SUBCOMMANDS).map((s) => s.options)),
+);
+
+/** Runs `actions …`; resolves with the exit code. */
+export async function runActions(
+  args: string[],
+  io: { stdout: Writable; stderr: Writable } = process,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
+  let format: OutputFormat | undefined;
+  return runDaemonCommand(
+    io,
+    async () => {
+      const [sub, ...rest] = args;
+      if (sub === undefined || sub === '--help' || sub === '-h' || sub === 'help') {
+        if (sub === undefined) throw usageError(`actions: expected a command: ${ACTIONS_SUBCOMMANDS.join(', ')}`);
+        return ACTIONS_HELP;
+      }
+      const command = SUBCOMMANDS[sub];
+      if (!command)
+        throw usageError(
+          `actions: unknown command ${JSON.stringify(sub)}; expected one of ${ACTIONS_SUBCOMMANDS.join(', ')}`,
+        );
+      const { values, positionals } = parseArgs({
+        args: rest,
+        options: { ...DAEMON_OPTIONS, ...command.options },
+        allowPositionals: true,
+        strict: true,
+      });
+      const flags = values as Flags;
+      if (flags.help) return subHelp(command);
+      format = outputOf(flags);
+      const expected = command.id ? 1 : 0;
+      if (positionals.length !== expected)
+        throw usageError(
+          `actions ${sub}: ${command.id ? 'expected one journal entry ID' : 'takes no arguments'} (usage: actions ${command.synopsis})`,
+        );
+      const id = positionals[0];
+      if (id !== undefined && !/^[1-9][0-9]{0,15}$/.test(id))
+        throw usageError(`actions ${sub}: ID must be a journal entry's number (got ${JSON.stringify(id)})`);
+      const client = new DaemonClient(flags, env);
+      try {
+        return await command.run(client, id, flags, format);
+      } finally {
+        await client.close();
+      }
+    },
+    () => format ?? 'table',
+  );
+}
