@@ -7,6 +7,7 @@
 import { STALE_AFTER_FIREWALL_PERIODS } from '../collectors/firewall.js';
 import type { RemediationSafety } from '../config/types.js';
 import { IdempotencyMismatchError } from '../errors.js';
+import type { CircuitState } from '../store/rows.js';
 import type { StateQueries } from '../store/store.js';
 import type { Decision } from '../store/decisions.js';
 import type { ActionRequest, TargetDirectory } from './types.js';
@@ -134,6 +135,25 @@ export function breakerLimit(safety: RemediationSafety, serversInScope: number):
   return Math.max(maxServers, Math.ceil(maxFraction * serversInScope));
 }
 
+const CLOSE = 'an operator closes it: POST /api/v1/remediation/circuit/close';
+
+/** The denial while `circuit` (the breaker of `account`) is open; undefined while it is closed. */
+function openBreaker(account: string, circuit: CircuitState): Denial | undefined {
+  if (circuit.openedAt === null) return undefined;
+  return {
+    decision: 'denied_circuit_open',
+    message: `the circuit breaker of account ${account} is open since ${iso(circuit.openedAt)} (${circuit.message ?? ''}); power actions are denied until ${CLOSE}`,
+  };
+}
+
+/**
+ * The breaker of `account` read, never opened: denied while it is open. What the `api` command checks before a
+ * power write (cli/api/power-guard.ts); the daemon's guard is checkCircuit, which also opens it.
+ */
+export async function checkCircuitOpen(q: StateQueries, account: string): Promise<Denial | undefined> {
+  return openBreaker(account, await q.circuit(account));
+}
+
 /**
  * The circuit breaker of `req.account`: denied while it is open; opened (and this request denied) when the
  * request would make more distinct servers with power requests (every decision but `duplicate`) within the
@@ -146,13 +166,9 @@ export async function checkCircuit(
   serversInScope: number,
   now: number,
 ): Promise<Denial | undefined> {
-  const close = 'an operator closes it: POST /api/v1/remediation/circuit/close';
   const circuit = await q.circuit(req.account);
-  if (circuit.openedAt !== null)
-    return {
-      decision: 'denied_circuit_open',
-      message: `the circuit breaker of account ${req.account} is open since ${iso(circuit.openedAt)} (${circuit.message ?? ''}); power actions are denied until ${close}`,
-    };
+  const open = openBreaker(req.account, circuit);
+  if (open) return open;
   // Requests made after the close count (a close is a new window), none made at or before it.
   const since = Math.max(now - safety.circuitBreaker.windowMs, (circuit.closedAt ?? -1) + 1);
   const servers = new Set(await q.powerServersSince(req.account, since));
@@ -164,7 +180,7 @@ export async function checkCircuit(
   await q.openCircuit(req.account, now, reason);
   return {
     decision: 'denied_circuit_open',
-    message: `the circuit breaker of account ${req.account} opened: ${reason}; power actions are denied until ${close}`,
+    message: `the circuit breaker of account ${req.account} opened: ${reason}; power actions are denied until ${CLOSE}`,
   };
 }
 
@@ -174,7 +190,7 @@ export async function checkCircuit(
  */
 export async function checkCap(
   q: StateQueries,
-  req: ActionRequest,
+  req: Pick<ActionRequest, 'account' | 'serverId'>,
   safety: RemediationSafety,
   now: number,
 ): Promise<Denial | undefined> {

@@ -52,6 +52,7 @@ export interface JournalEntry {
   alertStatus: 'firing' | 'resolved' | null;
   /**
    * an operator's power call past the attack guard (`"force": true`): its approval decides on it forced too;
+   * or an `api` power write with `--force` (source `cli`), sent even if the breaker was open or the cap reached;
    * false for every other row and for rows written before it was kept
    */
   forced: boolean;

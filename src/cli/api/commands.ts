@@ -24,6 +24,7 @@ import { usage } from './exit.js';
 import { FIREWALL_LEAVES } from './firewall-commands.js';
 import type { Leaf } from './leaf.js';
 import { keyValues, table } from './output.js';
+import { powerRefusal } from './power-guard.js';
 import { CANCELLATION, PROVISION } from './provisioning.js';
 import { runAction } from './write.js';
 
@@ -43,9 +44,10 @@ const serverJson = (s: ServerRecord) => ({
 const powerLeaf = (word: string, api: PowerAction, confirmWhat?: string): Leaf => ({
   path: ['power', word],
   args: ['SERVER_ID'],
-  options: [],
+  synopsis: '[--force]',
+  options: ['force'],
   write: true,
-  summary: `power ${word} a server${confirmWhat ? ' (asks for confirmation)' : ''}`,
+  summary: `power ${word} a server (${confirmWhat ? 'asks for confirmation; ' : ''}checks the breaker and the cap)`,
   example: `baremetal-exporter api power ${word} 100001${confirmWhat ? ' --yes' : ''}`,
   run: (ctx) => {
     const serverId = ctx.args[0]!;
@@ -53,6 +55,7 @@ const powerLeaf = (word: string, api: PowerAction, confirmWhat?: string): Leaf =
       action: api,
       serverId,
       call: (c) => power(c, api, serverId),
+      guard: (q, now) => powerRefusal(q, ctx.config.remediation.safety, ctx.account, serverId, now),
       ...(confirmWhat ? { confirm: `${confirmWhat} server ${serverId}` } : {}),
     });
   },

@@ -5,7 +5,7 @@
  */
 import type { Readable, Writable } from 'node:stream';
 import type { Config } from '../../config/types.js';
-import type { StateQueries } from '../../store/store.js';
+import type { StateStore } from '../../store/store.js';
 import type { UpstreamClient } from '../../upstream/client.js';
 import { usage } from './exit.js';
 import type { OutputFormat } from './output.js';
@@ -41,7 +41,7 @@ export interface CommandContext {
    * the daemon's journal, opened on first use: with `database.url` the shared PostgreSQL one (it must answer:
    * CliExit otherwise), else the SQLite journal when the config's state_dir holds one (the CLI never creates it)
    */
-  store: () => Promise<StateQueries | undefined>;
+  store: () => Promise<StateStore | undefined>;
 }
 
 /** The string value of option `name`, or undefined. */

@@ -5,7 +5,10 @@
  */
 import { ConfigError, InsecureUrlError, InvalidParameterError, JournalError, UpstreamError } from '../../errors.js';
 
-/** 0 success, 1 API or network error, 2 usage or validation error, 3 refused by a safety check. */
+/**
+ * 0 success, 1 API or network error, 2 usage or validation error, 3 refused by a safety check (no confirmation,
+ * the password's file, a power write while the breaker is open or the server's cap is reached).
+ */
 export const EXIT = { ok: 0, upstream: 1, usage: 2, refused: 3 } as const;
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 

@@ -65,6 +65,10 @@ export const OPTIONS: Record<string, OptionSpec> = {
     help: 'write the root password here (created 0600; an existing file is never overwritten)',
   },
   'show-password': { type: 'boolean', help: 'put the root password in the output even when stdout is not a terminal' },
+  force: {
+    type: 'boolean',
+    help: "power: send even while the account's circuit breaker is open or the server's cap is reached (journaled as forced)",
+  },
   wait: { type: 'boolean', help: 'inside the 2-minute window: wait until the next change is possible and retry once' },
 };
 const COMMON = ['config.file', 'account', 'output', 'help'];

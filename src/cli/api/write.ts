@@ -1,16 +1,19 @@
 /**
  * The one path every write takes: validate by planning the request (dry-run client), print it and stop
- * for `--dry-run`, run checks that need the API (reads), ask for confirmation, then send — journaled as a
- * `cli` action when the daemon's journal is there, so its budget and cooldowns see it. The outcome is what
- * the API said: a reply with `success: false` is a failure.
+ * for `--dry-run`, run checks that need the API (reads), check the daemon's shared state (a power write: the
+ * breaker and the cap; refused unless `--force`), ask for confirmation, then send — journaled as a `cli` action
+ * when the daemon's journal is there, so its budget and cooldowns see it. The outcome is what the API said: a
+ * reply with `success: false` is a failure.
  */
 import { userInfo } from 'node:os';
 import { failureDecision, failureOutcome } from '../../remediation/outcome.js';
+import type { StateQueries } from '../../store/store.js';
 import type { UpstreamClient } from '../../upstream/client.js';
 import type { ActionResult } from '../../upstream/decode.js';
 import { confirm } from './confirm.js';
 import { flag, type CommandContext } from './context.js';
 import { plan, type PlannedRequest } from './dry-run.js';
+import { refused } from './exit.js';
 import { keyValues, type Rendered } from './output.js';
 
 export interface WriteAction<T> {
@@ -28,6 +31,12 @@ export interface WriteAction<T> {
   validate?: () => void;
   /** checks after validation and before confirmation; not run for --dry-run (it sends nothing) */
   before?: () => Promise<void>;
+  /**
+   * the daemon's shared state this write must pass (power: power-guard.ts): why it must not be sent, or
+   * undefined. Checked before confirmation and again in the transaction that journals the row; a refusal exits 3
+   * unless `--force` (the row then `forced`). Without a journal there is no state to read: not checked.
+   */
+  guard?: (q: StateQueries, now: number) => Promise<string | undefined>;
   /** wraps the journaled send (the firewall window's wait-and-retry) */
   around?: (send: () => Promise<T>) => Promise<T>;
 }
@@ -48,6 +57,7 @@ export async function runWrite<T>(ctx: CommandContext, write: WriteAction<T>): P
   write.validate?.();
   if (flag(ctx, 'dry-run')) return { planned };
   await write.before?.();
+  if (write.guard !== undefined) await checkGuard(ctx, write, await ctx.store());
   if (write.confirm !== undefined) {
     await confirm({
       what: write.confirm,
@@ -74,12 +84,29 @@ export function cliPrincipal(): string {
   }
 }
 
+/**
+ * Runs `write.guard` on `q` (the journal, or the transaction that journals the row): a refusal throws CliExit
+ * (exit 3) unless `--force`, which gets back the refusal it goes past.
+ */
+async function checkGuard<T>(
+  ctx: CommandContext,
+  write: WriteAction<T>,
+  q: StateQueries | undefined,
+): Promise<string | undefined> {
+  if (write.guard === undefined || q === undefined) return undefined;
+  const refusal = await write.guard(q, ctx.io.now());
+  if (refusal === undefined || flag(ctx, 'force')) return refusal;
+  throw refused(`${write.action} ${write.serverId} refused: ${refusal}; --force sends it anyway (journaled as forced)`);
+}
+
 async function journaled<T>(ctx: CommandContext, write: WriteAction<T>, _operation: string): Promise<T> {
   const store = await ctx.store();
-  const id = await store?.insert({
+  const forced = write.guard !== undefined && flag(ctx, 'force');
+  let past: string | undefined;
+  const row = () => ({
     account: ctx.account,
     createdAt: ctx.io.now(),
-    source: 'cli',
+    source: 'cli' as const,
     action: write.action,
     serverId: write.serverId,
     ip: write.ip ?? null,
@@ -87,9 +114,24 @@ async function journaled<T>(ctx: CommandContext, write: WriteAction<T>, _operati
     alertname: null,
     fingerprint: null,
     startsAt: null,
-    decision: 'executing',
+    decision: 'executing' as const,
     principal: cliPrincipal(),
+    forced,
   });
+  // A guarded write is checked and journaled in one transaction, as the daemon decides: no other decision of
+  // the account comes between the check and the row that counts toward the next one.
+  const id =
+    store === undefined
+      ? undefined
+      : write.guard === undefined
+        ? await store.insert(row())
+        : await store.transaction(ctx.account, async (tx) => {
+            past = await checkGuard(ctx, write, tx);
+            return tx.insert(row());
+          });
+  const note = (message: string | null) =>
+    past === undefined ? message : `forced (--force) past: ${past}; ${message ?? ''}`;
+  if (past !== undefined) ctx.io.stderr.write(`baremetal-exporter api: warning: sent with --force past: ${past}\n`);
   try {
     const result = await write.call(ctx.client);
     // The action functions throw unless the API confirmed the action (decodeActionResult).
@@ -98,7 +140,7 @@ async function journaled<T>(ctx: CommandContext, write: WriteAction<T>, _operati
       await store!.complete(id, {
         decision: 'executed',
         upstreamOutcome: 'success',
-        message: typeof action?.message === 'string' ? action.message : null,
+        message: note(typeof action?.message === 'string' ? action.message : null),
         at: ctx.io.now(),
       });
     return result;
@@ -107,7 +149,7 @@ async function journaled<T>(ctx: CommandContext, write: WriteAction<T>, _operati
       await store!.complete(id, {
         decision: failureDecision(error),
         upstreamOutcome: failureOutcome(error),
-        message: (error as Error).message,
+        message: note((error as Error).message),
         at: ctx.io.now(),
       });
     throw error;

@@ -1,9 +1,12 @@
 /** The attack guard and the breaker's limit as pure functions: each case with its exact decision and message. */
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_SAFETY } from '../../../src/config/types.js';
-import { breakerLimit, checkAttack } from '../../../src/remediation/guards.js';
+import { breakerLimit, checkAttack, checkCircuitOpen } from '../../../src/remediation/guards.js';
+import { Journal } from '../../../src/store/sqlite/journal.js';
+import { sqliteStore } from '../../../src/store/sqlite/store.js';
 import type { AttackState, TargetDirectory } from '../../../src/remediation/types.js';
 import { powerRequest } from '../../helpers/remediation.js';
+import { tempDir } from '../../helpers/tmp.js';
 
 const NOW = Date.UTC(2026, 10, 21, 12);
 const MIN = 60_000;
@@ -73,5 +76,36 @@ describe('breakerLimit', () => {
     { servers: 10_000, limit: 100 },
   ])('$servers servers in scope: $limit', ({ servers, limit }) => {
     expect(breakerLimit(DEFAULT_SAFETY, servers)).toBe(limit);
+  });
+});
+
+describe('checkCircuitOpen (what the api command checks)', () => {
+  it('denies while the breaker is open, naming since when, and never opens it', async () => {
+    const store = sqliteStore(Journal.open(':memory:'), ':memory:', tempDir());
+    // More servers with power requests than the breaker allows: checkCircuit would open it, this only reads.
+    for (const serverId of ['1', '2', '3', '4', '5'])
+      await store.insert({
+        account: 'a',
+        createdAt: NOW,
+        source: 'cli',
+        action: 'powercycle',
+        serverId,
+        ip: null,
+        value: null,
+        alertname: null,
+        fingerprint: null,
+        startsAt: null,
+        decision: 'executed',
+        principal: 'cli:root',
+      });
+    expect(await checkCircuitOpen(store, 'a')).toBeUndefined();
+    expect((await store.circuit('a')).openedAt).toBeNull();
+    await store.openCircuit('a', NOW, 'too many');
+    expect(await checkCircuitOpen(store, 'a')).toEqual({
+      decision: 'denied_circuit_open',
+      message: `the circuit breaker of account a is open since ${new Date(NOW).toISOString()} (too many); power actions are denied until an operator closes it: POST /api/v1/remediation/circuit/close`,
+    });
+    expect(await checkCircuitOpen(store, 'b')).toBeUndefined();
+    await store.close();
   });
 });
