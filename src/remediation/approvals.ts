@@ -33,6 +33,12 @@ export interface ApprovalDeps {
   now: () => number;
   /** decides on a request (the engine's `request`): the approved execution goes through every guard again */
   request: (req: ActionRequest) => Promise<ActionDecision>;
+  /** closes the breaker, as `principal` asked and `approval.by` approved (operator.ts `closeCircuit`) */
+  closeCircuit: (
+    principal: string,
+    reason: string | undefined,
+    approval: { by: string; at: number },
+  ) => Promise<ActionDecision>;
   /** counts a settled row (metrics, gauges) */
   record: (action: string, result: ActionDecision) => Promise<ActionDecision>;
 }
@@ -53,6 +59,7 @@ export class Approvals {
    */
   async approve(row: JournalEntry, approver: string, reason?: string): Promise<ApprovalResult> {
     const at = this.#deps.now();
+    if (row.action === 'circuit_close') return this.#approveClose(row, approver, at, reason);
     // Made before settling: a row that cannot be run as it was made stays awaiting (a 409, nothing settled).
     const req = makeRequest({ kind: 'approval', row, approver, at, ...(reason !== undefined ? { reason } : {}) });
     const changed = ruleChange(row, this.#deps.config.rules);
@@ -78,6 +85,24 @@ export class Approvals {
       'remediation request approved',
     );
     return changed ? { ...result, ruleChanged: changed } : result;
+  }
+
+  /** An approved close of the breaker (operator.ts `askCircuitClose`): settled, then closed as it was asked. */
+  async #approveClose(row: JournalEntry, approver: string, at: number, reason?: string): Promise<ApprovalResult> {
+    const why = reason !== undefined ? { reason } : {};
+    await this.#settle(row, { decision: 'approved', approver, ...why, at, message: `approved by ${approver}` });
+    const closed = await this.#deps.closeCircuit(row.principal ?? approver, row.reason ?? undefined, {
+      by: approver,
+      at,
+    });
+    const message = `approved by ${approver}; the circuit breaker is closed (journal entry ${closed.id})`;
+    await this.#deps.store.complete(row.id, { decision: 'approved', message, at });
+    await this.#deps.record(row.action, { id: row.id, decision: 'approved', message });
+    this.#deps.logger.info(
+      { journal_id: row.id, action: row.action, principal: row.principal, approver, execution: closed.id },
+      'remediation request approved',
+    );
+    return closed;
   }
 
   /** `approver` denies `row`, with an optional reason (journaled `approverReason`). Throws ConflictError, JournalError. */

@@ -29,7 +29,7 @@ import { DesiredFirewallState } from './desired-firewall.js';
 import { execute, send } from './execute.js';
 import { RemediationGauges } from './gauges.js';
 import { Housekeeping } from './housekeeping.js';
-import { closeCircuit, type OperatorDeps, readConsole } from './operator.js';
+import { askCircuitClose, closeCircuit, type OperatorDeps, readConsole } from './operator.js';
 import type { ActionDecision, ActionRequest, TargetDirectory } from './types.js';
 
 export interface EngineDeps {
@@ -97,6 +97,7 @@ export class RemediationEngine {
       ...deps,
       now: this.#now,
       request: (req) => this.request(req),
+      closeCircuit: (principal, reason, approval) => closeCircuit(this.#actionDeps(), principal, reason, approval),
       record: (action, result) => this.#record(action, result),
     });
     const { store, logger } = deps;
@@ -181,11 +182,23 @@ export class RemediationEngine {
   /**
    * Closes the account's circuit breaker (an operator's call), journaled (source `operator`, action
    * `circuit_close`, decision `circuit_closed`) under `principal`, the closing operator's principal name (and
-   * `reason` when given); servers counted before no longer count. Throws JournalError.
+   * `reason` when given); servers counted before no longer count. With `requireApproval` (the principal's
+   * `require_approval`) nothing closes yet: the close awaits another operator's approval (`awaiting_approval`).
+   * Throws JournalError.
    */
-  async closeCircuit(principal: string, reason?: string): Promise<ActionDecision & { wasOpen: boolean }> {
+  async closeCircuit(
+    principal: string,
+    reason?: string,
+    requireApproval = false,
+  ): Promise<ActionDecision & { wasOpen: boolean }> {
     this.#requireUsable();
     await this.ready;
+    if (requireApproval)
+      return askCircuitClose(
+        { ...this.#actionDeps(), approvalTimeoutMs: this.#deps.config.approvalTimeoutMs },
+        principal,
+        reason,
+      );
     return closeCircuit(this.#actionDeps(), principal, reason);
   }
 

@@ -18,11 +18,16 @@ export interface OperatorDeps extends ExecuteDeps {
   targets: TargetDirectory;
 }
 
-/** Closes the account's circuit breaker under `principal` (engine.ts `closeCircuit`). Throws JournalError. */
+/**
+ * Closes the account's circuit breaker under `principal` (engine.ts `closeCircuit`); `approval` names the
+ * second operator who approved a close asked for by a principal with `require_approval` (its row says so).
+ * Throws JournalError.
+ */
 export async function closeCircuit(
   deps: OperatorDeps,
   principal: string,
   reason?: string,
+  approval?: { by: string; at: number },
 ): Promise<ActionDecision & { wasOpen: boolean }> {
   const { account, store } = deps;
   const now = deps.now();
@@ -43,15 +48,52 @@ export async function closeCircuit(
       fingerprint: null,
       startsAt: null,
       decision: 'circuit_closed',
-      message,
+      message: approval ? `${message}; approved by ${approval.by}` : message,
       principal,
       reason: reason ?? null,
+      ...(approval ? { approver: approval.by, approvedAt: approval.at } : {}),
     });
     return { id, decision: 'circuit_closed' as const, message, wasOpen };
   });
   deps.logger.warn({ was_open: closed.wasOpen, journal_id: closed.id, principal }, closed.message);
   await deps.record('circuit_close', closed);
   return closed;
+}
+
+/**
+ * A close of the breaker asked for by a principal with `require_approval`: journaled `awaiting_approval`
+ * (action `circuit_close`), the breaker left as it is until another operator approves it (approvals.ts), denies
+ * it, or it expires after `remediation.approval_timeout` — the riskiest override gets a second person like
+ * any action. Throws JournalError.
+ */
+export async function askCircuitClose(
+  deps: OperatorDeps & { approvalTimeoutMs: number },
+  principal: string,
+  reason?: string,
+): Promise<ActionDecision & { wasOpen: boolean }> {
+  const { account, store } = deps;
+  const now = deps.now();
+  const wasOpen = (await store.circuit(account)).openedAt !== null;
+  const message = `awaiting approval by an operator other than ${principal} until ${new Date(now + deps.approvalTimeoutMs).toISOString()}; the circuit breaker stays as it is`;
+  const id = await store.insert({
+    account,
+    createdAt: now,
+    source: 'operator',
+    action: 'circuit_close',
+    serverId: '',
+    ip: null,
+    value: null,
+    alertname: null,
+    fingerprint: null,
+    startsAt: null,
+    decision: 'awaiting_approval',
+    message,
+    principal,
+    reason: reason ?? null,
+  });
+  const asked = { id, decision: 'awaiting_approval' as const, message, wasOpen };
+  await deps.record('circuit_close', asked);
+  return asked;
 }
 
 /** The console descriptor of `serverId`, journaled (engine.ts `console`). Throws JournalError, NotFoundError, UpstreamError. */

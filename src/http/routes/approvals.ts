@@ -23,7 +23,7 @@ import { GUARD_DENIALS, SENT } from '../../store/decisions.js';
 import type { JournalEntry } from '../../store/rows.js';
 import type { StateStore } from '../../store/store.js';
 import type { PrincipalAction } from '../../config/schema.js';
-import { callerOf, requireScope, routeRole } from '../principals.js';
+import { callerOf, requireAccount, requireScope, routeRole } from '../principals.js';
 import { engineOf } from './actions.js';
 
 const params = { type: 'object', properties: { id: { type: 'string', pattern: '^[1-9][0-9]{0,15}$' } } } as const;
@@ -41,7 +41,9 @@ export function approvalRoutes(
     const row: JournalEntry | undefined = await deps.store.get(Number(request.params.id));
     if (!row) throw new NotFoundError(`no journal entry ${request.params.id}`);
     const { engine } = engineOf(deps.engines, row.account, 'params/id');
-    requireScope(approver, row.account, row.action as PrincipalAction);
+    // A close of the breaker is no action of an operator's `actions`: its account is what bounds it.
+    if (row.action === 'circuit_close') requireAccount(approver, row.account);
+    else requireScope(approver, row.account, row.action as PrincipalAction);
     if (row.principal === approver.name)
       throw new ForbiddenError(
         `principal ${approver.name} asked for journal entry ${row.id}: another operator must approve or deny it`,
@@ -76,7 +78,9 @@ export function approvalRoutes(
     }
     const message = sent
       ? `approved by ${approver}; sent as journal entry ${execution.id}: ${execution.decision}`
-      : `approved by ${approver}; nothing sent: journal entry ${execution.id} is ${execution.decision} (${execution.message})`;
+      : execution.decision === 'circuit_closed'
+        ? `approved by ${approver}; the circuit breaker is closed (journal entry ${execution.id})`
+        : `approved by ${approver}; nothing sent: journal entry ${execution.id} is ${execution.decision} (${execution.message})`;
     return { ...answer, message };
   });
   app.post<Route>('/api/v1/actions/:id/deny', options, async (request) => {

@@ -2,7 +2,8 @@
  * `POST /api/v1/remediation/circuit/close` with `{"account": "…"}` (left out with one account): closes the
  * account's circuit breaker (remediation.safety.circuit_breaker), journaled under the closing operator's
  * principal (with the optional `"reason"`); power actions are allowed again and the breaker counts servers from
- * now on. Behind `remediation.auth` like every remediation endpoint, for the operator role (principals.ts
+ * now on. A principal with `require_approval` asks instead: the close awaits another operator's approval
+ * (`awaiting_approval`, approvals.ts). Behind `remediation.auth` like every remediation endpoint, for the operator role (principals.ts
  * its route's role) within its `accounts` (else 403); 400 for an unknown account, 503 while the journal is unavailable.
  */
 import type { FastifyInstance } from 'fastify';
@@ -25,7 +26,7 @@ export function circuitRoutes(app: FastifyInstance, deps: { engines: ReadonlyMap
       const { account, entry: engine } = configuredAccount(deps.engines, request.body.account, 'body/account');
       const principal = callerOf(request);
       requireAccount(principal, account);
-      const closed = await engine.closeCircuit(principal.name, request.body.reason);
+      const closed = await engine.closeCircuit(principal.name, request.body.reason, principal.requireApproval === true);
       return { account, id: closed.id, decision: closed.decision, message: closed.message, was_open: closed.wasOpen };
     },
   );
