@@ -8,7 +8,7 @@
  */
 import type { Logger } from 'pino';
 import type { Config } from '../config/types.js';
-import { labelsJson, type NewEntry } from '../store/rows.js';
+import { journalRow, labelsJson, type NewEntry } from '../store/rows.js';
 import type { StateQueries } from '../store/store.js';
 import type { Decision } from '../store/decisions.js';
 import type { Decided, DecideFn, DesiredFirewallState } from './desired-firewall.js';
@@ -54,7 +54,7 @@ export interface Pending {
 /** Builds the journal row (decision `executing`) and the rest of what deciding `req` at `now` (ms) needs. */
 export function pending(req: ActionRequest, account: string, config: Config['remediation'], now: number): Pending {
   const forced = req.force === true && POWER_ACTIONS.has(req.action);
-  const entry: NewEntry = {
+  const entry = journalRow({
     account,
     createdAt: now,
     source: req.source,
@@ -80,7 +80,7 @@ export function pending(req: ActionRequest, account: string, config: Config['rem
     cooldownMs: req.cooldownMs,
     holdMs: req.holdMs ?? null,
     requireOwnedIp: req.requireOwnedIp,
-  };
+  });
   return {
     req,
     now,

@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/types.js';
 import type { Metrics } from '../metrics/definitions.js';
-import type { DesiredFirewall, NewEntry } from '../store/rows.js';
+import { type DesiredFirewall, journalRow, type NewEntry } from '../store/rows.js';
 import type { StateStore } from '../store/store.js';
 import type { ActionDecision } from './types.js';
 
@@ -69,7 +69,7 @@ const ORIGIN_ROWS = 200;
  * the request that set the desired state.
  */
 export function pendingEntry(d: DesiredFirewall, now: number): NewEntry {
-  return {
+  return journalRow({
     account: d.account,
     createdAt: now,
     source: 'pending',
@@ -77,10 +77,7 @@ export function pendingEntry(d: DesiredFirewall, now: number): NewEntry {
     serverId: d.serverId,
     ip: d.ip,
     value: d.desiredState,
-    alertname: null,
-    fingerprint: null,
-    startsAt: null,
     decision: 'executing',
     principal: d.principal,
-  };
+  });
 }

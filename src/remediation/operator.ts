@@ -4,7 +4,7 @@
  * `console` check that the engine is usable and call these.
  */
 import { NotFoundError } from '../errors.js';
-import type { NewEntry } from '../store/rows.js';
+import { journalRow } from '../store/rows.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { getConsole } from '../upstream/dedicated.js';
 import type { ExecuteDeps } from './execute.js';
@@ -37,20 +37,8 @@ export async function closeCircuit(
       ? 'circuit breaker closed by an operator: power actions are allowed again, counted from now'
       : 'circuit breaker was not open; its window starts again from now';
     const id = await tx.insert({
-      account,
-      createdAt: now,
-      source: 'operator',
-      action: 'circuit_close',
-      serverId: '',
-      ip: null,
-      value: null,
-      alertname: null,
-      fingerprint: null,
-      startsAt: null,
-      decision: 'circuit_closed',
+      ...circuitRow(account, now, principal, reason, 'circuit_closed'),
       message: approval ? `${message}; approved by ${approval.by}` : message,
-      principal,
-      reason: reason ?? null,
       ...(approval ? { approver: approval.by, approvedAt: approval.at } : {}),
     });
     return { id, decision: 'circuit_closed' as const, message, wasOpen };
@@ -59,6 +47,25 @@ export async function closeCircuit(
   await deps.record('circuit_close', closed);
   return closed;
 }
+
+/** The row of a close of the breaker (action `circuit_close`, no server) asked for by `principal`. */
+const circuitRow = (
+  account: string,
+  now: number,
+  principal: string,
+  reason: string | undefined,
+  decision: 'circuit_closed' | 'awaiting_approval',
+) =>
+  journalRow({
+    account,
+    createdAt: now,
+    source: 'operator',
+    action: 'circuit_close',
+    serverId: '',
+    decision,
+    principal,
+    reason: reason ?? null,
+  });
 
 /**
  * A close of the breaker asked for by a principal with `require_approval`: journaled `awaiting_approval`
@@ -75,22 +82,7 @@ export async function askCircuitClose(
   const now = deps.now();
   const wasOpen = (await store.circuit(account)).openedAt !== null;
   const message = `awaiting approval by an operator other than ${principal} until ${new Date(now + deps.approvalTimeoutMs).toISOString()}; the circuit breaker stays as it is`;
-  const id = await store.insert({
-    account,
-    createdAt: now,
-    source: 'operator',
-    action: 'circuit_close',
-    serverId: '',
-    ip: null,
-    value: null,
-    alertname: null,
-    fingerprint: null,
-    startsAt: null,
-    decision: 'awaiting_approval',
-    message,
-    principal,
-    reason: reason ?? null,
-  });
+  const id = await store.insert({ ...circuitRow(account, now, principal, reason, 'awaiting_approval'), message });
   const asked = { id, decision: 'awaiting_approval' as const, message, wasOpen };
   await deps.record('circuit_close', asked);
   return asked;
@@ -100,20 +92,15 @@ export async function askCircuitClose(
 export async function readConsole(deps: OperatorDeps, serverId: string, principal: string): Promise<string> {
   const { account, store, targets } = deps;
   const now = deps.now();
-  const entry: NewEntry = {
+  const entry = journalRow({
     account,
     createdAt: now,
     source: 'operator',
     action: 'console',
     serverId,
-    ip: null,
-    value: null,
-    alertname: null,
-    fingerprint: null,
-    startsAt: null,
     decision: 'executing',
     principal,
-  };
+  });
   if (!targets.hasServer(serverId)) {
     const message = `server ${serverId} is not in the latest server list`;
     const id = await store.insert({ ...entry, decision: 'denied_unknown_target', message });

@@ -101,6 +101,22 @@ export type NewEntry = Omit<
   forced?: boolean;
 } & Partial<Pick<JournalEntry, (typeof RECORDED_FIELDS)[number]>>;
 
+/** What a row must say; the alert's identity, IP and value default to none (an operator's or the CLI's row). */
+export type RowFields = Pick<
+  NewEntry,
+  'account' | 'createdAt' | 'source' | 'action' | 'serverId' | 'decision' | 'principal'
+> &
+  Partial<NewEntry>;
+
+/**
+ * A journal row, the one way one is assembled (remediation's requests, the operator's own actions, desired
+ * firewall changes, the `api` command): `fields` over "none" for what the source has not (IP, value, the
+ * alert's name, fingerprint and start).
+ */
+export function journalRow(fields: RowFields): NewEntry {
+  return { ip: null, value: null, alertname: null, fingerprint: null, startsAt: null, ...fields };
+}
+
 /** How an `awaiting_approval` row is settled: approved, denied, expired or withdrawn, by whom, why and when (ms). */
 export interface ApprovalSettlement {
   decision: 'approved' | 'denied_by_approver' | 'expired' | 'withdrawn';

@@ -7,6 +7,7 @@
  */
 import { userInfo } from 'node:os';
 import { failureDecision, failureOutcome } from '../../remediation/outcome.js';
+import { journalRow } from '../../store/rows.js';
 import type { StateQueries } from '../../store/store.js';
 import type { UpstreamClient } from '../../upstream/client.js';
 import type { ActionResult } from '../../upstream/decode.js';
@@ -103,21 +104,19 @@ async function journaled<T>(ctx: CommandContext, write: WriteAction<T>, _operati
   const store = await ctx.store();
   const forced = write.guard !== undefined && flag(ctx, 'force');
   let past: string | undefined;
-  const row = () => ({
-    account: ctx.account,
-    createdAt: ctx.io.now(),
-    source: 'cli' as const,
-    action: write.action,
-    serverId: write.serverId,
-    ip: write.ip ?? null,
-    value: write.value ?? null,
-    alertname: null,
-    fingerprint: null,
-    startsAt: null,
-    decision: 'executing' as const,
-    principal: cliPrincipal(),
-    forced,
-  });
+  const row = () =>
+    journalRow({
+      account: ctx.account,
+      createdAt: ctx.io.now(),
+      source: 'cli',
+      action: write.action,
+      serverId: write.serverId,
+      ip: write.ip ?? null,
+      value: write.value ?? null,
+      decision: 'executing',
+      principal: cliPrincipal(),
+      forced,
+    });
   // A guarded write is checked and journaled in one transaction, as the daemon decides: no other decision of
   // the account comes between the check and the row that counts toward the next one.
   const id =
