@@ -50,6 +50,34 @@ describe('scrubber', () => {
     expect(cut).not.toContain(KEY.slice(0, 5));
   });
 
+  // The scrubber looks for where a secret's first two characters are spelled, then tries each secret there,
+  // longest first (issue 43): what one alternation of all of them would replace.
+  it.each([
+    {
+      name: 'a longer secret holding a shorter one',
+      secrets: ['abc', 'abcdef'],
+      text: 'x abcdef y',
+      out: `x ${REDACTED} y`,
+    },
+    { name: 'a one-character secret', secrets: ['Q'], text: 'aqb', out: `a${REDACTED}b` },
+    { name: 'a secret twice, back to back', secrets: ['abc'], text: 'abcABC', out: `${REDACTED}${REDACTED}` },
+    { name: 'a start that is no match, then a match', secrets: ['abc'], text: 'ab abx abc', out: `ab abx ${REDACTED}` },
+    {
+      name: 'two secrets starting alike',
+      secrets: ['abc1', 'abd2'],
+      text: 'abd2 abc1',
+      out: `${REDACTED} ${REDACTED}`,
+    },
+    {
+      name: 'a secret whose first characters are escaped, in JSON',
+      secrets: ['abc'],
+      text: '"\\u0061\\u0062c"',
+      out: `"${REDACTED}"`,
+    },
+  ])('replaces $name', ({ secrets, text, out }) => {
+    expect(createScrubber(secrets)(text)).toBe(out);
+  });
+
   it('ignores empty secrets', () => {
     expect(createScrubber(['', ''])('text')).toBe('text');
   });
