@@ -136,7 +136,8 @@ function liftedAll(texts: Array<[text: string, after: string]>): string {
  */
 function characterSpellings(char: string): string[] {
   const spellings = new Set<string>();
-  for (const variant of caseVariants(char)) {
+  // Every case variant, even one of another length ('ß' → 'SS'), unlike a code unit's (rawUnit).
+  for (const variant of new Set([char, char.toLowerCase(), char.toUpperCase()])) {
     spellings.add(variant);
     spellings.add([...Buffer.from(variant, 'utf8')].map((byte) => `%${hex(byte, 2)}`).join(''));
     spellings.add(Array.from({ length: variant.length }, (_, i) => `\\u${hex(variant.charCodeAt(i), 4)}`).join(''));

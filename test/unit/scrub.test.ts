@@ -63,6 +63,12 @@ describe('scrubber', () => {
     { name: 'a secret twice, back to back', secrets: ['abc'], text: 'abcABC', out: `${REDACTED}${REDACTED}` },
     { name: 'a start that is no match, then a match', secrets: ['abc'], text: 'ab abx abc', out: `ab abx ${REDACTED}` },
     {
+      name: 'a secret upper-cased to another length (ß → SS)',
+      secrets: ['straße-0'],
+      text: 'STRASSE-0',
+      out: REDACTED,
+    },
+    {
       name: 'two secrets starting alike',
       secrets: ['abc1', 'abd2'],
       text: 'abd2 abc1',
