@@ -65,15 +65,19 @@ const anyOf = (alternatives: string[]) =>
 
 /**
  * How one UTF-16 code unit of a decoded text can stand in raw JSON text, in each case: itself (`plain`, never
- * a backslash), or after a backslash (`escaped`: `u0041`, `/`, `n`; empty for the backslash itself), each a
- * regular expression. Kept apart so that the alternatives starting with a backslash are grouped behind one.
+ * a backslash), or after a backslash (`escaped`: `u0041`, `/`, `n`), each a regular expression. Kept apart so
+ * that the alternatives starting with a backslash are grouped behind one. A backslash stands for itself
+ * (`escaped` empty) only when `alone`: a secret's own backslash, in text that is not JSON. The backslash of
+ * an escape spelling (`\u0041`, `\/`, `\n`) written as it is reads as that escape's character, which is
+ * matched as such.
  */
-function rawUnit(unit: string): { plain: string[]; escaped: string[] } {
+function rawUnit(unit: string, alone = false): { plain: string[]; escaped: string[] } {
   const plain = new Set<string>();
   const escaped = new Set<string>();
   for (const variant of caseVariants(unit)) {
-    if (variant === '\\') escaped.add('');
-    else plain.add(escapeRegExp(variant));
+    if (variant === '\\') {
+      if (alone) escaped.add('');
+    } else plain.add(escapeRegExp(variant));
     escaped.add(`u${hex(variant.charCodeAt(0), 4)}`);
     const letter = JSON_ESCAPES[variant];
     if (letter !== undefined) escaped.add(escapeRegExp(letter));
@@ -117,7 +121,7 @@ function liftedAll(texts: Array<[text: string, after: string]>): string {
   const escaped = new Map<string, Set<string>>();
   const unicode = new Map<string, Set<string>>();
   for (const [text, after] of texts) {
-    const first = rawUnit(text[0]!);
+    const first = rawUnit(text[0]!, text === '\\');
     const rest = lifted(text.slice(1)) + after;
     for (const p of first.plain) addTo(plain, p, rest);
     for (const e of first.escaped)
@@ -165,29 +169,64 @@ const characterPattern = (char: string, after = '') =>
 /** Line breaks between two characters, as a pattern. */
 const BREAK_PATTERN = `${liftedAll(BREAKS.map((b): [string, string] => [b, '']))}*`;
 
+/** What the raw spelling of `char` may begin with: its case variants, `%`, or a backslash (regular expressions). */
+function firstRawUnits(char: string): string[] {
+  const units = new Set<string>();
+  for (const spelling of characterSpellings(char)) {
+    const { plain, escaped } = rawUnit(spelling[0]!);
+    for (const p of plain) units.add(p);
+    if (escaped.length > 0) units.add('\\\\');
+  }
+  return [...units];
+}
+
 /**
- * Where a match of one of `secrets` may start: the spellings of a secret's first two characters (line breaks
- * between them), behind a lookahead for the first raw code unit of any secret's first character, all secrets'
- * in one group. Most positions, and most backslashes of a reply dense with JSON escapes, fail that lookahead
- * after a character or two, before the secrets are tried one by one.
+ * Where a match of one of `secrets` may start: a spelling of a secret's first character, line breaks, then
+ * what a spelling of its second character begins with; the secrets grouped by their first character, behind a
+ * lookahead for the first raw code unit of any of them. Most positions, and most backslashes of a reply dense
+ * with JSON escapes, fail that lookahead after a character or two. About 1 KB a first character: the 20 KB V8
+ * optimizes hold the keys, tokens and passwords of many accounts.
  */
 function startsPattern(secrets: string[]): string {
-  const firsts = secrets.flatMap((secret) =>
-    characterSpellings([...secret][0]!).map((spelling): [string, string] => [spelling, '']),
+  const seconds = new Map<string, Set<string>>();
+  for (const secret of secrets) {
+    const [first, second] = [...secret];
+    const group = seconds.get(characterPattern(first!)) ?? new Set<string>();
+    for (const unit of second === undefined ? [''] : firstRawUnits(second)) group.add(unit);
+    seconds.set(characterPattern(first!), group);
+  }
+  const starts = [...seconds].map(([first, next]) =>
+    next.has('') ? first : `${first}${BREAK_PATTERN}${anyOf([...next])}`,
   );
-  const starts = new Set(
-    secrets.map((secret) => {
-      const [first, second] = [...secret];
-      return characterPattern(first!) + (second === undefined ? '' : BREAK_PATTERN + characterPattern(second));
-    }),
-  );
-  return `(?=${liftedAll(firsts)})(?:${[...starts].join('|')})`;
+  return `(?=${firstUnitGate(secrets)})${anyOf(starts)}`;
+}
+
+/**
+ * The first raw code unit of a spelling of any secret's first character, and after a backslash the escape it
+ * begins (`u0061`, `u0025`, `/`), as a pattern for the lookahead of startsPattern.
+ */
+function firstUnitGate(secrets: string[]): string {
+  const plain = new Set<string>();
+  const escaped = new Set<string>();
+  const unicode = new Set<string>();
+  for (const secret of secrets)
+    for (const spelling of characterSpellings([...secret][0]!)) {
+      const first = rawUnit(spelling[0]!, spelling === '\\');
+      for (const p of first.plain) plain.add(p);
+      for (const e of first.escaped)
+        if (e.startsWith('u00')) unicode.add(e.slice(3));
+        else escaped.add(e);
+    }
+  // A secret starting with a backslash: a backslash alone may begin it.
+  if (escaped.has('')) return anyOf([...plain, '\\\\']);
+  const afterBackslash = [...escaped, ...(unicode.size > 0 ? [`u00${anyOf([...unicode])}`] : [])];
+  return anyOf([...plain, `\\\\${anyOf(afterBackslash)}`]);
 }
 
 /**
  * Builds a Scrubber for `secrets` (empty strings are ignored). Each match, in whatever spelling, becomes
- * REDACTED. One pass over the text: a small pattern finds where a secret's first two characters are spelled
- * (with line breaks between them), and only there each secret's whole pattern is tried, longest secret first —
+ * REDACTED. One pass over the text: a small pattern finds where a secret may start (startsPattern), and only
+ * there each secret's whole pattern is tried, longest secret first —
  * the leftmost match wins, as with one alternation of all of them. V8 stops optimizing a regular expression of
  * more than 20 KB, which the lifted spellings of two secrets exceed: one pattern of them all made the scrub of
  * a 2 MiB reply dense with JSON escapes four times slower. No pattern has nested repetition: linear.

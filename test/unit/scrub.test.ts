@@ -62,6 +62,8 @@ describe('scrubber', () => {
     { name: 'a one-character secret', secrets: ['Q'], text: 'aqb', out: `a${REDACTED}b` },
     { name: 'a secret twice, back to back', secrets: ['abc'], text: 'abcABC', out: `${REDACTED}${REDACTED}` },
     { name: 'a start that is no match, then a match', secrets: ['abc'], text: 'ab abx abc', out: `ab abx ${REDACTED}` },
+    { name: 'a secret with a backslash, as it is', secrets: ['ab\\cd'], text: 'x ab\\cd y', out: `x ${REDACTED} y` },
+    { name: 'a secret with a backslash, in JSON', secrets: ['ab\\cd'], text: '"ab\\\\cd"', out: `"${REDACTED}"` },
     {
       name: 'a secret upper-cased to another length (ß → SS)',
       secrets: ['straße-0'],

@@ -10,8 +10,8 @@ import { createScrubber, REDACTED } from '../../../src/scrub.js';
 import { UpstreamClient } from '../../../src/upstream/client.js';
 import { parseJsonReply } from '../../../src/upstream/reply.js';
 
-/** A key with the characters that change under escaping: "/", "+", "=", '"', a space and a non-ASCII letter. */
-const KEY = 'sk/Live+key=01"23 é9';
+/** A key with the characters that change under escaping: "/", "+", "=", '"', a space, a non-ASCII letter, "\\". */
+const KEY = 'sk/Live+key=01"23 é9\\x';
 const OTHER = 'webhook-token-0123456789';
 const scrub = createScrubber([KEY, OTHER]);
 
