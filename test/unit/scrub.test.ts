@@ -86,6 +86,25 @@ describe('scrubber', () => {
     expect(createScrubber(secrets)(text)).toBe(out);
   });
 
+  // With many first characters the scrubber puts a lookahead before its start pattern: the same matches.
+  const MANY = ['alpha-0123', 'Bravo/4567', 'charlie+89', '%delta-key', 'echo"token', '\\foxtrot-1', 'golf hotel'];
+  const unicode = (text: string) =>
+    [...text].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join('');
+  const spellingsOf = (secret: string) => [
+    { spelling: 'plain', text: secret },
+    { spelling: 'upper-cased', text: secret.toUpperCase() },
+    { spelling: 'JSON-escaped', text: JSON.stringify(secret).slice(1, -1) },
+    { spelling: '\\u escapes', text: unicode(secret) },
+    { spelling: 'URL-encoded', text: encodeURIComponent(secret) },
+    { spelling: 'JSON-escaped URL-encoding', text: encodeURIComponent(secret).replaceAll('%', '\\u0025') },
+  ];
+  const manyCases = [MANY, MANY.filter((s) => !s.startsWith('\\'))].flatMap((secrets) =>
+    secrets.flatMap((secret) => spellingsOf(secret).map((c) => ({ ...c, secret, secrets }))),
+  );
+  it.each(manyCases)('with $secrets.length secrets, removes $secret ($spelling)', ({ secrets, text }) => {
+    expect(createScrubber(secrets)(`"x ${text} y"`)).toBe(`"x ${REDACTED} y"`);
+  });
+
   it('ignores empty secrets', () => {
     expect(createScrubber(['', ''])('text')).toBe('text');
   });
