@@ -7,7 +7,10 @@
  *   added latency) in this process, `deliveries` alerts one after another, each for another server (outside
  *   any cooldown or 2-minute window). Measured is the webhook's round trip, which the receiver answers only
  *   after the upstream call returned and the journal row was completed: an upper bound of "received → call
- *   issued" (the simulator's reply and the completion write are included).
+ *   issued" (the simulator's reply and the completion write are included). The row sets up what it measures:
+ *   the circuit breaker is sized for its deliveries (`max_servers` = deliveries), since the default (3
+ *   servers per 15 minutes) would deny the fourth and measure the safety default instead of the path; every
+ *   guard still runs on every delivery.
  * - Failover: two `baremetal-exporter run` processes on one PostgreSQL; the leader is SIGKILLed, and the time
  *   until the other reports `baremetal_leader 1` on /metrics is measured, `failovers` times.
  *
@@ -69,6 +72,8 @@ async function webhookLatency(dir: string, deliveries: number, databaseUrl: stri
         dry_run: false,
         budget_per_hour: 10_000,
         auth: { bearer_token_files: [join(dir, 'token')] },
+        // One power cycle per server, `deliveries` servers: a breaker sized for them (see the module comment).
+        safety: { circuit_breaker: { max_servers: deliveries } },
         rules: [rule],
       },
     },

@@ -10,6 +10,26 @@ export const SIZE_OPTIONS = {
   flood: { type: 'string', default: '16' },
   budget: { type: 'string', default: '200' },
   'budget-servers': { type: 'string', default: '2000' },
+  /** the least time the flood rows scrape for, seconds (so that the flood reaches its steady state) */
+  'flood-seconds': { type: 'string', default: '5' },
+  /** the sporadic-users row: valid users, each logging in once, and the flooding loops beside them */
+  'sporadic-users': { type: 'string', default: '20' },
+  'sporadic-loops': { type: 'string', default: '40' },
+} as const;
+
+/**
+ * `npm run bench -- --smoke` (and the bench smoke in `npm test`, test/integration/bench-smoke.test.ts): every
+ * row once at its smallest useful size, goals not judged — so that a row that throws fails the suite. The size
+ * options it runs with; the other rows' sizes are in run.ts.
+ */
+export const SMOKE_SIZE = {
+  servers: '20',
+  scrapes: '5',
+  flood: '2',
+  'budget-servers': '40',
+  'flood-seconds': '0.2',
+  'sporadic-users': '2',
+  'sporadic-loops': '2',
 } as const;
 
 /** A bench row: what, the figure, what it is compared with, the target and whether higher is worse. */

@@ -261,11 +261,12 @@ if (values.extras) {
   const PASSWORD = 'bench-password-0123';
   const TOKEN = 'bench-token-0123456789';
   const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
-  /** `scrapes` scrapes, and more until 5 s have passed, so that the flood reaches its steady state. */
+  /** `scrapes` scrapes, and more until `--flood-seconds` have passed, so that the flood reaches its steady state. */
+  const floodMs = Number(values['flood-seconds']) * 1000;
   async function latencies(url: string, headers: Record<string, string>): Promise<number[]> {
     const times: number[] = [];
     const started = performance.now();
-    while (times.length < scrapes || performance.now() - started < 5000) times.push(await scrape(url, headers));
+    while (times.length < scrapes || performance.now() - started < floodMs) times.push(await scrape(url, headers));
     return times.sort((a, b) => a - b);
   }
   async function underFlood(
@@ -317,8 +318,8 @@ if (values.extras) {
     await sporadicUsersRow({
       exposition: daemon.exposition,
       graphStores: new Map([['default', daemon.accounts.get('default')!.graphStore]]),
-      loops: 40,
-      users: 20,
+      loops: Number(values['sporadic-loops']),
+      users: Number(values['sporadic-users']),
     }),
   );
 

@@ -54,19 +54,23 @@ async function runLast<T>(script: string, flags: string[], env: NodeJS.ProcessEn
   return JSON.parse(last) as T;
 }
 
-/** The small account's servers (× 2 IPs) */
-const SERVERS = 100;
+/** The small account: its servers (× 2 IPs) and the cycles of every poll measured. */
+export interface SmallSize {
+  servers: number;
+  cycles: number;
+}
+const SMALL: SmallSize = { servers: 100, cycles: 10 };
 
-async function run(flags: string[], env: NodeJS.ProcessEnv): Promise<SmallRun> {
+async function run(flags: string[], env: NodeJS.ProcessEnv, size: SmallSize): Promise<SmallRun> {
   const { child: sim, url } = await spawnSimulator({
-    servers: SERVERS,
+    servers: size.servers,
     ips: 2,
     latencyMs: 5,
     apiKey: 'bench-key',
     attacksPerHour: ATTACKED_PER_HOUR,
   });
   try {
-    const args = ['--url', url, '--servers', String(SERVERS)];
+    const args = ['--url', url, '--servers', String(size.servers), '--cycles', String(size.cycles)];
     const result = await runLast<SmallResult>('bench/small.mjs', flags, env, args);
     const floorMb = (await runLast<number>('bench/floor.mjs', flags, env)) / 2 ** 20;
     return { ...result, floorMb };
@@ -79,13 +83,17 @@ async function run(flags: string[], env: NodeJS.ProcessEnv): Promise<SmallRun> {
 export async function measureSmall(
   flags: string[],
   comparison = true,
+  size: SmallSize = SMALL,
 ): Promise<{ shipped: SmallRun; glibc?: SmallRun }> {
   const allocator = shippedAllocator();
-  process.stderr.write(`bench: small account (100 servers, graphs), ${allocator.name}…\n`);
-  const shipped = { ...(await run(flags, allocator.env)), allocator: allocator.name };
+  process.stderr.write(`bench: small account (${size.servers} servers, graphs), ${allocator.name}…\n`);
+  const shipped = { ...(await run(flags, allocator.env, size)), allocator: allocator.name };
   if (allocator.name !== 'jemalloc' || !comparison) return { shipped };
   process.stderr.write('bench: small account with glibc, for comparison…\n');
-  return { shipped, glibc: { ...(await run(flags, { LD_PRELOAD: '' })), allocator: 'glibc, for comparison' } };
+  return {
+    shipped,
+    glibc: { ...(await run(flags, { LD_PRELOAD: '' }, size)), allocator: 'glibc, for comparison' },
+  };
 }
 
 /** RSS ÷ floor and flatness, for each allocator measured; glibc's rows are a comparison, not goals. */

@@ -1,8 +1,9 @@
 /**
  * Reading a reply of the hosting API: its body bounded by `upstream.max_response_bytes` while streaming, its
  * `Retry-After` pause, and its text turned into JSON, an API error (contract §7) or an HTTP status error with
- * an excerpt. Every string read here is scrubbed before anything keeps it; the client (client.ts) decides
- * when to send, retry and pause.
+ * an excerpt. The text arrives scrubbed: the client (client.ts) scrubs a body's raw text once, and that one
+ * linear pass also removes every secret a JSON string's escapes could spell (scrub.ts), so the JSON is parsed
+ * without a reviver, on V8's fast path. The client decides when to send, retry and pause.
  */
 import type { Dispatcher } from 'undici';
 import {
@@ -87,19 +88,22 @@ async function readDeclared(body: Dispatcher.ResponseData['body']): Promise<Buff
 export const excerpt = (text: string): string => text.slice(0, EXCERPT_LENGTH);
 
 /**
- * The JSON of a (scrubbed) reply. Throws ApiError for `{error: true, message}`, HttpStatusError for a non-2xx
- * status, InvalidReplyError for a 2xx that is not JSON (a write's outcome then unknown: `read` false).
+ * The JSON of a reply whose raw text was scrubbed (client.ts; scrub.ts covers every decoded spelling). Throws
+ * ApiError for `{error: true, message}`, HttpStatusError for a non-2xx status, InvalidReplyError for a 2xx that
+ * is not JSON (a write's outcome then unknown: `read` false). `_scrub` is the client's scrubber, which this no
+ * longer needs (issue 43: a second, per-string scrub took V8 off its fast path); the parameter stays until
+ * client.ts stops passing it.
  */
 export function parseJsonReply(
   ctx: UpstreamContext & { status: number },
   text: string,
-  scrub: Scrubber,
+  _scrub: Scrubber,
   read: boolean,
 ) {
   const { status } = ctx;
   let parsed: unknown;
   try {
-    parsed = parseScrubbed(text, scrub);
+    parsed = JSON.parse(text);
   } catch {
     if (status < 200 || status >= 300) throw new HttpStatusError(ctx, excerpt(text));
     // A write answered 2xx without JSON does not say whether it acted (decodeActionResult's rule).
@@ -112,11 +116,11 @@ export function parseJsonReply(
 }
 
 /**
- * The text of a 2xx reply (the console's XML). Throws ApiError when it is an API error's JSON after all,
- * HttpStatusError for a non-2xx status.
+ * The (scrubbed) text of a 2xx reply (the console's XML). Throws ApiError when it is an API error's JSON after
+ * all, HttpStatusError for a non-2xx status. `_scrub`: as parseJsonReply's.
  */
-export function textReply(ctx: UpstreamContext & { status: number }, text: string, scrub: Scrubber): string {
-  const apiError = parseApiError(text, scrub);
+export function textReply(ctx: UpstreamContext & { status: number }, text: string, _scrub: Scrubber): string {
+  const apiError = parseApiError(text);
   if (apiError !== undefined) throw new ApiError(ctx, apiError);
   if (ctx.status < 200 || ctx.status >= 300) throw new HttpStatusError(ctx, excerpt(text));
   return text;
@@ -131,20 +135,10 @@ function errorMessageOf(parsed: unknown): string | undefined {
   return undefined;
 }
 
-/**
- * A reply's JSON with every decoded string scrubbed: the raw text is scrubbed already, but a JSON escape
- * (`\u0041`, `\n` inside the key) spells a secret the raw text does not show. Only a string with an escape can
- * decode to something its raw text did not say, so a reply without a backslash is parsed as it is.
- */
-function parseScrubbed(text: string, scrub: Scrubber): unknown {
-  if (!text.includes('\\')) return JSON.parse(text);
-  return JSON.parse(text, (_key, value: unknown) => (typeof value === 'string' ? scrub(value) : value));
-}
-
-function parseApiError(text: string, scrub: Scrubber): string | undefined {
+function parseApiError(text: string): string | undefined {
   if (!text.trimStart().startsWith('{')) return undefined;
   try {
-    return errorMessageOf(parseScrubbed(text, scrub));
+    return errorMessageOf(JSON.parse(text));
   } catch {
     return undefined;
   }
