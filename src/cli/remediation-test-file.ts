@@ -3,16 +3,17 @@
  * `remediation:` block under test (or `config_file:`, whose `remediation` and `schedules` are read), an initial
  * world (servers with their IPs, attack events per IP at their times) and a timeline of Alertmanager
  * deliveries, each with the journal rows it must produce. Parsed with the `yaml` package and validated with
- * Ajv; a malformed file is a TestFileError naming the file and the line.
+ * Ajv; a malformed file is a TestFileError naming the file and the line. A file that cannot be read, is larger
+ * than the config file's cap, expands more than MAX_ALIASES aliases or nests deeper than MAX_DEPTH is one too.
  */
 import { dirname, resolve } from 'node:path';
 import { Ajv } from 'ajv';
 import { Type, type Static } from 'typebox';
-import { LineCounter, parseDocument, type Document } from 'yaml';
+import { isCollection, isPair, LineCounter, parseDocument, type Document } from 'yaml';
 import { parseDuration } from '../config/load.js';
 import { BaremetalError } from '../errors.js';
 import { oneOf, stringMap, strictObject } from '../json-schema.js';
-import { readBoundedText } from '../read-bounded-file.js';
+import { readBoundedText, readProblem } from '../read-bounded-file.js';
 import { webhookSchema, type WebhookBody } from '../remediation/webhook.js';
 
 /** A malformed test file (exit 2): names the file and the line. */
@@ -79,17 +80,81 @@ export interface TestFile {
 const ajv = new Ajv({ allErrors: false, useDefaults: true, strict: false });
 const validate = ajv.compile(fileSchema);
 
-/** Reads and validates test file `path`. Throws TestFileError naming the line. */
-export async function readTestFile(path: string): Promise<TestFile> {
-  const text = await readBoundedText(path, 'config');
+/** The most aliases (`*name`) a test file may resolve: the `yaml` library's guard against an alias bomb. */
+export const MAX_ALIASES = 100;
+/** The deepest nesting of maps and lists a test file may have (its own shape needs fewer than 10). */
+export const MAX_DEPTH = 64;
+
+/**
+ * The YAML document at `path` (a test file, or the config file it names) as plain data, with its document and
+ * line counter. Throws TestFileError naming `path` for a file that cannot be read (missing, not a file, too
+ * large), a syntax error, too many aliases or too deep a nesting.
+ */
+async function readYaml(path: string): Promise<{ doc: Document; raw: unknown; lineOf: (offset?: number) => number }> {
+  let text: string;
+  try {
+    text = await readBoundedText(path, 'config');
+  } catch (error) {
+    throw new TestFileError(`${path}: cannot read the file (${readProblem(error)})`, { cause: error });
+  }
   const lines = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false });
   const lineOf = (offset: number | undefined) => (offset === undefined ? 1 : lines.linePos(offset).line);
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false });
   if (doc.errors.length > 0) {
     const error = doc.errors[0]!;
-    throw new TestFileError(`${path}:${lineOf(error.pos[0])}: ${error.message.split('\n')[0]}`);
+    // The parser is recursive: it reports its own stack overflow as a syntax error at the deepest point.
+    const message = /call stack/i.test(error.message) ? `nested deeper than ${MAX_DEPTH} levels` : error.message;
+    throw new TestFileError(`${path}:${lineOf(error.pos[0])}: ${message.split('\n')[0]}`);
   }
-  const raw = doc.toJS() as unknown;
+  const deep = tooDeep(doc.contents);
+  if (deep !== undefined) throw new TestFileError(`${path}:${lineOf(deep)}: nested deeper than ${MAX_DEPTH} levels`);
+  let raw: unknown;
+  try {
+    raw = doc.toJS({ maxAliasCount: MAX_ALIASES });
+  } catch (error) {
+    // An alias bomb: yaml throws a ReferenceError once the aliases resolved pass maxAliasCount.
+    if (!(error instanceof ReferenceError || error instanceof RangeError)) throw error;
+    throw new TestFileError(
+      `${path}: its aliases expand too far (more than ${MAX_ALIASES} resolved, or nested deeper than ${MAX_DEPTH} levels)`,
+    );
+  }
+  if (depthOf(raw) > MAX_DEPTH)
+    throw new TestFileError(`${path}: nested deeper than ${MAX_DEPTH} levels (through aliases)`);
+  return { doc, raw, lineOf };
+}
+
+/** The offset of the first node nested deeper than MAX_DEPTH maps and lists, walked without recursion. */
+function tooDeep(root: unknown): number | undefined {
+  const stack: Array<[node: unknown, depth: number]> = [[root, 1]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop()!;
+    if (isPair(node)) {
+      stack.push([node.key, depth], [node.value, depth]);
+    } else if (isCollection(node)) {
+      if (depth > MAX_DEPTH) return node.range?.[0];
+      for (const item of node.items) stack.push([item, depth + 1]);
+    }
+  }
+  return undefined;
+}
+
+/** How deeply plain data nests (aliases resolved), walked without recursion; stops counting past MAX_DEPTH. */
+function depthOf(root: unknown): number {
+  let deepest = 0;
+  const stack: Array<[value: unknown, depth: number]> = [[root, 1]];
+  while (stack.length > 0) {
+    const [value, depth] = stack.pop()!;
+    if (value === null || typeof value !== 'object') continue;
+    deepest = Math.max(deepest, depth);
+    if (depth > MAX_DEPTH) return depth;
+    for (const child of Object.values(value)) stack.push([child, depth + 1]);
+  }
+  return deepest;
+}
+
+/** Reads and validates test file `path`. Throws TestFileError naming the file and the line. */
+export async function readTestFile(path: string): Promise<TestFile> {
+  const { doc, raw, lineOf } = await readYaml(path);
   if (!validate(raw)) {
     const error = validate.errors![0]!;
     const at = nodeLine(doc, error.instancePath, lineOf);
@@ -144,9 +209,10 @@ async function configOf(
   const configPath = resolve(dirname(path), file.config_file!);
   let parsed: unknown;
   try {
-    parsed = parseDocument(await readBoundedText(configPath, 'config')).toJS();
+    parsed = (await readYaml(configPath)).raw;
   } catch (error) {
-    return fail('/config_file', `cannot read ${configPath}: ${(error as Error).message}`);
+    if (!(error instanceof TestFileError)) throw error;
+    return fail('/config_file', `config_file: ${error.message}`);
   }
   const config = (parsed ?? {}) as Record<string, unknown>;
   const remediation = (config.remediation ?? {}) as Record<string, unknown>;

@@ -7,7 +7,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
+import { runRemediation } from '../../../src/cli/remediation.js';
 import { runRemediationTest } from '../../../src/cli/remediation-test.js';
+import { MAX_ALIASES, MAX_DEPTH } from '../../../src/cli/remediation-test-file.js';
+import { FILE_LIMITS } from '../../../src/read-bounded-file.js';
 import { tempDir } from '../../helpers/tmp.js';
 
 const EXAMPLE = fileURLToPath(new URL('../../../examples/remediation-tests.yml', import.meta.url));
@@ -95,5 +98,53 @@ describe('remediation test', () => {
     expect({ code, out }).toEqual({ code: 2, out: '' });
     expect(err).toMatch(new RegExp(`^${path}:${line}: `));
     expect(err).toContain(message);
+  });
+
+  const aliasBomb = [
+    'a: &a [x, x, x, x, x, x, x, x, x]',
+    ...['b', 'c', 'd', 'e', 'f'].map((k, i) => `${k}: &${k} [${Array(9).fill(`*${'abcdef'[i]}`).join(', ')}]`),
+  ].join('\n');
+  const nested = (depth: number) =>
+    `remediation: {}\nservers: [{ id: "1" }]\ntimeline:\n  - at: 1m\n    deep: ${'['.repeat(depth)}${']'.repeat(depth)}\n`;
+
+  it.each([
+    { name: 'a missing file', text: undefined, message: 'cannot read the file (ENOENT)' },
+    {
+      name: 'a file larger than the config cap',
+      text: `# ${'x'.repeat(FILE_LIMITS.config)}\n`,
+      message: `cannot read the file (${FILE_LIMITS.config + 3} bytes, larger than ${FILE_LIMITS.config} bytes)`,
+    },
+    { name: 'a YAML alias bomb', text: aliasBomb, message: `more than ${MAX_ALIASES} resolved` },
+    { name: 'a nesting just too deep', text: nested(MAX_DEPTH), message: `nested deeper than ${MAX_DEPTH} levels` },
+    { name: 'a nesting deeper than the parser goes', text: nested(5000), message: `nested deeper than ${MAX_DEPTH}` },
+  ])('exits 2 naming the file for $name', async ({ text, message }) => {
+    const path = join(tempDir(), 'bad.yml');
+    if (text !== undefined) writeFileSync(path, text);
+    const { code, out, err } = await run(path);
+    expect({ code, out }).toEqual({ code: 2, out: '' });
+    expect(err).toMatch(new RegExp(`^${path}(:\\d+)?: `));
+    expect(err).toContain(message);
+    expect(err.split('\n')).toHaveLength(2);
+  });
+
+  it('names the config_file it cannot read', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'tests.yml');
+    writeFileSync(path, 'config_file: missing.yml\nservers: [{ id: "1" }]\ntimeline:\n  - at: 1m\n');
+    const { code, err } = await run(path);
+    expect(code).toBe(2);
+    expect(err).toContain(`${path}:1: config_file: ${join(dir, 'missing.yml')}: cannot read the file (ENOENT)`);
+  });
+
+  it.each(['test', 'replay'])('remediation %s --help prints its usage (exit 0)', async (sub) => {
+    let out = '';
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        out += String(chunk);
+        done();
+      },
+    });
+    expect(await runRemediation([sub, '--help'], sink)).toBe(0);
+    expect(out).toMatch(new RegExp(`^Usage: baremetal-exporter remediation ${sub} `));
   });
 });
