@@ -9,7 +9,7 @@
 import { dirname, resolve } from 'node:path';
 import { Ajv } from 'ajv';
 import { Type, type Static } from 'typebox';
-import { isCollection, isPair, LineCounter, parseDocument, type Document } from 'yaml';
+import { isCollection, isMap, isPair, isScalar, LineCounter, parseDocument, type Document } from 'yaml';
 import { parseDuration } from '../config/load.js';
 import { BaremetalError } from '../errors.js';
 import { oneOf, stringMap, strictObject } from '../json-schema.js';
@@ -77,7 +77,9 @@ export interface TestFile {
   timeline: Array<TestStep & { atMs: number; deliveries: WebhookBody | undefined }>;
 }
 
-const ajv = new Ajv({ allErrors: false, useDefaults: true, strict: false });
+// Every error, so that an unknown key (most often a typo) is the one shown rather than the required key it
+// was meant to be.
+const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false });
 const validate = ajv.compile(fileSchema);
 
 /** The most aliases (`*name`) a test file may resolve: the `yaml` library's guard against an alias bomb. */
@@ -156,10 +158,16 @@ function depthOf(root: unknown): number {
 export async function readTestFile(path: string): Promise<TestFile> {
   const { doc, raw, lineOf } = await readYaml(path);
   if (!validate(raw)) {
-    const error = validate.errors![0]!;
-    const at = nodeLine(doc, error.instancePath, lineOf);
-    const where = error.instancePath === '' ? '(top level)' : error.instancePath.slice(1).replaceAll('/', '.');
-    throw new TestFileError(`${path}:${at}: ${where}: ${error.message ?? 'invalid'}`);
+    const errors = validate.errors!;
+    const error = errors.find((e) => e.keyword === 'additionalProperties') ?? errors[0]!;
+    const unknown = error.keyword === 'additionalProperties' ? String(error.params.additionalProperty) : undefined;
+    // An unknown key is named, at its own line: "step 3: unknown key `aprove`".
+    const line =
+      unknown === undefined
+        ? nodeLine(doc, error.instancePath, lineOf)
+        : keyLine(doc, error.instancePath, unknown, lineOf);
+    const message = unknown === undefined ? (error.message ?? 'invalid') : `unknown key \`${unknown}\``;
+    throw new TestFileError(`${path}:${line}: ${placeOf(error.instancePath)}${message}`);
   }
   const file = raw as Static<typeof fileSchema>;
   const fail = (pointer: string, message: string): never => {
@@ -185,6 +193,18 @@ export async function readTestFile(path: string): Promise<TestFile> {
     attacks: s.attacks.map((a, j) => ({ ip: a.ip, at: ms(a.at, `/servers/${i}/attacks/${j}/at`, fail) })),
   }));
   return { path, config, servers, timeline };
+}
+
+/**
+ * Where a JSON pointer of the file is, as a person reads it: `/timeline/2/alert/labels` is "step 3:
+ * alert.labels: ", `/servers/0` "servers.0: ", the top level "".
+ */
+function placeOf(pointer: string): string {
+  const parts = pointer.split('/').slice(1);
+  if (parts.length === 0) return '';
+  const step = parts[0] === 'timeline' && parts[1] !== undefined ? `step ${Number(parts[1]) + 1}: ` : '';
+  const rest = (step ? parts.slice(2) : parts).join('.');
+  return `${step}${rest ? `${rest}: ` : ''}`;
 }
 
 /** A time of the timeline: 0 (`0s`) or a duration, ms. */
@@ -220,12 +240,25 @@ async function configOf(
   return { remediation, ...(schedules ? { schedules } : {}) };
 }
 
-/** The line of the node at JSON pointer `pointer` (its nearest existing ancestor). */
-function nodeLine(doc: Document, pointer: string, lineOf: (offset: number | undefined) => number): number {
-  const parts = pointer
+/** The parts of JSON pointer `pointer`, as `Document.getIn` takes them. */
+const pointerParts = (pointer: string) =>
+  pointer
     .split('/')
     .slice(1)
     .map((p) => (/^\d+$/.test(p) ? Number(p) : p.replaceAll('~1', '/').replaceAll('~0', '~')));
+
+/** The line of key `key` of the map at JSON pointer `pointer` (the map's line when not found). */
+function keyLine(doc: Document, pointer: string, key: string, lineOf: (offset: number | undefined) => number): number {
+  const map = doc.getIn(pointerParts(pointer), true);
+  const node = (isMap(map) ? map : pointer === '' && isMap(doc.contents) ? doc.contents : undefined)?.items.find(
+    (pair) => isScalar(pair.key) && pair.key.value === key,
+  )?.key as { range?: [number, number, number] } | undefined;
+  return node?.range ? lineOf(node.range[0]) : nodeLine(doc, pointer, lineOf);
+}
+
+/** The line of the node at JSON pointer `pointer` (its nearest existing ancestor). */
+function nodeLine(doc: Document, pointer: string, lineOf: (offset: number | undefined) => number): number {
+  const parts = pointerParts(pointer);
   for (let n = parts.length; n >= 0; n--) {
     const node = doc.getIn(parts.slice(0, n), true) as { range?: [number, number, number] } | undefined;
     if (node?.range) return lineOf(node.range[0]);

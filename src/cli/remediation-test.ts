@@ -8,9 +8,10 @@
  */
 import { createHash } from 'node:crypto';
 import { buildConfig } from '../config/load.js';
+import type { RemediationRule } from '../config/types.js';
 import { BaremetalError } from '../errors.js';
 import { offlineEngine } from './offline-engine.js';
-import { requestsFor } from '../remediation/rules.js';
+import { matches, requestsFor } from '../remediation/rules.js';
 import type { AttackState, TargetDirectory } from '../remediation/types.js';
 import type { WebhookAlert, WebhookBody } from '../remediation/webhook.js';
 import type { JournalEntry } from '../store/rows.js';
@@ -75,8 +76,15 @@ const shown = (row: JournalEntry, keys: readonly string[]) => {
 
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
-/** Runs one file; returns its failures (each a few lines of diff). Throws TestFileError, ConfigError. */
-export async function runTestFile(file: TestFile): Promise<string[]> {
+/** What one file gave: its failures (each a few lines of diff) and its warnings (one line each). */
+export interface TestResult {
+  failures: string[];
+  /** a rule that matches no alert of the file: its rows can never be tested there */
+  warnings: string[];
+}
+
+/** Runs one file. Throws TestFileError, ConfigError. */
+export async function runTestFile(file: TestFile): Promise<TestResult> {
   const config = buildConfig(
     {
       upstream: { base_url: 'http://127.0.0.1:9', api_key: 'remediation-test-key' },
@@ -94,6 +102,7 @@ export async function runTestFile(file: TestFile): Promise<string[]> {
   );
   const failures: string[] = [];
   const episodes = new Map<string, string>();
+  const delivered: WebhookAlert[] = [];
   let lastId = 0;
   let calls = 0;
   try {
@@ -109,13 +118,17 @@ export async function runTestFile(file: TestFile): Promise<string[]> {
               alerts: (step.alerts ?? [step.alert!]).map((a) => toAlert(a, episodes, clock.now)),
             }
           : undefined);
-      for (const [i, alert] of (body?.alerts ?? []).entries())
+      const alerts = body?.alerts ?? [];
+      delivered.push(...alerts);
+      for (const [i, alert] of alerts.entries())
         for (const req of requestsFor(alert, i, config.remediation.rules, [ACCOUNT], TEST_PRINCIPAL))
           await engine.request(req);
       const rows = (await store.list({ account: ACCOUNT, limit: 100_000 })).filter((r) => r.id > lastId).reverse();
       lastId = Math.max(lastId, ...rows.map((r) => r.id));
       const where = `${file.path}:${step.line}: at ${step.at}`;
-      failures.push(...compareRows(where, step.expect, rows));
+      const matched = alerts.some((a) => config.remediation.rules.some((rule) => matches(rule, a)));
+      const note = alerts.length > 0 && !matched ? 'no rule matches the alerts of this step' : undefined;
+      failures.push(...compareRows(where, step.expect, rows, note));
       const made = client.calls.slice(calls);
       calls = client.calls.length;
       if (step.calls) failures.push(...compareCalls(where, step.calls, made));
@@ -123,14 +136,25 @@ export async function runTestFile(file: TestFile): Promise<string[]> {
   } finally {
     await close();
   }
-  return failures;
+  const warnings = config.remediation.rules.flatMap((rule, i) =>
+    delivered.some((a) => matches(rule, a))
+      ? []
+      : [`${file.path}: warning: rule ${i + 1} (${ruleName(rule)}) matches no alert of the file`],
+  );
+  return { failures, warnings };
 }
 
-function compareRows(where: string, expected: ExpectedRow[], rows: JournalEntry[]): string[] {
+/** A rule as its file shows it: `BaremetalServerUnreachable{env="prod"} → powercycle`. */
+function ruleName(rule: RemediationRule): string {
+  const matchers = Object.entries(rule.matchers).map(([k, v]) => `${k}=${JSON.stringify(v)}`);
+  return `${rule.alertname}${matchers.length > 0 ? `{${matchers.join(',')}}` : ''} → ${rule.action}`;
+}
+
+function compareRows(where: string, expected: ExpectedRow[], rows: JournalEntry[], note?: string): string[] {
   const keys = (e: ExpectedRow | undefined) => (e ? Object.keys(e) : ['action', 'server_id', 'decision']);
   const ok = expected.length === rows.length && expected.every((e, i) => same(e, shown(rows[i]!, keys(e))));
   if (ok) return [];
-  const lines = [`${where}: journal rows differ`];
+  const lines = [`${where}: journal rows differ${note ? ` (${note})` : ''}`];
   for (const e of expected) lines.push(`  - ${JSON.stringify(e)}`);
   rows.forEach((r, i) => {
     lines.push(`  + ${JSON.stringify({ ...shown(r, keys(expected[i])), message: r.message })}`);
@@ -160,7 +184,8 @@ export async function runRemediationTest(
   let code = 0;
   for (const path of files) {
     try {
-      const failures = await runTestFile(await readTestFile(path));
+      const { failures, warnings } = await runTestFile(await readTestFile(path));
+      for (const warning of warnings) out.write(`${warning}\n`);
       if (failures.length === 0) out.write(`${path}: SUCCESS\n`);
       else {
         out.write(`${path}: FAILED\n${failures.join('\n')}\n`);

@@ -64,6 +64,35 @@ describe('remediation test', () => {
     );
   });
 
+  it('says when a rule matches no alert of the file, and when the alerts of a step match no rule', async () => {
+    const path = join(tempDir(), 'tests.yml');
+    writeFileSync(
+      path,
+      [
+        'remediation:',
+        '  dry_run: true',
+        '  rules:',
+        '    - { alertname: BaremetalServerUnreachable, action: powercycle }',
+        '    - { alertname: BaremetalIpUnderAttack, matchers: { severity: critical }, action: firewall_state }',
+        'servers: [{ id: "1" }]',
+        'timeline:',
+        '  - at: 1m',
+        '    alert: { alertname: BaremetalServerUnrechable, labels: { server_id: "1" } }',
+        '    expect: [{ action: powercycle, server_id: "1", decision: dry_run }]',
+        '',
+      ].join('\n'),
+    );
+    const { code, out } = await run(path);
+    expect(code).toBe(1);
+    expect(out).toContain(`${path}:8: at 1m: journal rows differ (no rule matches the alerts of this step)\n`);
+    expect(out).toContain(
+      `${path}: warning: rule 1 (BaremetalServerUnreachable → powercycle) matches no alert of the file\n`,
+    );
+    expect(out).toContain(
+      `${path}: warning: rule 2 (BaremetalIpUnderAttack{severity="critical"} → firewall_state) matches no alert of the file\n`,
+    );
+  });
+
   it('fails when the upstream calls differ', async () => {
     const path = variant('ip: 198.18.0.1, state: "0" }]', 'ip: 198.18.0.1, state: "1" }]');
     const { code, out } = await run(path);
@@ -75,15 +104,27 @@ describe('remediation test', () => {
     {
       name: 'an unknown key',
       text: 'servers:\n  - { id: "1" }\ntimeline:\n  - at: 1m\n    expekt: []\n',
-      line: 4,
-      message: 'must NOT have additional properties',
+      line: 5,
+      message: 'step 1: unknown key `expekt`',
+    },
+    {
+      name: 'an unknown key of a later step',
+      text: 'remediation: {}\nservers:\n  - { id: "1" }\ntimeline:\n  - at: 1m\n  - at: 2m\n  - at: 3m\n    aprove: 1\n',
+      line: 8,
+      message: 'step 3: unknown key `aprove`',
+    },
+    {
+      name: 'an unknown top-level key',
+      text: 'remediation: {}\nserver:\n  - { id: "1" }\n',
+      line: 2,
+      message: 'unknown key `server`',
     },
     { name: 'a YAML syntax error', text: 'servers: [\n', line: 2, message: '' },
     {
       name: 'a time that is no duration',
       text: 'remediation: {}\nservers:\n  - { id: "1" }\ntimeline:\n  - at: soon\n',
       line: 5,
-      message: 'timeline.0.at',
+      message: 'step 1: at: must match pattern',
     },
     {
       name: 'neither remediation nor config_file',
