@@ -27,6 +27,8 @@ const row = Type.Object(
     ip: Type.Optional(Type.String()),
     decision: Type.String(),
     source: Type.Optional(Type.String()),
+    principal: Type.Optional(Type.String()),
+    approver: Type.Optional(Type.String()),
   },
   { additionalProperties: false },
 );
@@ -42,14 +44,36 @@ const shortAlert = strictObject({
   labels: stringMap({ default: {} }),
   status: oneOf(['firing', 'resolved'], { default: 'firing' }),
 });
+/** Which request awaiting approval an operator step settles: the only one, or the one with these fields. */
+const awaiting = {
+  server_id: Type.Optional(Type.String()),
+  action: Type.Optional(Type.String()),
+  reason: Type.Optional(Type.String()),
+};
+const principal = Type.String({ minLength: 1 });
 const step = strictObject({
   at: duration,
   alert: Type.Optional(shortAlert),
   alerts: Type.Optional(Type.Array(shortAlert, { maxItems: 1000 })),
   payload: Type.Optional(webhookSchema),
+  /** another operator approves the awaiting request (remediation-test-steps.ts) */
+  approve: Type.Optional(strictObject({ by: principal, ...awaiting })),
+  /** another operator denies it */
+  deny: Type.Optional(strictObject({ by: principal, ...awaiting })),
+  /** its requester withdraws it (`by` defaults to the requester) */
+  withdraw: Type.Optional(strictObject({ by: Type.Optional(principal), ...awaiting })),
+  /** time passes until every awaiting request is past remediation.approval_timeout */
+  expire: Type.Optional(Type.Literal(true)),
+  /** an operator closes the account's circuit breaker */
+  close_breaker: Type.Optional(strictObject({ by: principal, reason: Type.Optional(Type.String()) })),
+  /** the operator step is refused with a message containing this */
+  error: Type.Optional(Type.String({ minLength: 1 })),
   expect: Type.Array(row, { default: [] }),
   calls: Type.Optional(Type.Array(call)),
 });
+
+/** What a step does besides time passing: at most one of these. */
+const STEP_KINDS = ['alert', 'alerts', 'payload', 'approve', 'deny', 'withdraw', 'expire', 'close_breaker'] as const;
 const server = strictObject({
   id: Type.String({ minLength: 1 }),
   ips: Type.Array(Type.String(), { default: [] }),
@@ -176,8 +200,11 @@ export async function readTestFile(path: string): Promise<TestFile> {
   const config = await configOf(path, file, fail);
   const timeline = file.timeline.map((s, i) => {
     const pointer = `/timeline/${i}`;
-    const given = [s.alert, s.alerts, s.payload].filter((x) => x !== undefined).length;
-    if (given > 1) fail(pointer, 'give one of alert, alerts or payload');
+    const given = STEP_KINDS.filter((k) => s[k] !== undefined);
+    if (given.length > 1)
+      fail(pointer, `step ${i + 1}: give one of ${STEP_KINDS.join(', ')} (got ${given.join(', ')})`);
+    if (s.error !== undefined && !given.some((k) => ['approve', 'deny', 'withdraw', 'close_breaker'].includes(k)))
+      fail(`${pointer}/error`, `step ${i + 1}: error is for an approve, deny, withdraw or close_breaker step`);
     return {
       ...s,
       line: nodeLine(doc, pointer, lineOf),

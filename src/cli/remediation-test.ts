@@ -9,8 +9,9 @@
 import { createHash } from 'node:crypto';
 import { buildConfig } from '../config/load.js';
 import type { RemediationRule } from '../config/types.js';
-import { BaremetalError } from '../errors.js';
+import { BaremetalError, ConflictError } from '../errors.js';
 import { offlineEngine } from './offline-engine.js';
+import { expiryTime, operatorStep, StepRefused } from './remediation-test-steps.js';
 import { matches, requestsFor } from '../remediation/rules.js';
 import type { AttackState, TargetDirectory } from '../remediation/types.js';
 import type { WebhookAlert, WebhookBody } from '../remediation/webhook.js';
@@ -70,6 +71,8 @@ const shown = (row: JournalEntry, keys: readonly string[]) => {
     ip: row.ip,
     decision: row.decision,
     source: row.source,
+    principal: row.principal,
+    approver: row.approver,
   };
   return Object.fromEntries(keys.map((k) => [k, all[k]]));
 };
@@ -107,7 +110,14 @@ export async function runTestFile(file: TestFile): Promise<TestResult> {
   let calls = 0;
   try {
     for (const step of file.timeline) {
-      clock.now = START + step.atMs;
+      const where = `${file.path}:${step.line}: at ${step.at}`;
+      const deps = { engine, store, account: ACCOUNT };
+      // An `expire` step moved the clock past this step's `at`: the clock never goes back.
+      if (START + step.atMs < clock.now)
+        failures.push(`${where}: before ${new Date(clock.now).toISOString()}, where the expiry moved the clock`);
+      else clock.now = START + step.atMs;
+      if (step.expire) clock.now = await expiryTime(deps, config.remediation.approvalTimeoutMs, clock.now);
+      const awaiting = await store.awaitingApproval(ACCOUNT);
       await engine.tick();
       const body: WebhookBody | undefined =
         step.payload ??
@@ -123,9 +133,16 @@ export async function runTestFile(file: TestFile): Promise<TestResult> {
       for (const [i, alert] of alerts.entries())
         for (const req of requestsFor(alert, i, config.remediation.rules, [ACCOUNT], TEST_PRINCIPAL))
           await engine.request(req);
-      const rows = (await store.list({ account: ACCOUNT, limit: 100_000 })).filter((r) => r.id > lastId).reverse();
-      lastId = Math.max(lastId, ...rows.map((r) => r.id));
-      const where = `${file.path}:${step.line}: at ${step.at}`;
+      failures.push(...(await runOperatorStep(where, step, deps)));
+      // The requests settled by this step (approved, denied, withdrawn, expired), then the rows it wrote.
+      const settled: JournalEntry[] = [];
+      for (const row of awaiting) {
+        const now = await store.get(row.id);
+        if (now && now.decision !== 'awaiting_approval') settled.push(now);
+      }
+      const written = (await store.list({ account: ACCOUNT, limit: 100_000 })).filter((r) => r.id > lastId).reverse();
+      lastId = Math.max(lastId, ...written.map((r) => r.id));
+      const rows = [...settled, ...written];
       const matched = alerts.some((a) => config.remediation.rules.some((rule) => matches(rule, a)));
       const note = alerts.length > 0 && !matched ? 'no rule matches the alerts of this step' : undefined;
       failures.push(...compareRows(where, step.expect, rows, note));
@@ -148,6 +165,27 @@ export async function runTestFile(file: TestFile): Promise<TestResult> {
 function ruleName(rule: RemediationRule): string {
   const matchers = Object.entries(rule.matchers).map(([k, v]) => `${k}=${JSON.stringify(v)}`);
   return `${rule.alertname}${matchers.length > 0 ? `{${matchers.join(',')}}` : ''} → ${rule.action}`;
+}
+
+/** Runs the step's operator part; a refusal is a failure unless the step expects it (`error`). */
+async function runOperatorStep(
+  where: string,
+  step: TestFile['timeline'][number],
+  deps: Parameters<typeof operatorStep>[1],
+): Promise<string[]> {
+  let refused: string | undefined;
+  try {
+    await operatorStep(step, deps);
+  } catch (error) {
+    if (!(error instanceof StepRefused || error instanceof ConflictError)) throw error;
+    refused = error.message;
+  }
+  if (step.error === undefined) return refused === undefined ? [] : [`${where}: refused: ${refused}`];
+  if (refused === undefined)
+    return [`${where}: expected a refusal containing ${JSON.stringify(step.error)}, none came`];
+  if (!refused.includes(step.error))
+    return [`${where}: refusal differs\n  - ${JSON.stringify(step.error)}\n  + ${JSON.stringify(refused)}`];
+  return [];
 }
 
 function compareRows(where: string, expected: ExpectedRow[], rows: JournalEntry[], note?: string): string[] {

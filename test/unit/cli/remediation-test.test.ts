@@ -14,6 +14,7 @@ import { FILE_LIMITS } from '../../../src/read-bounded-file.js';
 import { tempDir } from '../../helpers/tmp.js';
 
 const EXAMPLE = fileURLToPath(new URL('../../../examples/remediation-tests.yml', import.meta.url));
+const HUMAN_PATH = fileURLToPath(new URL('../../fixtures/remediation-tests/human-path.yml', import.meta.url));
 const REPLICA = fileURLToPath(new URL('../../../examples/ha/replica-a.yml', import.meta.url));
 
 /** Runs the command on `files`; returns its exit code and what it wrote. */
@@ -47,6 +48,51 @@ function variant(from: string, to: string): string {
 describe('remediation test', () => {
   it('passes on examples/remediation-tests.yml (the shipped rules)', async () => {
     expect(await run(EXAMPLE)).toEqual({ code: 0, out: `${EXAMPLE}: SUCCESS\n`, err: '' });
+  });
+
+  it('passes on the human path: approve, deny, withdraw, expire and close the breaker', async () => {
+    expect(await run(HUMAN_PATH)).toEqual({ code: 0, out: `${HUMAN_PATH}: SUCCESS\n`, err: '' });
+  });
+
+  it.each([
+    {
+      name: 'the requester approving its own request, unexpected',
+      from: '    approve: { by: alertmanager }\n    error: another operator must approve or deny it\n',
+      to: '    approve: { by: alertmanager }\n',
+      diff: 'at 8m: refused: principal alertmanager asked for journal entry 4: another operator must approve or deny it',
+    },
+    {
+      name: 'an approval where a denial was expected',
+      from: '    deny: { by: alice, reason: "planned maintenance" }',
+      to: '    approve: { by: alice }',
+      diff: 'at 6m: journal rows differ',
+    },
+    {
+      name: 'a withdrawal by someone else',
+      from: '    withdraw: { reason: "the host came back" }',
+      to: '    withdraw: { by: bob }',
+      diff: 'at 9m: refused: principal bob did not ask for journal entry 4: only its requester may withdraw it',
+    },
+    {
+      name: 'an expiry expected before the timeout',
+      from: '    expire: true\n',
+      to: '',
+      diff: 'at 26m: journal rows differ\n  - {"server_id":"100004","decision":"expired"}\n',
+    },
+    {
+      name: 'a refusal expected that does not come',
+      from: '    close_breaker: { by: alice, reason: "a broken prober, fixed" }',
+      to: '    close_breaker: { by: alice }\n    error: closed already',
+      diff: 'at 65m: expected a refusal containing "closed already", none came',
+    },
+  ])('fails on the human path for $name', async ({ from, to, diff }) => {
+    const text = readFileSync(HUMAN_PATH, 'utf8');
+    expect(text).toContain(from);
+    const path = join(tempDir(), 'human-path.yml');
+    writeFileSync(path, text.replace(from, to));
+    const { code, out } = await run(path);
+    expect(code).toBe(1);
+    expect(out).toContain(diff);
   });
 
   it('fails with a diff naming the step when an expectation changes (exit 1)', async () => {
