@@ -2,7 +2,8 @@
  * The test file of `baremetal-exporter remediation test` (in the spirit of `promtool test rules`): the
  * `remediation:` block under test (or `config_file:`, whose `remediation` and `schedules` are read), an initial
  * world (servers with their IPs, attack events per IP at their times) and a timeline of Alertmanager
- * deliveries, each with the journal rows it must produce. Parsed with the `yaml` package and validated with
+ * deliveries and operator steps (approve, deny, withdraw, expire, close_breaker), each with the journal rows it
+ * must produce. Parsed with the `yaml` package and validated with
  * Ajv; a malformed file is a TestFileError naming the file and the line. A file that cannot be read, is larger
  * than the config file's cap, expands more than MAX_ALIASES aliases or nests deeper than MAX_DEPTH is one too.
  */

@@ -2,9 +2,11 @@
  * `baremetal-exporter remediation test FILE…`: runs each test file (remediation-test-file.ts) through the real
  * rules, engine and guards, on an in-memory SQLite store, with a fake clock, a server directory built from the
  * file's world and a recorder in place of the API (nothing leaves the process). At each step of the timeline
- * the clock moves to `at`, due pending firewall changes are applied, the step's alerts are delivered, and the
- * journal rows written since the previous step (and the upstream calls, when the step lists them) are compared
- * with what it expects. Exit 0 when every file passes, 1 with a diff when one does not, 2 when one is malformed.
+ * the clock moves to `at`, due pending firewall changes are applied (and requests past approval_timeout
+ * expire), the step's alerts are delivered or its operator step is run (remediation-test-steps.ts), and the
+ * requests it settled and the journal rows it wrote (and the upstream calls, when the step lists them) are
+ * compared with what it expects. Exit 0 when every file passes, 1 with a diff when one does not, 2 when one is
+ * missing or malformed.
  */
 import { createHash } from 'node:crypto';
 import { buildConfig } from '../config/load.js';

@@ -95,6 +95,15 @@ describe('remediation test', () => {
     expect(out).toContain(diff);
   });
 
+  it('fails a step set before the time an expiry moved the clock to', async () => {
+    const text = readFileSync(HUMAN_PATH, 'utf8');
+    const path = join(tempDir(), 'human-path.yml');
+    writeFileSync(path, text.replace('  - at: 56m\n', '  - at: 30m\n'));
+    const { code, out } = await run(path);
+    expect(code).toBe(1);
+    expect(out).toContain('at 30m: before 2026-01-01T00:55:00.000Z, where the expiry moved the clock');
+  });
+
   it('fails with a diff naming the step when an expectation changes (exit 1)', async () => {
     const path = variant(
       'expect: [{ action: powercycle, server_id: "100006", decision: escalated }]',
@@ -164,6 +173,19 @@ describe('remediation test', () => {
       text: 'remediation: {}\nserver:\n  - { id: "1" }\n',
       line: 2,
       message: 'unknown key `server`',
+    },
+    {
+      name: 'two kinds of step at once',
+      text: 'remediation: {}\nservers:\n  - { id: "1" }\ntimeline:\n  - at: 1m\n    expire: true\n    deny: { by: bob }\n',
+      line: 5,
+      message:
+        'step 1: give one of alert, alerts, payload, approve, deny, withdraw, expire, close_breaker (got deny, expire)',
+    },
+    {
+      name: 'an expected refusal on an alert step',
+      text: 'remediation: {}\nservers:\n  - { id: "1" }\ntimeline:\n  - at: 1m\n    error: nope\n',
+      line: 6,
+      message: 'step 1: error is for an approve, deny, withdraw or close_breaker step',
     },
     { name: 'a YAML syntax error', text: 'servers: [\n', line: 2, message: '' },
     {
