@@ -2,15 +2,19 @@
  * `baremetal-exporter remediation test FILE…`: runs each test file (remediation-test-file.ts) through the real
  * rules, engine and guards, on an in-memory SQLite store, with a fake clock, a server directory built from the
  * file's world and a recorder in place of the API (nothing leaves the process). At each step of the timeline
- * the clock moves to `at`, due pending firewall changes are applied, the step's alerts are delivered, and the
- * journal rows written since the previous step (and the upstream calls, when the step lists them) are compared
- * with what it expects. Exit 0 when every file passes, 1 with a diff when one does not, 2 when one is malformed.
+ * the clock moves to `at`, due pending firewall changes are applied (and requests past approval_timeout
+ * expire), the step's alerts are delivered or its operator step is run (remediation-test-steps.ts), and the
+ * requests it settled and the journal rows it wrote (and the upstream calls, when the step lists them) are
+ * compared with what it expects. Exit 0 when every file passes, 1 with a diff when one does not, 2 when one is
+ * missing or malformed.
  */
 import { createHash } from 'node:crypto';
 import { buildConfig } from '../config/load.js';
-import { BaremetalError } from '../errors.js';
+import type { RemediationRule } from '../config/types.js';
+import { BaremetalError, ConflictError } from '../errors.js';
 import { offlineEngine } from './offline-engine.js';
-import { requestsFor } from '../remediation/rules.js';
+import { expiryTime, operatorStep, StepRefused } from './remediation-test-steps.js';
+import { matches, requestsFor } from '../remediation/rules.js';
 import type { AttackState, TargetDirectory } from '../remediation/types.js';
 import type { WebhookAlert, WebhookBody } from '../remediation/webhook.js';
 import type { JournalEntry } from '../store/rows.js';
@@ -69,14 +73,23 @@ const shown = (row: JournalEntry, keys: readonly string[]) => {
     ip: row.ip,
     decision: row.decision,
     source: row.source,
+    principal: row.principal,
+    approver: row.approver,
   };
   return Object.fromEntries(keys.map((k) => [k, all[k]]));
 };
 
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
-/** Runs one file; returns its failures (each a few lines of diff). Throws TestFileError, ConfigError. */
-export async function runTestFile(file: TestFile): Promise<string[]> {
+/** What one file gave: its failures (each a few lines of diff) and its warnings (one line each). */
+export interface TestResult {
+  failures: string[];
+  /** a rule that matches no alert of the file: its rows can never be tested there */
+  warnings: string[];
+}
+
+/** Runs one file. Throws TestFileError, ConfigError. */
+export async function runTestFile(file: TestFile): Promise<TestResult> {
   const config = buildConfig(
     {
       upstream: { base_url: 'http://127.0.0.1:9', api_key: 'remediation-test-key' },
@@ -94,11 +107,19 @@ export async function runTestFile(file: TestFile): Promise<string[]> {
   );
   const failures: string[] = [];
   const episodes = new Map<string, string>();
+  const delivered: WebhookAlert[] = [];
   let lastId = 0;
   let calls = 0;
   try {
     for (const step of file.timeline) {
-      clock.now = START + step.atMs;
+      const where = `${file.path}:${step.line}: at ${step.at}`;
+      const deps = { engine, store, account: ACCOUNT };
+      // An `expire` step moved the clock past this step's `at`: the clock never goes back.
+      if (START + step.atMs < clock.now)
+        failures.push(`${where}: before ${new Date(clock.now).toISOString()}, where the expiry moved the clock`);
+      else clock.now = START + step.atMs;
+      if (step.expire) clock.now = await expiryTime(deps, config.remediation.approvalTimeoutMs, clock.now);
+      const awaiting = await store.awaitingApproval(ACCOUNT);
       await engine.tick();
       const body: WebhookBody | undefined =
         step.payload ??
@@ -109,13 +130,24 @@ export async function runTestFile(file: TestFile): Promise<string[]> {
               alerts: (step.alerts ?? [step.alert!]).map((a) => toAlert(a, episodes, clock.now)),
             }
           : undefined);
-      for (const [i, alert] of (body?.alerts ?? []).entries())
+      const alerts = body?.alerts ?? [];
+      delivered.push(...alerts);
+      for (const [i, alert] of alerts.entries())
         for (const req of requestsFor(alert, i, config.remediation.rules, [ACCOUNT], TEST_PRINCIPAL))
           await engine.request(req);
-      const rows = (await store.list({ account: ACCOUNT, limit: 100_000 })).filter((r) => r.id > lastId).reverse();
-      lastId = Math.max(lastId, ...rows.map((r) => r.id));
-      const where = `${file.path}:${step.line}: at ${step.at}`;
-      failures.push(...compareRows(where, step.expect, rows));
+      failures.push(...(await runOperatorStep(where, step, deps)));
+      // The requests settled by this step (approved, denied, withdrawn, expired), then the rows it wrote.
+      const settled: JournalEntry[] = [];
+      for (const row of awaiting) {
+        const now = await store.get(row.id);
+        if (now && now.decision !== 'awaiting_approval') settled.push(now);
+      }
+      const written = (await store.list({ account: ACCOUNT, limit: 100_000 })).filter((r) => r.id > lastId).reverse();
+      lastId = Math.max(lastId, ...written.map((r) => r.id));
+      const rows = [...settled, ...written];
+      const matched = alerts.some((a) => config.remediation.rules.some((rule) => matches(rule, a)));
+      const note = alerts.length > 0 && !matched ? 'no rule matches the alerts of this step' : undefined;
+      failures.push(...compareRows(where, step.expect, rows, note));
       const made = client.calls.slice(calls);
       calls = client.calls.length;
       if (step.calls) failures.push(...compareCalls(where, step.calls, made));
@@ -123,14 +155,46 @@ export async function runTestFile(file: TestFile): Promise<string[]> {
   } finally {
     await close();
   }
-  return failures;
+  const warnings = config.remediation.rules.flatMap((rule, i) =>
+    delivered.some((a) => matches(rule, a))
+      ? []
+      : [`${file.path}: warning: rule ${i + 1} (${ruleName(rule)}) matches no alert of the file`],
+  );
+  return { failures, warnings };
 }
 
-function compareRows(where: string, expected: ExpectedRow[], rows: JournalEntry[]): string[] {
+/** A rule as its file shows it: `BaremetalServerUnreachable{env="prod"} → powercycle`. */
+function ruleName(rule: RemediationRule): string {
+  const matchers = Object.entries(rule.matchers).map(([k, v]) => `${k}=${JSON.stringify(v)}`);
+  return `${rule.alertname}${matchers.length > 0 ? `{${matchers.join(',')}}` : ''} → ${rule.action}`;
+}
+
+/** Runs the step's operator part; a refusal is a failure unless the step expects it (`error`). */
+async function runOperatorStep(
+  where: string,
+  step: TestFile['timeline'][number],
+  deps: Parameters<typeof operatorStep>[1],
+): Promise<string[]> {
+  let refused: string | undefined;
+  try {
+    await operatorStep(step, deps);
+  } catch (error) {
+    if (!(error instanceof StepRefused || error instanceof ConflictError)) throw error;
+    refused = error.message;
+  }
+  if (step.error === undefined) return refused === undefined ? [] : [`${where}: refused: ${refused}`];
+  if (refused === undefined)
+    return [`${where}: expected a refusal containing ${JSON.stringify(step.error)}, none came`];
+  if (!refused.includes(step.error))
+    return [`${where}: refusal differs\n  - ${JSON.stringify(step.error)}\n  + ${JSON.stringify(refused)}`];
+  return [];
+}
+
+function compareRows(where: string, expected: ExpectedRow[], rows: JournalEntry[], note?: string): string[] {
   const keys = (e: ExpectedRow | undefined) => (e ? Object.keys(e) : ['action', 'server_id', 'decision']);
   const ok = expected.length === rows.length && expected.every((e, i) => same(e, shown(rows[i]!, keys(e))));
   if (ok) return [];
-  const lines = [`${where}: journal rows differ`];
+  const lines = [`${where}: journal rows differ${note ? ` (${note})` : ''}`];
   for (const e of expected) lines.push(`  - ${JSON.stringify(e)}`);
   rows.forEach((r, i) => {
     lines.push(`  + ${JSON.stringify({ ...shown(r, keys(expected[i])), message: r.message })}`);
@@ -160,7 +224,8 @@ export async function runRemediationTest(
   let code = 0;
   for (const path of files) {
     try {
-      const failures = await runTestFile(await readTestFile(path));
+      const { failures, warnings } = await runTestFile(await readTestFile(path));
+      for (const warning of warnings) out.write(`${warning}\n`);
       if (failures.length === 0) out.write(`${path}: SUCCESS\n`);
       else {
         out.write(`${path}: FAILED\n${failures.join('\n')}\n`);

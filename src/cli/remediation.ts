@@ -4,17 +4,46 @@
  */
 import { BaremetalError } from '../errors.js';
 
+/** `remediation test --help`. */
+export const REMEDIATION_TEST_HELP = `Usage: baremetal-exporter remediation test FILE…
+
+Runs each remediation test file (a remediation block or config_file, a world of servers and attacks, a
+timeline of alert deliveries and operator steps with the journal rows each must produce) through the real
+rules, engine and guards, offline: nothing is sent, nothing is written. See docs/remediation.md.
+
+Exit 0 when every file passes, 1 with a diff when one does not, 2 when one is missing or malformed.
+`;
+
+/** `remediation replay --help`. */
+export const REMEDIATION_REPLAY_HELP = `Usage: baremetal-exporter remediation replay --config.file NEW.yml [--since 7d]
+
+Decides again the alert deliveries the state store recorded within --since (default 7d), under NEW.yml's
+remediation block, offline (no API call, no journal write), and prints each decision then and now.
+
+  --config.file FILE (alias --config)   the configuration whose remediation block is replayed
+  --since DURATION                      how far back to read the recorded deliveries (default 7d)
+`;
+
+const isHelp = (args: string[]) => args.some((a) => a === '--help' || a === '-h');
+
 /** Runs a `remediation` subcommand; returns the exit code. Throws BaremetalError (exit 2) for a wrong one. */
-export async function runRemediation(args: string[]): Promise<number> {
+export async function runRemediation(args: string[], out: NodeJS.WritableStream = process.stdout): Promise<number> {
   const [sub, ...rest] = args;
   switch (sub) {
     case 'test':
+      if (isHelp(rest)) return help(out, REMEDIATION_TEST_HELP);
       return (await import('./remediation-test.js')).runRemediationTest(rest);
     case 'replay':
+      if (isHelp(rest)) return help(out, REMEDIATION_REPLAY_HELP);
       return (await import('./remediation-replay.js')).runRemediationReplay(rest);
     default:
       throw new BaremetalError(
         `remediation: expected a subcommand: test FILE… or replay --config.file NEW.yml [--since 7d] (got ${sub === undefined ? 'nothing' : JSON.stringify(sub)})`,
       );
   }
+}
+
+function help(out: NodeJS.WritableStream, text: string): number {
+  out.write(text);
+  return 0;
 }

@@ -14,8 +14,9 @@ Usage:
       --web.telemetry-path PATH                 where the metrics are served (default /metrics)
   baremetal-exporter check-config FILE        validate a config file (exit 1 listing the problems)
   baremetal-exporter api <command> [options]  every operation of the hosting API (api --help); completion bash
-  baremetal-exporter remediation test FILE…   run remediation rule tests (world, timeline, expected decisions);
-                                              exit 1 with a diff on a mismatch, 2 for a malformed file
+  baremetal-exporter remediation test FILE…   run remediation rule tests (world, timeline of alerts and operator
+                                              steps, expected decisions; remediation test --help); exit 1 with
+                                              a diff on a mismatch, 2 for a missing or malformed file
   baremetal-exporter remediation replay --config.file NEW.yml [--since 7d]
                                               the alert deliveries the state store recorded, decided again
                                               under NEW.yml's remediation block (no API call, no journal write)

@@ -7,10 +7,14 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
+import { runRemediation } from '../../../src/cli/remediation.js';
 import { runRemediationTest } from '../../../src/cli/remediation-test.js';
+import { MAX_ALIASES, MAX_DEPTH } from '../../../src/cli/remediation-test-file.js';
+import { FILE_LIMITS } from '../../../src/read-bounded-file.js';
 import { tempDir } from '../../helpers/tmp.js';
 
 const EXAMPLE = fileURLToPath(new URL('../../../examples/remediation-tests.yml', import.meta.url));
+const HUMAN_PATH = fileURLToPath(new URL('../../fixtures/remediation-tests/human-path.yml', import.meta.url));
 const REPLICA = fileURLToPath(new URL('../../../examples/ha/replica-a.yml', import.meta.url));
 
 /** Runs the command on `files`; returns its exit code and what it wrote. */
@@ -46,6 +50,60 @@ describe('remediation test', () => {
     expect(await run(EXAMPLE)).toEqual({ code: 0, out: `${EXAMPLE}: SUCCESS\n`, err: '' });
   });
 
+  it('passes on the human path: approve, deny, withdraw, expire and close the breaker', async () => {
+    expect(await run(HUMAN_PATH)).toEqual({ code: 0, out: `${HUMAN_PATH}: SUCCESS\n`, err: '' });
+  });
+
+  it.each([
+    {
+      name: 'the requester approving its own request, unexpected',
+      from: '    approve: { by: alertmanager }\n    error: another operator must approve or deny it\n',
+      to: '    approve: { by: alertmanager }\n',
+      diff: 'at 8m: refused: principal alertmanager asked for journal entry 4: another operator must approve or deny it',
+    },
+    {
+      name: 'an approval where a denial was expected',
+      from: '    deny: { by: alice, reason: "planned maintenance" }',
+      to: '    approve: { by: alice }',
+      diff: 'at 6m: journal rows differ',
+    },
+    {
+      name: 'a withdrawal by someone else',
+      from: '    withdraw: { reason: "the host came back" }',
+      to: '    withdraw: { by: bob }',
+      diff: 'at 9m: refused: principal bob did not ask for journal entry 4: only its requester may withdraw it',
+    },
+    {
+      name: 'an expiry expected before the timeout',
+      from: '    expire: true\n',
+      to: '',
+      diff: 'at 26m: journal rows differ\n  - {"server_id":"100004","decision":"expired"}\n',
+    },
+    {
+      name: 'a refusal expected that does not come',
+      from: '    close_breaker: { by: alice, reason: "a broken prober, fixed" }',
+      to: '    close_breaker: { by: alice }\n    error: closed already',
+      diff: 'at 65m: expected a refusal containing "closed already", none came',
+    },
+  ])('fails on the human path for $name', async ({ from, to, diff }) => {
+    const text = readFileSync(HUMAN_PATH, 'utf8');
+    expect(text).toContain(from);
+    const path = join(tempDir(), 'human-path.yml');
+    writeFileSync(path, text.replace(from, to));
+    const { code, out } = await run(path);
+    expect(code).toBe(1);
+    expect(out).toContain(diff);
+  });
+
+  it('fails a step set before the time an expiry moved the clock to', async () => {
+    const text = readFileSync(HUMAN_PATH, 'utf8');
+    const path = join(tempDir(), 'human-path.yml');
+    writeFileSync(path, text.replace('  - at: 56m\n', '  - at: 30m\n'));
+    const { code, out } = await run(path);
+    expect(code).toBe(1);
+    expect(out).toContain('at 30m: before 2026-01-01T00:55:00.000Z, where the expiry moved the clock');
+  });
+
   it('fails with a diff naming the step when an expectation changes (exit 1)', async () => {
     const path = variant(
       'expect: [{ action: powercycle, server_id: "100006", decision: escalated }]',
@@ -61,6 +119,35 @@ describe('remediation test', () => {
     );
   });
 
+  it('says when a rule matches no alert of the file, and when the alerts of a step match no rule', async () => {
+    const path = join(tempDir(), 'tests.yml');
+    writeFileSync(
+      path,
+      [
+        'remediation:',
+        '  dry_run: true',
+        '  rules:',
+        '    - { alertname: BaremetalServerUnreachable, action: powercycle }',
+        '    - { alertname: BaremetalIpUnderAttack, matchers: { severity: critical }, action: firewall_state }',
+        'servers: [{ id: "1" }]',
+        'timeline:',
+        '  - at: 1m',
+        '    alert: { alertname: BaremetalServerUnrechable, labels: { server_id: "1" } }',
+        '    expect: [{ action: powercycle, server_id: "1", decision: dry_run }]',
+        '',
+      ].join('\n'),
+    );
+    const { code, out } = await run(path);
+    expect(code).toBe(1);
+    expect(out).toContain(`${path}:8: at 1m: journal rows differ (no rule matches the alerts of this step)\n`);
+    expect(out).toContain(
+      `${path}: warning: rule 1 (BaremetalServerUnreachable → powercycle) matches no alert of the file\n`,
+    );
+    expect(out).toContain(
+      `${path}: warning: rule 2 (BaremetalIpUnderAttack{severity="critical"} → firewall_state) matches no alert of the file\n`,
+    );
+  });
+
   it('fails when the upstream calls differ', async () => {
     const path = variant('ip: 198.18.0.1, state: "0" }]', 'ip: 198.18.0.1, state: "1" }]');
     const { code, out } = await run(path);
@@ -72,15 +159,40 @@ describe('remediation test', () => {
     {
       name: 'an unknown key',
       text: 'servers:\n  - { id: "1" }\ntimeline:\n  - at: 1m\n    expekt: []\n',
-      line: 4,
-      message: 'must NOT have additional properties',
+      line: 5,
+      message: 'step 1: unknown key `expekt`',
+    },
+    {
+      name: 'an unknown key of a later step',
+      text: 'remediation: {}\nservers:\n  - { id: "1" }\ntimeline:\n  - at: 1m\n  - at: 2m\n  - at: 3m\n    aprove: 1\n',
+      line: 8,
+      message: 'step 3: unknown key `aprove`',
+    },
+    {
+      name: 'an unknown top-level key',
+      text: 'remediation: {}\nserver:\n  - { id: "1" }\n',
+      line: 2,
+      message: 'unknown key `server`',
+    },
+    {
+      name: 'two kinds of step at once',
+      text: 'remediation: {}\nservers:\n  - { id: "1" }\ntimeline:\n  - at: 1m\n    expire: true\n    deny: { by: bob }\n',
+      line: 5,
+      message:
+        'step 1: give one of alert, alerts, payload, approve, deny, withdraw, expire, close_breaker (got deny, expire)',
+    },
+    {
+      name: 'an expected refusal on an alert step',
+      text: 'remediation: {}\nservers:\n  - { id: "1" }\ntimeline:\n  - at: 1m\n    error: nope\n',
+      line: 6,
+      message: 'step 1: error is for an approve, deny, withdraw or close_breaker step',
     },
     { name: 'a YAML syntax error', text: 'servers: [\n', line: 2, message: '' },
     {
       name: 'a time that is no duration',
       text: 'remediation: {}\nservers:\n  - { id: "1" }\ntimeline:\n  - at: soon\n',
       line: 5,
-      message: 'timeline.0.at',
+      message: 'step 1: at: must match pattern',
     },
     {
       name: 'neither remediation nor config_file',
@@ -95,5 +207,53 @@ describe('remediation test', () => {
     expect({ code, out }).toEqual({ code: 2, out: '' });
     expect(err).toMatch(new RegExp(`^${path}:${line}: `));
     expect(err).toContain(message);
+  });
+
+  const aliasBomb = [
+    'a: &a [x, x, x, x, x, x, x, x, x]',
+    ...['b', 'c', 'd', 'e', 'f'].map((k, i) => `${k}: &${k} [${Array(9).fill(`*${'abcdef'[i]}`).join(', ')}]`),
+  ].join('\n');
+  const nested = (depth: number) =>
+    `remediation: {}\nservers: [{ id: "1" }]\ntimeline:\n  - at: 1m\n    deep: ${'['.repeat(depth)}${']'.repeat(depth)}\n`;
+
+  it.each([
+    { name: 'a missing file', text: undefined, message: 'cannot read the file (ENOENT)' },
+    {
+      name: 'a file larger than the config cap',
+      text: `# ${'x'.repeat(FILE_LIMITS.config)}\n`,
+      message: `cannot read the file (${FILE_LIMITS.config + 3} bytes, larger than ${FILE_LIMITS.config} bytes)`,
+    },
+    { name: 'a YAML alias bomb', text: aliasBomb, message: `more than ${MAX_ALIASES} resolved` },
+    { name: 'a nesting just too deep', text: nested(MAX_DEPTH), message: `nested deeper than ${MAX_DEPTH} levels` },
+    { name: 'a nesting deeper than the parser goes', text: nested(5000), message: `nested deeper than ${MAX_DEPTH}` },
+  ])('exits 2 naming the file for $name', async ({ text, message }) => {
+    const path = join(tempDir(), 'bad.yml');
+    if (text !== undefined) writeFileSync(path, text);
+    const { code, out, err } = await run(path);
+    expect({ code, out }).toEqual({ code: 2, out: '' });
+    expect(err).toMatch(new RegExp(`^${path}(:\\d+)?: `));
+    expect(err).toContain(message);
+    expect(err.split('\n')).toHaveLength(2);
+  });
+
+  it('names the config_file it cannot read', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'tests.yml');
+    writeFileSync(path, 'config_file: missing.yml\nservers: [{ id: "1" }]\ntimeline:\n  - at: 1m\n');
+    const { code, err } = await run(path);
+    expect(code).toBe(2);
+    expect(err).toContain(`${path}:1: config_file: ${join(dir, 'missing.yml')}: cannot read the file (ENOENT)`);
+  });
+
+  it.each(['test', 'replay'])('remediation %s --help prints its usage (exit 0)', async (sub) => {
+    let out = '';
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        out += String(chunk);
+        done();
+      },
+    });
+    expect(await runRemediation([sub, '--help'], sink)).toBe(0);
+    expect(out).toMatch(new RegExp(`^Usage: baremetal-exporter remediation ${sub} `));
   });
 });
