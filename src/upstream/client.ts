@@ -168,7 +168,7 @@ export class UpstreamClient {
   async json<T>(req: UpstreamRequest, decode?: (reply: unknown, ctx: UpstreamContext) => T): Promise<T | unknown> {
     return this.#withRetry(req, async (signal) => {
       const { status, text } = await this.#send(req, signal);
-      const parsed = parseJsonReply({ operation: req.operation, path: req.path, status }, text, this.scrub, req.read);
+      const parsed = parseJsonReply({ operation: req.operation, path: req.path, status }, text, req.read);
       return decode ? decode(parsed, { operation: req.operation, path: req.path, status }) : parsed;
     });
   }
@@ -177,7 +177,7 @@ export class UpstreamClient {
   async text(req: UpstreamRequest): Promise<string> {
     return this.#withRetry(req, async (signal) => {
       const { status, text } = await this.#send(req, signal);
-      return textReply({ operation: req.operation, path: req.path, status }, text, this.scrub);
+      return textReply({ operation: req.operation, path: req.path, status }, text);
     });
   }
 

@@ -13,7 +13,6 @@ import {
   ResponseTooLargeError,
   type UpstreamContext,
 } from '../errors.js';
-import type { Scrubber } from '../scrub.js';
 
 /** How many characters of an unexpected body an error keeps. */
 export const EXCERPT_LENGTH = 200;
@@ -90,16 +89,10 @@ export const excerpt = (text: string): string => text.slice(0, EXCERPT_LENGTH);
 /**
  * The JSON of a reply whose raw text was scrubbed (client.ts; scrub.ts covers every decoded spelling). Throws
  * ApiError for `{error: true, message}`, HttpStatusError for a non-2xx status, InvalidReplyError for a 2xx that
- * is not JSON (a write's outcome then unknown: `read` false). `_scrub` is the client's scrubber, which this no
- * longer needs (issue 43: a second, per-string scrub took V8 off its fast path); the parameter stays until
- * client.ts stops passing it.
+ * is not JSON (a write's outcome then unknown: `read` false). Parsed without a reviver: a second, per-string
+ * scrub took V8 off its fast path (issue 43), and the raw text's one scrub already covers every spelling.
  */
-export function parseJsonReply(
-  ctx: UpstreamContext & { status: number },
-  text: string,
-  _scrub: Scrubber,
-  read: boolean,
-) {
+export function parseJsonReply(ctx: UpstreamContext & { status: number }, text: string, read: boolean) {
   const { status } = ctx;
   let parsed: unknown;
   try {
@@ -117,9 +110,9 @@ export function parseJsonReply(
 
 /**
  * The (scrubbed) text of a 2xx reply (the console's XML). Throws ApiError when it is an API error's JSON after
- * all, HttpStatusError for a non-2xx status. `_scrub`: as parseJsonReply's.
+ * all, HttpStatusError for a non-2xx status.
  */
-export function textReply(ctx: UpstreamContext & { status: number }, text: string, _scrub: Scrubber): string {
+export function textReply(ctx: UpstreamContext & { status: number }, text: string): string {
   const apiError = parseApiError(text);
   if (apiError !== undefined) throw new ApiError(ctx, apiError);
   if (ctx.status < 200 || ctx.status >= 300) throw new HttpStatusError(ctx, excerpt(text));

@@ -102,12 +102,7 @@ describe('a reply parsed without a reviver (issue 43)', () => {
 
   it.each(CASES)('no decoded value or key holds the secret: $name', ({ inside }) => {
     const raw = `{"error":false,"message":"before ${inside} after","${inside}":[{"note":"${inside}"},"${inside}${inside}"]}`;
-    const parsed = parseJsonReply(
-      { operation: 'servers', path: '/api/v1/dedicated', status: 200 },
-      scrub(raw),
-      scrub,
-      true,
-    );
+    const parsed = parseJsonReply({ operation: 'servers', path: '/api/v1/dedicated', status: 200 }, scrub(raw), true);
     const decoded = strings(parsed);
     expect(decoded).toContain(`before ${REDACTED} after`);
     for (const text of decoded) {
@@ -119,12 +114,7 @@ describe('a reply parsed without a reviver (issue 43)', () => {
 
   it('leaves a reply without a secret exactly as JSON.parse reads it', () => {
     const raw = JSON.stringify({ servers: [{ id: 'S1', name: 'w\u00e9b-1 \\ "x"', path: 'a/b', n: 1.5, on: true }] });
-    const parsed = parseJsonReply(
-      { operation: 'servers', path: '/api/v1/dedicated', status: 200 },
-      scrub(raw),
-      scrub,
-      true,
-    );
+    const parsed = parseJsonReply({ operation: 'servers', path: '/api/v1/dedicated', status: 200 }, scrub(raw), true);
     expect(parsed).toEqual(JSON.parse(raw));
   });
 });
