@@ -36,6 +36,12 @@ describe('check-config', () => {
     },
     { name: 'unknown keys', yaml: 'upstreams: {}\n', code: 1, out: /upstreams: unknown key/ },
     {
+      name: 'a problem: the file, line and column of its key in front',
+      yaml: 'upstream:\n  base_url: "https://api.provider.test"\n  api_key: k\n  timeout: never\n',
+      code: 1,
+      out: /\n {2}\S*config\.yml:4:3: upstream\.timeout: must be a duration/,
+    },
+    {
       name: 'a scope and switched-off collectors',
       yaml: 'upstream: { base_url: "https://api.provider.test", api_key: k }\nservers: { include: [{ location: fra1 }, { hostname: "web-[0-9]+" }], exclude: [{ id: "7" }] }\ncollectors: { graphs: false, catalog: false }\n',
       code: 0,

@@ -1,0 +1,76 @@
+import { describe, expect, it } from 'vitest';
+import { configProblems } from '../../helpers/config-problems.js';
+import { buildConfig } from '../../../src/config/load.js';
+import { parseConfigSource } from '../../../src/config/positions.js';
+
+const env = { BAREMETAL_API_KEY: 'env-key' };
+const upstream = 'upstream:\n  base_url: https://api.provider.test\n';
+const noFile = () => {
+  throw Object.assign(new Error('x'), { code: 'ENOENT' });
+};
+
+/** The problems of `text` read from config.yml, as check-config prints them. */
+const problemsOf = (text: string, environment: Record<string, string> = env) =>
+  configProblems(() => {
+    const { value, source } = parseConfigSource('config.yml', text);
+    return buildConfig(value, environment, noFile, source);
+  });
+
+describe('config problems name the file, line and column', () => {
+  it.each([
+    {
+      name: 'a bad value: the key in front of it',
+      text: `${upstream}  timeout: soon\n`,
+      lines: ['config.yml:3:3: upstream.timeout: must be a duration such as "10s" (got "soon")'],
+    },
+    {
+      name: 'an enum in a list item',
+      text: `${upstream}remediation:\n  rules:\n    - alertname: A\n      action: reboot\n`,
+      lines: [
+        'config.yml:6:7: remediation.rules.0.action: must be one of powercycle, poweron, poweroff, firewall_state, firewall_sensitivity',
+      ],
+    },
+    {
+      name: 'an unknown key: the key itself',
+      text: `${upstream}remediation:\n  dry_run: false\n  colour: red\n`,
+      lines: ['config.yml:5:3: remediation.colour: unknown key'],
+    },
+    {
+      name: 'a key missing from a list item: the item',
+      text: `${upstream}remediation:\n  rules:\n    - { alertname: A, action: powercycle }\n    - alertname: B\n      action: firewall_sensitivity\n`,
+      lines: ['config.yml:6:7: remediation.rules.1.sensitivity: required for action firewall_sensitivity'],
+    },
+    {
+      name: 'a key in a flow mapping',
+      text: 'upstream: { base_url: "https://api.provider.test", timeout: never }\n',
+      lines: ['config.yml:1:52: upstream.timeout: must be a duration such as "10s" (got "never")'],
+    },
+    {
+      name: 'a file read for a key: the key naming the file',
+      text: 'upstream:\n  base_url: https://api.provider.test\n  api_key_file: /nope\n',
+      environment: {},
+      lines: ['config.yml:3:3: upstream.api_key_file: cannot read /nope (ENOENT)'],
+    },
+    {
+      name: 'a key the file does not have (no api key at all): no position',
+      text: upstream,
+      environment: {},
+      linePattern: /^upstream\.api_key/,
+    },
+  ])('$name', ({ text, environment, lines, linePattern }) => {
+    const found = problemsOf(text, environment ?? env);
+    if (lines) expect(found).toEqual(lines);
+    if (linePattern) expect(found).toEqual([expect.stringMatching(linePattern)]);
+  });
+
+  it('names the line and column of a YAML syntax error', () => {
+    expect(configProblems(() => parseConfigSource('config.yml', 'upstream:\n  base_url: [\n'))).toEqual([
+      expect.stringMatching(/^config\.yml:\d+:\d+: \(yaml\): /),
+    ]);
+  });
+
+  it('gives the value yaml.parse gives', () => {
+    expect(parseConfigSource('c.yml', 'a: &x [1, 2]\nb: *x\n').value).toEqual({ a: [1, 2], b: [1, 2] });
+    expect(parseConfigSource('c.yml', '').value).toBeNull();
+  });
+});
