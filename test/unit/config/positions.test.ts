@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { configProblems } from '../../helpers/config-problems.js';
 import { buildConfig } from '../../../src/config/load.js';
+import { closestKey, editDistance } from '../../../src/config/closest-key.js';
 import { parseConfigSource } from '../../../src/config/positions.js';
 
 const env = { BAREMETAL_API_KEY: 'env-key' };
@@ -72,5 +73,45 @@ describe('config problems name the file, line and column', () => {
   it('gives the value yaml.parse gives', () => {
     expect(parseConfigSource('c.yml', 'a: &x [1, 2]\nb: *x\n').value).toEqual({ a: [1, 2], b: [1, 2] });
     expect(parseConfigSource('c.yml', '').value).toBeNull();
+  });
+});
+
+describe('an unknown key', () => {
+  it.each([
+    {
+      name: 'a typo: the known key it is closest to',
+      text: `${upstream}remediation:\n  rules:\n    - { alertname: A, action: powercycle, requre_approval: true }\n`,
+      line: 'config.yml:5:43: remediation.rules.0.requre_approval: unknown key; did you mean require_approval?',
+    },
+    {
+      name: 'a top-level typo',
+      text: `${upstream}remediaton: {}\n`,
+      line: 'config.yml:3:1: remediaton: unknown key; did you mean remediation?',
+    },
+    {
+      name: 'nothing close: no guess',
+      text: `${upstream}  colour: red\n`,
+      line: 'config.yml:3:3: upstream.colour: unknown key',
+    },
+  ])('$name', ({ text, line }) => {
+    expect(problemsOf(text)).toEqual([line]);
+  });
+
+  it.each([
+    ['requre_approval', ['require_approval', 'require_owned_ip'], 'require_approval'],
+    ['dryrun', ['dry_run', 'rules'], 'dry_run'],
+    ['colour', ['hold', 'action', 'cooldown'], undefined],
+    ['ab', ['cd'], undefined],
+    ['Dry_Run', ['dry_run'], 'dry_run'],
+  ])('closestKey(%j) → %j', (key, known, expected) => {
+    expect(closestKey(key, known)).toBe(expected);
+  });
+
+  it.each([
+    ['', 'abc', 3],
+    ['kitten', 'sitting', 3],
+    ['same', 'same', 0],
+  ])('editDistance(%j, %j) = %i', (a, b, expected) => {
+    expect(editDistance(a, b)).toBe(expected);
   });
 });
