@@ -62,7 +62,7 @@ export function buildConfig(
   checkTlsFiles(checks, readFile);
 
   const all = checks.lines();
-  if (all.length > 0) throw new ConfigError(renderProblems(all, source));
+  if (all.length > 0) throw new ConfigError(renderProblems(all, doc, source));
   // No problem: the document is a valid ConfigFile and every value above was read.
   const file = doc as ConfigFile;
   const { safety } = file.remediation;

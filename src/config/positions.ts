@@ -1,8 +1,9 @@
 /**
- * Where a config problem sits, as promtool and compilers say it: `FILE:14:7: remediation.rules.2.action:
+ * Where a config problem sits, as promtool and compilers say it: `FILE:14:7: remediation.rules[2].action:
  * must be one of …`. The YAML text is parsed once with its node ranges kept (the `yaml` library's
  * `parseDocument` and `LineCounter`); a problem's key, the dotted path the schema and the checks name
- * (`remediation.rules.2.action`), is looked up in that tree.
+ * (`remediation.rules.2.action`), is looked up in that tree. List items are printed as JSONPath and yq name
+ * them, `rules[2]`, counted from 0 as the dotted keys always were (the line number is what tells them apart).
  */
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node } from 'yaml';
 import { ConfigError } from '../errors.js';
@@ -59,11 +60,33 @@ export function parseConfigSource(file: string, text: string): { value: unknown;
   return { value: doc.toJS(), source: { file, positionOf } };
 }
 
-/** `key: problem` lines as printed: with `source`, `file:line:column: ` in front of each line whose key the file has. */
-export function renderProblems(lines: readonly string[], source?: ConfigSource): string[] {
+/**
+ * `key: problem` lines as printed: list items named as JSONPath and yq name them, `rules[2]` (counted from 0,
+ * as the dotted keys counted them), wherever `doc`, the document checked, has a list; with `source`,
+ * `file:line:column: ` in front of each line whose key the file has.
+ */
+export function renderProblems(lines: readonly string[], doc: unknown, source?: ConfigSource): string[] {
   return lines.map((line) => {
     const split = line.indexOf(': ');
-    const position = split > 0 ? source?.positionOf(line.slice(0, split).split('.')) : undefined;
-    return position ? `${source!.file}:${position}: ${line}` : line;
+    if (split <= 0) return line;
+    const path = line.slice(0, split).split('.');
+    let node = doc;
+    let key = '';
+    // The key up to its last list item, dotted and as printed: the problem's text may name a key under it.
+    let item: [string, string] | undefined;
+    for (const [i, part] of path.entries()) {
+      if (Array.isArray(node) && /^\d+$/.test(part)) {
+        key += `[${part}]`;
+        node = node[Number(part)];
+        item = [`${path.slice(0, i + 1).join('.')}.`, `${key}.`];
+      } else {
+        key += key === '' ? part : `.${part}`;
+        node = node !== null && typeof node === 'object' ? (node as Record<string, unknown>)[part] : undefined;
+      }
+    }
+    const rest = line.slice(split);
+    const text = `${key}${item ? rest.replaceAll(item[0], item[1]) : rest}`;
+    const position = source?.positionOf(path);
+    return position ? `${source!.file}:${position}: ${text}` : text;
   });
 }

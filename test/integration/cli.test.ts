@@ -57,13 +57,13 @@ describe('check-config', () => {
       name: 'a bad hostname regex',
       yaml: 'upstream: { base_url: "https://api.provider.test", api_key: k }\nservers: { exclude: [{ hostname: "web-(" }] }\n',
       code: 1,
-      out: /servers\.exclude\.0\.hostname: not a valid RE2 regular expression: error parsing regexp: missing closing \)/,
+      out: /servers\.exclude\[0\]\.hostname: not a valid RE2 regular expression: error parsing regexp: missing closing \)/,
     },
     {
       name: 'a hostname pattern that would escape the whole-hostname match',
       yaml: 'upstream: { base_url: "https://api.provider.test", api_key: k }\nservers: { include: [{ hostname: "web)|(?:.*" }] }\n',
       code: 1,
-      out: /servers\.include\.0\.hostname: not a valid RE2 regular expression: error parsing regexp: unexpected \)/,
+      out: /servers\.include\[0\]\.hostname: not a valid RE2 regular expression: error parsing regexp: unexpected \)/,
     },
     {
       name: 'RE2 syntax: a case-insensitive hostname pattern',

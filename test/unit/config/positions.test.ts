@@ -28,7 +28,7 @@ describe('config problems name the file, line and column', () => {
       name: 'an enum in a list item',
       text: `${upstream}remediation:\n  rules:\n    - alertname: A\n      action: reboot\n`,
       lines: [
-        'config.yml:6:7: remediation.rules.0.action: must be one of powercycle, poweron, poweroff, firewall_state, firewall_sensitivity',
+        'config.yml:6:7: remediation.rules[0].action: must be one of powercycle, poweron, poweroff, firewall_state, firewall_sensitivity',
       ],
     },
     {
@@ -39,7 +39,7 @@ describe('config problems name the file, line and column', () => {
     {
       name: 'a key missing from a list item: the item',
       text: `${upstream}remediation:\n  rules:\n    - { alertname: A, action: powercycle }\n    - alertname: B\n      action: firewall_sensitivity\n`,
-      lines: ['config.yml:6:7: remediation.rules.1.sensitivity: required for action firewall_sensitivity'],
+      lines: ['config.yml:6:7: remediation.rules[1].sensitivity: required for action firewall_sensitivity'],
     },
     {
       name: 'a key in a flow mapping',
@@ -81,7 +81,7 @@ describe('an unknown key', () => {
     {
       name: 'a typo: the known key it is closest to',
       text: `${upstream}remediation:\n  rules:\n    - { alertname: A, action: powercycle, requre_approval: true }\n`,
-      line: 'config.yml:5:43: remediation.rules.0.requre_approval: unknown key; did you mean require_approval?',
+      line: 'config.yml:5:43: remediation.rules[0].requre_approval: unknown key; did you mean require_approval?',
     },
     {
       name: 'a top-level typo',
@@ -113,5 +113,25 @@ describe('an unknown key', () => {
     ['same', 'same', 0],
   ])('editDistance(%j, %j) = %i', (a, b, expected) => {
     expect(editDistance(a, b)).toBe(expected);
+  });
+});
+
+describe('list items', () => {
+  it.each([
+    {
+      name: 'named [N], from 0, wherever the document has a list',
+      text: `${upstream}remediation:\n  auth:\n    principals:\n      - { name: a, bearer_token_file: /t, roles: [admin] }\n`,
+      lines: [
+        'config.yml:6:51: remediation.auth.principals[0].roles[0]: must be one of webhook, operator, reader',
+        'config.yml:6:20: remediation.auth.principals[0].bearer_token_file: cannot read /t (ENOENT)',
+      ],
+    },
+    {
+      name: 'a map key that looks like a number stays dotted',
+      text: `${upstream}schedules: { "7": "* * * * *" }\n`,
+      lines: ['config.yml:3:14: schedules.7: unknown key'],
+    },
+  ])('$name', ({ text, lines }) => {
+    expect(problemsOf(text)).toEqual(lines);
   });
 });
