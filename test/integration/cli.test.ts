@@ -42,6 +42,12 @@ describe('check-config', () => {
       out: /\n {2}\S*config\.yml:4:3: upstream\.timeout: must be a duration/,
     },
     {
+      name: 'power rules armed without the attack guard: a warning, exit 0',
+      yaml: 'upstream: { base_url: "https://api.provider.test", api_key: k }\nremediation: { dry_run: false, safety: { deny_power_when_attacked: false }, rules: [{ alertname: ServerDown, action: powercycle }] }\n',
+      code: 0,
+      out: /\nwarning: remediation\.safety\.deny_power_when_attacked: false while power rules act \(dry_run false: rules\[0\]\)/,
+    },
+    {
       name: 'a scope and switched-off collectors',
       yaml: 'upstream: { base_url: "https://api.provider.test", api_key: k }\nservers: { include: [{ location: fra1 }, { hostname: "web-[0-9]+" }], exclude: [{ id: "7" }] }\ncollectors: { graphs: false, catalog: false }\n',
       code: 0,
