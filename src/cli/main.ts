@@ -11,6 +11,7 @@ import { applyFlags, configFromDocument, loadConfig } from '../config/load.js';
 import { DEFAULT_ACCOUNT } from '../config/schema.js';
 import { redactBaseUrl } from '../config/base-url.js';
 import { describeScope } from '../config/scope.js';
+import { configWarnings } from '../config/warnings.js';
 import { startDaemon } from '../daemon/start.js';
 import { readTls } from '../http/tls.js';
 import { WebConfigFile } from '../http/web-config-reload.js';
@@ -264,7 +265,7 @@ async function checkConfig(args: string[]): Promise<void> {
     if (off.length > 0) process.stdout.write(`collectors switched off: ${off.map(([name]) => name).join(', ')}\n`);
     const plan = budgetPlan(config);
     for (const line of plan.notes) process.stdout.write(`${line}\n`);
-    for (const line of plan.warnings) process.stdout.write(`warning: ${line}\n`);
+    for (const line of [...plan.warnings, ...configWarnings(config)]) process.stdout.write(`warning: ${line}\n`);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`${positionals[0]}: ${error.message}\n`);

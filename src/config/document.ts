@@ -6,6 +6,7 @@
  */
 import { Ajv, type ErrorObject } from 'ajv';
 import type { FileKind } from '../read-bounded-file.js';
+import { closestKey } from './closest-key.js';
 import { FORMAT_KEYWORDS } from './formats.js';
 import { configFileSchema, SCHEMA_ANNOTATIONS, type ConfigFile } from './schema.js';
 
@@ -26,16 +27,23 @@ const ajv = new Ajv({
   allErrors: true,
   useDefaults: true,
   strict: true,
+  // An error carries the schema it failed (parentSchema): the known keys an unknown key is compared with.
+  verbose: true,
   keywords: [...SCHEMA_ANNOTATIONS, ...FORMAT_KEYWORDS],
 });
 const validateFile = ajv.compile<ConfigFile>(configFileSchema);
 
-/** The key an Ajv error is about (`upstream.timeout`; for an unknown key, that key) and its line. */
+/**
+ * The key an Ajv error is about (`upstream.timeout`; for an unknown key, that key) and its line; an unknown key
+ * close to a known one says which (`unknown key; did you mean require_approval?`).
+ */
 function describe(error: ErrorObject): { key: string; line: string } {
   const path = error.instancePath.replace(/^\//, '').replaceAll('/', '.');
   if (error.keyword === 'additionalProperties') {
     const key = [path, String(error.params.additionalProperty)].filter(Boolean).join('.');
-    return { key, line: `${key}: unknown key` };
+    const known = Object.keys((error.parentSchema as { properties?: object } | undefined)?.properties ?? {});
+    const hint = closestKey(String(error.params.additionalProperty), known);
+    return { key, line: `${key}: unknown key${hint ? `; did you mean ${hint}?` : ''}` };
   }
   if (error.keyword === 'enum') {
     return {

@@ -16,6 +16,7 @@ import { ConfigDocument, type ConfigEnv, type ReadFile } from './document.js';
 import { checkTlsFiles, readCredentials, readPrincipals } from './credentials.js';
 import { durationMs, parseDuration, parseListenAddress, type DurationFormat } from './formats.js';
 import { DEFAULT_COOLDOWN_MS, HOLD_FORMAT, type ConfigFile } from './schema.js';
+import { parseConfigSource, renderProblems, type ConfigSource } from './positions.js';
 import type { Config, RemediationRule } from './types.js';
 
 export type { ConfigEnv } from './document.js';
@@ -39,9 +40,15 @@ const durationOf = (text: string, format: DurationFormat = text): number => dura
 /**
  * Validates parsed YAML (`raw`) with `env` overrides and returns the normalized Config.
  * `readFile` gives the text of key, token and TLS files (configFromDocument reads them first; tests inject
- * their own). Throws ConfigError with every problem found.
+ * their own). Throws ConfigError with every problem found; with `source` (the file `raw` was parsed from), each
+ * line whose key the file has starts with `file:line:column: `.
  */
-export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFile = noFiles): Config {
+export function buildConfig(
+  raw: unknown,
+  env: ConfigEnv = {},
+  readFile: ReadFile = noFiles,
+  source?: ConfigSource,
+): Config {
   const doc = (raw ?? {}) as Record<string, unknown>;
   if (typeof doc !== 'object' || Array.isArray(doc)) throw new ConfigError(['(top level): must be a mapping']);
   const checks = new ConfigDocument(doc);
@@ -55,7 +62,7 @@ export function buildConfig(raw: unknown, env: ConfigEnv = {}, readFile: ReadFil
   checkTlsFiles(checks, readFile);
 
   const all = checks.lines();
-  if (all.length > 0) throw new ConfigError(all);
+  if (all.length > 0) throw new ConfigError(renderProblems(all, doc, source));
   // No problem: the document is a valid ConfigFile and every value above was read.
   const file = doc as ConfigFile;
   const { safety } = file.remediation;
@@ -198,18 +205,19 @@ export function parseConfigText(text: string, env: ConfigEnv = {}, readFile?: Re
 /**
  * buildConfig with the files the document names (key, token, URL, CA and TLS files) read first, all at
  * once and without blocking the event loop (readBoundedFile: a pipe nobody writes fails after its deadline,
- * a problem naming the key and the path). Rejects with ConfigError.
+ * a problem naming the key and the path). Rejects with ConfigError, whose lines carry positions in `source`.
  */
-export function configFromDocument(raw: unknown, env: ConfigEnv = {}): Promise<Config> {
+export function configFromDocument(raw: unknown, env: ConfigEnv = {}, source?: ConfigSource): Promise<Config> {
   // A copy for each run: buildConfig fills the schema's defaults into the document it is given.
   return buildWithFiles((read) =>
-    buildConfig(structuredClone(raw), env, (path, kind) => read(path, kind).toString('utf8')),
+    buildConfig(structuredClone(raw), env, (path, kind) => read(path, kind).toString('utf8'), source),
   );
 }
 
 /**
  * Reads and validates the config file at `path` with `env` overrides, reading it and every file it names
- * without blocking the event loop (see configFromDocument). Rejects with ConfigError.
+ * without blocking the event loop (see configFromDocument). Rejects with ConfigError, each line whose key the
+ * file has starting with `path:line:column: ` (config/positions.ts), a YAML syntax error's too.
  */
 export async function loadConfig(path: string, env: ConfigEnv = process.env): Promise<Config> {
   let text: string;
@@ -218,5 +226,6 @@ export async function loadConfig(path: string, env: ConfigEnv = process.env): Pr
   } catch (error) {
     throw new ConfigError([`(file): cannot read ${path} (${readProblem(error)})`]);
   }
-  return configFromDocument(parseYamlText(text), env);
+  const { value, source } = parseConfigSource(path, text);
+  return configFromDocument(value, env, source);
 }

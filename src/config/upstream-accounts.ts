@@ -71,7 +71,7 @@ export function readAccounts(
 
 /**
  * The scope at `at` (`servers` or `accounts.N.servers`): each `hostname` selector compiled by RE2
- * (config/scope.ts); a pattern RE2 refuses is a problem naming its key (`servers.exclude.2.hostname: …`). Undefined when the schema refused it.
+ * (config/scope.ts); a pattern RE2 refuses is a problem naming its key (`servers.exclude[2].hostname: …`). Undefined when the schema refused it.
  */
 export function compileScope(checks: ConfigDocument, at: string): ServerScope | undefined {
   const scope: ServerScope = { include: [], exclude: [] };

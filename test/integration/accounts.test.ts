@@ -205,17 +205,17 @@ describe('account config errors', () => {
           { name: 'a', base_url: 'https://b.test', api_key: 'k' },
         ],
       },
-      lines: ['accounts.1.name: duplicate account name "a"'],
+      lines: ['accounts[1].name: duplicate account name "a"'],
     },
     {
       name: 'a bad name',
       raw: { accounts: [{ name: 'Bad Name', base_url: 'https://a.test', api_key: 'k' }] },
-      lines: ['accounts.0.name: must match pattern "^[a-z0-9_-]{1,32}$"'],
+      lines: ['accounts[0].name: must match pattern "^[a-z0-9_-]{1,32}$"'],
     },
     {
       name: 'a missing key',
       raw: { accounts: [{ name: 'a', base_url: 'https://a.test' }] },
-      lines: ['accounts.0.api_key: required (set accounts.0.api_key_file)'],
+      lines: ['accounts[0].api_key: required (set accounts[0].api_key_file)'],
     },
   ])('$name → one line per problem', ({ raw, lines }) => {
     const problems = configProblems(() => buildConfig(raw, { BAREMETAL_API_KEY: 'env-key' }));

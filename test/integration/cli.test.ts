@@ -36,6 +36,18 @@ describe('check-config', () => {
     },
     { name: 'unknown keys', yaml: 'upstreams: {}\n', code: 1, out: /upstreams: unknown key/ },
     {
+      name: 'a problem: the file, line and column of its key in front',
+      yaml: 'upstream:\n  base_url: "https://api.provider.test"\n  api_key: k\n  timeout: never\n',
+      code: 1,
+      out: /\n {2}\S*config\.yml:4:3: upstream\.timeout: must be a duration/,
+    },
+    {
+      name: 'power rules armed without the attack guard: a warning, exit 0',
+      yaml: 'upstream: { base_url: "https://api.provider.test", api_key: k }\nremediation: { dry_run: false, safety: { deny_power_when_attacked: false }, rules: [{ alertname: ServerDown, action: powercycle }] }\n',
+      code: 0,
+      out: /\nwarning: remediation\.safety\.deny_power_when_attacked: false while power rules act \(dry_run false: rules\[0\]\)/,
+    },
+    {
       name: 'a scope and switched-off collectors',
       yaml: 'upstream: { base_url: "https://api.provider.test", api_key: k }\nservers: { include: [{ location: fra1 }, { hostname: "web-[0-9]+" }], exclude: [{ id: "7" }] }\ncollectors: { graphs: false, catalog: false }\n',
       code: 0,
@@ -51,13 +63,13 @@ describe('check-config', () => {
       name: 'a bad hostname regex',
       yaml: 'upstream: { base_url: "https://api.provider.test", api_key: k }\nservers: { exclude: [{ hostname: "web-(" }] }\n',
       code: 1,
-      out: /servers\.exclude\.0\.hostname: not a valid RE2 regular expression: error parsing regexp: missing closing \)/,
+      out: /servers\.exclude\[0\]\.hostname: not a valid RE2 regular expression: error parsing regexp: missing closing \)/,
     },
     {
       name: 'a hostname pattern that would escape the whole-hostname match',
       yaml: 'upstream: { base_url: "https://api.provider.test", api_key: k }\nservers: { include: [{ hostname: "web)|(?:.*" }] }\n',
       code: 1,
-      out: /servers\.include\.0\.hostname: not a valid RE2 regular expression: error parsing regexp: unexpected \)/,
+      out: /servers\.include\[0\]\.hostname: not a valid RE2 regular expression: error parsing regexp: unexpected \)/,
     },
     {
       name: 'RE2 syntax: a case-insensitive hostname pattern',

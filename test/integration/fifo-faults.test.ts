@@ -20,6 +20,8 @@ function fifo(path: string): string {
   return path;
 }
 
+/** `text` matched literally in a RegExp. */
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const reason = `a pipe not written and closed within ${READ_TIMEOUT_MS / 1000} s`;
 
 describe('a FIFO nobody writes', () => {
@@ -54,7 +56,14 @@ describe('a FIFO nobody writes', () => {
         result: {
           ok: false,
           invalid: true,
-          problems: [`upstream.api_key_file: cannot read ${keyFile} (${reason})`],
+          // The position of the key in the JSON the harness wrote: line 1, some column.
+          problems: [
+            expect.stringMatching(
+              new RegExp(
+                `^${escapeRegExp(`${h.configFile}`)}:1:\\d+: ${escapeRegExp(`upstream.api_key_file: cannot read ${keyFile} (${reason})`)}$`,
+              ),
+            ),
+          ],
         },
         reloadSuccessful: 0,
         serversAfter: 1,
@@ -73,7 +82,7 @@ describe('a FIFO nobody writes', () => {
       const result = await runCli(['check-config', config], { BAREMETAL_API_KEY: '' });
       expect({ code: result.code, stderr: result.stderr }).toEqual({
         code: 1,
-        stderr: `${config}: invalid configuration:\n  upstream.api_key_file: cannot read ${keyFile} (${reason})\n`,
+        stderr: `${config}: invalid configuration:\n  ${config}:1:50: upstream.api_key_file: cannot read ${keyFile} (${reason})\n`,
       });
     },
     READ_TIMEOUT_MS * 4,

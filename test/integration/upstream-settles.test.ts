@@ -92,7 +92,7 @@ describe('a key with a second line (issue 38)', () => {
     // So is a reload, naming the key and the file.
     const reload = await daemon.reload();
     expect(reload).toMatchObject({ ok: false, invalid: true });
-    expect(JSON.stringify(reload)).toContain(`accounts.0.api_key_file: file ${file} holds a line break`);
+    expect(JSON.stringify(reload)).toContain(`accounts[0].api_key_file: file ${file} holds a line break`);
     expect(await seriesValue(daemon.registry, 'baremetal_config_last_reload_successful', {})).toBe(0);
     // The key in force stays: both accounts poll.
     expect([await poll('main'), await poll('other'), await poll('main')]).toEqual(['success', 'success', 'success']);

@@ -185,7 +185,7 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
     [
       'a bad graph type',
       `${minimal}graphs: { types: [port_bytes] }\n`,
-      ['graphs.types.0: must be one of port_bits, port_percent, port_errors, port_upkts'],
+      ['graphs.types[0]: must be one of port_bits, port_percent, port_errors, port_upkts'],
     ],
     [
       'a bad IP retention',
@@ -264,72 +264,72 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
     [
       'a short remediation token',
       `${minimal}remediation: { auth: { bearer_token_files: [/short] } }\n`,
-      'remediation.auth.bearer_token_files.0: the token in /short is shorter than 16 characters',
+      'remediation.auth.bearer_token_files[0]: the token in /short is shorter than 16 characters',
     ],
     [
       'two principals of one name',
       `${minimal}remediation: { auth: { principals: [{ name: am, bearer_token_file: /long, roles: [webhook] }, { name: am, bearer_token_file: /long2, roles: [reader] }] } }\n`,
-      'remediation.auth.principals.1.name: duplicate principal name "am"',
+      'remediation.auth.principals[1].name: duplicate principal name "am"',
     ],
     [
       'a principal named as a deprecated token',
       `${minimal}remediation: { auth: { bearer_token_files: [/long], principals: [{ name: token-1, bearer_token_file: /long2, roles: [webhook] }] } }\n`,
-      'remediation.auth.principals.0.name: duplicate principal name "token-1"',
+      'remediation.auth.principals[0].name: duplicate principal name "token-1"',
     ],
     [
       'two principals with one token',
       `${minimal}remediation: { auth: { principals: [{ name: a, bearer_token_file: /long, roles: [webhook] }, { name: b, bearer_token_file: /long, roles: [reader] }] } }\n`,
-      'remediation.auth.principals.1.bearer_token_file: another principal has the same token',
+      'remediation.auth.principals[1].bearer_token_file: another principal has the same token',
     ],
     [
       'a principal with both credentials',
       `${minimal}remediation: { auth: { principals: [{ name: a, bearer_token_file: /long, basic_auth_hash: x, roles: [webhook] }] } }\n`,
-      'remediation.auth.principals.0: give exactly one of bearer_token_file and basic_auth_hash',
+      'remediation.auth.principals[0]: give exactly one of bearer_token_file and basic_auth_hash',
     ],
     [
       'a principal without credentials',
       `${minimal}remediation: { auth: { principals: [{ name: a, roles: [webhook] }] } }\n`,
-      'remediation.auth.principals.0: give exactly one of bearer_token_file and basic_auth_hash',
+      'remediation.auth.principals[0]: give exactly one of bearer_token_file and basic_auth_hash',
     ],
     [
       'a principal with a short token',
       `${minimal}remediation: { auth: { principals: [{ name: a, bearer_token_file: /short, roles: [webhook] }] } }\n`,
-      'remediation.auth.principals.0.bearer_token_file: the token in /short is shorter than 16 characters',
+      'remediation.auth.principals[0].bearer_token_file: the token in /short is shorter than 16 characters',
     ],
     [
       'a principal with a plain password',
       `${minimal}remediation: { auth: { principals: [{ name: a, basic_auth_hash: hunter2, roles: [operator] }] } }\n`,
-      'remediation.auth.principals.0.basic_auth_hash: must be a bcrypt hash ($2b$…), never a plain password',
+      'remediation.auth.principals[0].basic_auth_hash: must be a bcrypt hash ($2b$…), never a plain password',
     ],
     [
       'a principal bound to an unknown account',
       `${minimal}remediation: { auth: { principals: [{ name: a, bearer_token_file: /long, roles: [operator], accounts: [eu] }] } }\n`,
-      'remediation.auth.principals.0.accounts.0: no account "eu" is configured',
+      'remediation.auth.principals[0].accounts[0]: no account "eu" is configured',
     ],
     [
       'a principal with an unknown role',
       `${minimal}remediation: { auth: { principals: [{ name: a, bearer_token_file: /long, roles: [admin] }] } }\n`,
-      'remediation.auth.principals.0.roles.0: must be one of webhook, operator, reader',
+      'remediation.auth.principals[0].roles[0]: must be one of webhook, operator, reader',
     ],
     [
       'a principal name with a colon',
       `${minimal}remediation: { auth: { principals: [{ name: "cli:bob", bearer_token_file: /long, roles: [reader] }] } }\n`,
-      'remediation.auth.principals.0.name: must match pattern "^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$"',
+      'remediation.auth.principals[0].name: must match pattern "^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$"',
     ],
     [
       'a rule without sensitivity',
       `${minimal}remediation: { rules: [{ alertname: A, action: firewall_sensitivity }] }\n`,
-      'remediation.rules.0.sensitivity: required for action firewall_sensitivity',
+      'remediation.rules[0].sensitivity: required for action firewall_sensitivity',
     ],
     [
       'a bad hold',
       `${minimal}remediation: { rules: [{ alertname: A, action: firewall_state, hold: soon }] }\n`,
-      'remediation.rules.0.hold: must be a duration such as "5m" (got "soon")',
+      'remediation.rules[0].hold: must be a duration such as "5m" (got "soon")',
     ],
     [
       'an unknown action',
       `${minimal}remediation: { rules: [{ alertname: A, action: reboot }] }\n`,
-      'remediation.rules.0.action: must be one of powercycle, poweron, poweroff, firewall_state, firewall_sensitivity',
+      'remediation.rules[0].action: must be one of powercycle, poweron, poweroff, firewall_state, firewall_sensitivity',
     ],
   ])('reports %s', (_name, text, expected) => {
     const files: Record<string, string> = {
@@ -373,8 +373,8 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
       'a rule with an unknown key and a bad hold',
       `${minimal}remediation: { rules: [{ alertname: A, action: firewall_state, hold: soon, colour: red }] }\n`,
       [
-        'remediation.rules.0.colour: unknown key',
-        'remediation.rules.0.hold: must be a duration such as "5m" (got "soon")',
+        'remediation.rules[0].colour: unknown key',
+        'remediation.rules[0].hold: must be a duration such as "5m" (got "soon")',
       ],
     ],
     ['a key of the wrong type, reported once', `${minimal}  timeout: 10\n`, ['upstream.timeout: must be string']],

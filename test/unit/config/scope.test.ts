@@ -85,39 +85,39 @@ describe('servers.include / servers.exclude', () => {
     [
       'a bad regular expression names its key',
       `${minimal}servers:\n  exclude: [{id: "1"}, {hostname: "web-[0-9"}]\n`,
-      /^servers\.exclude\.1\.hostname: not a valid RE2 regular expression: error parsing regexp: missing closing \]/,
+      /^servers\.exclude\[1\]\.hostname: not a valid RE2 regular expression: error parsing regexp: missing closing \]/,
     ],
     [
       'lookaround is not RE2',
       `${minimal}servers:\n  include: [{hostname: "(?!db).*"}]\n`,
-      /^servers\.include\.0\.hostname: not a valid RE2 regular expression: error parsing regexp: invalid or unsupported Perl syntax: `\(\?!`$/,
+      /^servers\.include\[0\]\.hostname: not a valid RE2 regular expression: error parsing regexp: invalid or unsupported Perl syntax: `\(\?!`$/,
     ],
     [
       'a backreference is not RE2',
       `${minimal}servers:\n  include: [{hostname: '(web)\\1'}]\n`,
-      /^servers\.include\.0\.hostname: not a valid RE2 regular expression: error parsing regexp: invalid escape sequence: `\\1`$/,
+      /^servers\.include\[0\]\.hostname: not a valid RE2 regular expression: error parsing regexp: invalid escape sequence: `\\1`$/,
     ],
     [
       'a group closed early cannot escape the whole-hostname match',
       `${minimal}servers:\n  exclude: [{hostname: "web)|(?:.*"}]\n`,
-      /^servers\.exclude\.0\.hostname: not a valid RE2 regular expression: error parsing regexp: unexpected \)/,
+      /^servers\.exclude\[0\]\.hostname: not a valid RE2 regular expression: error parsing regexp: unexpected \)/,
     ],
     [
       'a nested repetition RE2 refuses',
       `${minimal}servers:\n  include: [{hostname: "(?:a{100}){100}"}]\n`,
-      /^servers\.include\.0\.hostname: not a valid RE2 regular expression: error parsing regexp: invalid repeat count/,
+      /^servers\.include\[0\]\.hostname: not a valid RE2 regular expression: error parsing regexp: invalid repeat count/,
     ],
     [
       "an account's bad regular expression names the account entry",
       accounts('    servers: {include: [{hostname: "("}]}\n'),
-      /^accounts\.0\.servers\.include\.0\.hostname: not a valid RE2 regular expression: /,
+      /^accounts\[0\]\.servers\.include\[0\]\.hostname: not a valid RE2 regular expression: /,
     ],
     [
       'a selector with two keys',
       `${minimal}servers:\n  include: [{id: "1", location: FRA1}]\n`,
-      /^servers\.include\.0/,
+      /^servers\.include\[0\]/,
     ],
-    ['a selector with an unknown key', `${minimal}servers:\n  exclude: [{name: x}]\n`, /^servers\.exclude\.0/],
+    ['a selector with an unknown key', `${minimal}servers:\n  exclude: [{name: x}]\n`, /^servers\.exclude\[0\]/],
     ['a collector switch that is not a boolean', `${minimal}collectors:\n  graphs: "no"\n`, /^collectors\.graphs/],
   ])('%s', (_name, text, expected) => {
     const found = problems(text);
