@@ -7,7 +7,8 @@
  * this client for that long. Every text that comes back passes the scrubber before anything keeps it.
  * Bytes in, errors out: the resource modules beside this file decide what the bytes mean. The mechanisms live
  * beside it: reply reading and its limits in reply.ts, the mapping of transport failures in transport-errors.ts,
- * the read slots in slots.ts, each attempt's deadline in attempt-signal.ts, the request shapes in request.ts.
+ * the read slots in slots.ts, each attempt's deadline (and its settling, whatever the transport does) in
+ * attempt-signal.ts, a run's failed attempts in failure-tally.ts, the request shapes in request.ts.
  */
 import { validateHeaderValue } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -25,17 +26,11 @@ import { ApiKey } from './api-key.js';
 import { baseUrlSecrets, checkBaseUrl } from '../config/base-url.js';
 import { type BudgetPriority, RequestBudget } from './request-budget.js';
 import { DEFAULT_MAX_RESPONSE_BYTES, parseJsonReply, readBody, retryAfterMs, textReply } from './reply.js';
-import { AttemptSignals } from './attempt-signal.js';
+import { AttemptSignals, settleBy } from './attempt-signal.js';
 import type { RequestEvent, UpstreamRequest } from './request.js';
 import { ReadSlots } from './slots.js';
-import { type AbortReason, classifyTransportError, failureCode } from './transport-errors.js';
-
-/**
- * How long an attempt whose signal fired may take to settle by itself before the client settles it: undici
- * settles an aborted request within a few microtasks, except one it holds queued (issue 38), which it never
- * settles. Its own error is the better one (it tells a refused connection from a lost reply), hence a moment.
- */
-export const ABORT_GRACE_MS = 100;
+import { FailureTally } from './failure-tally.js';
+import { type AbortReason, classifyTransportError } from './transport-errors.js';
 
 export interface UpstreamClientOptions {
   /** base address, e.g. `https://api.provider.example`; http:// only for loopback */
@@ -83,7 +78,7 @@ export class UpstreamClient {
   #dispatcher: Dispatcher;
   readonly #ownsDispatcher: boolean;
   /** failed attempts per caller signal (a poll run's), by failure code: why a run that was cut short failed */
-  readonly #failures = new WeakMap<AbortSignal, Map<string, number>>();
+  readonly #failures = new FailureTally();
   readonly #slots: ReadSlots;
   /** each attempt's deadline, and the caller's signal followed */
   readonly #attempts = new AttemptSignals();
@@ -150,7 +145,7 @@ export class UpstreamClient {
    * cut short, for its log line.
    */
   failuresOf(signal: AbortSignal): ReadonlyMap<string, number> {
-    return this.#failures.get(signal) ?? new Map();
+    return this.#failures.of(signal);
   }
 
   /** ms since epoch until which requests wait after a Retry-After; 0 when not paused. */
@@ -294,10 +289,13 @@ export class UpstreamClient {
     let outcome = 'success';
     const { signal, end } = this.#attempts.start(this.#options.timeoutMs, req.signal);
     try {
-      return await this.#settleBy(attempt(signal), signal, req);
+      return await settleBy(attempt(signal), signal, req, {
+        stuckAfterMs: this.#options.timeoutMs,
+        onStuck: () => this.#transportStuck(req),
+      });
     } catch (error) {
       outcome = error instanceof UpstreamError ? error.outcome : 'error';
-      if (req.signal) this.#countFailure(req.signal, error);
+      if (req.signal) this.#failures.count(req.signal, error);
       throw error;
     } finally {
       end();
@@ -307,55 +305,6 @@ export class UpstreamClient {
         durationSeconds: (performance.now() - started) / 1000,
       });
     }
-  }
-
-  #countFailure(caller: AbortSignal, error: unknown): void {
-    let counts = this.#failures.get(caller);
-    if (!counts) {
-      counts = new Map();
-      this.#failures.set(caller, counts);
-    }
-    const code = failureCode(error);
-    counts.set(code, (counts.get(code) ?? 0) + 1);
-  }
-
-  /**
-   * Settles as `work` does; once `signal` (the attempt's) has fired, by ABORT_GRACE_MS at the latest: with the
-   * error the signal's reason calls for (a deadline: a timeout whose outcome is unknown), whatever the
-   * transport does. A transport that still holds the attempt `timeoutMs` later (past its own connect
-   * deadline) will never send it: the client replaces the Agent it owns and reports it.
-   */
-  #settleBy<T>(work: Promise<T>, signal: AbortSignal, req: UpstreamRequest): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      let settled = false;
-      let grace: NodeJS.Timeout | undefined;
-      const onAbort = () => {
-        grace = setTimeout(() => {
-          const ctx = { operation: req.operation, path: req.path };
-          const cause = new Error('the transport did not settle the aborted request');
-          reject(classifyTransportError(cause, ctx, signal.reason as AbortReason));
-          const stuck = setTimeout(() => settled || this.#transportStuck(req), this.#options.timeoutMs);
-          stuck.unref();
-        }, ABORT_GRACE_MS);
-      };
-      if (signal.aborted) onAbort();
-      else signal.addEventListener('abort', onAbort, { once: true });
-      const done = () => {
-        settled = true;
-        clearTimeout(grace);
-        signal.removeEventListener('abort', onAbort);
-      };
-      work.then(
-        (value) => {
-          done();
-          resolve(value);
-        },
-        (error: unknown) => {
-          done();
-          reject(error as Error);
-        },
-      );
-    });
   }
 
   /**

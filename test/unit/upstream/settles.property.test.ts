@@ -13,7 +13,8 @@
 import fc from 'fast-check';
 import { Dispatcher } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { ABORT_GRACE_MS, UpstreamClient } from '../../../src/upstream/client.js';
+import { ABORT_GRACE_MS } from '../../../src/upstream/attempt-signal.js';
+import { UpstreamClient } from '../../../src/upstream/client.js';
 import type { UpstreamRequest } from '../../../src/upstream/request.js';
 
 const FAULTS = [
