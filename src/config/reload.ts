@@ -78,6 +78,21 @@ function compared(config: Config) {
 
 const snake = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
+/** The config-file key under which a loaded value (and everything under it) was read, where the two differ. */
+const FILE_PREFIXES: ReadonlyArray<readonly [string, string]> = [
+  ['remediation.principals', 'remediation.auth.principals'],
+  ['remediation.bearer_tokens', 'remediation.auth.bearer_token_files'],
+  ['remediation.basic_auth_users', 'remediation.auth.basic_auth_users'],
+  ['web.auth.bearer_tokens', 'web.auth.bearer_token_files'],
+];
+
+/** `path` (a loaded value's) in the file's spelling: FILE_KEYS, FILE_PREFIXES, and no `_ms` the loader added. */
+function fileKey(path: string): string {
+  if (FILE_KEYS[path] !== undefined) return FILE_KEYS[path];
+  const prefix = FILE_PREFIXES.find(([loaded]) => path === loaded || path.startsWith(`${loaded}.`));
+  return prefix ? prefix[1] : path.replace(/_ms(?=\.|$)/g, '');
+}
+
 /** The config-file key of a loaded value whose name differs otherwise than by `_ms`. */
 const FILE_KEYS: Record<string, string> = {
   'web.host': 'web.listen_address',
@@ -104,7 +119,7 @@ function differences(a: unknown, b: unknown, path: string, names: boolean): stri
 export function restartKeys(current: Config, next: Config): string[] {
   const paths = differences(compared(current), compared(next), '', false).map((k) => k.slice(1));
   const fixed = paths.filter((path) => !reloadable(path));
-  const keys = [...new Set(fixed.map((path) => FILE_KEYS[path] ?? path.replace(/_ms(?=\.|$)/g, '')))];
+  const keys = [...new Set(fixed.map(fileKey))];
   if (underAttackPollApart(current.schedules) !== underAttackPollApart(next.schedules))
     keys.push(UNDER_ATTACK_SPLIT_KEY);
   return keys;

@@ -9,6 +9,8 @@ const base = {
   services: { colocation_ids: ['colo-1'], transit_ids: [] },
   remediation: { rules: [{ alertname: 'ServerDown', action: 'powercycle' }] },
 };
+/** bcrypt of "bob-password", cost 4 (a fixture, never a real password). */
+const BOB_HASH = '$2b$04$T97JjTNEotkB7vWtyRwzzufmuhxjhbWdKTRqUTbQudZByx1R2kOH.';
 const config = (raw: Record<string, unknown>) => buildConfig({ ...base, ...raw }, {});
 
 describe('restartKeys', () => {
@@ -30,6 +32,16 @@ describe('restartKeys', () => {
     },
     { name: 'listen address', raw: { web: { listen_address: '127.0.0.1:9999' } }, keys: ['web.listen_address'] },
     { name: 'collectors are reloadable (the schema says so)', raw: { collectors: { graphs: false } }, keys: [] },
+    {
+      name: 'principals are named by their file key, remediation.auth.principals',
+      raw: {
+        remediation: {
+          rules: [{ alertname: 'ServerDown', action: 'powercycle' }],
+          auth: { principals: [{ name: 'bob', roles: ['reader'], basic_auth_hash: BOB_HASH }] },
+        },
+      },
+      keys: ['remediation.auth.principals'],
+    },
     {
       name: 'the safety block and the scope are reloadable',
       raw: { remediation: { safety: { max_power_actions_per_server: 5 } }, servers: { exclude: [{ id: '100001' }] } },
