@@ -3,20 +3,36 @@
  * schema with them): a failed format is an Ajv error like any other, one `key: message` line.
  *
  * - `duration: "10s"` (the example the message gives) or `{example, zero: true}` ("0" and "0s" also allowed):
- *   a positive duration ms parses ("250ms", "10s", "5m");
+ *   a positive duration in Prometheus's format ("250ms", "10s", "1h30m", `prometheusDurationMs`);
  * - `cron: true`: a node-cron expression, seconds field allowed;
  * - `listenAddress: true`: `host:port` or `[::1]:port`, port 0…65535;
  * - `bcrypt: "key"` (the user is the key of the map the hash is a value of) or `"name"` (the user is the
  *   sibling `name`): a usable bcrypt hash (bcryptHashProblem).
  */
 import type { ErrorObject, FuncKeywordDefinition, SchemaValidateFunction } from 'ajv';
-import ms from 'ms';
 import cron from 'node-cron';
 
-/** Parses "10s", "5m", "250ms" into milliseconds; undefined when it is not a positive duration. */
+/**
+ * Prometheus's duration format, as its `model.ParseDuration` reads it: units from the largest down, each at
+ * most once, integers only (`1h30m`, `90s`, `500ms`, `7d`, `2w`, `1y`; a year is 365 days, a week 7 days),
+ * or `0`. `1.5h`, `5 minutes` and `-1s` are no durations.
+ */
+const PROMETHEUS_DURATION = /^(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?(?:(\d+)ms)?$/;
+const UNIT_MS = [365 * 86_400_000, 7 * 86_400_000, 86_400_000, 3_600_000, 60_000, 1000, 1] as const;
+
+/** `text` in Prometheus's duration format (PROMETHEUS_DURATION), in ms; undefined when it is none. */
+export function prometheusDurationMs(text: string): number | undefined {
+  if (text === '0') return 0;
+  const match = text === '' ? null : PROMETHEUS_DURATION.exec(text);
+  if (!match) return undefined;
+  const total = UNIT_MS.reduce((sum, unit, i) => sum + Number(match[i + 1] ?? 0) * unit, 0);
+  return Number.isSafeInteger(total) ? total : undefined;
+}
+
+/** Parses a positive duration in Prometheus's format ("10s", "1h30m", "250ms") into ms; undefined otherwise. */
 export function parseDuration(text: string): number | undefined {
-  const value = ms(text as ms.StringValue);
-  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : undefined;
+  const value = prometheusDurationMs(text);
+  return value !== undefined && value > 0 ? value : undefined;
 }
 
 /** Splits "host:port" or "[::1]:port" (port 0 allowed: pick a free one). */
