@@ -7,9 +7,7 @@
 import type { Writable } from 'node:stream';
 import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
 import { type OutputFormat, render, table } from './api/output.js';
-import { CliExit } from './api/exit.js';
 import {
-  DAEMON_EXIT,
   DAEMON_OPTIONS,
   DAEMON_OPTIONS_HELP,
   DaemonClient,
@@ -132,20 +130,13 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
   },
   show: {
     synopsis: 'show ID',
-    summary: `one journal entry, every field (looked up among the newest ${MAX_LIMIT})`,
+    summary: 'one journal entry, every field (GET /api/v1/actions/ID)',
     options: {},
     optionsHelp: [],
     id: true,
     async run(client, id, _flags, format) {
-      // The daemon has no GET of one entry: the newest page of the journal is searched.
-      const reply = await client.get('/api/v1/actions', { limit: String(MAX_LIMIT) });
-      const row = rowsOf(reply.body).find((r) => String(r.id) === id);
-      if (!row)
-        throw new CliExit(
-          DAEMON_EXIT.refused,
-          `no journal entry ${id} among the newest ${MAX_LIMIT} (GET /api/v1/actions): it does not exist or is older`,
-        );
-      return render(format, { data: row, table: rowDetail(row as unknown as Record<string, unknown>) });
+      const row = (await client.get(`/api/v1/actions/${id}`)).body as Record<string, unknown>;
+      return render(format, { data: row, table: rowDetail(row) });
     },
   },
   approve: {

@@ -16,7 +16,8 @@ import { oneOf, strictObject } from '../../json-schema.js';
 import type { StateStore } from '../../store/store.js';
 import type { RemediationEngine } from '../../remediation/engine.js';
 import { makeRequest } from '../../remediation/request.js';
-import { BadRequestError } from '../../errors.js';
+import { BadRequestError, NotFoundError } from '../../errors.js';
+import type { JournalEntry } from '../../store/rows.js';
 import { DECISIONS } from '../../store/decisions.js';
 import { callerOf, requireScope, routeRole } from '../principals.js';
 import { accountSchema, configuredAccount, idSchema, queryInteger, queryIntegerSchema } from '../schemas.js';
@@ -64,6 +65,17 @@ function queryApprover(text: string | undefined): string | undefined {
 }
 
 const shorten = (text: string) => (text.length > 24 ? `${text.slice(0, 24)}…` : text);
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/** A journal entry as the API answers it: times ISO-8601 (`approvedAt` stays ms, as scripts read it). */
+const entryReply = (e: JournalEntry) => ({
+  ...e,
+  createdAt: iso(e.createdAt),
+  completedAt: iso(e.completedAt),
+  // `approvedAt` stays milliseconds, as scripts read it; `approvedAtIso` is the same time as the others are.
+  approvedAtIso: iso(e.approvedAt),
+});
 
 /**
  * The engine of the account `name` (a body's `account`, a `?account=`), or BadRequestError naming `field`:
@@ -174,16 +186,21 @@ export function actionRoutes(
         ...(approver ? { approver } : {}),
         limit,
       });
-      const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
-      return {
-        actions: entries.map((e) => ({
-          ...e,
-          createdAt: iso(e.createdAt),
-          completedAt: iso(e.completedAt),
-          // `approvedAt` stays milliseconds, as scripts read it; `approvedAtIso` is the same time as the others are.
-          approvedAtIso: iso(e.approvedAt),
-        })),
-      };
+      return { actions: entries.map(entryReply) };
+    },
+  );
+
+  // One entry by its id, as the list shows it: 404 for none.
+  app.get<{ Params: { id: string } }>(
+    '/api/v1/actions/:id',
+    {
+      ...routeRole('reader'),
+      schema: { params: { type: 'object', properties: { id: { type: 'string', pattern: '^[1-9][0-9]{0,15}$' } } } },
+    },
+    async (request) => {
+      const entry = await deps.store.get(Number(request.params.id));
+      if (!entry) throw new NotFoundError(`no journal entry ${request.params.id}`);
+      return entryReply(entry);
     },
   );
 
