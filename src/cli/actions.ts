@@ -233,7 +233,7 @@ export async function runActions(
       const id = positionals[0];
       if (id !== undefined && !/^[1-9][0-9]{0,15}$/.test(id))
         throw usageError(`actions ${sub}: ID must be a journal entry's number (got ${JSON.stringify(id)})`);
-      const client = new DaemonClient(flags, env);
+      const client = await DaemonClient.open(flags, env);
       try {
         return await command.run(client, id, flags, format);
       } finally {

@@ -117,7 +117,7 @@ export async function runCircuit(
       format = outputOf(values);
       if (positionals.length > 0)
         throw usageError(`circuit ${sub}: takes no arguments (got ${JSON.stringify(positionals[0])})`);
-      const client = new DaemonClient(values, env);
+      const client = await DaemonClient.open(values, env);
       try {
         return await (sub === 'status' ? status : close)(client, values as Flags, format);
       } finally {

@@ -4,11 +4,11 @@
  * `Authorization: Bearer …` and never printed), TLS for an https daemon, every call bounded in time and size.
  * Exit codes: 0 done, 1 the daemon refused (its own message printed), 2 a usage error or no reply at all.
  */
-import { readFileSync } from 'node:fs';
 import { STATUS_CODES } from 'node:http';
 import type { Writable } from 'node:stream';
 import type { ParseArgsOptionsConfig } from 'node:util';
 import { Agent, request } from 'undici';
+import { readBoundedText, readProblem } from '../read-bounded-file.js';
 import { CliExit, oneLine } from './api/exit.js';
 import { OUTPUT_FORMATS, type OutputFormat, render } from './api/output.js';
 
@@ -27,8 +27,6 @@ export const TOKEN_ENV = 'BAREMETAL_TOKEN';
 export const REQUEST_TIMEOUT_MS = 15_000;
 /** The largest reply read, bytes (a journal page of 1000 rows, or a large /metrics). */
 export const MAX_REPLY_BYTES = 16 * 1024 * 1024;
-/** The largest token file read, bytes. */
-const MAX_TOKEN_BYTES = 4096;
 
 /** The options every daemon command takes, for node:util parseArgs (strict, no coercion). */
 export const DAEMON_OPTIONS = {
@@ -95,16 +93,40 @@ export class DaemonRefusal extends CliExit {
   }
 }
 
-const readSmall = (flag: string, file: string, max: number): string => {
-  let text: string;
+/** The files the flags name, read with the one bounded reader (regular file or pipe, byte cap, deadline). */
+interface FlagFiles {
+  token?: string;
+  ca?: string;
+  cert?: string;
+  key?: string;
+}
+
+/** The text of the file `flag` names, or a usage error naming the flag and the file. */
+async function readFlagFile(flag: string, file: string, kind: 'secret' | 'pem'): Promise<string> {
   try {
-    text = readFileSync(file, 'utf8');
+    return await readBoundedText(file, kind);
   } catch (error) {
-    throw usageError(`${flag}: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? oneLine(error)}`);
+    throw usageError(`${flag}: cannot read ${file} (${readProblem(error)})`);
   }
-  if (Buffer.byteLength(text) > max) throw usageError(`${flag}: ${file} is larger than ${max} bytes`);
-  return text;
-};
+}
+
+/** Reads every file the flags name, before the client is built. */
+async function readFlagFiles(flags: DaemonFlags): Promise<FlagFiles> {
+  const read = async (flag: 'token.file' | 'tls.ca-file' | 'tls.cert-file' | 'tls.key-file', kind: 'secret' | 'pem') =>
+    flags[flag] === undefined ? undefined : readFlagFile(`--${flag}`, flags[flag], kind);
+  const [token, ca, cert, key] = await Promise.all([
+    read('token.file', 'secret'),
+    read('tls.ca-file', 'pem'),
+    read('tls.cert-file', 'pem'),
+    read('tls.key-file', 'pem'),
+  ]);
+  return {
+    ...(token !== undefined ? { token } : {}),
+    ...(ca !== undefined ? { ca } : {}),
+    ...(cert !== undefined ? { cert } : {}),
+    ...(key !== undefined ? { key } : {}),
+  };
+}
 
 /** The daemon's base URL, or a usage error: http or https, no credentials in it. */
 function baseUrl(text: string): URL {
@@ -123,9 +145,9 @@ function baseUrl(text: string): URL {
 }
 
 /** The bearer token: `--token.file`, else the environment variable TOKEN_ENV, else none. */
-function tokenOf(flags: DaemonFlags, env: NodeJS.ProcessEnv): string | undefined {
+function tokenOf(flags: DaemonFlags, files: FlagFiles, env: NodeJS.ProcessEnv): string | undefined {
   const file = flags['token.file'];
-  const token = file !== undefined ? readSmall('--token.file', file, MAX_TOKEN_BYTES).trim() : env[TOKEN_ENV]?.trim();
+  const token = file !== undefined ? files.token?.trim() : env[TOKEN_ENV]?.trim();
   if (token === '') throw usageError(file !== undefined ? `--token.file: ${file} is empty` : `${TOKEN_ENV} is empty`);
   // A header cannot carry a line break or a control character; say so without echoing the token.
   if (token !== undefined && !/^[\x21-\x7e]+$/.test(token))
@@ -134,7 +156,7 @@ function tokenOf(flags: DaemonFlags, env: NodeJS.ProcessEnv): string | undefined
 }
 
 /** The undici agent: deadlines, and the TLS files for an https daemon. */
-function agentOf(url: URL, flags: DaemonFlags): Agent {
+function agentOf(url: URL, flags: DaemonFlags, files: FlagFiles): Agent {
   const ca = flags['tls.ca-file'];
   const cert = flags['tls.cert-file'];
   const key = flags['tls.key-file'];
@@ -147,9 +169,9 @@ function agentOf(url: URL, flags: DaemonFlags): Agent {
     bodyTimeout: REQUEST_TIMEOUT_MS,
     connectTimeout: REQUEST_TIMEOUT_MS,
     connect: {
-      ...(ca !== undefined ? { ca: readSmall('--tls.ca-file', ca, 1024 * 1024) } : {}),
-      ...(cert !== undefined ? { cert: readSmall('--tls.cert-file', cert, 1024 * 1024) } : {}),
-      ...(key !== undefined ? { key: readSmall('--tls.key-file', key, 1024 * 1024) } : {}),
+      ...(files.ca !== undefined ? { ca: files.ca } : {}),
+      ...(files.cert !== undefined ? { cert: files.cert } : {}),
+      ...(files.key !== undefined ? { key: files.key } : {}),
     },
   });
 }
@@ -170,10 +192,15 @@ export class DaemonClient {
   readonly #token: string | undefined;
   readonly #agent: Agent;
 
-  constructor(flags: DaemonFlags, env: NodeJS.ProcessEnv = process.env) {
+  private constructor(flags: DaemonFlags, files: FlagFiles, env: NodeJS.ProcessEnv) {
     this.#url = baseUrl(flags['daemon.url'] ?? DEFAULT_DAEMON_URL);
-    this.#token = tokenOf(flags, env);
-    this.#agent = agentOf(this.#url, flags);
+    this.#token = tokenOf(flags, files, env);
+    this.#agent = agentOf(this.#url, flags, files);
+  }
+
+  /** A client for the flags: its files (token, TLS) read first. Throws a usage error (exit 2). */
+  static async open(flags: DaemonFlags, env: NodeJS.ProcessEnv = process.env): Promise<DaemonClient> {
+    return new DaemonClient(flags, await readFlagFiles(flags), env);
   }
 
   /** `GET path` (with `query`, undefined values left out); throws DaemonRefusal for a non-2xx reply. */

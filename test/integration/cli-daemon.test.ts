@@ -191,6 +191,17 @@ describe('actions and circuit against a daemon with principals', () => {
     { name: 'a daemon URL', args: ['actions', 'list', '--daemon.url', 'ftp://x'], error: '--daemon.url: must be' },
     { name: 'circuit without command', args: ['circuit'], error: 'circuit: expected a command' },
     { name: 'a close without reason', args: ['circuit', 'close'], error: '--reason TEXT is required' },
+    // Read by the one bounded reader: a device is refused, never read until memory runs out.
+    {
+      name: 'a token file that is a device',
+      args: ['actions', 'list', '--token.file', '/dev/zero'],
+      error: '--token.file: cannot read /dev/zero',
+    },
+    {
+      name: 'a CA file that does not exist',
+      args: ['actions', 'list', '--daemon.url', 'https://127.0.0.1:1', '--tls.ca-file', '/nonexistent/ca.pem'],
+      error: '--tls.ca-file: cannot read /nonexistent/ca.pem (ENOENT)',
+    },
   ])('a usage error is exit 2: $name', async ({ args, error }) => {
     const res = await runCli(args, { BAREMETAL_TOKEN: tokenOf('bob') });
     expect(res.code).toBe(2);
