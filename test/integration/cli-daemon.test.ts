@@ -226,6 +226,8 @@ describe('circuit against a daemon whose breaker opens on a 2nd server', () => {
     // Alice's request, awaiting approval, is the one server the window allows: a second one opens the breaker.
     expect((await powercycle(h, 'bob', '100001')).decision).toBe('denied_circuit_open');
 
+    // /metrics is a cached rendering, re-rendered within a second of a decision: render it now, as that would.
+    await h.daemon.exposition.render();
     const open = await cli('bob', ['circuit', 'status', '-o', 'json']);
     expect(open.code).toBe(0);
     expect(JSON.parse(open.stdout)).toEqual({ breakers: [{ account: 'default', open: true }] });
@@ -240,6 +242,7 @@ describe('circuit against a daemon whose breaker opens on a 2nd server', () => {
     const closed = await cli('bob', ['circuit', 'close', '--account', 'default', '--reason', 'checked the rack']);
     expect(closed).toMatchObject({ code: 0, stderr: '' });
     expect(closed.stdout).toMatch(/^account default: .+ \(journal entry \d+\)\n$/);
+    await h.daemon.exposition.render();
     expect((await cli('bob', ['circuit', 'status'])).stdout).toMatch(/^default\s+closed$/m);
     const [row] = await h.daemon.store.list({ action: 'circuit_close', limit: 1 });
     expect(row).toMatchObject({ decision: 'circuit_closed', principal: 'bob', reason: 'checked the rack' });
