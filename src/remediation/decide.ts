@@ -131,6 +131,10 @@ const isFirewallState = (req: ActionRequest) => req.action === 'firewall_state';
 const deny = (denial: Denial | undefined, claim = false): Verdict | undefined =>
   denial && { decision: denial.decision, message: denial.message, claim };
 
+/** A request that needs a second operator waits for one (claimed: approvals.ts runs it once approved). */
+const awaitApproval = ({ p }: GuardContext): Verdict | undefined =>
+  p.needsApproval ? { decision: 'awaiting_approval', message: p.awaiting, claim: true } : undefined;
+
 /**
  * The guards, in the order they run. A denial before the claim (delivery, target, attack, breaker) leaves the
  * delivery unclaimed; a firewall-state request becomes desired state after its approval, and skips the guards
@@ -160,8 +164,7 @@ export const GUARDS: readonly Guard[] = [
     // A firewall change that needs a second operator becomes desired state only once approved.
     name: 'approval_of_desired_state',
     applies: isFirewallState,
-    check: ({ p }) =>
-      p.needsApproval ? { decision: 'awaiting_approval', message: p.awaiting, claim: true } : undefined,
+    check: awaitApproval,
   },
   { name: 'desired_state', applies: isFirewallState, check: () => ({ desiredState: true }) },
   {
@@ -217,8 +220,7 @@ export const GUARDS: readonly Guard[] = [
   {
     // Every guard before allowed it: a request that needs a second operator waits for one (approvals.ts).
     name: 'approval',
-    check: ({ p }) =>
-      p.needsApproval ? { decision: 'awaiting_approval', message: p.awaiting, claim: true } : undefined,
+    check: awaitApproval,
   },
 ];
 
