@@ -8,10 +8,10 @@
  */
 import type { Logger } from 'pino';
 import type { Config } from '../config/types.js';
-import { journalRow, labelsJson, type NewEntry } from '../store/rows.js';
+import type { DesiredFirewall, NewEntry } from '../store/rows.js';
 import type { StateQueries } from '../store/store.js';
 import type { Decision } from '../store/decisions.js';
-import type { Decided, DecideFn, DesiredFirewallState } from './desired-firewall.js';
+import { BUDGET_RETRY_MS, type DesiredFirewallState, dueAtWhy } from './desired-firewall.js';
 import {
   budgetLeft,
   checkAttack,
@@ -23,7 +23,8 @@ import {
   type Denial,
 } from './guards.js';
 import { requestDigest } from './outcome.js';
-import { type ActionRequest, POWER_ACTIONS, type TargetDirectory } from './types.js';
+import { makeRequest, requestRow } from './request.js';
+import { type ActionDecision, type ActionRequest, POWER_ACTIONS, type TargetDirectory, type Verdict } from './types.js';
 
 /** What the pipeline reads: the engine's dependencies (engine.ts `EngineDeps`) it needs. */
 export interface GuardDeps {
@@ -51,40 +52,13 @@ export interface Pending {
   note: (message: string) => string;
 }
 
-/** Builds the journal row (decision `executing`) and the rest of what deciding `req` at `now` (ms) needs. */
-export function pending(req: ActionRequest, account: string, config: Config['remediation'], now: number): Pending {
+/** Builds the journal row (decision `executing`, request.ts `requestRow`) and the rest of what deciding `req` at `now` (ms) needs. */
+export function pending(req: ActionRequest, config: Config['remediation'], now: number): Pending {
   const forced = req.force === true && POWER_ACTIONS.has(req.action);
-  const entry = journalRow({
-    account,
-    createdAt: now,
-    source: req.source,
-    action: req.action,
-    serverId: req.serverId,
-    ip: req.ip ?? null,
-    value: req.value ?? null,
-    alertname: req.alert?.alertname ?? null,
-    fingerprint: req.alert?.fingerprint ?? null,
-    startsAt: req.alert?.startsAt ?? null,
-    labels: labelsJson(req.alert?.labels),
-    alertStatus: req.alert?.status ?? null,
-    decision: 'executing',
-    principal: req.principal,
-    reason: req.reason ?? null,
-    approver: req.approval?.by ?? null,
-    approverReason: req.approval?.reason ?? null,
-    approvedAt: req.approval?.at ?? null,
-    forced,
-    // What the request was made with: its approval runs this, never a rule looked up again (request.ts).
-    ruleIndex: req.rule?.index ?? null,
-    ruleDigest: req.rule?.digest ?? null,
-    cooldownMs: req.cooldownMs,
-    holdMs: req.holdMs ?? null,
-    requireOwnedIp: req.requireOwnedIp,
-  });
   return {
     req,
     now,
-    entry,
+    entry: requestRow(req, now),
     digest: requestDigest(req),
     needsApproval: req.requireApproval === true && req.approval === undefined,
     awaiting: `awaiting approval by an operator other than ${req.principal} until ${new Date(now + config.approvalTimeoutMs).toISOString()}; nothing sent`,
@@ -99,26 +73,17 @@ export interface GuardContext {
   p: Pending;
   /** the transaction's queries: whatever a guard reads or writes is part of the decision */
   tx: StateQueries;
+  /** desired firewall state: its guard records a firewall change here, the later guards read it */
+  firewall: DesiredFirewallState;
+  /** a firewall change's desired state once recorded (or, for a due change, as listed) */
+  desired?: DesiredFirewall;
+  /** the latest `until` a guard deferred a firewall change to: the guards after it do not judge it now */
+  deferral?: { until: number; why: string };
 }
 
-/**
- * A guard's answer: the request's decision (journaled, with a message for the caller) and whether it claims
- * the delivery key — a claimed delivery is never decided again, an unclaimed one is (the attack may end, a
- * breaker close) — plus, for a cooldown, a further key claimed with it; or `desiredState`: the request becomes
- * desired firewall state, which defers a change rather than denying it (desired-firewall.ts).
- */
-export type Verdict =
-  | {
-      decision: Decision;
-      message: string;
-      claim: boolean;
-      alsoClaim?: string;
-      /** the cap per server escalated it after this many power actions (the engine logs it once committed) */
-      escalatedAfter?: number | undefined;
-    }
-  | { desiredState: true };
+export type { Verdict };
 
-/** One guard: the actions it applies to (absent: every action) and its check, undefined to let the request through. */
+/** One guard: the requests it applies to (absent: every request) and its check, undefined to let the request through. */
 export interface Guard {
   /** named in docs/architecture.md and in the tests that walk the list */
   name: string;
@@ -128,6 +93,8 @@ export interface Guard {
 
 const isPower = (req: ActionRequest) => POWER_ACTIONS.has(req.action);
 const isFirewallState = (req: ActionRequest) => req.action === 'firewall_state';
+/** A request as it is asked for: not a desired firewall change come due (its target was judged when asked). */
+const isAsked = (req: ActionRequest) => req.source !== 'pending';
 const deny = (denial: Denial | undefined, claim = false): Verdict | undefined =>
   denial && { decision: denial.decision, message: denial.message, claim };
 
@@ -136,16 +103,18 @@ const awaitApproval = ({ p }: GuardContext): Verdict | undefined =>
   p.needsApproval ? { decision: 'awaiting_approval', message: p.awaiting, claim: true } : undefined;
 
 /**
- * The guards, in the order they run. A denial before the claim (delivery, target, attack, breaker) leaves the
- * delivery unclaimed; a firewall-state request becomes desired state after its approval, and skips the guards
- * after that one (desired state has its own window, dry run and budget: desired-firewall.ts).
+ * The guards, in the order they run, for every path: an alert's request, an operator's, an approval's, and a
+ * desired firewall change that came due (source `pending`). A denial before the claim (delivery, target,
+ * attack, breaker) leaves the delivery unclaimed. A firewall-state request is recorded as desired state (after
+ * its approval) and then deferred rather than denied: by its hold or backoff, by the cooldown (the API's
+ * window), by the budget; a deferred change comes due later and walks the list again.
  */
 export const GUARDS: readonly Guard[] = [
   {
     name: 'delivery',
     check: async ({ tx, p }) => deny(await checkDelivery(tx, p.req, p.digest, p.now)),
   },
-  { name: 'target', check: ({ deps, p }) => deny(checkTarget(deps.targets, p.req)) },
+  { name: 'target', applies: isAsked, check: ({ deps, p }) => deny(checkTarget(deps.targets, p.req)) },
   {
     name: 'attack',
     applies: isPower,
@@ -166,13 +135,28 @@ export const GUARDS: readonly Guard[] = [
     applies: isFirewallState,
     check: awaitApproval,
   },
-  { name: 'desired_state', applies: isFirewallState, check: () => ({ desiredState: true }) },
+  {
+    // Records the change as desired state (desired-firewall.ts): nothing to do, held by dry run, or deferred.
+    name: 'desired_state',
+    applies: isFirewallState,
+    check: async (ctx) => {
+      const { desired, verdict } = await ctx.firewall.admit(ctx.p.req, ctx.p.now, ctx.tx, ctx.desired);
+      if (desired) ctx.desired = desired;
+      return verdict;
+    },
+  },
   {
     name: 'cooldown',
-    check: async ({ tx, p }) => {
+    check: async (ctx) => {
+      const { tx, p } = ctx;
       const { req, now } = p;
-      const cooling = await checkCooldown(tx, req, now);
+      // A firewall change's window counts from its last call or its last applied state, whichever is later.
+      const cooling = await checkCooldown(tx, req, now, ctx.desired);
       if (!cooling) return undefined;
+      if (ctx.desired) {
+        const until = cooling.since! + ctx.desired.cooldownMs;
+        return { defer: { until, why: dueAtWhy(until) } };
+      }
       // An alert delivered again inside this cooldown (to another replica, or retried) is a duplicate: one
       // cooldown decision per alert and cooldown, claimed under a key naming the cooldown's start, so the
       // alert still acts once the cooldown is over.
@@ -206,13 +190,18 @@ export const GUARDS: readonly Guard[] = [
   },
   {
     name: 'budget',
-    check: async ({ deps, p, tx }) => {
+    check: async ({ deps, p, tx, desired, deferral }) => {
+      // A change deferred already is judged on the budget when it comes due.
+      if (deferral) return undefined;
       const { config, account, logger } = deps;
       if ((await budgetLeft(tx, account, config.budgetPerHour, p.now)) > 0) return undefined;
       logger.warn(
-        { action: p.req.action, server_id: p.req.serverId, principal: p.req.principal },
-        'remediation budget exhausted: action denied',
+        { action: p.req.action, server_id: p.req.serverId, ip: p.req.ip, principal: p.req.principal },
+        desired
+          ? 'remediation budget exhausted: pending firewall change waits'
+          : 'remediation budget exhausted: action denied',
       );
+      if (desired) return { defer: { until: p.now + BUDGET_RETRY_MS, why: 'budget used up; retried when it allows' } };
       const message = `budget of ${config.budgetPerHour} actions per hour is used up`;
       return { decision: 'denied_budget', message, claim: false };
     },
@@ -224,12 +213,18 @@ export const GUARDS: readonly Guard[] = [
   },
 ];
 
+/** What deciding found: a final decision, or a claimed row whose call is to be made (`send`). */
+export type Decided = ActionDecision & { send: boolean };
+
 /**
- * Decides on `p` in transaction `tx`: walks the guards (GUARDS unless `deps.guards`) in order until one answers, writes the
- * row and claims the delivery key. Returns the decision, whether the request became desired firewall
- * state and, when the cap per server escalated it, the power actions the cap counted (`escalatedAfter`; the
- * engine logs it once the transaction has committed). Throws ClaimConflict when the key was claimed concurrently (the caller rolls back and decides
- * again), JournalError.
+ * Decides on `p` in transaction `tx`: walks the guards (GUARDS unless `deps.guards`) in order until one
+ * answers with a decision, writes the row (the one place a decision's row is written) and claims the delivery
+ * key. A deferral does not stop the walk: the latest one wins, and the change is saved due then and journaled
+ * `deferred` — or, for a due change (`due`, as listed), only saved due then: the result is undefined.
+ * Returns the decision, whether the request was recorded as desired firewall state and, when the cap per
+ * server escalated it, the power actions it counted (`escalatedAfter`; the engine logs it once committed).
+ * Throws ClaimConflict when the key was claimed concurrently (the caller rolls back and decides again),
+ * JournalError.
  */
 export async function decideIn(
   deps: GuardDeps,
@@ -237,8 +232,34 @@ export async function decideIn(
   p: Pending,
   tx: StateQueries,
 ): Promise<Decided & { desiredRecorded: boolean; escalatedAfter?: number | undefined }> {
+  // Only a due change's walk can end without a row.
+  return (await walk(deps, firewall, p, tx))!;
+}
+
+/**
+ * Decides on desired firewall change `d`, listed as due at `now` (ms), in `tx`: the same walk (source
+ * `pending`). Undefined when a guard deferred it (saved due later, no row); else its row, `send` when its
+ * call is to be made. Throws JournalError.
+ */
+export function decideDue(
+  deps: GuardDeps,
+  firewall: DesiredFirewallState,
+  d: DesiredFirewall,
+  now: number,
+  tx: StateQueries,
+): Promise<Decided | undefined> {
+  return walk(deps, firewall, pending(makeRequest({ kind: 'due', desired: d }), deps.config, now), tx, d);
+}
+
+async function walk(
+  deps: GuardDeps,
+  firewall: DesiredFirewallState,
+  p: Pending,
+  tx: StateQueries,
+  due?: DesiredFirewall,
+): Promise<(Decided & { desiredRecorded: boolean; escalatedAfter?: number | undefined }) | undefined> {
   const { req, now, digest } = p;
-  const decide: DecideFn = async (decision, message, claim) => {
+  const decide = async (decision: Decision | 'executing', message: string, claim: boolean): Promise<Decided> => {
     const id = await tx.insert({ ...p.entry, decision, message: p.note(message) });
     if (claim && req.idempotencyKey !== undefined && !(await tx.claimDelivery(req.idempotencyKey, digest, id, now)))
       throw new ClaimConflict();
@@ -246,21 +267,28 @@ export async function decideIn(
       ? { id, decision: 'executed', message: '', send: true }
       : { id, decision, message, send: false };
   };
-  const ctx: GuardContext = { deps, p, tx };
+  const ctx: GuardContext = { deps, p, tx, firewall, ...(due ? { desired: due } : {}) };
+  const recorded = () => ctx.desired !== undefined && due === undefined;
   for (const guard of deps.guards ?? GUARDS) {
     if (guard.applies && !guard.applies(req)) continue;
     const verdict = await guard.check(ctx);
     if (verdict === undefined) continue;
-    if ('desiredState' in verdict) {
-      const { recorded, ...decided } = await firewall.decide(req, now, decide, tx);
-      return { ...decided, desiredRecorded: recorded };
+    if ('defer' in verdict) {
+      if (ctx.deferral === undefined || verdict.defer.until > ctx.deferral.until) ctx.deferral = verdict.defer;
+      continue;
     }
     const decided = await decide(verdict.decision, verdict.message, verdict.claim);
     if (verdict.alsoClaim !== undefined && !(await tx.claimDelivery(verdict.alsoClaim, digest, decided.id, now)))
       throw new ClaimConflict();
-    return { ...decided, desiredRecorded: false, escalatedAfter: verdict.escalatedAfter };
+    return { ...decided, desiredRecorded: recorded(), escalatedAfter: verdict.escalatedAfter };
   }
-  return { ...(await decide('executing', '', true)), desiredRecorded: false };
+  if (ctx.deferral !== undefined) {
+    await tx.saveDesired({ ...ctx.desired!, dueAt: ctx.deferral.until });
+    if (due) return undefined;
+    const decided = await decide('deferred', `state ${req.value} pending: ${ctx.deferral.why}`, true);
+    return { ...decided, desiredRecorded: recorded() };
+  }
+  return { ...(await decide('executing', '', true)), desiredRecorded: recorded() };
 }
 
 /** What the journal row of a forced power call says first. */

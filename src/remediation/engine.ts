@@ -24,9 +24,9 @@ import { type ApprovalResult, Approvals } from './approvals.js';
 import type { StateQueries, StateStore } from '../store/store.js';
 import type { Metrics } from '../metrics/definitions.js';
 import type { UpstreamClient } from '../upstream/client.js';
-import { ClaimConflict, decideIn, type Guard, pending } from './decide.js';
+import { ClaimConflict, decideDue, decideIn, type Guard, pending } from './decide.js';
 import { DesiredFirewallState } from './desired-firewall.js';
-import { execute, send } from './execute.js';
+import { type Execution, execute, SENDERS } from './execute.js';
 import { RemediationGauges } from './gauges.js';
 import { Housekeeping } from './housekeeping.js';
 import { askCircuitClose, closeCircuit, type OperatorDeps, readConsole } from './operator.js';
@@ -92,6 +92,7 @@ export class RemediationEngine {
       ...deps,
       now: this.#now,
       record: (action, result, failedAt) => this.#record(action, result, failedAt),
+      decideDue: (d, now, tx) => decideDue(deps, this.#firewall, d, now, tx),
     });
     this.#approvals = new Approvals({
       ...deps,
@@ -140,7 +141,7 @@ export class RemediationEngine {
     if (req.account !== account)
       throw new Error(`request for account ${req.account} given to the engine of account ${account}`);
     this.#requireUsable();
-    const p = pending(req, account, config, this.#now());
+    const p = pending(req, config, this.#now());
     await this.ready;
     const decideTx = (tx: StateQueries) => decideIn(this.#deps, this.#firewall, p, tx);
     // One transaction checks and claims: a second request (or replica) for the same key waits for it. A claim
@@ -160,9 +161,12 @@ export class RemediationEngine {
     if (!result.send) return this.#record(req.action, result);
     if (req.action === 'firewall_state')
       return this.#firewall.apply((await store.desired(account, req.serverId, req.ip!))!, decided.id);
-    return this.#execute(decided.id, req, async () => {
-      const result = await send(this.#deps.client, req);
-      return { message: p.note(result.message) };
+    return this.#execute({
+      id: decided.id,
+      action: req.action,
+      log: { principal: req.principal },
+      call: () => SENDERS[req.action](this.#deps.client, req),
+      message: (sent) => p.note(sent.message),
     });
   }
 
@@ -304,9 +308,10 @@ export class RemediationEngine {
     return { ...this.#deps, now: this.#now, record };
   }
 
-  /** Runs the upstream call of journal row `id` (for `req`) and completes the row with what the API said. */
-  #execute(id: number, req: ActionRequest, call: () => Promise<{ message: string }>): Promise<ActionDecision> {
-    return execute(this.#actionDeps(), id, req, call);
+  /** Makes the upstream call of a journaled row and completes the row with what the API said (execute.ts). */
+  async #execute<T>(x: Execution<T>): Promise<ActionDecision> {
+    const { id, decision, message } = await execute(this.#actionDeps(), x);
+    return { id, decision, message };
   }
 
   /** Counts a finished decision; `failedAt` (ms) marks a failed or unknown one for BaremetalRemediationFailed. */

@@ -1,17 +1,74 @@
 /**
- * Execution, the mechanism under the guards (decide.ts): the row is journaled `executing` before the call
- * (engine.ts), then the upstream call is made and the row completed with what the API said: `executed` only on
- * an explicit success, `failed` when it said no, `unknown` when it may have acted without saying so (outcome.ts).
+ * The one way out: every upstream call the daemon or the `api` command makes for a journaled row — a request
+ * the guards allowed (engine.ts), a desired firewall change that came due (desired-firewall.ts), the console
+ * descriptor (operator.ts), a CLI write (cli/api/write.ts) — is made by `callAndComplete`: the row was written
+ * `executing` before the call; the call is made; its reply judged (`executed` only on an explicit success,
+ * `failed` when the API said no, `unknown` when it may have acted without saying so: outcome.ts); the row
+ * completed with what the API said. `execute` adds what the daemon does with the outcome: the log line and the
+ * count.
  */
 import type { Logger } from 'pino';
 import type { Sensitivity } from '../config/api-terms.js';
 import type { ActionName } from '../config/actions.js';
+import type { Decision } from '../store/decisions.js';
 import type { StateStore } from '../store/store.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { power } from '../upstream/dedicated.js';
 import { setFirewallSensitivity, setFirewallState } from '../upstream/firewall.js';
 import { failureDecision, failureOutcome } from './outcome.js';
 import type { ActionDecision, ActionRequest } from './types.js';
+
+/** How a journal row is completed after its call; `at` in ms since epoch. */
+export interface Completion {
+  decision: Decision;
+  upstreamOutcome: string;
+  message: string;
+  at: number;
+}
+
+/** How a failed call is judged: its decision and the journal's `upstream_outcome`. */
+export type Judge = (error: unknown) => { decision: Decision; upstreamOutcome: string };
+
+/** The default judgement: `unknown` when the API may have acted, else `failed` (outcome.ts). */
+export const judgeWrite: Judge = (error) => ({
+  decision: failureDecision(error),
+  upstreamOutcome: failureOutcome(error),
+});
+
+/** One call of a journaled row: the call, how its reply reads, how a failure is judged, how the row is completed. */
+export interface Call<T> {
+  call: () => Promise<T>;
+  /** the row's message on success */
+  message: (result: T) => string;
+  /** default `judgeWrite` */
+  judge?: Judge;
+  /** completes the row (e.g. `store.complete(id, …)`; desired firewall state saves its own state in the same transaction) */
+  complete: (done: Completion) => Promise<void>;
+  /** ms since epoch */
+  now: () => number;
+}
+
+/**
+ * Makes `c.call()`, judges it and completes the row: the completion and the result, or the error. Never throws
+ * for the call's failure (it is the completion); throws what `complete` throws (JournalError).
+ */
+export async function callAndComplete<T>(
+  c: Call<T>,
+): Promise<{ done: Completion; result: T } | { done: Completion; error: unknown }> {
+  let outcome: { done: Completion; result: T } | { done: Completion; error: unknown };
+  try {
+    const result = await c.call();
+    outcome = {
+      result,
+      done: { decision: 'executed', upstreamOutcome: 'success', message: c.message(result), at: c.now() },
+    };
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    outcome = { error, done: { ...(c.judge ?? judgeWrite)(error), message, at: c.now() } };
+  }
+  await c.complete(outcome.done);
+  return outcome;
+}
 
 /** What executing needs: the store, the log, the clock (ms since epoch), and how a finished decision is counted. */
 export interface ExecuteDeps {
@@ -22,37 +79,54 @@ export interface ExecuteDeps {
   record: (action: string, result: ActionDecision, failedAt?: number) => Promise<ActionDecision>;
 }
 
-/** Runs the upstream call of journal row `id` (for `req`) and completes the row with what the API said. */
-export async function execute(
+/** A call the daemon makes for journal row `id`: counted under `action`, logged with `log`'s fields. */
+export interface Execution<T> extends Omit<Call<T>, 'complete' | 'now'> {
+  id: number;
+  action: string;
+  /** fields of the error line logged when the call failed or its outcome is unknown */
+  log: Record<string, unknown>;
+  /** default `store.complete(id, done)`; may return more fields for the error line */
+  complete?: (done: Completion) => Promise<Record<string, unknown> | undefined>;
+  /** the error line's message when the call failed (default: remediation action failed) */
+  failedMessage?: string;
+}
+
+/**
+ * Makes the call of an Execution through `callAndComplete`, logs a failed or unknown outcome, and counts the
+ * decision. Returns the decision with the call's result or error. Throws JournalError.
+ */
+export async function execute<T>(
   deps: ExecuteDeps,
-  id: number,
-  req: ActionRequest,
-  call: () => Promise<{ message: string }>,
-): Promise<ActionDecision> {
-  const { action, principal } = req;
+  x: Execution<T>,
+): Promise<ActionDecision & ({ result: T } | { error: unknown })> {
   const { store, logger, now, record } = deps;
-  try {
-    const result = await call();
-    await store.complete(id, {
-      decision: 'executed',
-      upstreamOutcome: 'success',
-      message: result.message,
-      at: now(),
-    });
-    return record(action, { id, decision: 'executed', message: result.message });
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    const decision = failureDecision(error);
-    const at = now();
-    await store.complete(id, { decision, upstreamOutcome: failureOutcome(error), message, at });
+  let extra: Record<string, unknown> | undefined;
+  const outcome = await callAndComplete({
+    ...x,
+    now,
+    complete: async (done) => {
+      if (x.complete) extra = await x.complete(done);
+      else await store.complete(x.id, done);
+    },
+  });
+  const { decision, message, at } = outcome.done;
+  const failed = decision === 'failed' || decision === 'unknown';
+  if (failed)
     logger.error(
-      { action, journal_id: id, decision, principal, err: error },
+      {
+        action: x.action,
+        journal_id: x.id,
+        decision,
+        ...x.log,
+        ...extra,
+        err: 'error' in outcome ? outcome.error : undefined,
+      },
       decision === 'unknown'
         ? 'remediation action outcome unknown: the API may have acted'
-        : 'remediation action failed',
+        : (x.failedMessage ?? 'remediation action failed'),
     );
-    return record(action, { id, decision, message }, at);
-  }
+  const counted = await record(x.action, { id: x.id, decision, message }, failed ? at : undefined);
+  return { ...counted, ...outcome };
 }
 
 /** What a sender reads of a request: its target and value. */
@@ -74,8 +148,3 @@ export const SENDERS: Record<ActionName, (client: UpstreamClient, req: SendTarge
   firewall_sensitivity: (client, req) =>
     setFirewallSensitivity(client, { serverId: req.serverId, ip: req.ip!, sensitivity: req.value as Sensitivity }),
 };
-
-/** The upstream call of `req` through `client` (its action's entry in SENDERS). Throws UpstreamError. */
-export function send(client: UpstreamClient, req: ActionRequest): Promise<{ message: string }> {
-  return SENDERS[req.action](client, req);
-}

@@ -5,7 +5,8 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/types.js';
 import type { Metrics } from '../metrics/definitions.js';
-import { type DesiredFirewall, journalRow, type NewEntry } from '../store/rows.js';
+import type { DesiredFirewall, NewEntry } from '../store/rows.js';
+import { makeRequest, requestRow } from './request.js';
 import type { StateStore } from '../store/store.js';
 import type { ActionDecision } from './types.js';
 
@@ -66,18 +67,8 @@ const ORIGIN_ROWS = 200;
 
 /**
  * A journal row for a pending change, decided by the daemon itself (source `pending`), under the principal of
- * the request that set the desired state.
+ * the request that set the desired state: the row of its request (request.ts `requestRow`).
  */
 export function pendingEntry(d: DesiredFirewall, now: number): NewEntry {
-  return journalRow({
-    account: d.account,
-    createdAt: now,
-    source: 'pending',
-    action: 'firewall_state',
-    serverId: d.serverId,
-    ip: d.ip,
-    value: d.desiredState,
-    decision: 'executing',
-    principal: d.principal,
-  });
+  return requestRow(makeRequest({ kind: 'due', desired: d }), now);
 }

@@ -7,7 +7,7 @@
 import { STALE_AFTER_FIREWALL_PERIODS } from '../collectors/firewall.js';
 import type { RemediationSafety } from '../config/types.js';
 import { IdempotencyMismatchError } from '../errors.js';
-import type { CircuitState } from '../store/rows.js';
+import type { CircuitState, DesiredFirewall } from '../store/rows.js';
 import type { StateQueries } from '../store/store.js';
 import type { Decision } from '../store/decisions.js';
 import type { ActionRequest, TargetDirectory } from './types.js';
@@ -67,14 +67,25 @@ export function checkTarget(targets: TargetDirectory, req: ActionRequest): Denia
   return undefined;
 }
 
-/** Cooldown per (action, target): the last upstream call of the same action on the same target. */
-export async function checkCooldown(q: StateQueries, req: ActionRequest, now: number): Promise<Denial | undefined> {
-  const last = await q.lastSent(req.account, req.action, req.serverId, req.ip ?? null);
-  if (last === undefined || now - last >= req.cooldownMs) return undefined;
+/**
+ * Cooldown per (action, target): the last upstream call of the same action on the same target. For desired
+ * firewall state (`desired`), the window (its `cooldownMs`, the longest any request of the IP asked for) counts
+ * from its last call or its last applied state, whichever is later.
+ */
+export async function checkCooldown(
+  q: StateQueries,
+  req: ActionRequest,
+  now: number,
+  desired?: Pick<DesiredFirewall, 'appliedAt' | 'cooldownMs'>,
+): Promise<Denial | undefined> {
+  const sent = await q.lastSent(req.account, req.action, req.serverId, req.ip ?? null);
+  const last = Math.max(sent ?? -Infinity, desired?.appliedAt ?? -Infinity);
+  const cooldownMs = desired?.cooldownMs ?? req.cooldownMs;
+  if (last === -Infinity || now - last >= cooldownMs) return undefined;
   const target = req.ip ? `${req.serverId}/${req.ip}` : req.serverId;
   return {
     decision: 'cooldown',
-    message: `${req.action} on ${target} ran ${Math.round((now - last) / 1000)}s ago; cooldown ${req.cooldownMs / 1000}s`,
+    message: `${req.action} on ${target} ran ${Math.round((now - last) / 1000)}s ago; cooldown ${cooldownMs / 1000}s`,
     since: last,
   };
 }

@@ -7,7 +7,7 @@ import { NotFoundError } from '../errors.js';
 import { journalRow } from '../store/rows.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { getConsole } from '../upstream/dedicated.js';
-import type { ExecuteDeps } from './execute.js';
+import { type ExecuteDeps, execute } from './execute.js';
 import { failureOutcome } from './outcome.js';
 import type { ActionDecision, TargetDirectory } from './types.js';
 
@@ -108,18 +108,16 @@ export async function readConsole(deps: OperatorDeps, serverId: string, principa
     throw new NotFoundError(message);
   }
   const id = await store.insert(entry);
-  try {
-    const xml = await getConsole(deps.client, serverId);
-    const message = `console descriptor sent (${Buffer.byteLength(xml)} bytes)`;
-    await store.complete(id, { decision: 'executed', upstreamOutcome: 'success', message, at: deps.now() });
-    await deps.record('console', { id, decision: 'executed', message });
-    return xml;
-  } catch (error) {
+  const sent = await execute(deps, {
+    id,
+    action: 'console',
+    log: { principal, server_id: serverId },
+    call: () => getConsole(deps.client, serverId),
+    message: (xml) => `console descriptor sent (${Buffer.byteLength(xml)} bytes)`,
     // Reading a descriptor changes nothing upstream: a failure is `failed`, never `unknown`.
-    const at = deps.now();
-    const message = error instanceof Error ? error.message : String(error);
-    await store.complete(id, { decision: 'failed', upstreamOutcome: failureOutcome(error), message, at });
-    await deps.record('console', { id, decision: 'failed', message }, at);
-    throw error;
-  }
+    judge: (error) => ({ decision: 'failed', upstreamOutcome: failureOutcome(error) }),
+    failedMessage: 'console descriptor read failed',
+  });
+  if (!('result' in sent)) throw sent.error;
+  return sent.result;
 }

@@ -13,8 +13,8 @@ import { createHash } from 'node:crypto';
 import { DEFAULT_COOLDOWN_MS, type ActionName } from '../config/schema.js';
 import type { RemediationRule } from '../config/types.js';
 import { ConflictError } from '../errors.js';
-import type { JournalEntry } from '../store/rows.js';
-import type { ActionRequest } from './types.js';
+import { type DesiredFirewall, type JournalEntry, journalRow, labelsJson, type NewEntry } from '../store/rows.js';
+import { type ActionRequest, POWER_ACTIONS } from './types.js';
 import type { WebhookAlert } from './webhook.js';
 
 /** An alert that matched `rules[index]`, for `account`, delivered by `principal`. */
@@ -54,7 +54,16 @@ export interface ApprovalSource {
   reason?: string;
 }
 
-export type RequestSource = RuleSource | OperatorSource | ApprovalSource;
+/**
+ * A desired firewall change that came due (desired-firewall.ts `applyDue`): the state the latest request set,
+ * under its principal and the window it recorded. Its target was checked when it was asked for.
+ */
+export interface DueSource {
+  kind: 'due';
+  desired: DesiredFirewall;
+}
+
+export type RequestSource = RuleSource | OperatorSource | ApprovalSource | DueSource;
 
 /**
  * The request `source` makes. A rule's gives none for a status its action does not act on (a power or
@@ -62,7 +71,7 @@ export type RequestSource = RuleSource | OperatorSource | ApprovalSource;
  * ConflictError (an approval of a row written before requests were recorded: it cannot be run as it was made).
  */
 export function makeRequest(source: RuleSource): ActionRequest | undefined;
-export function makeRequest(source: OperatorSource | ApprovalSource): ActionRequest;
+export function makeRequest(source: OperatorSource | ApprovalSource | DueSource): ActionRequest;
 export function makeRequest(source: RequestSource): ActionRequest | undefined {
   switch (source.kind) {
     case 'rule':
@@ -71,7 +80,61 @@ export function makeRequest(source: RequestSource): ActionRequest | undefined {
       return fromOperator(source);
     case 'approval':
       return fromApproval(source);
+    case 'due':
+      return fromDue(source.desired);
   }
+}
+
+function fromDue(d: DesiredFirewall): ActionRequest {
+  return {
+    source: 'pending',
+    // A change set before principals were journaled has none: '' here, null in its row.
+    principal: d.principal ?? '',
+    account: d.account,
+    action: 'firewall_state',
+    serverId: d.serverId,
+    ip: d.ip,
+    value: d.desiredState,
+    cooldownMs: d.cooldownMs,
+    // Checked when the change was asked for; a due change is not judged on its target again.
+    requireOwnedIp: false,
+  };
+}
+
+/**
+ * The journal row of `req` decided at `now` (ms), decision `executing` until its guards answer: the one place a
+ * request's row is assembled (decide.ts, and the daemon's own rows for pending firewall changes). It keeps what
+ * the request was made with — the rule's position and digest, the resolved cooldown, hold and
+ * `require_owned_ip` — so that an approval runs this, never a rule looked up again.
+ */
+export function requestRow(req: ActionRequest, now: number): NewEntry {
+  const due = req.source === 'pending';
+  return journalRow({
+    account: req.account,
+    createdAt: now,
+    source: req.source,
+    action: req.action,
+    serverId: req.serverId,
+    ip: req.ip ?? null,
+    value: req.value ?? null,
+    alertname: req.alert?.alertname ?? null,
+    fingerprint: req.alert?.fingerprint ?? null,
+    startsAt: req.alert?.startsAt ?? null,
+    labels: labelsJson(req.alert?.labels),
+    alertStatus: req.alert?.status ?? null,
+    decision: 'executing',
+    principal: due && req.principal === '' ? null : req.principal,
+    reason: req.reason ?? null,
+    approver: req.approval?.by ?? null,
+    approverReason: req.approval?.reason ?? null,
+    approvedAt: req.approval?.at ?? null,
+    forced: req.force === true && POWER_ACTIONS.has(req.action),
+    ruleIndex: req.rule?.index ?? null,
+    ruleDigest: req.rule?.digest ?? null,
+    cooldownMs: req.cooldownMs,
+    holdMs: req.holdMs ?? null,
+    requireOwnedIp: due ? null : req.requireOwnedIp,
+  });
 }
 
 function fromRule({ rule, index, alert, account, principal, label }: RuleSource): ActionRequest | undefined {

@@ -34,7 +34,8 @@ export { POWER_ACTIONS } from '../config/actions.js';
 
 /** One action to decide on. */
 export interface ActionRequest {
-  source: 'alert' | 'operator';
+  /** `pending`: a desired firewall change that came due (request.ts `makeRequest` of a `due` source) */
+  source: 'alert' | 'operator' | 'pending';
   /** the account whose server this is: a target is (account, server_id) */
   account: string;
   action: ActionName;
@@ -81,3 +82,20 @@ export interface ActionDecision {
   decision: Decision;
   message: string;
 }
+
+/**
+ * A guard's answer (decide.ts GUARDS): the request's decision (journaled, with a message for the caller) and
+ * whether it claims the delivery key — a claimed delivery is never decided again, an unclaimed one is (the
+ * attack may end, a breaker close) — plus, for a cooldown, a further key claimed with it; or, for desired
+ * firewall state, `defer`: the change is kept pending and due at `until` (ms since epoch), `why` saying so.
+ */
+export type Verdict =
+  | {
+      decision: Decision;
+      message: string;
+      claim: boolean;
+      alsoClaim?: string;
+      /** the cap per server escalated it after this many power actions (the engine logs it once committed) */
+      escalatedAfter?: number | undefined;
+    }
+  | { defer: { until: number; why: string } };

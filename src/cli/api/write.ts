@@ -6,7 +6,7 @@
  * reply with `success: false` is a failure.
  */
 import { userInfo } from 'node:os';
-import { failureDecision, failureOutcome } from '../../remediation/outcome.js';
+import { callAndComplete } from '../../remediation/execute.js';
 import { journalRow } from '../../store/rows.js';
 import type { StateQueries } from '../../store/store.js';
 import type { UpstreamClient } from '../../upstream/client.js';
@@ -131,28 +131,20 @@ async function journaled<T>(ctx: CommandContext, write: WriteAction<T>, _operati
   const note = (message: string | null) =>
     past === undefined ? message : `forced (--force) past: ${past}; ${message ?? ''}`;
   if (past !== undefined) ctx.io.stderr.write(`baremetal-exporter api: warning: sent with --force past: ${past}\n`);
-  try {
-    const result = await write.call(ctx.client);
-    // The action functions throw unless the API confirmed the action (decodeActionResult).
-    const action = result as Partial<ActionResult>;
-    if (id !== undefined)
-      await store!.complete(id, {
-        decision: 'executed',
-        upstreamOutcome: 'success',
-        message: note(typeof action?.message === 'string' ? action.message : null),
-        at: ctx.io.now(),
-      });
-    return result;
-  } catch (error) {
-    if (id !== undefined)
-      await store!.complete(id, {
-        decision: failureDecision(error),
-        upstreamOutcome: failureOutcome(error),
-        message: note((error as Error).message),
-        at: ctx.io.now(),
-      });
-    throw error;
-  }
+  // The action functions throw unless the API confirmed the action (decodeActionResult).
+  const sent = await callAndComplete({
+    call: () => write.call(ctx.client),
+    message: (result) => {
+      const text = (result as Partial<ActionResult>)?.message;
+      return typeof text === 'string' ? text : '';
+    },
+    complete: async (done) => {
+      if (id !== undefined) await store!.complete(id, { ...done, message: note(done.message) });
+    },
+    now: ctx.io.now,
+  });
+  if (!('result' in sent)) throw sent.error;
+  return sent.result;
 }
 
 /** A write whose reply is an ActionResult: runs it and renders the API's message (or the dry run). */

@@ -38,6 +38,17 @@ const POWER_WALK = [
   'approval',
 ];
 
+const FIREWALL_WALK = [
+  'delivery',
+  'target',
+  'approval_of_desired_state',
+  'desired_state',
+  'cooldown',
+  'dry_run',
+  'budget',
+  'approval',
+];
+
 describe('every path walks GUARDS in its order', () => {
   it('an alert, an operator, an approval: power actions walk every guard', async () => {
     const walked: string[] = [];
@@ -59,12 +70,49 @@ describe('every path walks GUARDS in its order', () => {
     expect([approved.decision, walked.splice(0)]).toEqual(['executed', POWER_WALK]);
   });
 
-  it('a firewall change walks the guards that apply to it, up to desired state', async () => {
+  it('a firewall change walks the guards that apply to it, and so does the change when it comes due', async () => {
     const walked: string[] = [];
     const h = await engineHarness({}, ':memory:', 2000, { guards: recording(walked) });
     const decided = await h.engine.request(firewallRequest('1', { idempotencyKey: 'fw:1' }));
     expect(decided.decision).toBe('executed');
-    expect(walked).toEqual(['delivery', 'target', 'approval_of_desired_state', 'desired_state']);
+    expect(walked.splice(0)).toEqual(FIREWALL_WALK);
+    // Back to 0 inside the API's 2-minute window: the cooldown guard defers it (the guards after it still run).
+    h.clock.now += 30_000;
+    const deferred = await h.engine.request(firewallRequest('0', { idempotencyKey: 'fw:2' }));
+    expect(deferred).toMatchObject({ decision: 'deferred' });
+    expect(deferred.message).toContain(`due at ${new Date(h.clock.now + 90_000).toISOString()}`);
+    expect(walked.splice(0)).toEqual(FIREWALL_WALK);
+    // Not due yet: nothing walks. Due: the change walks the list again, but for its target (judged when asked).
+    await h.engine.tick();
+    expect(walked.splice(0)).toEqual([]);
+    h.clock.now += 90_000;
+    await h.engine.tick();
+    expect(walked.splice(0)).toEqual(FIREWALL_WALK.filter((g) => g !== 'target'));
+    expect(h.sim.callsTo('/api/v1/dedicated/firewall/state')).toHaveLength(2);
+    const rows = await h.journal.list({ account: 'default', action: 'firewall_state', limit: 10 });
+    expect(rows.map((r) => [r.source, r.decision])).toEqual([
+      ['pending', 'executed'],
+      ['alert', 'deferred'],
+      ['alert', 'executed'],
+    ]);
+  });
+
+  it('a due firewall change the budget holds back is deferred by the one budget guard, then sent', async () => {
+    const walked: string[] = [];
+    const h = await engineHarness({ budgetPerHour: 1 }, ':memory:', 2000, { guards: recording(walked) });
+    expect((await h.engine.request(powerRequest({ serverId: '100002' }))).decision).toBe('executed');
+    const deferred = await h.engine.request(firewallRequest('1', { idempotencyKey: 'fw:1' }));
+    expect(deferred).toMatchObject({
+      decision: 'deferred',
+      message: 'state 1 pending: budget used up; retried when it allows',
+    });
+    expect((await h.journal.desired('default', '100001', '198.18.0.1'))?.dueAt).toBe(h.clock.now + 60_000);
+    walked.splice(0);
+    // The power cycle is out of the rolling hour: the change is sent.
+    h.clock.now += 3_601_000;
+    await h.engine.tick();
+    expect(walked).toEqual(FIREWALL_WALK.filter((g) => g !== 'target'));
+    expect(h.sim.callsTo('/api/v1/dedicated/firewall/state')).toHaveLength(1);
   });
 
   it('a guard added to the list runs on every path, and the guards after it do not once it answers', async () => {

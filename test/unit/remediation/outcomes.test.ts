@@ -80,11 +80,17 @@ const SHAPES: Array<{
   },
 ];
 
+/**
+ * The client's timeout for a shape: short where the shape is a timeout, long enough elsewhere that a loaded
+ * machine's slow reply is not read as one.
+ */
+const timeoutFor = (faults?: Faults) => (faults?.mode === 'act_then_hang' ? 300 : 10_000);
+
 describe('action outcomes: what the API said', () => {
   it.each(SHAPES)(
     'a power cycle answered with $name is $decision',
     async ({ faults, closeSimulator, decision, outcome, message }) => {
-      const h = await engineHarness({}, ':memory:', 300);
+      const h = await engineHarness({}, ':memory:', timeoutFor(faults));
       if (faults) h.sim.setFaults(faults);
       if (closeSimulator) await h.sim.close();
       const result = await h.engine.request(power());
@@ -151,7 +157,7 @@ describe('failed and unknown power actions count for cooldown and budget', () =>
   it.each(SHAPES.filter((s) => s.decision !== 'executed'))(
     'after $name, a new alert 10 s later is held by the cooldown',
     async ({ faults, closeSimulator }) => {
-      const h = await engineHarness({ budgetPerHour: 5 }, ':memory:', 300);
+      const h = await engineHarness({ budgetPerHour: 5 }, ':memory:', timeoutFor(faults));
       if (faults) h.sim.setFaults(faults);
       if (closeSimulator) await h.sim.close();
       await h.engine.request(power({ idempotencyKey: 'alert:a:1' }));

@@ -3,32 +3,17 @@
  * the rules say by then; a rule's digest follows its content, not its key order.
  */
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_SAFETY } from '../../../src/config/types.js';
-import { pending } from '../../../src/remediation/decide.js';
-import { makeRequest, ruleChange, ruleDigest } from '../../../src/remediation/request.js';
+import { makeRequest, requestRow, ruleChange, ruleDigest } from '../../../src/remediation/request.js';
 import type { ActionRequest } from '../../../src/remediation/types.js';
 import type { WebhookAlert } from '../../../src/remediation/webhook.js';
 import type { JournalEntry } from '../../../src/store/rows.js';
 import { rule } from '../../helpers/remediation.js';
 
 const NOW = Date.UTC(2026, 10, 21, 12);
-const CONFIG = {
-  dryRun: false,
-  journalRetentionMs: 0,
-  retireAfterMs: 0,
-  budgetPerHour: 10,
-  approvalTimeoutMs: 900_000,
-  maxAlerts: 1000,
-  bearerTokens: [],
-  basicAuthUsers: {},
-  principals: [],
-  rules: [],
-  safety: DEFAULT_SAFETY,
-};
 
-/** The row `req` is journaled as (decide.ts `pending`), awaiting approval. */
+/** The row `req` is journaled as (request.ts `requestRow`), awaiting approval. */
 function rowOf(req: ActionRequest): JournalEntry {
-  const { entry } = pending(req, 'default', CONFIG, NOW);
+  const entry = requestRow(req, NOW);
   return {
     id: 7,
     completedAt: null,
