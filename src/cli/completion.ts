@@ -40,7 +40,7 @@ function table(): Array<[string, string[]]> {
     ['', new Set(TOP)],
     ['completion', new Set(['bash'])],
     ['remediation', new Set(['test', 'replay'])],
-    ['remediation replay', new Set(['--config.file', '--since', '--help'])],
+    ['remediation replay', new Set(['--config.file', '--since', '--output', '-o', '--help'])],
   ]);
   const add = (prefix: string[], words: readonly string[]) => {
     const key = prefix.join(' ');
