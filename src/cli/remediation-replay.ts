@@ -39,7 +39,7 @@ import {
 } from './replay-history.js';
 import { outcomesText, overturned, type ReplayedDelivery, type ReplayReport, reportText } from './replay-report.js';
 
-/** Rows read at most (newest first, then those within `--since`). */
+/** Rows read at most (the newest within `--since`). */
 const MAX_ROWS = 200_000;
 /** The principal a delivery is decided again under when its row names none (written before principals). */
 const REPLAY_PRINCIPAL = 'replay';
@@ -234,7 +234,7 @@ async function compare(
 
 /** The rows of the store since `since` (ms), oldest first, and each account's breaker. */
 async function read(store: StateStore, accounts: string[], since: number, to: number): Promise<Recorded> {
-  const rows = (await store.list({ limit: MAX_ROWS })).filter((r) => r.createdAt >= since).reverse();
+  const rows = (await store.list({ since, limit: MAX_ROWS })).reverse();
   const circuits = new Map<string, CircuitState>();
   for (const account of accounts) circuits.set(account, await store.circuit(account));
   return { rows, circuits, from: since, to };

@@ -24,7 +24,7 @@ Usage:
   baremetal-exporter actions list|show|approve|deny|withdraw …
                                               the daemon's remediation journal and approvals over its HTTP
                                               API, like amtool (actions --help); exit 1 when it refuses
-      actions list [--decision D] [--server ID] [--principal P] [--approver P] [--account A] [--limit N]
+      actions list [--decision D] [--server ID] [--principal P] [--approver P] [--account A] [--since 24h] [--limit N]
       actions show ID | approve ID [--reason TEXT] | deny ID --reason TEXT | withdraw ID [--reason TEXT]
   baremetal-exporter circuit status|close …   the remediation circuit breaker over the daemon's API
       circuit status [--account A] | close [--account A] --reason TEXT   (circuit --help)
