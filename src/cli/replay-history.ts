@@ -5,7 +5,8 @@
  * toward the cooldowns, the cap, the breaker and the budget as they did; a close of the breaker closes it).
  *
  * The row an approval wrote when it ran the approved request (its `approver` named, a decision of its own) is no
- * delivery: it is the approval's outcome, shown on the delivery it settled. Rows of source `pending` (a deferred
+ * delivery: it is the approval's outcome, shown on the delivery it settled (replayed as recorded when that
+ * delivery was before the window). Rows of source `pending` (a deferred
  * firewall change applied) are left out: the replayed engine applies its own.
  */
 import type { Decision } from '../store/decisions.js';
@@ -130,6 +131,11 @@ export function history(rows: readonly JournalEntry[]): { events: HistoryEvent[]
   });
   for (const row of rows)
     if (row.source === 'operator' || row.source === 'cli') events.push({ at: row.createdAt, kind: 'operator', row });
+  // An approval's execution whose request was made before the window: no delivery shows it, so it is replayed
+  // as recorded (it counts toward the cooldowns, the cap and the breaker as it did).
+  for (const e of executions)
+    if (e.source === 'alert' && !alerts.some((r) => recordedOutcome(r, [e]).execution !== undefined))
+      events.push({ at: e.createdAt, kind: 'operator', row: e });
   // Stable: at one moment a delivery comes before its own settlement, as it did.
   events.sort((a, b) => a.at - b.at);
   return { events, executions };

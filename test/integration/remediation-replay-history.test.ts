@@ -108,6 +108,23 @@ for (const backend of backends()) {
       ]);
     });
 
+    it('an approval whose request was before the window is replayed as recorded, not as a delivery', async () => {
+      const { recorded, remediation } = await record();
+      const from = T0 + 0.5 * MIN;
+      const report = await replay(configOf(remediation, powercycle(true)), {
+        ...recorded,
+        rows: recorded.rows.filter((r) => r.createdAt >= from),
+        from,
+      });
+      expect(report.deliveries.map((d) => d.serverId)).toEqual(['100002', '100003', '100003']);
+      expect(report.operatorRows.map((r) => [r.source, r.principal, r.action, r.serverId, r.decision])).toEqual([
+        ['alert', 'alertmanager', 'powercycle', '100001', 'executed'],
+        ['operator', 'bob', 'powercycle', '100003', 'executed'],
+        ['operator', 'bob', 'circuit_close', '', 'circuit_closed'],
+      ]);
+      expect(report.counts).toEqual({ same: 3, changed: 0, overturned: 0, notReplayable: 0 });
+    });
+
     it('under rules that ask nobody, the overturned denial is flagged apart from the changes', async () => {
       const { recorded, remediation } = await record();
       const report = await replay(configOf(remediation, powercycle(false)), recorded);
