@@ -6,6 +6,7 @@
  */
 import type { Writable } from 'node:stream';
 import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
+import { parseDuration } from '../config/formats.js';
 import { type OutputFormat, render, table } from './api/output.js';
 import {
   DAEMON_OPTIONS,
@@ -91,7 +92,8 @@ const reasonBody = (flags: Flags) => (typeof flags.reason === 'string' ? { reaso
 
 const SUBCOMMANDS: Record<string, Subcommand> = {
   list: {
-    synopsis: 'list [--decision D] [--server ID] [--principal P] [--approver P] [--account A] [--action A] [--limit N]',
+    synopsis:
+      'list [--decision D] [--server ID] [--principal P] [--approver P] [--account A] [--action A] [--since 24h] [--limit N]',
     summary: 'the journal, newest first (GET /api/v1/actions); every filter given must match',
     options: {
       decision: { type: 'string' },
@@ -100,6 +102,7 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
       approver: { type: 'string' },
       account: { type: 'string' },
       action: { type: 'string' },
+      since: { type: 'string' },
       limit: { type: 'string' },
     },
     optionsHelp: [
@@ -109,6 +112,7 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
       '--approver P     who approved or denied',
       '--account A      the account',
       '--action A       the action (powercycle, poweron, poweroff, firewall_state …)',
+      '--since D        rows created within this Prometheus duration back from now (24h, 1h30m; at most 365d)',
       `--limit N        at most N rows, 1 to ${MAX_LIMIT} (default 100)`,
     ],
     id: false,
@@ -116,6 +120,11 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
       const limit = flags.limit as string | undefined;
       if (limit !== undefined && !(/^[1-9][0-9]{0,3}$/.test(limit) && Number(limit) <= MAX_LIMIT))
         throw usageError(`--limit: a whole number from 1 to ${MAX_LIMIT} (got ${JSON.stringify(limit)})`);
+      const since = flags.since as string | undefined;
+      if (since !== undefined && parseDuration(since) === undefined)
+        throw usageError(
+          `--since: a duration in Prometheus's format such as 24h or 1h30m (got ${JSON.stringify(since)})`,
+        );
       const reply = await client.get('/api/v1/actions', {
         decision: flags.decision as string | undefined,
         server_id: flags.server as string | undefined,
@@ -123,6 +132,7 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
         approver: flags.approver as string | undefined,
         account: flags.account as string | undefined,
         action: flags.action as string | undefined,
+        since,
         limit,
       });
       return render(format, { data: reply.body, table: rowsTable(rowsOf(reply.body)) });

@@ -34,13 +34,16 @@ const TOP = [
   '--version',
 ];
 
-/** Words offered after a prefix of non-option words (longest prefix wins). */
-function table(): Array<[string, string[]]> {
+/**
+ * Words offered after a prefix of non-option words (longest prefix wins): every command word and option the
+ * command line knows, which the docs test checks the pages against.
+ */
+export function completionTable(): Array<[string, string[]]> {
   const entries = new Map<string, Set<string>>([
     ['', new Set(TOP)],
     ['completion', new Set(['bash'])],
     ['remediation', new Set(['test', 'replay'])],
-    ['remediation replay', new Set(['--config.file', '--since', '--help'])],
+    ['remediation replay', new Set(['--config.file', '--since', '--output', '-o', '--help'])],
   ]);
   const add = (prefix: string[], words: readonly string[]) => {
     const key = prefix.join(' ');
@@ -93,7 +96,7 @@ export function bashCompletion(): string {
       ...daemonValueOptions,
     ]),
   ];
-  const arms = table().map(
+  const arms = completionTable().map(
     ([prefix, words]) => `    ${prefix === '' ? "''" : `'${prefix}'|'${prefix} '*`}) words='${words.join(' ')}' ;;`,
   );
   const valueArms = Object.entries(VALUES).map(

@@ -1,173 +1,246 @@
 /**
- * `baremetal-exporter remediation replay --config.file NEW.yml [--since 7d]`: the alert deliveries the state
- * store recorded (SQLite under NEW.yml's `state_dir`, or its PostgreSQL `database.url`) decided again under
- * NEW.yml's remediation block, in the order they came, by the real engine and guards on an in-memory journal
- * with a fake clock at each delivery's time and a recorder in place of the API: no upstream call, nothing
- * written to the store. Prints, per delivery, the decision made then and the one NEW.yml makes, then counts.
+ * `baremetal-exporter remediation replay --config.file NEW.yml [--since 7d] [-o json]`: the history the state
+ * store recorded (SQLite under NEW.yml's `state_dir`, or its PostgreSQL `database.url`) played again under
+ * NEW.yml's remediation block, in the order it happened, by the real engine and guards on an in-memory journal
+ * with a fake clock at each moment and a recorder in place of the API: no upstream call, nothing written to the
+ * store. Prints, per alert delivery, the outcome then and the one NEW.yml makes, then counts.
  *
- * What replay knows of the world comes from the journal alone: the servers (and their IPs) of the rows not
- * denied as unknown targets then, and as attack evidence the firewall-state (1) and sensitivity requests of
- * the recorded alerts at their times; the firewall histories themselves are not in the journal. Rows written
- * before labels were kept (or with labels beyond the bound) are listed as not replayable.
+ * The history (replay-history.ts): the alert deliveries, decided again; the people's settlements of requests
+ * that awaited approval (approved, denied, withdrawn), applied again at their moment when the new rules ask too
+ * (an approval then runs through every guard again, as the daemon's does), and flagged apart when the new rules
+ * would overturn them; the operator's and the `api` command's rows, replayed as recorded (a close of the breaker
+ * closes it); and the breaker of each account as the store records it, open or closed at the start when it
+ * opened or was closed before the first moment replayed. An expiry is the clock's: the engine expires what
+ * nobody settled in time. What replay knows of the servers, their IPs and the attacks comes from the journal
+ * alone (replay-history.ts `journalDirectory`); the rows before `--since` are not replayed.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig, parseDuration } from '../config/load.js';
 import type { Config } from '../config/types.js';
-import { BaremetalError } from '../errors.js';
+import { BaremetalError, ConflictError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import { requestsFor } from '../remediation/rules.js';
-import type { AttackState, TargetDirectory } from '../remediation/types.js';
-import type { WebhookAlert } from '../remediation/webhook.js';
 import { openStore } from '../store/open.js';
 import { DEFAULT_POOL_LIMITS } from '../store/postgres/pool.js';
-import type { JournalEntry } from '../store/rows.js';
+import type { CircuitState, JournalEntry } from '../store/rows.js';
 import type { StateStore } from '../store/store.js';
+import { OUTPUT_FORMATS, type OutputFormat, render } from './api/output.js';
 import { offlineEngine, type OfflineEngine } from './offline-engine.js';
+import {
+  type Delivery,
+  type HistoryEvent,
+  history,
+  journalDirectory,
+  type Outcome,
+  recordedOutcome,
+  type Settlement,
+} from './replay-history.js';
+import { outcomesText, overturned, type ReplayedDelivery, type ReplayReport, reportText } from './replay-report.js';
 
-/** Rows read at most (newest first, then those within `--since`). */
+/** Rows read at most (the newest within `--since`). */
 const MAX_ROWS = 200_000;
 /** The principal a delivery is decided again under when its row names none (written before principals). */
 const REPLAY_PRINCIPAL = 'replay';
 
-/** One recorded delivery: the rows one alert delivery wrote (one per matching rule). */
-interface Delivery {
+/** What replay reads of the store: the rows within the window (oldest first) and each account's breaker. */
+export interface Recorded {
   rows: JournalEntry[];
-  alert: WebhookAlert | undefined;
+  circuits: ReadonlyMap<string, CircuitState>;
+  /** the window: from (the first moment replayed) to (the end, when what nobody settled expires), ms */
+  from: number;
+  to: number;
 }
 
-/** The world as the journal saw it, for one account, at the fake clock `now()`. */
-function journalDirectory(rows: JournalEntry[], now: () => number): TargetDirectory {
-  const servers = new Map<string, Set<string>>();
-  const attacks: Array<{ serverId: string; ip: string; at: number }> = [];
-  for (const r of rows) {
-    if (r.decision === 'denied_unknown_target') continue;
-    const ips = servers.get(r.serverId) ?? new Set<string>();
-    if (r.ip !== null) ips.add(r.ip);
-    servers.set(r.serverId, ips);
-    const attacked = (r.action === 'firewall_state' && r.value === '1') || r.action === 'firewall_sensitivity';
-    if (attacked && r.source === 'alert' && r.ip !== null)
-      attacks.push({ serverId: r.serverId, ip: r.ip, at: r.createdAt });
+/** A request decided now: its outcome, and where its row is in the offline journal. */
+interface Decided {
+  outcome: Outcome;
+  account: string;
+  id: number;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** The breaker of `account` as the store records it, at `from`: opened or closed before then. */
+async function seedCircuit(e: OfflineEngine, account: string, c: CircuitState | undefined, from: number) {
+  const steps: Array<[number, () => Promise<unknown>]> = [];
+  if (c?.closedAt != null && c.closedAt < from)
+    steps.push([c.closedAt, () => e.store.closeCircuit(account, c.closedAt!)]);
+  if (c?.openedAt != null && c.openedAt < from)
+    steps.push([c.openedAt, () => e.store.openCircuit(account, c.openedAt!, c.message ?? 'opened (recorded)')]);
+  for (const [, step] of steps.sort((a, b) => a[0] - b[0])) await step();
+}
+
+/** Replays `recorded` under `config`; returns the report. */
+export async function replay(
+  config: Pick<Config, 'remediation' | 'schedules' | 'accounts'>,
+  recorded: Recorded,
+): Promise<ReplayReport> {
+  const clock = { now: recorded.from };
+  const accounts = config.accounts.map((a) => a.name);
+  const engines = new Map<string, OfflineEngine>();
+  for (const account of accounts) {
+    const rows = recorded.rows.filter((r) => r.account === account);
+    const e = await offlineEngine(
+      config,
+      account,
+      journalDirectory(rows, () => clock.now),
+      () => clock.now,
+    );
+    engines.set(account, e);
+    await seedCircuit(e, account, recorded.circuits.get(account), recorded.from);
   }
-  return {
-    serversKnown: true,
-    hasServer: (id) => servers.has(id),
-    ownsIp: (id, ip) => servers.get(id)?.has(ip) ?? false,
-    serversInScope: () => servers.size,
-    attackState: (id): AttackState => {
-      const lastEventAt = new Map<string, number>();
-      for (const a of attacks)
-        if (a.serverId === id && a.at <= now() && a.at >= (lastEventAt.get(a.ip) ?? 0)) lastEventAt.set(a.ip, a.at);
-      return { known: true, readAt: now(), lastEventAt };
-    },
+  const { events, executions } = history(recorded.rows);
+  const decided = new Map<number, Decided[] | { refused: string }>();
+  const report: ReplayReport = {
+    deliveries: [],
+    operatorRows: [],
+    counts: { same: 0, changed: 0, overturned: 0, notReplayable: 0 },
   };
+  try {
+    for (const ev of events) {
+      clock.now = ev.at;
+      for (const e of engines.values()) await e.engine.tick();
+      if (ev.kind === 'delivery') decided.set(ev.index, await decideAgain(ev.delivery, config, engines, accounts));
+      else if (ev.kind === 'settlement') await settleAgain(ev, decided.get(ev.index), engines);
+      else await replayRow(ev.row, engines.get(ev.row.account), report);
+    }
+    clock.now = Math.max(clock.now, recorded.to);
+    for (const e of engines.values()) await e.engine.tick();
+    for (const ev of events)
+      if (ev.kind === 'delivery')
+        report.deliveries.push(await compare(ev.delivery, decided.get(ev.index), executions, engines));
+  } finally {
+    for (const e of engines.values()) await e.close();
+  }
+  for (const d of report.deliveries) report.counts[d.verdict === 'not_replayable' ? 'notReplayable' : d.verdict]++;
+  return report;
 }
 
-/** Groups alert rows (oldest first) into deliveries: one alert's rows written within a second. */
-function deliveries(rows: JournalEntry[]): Delivery[] {
-  const out: Delivery[] = [];
-  for (const row of rows) {
-    const last = out.at(-1)?.rows[0];
-    const same =
-      last !== undefined &&
-      last.fingerprint === row.fingerprint &&
-      last.startsAt === row.startsAt &&
-      last.alertStatus === row.alertStatus &&
-      row.createdAt - last.createdAt < 1000;
-    if (same) {
-      out.at(-1)!.rows.push(row);
-      continue;
+/** One delivery decided again under the new rules. */
+async function decideAgain(
+  d: Delivery,
+  config: Pick<Config, 'remediation'>,
+  engines: Map<string, OfflineEngine>,
+  accounts: string[],
+): Promise<Decided[] | { refused: string }> {
+  if (!d.alert) return [];
+  const out: Decided[] = [];
+  const principal = d.rows[0]!.principal ?? REPLAY_PRINCIPAL;
+  try {
+    for (const req of requestsFor(d.alert, 0, config.remediation.rules, accounts, principal)) {
+      const r = await engines.get(req.account)!.engine.request(req);
+      out.push({ outcome: { action: req.action, decision: r.decision }, account: req.account, id: r.id });
     }
-    const labels = row.labels === null ? undefined : (JSON.parse(row.labels) as Record<string, string>);
-    const alert =
-      labels && row.alertStatus && row.fingerprint && row.startsAt && typeof labels.alertname === 'string'
-        ? ({ status: row.alertStatus, labels, fingerprint: row.fingerprint, startsAt: row.startsAt } as WebhookAlert)
-        : undefined;
-    out.push({ rows: [row], alert });
+  } catch (error) {
+    return { refused: (error as Error).message };
   }
   return out;
 }
 
-/** The recorded alert rows of the store since `since` (ms), oldest first. */
-async function recordedRows(store: StateStore, since: number): Promise<JournalEntry[]> {
-  const rows = await store.list({ limit: MAX_ROWS });
-  return rows.filter((r) => r.source === 'alert' && r.createdAt >= since).reverse();
-}
-
-/** Replays `rows` under `config`; writes one line per delivery and the counts to `out`. */
-export async function replay(
-  config: Pick<Config, 'remediation' | 'schedules' | 'accounts'>,
-  rows: JournalEntry[],
-  out: NodeJS.WritableStream,
-): Promise<{ same: number; changed: number; notReplayable: number }> {
-  const clock = { now: 0 };
-  const accounts = config.accounts.map((a) => a.name);
-  const engines = new Map<string, OfflineEngine>();
-  for (const account of accounts)
-    engines.set(
-      account,
-      await offlineEngine(
-        config,
-        account,
-        journalDirectory(
-          rows.filter((r) => r.account === account),
-          () => clock.now,
-        ),
-        () => clock.now,
-      ),
-    );
-  const counts = { same: 0, changed: 0, notReplayable: 0 };
-  const transitions = new Map<string, number>();
-  try {
-    for (const d of deliveries(rows)) {
-      const first = d.rows[0]!;
-      const when = new Date(first.createdAt).toISOString();
-      const then = d.rows.map((r) => `${r.action}: ${r.decision}`).join(', ');
-      const target = `server ${first.serverId}${first.ip ? ` ip ${first.ip}` : ''}`;
-      if (!d.alert) {
-        counts.notReplayable++;
-        out.write(
-          `${when} ${first.alertname} ${target} (journal ${first.id}): ${then}; not replayable (no labels kept)\n`,
-        );
-        continue;
-      }
-      clock.now = first.createdAt;
-      const now: string[] = [];
-      for (const e of engines.values()) await e.engine.tick();
-      try {
-        for (const req of requestsFor(
-          d.alert,
-          0,
-          config.remediation.rules,
-          accounts,
-          first.principal ?? REPLAY_PRINCIPAL,
-        )) {
-          const decided = await engines.get(req.account)!.engine.request(req);
-          now.push(`${req.action}: ${decided.decision}`);
-        }
-      } catch (error) {
-        now.push(`refused: ${(error as Error).message}`);
-      }
-      const nowText = now.length > 0 ? now.join(', ') : 'no rule matches';
-      const changed = nowText !== then;
-      counts[changed ? 'changed' : 'same']++;
-      if (changed) transitions.set(`${then} -> ${nowText}`, (transitions.get(`${then} -> ${nowText}`) ?? 0) + 1);
-      out.write(
-        `${when} ${first.alertname} ${d.alert.status} ${target}: then ${then}; now ${nowText}${changed ? '  (changed)' : ''}\n`,
-      );
+/** A person's settlement then, applied again when the new rules ask for it too and it still awaits. */
+async function settleAgain(
+  ev: Extract<HistoryEvent, { kind: 'settlement' }>,
+  now: Decided[] | { refused: string } | undefined,
+  engines: Map<string, OfflineEngine>,
+): Promise<void> {
+  if (!Array.isArray(now)) return;
+  const then = ev.row;
+  for (const d of now) {
+    if (d.outcome.action !== then.action || d.outcome.decision !== 'awaiting_approval') continue;
+    const { engine, store } = engines.get(d.account)!;
+    const row = await store.get(d.id);
+    if (row?.decision !== 'awaiting_approval') continue;
+    try {
+      if (then.decision === 'approved') {
+        const ran = await engine.approve(row, then.approver ?? REPLAY_PRINCIPAL, then.approverReason ?? undefined);
+        d.outcome.execution = ran.decision;
+      } else if (then.decision === 'denied_by_approver')
+        await engine.deny(row, then.approver ?? REPLAY_PRINCIPAL, then.approverReason ?? undefined);
+      else await engine.withdraw(row, row.principal ?? REPLAY_PRINCIPAL);
+    } catch (error) {
+      // Expired under the new approval_timeout before the person's moment: the clock settled it.
+      if (!(error instanceof ConflictError)) throw error;
     }
-  } finally {
-    for (const e of engines.values()) await e.close();
+    return;
   }
-  out.write(
-    `\n${counts.same + counts.changed + counts.notReplayable} deliveries: ${counts.same} same, ${counts.changed} changed, ${counts.notReplayable} not replayable\n`,
-  );
-  for (const [transition, n] of [...transitions].sort((a, b) => b[1] - a[1])) out.write(`  ${n}× ${transition}\n`);
-  return counts;
 }
 
-/** `remediation replay --config.file NEW.yml [--since 7d]`; returns the exit code. */
+/** An operator's or the `api` command's row, written to the offline journal as it was recorded. */
+async function replayRow(row: JournalEntry, e: OfflineEngine | undefined, report: ReplayReport): Promise<void> {
+  if (!e) return;
+  const { id, completedAt: _c, upstreamOutcome: _u, ...entry } = row;
+  if (row.decision === 'circuit_closed') await e.store.closeCircuit(row.account, row.createdAt);
+  await e.store.insert(entry);
+  report.operatorRows.push({
+    at: iso(row.createdAt),
+    journalId: id,
+    account: row.account,
+    source: row.source,
+    principal: row.principal,
+    action: row.action,
+    serverId: row.serverId,
+    decision: row.decision,
+  });
+}
+
+/** A delivery's outcome then and now, with the settlements of the requests that awaited approval now. */
+async function compare(
+  d: Delivery,
+  now: Decided[] | { refused: string } | undefined,
+  executions: JournalEntry[],
+  engines: Map<string, OfflineEngine>,
+): Promise<ReplayedDelivery> {
+  const first = d.rows[0]!;
+  const base = {
+    at: iso(first.createdAt),
+    account: first.account,
+    alertname: first.alertname,
+    status: d.alert?.status ?? first.alertStatus,
+    serverId: first.serverId,
+    ip: first.ip,
+    journalIds: d.rows.map((r) => r.id),
+    recorded: d.rows.map((r) => recordedOutcome(r, executions)),
+  };
+  if (!d.alert || now === undefined) return { ...base, verdict: 'not_replayable' };
+  if (!Array.isArray(now)) return { ...base, replayed: [], refused: now.refused, verdict: 'changed' };
+  const outcomes: Outcome[] = [];
+  for (const n of now) {
+    const row = n.outcome.decision === 'awaiting_approval' ? await engines.get(n.account)!.store.get(n.id) : undefined;
+    const settled = row && row.decision !== 'awaiting_approval' ? (row.decision as Settlement) : undefined;
+    outcomes.push(
+      settled
+        ? {
+            ...n.outcome,
+            settlement: {
+              decision: settled,
+              by: settled === 'withdrawn' ? row!.principal : row!.approver,
+              at: row!.approvedAt ?? row!.completedAt ?? row!.createdAt,
+            },
+          }
+        : n.outcome,
+    );
+  }
+  const human = overturned(base.recorded, outcomes);
+  const same = outcomesText(base.recorded) === outcomesText(outcomes);
+  return {
+    ...base,
+    replayed: outcomes,
+    verdict: human.length > 0 ? 'overturned' : same ? 'same' : 'changed',
+    ...(human.length > 0 ? { overturned: human } : {}),
+  };
+}
+
+/** The rows of the store since `since` (ms), oldest first, and each account's breaker. */
+async function read(store: StateStore, accounts: string[], since: number, to: number): Promise<Recorded> {
+  const rows = (await store.list({ since, limit: MAX_ROWS })).reverse();
+  const circuits = new Map<string, CircuitState>();
+  for (const account of accounts) circuits.set(account, await store.circuit(account));
+  return { rows, circuits, from: since, to };
+}
+
+/** `remediation replay --config.file NEW.yml [--since 7d] [-o json]`; returns the exit code. */
 export async function runRemediationReplay(
   args: string[],
   out: NodeJS.WritableStream = process.stdout,
@@ -175,18 +248,28 @@ export async function runRemediationReplay(
 ): Promise<number> {
   const { values } = parseArgs({
     args,
-    options: { 'config.file': { type: 'string' }, config: { type: 'string' }, since: { type: 'string' } },
+    options: {
+      'config.file': { type: 'string' },
+      config: { type: 'string' },
+      since: { type: 'string' },
+      output: { type: 'string', short: 'o' },
+    },
   });
   const file = values['config.file'] ?? values.config;
   if (!file) throw new BaremetalError('remediation replay: --config.file NEW.yml expected');
   const sinceMs = parseDuration(values.since ?? '7d');
   if (sinceMs === undefined)
     throw new BaremetalError(`remediation replay: --since must be a duration such as 7d (got ${values.since})`);
+  const format = (values.output ?? 'table') as OutputFormat;
+  if (!OUTPUT_FORMATS.includes(format))
+    throw new BaremetalError(
+      `remediation replay: --output must be one of ${OUTPUT_FORMATS.join(', ')} (got ${JSON.stringify(values.output)})`,
+    );
   const config = await loadConfig(file);
   if (config.database.kind === 'sqlite' && !existsSync(join(config.stateDir, 'journal.db')))
     throw new BaremetalError(`remediation replay: no journal at ${join(config.stateDir, 'journal.db')}`);
   const store = await openStore(config, { logger: createLogger('silent'), postgres: { limits: { max: 2 } } });
-  let rows: JournalEntry[];
+  let recorded: Recorded;
   let timer: NodeJS.Timeout | undefined;
   // PostgreSQL is retried until it answers: wait for its first attempt, no longer.
   const timeout = new Promise<false>((resolve) => {
@@ -195,10 +278,17 @@ export async function runRemediationReplay(
   try {
     if (!(await Promise.race([store.opened, timeout]).finally(() => clearTimeout(timer))))
       throw new BaremetalError(`remediation replay: the state store is unavailable: ${store.unavailable ?? ''}`);
-    rows = await recordedRows(store, now() - sinceMs);
+    const to = now();
+    recorded = await read(
+      store,
+      config.accounts.map((a) => a.name),
+      to - sinceMs,
+      to,
+    );
   } finally {
     await store.close();
   }
-  await replay(config, rows, out);
+  const report = await replay(config, recorded);
+  out.write(render(format, { data: report, table: reportText(report) }));
   return 0;
 }

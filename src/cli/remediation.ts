@@ -1,5 +1,5 @@
 /**
- * `baremetal-exporter remediation test FILE…` and `remediation replay --config.file NEW.yml [--since 7d]`: the
+ * `baremetal-exporter remediation test FILE…` and `remediation replay --config.file NEW.yml [--since 7d] [-o json]`: the
  * remediation rules tested before they act, and recorded deliveries decided again under new rules.
  */
 import { BaremetalError } from '../errors.js';
@@ -15,13 +15,16 @@ Exit 0 when every file passes, 1 with a diff when one does not, 2 when one is mi
 `;
 
 /** `remediation replay --help`. */
-export const REMEDIATION_REPLAY_HELP = `Usage: baremetal-exporter remediation replay --config.file NEW.yml [--since 7d]
+export const REMEDIATION_REPLAY_HELP = `Usage: baremetal-exporter remediation replay --config.file NEW.yml [--since 7d] [-o json]
 
-Decides again the alert deliveries the state store recorded within --since (default 7d), under NEW.yml's
-remediation block, offline (no API call, no journal write), and prints each decision then and now.
+Plays again the history the state store recorded within --since (default 7d) under NEW.yml's remediation
+block, offline (no API call, no journal write): each alert delivery decided again, the approvals, denials and
+withdrawals of requests that awaited approval applied again, the operator's rows and the breaker as recorded.
+Prints each delivery's outcome then and now, and flags a person's decision the new rules would overturn.
 
   --config.file FILE (alias --config)   the configuration whose remediation block is replayed
-  --since DURATION                      how far back to read the recorded deliveries (default 7d)
+  --since DURATION                      how far back to read the recorded history (default 7d)
+  -o, --output table|json|yaml          lines for people (default), or one JSON or YAML document
 `;
 
 const isHelp = (args: string[]) => args.some((a) => a === '--help' || a === '-h');

@@ -17,13 +17,14 @@ Usage:
   baremetal-exporter remediation test FILE…   run remediation rule tests (world, timeline of alerts and operator
                                               steps, expected decisions; remediation test --help); exit 1 with
                                               a diff on a mismatch, 2 for a missing or malformed file
-  baremetal-exporter remediation replay --config.file NEW.yml [--since 7d]
-                                              the alert deliveries the state store recorded, decided again
-                                              under NEW.yml's remediation block (no API call, no journal write)
+  baremetal-exporter remediation replay --config.file NEW.yml [--since 7d] [-o json]
+                                              the recorded deliveries, approvals and operator rows played
+                                              again under NEW.yml's remediation block (no API call, no journal
+                                              write); a person's decision it would overturn is flagged
   baremetal-exporter actions list|show|approve|deny|withdraw …
                                               the daemon's remediation journal and approvals over its HTTP
                                               API, like amtool (actions --help); exit 1 when it refuses
-      actions list [--decision D] [--server ID] [--principal P] [--approver P] [--account A] [--limit N]
+      actions list [--decision D] [--server ID] [--principal P] [--approver P] [--account A] [--since 24h] [--limit N]
       actions show ID | approve ID [--reason TEXT] | deny ID --reason TEXT | withdraw ID [--reason TEXT]
   baremetal-exporter circuit status|close …   the remediation circuit breaker over the daemon's API
       circuit status [--account A] | close [--account A] --reason TEXT   (circuit --help)

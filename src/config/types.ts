@@ -140,6 +140,15 @@ export const DEFAULT_SAFETY: RemediationSafety = {
   capWindowMs: 24 * 3_600_000,
 };
 
+/**
+ * Distinct servers an account may have power actions for within the breaker's window (the circuit breaker
+ * opens above it, remediation/guards.ts `checkCircuit`): max(`max_servers`, ⌈`max_fraction` × in scope⌉).
+ */
+export function breakerLimit(safety: RemediationSafety, serversInScope: number): number {
+  const { maxServers, maxFraction } = safety.circuitBreaker;
+  return Math.max(maxServers, Math.ceil(maxFraction * serversInScope));
+}
+
 /** `web.auth_limits` with every default (as the schema has them; a config test checks they agree). */
 export const DEFAULT_AUTH_LIMITS: AuthLimits = {
   inFlightPerAddress: 2,

@@ -3,11 +3,43 @@
  * power action or a request with no safety net. Each warning names the key to look at, as the problems do.
  */
 import { ACTIONS, POWER_ACTIONS } from './actions.js';
-import type { Config, Principal } from './types.js';
+import { breakerLimit, type Config, type Principal } from './types.js';
 
 /** The risky set-ups of `config`, one line each (without the `warning: ` in front). */
 export function configWarnings(config: Config): string[] {
-  return [...armedWithoutAttackGuard(config), ...approvalsNobodyCanGive(config)];
+  return [...armedWithoutAttackGuard(config), ...approvalsNobodyCanGive(config), ...breakerBeyondScope(config)];
+}
+
+/**
+ * A circuit breaker that can never open: it opens when a request would make more distinct servers with power
+ * requests in its window than its limit (`breakerLimit`: max(`max_servers`, ⌈`max_fraction` × servers in
+ * scope⌉)), and only servers in scope are remediation targets (the target guard refuses the others first): a
+ * limit at or above the number of servers in scope is never exceeded. That number is known from the config
+ * alone when an account's `servers.include` names servers by `id` only (a location or hostname selector matches
+ * an unknown number): the ids, less those excluded by id, are the most it can hold. `max_fraction: 1` is the
+ * whole scope, whatever it holds.
+ */
+function breakerBeyondScope(config: Config): string[] {
+  const { safety } = config.remediation;
+  if (safety.circuitBreaker.maxFraction >= 1)
+    return [
+      'remediation.safety.circuit_breaker.max_fraction: 1 allows every server in scope per window: the breaker can never open',
+    ];
+  return config.accounts.flatMap((account) => {
+    const { include, exclude } = account.scope;
+    if (include.length === 0 || !include.every((s) => 'id' in s)) return [];
+    const excluded = new Set(exclude.flatMap((s) => ('id' in s ? [s.id] : [])));
+    const ids = new Set(include.flatMap((s) => ('id' in s && !excluded.has(s.id) ? [s.id] : [])));
+    const limit = breakerLimit(safety, ids.size);
+    if (limit < ids.size) return [];
+    const { maxServers, maxFraction } = safety.circuitBreaker;
+    const whose = config.accounts.length > 1 ? `account ${account.name}'s` : 'the';
+    return [
+      `remediation.safety.circuit_breaker: max_servers ${maxServers} (max_fraction ${maxFraction}) allows ${limit} ` +
+        `servers per window, and ${whose} scope holds at most ${ids.size} (servers.include names them by id): ` +
+        'the breaker can never open',
+    ];
+  });
 }
 
 /**

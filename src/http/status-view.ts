@@ -48,7 +48,7 @@ export interface StatusSources {
   approvalTimeoutMs?: number;
 }
 
-/** The requests awaiting approval and the open breakers of every account, for a page behind web.auth. */
+/** The requests awaiting approval and the open breakers of every account: listed behind web.auth, counted to anyone. */
 async function pendingWork(
   s: StatusSources,
 ): Promise<{ awaiting: NonNullable<StatusView['awaiting']>; openBreakers: NonNullable<StatusView['openBreakers']> }> {
@@ -76,7 +76,10 @@ async function pendingWork(
   return { awaiting: awaiting.sort((a, b) => a.id - b.id), openBreakers };
 }
 
-/** `actions: false` (an open page) leaves the journal out: it is not even read. */
+/**
+ * `actions: false` (an open page) leaves the journal's rows out: only the requests awaiting approval and the
+ * breakers are read, to be counted.
+ */
 export function statusViewOf(s: StatusSources): (options: { actions: boolean }) => Promise<StatusView> {
   return async (options) => {
     const runtimes = [...s.accounts];
@@ -107,15 +110,17 @@ export function statusViewOf(s: StatusSources): (options: { actions: boolean }) 
       }));
     let actions: StatusView['actions'];
     let pending: Awaited<ReturnType<typeof pendingWork>> | undefined;
-    if (options.actions) {
-      try {
-        actions = await s.store.list({ limit: 10 });
-        pending = await pendingWork(s);
-      } catch {
-        // The page still shows the rest when the journal is unavailable (/readyz says so).
-        actions ??= [];
-      }
+    try {
+      pending = await pendingWork(s);
+      if (options.actions) actions = await s.store.list({ limit: 10 });
+    } catch {
+      // The page still shows the rest when the journal is unavailable (/readyz says so).
+      if (options.actions) actions ??= [];
     }
+    const pendingCounts = pending && {
+      awaiting: pending.awaiting.length,
+      openBreakers: pending.openBreakers.length,
+    };
     return {
       version: s.version,
       apiUp,
@@ -171,7 +176,9 @@ export function statusViewOf(s: StatusSources): (options: { actions: boolean }) 
       ),
       graphs: (await s.graphs.list()).slice(0, s.maxGraphs ?? 24),
       actions,
-      ...(pending ?? {}),
+      // The details only behind web.auth; the counts to anyone.
+      ...(options.actions && pending ? pending : {}),
+      ...(pendingCounts ? { pendingCounts } : {}),
       now: s.now(),
     };
   };

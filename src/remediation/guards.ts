@@ -5,7 +5,7 @@
  * state-store transaction with the claim of the delivery key (`q` is its queries).
  */
 import { STALE_AFTER_FIREWALL_PERIODS } from '../collectors/firewall.js';
-import type { RemediationSafety } from '../config/types.js';
+import { breakerLimit, type RemediationSafety } from '../config/types.js';
 import { IdempotencyMismatchError } from '../errors.js';
 import type { CircuitState, DesiredFirewall } from '../store/rows.js';
 import type { StateQueries } from '../store/store.js';
@@ -140,11 +140,8 @@ export function checkAttack(
   };
 }
 
-/** Distinct servers an account may have power actions for within the breaker's window. */
-export function breakerLimit(safety: RemediationSafety, serversInScope: number): number {
-  const { maxServers, maxFraction } = safety.circuitBreaker;
-  return Math.max(maxServers, Math.ceil(maxFraction * serversInScope));
-}
+// The limit is the config's (check-config warns when it can never be exceeded): one formula, in config/.
+export { breakerLimit };
 
 const CLOSE = 'an operator closes it: POST /api/v1/remediation/circuit/close';
 

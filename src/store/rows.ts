@@ -155,6 +155,8 @@ export interface ListFilter {
   decision?: string;
   /** the principal that approved or denied the request (the awaiting row and its execution both name it) */
   approver?: string;
+  /** rows created at or after this time (ms) */
+  since?: number;
   limit: number;
 }
 

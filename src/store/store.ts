@@ -77,7 +77,7 @@ export interface StateQueries {
   settleApproval(id: number, settlement: ApprovalSettlement): Promise<boolean>;
   /** The rows of `account` awaiting approval, oldest first (at most 1000). */
   awaitingApproval(account: string): Promise<JournalEntry[]>;
-  /** Newest first, optionally for one account, server, action, principal, decision and/or approver; `limit` rows at most. */
+  /** Newest first, optionally for one account, server, action, principal, decision, approver and/or since a time; `limit` rows at most. */
   list(filter: ListFilter): Promise<JournalEntry[]>;
   /**
    * Rows of `account` left `executing` by a crash, created before `startedBefore` (ms; default: all), become

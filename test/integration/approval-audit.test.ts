@@ -195,7 +195,7 @@ for (const backend of backends()) {
       expect(sim.callsTo(POWERCYCLE)).toHaveLength(1);
     });
 
-    it('shows the requests awaiting approval and an open breaker on the status page, behind web.auth only', async () => {
+    it('shows the requests awaiting approval and an open breaker on the status page behind web.auth, their counts to anyone', async () => {
       const h = await setup();
       const { ask, settle, journal, clock, app } = h;
       const [first, second] = [await ask('100001'), await ask('100002')];
@@ -258,10 +258,21 @@ for (const backend of backends()) {
       expect(html).toContain(`<code>POST /api/v1/actions/${first}/approve</code>`);
       expect(html).toContain('open since 2026-11-21 12:00:00Z: opened &lt;by&gt; the test.');
       expect(html).not.toContain(`data-awaiting="${second}"`);
-      // An open page reads neither.
+      expect(shown.pendingCounts).toEqual({ awaiting: 2, openBreakers: 1 });
+      expect(html).toMatch(
+        /id="awaiting-count">2<\/strong> · open circuit breakers: <strong id="open-breakers" class="bad">1</,
+      );
+      // An open page counts them, and shows none of the details.
       const open = await statusView({ actions: false });
       expect([open.awaiting, open.openBreakers]).toEqual([undefined, undefined]);
-      expect(renderStatusPage(open)).not.toMatch(/awaiting approval|Circuit breaker/);
+      expect(open.pendingCounts).toEqual({ awaiting: 2, openBreakers: 1 });
+      const openHtml = renderStatusPage(open);
+      expect(openHtml).toContain(
+        '<p id="pending">Requests awaiting approval: <strong id="awaiting-count">2</strong> · open circuit breakers: <strong id="open-breakers" class="bad">1</strong> <span class="muted">(details when web.auth is set)</span></p>',
+      );
+      expect(openHtml).not.toMatch(
+        /data-awaiting|data-breaker|Circuit breaker of account|opened &lt;by|<h2>Requests awaiting/,
+      );
     });
 
     it.each([

@@ -8,6 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { journalRow } from '../../src/store/rows.js';
 import { makeTestPki } from '../helpers/certs.js';
 import { runCli } from '../helpers/cli.js';
 import { type Harness, startHarness } from '../helpers/daemon.js';
@@ -160,6 +161,44 @@ describe('actions and circuit against a daemon with principals', () => {
     const own = await d.cli('alice', ['actions', 'withdraw', String(id), '--reason', 'rebooted it by hand']);
     expect(own).toMatchObject({ code: 0, stderr: '' });
     expect(own.stdout).toContain('withdrawn by alice: rebooted it by hand; nothing sent');
+  });
+
+  it('lists what was written within --since, a Prometheus duration; the daemon refuses a bad one (400)', async () => {
+    const DAY = 86_400_000;
+    const old = await d.h.daemon.store.insert(
+      journalRow({
+        account: 'default',
+        createdAt: Date.now() - 2 * DAY,
+        source: 'operator',
+        action: 'powercycle',
+        serverId: '100001',
+        principal: 'bob',
+        decision: 'executed',
+      }),
+    );
+    const recent = await powercycle(d.h, 'alice', '100001');
+    const ids = async (since: string) => {
+      const res = await d.cli('audit', ['actions', 'list', '--principal', 'bob', '--since', since, '-o', 'json']);
+      expect(res).toMatchObject({ code: 0, stderr: '' });
+      return (JSON.parse(res.stdout).actions as Array<{ id: number }>).map((a) => a.id);
+    };
+    expect(await ids('1d12h')).not.toContain(old);
+    expect(await ids('3d')).toContain(old);
+    const alices = await d.cli('audit', ['actions', 'list', '--principal', 'alice', '--since', '24h', '-o', 'json']);
+    expect((JSON.parse(alices.stdout).actions as Array<{ id: number }>).map((a) => a.id)).toContain(recent.id);
+    // Refused before asking (exit 2), and by the daemon itself for a client that does not check.
+    const bad = await d.cli('audit', ['actions', 'list', '--since', '5 minutes']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain(`--since: a duration in Prometheus's format such as 24h or 1h30m (got "5 minutes")`);
+    for (const since of ['5 minutes', '0', '366d', '1h30', '-1h']) {
+      const res = await request(`${d.h.daemon.url}/api/v1/actions?since=${encodeURIComponent(since)}`, {
+        headers: { authorization: `Bearer ${tokenOf('audit')}` },
+      });
+      expect(res.statusCode).toBe(400);
+      expect(((await res.body.json()) as { message: string }).message).toContain(
+        "since must be a duration in Prometheus's format from 1ms to 365d",
+      );
+    }
   });
 
   it('takes the token from BAREMETAL_TOKEN; a reader may list but not approve', async () => {

@@ -48,6 +48,12 @@ describe('check-config', () => {
       out: /\nwarning: remediation\.safety\.deny_power_when_attacked: false while power rules act \(dry_run false: rules\[0\]\)/,
     },
     {
+      name: 'a breaker larger than a scope named by id: a warning, exit 0',
+      yaml: 'upstream: { base_url: "https://api.provider.test", api_key: k }\nservers: { include: [{ id: "100001" }, { id: "100002" }] }\n',
+      code: 0,
+      out: /\nwarning: remediation\.safety\.circuit_breaker: max_servers 3 \(max_fraction 0\.01\) allows 3 servers per window, and the scope holds at most 2 \(servers\.include names them by id\): the breaker can never open\n/,
+    },
+    {
       name: 'a scope and switched-off collectors',
       yaml: 'upstream: { base_url: "https://api.provider.test", api_key: k }\nservers: { include: [{ location: fra1 }, { hostname: "web-[0-9]+" }], exclude: [{ id: "7" }] }\ncollectors: { graphs: false, catalog: false }\n',
       code: 0,

@@ -97,9 +97,47 @@ describe.each([
     ]);
     expect(lines.slice(3)).toEqual([
       '',
-      '3 deliveries: 0 same, 2 changed, 1 not replayable',
+      '3 deliveries: 0 same, 2 changed, 0 overturn a human decision, 1 not replayable',
       '  2× powercycle: executed -> poweroff: executed',
     ]);
+    // The same as one JSON document (-o json).
+    let json = '';
+    const jsonSink = new Writable({
+      write(chunk, _encoding, done) {
+        json += String(chunk);
+        done();
+      },
+    });
+    expect(await runRemediationReplay(['--config.file', file, '--since', '1d', '-o', 'json'], jsonSink)).toBe(0);
+    const report = JSON.parse(json) as {
+      deliveries: Array<{
+        serverId: string;
+        verdict: string;
+        recorded: unknown[];
+        replayed?: unknown[];
+        journalIds: number[];
+      }>;
+      counts: Record<string, number>;
+      operatorRows: unknown[];
+    };
+    expect(report.counts).toEqual({ same: 0, changed: 2, overturned: 0, notReplayable: 1 });
+    expect(report.operatorRows).toEqual([]);
+    expect(report.deliveries.map((d) => [d.serverId, d.verdict, d.recorded, d.replayed])).toEqual([
+      [
+        '100001',
+        'changed',
+        [{ action: 'powercycle', decision: 'executed' }],
+        [{ action: 'poweroff', decision: 'executed' }],
+      ],
+      [
+        '100002',
+        'changed',
+        [{ action: 'powercycle', decision: 'executed' }],
+        [{ action: 'poweroff', decision: 'executed' }],
+      ],
+      ['100003', 'not_replayable', [{ action: 'powercycle', decision: 'cooldown' }], undefined],
+    ]);
+    expect(report.deliveries[2]!.journalIds).toEqual([before[0]!.id]);
     // No call upstream, no row written.
     expect(h.sim.calls.length).toBe(sent);
     const restarted = await h.start();

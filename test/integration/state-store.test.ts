@@ -91,6 +91,9 @@ describe.each(backends())('the state store on $name', (backend) => {
     expect(await store.get(999_999)).toBeUndefined();
     expect((await store.list({ limit: 10 })).map((e) => e.id)).toEqual([c, b, a]);
     expect((await store.list({ limit: 2 })).map((e) => e.id)).toEqual([c, b]);
+    // `since`: created at or after that time (GET /api/v1/actions?since=, remediation replay).
+    expect((await store.list({ since: NOW + 1, limit: 10 })).map((e) => e.id)).toEqual([c, b]);
+    expect(await store.list({ since: NOW + 3, limit: 10 })).toEqual([]);
     expect((await store.list({ account: 'reseller-eu', limit: 10 })).map((e) => e.id)).toEqual([b]);
     expect((await store.list({ serverId: '100001', action: 'powercycle', limit: 10 })).map((e) => e.id)).toEqual([a]);
     expect(await store.list({ principal: 'ops', limit: 10 })).toMatchObject([

@@ -3,7 +3,8 @@
  * poweroff,firewall-state,firewall-sensitivity}`, `GET /api/v1/actions` (the journal, newest first) and
  * `GET /api/v1/servers/:server_id/console.jnlp` (the KVM/IPMI console as a download, contract §4 rule 5).
  * Each body may carry `"reason"` (at most 200 characters), journaled with the caller's principal; the journal
- * filters by `?principal=` (who asked), `?decision=` and `?approver=` (who approved or denied). An optional `Idempotency-Key` header makes a retried operator call act once; the same key with another
+ * filters by `?principal=` (who asked), `?decision=`, `?approver=` (who approved or denied) and `?since=` (a
+ * Prometheus duration back from now, such as `24h`). An optional `Idempotency-Key` header makes a retried operator call act once; the same key with another
  * body is refused (422). Every endpoint answers 503 while the journal is unavailable.
  * A target is (account, server_id): the bodies take `account` (the console `?account=`), which may be left
  * out when one account is configured; missing with several, or unknown, it is a 400 and nothing acts.
@@ -11,6 +12,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static, type TSchema } from 'typebox';
 import { ACTION_SPECS, type ActionSpec } from '../../config/actions.js';
+import { parseDuration } from '../../config/formats.js';
 import { ACTIONS, PRINCIPAL_NAME, type ActionName } from '../../config/schema.js';
 import { oneOf, strictObject } from '../../json-schema.js';
 import type { StateStore } from '../../store/store.js';
@@ -61,6 +63,19 @@ function queryApprover(text: string | undefined): string | undefined {
   if (text === undefined || PRINCIPAL_NAME.test(text)) return text;
   throw new BadRequestError(
     `approver must be a principal's name: a letter or digit, then up to 63 letters, digits, ".", "_", "@" or "-" (got ${JSON.stringify(shorten(text))})`,
+  );
+}
+
+/** The longest `?since=`: a year, beyond any journal retention worth listing in one reply. */
+const MAX_SINCE_MS = 365 * 86_400_000;
+
+/** `?since=`: a positive duration in Prometheus's format up to MAX_SINCE_MS, or BadRequestError; undefined when absent. */
+function querySince(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const ms = parseDuration(text);
+  if (ms !== undefined && ms <= MAX_SINCE_MS) return ms;
+  throw new BadRequestError(
+    `since must be a duration in Prometheus's format from 1ms to 365d, such as 24h or 1h30m (got ${JSON.stringify(shorten(text))})`,
   );
 }
 
@@ -143,6 +158,7 @@ export function actionRoutes(
       principal?: string;
       decision?: string;
       approver?: string;
+      since?: string;
       limit?: string;
     };
   }>(
@@ -165,6 +181,7 @@ export function actionRoutes(
             // Checked by the handler, which names what is allowed; a repeated parameter is an array: 400.
             decision: { type: 'string' },
             approver: { type: 'string' },
+            since: { type: 'string' },
             limit: queryIntegerSchema,
           },
         },
@@ -174,6 +191,7 @@ export function actionRoutes(
       const { account, server_id, action, principal } = request.query;
       const decision = queryDecision(request.query.decision);
       const approver = queryApprover(request.query.approver);
+      const since = querySince(request.query.since);
       // An unknown account is a 400, as on the POST endpoints, not an empty list that looks like "no actions".
       if (account !== undefined) engineOf(deps.engines, account, 'querystring/account');
       const limit = queryInteger('limit', request.query.limit, { min: 1, max: 1000 }) ?? 100;
@@ -184,6 +202,7 @@ export function actionRoutes(
         ...(principal ? { principal } : {}),
         ...(decision ? { decision } : {}),
         ...(approver ? { approver } : {}),
+        ...(since !== undefined ? { since: Date.now() - since } : {}),
         limit,
       });
       return { actions: entries.map(entryReply) };

@@ -60,7 +60,10 @@ export function attackEntries(logs: ReadonlyMap<string, AttackLog>): AttackEntry
 export function attackRoutes(app: FastifyInstance, deps: { attacks: ReadonlyMap<string, AttackLog> }): void {
   app.get<{ Querystring: { account?: string } }>(
     '/api/v1/attacks',
-    { schema: { querystring: { type: 'object', properties: { account: accountSchema } } } },
+    // An unknown parameter (`?acount=eu`) is a 400, not every account's entries.
+    {
+      schema: { querystring: { type: 'object', additionalProperties: false, properties: { account: accountSchema } } },
+    },
     async (request, reply) => {
       const name = request.query.account;
       const logs =

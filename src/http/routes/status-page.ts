@@ -2,8 +2,10 @@
  * `GET /`: the status page — one server-rendered HTML page with no build step and no external assets: API
  * health, the last run of each poll, the servers under attack (all of them, up to MAX_ATTACKED_ROWS) with the
  * counts, the quiet servers a page of QUIET_PAGE_ROWS at a time (`?page=N`), the latest graph
- * thumbnails (resized by sharp through `/graphs/…?width=`), and — only behind web.auth — a banner per open
- * circuit breaker, the requests awaiting approval (at most MAX_AWAITING_ROWS) and the last remediation decisions. It refreshes itself every 30 seconds. Every value is HTML-escaped; a strict CSP
+ * thumbnails (resized by sharp through `/graphs/…?width=`), how many requests await approval and how many
+ * circuit breakers are open (to anyone), and — only behind web.auth — a banner per open circuit breaker, the
+ * requests awaiting approval (at most MAX_AWAITING_ROWS) and the last remediation decisions. It refreshes itself
+ * every 30 seconds. Every value is HTML-escaped; a strict CSP
  * forbids scripts. Its size is bounded at any fleet size (issue 22: every server listed made 2.8 MB at 10,000
  * servers, re-rendered on every refresh).
  */
@@ -79,6 +81,11 @@ export interface StatusView {
   }>;
   /** the accounts whose circuit breaker is open; undefined as `actions` */
   openBreakers?: Array<{ account: string; openedAt: number; message: string | null }>;
+  /**
+   * how many requests await approval and how many breakers are open, shown to anyone (the details stay behind
+   * web.auth); undefined when the journal could not be read
+   */
+  pendingCounts?: { awaiting: number; openBreakers: number };
   /** ms since epoch */
   now: number;
 }
@@ -160,6 +167,14 @@ function breakerBanners(view: StatusView): string {
     .join('\n');
 }
 
+/** How many requests await approval and breakers are open: to anyone, the details only behind web.auth. */
+function pendingCountsLine(view: StatusView): string {
+  const c = view.pendingCounts;
+  if (c === undefined) return '';
+  const hidden = view.actions === undefined ? ' <span class="muted">(details when web.auth is set)</span>' : '';
+  return `<p id="pending">Requests awaiting approval: <strong id="awaiting-count">${e(c.awaiting)}</strong> · open circuit breakers: <strong id="open-breakers" class="${c.openBreakers > 0 ? 'bad' : 'ok'}">${e(c.openBreakers)}</strong>${hidden}</p>`;
+}
+
 /** The requests awaiting a second operator, with what approves one; nothing on an open page. */
 function awaitingSection(view: StatusView): string {
   if (view.awaiting === undefined) return '';
@@ -199,6 +214,7 @@ export function renderStatusPage(view: StatusView, page = 1): string {
 <p class="muted">version ${e(view.version)} · rendered ${e(time(view.now))} · <a href="metrics">/metrics</a> · <a href="graphs">/graphs</a> · <a href="readyz">/readyz</a></p>
 <p>Hosting API: ${view.apiUp === undefined ? '<span class="muted">no request yet</span>' : view.apiUp === 1 ? '<span class="ok" id="api-up">up</span>' : '<span class="bad" id="api-up">down</span>'}
  · servers: <strong>${view.servers.length}</strong> · servers under attack: <strong id="attacked-servers">${underAttack.length}</strong> · IPs under attack: <strong id="attacked-count">${attacked}</strong></p>
+${pendingCountsLine(view)}
 ${breakerBanners(view)}
 <h2>Polls</h2>
 <table><tr><th>poll</th><th>last outcome</th><th>finished</th><th>duration</th><th>last success</th></tr>

@@ -172,7 +172,8 @@ export class PgQueries implements StateQueries {
     const { rows } = await this.#run(
       `SELECT * FROM actions WHERE ($1::text IS NULL OR account = $1) AND ($2::text IS NULL OR server_id = $2)
          AND ($3::text IS NULL OR action = $3) AND ($5::text IS NULL OR principal = $5)
-         AND ($6::text IS NULL OR decision = $6) AND ($7::text IS NULL OR approver = $7) ORDER BY id DESC LIMIT $4`,
+         AND ($6::text IS NULL OR decision = $6) AND ($7::text IS NULL OR approver = $7)
+         AND ($8::bigint IS NULL OR created_at >= $8) ORDER BY id DESC LIMIT $4`,
       [
         filter.account ?? null,
         filter.serverId ?? null,
@@ -181,6 +182,7 @@ export class PgQueries implements StateQueries {
         filter.principal ?? null,
         filter.decision ?? null,
         filter.approver ?? null,
+        filter.since ?? null,
       ],
     );
     return rows.map(toEntry);

@@ -177,6 +177,7 @@ export class SqliteQueries extends SqliteDesiredQueries {
           .prepare(
             `SELECT * FROM actions WHERE (? IS NULL OR account = ?) AND (? IS NULL OR server_id = ?) AND (? IS NULL OR action = ?)
                AND (? IS NULL OR principal = ?) AND (? IS NULL OR decision = ?) AND (? IS NULL OR approver = ?)
+               AND (? IS NULL OR created_at >= ?)
              ORDER BY id DESC LIMIT ?`,
           )
           .all(
@@ -192,6 +193,8 @@ export class SqliteQueries extends SqliteDesiredQueries {
             filter.decision ?? null,
             filter.approver ?? null,
             filter.approver ?? null,
+            filter.since ?? null,
+            filter.since ?? null,
             filter.limit,
           ) as Row[]
       ).map(toEntry),

@@ -78,6 +78,55 @@ describe('check-config warnings', () => {
         ),
       warnings: [expect.stringMatching(/^remediation\.auth\.principals\[0\] \(alice\): require_approval/)],
     },
+    {
+      name: 'a breaker of 3 servers over a scope of 3 servers named by id: it can never open',
+      text: `${upstream}servers: { include: [{ id: "1" }, { id: "2" }, { id: "3" }, { id: "3" }] }\n`,
+      warnings: [
+        'remediation.safety.circuit_breaker: max_servers 3 (max_fraction 0.01) allows 3 servers per window, and the scope holds at most 3 (servers.include names them by id): the breaker can never open',
+      ],
+    },
+    {
+      name: 'four servers by id, one excluded: three, still no more than the breaker',
+      text: `${upstream}servers: { include: [{ id: "1" }, { id: "2" }, { id: "3" }, { id: "4" }], exclude: [{ id: "4" }] }\n`,
+      warnings: [expect.stringContaining('the scope holds at most 3 (servers.include names them by id)')],
+    },
+    {
+      name: 'four servers by id over a breaker of 3: it can open, no warning',
+      text: `${upstream}servers: { include: [{ id: "1" }, { id: "2" }, { id: "3" }, { id: "4" }] }\n`,
+      warnings: [],
+    },
+    {
+      name: 'a fraction that rounds up to the whole scope of 5 (max_fraction 0.9 → 5): it can never open',
+      text: `${upstream}remediation: { safety: { circuit_breaker: { max_servers: 1, max_fraction: 0.9 } } }\nservers: { include: [{ id: "1" }, { id: "2" }, { id: "3" }, { id: "4" }, { id: "5" }] }\n`,
+      warnings: [
+        'remediation.safety.circuit_breaker: max_servers 1 (max_fraction 0.9) allows 5 servers per window, and the scope holds at most 5 (servers.include names them by id): the breaker can never open',
+      ],
+    },
+    {
+      name: 'a location selector matches an unknown number of servers: no warning',
+      text: `${upstream}servers: { include: [{ id: "1" }, { location: FRA1 }] }\n`,
+      warnings: [],
+    },
+    {
+      name: 'no include: every server, an unknown number: no warning',
+      text: `${upstream}servers: { exclude: [{ id: "1" }] }\n`,
+      warnings: [],
+    },
+    {
+      name: 'max_fraction 1 is the whole scope, whatever it holds',
+      text: `${upstream}remediation: { safety: { circuit_breaker: { max_fraction: 1 } } }\n`,
+      warnings: [
+        'remediation.safety.circuit_breaker.max_fraction: 1 allows every server in scope per window: the breaker can never open',
+      ],
+    },
+    {
+      name: 'several accounts: the account is named',
+      text:
+        'accounts:\n' +
+        '  - { name: eu, base_url: "https://api.provider.test", api_key: k1, servers: { include: [{ id: "1" }] } }\n' +
+        '  - { name: us, base_url: "https://api.provider.test", api_key: k2 }\n',
+      warnings: [expect.stringContaining("and account eu's scope holds at most 1 (servers.include")],
+    },
   ])('$name', ({ text, warnings }) => {
     expect(warningsOf(text)).toEqual(warnings);
   });

@@ -1,0 +1,169 @@
+/**
+ * What `remediation replay` reads of a journal, as a timeline: the alert deliveries (the rows one delivery wrote),
+ * the human settlements of the requests that awaited approval (approved, denied, withdrawn), and the operator's
+ * and the `api` command's rows, which no rule decides and which are replayed as they were recorded (they count
+ * toward the cooldowns, the cap, the breaker and the budget as they did; a close of the breaker closes it).
+ *
+ * The row an approval wrote when it ran the approved request (its `approver` named, a decision of its own) is no
+ * delivery: it is the approval's outcome, shown on the delivery it settled (replayed as recorded when that
+ * delivery was before the window). Rows of source `pending` (a deferred
+ * firewall change applied) are left out: the replayed engine applies its own.
+ */
+import type { Decision } from '../store/decisions.js';
+import type { JournalEntry } from '../store/rows.js';
+import type { AttackState, TargetDirectory } from '../remediation/types.js';
+import type { WebhookAlert } from '../remediation/webhook.js';
+
+/** One recorded delivery: the rows one alert delivery wrote (one per matching rule). */
+export interface Delivery {
+  rows: JournalEntry[];
+  alert: WebhookAlert | undefined;
+}
+
+/** A person's settlement of a request that awaited approval; `expired` is the clock's, not a person's. */
+export type Settlement = 'approved' | 'denied_by_approver' | 'withdrawn' | 'expired';
+const SETTLEMENTS: readonly string[] = ['approved', 'denied_by_approver', 'withdrawn', 'expired'];
+/** The settlements a person made: a decision the new rules may overturn. */
+export const HUMAN_SETTLEMENTS: readonly Settlement[] = ['approved', 'denied_by_approver', 'withdrawn'];
+
+/** What one request came to: its decision, and for one that awaited approval how it was settled and what ran. */
+export interface Outcome {
+  action: string;
+  decision: Decision | 'executing';
+  settlement?: { decision: Settlement; by: string | null; at: number };
+  /** the decision of the approved request's execution; absent when none is known */
+  execution?: Decision | 'executing';
+}
+
+/** One entry of the timeline, oldest first. */
+export type HistoryEvent =
+  | { at: number; kind: 'delivery'; delivery: Delivery; index: number }
+  | { at: number; kind: 'settlement'; delivery: Delivery; index: number; row: JournalEntry }
+  | { at: number; kind: 'operator'; row: JournalEntry };
+
+/**
+ * The row an approval wrote when it ran the request it approved: it names an approver and has a decision of its
+ * own (the awaiting row names the approver too, but its decision is the settlement).
+ */
+export const isApprovalExecution = (r: JournalEntry): boolean =>
+  r.approver !== null && r.decision !== 'awaiting_approval' && !SETTLEMENTS.includes(r.decision);
+
+/** The decisions in which the request went ahead: sent, decided in dry run, or made desired firewall state. */
+const WENT_AHEAD: readonly string[] = ['executed', 'failed', 'unknown', 'executing', 'dry_run', 'deferred'];
+
+/** Whether an outcome acted (or, in dry run, would have): the execution's decision when it was approved. */
+export const wentAhead = (o: Outcome | undefined): boolean =>
+  o !== undefined &&
+  (o.settlement
+    ? o.settlement.decision === 'approved' && WENT_AHEAD.includes(o.execution ?? '')
+    : WENT_AHEAD.includes(o.decision));
+
+/** An outcome as one line shows it: `powercycle: awaiting_approval → approved by bob → executed`. */
+export function outcomeText(o: Outcome): string {
+  if (!o.settlement) return `${o.action}: ${o.decision}`;
+  const by = o.settlement.by ? ` by ${o.settlement.by}` : '';
+  const ran = o.execution ? ` → ${o.execution}` : '';
+  return `${o.action}: awaiting_approval → ${o.settlement.decision}${by}${ran}`;
+}
+
+/** When a settled row was settled (ms): the approval time, else its completion. */
+const settledAt = (r: JournalEntry): number => r.approvedAt ?? r.completedAt ?? r.createdAt;
+
+/** A recorded row's outcome, its approval's execution (among `executions`) included. */
+export function recordedOutcome(r: JournalEntry, executions: readonly JournalEntry[]): Outcome {
+  if (!SETTLEMENTS.includes(r.decision)) return { action: r.action, decision: r.decision };
+  const decision = r.decision as Settlement;
+  const by = decision === 'withdrawn' ? r.principal : r.approver;
+  const ran =
+    decision === 'approved'
+      ? executions.find(
+          (e) =>
+            e.account === r.account &&
+            e.action === r.action &&
+            e.serverId === r.serverId &&
+            e.approver === r.approver &&
+            e.approvedAt === r.approvedAt,
+        )
+      : undefined;
+  return {
+    action: r.action,
+    decision: 'awaiting_approval',
+    settlement: { decision, by, at: settledAt(r) },
+    ...(ran ? { execution: ran.decision } : {}),
+  };
+}
+
+/** Groups alert rows (oldest first) into deliveries: one alert's rows written within a second. */
+function deliveries(rows: JournalEntry[]): Delivery[] {
+  const out: Delivery[] = [];
+  for (const row of rows) {
+    const last = out.at(-1)?.rows[0];
+    const same =
+      last !== undefined &&
+      last.fingerprint === row.fingerprint &&
+      last.startsAt === row.startsAt &&
+      last.alertStatus === row.alertStatus &&
+      row.createdAt - last.createdAt < 1000;
+    if (same) {
+      out.at(-1)!.rows.push(row);
+      continue;
+    }
+    const labels = row.labels === null ? undefined : (JSON.parse(row.labels) as Record<string, string>);
+    const alert =
+      labels && row.alertStatus && row.fingerprint && row.startsAt && typeof labels.alertname === 'string'
+        ? ({ status: row.alertStatus, labels, fingerprint: row.fingerprint, startsAt: row.startsAt } as WebhookAlert)
+        : undefined;
+    out.push({ rows: [row], alert });
+  }
+  return out;
+}
+
+/** The timeline of `rows` (oldest first), and the approvals' executions the deliveries' outcomes name. */
+export function history(rows: readonly JournalEntry[]): { events: HistoryEvent[]; executions: JournalEntry[] } {
+  const executions = rows.filter(isApprovalExecution);
+  const alerts = rows.filter((r) => r.source === 'alert' && !isApprovalExecution(r));
+  const events: HistoryEvent[] = [];
+  deliveries(alerts).forEach((delivery, index) => {
+    events.push({ at: delivery.rows[0]!.createdAt, kind: 'delivery', delivery, index });
+    for (const row of delivery.rows)
+      if ((HUMAN_SETTLEMENTS as readonly string[]).includes(row.decision))
+        events.push({ at: settledAt(row), kind: 'settlement', delivery, index, row });
+  });
+  for (const row of rows)
+    if (row.source === 'operator' || row.source === 'cli') events.push({ at: row.createdAt, kind: 'operator', row });
+  // An approval's execution whose request was made before the window: no delivery shows it, so it is replayed
+  // as recorded (it counts toward the cooldowns, the cap and the breaker as it did).
+  for (const e of executions)
+    if (e.source === 'alert' && !alerts.some((r) => recordedOutcome(r, [e]).execution !== undefined))
+      events.push({ at: e.createdAt, kind: 'operator', row: e });
+  // Stable: at one moment a delivery comes before its own settlement, as it did.
+  events.sort((a, b) => a.at - b.at);
+  return { events, executions };
+}
+
+/** The world as the journal saw it, for one account, at the fake clock `now()`. */
+export function journalDirectory(rows: readonly JournalEntry[], now: () => number): TargetDirectory {
+  const servers = new Map<string, Set<string>>();
+  const attacks: Array<{ serverId: string; ip: string; at: number }> = [];
+  for (const r of rows) {
+    if (r.decision === 'denied_unknown_target' || r.action === 'circuit_close') continue;
+    const ips = servers.get(r.serverId) ?? new Set<string>();
+    if (r.ip !== null) ips.add(r.ip);
+    servers.set(r.serverId, ips);
+    const attacked = (r.action === 'firewall_state' && r.value === '1') || r.action === 'firewall_sensitivity';
+    if (attacked && r.source === 'alert' && r.ip !== null)
+      attacks.push({ serverId: r.serverId, ip: r.ip, at: r.createdAt });
+  }
+  return {
+    serversKnown: true,
+    hasServer: (id) => servers.has(id),
+    ownsIp: (id, ip) => servers.get(id)?.has(ip) ?? false,
+    serversInScope: () => servers.size,
+    attackState: (id): AttackState => {
+      const lastEventAt = new Map<string, number>();
+      for (const a of attacks)
+        if (a.serverId === id && a.at <= now() && a.at >= (lastEventAt.get(a.ip) ?? 0)) lastEventAt.set(a.ip, a.at);
+      return { known: true, readAt: now(), lastEventAt };
+    },
+  };
+}
