@@ -81,10 +81,10 @@ const SHAPES: Array<{
 ];
 
 /**
- * The client's timeout for a shape: short where the shape is a timeout, long enough elsewhere that a loaded
- * machine's slow reply is not read as one.
+ * The client's timeout for a shape: for the timeout shape long enough that the request reaches the simulator
+ * on a loaded machine (it acts, then hangs), and longer elsewhere so that a slow reply is not read as a timeout.
  */
-const timeoutFor = (faults?: Faults) => (faults?.mode === 'act_then_hang' ? 300 : 10_000);
+const timeoutFor = (faults?: Faults) => (faults?.mode === 'act_then_hang' ? 2000 : 10_000);
 
 describe('action outcomes: what the API said', () => {
   it.each(SHAPES)(
