@@ -51,7 +51,22 @@ function describe(error: ErrorObject): { key: string; line: string } {
       line: `${path}: must be one of ${(error.params.allowedValues as unknown[]).map(String).join(', ')}`,
     };
   }
+  if (error.keyword === 'type') return { key: path, line: `${path || '(top level)'}: ${typeProblem(error)}` };
   return { key: path, line: `${path || '(top level)'}: ${error.message ?? 'invalid'}` };
+}
+
+/**
+ * A value of the wrong type, named by its type only (a value may be a secret: `api_key: 12345`). A duration
+ * given as a bare number (`attack_window: 15`) is told it needs its unit, as Prometheus's duration format does.
+ */
+function typeProblem(error: ErrorObject): string {
+  const data: unknown = error.data;
+  const got = `got ${data === null ? 'null' : Array.isArray(data) ? 'a list' : `a ${typeof data === 'object' ? 'map' : typeof data}`}`;
+  const duration = (error.parentSchema as { duration?: string | { example: string } } | undefined)?.duration;
+  if (duration === undefined) return `${error.message ?? 'invalid'} (${got})`;
+  const example = typeof duration === 'object' ? duration.example : duration;
+  const unit = typeof data === 'number' ? `; a duration needs its unit, e.g. "${data}s"` : '';
+  return `must be a duration such as "${example}" (${got}${unit})`;
 }
 
 /**

@@ -41,19 +41,27 @@ describe('web.auth_limits', () => {
       '{ in_flight_per_address: 65 }',
       'web.auth_limits.in_flight_per_address: must be <= 64',
     ],
-    ['a fractional burst', '{ wrong_password_burst: 2.5 }', 'web.auth_limits.wrong_password_burst: must be integer'],
+    [
+      'a fractional burst',
+      '{ wrong_password_burst: 2.5 }',
+      'web.auth_limits.wrong_password_burst: must be integer (got a number)',
+    ],
     ['a zero burst', '{ wrong_password_burst: 0 }', 'web.auth_limits.wrong_password_burst: must be >= 1'],
     // No coercion: a quoted number stays a string, and is refused.
-    ['a quoted burst', '{ wrong_password_burst: "10" }', 'web.auth_limits.wrong_password_burst: must be integer'],
+    [
+      'a quoted burst',
+      '{ wrong_password_burst: "10" }',
+      'web.auth_limits.wrong_password_burst: must be integer (got a string)',
+    ],
     [
       'a quoted in-flight count',
       '{ in_flight_per_address: "2" }',
-      'web.auth_limits.in_flight_per_address: must be integer',
+      'web.auth_limits.in_flight_per_address: must be integer (got a string)',
     ],
     [
       'a refill of a bare number',
       '{ wrong_password_refill: 2 }',
-      'web.auth_limits.wrong_password_refill: must be string',
+      'web.auth_limits.wrong_password_refill: must be a duration such as "2s" (got a number; a duration needs its unit, e.g. "2s")',
     ],
     [
       'a refill of zero',

@@ -364,7 +364,7 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
       `${minimal}  concurrency: many\n  api_key_file: /nope\n  timeout: soon\nschedules: { graphs: "often" }\n`,
       [
         'upstream.timeout: must be a duration such as "10s" (got "soon")',
-        'upstream.concurrency: must be integer',
+        'upstream.concurrency: must be integer (got a string)',
         'schedules.graphs: must be a cron expression, seconds allowed (got "often")',
         'upstream.api_key_file: cannot read /nope (ENOENT)',
       ],
@@ -377,7 +377,16 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
         'remediation.rules[0].hold: must be a duration such as "5m" (got "soon")',
       ],
     ],
-    ['a key of the wrong type, reported once', `${minimal}  timeout: 10\n`, ['upstream.timeout: must be string']],
+    [
+      'a duration given as a bare number, reported once',
+      `${minimal}  timeout: 10\n`,
+      ['upstream.timeout: must be a duration such as "10s" (got a number; a duration needs its unit, e.g. "10s")'],
+    ],
+    [
+      'a secret of the wrong type, named by its type only',
+      'upstream: { base_url: "https://api.example.net", api_key: 123456789 }\n',
+      ['upstream.api_key: must be string (got a number)'],
+    ],
   ])('reports schema and semantic problems together: %s', (_name, text, expected) => {
     const noFile = () => {
       throw Object.assign(new Error('x'), { code: 'ENOENT' });
