@@ -287,9 +287,9 @@ export class UpstreamClient {
   async #observe<T>(req: UpstreamRequest, attempt: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const started = performance.now();
     let outcome = 'success';
-    const { signal, end } = this.#attempts.start(this.#options.timeoutMs, req.signal);
+    const current = this.#attempts.start(this.#options.timeoutMs, req.signal);
     try {
-      return await settleBy(attempt(signal), signal, req, {
+      return await settleBy(attempt(current.signal), current, req, {
         stuckAfterMs: this.#options.timeoutMs,
         onStuck: () => this.#transportStuck(req),
       });
@@ -298,7 +298,7 @@ export class UpstreamClient {
       if (req.signal) this.#failures.count(req.signal, error);
       throw error;
     } finally {
-      end();
+      current.end();
       this.#options.onRequest?.({
         operation: req.operation,
         outcome,
