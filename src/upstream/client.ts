@@ -29,6 +29,7 @@ import { DEFAULT_MAX_RESPONSE_BYTES, parseJsonReply, readBody, retryAfterMs, tex
 import { AttemptSignals, settleBy } from './attempt-signal.js';
 import { formBody, type RequestEvent, type UpstreamRequest } from './request.js';
 import { ReadSlots } from './slots.js';
+import { APART_ABOVE_CHARS, yieldToLoop } from '../slices.js';
 import { FailureTally } from './failure-tally.js';
 import { type AbortReason, classifyTransportError } from './transport-errors.js';
 
@@ -167,7 +168,12 @@ export class UpstreamClient {
   async json<T>(req: UpstreamRequest, decode?: (reply: unknown, ctx: UpstreamContext) => T): Promise<T | unknown> {
     return this.#withRetry(req, async (signal) => {
       const { status, text } = await this.#send(req, signal);
+      // A large reply (the server list) is parsed in a turn of the event loop of its own, and decoded in
+      // another (slices.ts): a scrape or a timer waits for one of them at most.
+      const large = text.length > APART_ABOVE_CHARS;
+      if (large) await yieldToLoop();
       const parsed = parseJsonReply({ operation: req.operation, path: req.path, status }, text, req.read);
+      if (large) await yieldToLoop();
       return decode ? decode(parsed, { operation: req.operation, path: req.path, status }) : parsed;
     });
   }
@@ -368,6 +374,7 @@ export class UpstreamClient {
       if (error instanceof UpstreamError) throw error;
       throw classifyTransportError(error, ctx, reason());
     }
+    if (body.length > APART_ABOVE_CHARS) await yieldToLoop();
     return { status: res.statusCode, text: this.scrub(body.toString('utf8')) };
   }
 
