@@ -9,11 +9,14 @@
  * poll. The simulator attacks its default share of IPs (~3 % within an hour); the table's header says so. Prints the
  * goal table of the first size, then the scale curve; exits 1 when a goal is missed. The graph-check row
  * (bench/graph-check.ts, CPU per image against inflating its pixel data) also runs alone. The decode rows
- * (bench/decode.ts): CPU to scrub and parse a reply as the client does, against a plain JSON.parse of it.
+ * (bench/decode.ts): CPU to scrub and parse a reply as the client does, against a plain JSON.parse of it. The busy
+ * small account (bench/busy-row.ts): 100 servers with graphs, every poll every 10 s for 90 s, the daemon's own
+ * entrypoint, its RSS steady maximum against the same floor.
  *
  *   node bench/run.ts [--servers 10000 | --servers 1000,10000,50000] [--chart docs/bench-scale.png]
  *                     [--ips 2] [--latency 5] [--concurrency 16] [--scrapes 300] [--node-flags "…"] [--skip-extras]
  *   node bench/run.ts --smoke
+ *   node bench/run.ts --only busy,small      (some parts only: PARTS below)
  *
  * `--smoke` runs every row once at its smallest size (SMOKE_SIZE in bench/options.ts and the sizes below) and
  * prints the table without judging a goal: it exits 0 unless a row throws. `npm test` runs it
@@ -30,7 +33,9 @@ import { parseArgs } from 'node:util';
 import { writeScaleChart } from './chart.ts';
 import { decodeRows, measureDecode } from './decode.ts';
 import { graphCheckRow, measureGraphCheck } from './graph-check.ts';
+import { busyRows, measureBusy } from './busy-row.ts';
 import { haRows, measureHa } from './ha.ts';
+import { ATTACKED_PER_HOUR } from '../dist/simulator/state.js';
 import { measureHugeReply } from './huge-reply.ts';
 import { scopeRow } from './scope.ts';
 import { measureSmall, shippedAllocator, smallRows } from './small-row.ts';
@@ -45,8 +50,20 @@ const { values } = parseArgs({
     'node-flags': { type: 'string', default: '--max-semi-space-size=8' },
     /** every row once at its smallest size, goals not judged (see the module comment) */
     smoke: { type: 'boolean', default: false },
+    /** only these parts, comma-separated (PARTS); default all */
+    only: { type: 'string' },
   },
 });
+/** The parts of the bench, each a set of rows that `--only` names. */
+const PARTS = ['huge', 'graph-check', 'decode', 'small', 'busy', 'sizes', 'ha', 'scope'] as const;
+const only = values.only?.split(',');
+const unknown = only?.filter((part) => !(PARTS as readonly string[]).includes(part));
+if (unknown?.length) throw new Error(`--only: unknown part ${unknown.join(', ')} (parts: ${PARTS.join(', ')})`);
+/** Whether `part` runs: every part unless --only names others. */
+const runs = (part: (typeof PARTS)[number]) => !only || only.includes(part);
+/** Runs `part` when it is wanted; undefined when --only leaves it out. */
+const maybe = <T>(part: (typeof PARTS)[number], measure: () => Promise<T>) =>
+  runs(part) ? measure() : Promise.resolve(undefined);
 const smoke = values.smoke;
 /** What each size runs with: the options given, or the smoke's. */
 const sizeOptions: Record<keyof typeof SIZE_OPTIONS, string> = { ...values, ...(smoke ? SMOKE_SIZE : {}) };
@@ -64,17 +81,29 @@ async function timed<T>(what: string, part: () => Promise<T>): Promise<T> {
   return value;
 }
 
-const huge = await timed('the huge reply', () => measureHugeReply(smoke ? 40 * 2 ** 20 : 400 * 2 ** 20));
+const huge = await maybe('huge', () =>
+  timed('the huge reply', () => measureHugeReply(smoke ? 40 * 2 ** 20 : 400 * 2 ** 20)),
+);
 
 // A graph check against inflating the same PNG's pixel data (issue 32), CPU per image in this process.
-const graphCheck = await timed('the graph check', () => measureGraphCheck(smoke ? 10 : 500));
+const graphCheck = await maybe('graph-check', () =>
+  timed('the graph check', () => measureGraphCheck(smoke ? 10 : 500)),
+);
 
 // Decoding a reply (issue 43): the client's scrub and parse against a plain JSON.parse, in this process.
-const decode = await timed('the decode rows', () => measureDecode(sizes[0]!, smoke ? 0.1 : 1));
+const decode = await maybe('decode', () => timed('the decode rows', () => measureDecode(sizes[0]!, smoke ? 0.1 : 1)));
 
 // The small account (issue 22): 100 servers, every poll with graphs, ten cycles; its floor in the same run.
-const small = await timed('the small account', () =>
-  measureSmall(values['node-flags'].split(/\s+/).filter(Boolean), true, smoke ? { servers: 4, cycles: 2 } : undefined),
+const nodeFlags = values['node-flags'].split(/\s+/).filter(Boolean);
+const small = await maybe('small', () =>
+  timed('the small account', () => measureSmall(nodeFlags, true, smoke ? { servers: 4, cycles: 2 } : undefined)),
+);
+
+// The busy small account (issue 43): every poll every 10 s, the daemon's own entrypoint, RSS steady maximum.
+const busy = await maybe('busy', () =>
+  timed('the busy small account', () =>
+    measureBusy(nodeFlags, !smoke, smoke ? { servers: 4, seconds: 8, warmupSeconds: 4 } : undefined),
+  ),
 );
 
 /** What the sizes run with: the allocator the image and the systemd unit preload. */
@@ -101,19 +130,21 @@ async function measureSize(servers: number, extras: boolean): Promise<SizeResult
 }
 
 const results: SizeResult[] = [];
-for (const [i, servers] of sizes.entries()) {
+for (const [i, servers] of (runs('sizes') ? sizes : []).entries()) {
   process.stderr.write(`bench: ${servers} servers…\n`);
   results.push(await timed(`${servers} servers`, () => measureSize(servers, i === 0 && extras)));
 }
 
 // High availability (issue 10): webhook → upstream call on SQLite and PostgreSQL, and the failover time.
-const ha = extras
-  ? await timed('the HA rows', () => measureHa(smoke ? { deliveries: 5, failovers: 1 } : {}))
-  : undefined;
+const ha =
+  extras && runs('ha')
+    ? await timed('the HA rows', () => measureHa(smoke ? { deliveries: 5, failovers: 1 } : {}))
+    : undefined;
 
 const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
-const first = results[0]!;
-const rows: Row[] = [
+const first = results[0];
+/** The rows of the first size (bench/size.ts). */
+const sizeRows = (first: SizeResult): Row[] => [
   {
     what: 'servers+firewall cycle, first',
     measured: first.coldMs / first.floorMs,
@@ -178,8 +209,6 @@ const rows: Row[] = [
     target: 1.5,
     rule: '≤ 1.5 × idle',
   },
-  ...smallRows(small),
-  graphCheckRow(graphCheck),
   {
     what: 'RSS after a graphs poll',
     measured: first.rssGraphsMb,
@@ -189,31 +218,50 @@ const rows: Row[] = [
     rule: '≤ 200 MB',
   },
   ...first.rows,
-  {
-    what: `peak RSS growth, one ${smoke ? '40 MiB' : '400 MB'} reply refused`,
-    measured: huge.peakMb - huge.baselineMb,
-    unit: 'MB',
-    reference: `outcome ${huge.outcome} after ${huge.ms.toFixed(0)} ms; RSS ${huge.baselineMb.toFixed(0)} → ${huge.peakMb.toFixed(0)} MB (cap 32 MiB)`,
-    target: 96,
-    rule: '≤ 96 MB',
-  },
+];
+const rows: Row[] = [
+  ...(first ? sizeRows(first).slice(0, 8) : []),
+  ...(small ? smallRows(small) : []),
+  ...(busy ? busyRows(busy) : []),
+  ...(graphCheck ? [graphCheckRow(graphCheck)] : []),
+  ...(first ? sizeRows(first).slice(8) : []),
+  ...(huge
+    ? [
+        {
+          what: `peak RSS growth, one ${smoke ? '40 MiB' : '400 MB'} reply refused`,
+          measured: huge.peakMb - huge.baselineMb,
+          unit: 'MB',
+          reference: `outcome ${huge.outcome} after ${huge.ms.toFixed(0)} ms; RSS ${huge.baselineMb.toFixed(0)} → ${huge.peakMb.toFixed(0)} MB (cap 32 MiB)`,
+          target: 96,
+          rule: '≤ 96 MB',
+        },
+      ]
+    : []),
   ...(ha ? haRows(ha) : []),
-  scopeRow(smoke ? 100 : 10_000),
-  ...decodeRows(decode),
+  ...(runs('scope') ? [scopeRow(smoke ? 100 : 10_000)] : []),
+  ...(decode ? decodeRows(decode) : []),
 ];
 
 console.log(
-  `\nbaremetal-exporter bench${smoke ? ' smoke (every row once at its smallest size; goals not judged)' : ''} — ${first.servers} servers × ${sizeOptions.ips} IPs, ${sizeOptions.latency} ms simulated latency, concurrency ${sizeOptions.concurrency}, ${first.series} series (${mb(first.expositionBytes)} exposition), Node ${process.version}`,
+  `\nbaremetal-exporter bench${smoke ? ' smoke (every row once at its smallest size; goals not judged)' : ''}${only ? ` (only ${only.join(', ')})` : ''}${first ? ` — ${first.servers} servers × ${sizeOptions.ips} IPs, ${sizeOptions.latency} ms simulated latency, concurrency ${sizeOptions.concurrency}, ${first.series} series (${mb(first.expositionBytes)} exposition)` : ''}, Node ${process.version}`,
 );
-console.log(`poll outcomes: ${first.outcomes.join('/')} (first servers/firewall, steady servers/firewall)`);
+if (first) console.log(`poll outcomes: ${first.outcomes.join('/')} (first servers/firewall, steady servers/firewall)`);
 console.log(
-  `attack mix: the simulator's default, ${(small.shipped.attacksPerHour * 100).toFixed(0)} % of IPs attacked within an hour`,
+  `attack mix: the simulator's default, ${(ATTACKED_PER_HOUR * 100).toFixed(0)} % of IPs attacked within an hour`,
 );
 console.log(`allocator: ${allocator.name} (what the image and the systemd unit preload)\n`);
-console.log(
-  `small account, RSS after each cycle (MB), ${small.shipped.allocator}: ${small.shipped.rssMb.map((mb) => mb.toFixed(0)).join(' ')}`,
-);
-if (small.glibc) console.log(`  with glibc, for comparison: ${small.glibc.rssMb.map((mb) => mb.toFixed(0)).join(' ')}`);
+if (small) {
+  console.log(
+    `small account, RSS after each cycle (MB), ${small.shipped.allocator}: ${small.shipped.rssMb.map((mb) => mb.toFixed(0)).join(' ')}`,
+  );
+  if (small.glibc)
+    console.log(`  with glibc, for comparison: ${small.glibc.rssMb.map((mb) => mb.toFixed(0)).join(' ')}`);
+}
+for (const r of busy ? [busy.shipped, busy.glibc] : [])
+  if (r)
+    console.log(
+      `busy small account, RSS after the warm-up (MB), ${r.allocator}: ${r.steadyMb.map((mb) => mb.toFixed(0)).join(' ')}`,
+    );
 console.log('');
 console.log('| measure | measured | compared with | target | result |');
 console.log('|---|---|---|---|---|');

@@ -11,13 +11,22 @@
  * from another address, the request budget, two accounts.
  * Prints one JSON line (`SizeResult`) last.
  *
- *   node --max-semi-space-size=8 --expose-gc bench/size.ts --servers 10000 [--extras]
+ *   node --max-semi-space-size=8 --expose-gc bench/size.ts --servers 10000 [--extras] [--no-graphs]
+ *        [--profile steady.cpuprofile] [--alloc-profile steady.heapprofile] [--profile-cycles 3]
+ *
+ * `--no-graphs` leaves out the graphs poll (its row then reads NaN); `--profile FILE` takes a CPU profile (V8's
+ * sampling profiler, as `node --cpu-prof` takes it, through node:inspector) of `--profile-cycles` more steady
+ * cycles after the measured ones, so that the profiler's cost is in none of the figures; `node
+ * bench/profile-top.ts FILE` lists its heaviest self-time entries. `--alloc-profile FILE`: V8's sampling heap
+ * profile of those cycles, counting what the collections freed too (where the garbage comes from); profile-top
+ * reads it as well.
  */
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Session } from 'node:inspector/promises';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import Fastify from 'fastify';
@@ -35,7 +44,17 @@ import { spawnSimulator } from './simulator.ts';
 import { spawnFlood } from './spawn-flood.ts';
 import { sporadicUsersRow } from './sporadic-users.ts';
 
-const { values } = parseArgs({ options: { ...SIZE_OPTIONS, extras: { type: 'boolean', default: false } } });
+const { values } = parseArgs({
+  options: {
+    ...SIZE_OPTIONS,
+    extras: { type: 'boolean', default: false },
+    graphs: { type: 'boolean', default: true },
+    profile: { type: 'string' },
+    'alloc-profile': { type: 'string' },
+    'profile-cycles': { type: 'string', default: '3' },
+  },
+  allowNegative: true,
+});
 const servers = Number(values.servers);
 const latencyMs = Number(values.latency);
 const concurrency = Number(values.concurrency);
@@ -177,13 +196,33 @@ const rssSteadyMb = process.memoryUsage().rss / 2 ** 20;
 // One gzip scrape before it, as Prometheus would have made since the start (the first one of a format waits).
 await scrapeTimes(metricsUrl, 1, true);
 const warmGzip = await scrapeDuring(metricsUrl, cycle, true);
+// A CPU profile of more steady cycles (--profile), after every cycle measured.
+if (values.profile || values['alloc-profile']) {
+  const session = new Session();
+  session.connect();
+  if (values.profile) {
+    await session.post('Profiler.enable');
+    await session.post('Profiler.start');
+  }
+  if (values['alloc-profile'])
+    await session.post('HeapProfiler.startSampling', {
+      samplingInterval: 16_384,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    });
+  for (let i = 0; i < Number(values['profile-cycles']); i++) await cycle();
+  if (values.profile) writeFileSync(values.profile, JSON.stringify((await session.post('Profiler.stop')).profile));
+  if (values['alloc-profile'])
+    writeFileSync(values['alloc-profile'], JSON.stringify((await session.post('HeapProfiler.stopSampling')).profile));
+  session.disconnect();
+}
 // A graphs poll (the default types × scales: one image per server), as every installation runs one.
 const graphsStarted = performance.now();
 const graphsCpu = process.cpuUsage();
-const graphsOutcome = await daemon.accounts.get('default')!.polls.run('graphs');
-const graphsMs = performance.now() - graphsStarted;
+const graphsOutcome = values.graphs ? await daemon.accounts.get('default')!.polls.run('graphs') : 'not run';
+const graphsMs = values.graphs ? performance.now() - graphsStarted : Number.NaN;
 const { user: graphsUser, system: graphsSystem } = process.cpuUsage(graphsCpu);
-const rssGraphsMb = process.memoryUsage().rss / 2 ** 20;
+const rssGraphsMb = values.graphs ? process.memoryUsage().rss / 2 ** 20 : Number.NaN;
 const exposition = await daemon.exposition.get();
 const gzipBytes = (await exposition.gzipped('text')).length;
 gc();

@@ -54,6 +54,16 @@ async function runLast<T>(script: string, flags: string[], env: NodeJS.ProcessEn
   return JSON.parse(last) as T;
 }
 
+/** The simulator of a small account: `servers` × 2 IPs, 5 ms latency, the default attack mix, key `bench-key`. */
+export function spawnSmallSimulator(servers: number) {
+  return spawnSimulator({ servers, ips: 2, latencyMs: 5, apiKey: 'bench-key', attacksPerHour: ATTACKED_PER_HOUR });
+}
+
+/** The floor (bench/floor.mjs) with `flags` and `env`: RSS of Node importing the runtime dependencies, idle, MB. */
+export async function floorMb(flags: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  return (await runLast<number>('bench/floor.mjs', flags, env)) / 2 ** 20;
+}
+
 /** The small account: its servers (× 2 IPs) and the cycles of every poll measured. */
 export interface SmallSize {
   servers: number;
@@ -62,18 +72,11 @@ export interface SmallSize {
 const SMALL: SmallSize = { servers: 100, cycles: 10 };
 
 async function run(flags: string[], env: NodeJS.ProcessEnv, size: SmallSize): Promise<SmallRun> {
-  const { child: sim, url } = await spawnSimulator({
-    servers: size.servers,
-    ips: 2,
-    latencyMs: 5,
-    apiKey: 'bench-key',
-    attacksPerHour: ATTACKED_PER_HOUR,
-  });
+  const { child: sim, url } = await spawnSmallSimulator(size.servers);
   try {
     const args = ['--url', url, '--servers', String(size.servers), '--cycles', String(size.cycles)];
     const result = await runLast<SmallResult>('bench/small.mjs', flags, env, args);
-    const floorMb = (await runLast<number>('bench/floor.mjs', flags, env)) / 2 ** 20;
-    return { ...result, floorMb };
+    return { ...result, floorMb: await floorMb(flags, env) };
   } finally {
     sim.kill();
   }

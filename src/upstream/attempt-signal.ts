@@ -15,20 +15,62 @@ import { type AbortReason, classifyTransportError } from './transport-errors.js'
 export const ABORT_GRACE_MS = 100;
 
 /**
- * Settles as `work` (one attempt) does; once `signal` (the attempt's) has fired, by ABORT_GRACE_MS at the
- * latest: with the error the signal's reason calls for (a deadline: a timeout whose outcome is unknown),
- * whatever the transport does. `onStuck` is called when the transport still holds the attempt `stuckAfterMs`
- * after that (past its own connect deadline): it will never send it (the client then replaces its Agent).
+ * One HTTP attempt's abort signal and deadline. Aborted only through `abort` (by its deadline, or by the
+ * caller's signal through AttemptSignals), so what waits for the abort (`settleBy`) is called directly: no
+ * event listener is added and removed per attempt.
+ */
+export class Attempt {
+  readonly #controller = new AbortController();
+  readonly #deadline: NodeJS.Timeout;
+  /** the caller's attempts in flight, this one among them, when it follows a caller's signal */
+  #following: Set<Attempt> | undefined;
+  /** called once when the attempt aborts (settleBy's grace) */
+  onAbort: (() => void) | undefined;
+
+  constructor(timeoutMs: number) {
+    this.#deadline = setTimeout(() => this.abort('deadline'), timeoutMs);
+  }
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  abort(reason: AbortReason): void {
+    if (this.#controller.signal.aborted) return;
+    this.#controller.abort(reason);
+    this.onAbort?.();
+  }
+
+  /** follows `set`, the attempts of a caller's signal */
+  follow(set: Set<Attempt>): void {
+    this.#following = set;
+    set.add(this);
+  }
+
+  /** The attempt is over, whatever its outcome: its deadline is cleared and its caller forgets it. */
+  end(): void {
+    clearTimeout(this.#deadline);
+    this.#following?.delete(this);
+    this.onAbort = undefined;
+  }
+}
+
+/**
+ * Settles as `work` (one attempt) does; once `attempt` was aborted, by ABORT_GRACE_MS at the latest: with the
+ * error the abort's reason calls for (a deadline: a timeout whose outcome is unknown), whatever the transport
+ * does. `onStuck` is called when the transport still holds the attempt `stuckAfterMs` after that (past its own
+ * connect deadline): it will never send it (the client then replaces its Agent).
  */
 export function settleBy<T>(
   work: Promise<T>,
-  signal: AbortSignal,
+  attempt: Attempt,
   ctx: UpstreamContext,
   stuck: { stuckAfterMs: number; onStuck: () => void },
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let settled = false;
     let grace: NodeJS.Timeout | undefined;
+    const { signal } = attempt;
     const onAbort = () => {
       grace = setTimeout(() => {
         const cause = new Error('the transport did not settle the aborted request');
@@ -37,68 +79,60 @@ export function settleBy<T>(
       }, ABORT_GRACE_MS);
     };
     if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
-    const done = () => {
-      settled = true;
-      clearTimeout(grace);
-      signal.removeEventListener('abort', onAbort);
-    };
+    else attempt.onAbort = onAbort;
     work.then(
       (value) => {
-        done();
+        settled = true;
+        clearTimeout(grace);
         resolve(value);
       },
       (error: unknown) => {
-        done();
+        settled = true;
+        clearTimeout(grace);
         reject(error as Error);
       },
     );
   });
 }
 
-/** The attempt signals of one client: one abort listener per caller signal, not one per attempt. */
+/** The attempts of one client: one abort listener per caller signal, not one per attempt. */
 export class AttemptSignals {
   /** attempts in flight per caller signal (a poll run's) */
-  readonly #following = new WeakMap<AbortSignal, Set<AbortController>>();
+  readonly #following = new WeakMap<AbortSignal, Set<Attempt>>();
 
   /**
-   * A signal for one attempt of at most `timeoutMs`, following `caller`. Call `end()` when the attempt is
-   * over, whatever its outcome: it clears the deadline and forgets the attempt.
+   * One attempt of at most `timeoutMs`, following `caller`. Call its `end()` when the attempt is over,
+   * whatever its outcome: it clears the deadline and forgets the attempt.
    */
-  start(timeoutMs: number, caller: AbortSignal | undefined): { signal: AbortSignal; end: () => void } {
-    const controller = new AbortController();
-    const deadline = setTimeout(() => controller.abort('deadline' satisfies AbortReason), timeoutMs);
-    const following = caller && this.#follow(caller, controller);
-    return {
-      signal: controller.signal,
-      end: () => {
-        clearTimeout(deadline);
-        following?.delete(controller);
-      },
-    };
+  start(timeoutMs: number, caller: AbortSignal | undefined): Attempt {
+    const attempt = new Attempt(timeoutMs);
+    if (caller) this.#follow(caller, attempt);
+    return attempt;
   }
 
   /**
-   * Aborts `controller` (as cancelled) when `signal` aborts. One listener per signal, on the set of its
+   * Aborts `attempt` (as cancelled) when `signal` aborts. One listener per signal, on the set of its
    * attempts in flight: a poll run's signal would otherwise get and lose a listener per request.
    */
-  #follow(signal: AbortSignal, controller: AbortController): Set<AbortController> {
+  #follow(signal: AbortSignal, attempt: Attempt): void {
+    if (signal.aborted) {
+      attempt.abort('cancelled');
+      return;
+    }
     let attempts = this.#following.get(signal);
     if (!attempts) {
-      const set = new Set<AbortController>();
+      const set = new Set<Attempt>();
       attempts = set;
       this.#following.set(signal, set);
       signal.addEventListener(
         'abort',
         () => {
-          for (const each of set) each.abort('cancelled' satisfies AbortReason);
+          for (const each of [...set]) each.abort('cancelled');
           set.clear();
         },
         { once: true },
       );
     }
-    if (signal.aborted) controller.abort('cancelled' satisfies AbortReason);
-    else attempts.add(controller);
-    return attempts;
+    attempt.follow(attempts);
   }
 }

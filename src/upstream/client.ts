@@ -13,7 +13,7 @@
 import { validateHeaderValue } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { rootCertificates } from 'node:tls';
-import { Agent, request, type Dispatcher } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import {
   RateLimitedError,
   UpstreamCancelledError,
@@ -27,8 +27,9 @@ import { baseUrlSecrets, checkBaseUrl } from '../config/base-url.js';
 import { type BudgetPriority, RequestBudget } from './request-budget.js';
 import { DEFAULT_MAX_RESPONSE_BYTES, parseJsonReply, readBody, retryAfterMs, textReply } from './reply.js';
 import { AttemptSignals, settleBy } from './attempt-signal.js';
-import type { RequestEvent, UpstreamRequest } from './request.js';
+import { formBody, type RequestEvent, type UpstreamRequest } from './request.js';
 import { ReadSlots } from './slots.js';
+import { APART_ABOVE_CHARS, yieldToLoop } from '../slices.js';
 import { FailureTally } from './failure-tally.js';
 import { type AbortReason, classifyTransportError } from './transport-errors.js';
 
@@ -94,6 +95,10 @@ export class UpstreamClient {
   readonly scrub: Scrubber;
   /** ms since epoch until which every request waits (a Retry-After pause); 0 = not paused */
   #pausedUntil = 0;
+  /** the headers sent with the key in force (`#headers`) */
+  #headersOf: Record<string, string> | undefined;
+  /** origin and path per API path (`#target`) */
+  readonly #targets = new Map<string, { origin: string; path: string }>();
 
   constructor(options: UpstreamClientOptions) {
     this.baseUrl = checkBaseUrl(options.baseUrl);
@@ -163,7 +168,12 @@ export class UpstreamClient {
   async json<T>(req: UpstreamRequest, decode?: (reply: unknown, ctx: UpstreamContext) => T): Promise<T | unknown> {
     return this.#withRetry(req, async (signal) => {
       const { status, text } = await this.#send(req, signal);
+      // A large reply (the server list) is parsed in a turn of the event loop of its own, and decoded in
+      // another (slices.ts): a scrape or a timer waits for one of them at most.
+      const large = text.length > APART_ABOVE_CHARS;
+      if (large) await yieldToLoop();
       const parsed = parseJsonReply({ operation: req.operation, path: req.path, status }, text, req.read);
+      if (large) await yieldToLoop();
       return decode ? decode(parsed, { operation: req.operation, path: req.path, status }) : parsed;
     });
   }
@@ -287,9 +297,9 @@ export class UpstreamClient {
   async #observe<T>(req: UpstreamRequest, attempt: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const started = performance.now();
     let outcome = 'success';
-    const { signal, end } = this.#attempts.start(this.#options.timeoutMs, req.signal);
+    const current = this.#attempts.start(this.#options.timeoutMs, req.signal);
     try {
-      return await settleBy(attempt(signal), signal, req, {
+      return await settleBy(attempt(current.signal), current, req, {
         stuckAfterMs: this.#options.timeoutMs,
         onStuck: () => this.#transportStuck(req),
       });
@@ -298,7 +308,7 @@ export class UpstreamClient {
       if (req.signal) this.#failures.count(req.signal, error);
       throw error;
     } finally {
-      end();
+      current.end();
       this.#options.onRequest?.({
         operation: req.operation,
         outcome,
@@ -327,31 +337,19 @@ export class UpstreamClient {
    * already scrubbed. A 429 (or 503 with Retry-After) starts a pause and throws RateLimitedError.
    */
   async #send(req: UpstreamRequest, signal: AbortSignal): Promise<{ status: number; text: string }> {
-    const form = new URLSearchParams();
-    for (const [key, value] of Object.entries(req.body)) if (value !== undefined) form.set(key, value);
     const ctx: UpstreamContext = { operation: req.operation, path: req.path };
     const reason = () => (signal.aborted ? (signal.reason as AbortReason) : undefined);
-    const authorization = this.apiKey.current;
-    // undici refuses such a header by throwing at dispatch, which leaves its connection counted busy for good
-    // (issue 38): the request is refused here, before undici sees it. Node's check is undici's character rule.
-    try {
-      validateHeaderValue('authorization', authorization);
-    } catch (cause) {
-      throw new UpstreamRequestError(ctx, 'the API key in force cannot be sent as a header (check api_key_file)', {
-        cause,
-      });
-    }
+    const headers = this.#headers(ctx);
+    const target = this.#target(req.path);
     let res: Dispatcher.ResponseData;
     try {
-      res = await request(`${this.baseUrl}${req.path}`, {
+      // The dispatcher's own request(): undici's top-level request() would parse the URL again each time.
+      res = await this.#dispatcher.request({
+        origin: target.origin,
+        path: target.path,
         method: 'POST',
-        dispatcher: this.#dispatcher,
-        headers: {
-          authorization,
-          'content-type': 'application/x-www-form-urlencoded',
-          accept: 'application/json',
-        },
-        body: form.toString(),
+        headers,
+        body: formBody(req.body),
         signal,
         headersTimeout: this.#options.timeoutMs,
         bodyTimeout: this.#options.timeoutMs,
@@ -376,6 +374,41 @@ export class UpstreamClient {
       if (error instanceof UpstreamError) throw error;
       throw classifyTransportError(error, ctx, reason());
     }
+    if (body.length > APART_ABOVE_CHARS) await yieldToLoop();
     return { status: res.statusCode, text: this.scrub(body.toString('utf8')) };
+  }
+
+  /**
+   * The headers of a request with the key in force, made (and the key checked) once per key. undici refuses a
+   * header it cannot send by throwing at dispatch, which leaves its connection counted busy for good (issue 38):
+   * such a key is refused here, before undici sees it. Node's check is undici's character rule.
+   */
+  #headers(ctx: UpstreamContext): Record<string, string> {
+    const authorization = this.apiKey.current;
+    if (this.#headersOf?.authorization === authorization) return this.#headersOf;
+    try {
+      validateHeaderValue('authorization', authorization);
+    } catch (cause) {
+      throw new UpstreamRequestError(ctx, 'the API key in force cannot be sent as a header (check api_key_file)', {
+        cause,
+      });
+    }
+    this.#headersOf = {
+      authorization,
+      'content-type': 'application/x-www-form-urlencoded',
+      accept: 'application/json',
+    };
+    return this.#headersOf;
+  }
+
+  /** Where a path of the API is sent: origin and path as undici's request() would make them, once per path. */
+  #target(path: string): { origin: string; path: string } {
+    let target = this.#targets.get(path);
+    if (!target) {
+      const url = new URL(`${this.baseUrl}${path}`);
+      target = { origin: url.origin, path: `${url.pathname}${url.search}` };
+      this.#targets.set(path, target);
+    }
+    return target;
   }
 }

@@ -34,3 +34,25 @@ export interface UpstreamRequest {
 
 /** What a caller of a read may add to it: its cancellation and whether it has been sent (UpstreamRequest). */
 export type ReadOptions = Pick<UpstreamRequest, 'signal' | 'onSent'>;
+
+/** Characters application/x-www-form-urlencoded leaves as they are (WHATWG URL, the urlencoded serializer). */
+const FORM_SAFE = /^[A-Za-z0-9*._-]*$/;
+
+/**
+ * A request's form body, as URLSearchParams writes it (undefined values left out): ids, scales and IPs are
+ * written as they are, anything else through URLSearchParams, without one object per request for the common case.
+ */
+export function formBody(body: Record<string, string | undefined>): string {
+  let text = '';
+  for (const key of Object.keys(body)) {
+    const value = body[key];
+    if (value === undefined) continue;
+    if (!FORM_SAFE.test(key) || !FORM_SAFE.test(value)) return new URLSearchParams(definedEntries(body)).toString();
+    text += text === '' ? `${key}=${value}` : `&${key}=${value}`;
+  }
+  return text;
+}
+
+function definedEntries(body: Record<string, string | undefined>): [string, string][] {
+  return Object.entries(body).filter((entry): entry is [string, string] => entry[1] !== undefined);
+}

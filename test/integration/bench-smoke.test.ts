@@ -21,6 +21,7 @@ const ROWS = [
   '/metrics p99 during a cycle ÷ idle',
   'small account RSS ÷ floor',
   'small account RSS, last cycle',
+  'busy small account RSS steady max ÷ floor',
   'graph check CPU per image',
   'RSS after a graphs poll',
   '/metrics p50, wrong-Basic flood, basic user',
