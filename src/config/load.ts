@@ -10,6 +10,7 @@
 import { parse as parseYaml } from 'yaml';
 import { buildWithFiles, readBoundedText, readProblem } from '../read-bounded-file.js';
 import { ConfigError } from '../errors.js';
+import { readAlertmanager } from './alertmanager.js';
 import { accountNames, compileScope, readAccounts } from './upstream-accounts.js';
 import { readDatabase } from './database.js';
 import { ConfigDocument, type ConfigEnv, type ReadFile } from './document.js';
@@ -60,6 +61,7 @@ export function buildConfig(
   const webAuth = readCredentials(checks, 'web.auth', readFile);
   const database = readDatabase(checks, env, readFile);
   checkTlsFiles(checks, readFile);
+  const alertmanager = readAlertmanager(checks, readFile, (text) => durationOf(text));
 
   const all = checks.lines();
   if (all.length > 0) throw new ConfigError(renderProblems(all, doc, source));
@@ -109,6 +111,7 @@ export function buildConfig(
         capWindowMs: durationOf(safety.cap_window),
       },
       maxAlerts: file.remediation.max_alerts,
+      ...(alertmanager ? { alertmanager } : {}),
       ...remediationAuth,
       principals,
       rules: file.remediation.rules.map(rule),

@@ -17,6 +17,7 @@
 import ms from 'ms';
 import { Type, type Static } from 'typebox';
 import { oneOf, stringMap, strictObject as strict } from '../json-schema.js';
+import { alertmanagerSchema } from './alertmanager-schema.js';
 import { GRAPH_SCALES, GRAPH_TYPES, SENSITIVITIES } from './api-terms.js';
 
 /**
@@ -625,6 +626,7 @@ export const configFileSchema = strict({
           "alerts one webhook delivery may carry; a larger one is refused with 400 and nothing is done (set Alertmanager's webhook_config `max_alerts` at or below it, so that Alertmanager truncates the group instead)",
       }),
       auth: remediationAuth(),
+      alertmanager: Type.Optional(alertmanagerSchema),
       safety: safetySchema,
       rules: Type.Array(ruleSchema, {
         default: [],

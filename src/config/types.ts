@@ -116,8 +116,22 @@ export interface Config {
     safety: RemediationSafety;
     /** alerts one webhook delivery may carry at most */
     maxAlerts: number;
+    /** Alertmanager's API (config/alertmanager.ts); absent: never called */
+    alertmanager?: AlertmanagerConfig;
     rules: RemediationRule[];
   };
+}
+
+/** `remediation.alertmanager`, normalized: durations in ms, secret and PEM files read (never logged). */
+export interface AlertmanagerConfig {
+  /** without a trailing slash */
+  url: string;
+  timeoutMs: number;
+  maxResponseBytes: number;
+  /** the Authorization header's scheme and credentials */
+  authorization?: { type: string; credentials: string };
+  basicAuth?: { username: string; password: string };
+  tls: { ca?: string; cert?: string; key?: string; serverName?: string; insecureSkipVerify: boolean };
 }
 
 /** `remediation.safety`, normalized (durations in ms). */

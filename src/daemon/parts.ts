@@ -192,9 +192,16 @@ export function knownSecrets(config: Config): string[] {
     ...config.remediation.bearerTokens,
     ...config.remediation.principals.flatMap((p) => (p.bearerToken === undefined ? [] : [p.bearerToken])),
     ...config.web.auth.bearerTokens,
+    ...alertmanagerSecrets(config),
     ...(config.database.kind === 'postgres' ? databaseSecrets(config.database.url) : []),
   ];
 }
+
+/** The Alertmanager client's credentials (remediation.alertmanager.http_config), if any. */
+const alertmanagerSecrets = (config: Config): string[] => {
+  const am = config.remediation.alertmanager;
+  return [am?.authorization?.credentials, am?.basicAuth?.password].filter((s): s is string => s !== undefined);
+};
 
 /** How long a row of `account` may stay `executing` while its call can still be in flight, ms (see startEngines). */
 const writeBoundMs = (config: Config, account: string): number =>

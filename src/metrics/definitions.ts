@@ -4,6 +4,7 @@
  * (`npm run docs`).
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
+import { ALERTMANAGER_OPERATIONS } from '../alertmanager/client.js';
 import { ACTION_SPECS } from '../config/actions.js';
 import { ACTIONS, JOB_NAMES } from '../config/schema.js';
 import { DECISIONS } from '../store/decisions.js';
@@ -295,6 +296,17 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       name: 'baremetal_alerts_received_total',
       help: `Alerts received by the Alertmanager webhook receiver, by status (firing, resolved) and matched (true when a remediation rule matched the alert, else false). ${CACHED}`,
       labelNames: ['status', 'matched'] as const,
+      registers,
+    }),
+    alertmanagerUp: new Gauge({
+      name: 'baremetal_alertmanager_up',
+      help: "1 when the last request to Alertmanager's API (remediation.alertmanager) succeeded, 0 when it failed (the outage gate then denies power actions; the log says why once); absent when no Alertmanager is configured.",
+      registers,
+    }),
+    alertmanagerRequests: new Counter({
+      name: 'baremetal_alertmanager_requests_total',
+      help: `Requests to Alertmanager's API (remediation.alertmanager) by operation (${ALERTMANAGER_OPERATIONS.join(', ')}) and outcome (success, failure); absent when no Alertmanager is configured.`,
+      labelNames: ['operation', 'outcome'] as const,
       registers,
     }),
     configReloadSuccessful: new Gauge({
