@@ -10,7 +10,7 @@
 import { parse as parseYaml } from 'yaml';
 import { buildWithFiles, readBoundedText, readProblem } from '../read-bounded-file.js';
 import { ConfigError } from '../errors.js';
-import { readAlertmanager } from './alertmanager.js';
+import { readAlertmanager, readBlockWhileFiring } from './alertmanager.js';
 import { accountNames, compileScope, readAccounts } from './upstream-accounts.js';
 import { readDatabase } from './database.js';
 import { ConfigDocument, type ConfigEnv, type ReadFile } from './document.js';
@@ -62,6 +62,7 @@ export function buildConfig(
   const database = readDatabase(checks, env, readFile);
   checkTlsFiles(checks, readFile);
   const alertmanager = readAlertmanager(checks, readFile, (text) => durationOf(text));
+  const blockWhileFiring = readBlockWhileFiring(checks);
 
   const all = checks.lines();
   if (all.length > 0) throw new ConfigError(renderProblems(all, doc, source));
@@ -109,6 +110,7 @@ export function buildConfig(
         },
         maxPowerActionsPerServer: safety.max_power_actions_per_server,
         capWindowMs: durationOf(safety.cap_window),
+        blockWhileFiring,
       },
       maxAlerts: file.remediation.max_alerts,
       ...(alertmanager ? { alertmanager } : {}),

@@ -17,7 +17,7 @@
 import ms from 'ms';
 import { Type, type Static } from 'typebox';
 import { oneOf, stringMap, strictObject as strict } from '../json-schema.js';
-import { alertmanagerSchema } from './alertmanager-schema.js';
+import { alertmanagerSchema, blockWhileFiringSchema } from './alertmanager-schema.js';
 import { GRAPH_SCALES, GRAPH_TYPES, SENSITIVITIES } from './api-terms.js';
 
 /**
@@ -284,6 +284,7 @@ const safetySchema = strict(
       duration: '24h',
       description: 'duration over which `max_power_actions_per_server` counts',
     }),
+    block_while_firing: blockWhileFiringSchema,
   },
   { default: {}, reloadable: true },
 );

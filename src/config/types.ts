@@ -3,6 +3,7 @@
  * in ms, the listen address split, secrets read from their files.
  */
 import type { ActionName, ConfigFile, JobName, PrincipalAction, Role } from './schema.js';
+import type { LabelMatcher } from './matchers.js';
 import type { ServerScope } from './scope.js';
 
 type RuleFile = ConfigFile['remediation']['rules'][number];
@@ -143,6 +144,8 @@ export interface RemediationSafety {
   maxPowerActionsPerServer: number;
   /** ms */
   capWindowMs: number;
+  /** the outage gate: Alertmanager matchers; empty: none (remediation/outage-gate.ts) */
+  blockWhileFiring: LabelMatcher[];
 }
 
 /** `remediation.safety` with every default (tests and `remediation test` start from it). */
@@ -152,6 +155,7 @@ export const DEFAULT_SAFETY: RemediationSafety = {
   circuitBreaker: { windowMs: 15 * 60_000, maxServers: 3, maxFraction: 0.01 },
   maxPowerActionsPerServer: 3,
   capWindowMs: 24 * 3_600_000,
+  blockWhileFiring: [],
 };
 
 /** `web.auth_limits` with every default (as the schema has them; a config test checks they agree). */

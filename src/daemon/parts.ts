@@ -16,6 +16,7 @@ import { createdNames, leaderOnlyNames, type Metrics } from '../metrics/definiti
 import { ExpositionCache } from '../metrics/exposition-cache.js';
 import { schedulePeriodMs } from '../polls/poll.js';
 import { RemediationEngine } from '../remediation/engine.js';
+import type { AlertReader } from '../remediation/outage-gate.js';
 import { leaderOrSnapshot } from '../remediation/targets.js';
 import type { OpenedStore } from '../store/open.js';
 import type { StateStore } from '../store/store.js';
@@ -119,6 +120,8 @@ export async function startEngines(
     logger: Logger;
     now: () => number;
     exposition: ExpositionCache;
+    /** the one Alertmanager client (remediation.alertmanager), read by the outage gate */
+    alertmanager?: AlertReader | undefined;
   },
 ): Promise<Map<string, RemediationEngine>> {
   const { accounts, store, replication, logger } = d;
@@ -137,6 +140,7 @@ export async function startEngines(
           ? leaderOrSnapshot(runtime.state, shared.directory.snapshot(name), replication.leading)
           : runtime.state,
         config: config.remediation,
+        alertmanager: d.alertmanager,
         // Read per decision: a reload may change the schedule.
         firewallPeriodMs: () => schedulePeriodMs(config.schedules.firewall),
         now: d.now,

@@ -22,6 +22,7 @@ import {
   checkTarget,
   type Denial,
 } from './guards.js';
+import { type AlertReader, checkOutageGate } from './outage-gate.js';
 import { requestDigest } from './outcome.js';
 import { type ActionRequest, POWER_ACTIONS, type TargetDirectory } from './types.js';
 
@@ -33,6 +34,8 @@ export interface GuardDeps {
   config: Config['remediation'];
   /** the period of `schedules.firewall`, ms */
   firewallPeriodMs: () => number;
+  /** Alertmanager's alerts, which the outage gate reads (absent: none configured) */
+  alertmanager?: AlertReader | undefined;
   /** the guards walked (default GUARDS): a test plants one here to see the order every path walks */
   guards?: readonly Guard[];
 }
@@ -150,6 +153,12 @@ export const GUARDS: readonly Guard[] = [
     name: 'attack',
     applies: isPower,
     check: ({ deps, p }) => deny(checkAttack(deps.targets, p.req, deps.config.safety, p.now, deps.firewallPeriodMs())),
+  },
+  {
+    name: 'outage_gate',
+    applies: isPower,
+    check: async ({ deps, p }) =>
+      deny(await checkOutageGate(deps.alertmanager, deps.config.safety.blockWhileFiring, p.req.serverId)),
   },
   {
     name: 'circuit_breaker',

@@ -29,6 +29,7 @@ import { DesiredFirewallState } from './desired-firewall.js';
 import { execute, send } from './execute.js';
 import { RemediationGauges } from './gauges.js';
 import { Housekeeping } from './housekeeping.js';
+import type { AlertReader } from './outage-gate.js';
 import { askCircuitClose, closeCircuit, type OperatorDeps, readConsole } from './operator.js';
 import type { ActionDecision, ActionRequest, TargetDirectory } from './types.js';
 
@@ -51,6 +52,8 @@ export interface EngineDeps {
   now?: () => number;
   /** called after every decision (the daemon re-renders the exposition) */
   onDecision?: () => void;
+  /** Alertmanager's alerts, which the outage gate reads (remediation/outage-gate.ts); absent: none configured */
+  alertmanager?: AlertReader | undefined;
   /** the guards every decision walks (default decide.ts GUARDS; a test plants a recording copy) */
   guards?: readonly Guard[];
   /**

@@ -1,37 +1,22 @@
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AlertmanagerClient } from '../../src/alertmanager/client.js';
+import type { AlertmanagerClient } from '../../src/alertmanager/client.js';
 import { AlertmanagerError } from '../../src/errors.js';
-import { startAlertmanager } from '../helpers/alertmanager.js';
+import { startQuietAlertmanager } from '../helpers/alertmanager.js';
 import { requireBinary } from '../helpers/binaries.js';
-import { captureLogger } from '../helpers/logger.js';
 import { eventually } from '../helpers/processes.js';
-import { tempDir } from '../helpers/tmp.js';
 
 const binary = requireBinary('/usr/bin/prometheus-alertmanager', 'prometheus-alertmanager');
 
 describe.skipIf(binary.skip)("the Alertmanager client against Debian's Alertmanager", () => {
-  let am: Awaited<ReturnType<typeof startAlertmanager>>;
+  let am: Awaited<ReturnType<typeof startQuietAlertmanager>>['am'];
   let client: AlertmanagerClient;
   const outcomes: string[] = [];
 
   beforeAll(async () => {
-    const dir = tempDir('bmx-am-client-', 'all');
-    writeFileSync(join(dir, 'token'), 'unused-token-0123456789\n');
-    am = await startAlertmanager(binary.skip ? '' : binary.path, {
-      dir,
-      name: 'am',
-      webhookUrl: 'http://127.0.0.1:9/unused',
-      tokenFile: join(dir, 'token'),
-      route: '  receiver: ignore',
-    });
-    client = new AlertmanagerClient({
-      config: { url: am.url, timeoutMs: 5000, maxResponseBytes: 1 << 20, tls: { insecureSkipVerify: false } },
-      logger: captureLogger().logger,
-      onOutcome: (operation, ok) => outcomes.push(`${operation}:${ok}`),
-    });
+    ({ am, client } = await startQuietAlertmanager(binary.skip ? '' : binary.path, 'bmx-am-client-', (operation, ok) =>
+      outcomes.push(`${operation}:${ok}`),
+    ));
     const res = await request(`${am.url}/api/v2/alerts`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

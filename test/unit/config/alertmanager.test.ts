@@ -102,3 +102,25 @@ describe('matchers', () => {
     expect(matchesAll([parseMatcher('dc=""') as never], {})).toBe(true);
   });
 });
+
+describe('remediation.safety.block_while_firing', () => {
+  const gate = (lines: string) =>
+    `upstream:\n  base_url: https://api.provider.test\nremediation:\n  safety:\n    block_while_firing:\n${lines}`;
+
+  it('is parsed into matchers, and needs remediation.alertmanager', () => {
+    const text = `${gate('      - alertname = "DatacenterOutage"\n')}  alertmanager:\n    url: http://127.0.0.1:9093\n`;
+    expect(parseConfigText(text, env, readFile).remediation.safety.blockWhileFiring).toEqual([
+      { name: 'alertname', type: '=', value: 'DatacenterOutage' },
+    ]);
+    expect(configProblems(() => parseConfigText(gate('      - alertname = "X"\n'), env)).join('\n')).toContain(
+      'remediation.safety.block_while_firing: needs remediation.alertmanager (the gate reads its active alerts)',
+    );
+  });
+
+  it('refuses a matcher that is none, naming its position', () => {
+    const text = `${gate('      - alertname = "X"\n      - severity critical\n')}  alertmanager:\n    url: http://am\n`;
+    expect(configProblems(() => parseConfigText(text, env, readFile)).join('\n')).toContain(
+      'remediation.safety.block_while_firing[1]: must be `label op value`',
+    );
+  });
+});
