@@ -16,7 +16,8 @@ import { readDatabase } from './database.js';
 import { ConfigDocument, type ConfigEnv, type ReadFile } from './document.js';
 import { checkTlsFiles, readCredentials, readPrincipals } from './credentials.js';
 import { durationMs, parseDuration, parseListenAddress, type DurationFormat } from './formats.js';
-import { DEFAULT_COOLDOWN_MS, HOLD_FORMAT, type ConfigFile } from './schema.js';
+import { POWER_ACTIONS } from './actions.js';
+import { type ActionName, DEFAULT_COOLDOWN_MS, HOLD_FORMAT, type ConfigFile } from './schema.js';
 import { parseConfigSource, renderProblems, type ConfigSource } from './positions.js';
 import type { Config, RemediationRule } from './types.js';
 
@@ -146,6 +147,7 @@ function rule(file: ConfigFile['remediation']['rules'][number]): RemediationRule
           : cooldown,
     requireOwnedIp: file.require_owned_ip,
     requireApproval: file.require_approval,
+    ...(file.verify_within === undefined ? {} : { verifyWithinMs: durationOf(file.verify_within) }),
   };
 }
 
@@ -157,6 +159,10 @@ function checkRules(checks: ConfigDocument): void {
     const action = checks.value(`remediation.rules.${i}.action`);
     if (action === 'firewall_sensitivity' && entry?.sensitivity === undefined)
       checks.problems.push(`remediation.rules.${i}.sensitivity: required for action firewall_sensitivity`);
+    if (entry?.verify_within !== undefined && typeof action === 'string' && !POWER_ACTIONS.has(action as ActionName))
+      checks.problems.push(
+        `remediation.rules.${i}.verify_within: only power actions are verified (${[...POWER_ACTIONS].join(', ')}), not ${action}`,
+      );
   });
 }
 

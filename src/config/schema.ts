@@ -225,6 +225,14 @@ export const ruleSchema = strict({
     default: false,
     description: 'its actions wait for an operator to approve them (`POST /api/v1/actions/{id}/approve`)',
   }),
+  verify_within: Type.Optional(
+    Type.String({
+      unit: 'duration',
+      duration: '10m',
+      description:
+        'power actions: duration after the call within which the alert must resolve — `verified` — else the action was `ineffective`; default none: not verified',
+    }),
+  ),
 });
 
 /**

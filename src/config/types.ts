@@ -29,6 +29,8 @@ export interface RemediationRule {
   requireOwnedIp: boolean;
   /** its requests wait for an operator's approval */
   requireApproval: boolean;
+  /** an executed action's alert must resolve within this long, ms (remediation/verify.ts); absent: not verified */
+  verifyWithinMs?: number;
 }
 
 /** One account's upstream block, normalized: what `clientFromConfig` builds a client from. */

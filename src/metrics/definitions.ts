@@ -252,6 +252,19 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['account', 'action', 'decision'] as const,
       registers,
     }),
+    remediationVerifications: new Counter({
+      name: 'baremetal_remediation_verifications_total',
+      help: "Verified remediation actions (a rule's verify_within) by action, rule (its alertname) and outcome: verified (the alert that caused it resolved within verify_within), ineffective (still firing at the deadline). Counted by the replica that ended the verification.",
+      labelNames: ['account', 'action', 'rule', 'outcome'] as const,
+      registers,
+    }),
+    remediationRecovery: new Histogram({
+      name: 'baremetal_remediation_recovery_seconds',
+      help: "Seconds from a verified remediation action's upstream call to the resolution of the alert that caused it, by action.",
+      labelNames: ['account', 'action'] as const,
+      buckets: [30, 60, 120, 300, 600, 900, 1800, 3600, 7200],
+      registers,
+    }),
     journalUp: new Gauge({
       name: 'baremetal_journal_up',
       help: '1 when the remediation journal is open and its last write succeeded; 0 when it is unavailable (remediation disabled, the action endpoints answer 503; /readyz names the reason).',
@@ -412,6 +425,8 @@ export const ACCOUNT_METRICS = [
   'actionAwaitingApproval',
   'firewallDesiredState',
   'actionBudgetRemaining',
+  'remediationVerifications',
+  'remediationRecovery',
 ] as const satisfies ReadonlyArray<keyof Metrics>;
 
 /** The names of LEADER_ONLY_METRICS (as prom-client registered them). */

@@ -83,6 +83,7 @@ export function pending(req: ActionRequest, account: string, config: Config['rem
     cooldownMs: req.cooldownMs,
     holdMs: req.holdMs ?? null,
     requireOwnedIp: req.requireOwnedIp,
+    verifyWithinMs: req.verifyWithinMs ?? null,
   });
   return {
     req,

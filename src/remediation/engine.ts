@@ -30,6 +30,7 @@ import { execute, send } from './execute.js';
 import { RemediationGauges } from './gauges.js';
 import { Housekeeping } from './housekeeping.js';
 import type { AlertReader } from './outage-gate.js';
+import { Verifier } from './verify.js';
 import { askCircuitClose, closeCircuit, type OperatorDeps, readConsole } from './operator.js';
 import type { ActionDecision, ActionRequest, TargetDirectory } from './types.js';
 
@@ -79,6 +80,7 @@ export class RemediationEngine {
   readonly #firewall: DesiredFirewallState;
   readonly #approvals: Approvals;
   readonly #gauges: RemediationGauges;
+  readonly #verifier: Verifier;
   #timer: NodeJS.Timeout | undefined;
   #ticking: Promise<void> | undefined;
   /** aborts the tick in progress: checked before each pending change is sent (stop(), i.e. demotion) */
@@ -90,6 +92,7 @@ export class RemediationEngine {
     this.#deps = deps;
     this.#now = deps.now ?? Date.now;
     this.#housekeeping = new Housekeeping(deps);
+    this.#verifier = new Verifier(deps);
     this.#gauges = new RemediationGauges(deps, this.#now);
     this.#firewall = new DesiredFirewallState({
       ...deps,
@@ -240,6 +243,18 @@ export class RemediationEngine {
     return this.#approvals.withdraw(row, principal, reason);
   }
 
+  /**
+   * The resolved webhook of an alert's episode (`fingerprint`, `startsAt`): its executed actions still verifying
+   * are `verified` (verify.ts). Returns how many; throws JournalError.
+   */
+  async alertResolved(fingerprint: string, startsAt: string): Promise<number> {
+    if (this.#deps.store.unavailable !== undefined) return 0;
+    await this.ready;
+    const ended = await this.#verifier.resolved(fingerprint, startsAt, this.#now());
+    if (ended.length > 0) this.#deps.onDecision?.();
+    return ended.length;
+  }
+
   /** Applies the pending firewall changes that are due, and the housekeeping. Called by the ticker; safe to call directly. */
   tick(): Promise<void> {
     if (this.#deps.store.unavailable !== undefined) return Promise.resolve();
@@ -256,6 +271,9 @@ export class RemediationEngine {
       })
       .then(() => (abort.signal.aborted ? undefined : this.#housekeeping.run(this.#now())))
       .then(() => (abort.signal.aborted ? undefined : this.#approvals.expire()))
+      .then(async () => {
+        if (!abort.signal.aborted && (await this.#verifier.run(this.#now())).length > 0) this.#deps.onDecision?.();
+      })
       .then(() => {
         if (this.#tickFailing) this.#deps.logger.info('applying pending firewall changes works again');
         this.#tickFailing = false;

@@ -86,6 +86,7 @@ function fromRule({ rule, index, alert, account, principal, label }: RuleSource)
     cooldownMs: rule.cooldownMs,
     requireOwnedIp: rule.requireOwnedIp,
     ...(rule.requireApproval ? { requireApproval: true } : {}),
+    ...(rule.verifyWithinMs !== undefined ? { verifyWithinMs: rule.verifyWithinMs } : {}),
     rule: { index, digest: ruleDigest(rule) },
     alert: {
       alertname: rule.alertname,
@@ -149,6 +150,7 @@ function fromApproval({ row, approver, at, reason }: ApprovalSource): ActionRequ
     cooldownMs,
     ...(row.holdMs !== null ? { holdMs: row.holdMs } : {}),
     requireOwnedIp,
+    ...(row.verifyWithinMs !== null ? { verifyWithinMs: row.verifyWithinMs } : {}),
     ...(row.ruleIndex !== null && row.ruleDigest !== null
       ? { rule: { index: row.ruleIndex, digest: row.ruleDigest } }
       : {}),

@@ -124,3 +124,21 @@ describe('remediation.safety.block_while_firing', () => {
     );
   });
 });
+
+describe('a rule’s verify_within', () => {
+  const rules = (action: string, extra = '') =>
+    `upstream:\n  base_url: https://api.provider.test\nremediation:\n  rules:\n    - alertname: A\n      action: ${action}\n      verify_within: 10m\n${extra}`;
+
+  it('is a Prometheus duration on a power rule, absent by default', () => {
+    expect(parseConfigText(rules('powercycle'), env).remediation.rules[0]?.verifyWithinMs).toBe(600_000);
+    const plain =
+      'upstream:\n  base_url: https://api.provider.test\nremediation:\n  rules:\n    - alertname: A\n      action: poweron\n';
+    expect(parseConfigText(plain, env).remediation.rules[0]).not.toHaveProperty('verifyWithinMs');
+  });
+
+  it('is refused on a firewall rule, naming the rule', () => {
+    expect(configProblems(() => parseConfigText(rules('firewall_state'), env)).join('\n')).toContain(
+      'remediation.rules[0].verify_within: only power actions are verified (powercycle, poweron, poweroff), not firewall_state',
+    );
+  });
+});

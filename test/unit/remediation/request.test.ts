@@ -46,6 +46,9 @@ function rowOf(req: ActionRequest): JournalEntry {
     cooldownMs: null,
     holdMs: null,
     requireOwnedIp: null,
+    verifyWithinMs: null,
+    verification: null,
+    verifiedAt: null,
     ...entry,
     decision: 'awaiting_approval',
   };
