@@ -13,12 +13,18 @@ import type { Logger } from 'pino';
 import { Agent, type Dispatcher, request } from 'undici';
 import type { AlertmanagerConfig } from '../config/types.js';
 import { AlertmanagerError } from '../errors.js';
-import { decodeAlerts, decodeSilenceId, type AlertmanagerAlert } from './decode.js';
+import {
+  decodeAlerts,
+  decodeSilenceId,
+  decodeSilences,
+  type AlertmanagerAlert,
+  type AlertmanagerSilence,
+} from './decode.js';
 
-export type { AlertmanagerAlert } from './decode.js';
+export type { AlertmanagerAlert, AlertmanagerSilence } from './decode.js';
 
 /** The operations, as `baremetal_alertmanager_requests_total{operation}` names them. */
-export const ALERTMANAGER_OPERATIONS = ['get_alerts', 'create_silence', 'expire_silence'] as const;
+export const ALERTMANAGER_OPERATIONS = ['get_alerts', 'get_silences', 'create_silence', 'expire_silence'] as const;
 export type AlertmanagerOperation = (typeof ALERTMANAGER_OPERATIONS)[number];
 
 /** One matcher of a silence, as API v2 spells it. */
@@ -77,6 +83,11 @@ export class AlertmanagerClient {
   async alerts(): Promise<AlertmanagerAlert[]> {
     const path = '/api/v2/alerts?active=true&silenced=true&inhibited=true&unprocessed=true';
     return this.#call('get_alerts', 'GET', path, undefined, decodeAlerts);
+  }
+
+  /** Every silence Alertmanager holds (active, pending, expired). Throws AlertmanagerError. */
+  async silences(): Promise<AlertmanagerSilence[]> {
+    return this.#call('get_silences', 'GET', '/api/v2/silences', undefined, decodeSilences);
   }
 
   /** Creates `silence`; returns its id. Throws AlertmanagerError. */

@@ -53,6 +53,31 @@ export function decodeAlerts(json: unknown, what: string): AlertmanagerAlert[] {
   });
 }
 
+/** One silence as Alertmanager holds it. */
+export interface AlertmanagerSilence {
+  id: string;
+  /** `active`, `pending` or `expired` */
+  state: string;
+  createdBy: string;
+  comment: string;
+}
+
+/** `GET /api/v2/silences`: an array of silences. */
+export function decodeSilences(json: unknown, what: string): AlertmanagerSilence[] {
+  if (!Array.isArray(json)) fail(what, 'not an array');
+  return json.map((s: unknown, i) => {
+    const at = `[${i}]`;
+    if (!isObject(s)) fail(what, `${at} is not an object`);
+    const status = isObject(s.status) ? s.status : fail(what, `${at}.status is not an object`);
+    return {
+      id: stringOf(s.id, what, `${at}.id`),
+      state: stringOf(status.state, what, `${at}.status.state`),
+      createdBy: stringOf(s.createdBy, what, `${at}.createdBy`),
+      comment: stringOf(s.comment, what, `${at}.comment`),
+    };
+  });
+}
+
 /** `POST /api/v2/silences`: `{silenceID}`. */
 export function decodeSilenceId(json: unknown, what: string): string {
   if (!isObject(json)) fail(what, 'not an object');

@@ -32,6 +32,11 @@ export const alertmanagerSchema = strict(
       unit: 'bytes',
       description: 'largest reply read (the alert list); a larger one is a failed request',
     }),
+    silence_while_handled: Type.Boolean({
+      default: true,
+      description:
+        'silence the alert a request handles while it awaits approval or is verifying (comment: its journal entry), expired when it ends; false: never write to Alertmanager',
+    }),
     http_config: strict(
       {
         authorization: Type.Optional(

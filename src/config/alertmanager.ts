@@ -61,6 +61,7 @@ export function readAlertmanager(
     url,
     timeoutMs: durationMs(checks.text(`${AT}.timeout`)!),
     maxResponseBytes: checks.value(`${AT}.max_response_bytes`) as number,
+    silenceWhileHandled: checks.value(`${AT}.silence_while_handled`) !== false,
     ...(credentials !== undefined
       ? { authorization: { type: checks.text(`${http}.authorization.type`)!, credentials } }
       : {}),

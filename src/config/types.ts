@@ -131,6 +131,8 @@ export interface AlertmanagerConfig {
   url: string;
   timeoutMs: number;
   maxResponseBytes: number;
+  /** silence the alert a request handles while it awaits approval or is verifying (remediation/silences.ts) */
+  silenceWhileHandled: boolean;
   /** the Authorization header's scheme and credentials */
   authorization?: { type: string; credentials: string };
   basicAuth?: { username: string; password: string };

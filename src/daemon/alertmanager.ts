@@ -19,7 +19,7 @@ export function alertmanagerClient(config: Config, metrics: Metrics, logger: Log
     logger,
     onOutcome: (operation, ok) => {
       metrics.alertmanagerRequests.inc({ operation, outcome: ok ? 'success' : 'failure' });
-      metrics.alertmanagerUp.set(ok ? 1 : 0);
+      metrics.alertmanagerUp.set({ url: am.url }, ok ? 1 : 0);
     },
   });
 }

@@ -17,6 +17,7 @@ import { ExpositionCache } from '../metrics/exposition-cache.js';
 import { schedulePeriodMs } from '../polls/poll.js';
 import { RemediationEngine } from '../remediation/engine.js';
 import type { AlertReader } from '../remediation/outage-gate.js';
+import type { SilenceWriter } from '../remediation/silences.js';
 import { leaderOrSnapshot } from '../remediation/targets.js';
 import type { OpenedStore } from '../store/open.js';
 import type { StateStore } from '../store/store.js';
@@ -121,7 +122,7 @@ export async function startEngines(
     now: () => number;
     exposition: ExpositionCache;
     /** the one Alertmanager client (remediation.alertmanager), read by the outage gate */
-    alertmanager?: AlertReader | undefined;
+    alertmanager?: (AlertReader & SilenceWriter) | undefined;
   },
 ): Promise<Map<string, RemediationEngine>> {
   const { accounts, store, replication, logger } = d;

@@ -313,7 +313,8 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
     }),
     alertmanagerUp: new Gauge({
       name: 'baremetal_alertmanager_up',
-      help: "1 when the last request to Alertmanager's API (remediation.alertmanager) succeeded, 0 when it failed (the outage gate then denies power actions; the log says why once); absent when no Alertmanager is configured.",
+      help: "1 when the last request to Alertmanager's API (remediation.alertmanager, its url as the label) succeeded, 0 when it failed (the outage gate then denies power actions; the log says why once); absent when no Alertmanager is configured or none was asked yet.",
+      labelNames: ['url'] as const,
       registers,
     }),
     alertmanagerRequests: new Counter({

@@ -30,6 +30,7 @@ import { execute, send } from './execute.js';
 import { RemediationGauges } from './gauges.js';
 import { Housekeeping } from './housekeeping.js';
 import type { AlertReader } from './outage-gate.js';
+import { SilenceKeeper, type SilenceWriter } from './silences.js';
 import { Verifier } from './verify.js';
 import { askCircuitClose, closeCircuit, type OperatorDeps, readConsole } from './operator.js';
 import type { ActionDecision, ActionRequest, TargetDirectory } from './types.js';
@@ -53,8 +54,11 @@ export interface EngineDeps {
   now?: () => number;
   /** called after every decision (the daemon re-renders the exposition) */
   onDecision?: () => void;
-  /** Alertmanager's alerts, which the outage gate reads (remediation/outage-gate.ts); absent: none configured */
-  alertmanager?: AlertReader | undefined;
+  /**
+   * Alertmanager (remediation.alertmanager): the outage gate and verification read its alerts, the silences
+   * are written to it (remediation/silences.ts); absent: none configured
+   */
+  alertmanager?: (AlertReader & SilenceWriter) | undefined;
   /** the guards every decision walks (default decide.ts GUARDS; a test plants a recording copy) */
   guards?: readonly Guard[];
   /**
@@ -81,6 +85,7 @@ export class RemediationEngine {
   readonly #approvals: Approvals;
   readonly #gauges: RemediationGauges;
   readonly #verifier: Verifier;
+  readonly #silences: SilenceKeeper;
   #timer: NodeJS.Timeout | undefined;
   #ticking: Promise<void> | undefined;
   /** aborts the tick in progress: checked before each pending change is sent (stop(), i.e. demotion) */
@@ -93,6 +98,11 @@ export class RemediationEngine {
     this.#now = deps.now ?? Date.now;
     this.#housekeeping = new Housekeeping(deps);
     this.#verifier = new Verifier(deps);
+    this.#silences = new SilenceKeeper({
+      ...deps,
+      alertmanager: deps.config.alertmanager?.silenceWhileHandled === false ? undefined : deps.alertmanager,
+      approvalTimeoutMs: () => deps.config.approvalTimeoutMs,
+    });
     this.#gauges = new RemediationGauges(deps, this.#now);
     this.#firewall = new DesiredFirewallState({
       ...deps,
@@ -274,6 +284,7 @@ export class RemediationEngine {
       .then(async () => {
         if (!abort.signal.aborted && (await this.#verifier.run(this.#now())).length > 0) this.#deps.onDecision?.();
       })
+      .then(() => (abort.signal.aborted ? undefined : this.#silences.reconcile(this.#now())))
       .then(() => {
         if (this.#tickFailing) this.#deps.logger.info('applying pending firewall changes works again');
         this.#tickFailing = false;

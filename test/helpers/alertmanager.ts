@@ -65,7 +65,13 @@ export async function startQuietAlertmanager(
     route: '  receiver: ignore',
   });
   const client = new AlertmanagerClient({
-    config: { url: am.url, timeoutMs: 5000, maxResponseBytes: 1 << 20, tls: { insecureSkipVerify: false } },
+    config: {
+      url: am.url,
+      timeoutMs: 5000,
+      maxResponseBytes: 1 << 20,
+      silenceWhileHandled: true,
+      tls: { insecureSkipVerify: false },
+    },
     logger: captureLogger().logger,
     ...(onOutcome ? { onOutcome } : {}),
   });

@@ -10,6 +10,7 @@ const config = (over: Partial<AlertmanagerConfig> = {}): AlertmanagerConfig => (
   url: URL,
   timeoutMs: 5000,
   maxResponseBytes: 4096,
+  silenceWhileHandled: true,
   tls: { insecureSkipVerify: false },
   ...over,
 });
