@@ -31,6 +31,19 @@ export interface RemediationRule {
   requireApproval: boolean;
   /** an executed action's alert must resolve within this long, ms (remediation/verify.ts); absent: not verified */
   verifyWithinMs?: number;
+  /**
+   * An escalation ladder (remediation/ladder.ts): its steps in order; `action`, `verifyWithinMs`,
+   * `requireApproval` and `cooldownMs` above are the first step's. Absent: one action.
+   */
+  steps?: LadderStep[];
+}
+
+/** One step of an escalation ladder, normalized (durations in ms). */
+export interface LadderStep {
+  action: ActionName;
+  verifyWithinMs: number;
+  requireApproval: boolean;
+  cooldownMs: number;
 }
 
 /** One account's upstream block, normalized: what `clientFromConfig` builds a client from. */

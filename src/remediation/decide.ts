@@ -84,6 +84,7 @@ export function pending(req: ActionRequest, account: string, config: Config['rem
     holdMs: req.holdMs ?? null,
     requireOwnedIp: req.requireOwnedIp,
     verifyWithinMs: req.verifyWithinMs ?? null,
+    ladderStep: req.ladderStep ?? null,
   });
   return {
     req,

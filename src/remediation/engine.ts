@@ -32,6 +32,7 @@ import { Housekeeping } from './housekeeping.js';
 import type { AlertReader } from './outage-gate.js';
 import { SilenceKeeper, type SilenceWriter } from './silences.js';
 import { Verifier } from './verify.js';
+import { climb, escalationRow } from './ladder.js';
 import { askCircuitClose, closeCircuit, type OperatorDeps, readConsole } from './operator.js';
 import type { ActionDecision, ActionRequest, TargetDirectory } from './types.js';
 
@@ -97,7 +98,7 @@ export class RemediationEngine {
     this.#deps = deps;
     this.#now = deps.now ?? Date.now;
     this.#housekeeping = new Housekeeping(deps);
-    this.#verifier = new Verifier(deps);
+    this.#verifier = new Verifier({ ...deps, onIneffective: (row) => this.#climb(row) });
     this.#silences = new SilenceKeeper({
       ...deps,
       alertmanager: deps.config.alertmanager?.silenceWhileHandled === false ? undefined : deps.alertmanager,
@@ -312,6 +313,25 @@ export class RemediationEngine {
     const cancelled = await this.#firewall.cancelWithoutRule();
     if (cancelled > 0) await this.#gauges.refresh();
     return cancelled;
+  }
+
+  /** After `row` ended ineffective: its ladder's next step, or the episode escalated (ladder.ts). */
+  #climb(row: JournalEntry): Promise<unknown> {
+    return climb(
+      {
+        rules: () => this.#deps.config.rules,
+        request: (req) => this.request(req),
+        escalate: async (from, message) => {
+          const id = await this.#deps.store.insert(escalationRow(from, this.#now(), message));
+          this.#deps.logger.warn(
+            { action: from.action, server_id: from.serverId, id },
+            `remediation escalated: ${message}`,
+          );
+          await this.#record(from.action, { id, decision: 'escalated', message });
+        },
+      },
+      row,
+    );
   }
 
   /** Throws when no decision can be made: the journal is unavailable, or no server list was read yet. */

@@ -11,7 +11,7 @@
  */
 import { createHash } from 'node:crypto';
 import { DEFAULT_COOLDOWN_MS, type ActionName } from '../config/schema.js';
-import type { RemediationRule } from '../config/types.js';
+import type { LadderStep, RemediationRule } from '../config/types.js';
 import { ConflictError } from '../errors.js';
 import type { JournalEntry } from '../store/rows.js';
 import type { ActionRequest } from './types.js';
@@ -54,7 +54,15 @@ export interface ApprovalSource {
   reason?: string;
 }
 
-export type RequestSource = RuleSource | OperatorSource | ApprovalSource;
+/** The next step of the escalation ladder after journal row `row` (a step that was ineffective). */
+export interface LadderSource {
+  kind: 'ladder';
+  row: JournalEntry;
+  /** the rule's steps (the rule `row` was made under, unchanged since) */
+  steps: readonly LadderStep[];
+}
+
+export type RequestSource = RuleSource | OperatorSource | ApprovalSource | LadderSource;
 
 /**
  * The request `source` makes. A rule's gives none for a status its action does not act on (a power or
@@ -62,7 +70,7 @@ export type RequestSource = RuleSource | OperatorSource | ApprovalSource;
  * ConflictError (an approval of a row written before requests were recorded: it cannot be run as it was made).
  */
 export function makeRequest(source: RuleSource): ActionRequest | undefined;
-export function makeRequest(source: OperatorSource | ApprovalSource): ActionRequest;
+export function makeRequest(source: OperatorSource | ApprovalSource | LadderSource): ActionRequest;
 export function makeRequest(source: RequestSource): ActionRequest | undefined {
   switch (source.kind) {
     case 'rule':
@@ -71,6 +79,8 @@ export function makeRequest(source: RequestSource): ActionRequest | undefined {
       return fromOperator(source);
     case 'approval':
       return fromApproval(source);
+    case 'ladder':
+      return fromLadder(source);
   }
 }
 
@@ -87,6 +97,7 @@ function fromRule({ rule, index, alert, account, principal, label }: RuleSource)
     requireOwnedIp: rule.requireOwnedIp,
     ...(rule.requireApproval ? { requireApproval: true } : {}),
     ...(rule.verifyWithinMs !== undefined ? { verifyWithinMs: rule.verifyWithinMs } : {}),
+    ...(rule.steps ? { ladderStep: 0 } : {}),
     rule: { index, digest: ruleDigest(rule) },
     alert: {
       alertname: rule.alertname,
@@ -151,6 +162,7 @@ function fromApproval({ row, approver, at, reason }: ApprovalSource): ActionRequ
     ...(row.holdMs !== null ? { holdMs: row.holdMs } : {}),
     requireOwnedIp,
     ...(row.verifyWithinMs !== null ? { verifyWithinMs: row.verifyWithinMs } : {}),
+    ...(row.ladderStep !== null ? { ladderStep: row.ladderStep } : {}),
     ...(row.ruleIndex !== null && row.ruleDigest !== null
       ? { rule: { index: row.ruleIndex, digest: row.ruleDigest } }
       : {}),
@@ -168,6 +180,37 @@ function fromApproval({ row, approver, at, reason }: ApprovalSource): ActionRequ
         }
       : {}),
     approval: { of: row.id, by: approver, at, ...(reason !== undefined ? { reason } : {}) },
+  };
+}
+
+/**
+ * The step after `row`'s as a new request of the same alert episode: its own action, verify_within, approval
+ * and cooldown, every guard walked again; keyed by the row, so a retried climb is a duplicate.
+ */
+function fromLadder({ row, steps }: LadderSource): ActionRequest {
+  const at = row.ladderStep! + 1;
+  const step = steps[at]!;
+  return {
+    source: 'alert',
+    principal: row.principal ?? 'ladder',
+    account: row.account,
+    action: step.action,
+    serverId: row.serverId,
+    reason: `step ${at + 1} of ${steps.length}: step ${at} (${row.action}, journal entry ${row.id}) was ineffective`,
+    cooldownMs: step.cooldownMs,
+    requireOwnedIp: row.requireOwnedIp ?? true,
+    ...(step.requireApproval ? { requireApproval: true } : {}),
+    verifyWithinMs: step.verifyWithinMs,
+    ladderStep: at,
+    rule: { index: row.ruleIndex!, digest: row.ruleDigest! },
+    idempotencyKey: `ladder:${row.id}:${at}`,
+    alert: {
+      alertname: row.alertname!,
+      fingerprint: row.fingerprint!,
+      startsAt: row.startsAt!,
+      ...(row.labels !== null ? { labels: JSON.parse(row.labels) as Record<string, string> } : {}),
+      status: 'firing',
+    },
   };
 }
 

@@ -29,6 +29,8 @@ export interface VerifierDeps {
   logger: Logger;
   /** Alertmanager's alerts (absent: only the resolved webhook and the deadline) */
   alertmanager?: AlertReader | undefined;
+  /** called once a row ended ineffective (the engine climbs its ladder, ladder.ts) */
+  onIneffective?: (row: JournalEntry) => Promise<unknown>;
 }
 
 /** One firing episode: an alert's fingerprint and its start (ms, so that both spellings of the time agree). */
@@ -115,11 +117,21 @@ export class Verifier {
     const fields = { journal_id: row.id, action: row.action, server_id: row.serverId, alertname: rule };
     if (outcome === 'verified')
       logger.info({ ...fields, recovery_s: (at - calledAt) / 1000 }, 'remediation verified: its alert resolved');
-    else
+    else {
       logger.warn(
         { ...fields, verify_within_s: (row.verifyWithinMs ?? 0) / 1000 },
         'remediation ineffective: its alert still fires past verify_within',
       );
+      // The outcome is journaled whatever comes next: a next step that cannot be asked for now is logged.
+      await this.#deps
+        .onIneffective?.(row)
+        .catch((error: unknown) =>
+          logger.error(
+            { err: error, journal_id: row.id },
+            'the next step of the escalation ladder could not be asked for',
+          ),
+        );
+    }
     return true;
   }
 }

@@ -76,6 +76,8 @@ export interface JournalEntry {
    * when the request is not verified (today's behaviour), and on rows written before it was kept
    */
   verifyWithinMs: number | null;
+  /** the step of its rule's escalation ladder (0-based; remediation/ladder.ts); null when the rule has none */
+  ladderStep: number | null;
   /**
    * Whether the action helped (remediation/verify.ts): `verifying` while an executed action with
    * `verifyWithinMs` waits for its alert to resolve, then `verified` (it resolved in time) or `ineffective`
@@ -97,6 +99,7 @@ export const RECORDED_FIELDS = [
   'holdMs',
   'requireOwnedIp',
   'verifyWithinMs',
+  'ladderStep',
 ] as const;
 
 export type NewEntry = Omit<
@@ -289,6 +292,7 @@ export const toEntry = (r: Row): JournalEntry => ({
   // 0/1 and BOOLEAN alike, as `forced`; null when not recorded.
   requireOwnedIp: r.require_owned_ip == null ? null : Number(r.require_owned_ip) === 1,
   verifyWithinMs: r.verify_within_ms == null ? null : Number(r.verify_within_ms),
+  ladderStep: r.ladder_step == null ? null : Number(r.ladder_step),
   // An executed row with a deadline and no outcome yet is verifying: no write between the call and the verdict.
   verification:
     (r.verification as Verification | null | undefined) ??
@@ -339,11 +343,12 @@ export const entryValues = (e: NewEntry) => [
   e.requireOwnedIp == null ? null : e.requireOwnedIp ? 1 : 0,
   e.approverReason ?? null,
   e.verifyWithinMs ?? null,
+  e.ladderStep ?? null,
 ];
 
 /** The columns of `entryValues`, in its order: the INSERT of both backends names them. */
 export const ENTRY_COLUMNS =
-  'account, created_at, source, action, server_id, ip, value, alertname, fingerprint, starts_at, decision, message, principal, reason, approver, approved_at, labels, alert_status, forced, rule_index, rule_digest, cooldown_ms, hold_ms, require_owned_ip, approver_reason, verify_within_ms';
+  'account, created_at, source, action, server_id, ip, value, alertname, fingerprint, starts_at, decision, message, principal, reason, approver, approved_at, labels, alert_status, forced, rule_index, rule_digest, cooldown_ms, hold_ms, require_owned_ip, approver_reason, verify_within_ms, ladder_step';
 
 /** The values of a desired state, in the column order of the upsert both backends write. */
 export const desiredValues = (d: DesiredFirewall) => [

@@ -88,6 +88,7 @@ describe.each(backends())('the state store on $name', (backend) => {
       holdMs: null,
       requireOwnedIp: null,
       verifyWithinMs: null,
+      ladderStep: null,
       verification: null,
       verifiedAt: null,
     });

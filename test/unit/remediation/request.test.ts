@@ -47,6 +47,7 @@ function rowOf(req: ActionRequest): JournalEntry {
     holdMs: null,
     requireOwnedIp: null,
     verifyWithinMs: null,
+    ladderStep: null,
     verification: null,
     verifiedAt: null,
     ...entry,

@@ -143,3 +143,39 @@ describe('a rule’s verify_within', () => {
     );
   });
 });
+
+describe('a rule’s steps (an escalation ladder)', () => {
+  const text = (rule: string) =>
+    `upstream:\n  base_url: https://api.provider.test\nremediation:\n  rules:\n    - alertname: A\n${rule}`;
+  const steps =
+    '      steps:\n        - { action: powercycle, verify_within: 10m }\n        - { action: powercycle, verify_within: 20m, require_approval: true }\n';
+
+  it('is normalized: the first step on the rule, each later cooldown the previous verify_within', () => {
+    expect(parseConfigText(text(steps), env).remediation.rules[0]).toMatchObject({
+      action: 'powercycle',
+      verifyWithinMs: 600_000,
+      cooldownMs: 1_800_000,
+      requireApproval: false,
+      steps: [
+        { action: 'powercycle', verifyWithinMs: 600_000, requireApproval: false, cooldownMs: 1_800_000 },
+        { action: 'powercycle', verifyWithinMs: 1_200_000, requireApproval: true, cooldownMs: 600_000 },
+      ],
+    });
+  });
+
+  it.each([
+    [
+      'both action and steps',
+      `      action: powercycle\n${steps}`,
+      'remediation.rules[0]: give exactly one of action and steps',
+    ],
+    ['neither', '      matchers: {}\n', 'remediation.rules[0]: give exactly one of action and steps'],
+    [
+      'verify_within beside steps',
+      `${steps}      verify_within: 5m\n`,
+      'remediation.rules[0].verify_within: a ladder sets it per step',
+    ],
+  ])('refuses %s', (_name, rule, problem) => {
+    expect(configProblems(() => parseConfigText(text(rule), env)).join('\n')).toContain(problem);
+  });
+});
