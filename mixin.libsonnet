@@ -41,6 +41,10 @@ local recording = [
       {
         "record": "baremetal:action_requests:increase1h",
         "expr": "sum by (job, instance, account, action, decision) (increase(baremetal_action_requests_total{job=\"baremetal\"}[1h]))"
+      },
+      {
+        "record": "baremetal:remediation_verifications:increase7d",
+        "expr": "sum by (job, instance, account, action, rule, outcome) (increase(baremetal_remediation_verifications_total{job=\"baremetal\"}[7d]))"
       }
     ]
   }
@@ -274,6 +278,19 @@ local alerting = [
           "summary": "A server needs more {{ $labels.action }} than remediation may send",
           "description": "In the last hour a power action of account {{ $labels.account }} was escalated: the server already had remediation.safety.max_power_actions_per_server power actions within cap_window, and nothing was sent. A person must look at it (GET /api/v1/actions?action={{ $labels.action }}).",
           "runbook_url": "https://github.com/baremetal-exporter/baremetal-exporter/blob/main/docs/runbook.md#baremetalremediationescalated"
+        }
+      },
+      {
+        "alert": "BaremetalRemediationIneffective",
+        "expr": "(\n  sum by (job, account, action, rule) (baremetal:remediation_verifications:increase7d{job=\"baremetal\",outcome=\"verified\"})\n    /\n  sum by (job, account, action, rule) (baremetal:remediation_verifications:increase7d{job=\"baremetal\"})\n) < 0.5\n  and\nsum by (job, account, action, rule) (baremetal:remediation_verifications:increase7d{job=\"baremetal\"}) >= 3\n",
+        "for": "1h",
+        "labels": {
+          "severity": "warning"
+        },
+        "annotations": {
+          "summary": "The {{ $labels.action }} rule for {{ $labels.rule }} rarely helps",
+          "description": "Over the last 7 days only {{ $value | humanizePercentage }} of the {{ $labels.action }} actions of account {{ $labels.account }} for {{ $labels.rule }} were verified (the alert resolved within verify_within): the rule does not help; look at it (GET /api/v1/actions?action={{ $labels.action }}).",
+          "runbook_url": "https://github.com/baremetal-exporter/baremetal-exporter/blob/main/docs/runbook.md#baremetalremediationineffective"
         }
       },
       {

@@ -33,6 +33,7 @@ export function recordNames(config: MixinConfig) {
     pollAge: 'baremetal:poll_age_seconds',
     ipsUnderAttack: 'baremetal:ips_under_attack',
     actionRequests: 'baremetal:action_requests:increase1h',
+    verifications: 'baremetal:remediation_verifications:increase7d',
   };
 }
 
@@ -86,6 +87,10 @@ sum by ${by()} (rate(${s('baremetal_api_requests_total')}[${w}]))
     {
       record: names.actionRequests,
       expr: `sum by ${by('action', 'decision')} (increase(${s('baremetal_action_requests_total')}[1h]))`,
+    },
+    {
+      record: names.verifications,
+      expr: `sum by ${by('action', 'rule', 'outcome')} (increase(${s('baremetal_remediation_verifications_total')}[7d]))`,
     },
   ];
 
@@ -348,6 +353,28 @@ max by (instance, account, server_id, hostname) (label_replace(${s('baremetal_se
         },
       },
       'critical',
+    ),
+    alert(
+      {
+        alert: 'BaremetalRemediationIneffective',
+        comment:
+          'From the recorded increase over 7d, summed over the replicas: each counts the verifications it ended, once.\nAt least 3 in 7 days, so that one unlucky action does not page; below half verified, the rule does not help.',
+        expr: `(
+  sum by ${fleet('action', 'rule')} (${s(names.verifications, 'outcome="verified"')})
+    /
+  sum by ${fleet('action', 'rule')} (${s(names.verifications)})
+) < 0.5
+  and
+sum by ${fleet('action', 'rule')} (${s(names.verifications)}) >= 3
+`,
+        for: '1h',
+        annotations: {
+          summary: 'The {{ $labels.action }} rule for {{ $labels.rule }} rarely helps',
+          description:
+            'Over the last 7 days only {{ $value | humanizePercentage }} of the {{ $labels.action }} actions of account {{ $labels.account }} for {{ $labels.rule }} were verified (the alert resolved within verify_within): the rule does not help; look at it (GET /api/v1/actions?action={{ $labels.action }}).',
+        },
+      },
+      'warning',
     ),
     alert(
       {

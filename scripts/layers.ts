@@ -29,7 +29,7 @@ export const LAYERS: readonly Layer[] = [
     files: ['errors', 'logger', 'version', 'slices', 'scrub', 'json-schema'].map((f) => `src/${f}.ts`),
     imports: [],
   },
-  ...['config', 'upstream', 'simulator', 'graphs', 'store', 'metrics', 'collectors', 'remediation', 'polls', 'scheduler', 'ha', 'http'].map(
+  ...['config', 'upstream', 'alertmanager', 'simulator', 'graphs', 'store', 'metrics', 'collectors', 'remediation', 'polls', 'scheduler', 'ha', 'http'].map(
     folder,
   ),
   {

@@ -314,6 +314,15 @@ export class StateDirLockedError extends BaremetalError {
   }
 }
 
+/**
+ * A request to Alertmanager's API (`remediation.alertmanager`) failed: no reply in time, refused, a non-2xx
+ * status, a reply too large or of an unreadable shape. The message names the method and path, the status and
+ * the start of the reply; never a credential.
+ */
+export class AlertmanagerError extends BaremetalError {
+  override readonly code = 'BM_ERR_ALERTMANAGER';
+}
+
 /** Every error class, for the catalogue test. */
 export const errorClasses = {
   BaremetalError,
@@ -343,6 +352,7 @@ export const errorClasses = {
   RequestTimeoutError,
   HeadersTooLargeError,
   IdempotencyMismatchError,
+  AlertmanagerError,
   ConflictError,
   ApprovedNotSentError,
   StateDirLockedError,

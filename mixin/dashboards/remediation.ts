@@ -75,6 +75,52 @@ export function remediation(config: MixinConfig): Dashboard {
         fieldConfig: { defaults: { unit: 'short', min: 0 }, overrides: [] },
       }),
       panel({
+        id: 8,
+        type: 'table',
+        title: 'Verified ratio per rule',
+        grid: [0, 20, 8, 8],
+        description:
+          'Per rule (its alertname) and action, the share of verified actions (the alert resolved within verify_within) over the time range.',
+        queries: [
+          {
+            expr: `sum by (rule, action) (increase(${sel('baremetal_remediation_verifications_total', 'outcome="verified"')}[$__range])) / sum by (rule, action) (increase(${sel('baremetal_remediation_verifications_total')}[$__range]))`,
+            table: true,
+          },
+        ],
+        fieldConfig: { defaults: { unit: 'percentunit', min: 0, max: 1 }, overrides: [] },
+      }),
+      panel({
+        id: 9,
+        type: 'timeseries',
+        title: 'Recovery time',
+        grid: [8, 20, 8, 8],
+        description: "From a verified action's call to its alert's resolution: median and 90th percentile over a day.",
+        queries: [0.5, 0.9].map((q) => ({
+          expr: `histogram_quantile(${q}, sum by (le, action) (increase(${sel('baremetal_remediation_recovery_seconds_bucket')}[1d])))`,
+          legend: `{{action}} p${q * 100}`,
+        })),
+        fieldConfig: { defaults: { unit: 's', min: 0 }, overrides: [] },
+      }),
+      panel({
+        id: 10,
+        type: 'timeseries',
+        title: 'Ineffective and escalated',
+        grid: [16, 20, 8, 8],
+        description:
+          'Actions that did not help (ineffective: a ladder takes its next step) and episodes handed to a person (escalated: the last step of a ladder, or the cap per server).',
+        queries: [
+          {
+            expr: `sum by (action) (increase(${sel('baremetal_remediation_verifications_total', 'outcome="ineffective"')}[$__rate_interval]))`,
+            legend: '{{action}} ineffective',
+          },
+          {
+            expr: `sum by (action) (increase(${sel('baremetal_action_requests_total', 'decision="escalated"')}[$__rate_interval]))`,
+            legend: '{{action}} escalated',
+          },
+        ],
+        fieldConfig: { defaults: { unit: 'short', min: 0 }, overrides: [] },
+      }),
+      panel({
         id: 6,
         type: 'table',
         title: 'Desired firewall state per IP',

@@ -30,6 +30,8 @@ const row = Type.Object(
     source: Type.Optional(Type.String()),
     principal: Type.Optional(Type.String()),
     approver: Type.Optional(Type.String()),
+    /** verifying, verified, ineffective (a rule's verify_within) */
+    verification: Type.Optional(Type.String()),
   },
   { additionalProperties: false },
 );

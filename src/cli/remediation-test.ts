@@ -75,6 +75,7 @@ const shown = (row: JournalEntry, keys: readonly string[]) => {
     source: row.source,
     principal: row.principal,
     approver: row.approver,
+    verification: row.verification,
   };
   return Object.fromEntries(keys.map((k) => [k, all[k]]));
 };
@@ -119,7 +120,8 @@ export async function runTestFile(file: TestFile): Promise<TestResult> {
         failures.push(`${where}: before ${new Date(clock.now).toISOString()}, where the expiry moved the clock`);
       else clock.now = START + step.atMs;
       if (step.expire) clock.now = await expiryTime(deps, config.remediation.approvalTimeoutMs, clock.now);
-      const awaiting = await store.awaitingApproval(ACCOUNT);
+      // Requests awaiting approval and actions verifying: the step may settle them (approval, time, resolution).
+      const awaiting = [...(await store.awaitingApproval(ACCOUNT)), ...(await store.verifying(ACCOUNT))];
       await engine.tick();
       const body: WebhookBody | undefined =
         step.payload ??
@@ -132,15 +134,20 @@ export async function runTestFile(file: TestFile): Promise<TestResult> {
           : undefined);
       const alerts = body?.alerts ?? [];
       delivered.push(...alerts);
-      for (const [i, alert] of alerts.entries())
+      for (const [i, alert] of alerts.entries()) {
+        // As the webhook route: a resolved episode verifies the actions taken on it.
+        if (alert.status === 'resolved') await engine.alertResolved(alert.fingerprint, alert.startsAt);
         for (const req of requestsFor(alert, i, config.remediation.rules, [ACCOUNT], TEST_PRINCIPAL))
           await engine.request(req);
+      }
       failures.push(...(await runOperatorStep(where, step, deps)));
-      // The requests settled by this step (approved, denied, withdrawn, expired), then the rows it wrote.
+      // The requests settled by this step (approved, denied, withdrawn, expired; verified, ineffective), then
+      // the rows it wrote.
       const settled: JournalEntry[] = [];
       for (const row of awaiting) {
         const now = await store.get(row.id);
-        if (now && now.decision !== 'awaiting_approval') settled.push(now);
+        if (now && now.decision !== row.decision) settled.push(now);
+        else if (now && now.verification !== row.verification) settled.push(now);
       }
       const written = (await store.list({ account: ACCOUNT, limit: 100_000 })).filter((r) => r.id > lastId).reverse();
       lastId = Math.max(lastId, ...written.map((r) => r.id));

@@ -10,12 +10,14 @@
 import { parse as parseYaml } from 'yaml';
 import { buildWithFiles, readBoundedText, readProblem } from '../read-bounded-file.js';
 import { ConfigError } from '../errors.js';
+import { readAlertmanager, readBlockWhileFiring } from './alertmanager.js';
 import { accountNames, compileScope, readAccounts } from './upstream-accounts.js';
 import { readDatabase } from './database.js';
 import { ConfigDocument, type ConfigEnv, type ReadFile } from './document.js';
 import { checkTlsFiles, readCredentials, readPrincipals } from './credentials.js';
 import { durationMs, parseDuration, parseListenAddress, type DurationFormat } from './formats.js';
-import { DEFAULT_COOLDOWN_MS, HOLD_FORMAT, type ConfigFile } from './schema.js';
+import { POWER_ACTIONS } from './actions.js';
+import { type ActionName, DEFAULT_COOLDOWN_MS, HOLD_FORMAT, type ConfigFile } from './schema.js';
 import { parseConfigSource, renderProblems, type ConfigSource } from './positions.js';
 import type { Config, RemediationRule } from './types.js';
 
@@ -60,6 +62,8 @@ export function buildConfig(
   const webAuth = readCredentials(checks, 'web.auth', readFile);
   const database = readDatabase(checks, env, readFile);
   checkTlsFiles(checks, readFile);
+  const alertmanager = readAlertmanager(checks, readFile, (text) => durationOf(text));
+  const blockWhileFiring = readBlockWhileFiring(checks);
 
   const all = checks.lines();
   if (all.length > 0) throw new ConfigError(renderProblems(all, doc, source));
@@ -107,8 +111,10 @@ export function buildConfig(
         },
         maxPowerActionsPerServer: safety.max_power_actions_per_server,
         capWindowMs: durationOf(safety.cap_window),
+        blockWhileFiring,
       },
       maxAlerts: file.remediation.max_alerts,
+      ...(alertmanager ? { alertmanager } : {}),
       ...remediationAuth,
       principals,
       rules: file.remediation.rules.map(rule),
@@ -121,11 +127,30 @@ export function buildConfig(
  * state rule's never below the API's 2 minutes, contract §8) in ms.
  */
 function rule(file: ConfigFile['remediation']['rules'][number]): RemediationRule {
+  const action = file.action ?? file.steps![0]!.action;
   const cooldown = file.cooldown === undefined ? undefined : parseDuration(file.cooldown)!;
+  const cooldownMs =
+    cooldown === undefined
+      ? DEFAULT_COOLDOWN_MS[action]
+      : action === 'firewall_state'
+        ? Math.max(cooldown, DEFAULT_COOLDOWN_MS.firewall_state)
+        : cooldown;
+  const steps = file.steps?.map((step, i, all) => ({
+    action: step.action,
+    verifyWithinMs: durationOf(step.verify_within),
+    requireApproval: step.require_approval,
+    cooldownMs:
+      step.cooldown !== undefined
+        ? durationOf(step.cooldown)
+        : i === 0
+          ? cooldownMs
+          : durationOf(all[i - 1]!.verify_within),
+  }));
+  const first = steps?.[0];
   return {
     alertname: file.alertname,
     matchers: file.matchers,
-    action: file.action,
+    action,
     accountLabel: file.account_label,
     serverIdLabel: file.server_id_label,
     ipLabel: file.ip_label,
@@ -133,14 +158,14 @@ function rule(file: ConfigFile['remediation']['rules'][number]): RemediationRule
     resolvedState: String(file.resolved_state) as '0' | '1',
     ...(file.sensitivity ? { sensitivity: file.sensitivity } : {}),
     holdMs: durationOf(file.hold, HOLD_FORMAT),
-    cooldownMs:
-      cooldown === undefined
-        ? DEFAULT_COOLDOWN_MS[file.action]
-        : file.action === 'firewall_state'
-          ? Math.max(cooldown, DEFAULT_COOLDOWN_MS.firewall_state)
-          : cooldown,
+    cooldownMs: first?.cooldownMs ?? cooldownMs,
     requireOwnedIp: file.require_owned_ip,
-    requireApproval: file.require_approval,
+    requireApproval: first?.requireApproval ?? file.require_approval,
+    ...(first
+      ? { verifyWithinMs: first.verifyWithinMs, steps: steps! }
+      : file.verify_within === undefined
+        ? {}
+        : { verifyWithinMs: durationOf(file.verify_within) }),
   };
 }
 
@@ -152,6 +177,16 @@ function checkRules(checks: ConfigDocument): void {
     const action = checks.value(`remediation.rules.${i}.action`);
     if (action === 'firewall_sensitivity' && entry?.sensitivity === undefined)
       checks.problems.push(`remediation.rules.${i}.sensitivity: required for action firewall_sensitivity`);
+    if ((entry?.action === undefined) === (entry?.steps === undefined) && !checks.rejected(`remediation.rules.${i}`))
+      checks.problems.push(`remediation.rules.${i}: give exactly one of action and steps`);
+    else if (entry?.steps !== undefined)
+      for (const key of ['verify_within', 'require_approval', 'cooldown'])
+        if (entry[key] !== undefined && entry[key] !== false)
+          checks.problems.push(`remediation.rules.${i}.${key}: a ladder sets it per step (steps[].${key})`);
+    if (entry?.verify_within !== undefined && typeof action === 'string' && !POWER_ACTIONS.has(action as ActionName))
+      checks.problems.push(
+        `remediation.rules.${i}.verify_within: only power actions are verified (${[...POWER_ACTIONS].join(', ')}), not ${action}`,
+      );
   });
 }
 

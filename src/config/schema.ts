@@ -17,6 +17,7 @@
 import ms from 'ms';
 import { Type, type Static } from 'typebox';
 import { oneOf, stringMap, strictObject as strict } from '../json-schema.js';
+import { alertmanagerSchema, blockWhileFiringSchema } from './alertmanager-schema.js';
 import { GRAPH_SCALES, GRAPH_TYPES, SENSITIVITIES } from './api-terms.js';
 
 /**
@@ -185,7 +186,39 @@ export const HOLD_FORMAT = { example: '5m', zero: true } as const;
 export const ruleSchema = strict({
   alertname: Type.String({ minLength: 1, description: 'the alert this rule acts on' }),
   matchers: stringMap({ default: {}, description: 'extra label equalities the alert must have' }),
-  action: oneOf(ACTIONS, { description: `what to do: ${ACTIONS.join(', ')}` }),
+  action: Type.Optional(
+    oneOf(ACTIONS, { description: `what to do: ${ACTIONS.join(', ')}; exactly one of \`action\` and \`steps\`` }),
+  ),
+  steps: Type.Optional(
+    Type.Array(
+      strict({
+        action: oneOf(['powercycle', 'poweron', 'poweroff'] as const, { description: 'the power action of this step' }),
+        verify_within: Type.String({
+          unit: 'duration',
+          duration: '10m',
+          description: 'duration after the call within which the alert must resolve, else the next step runs',
+        }),
+        require_approval: Type.Boolean({
+          default: false,
+          description: 'this step waits for an operator to approve it',
+        }),
+        cooldown: Type.Optional(
+          Type.String({
+            unit: 'duration',
+            duration: '10m',
+            description:
+              "duration since the last power action on the server this step allows; default the rule's cooldown for the first step, the previous step's verify_within for the others",
+          }),
+        ),
+      }),
+      {
+        minItems: 2,
+        maxItems: 10,
+        description:
+          'an escalation ladder of power actions instead of one `action`: an `ineffective` step starts the next as a new request through every guard; after the last the episode is `escalated`',
+      },
+    ),
+  ),
   account_label: Type.String({
     minLength: 1,
     default: 'account',
@@ -224,6 +257,14 @@ export const ruleSchema = strict({
     default: false,
     description: 'its actions wait for an operator to approve them (`POST /api/v1/actions/{id}/approve`)',
   }),
+  verify_within: Type.Optional(
+    Type.String({
+      unit: 'duration',
+      duration: '10m',
+      description:
+        'power actions: duration after the call within which the alert must resolve — `verified` — else the action was `ineffective`; default none: not verified',
+    }),
+  ),
 });
 
 /**
@@ -283,6 +324,7 @@ const safetySchema = strict(
       duration: '24h',
       description: 'duration over which `max_power_actions_per_server` counts',
     }),
+    block_while_firing: blockWhileFiringSchema,
   },
   { default: {}, reloadable: true },
 );
@@ -625,6 +667,7 @@ export const configFileSchema = strict({
           "alerts one webhook delivery may carry; a larger one is refused with 400 and nothing is done (set Alertmanager's webhook_config `max_alerts` at or below it, so that Alertmanager truncates the group instead)",
       }),
       auth: remediationAuth(),
+      alertmanager: Type.Optional(alertmanagerSchema),
       safety: safetySchema,
       rules: Type.Array(ruleSchema, {
         default: [],

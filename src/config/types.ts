@@ -3,6 +3,7 @@
  * in ms, the listen address split, secrets read from their files.
  */
 import type { ActionName, ConfigFile, JobName, PrincipalAction, Role } from './schema.js';
+import type { LabelMatcher } from './matchers.js';
 import type { ServerScope } from './scope.js';
 
 type RuleFile = ConfigFile['remediation']['rules'][number];
@@ -28,6 +29,21 @@ export interface RemediationRule {
   requireOwnedIp: boolean;
   /** its requests wait for an operator's approval */
   requireApproval: boolean;
+  /** an executed action's alert must resolve within this long, ms (remediation/verify.ts); absent: not verified */
+  verifyWithinMs?: number;
+  /**
+   * An escalation ladder (remediation/ladder.ts): its steps in order; `action`, `verifyWithinMs`,
+   * `requireApproval` and `cooldownMs` above are the first step's. Absent: one action.
+   */
+  steps?: LadderStep[];
+}
+
+/** One step of an escalation ladder, normalized (durations in ms). */
+export interface LadderStep {
+  action: ActionName;
+  verifyWithinMs: number;
+  requireApproval: boolean;
+  cooldownMs: number;
 }
 
 /** One account's upstream block, normalized: what `clientFromConfig` builds a client from. */
@@ -116,8 +132,24 @@ export interface Config {
     safety: RemediationSafety;
     /** alerts one webhook delivery may carry at most */
     maxAlerts: number;
+    /** Alertmanager's API (config/alertmanager.ts); absent: never called */
+    alertmanager?: AlertmanagerConfig;
     rules: RemediationRule[];
   };
+}
+
+/** `remediation.alertmanager`, normalized: durations in ms, secret and PEM files read (never logged). */
+export interface AlertmanagerConfig {
+  /** without a trailing slash */
+  url: string;
+  timeoutMs: number;
+  maxResponseBytes: number;
+  /** silence the alert a request handles while it awaits approval or is verifying (remediation/silences.ts) */
+  silenceWhileHandled: boolean;
+  /** the Authorization header's scheme and credentials */
+  authorization?: { type: string; credentials: string };
+  basicAuth?: { username: string; password: string };
+  tls: { ca?: string; cert?: string; key?: string; serverName?: string; insecureSkipVerify: boolean };
 }
 
 /** `remediation.safety`, normalized (durations in ms). */
@@ -129,6 +161,8 @@ export interface RemediationSafety {
   maxPowerActionsPerServer: number;
   /** ms */
   capWindowMs: number;
+  /** the outage gate: Alertmanager matchers; empty: none (remediation/outage-gate.ts) */
+  blockWhileFiring: LabelMatcher[];
 }
 
 /** `remediation.safety` with every default (tests and `remediation test` start from it). */
@@ -138,6 +172,7 @@ export const DEFAULT_SAFETY: RemediationSafety = {
   circuitBreaker: { windowMs: 15 * 60_000, maxServers: 3, maxFraction: 0.01 },
   maxPowerActionsPerServer: 3,
   capWindowMs: 24 * 3_600_000,
+  blockWhileFiring: [],
 };
 
 /**

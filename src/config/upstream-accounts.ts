@@ -124,7 +124,7 @@ function readBaseUrl(checks: ConfigDocument, at: string, env: ConfigEnv): string
 }
 
 /** The text of the file at `key` (the text of that key), or undefined with a problem naming it. */
-function readNamedFile(checks: ConfigDocument, key: string, readFile: ReadFile, kind: 'secret' | 'pem') {
+export function readNamedFile(checks: ConfigDocument, key: string, readFile: ReadFile, kind: 'secret' | 'pem') {
   const path = checks.text(key);
   if (path === undefined) return undefined;
   try {

@@ -16,6 +16,8 @@ import { createdNames, leaderOnlyNames, type Metrics } from '../metrics/definiti
 import { ExpositionCache } from '../metrics/exposition-cache.js';
 import { schedulePeriodMs } from '../polls/poll.js';
 import { RemediationEngine } from '../remediation/engine.js';
+import type { AlertReader } from '../remediation/outage-gate.js';
+import type { SilenceWriter } from '../remediation/silences.js';
 import { leaderOrSnapshot } from '../remediation/targets.js';
 import type { OpenedStore } from '../store/open.js';
 import type { StateStore } from '../store/store.js';
@@ -119,6 +121,8 @@ export async function startEngines(
     logger: Logger;
     now: () => number;
     exposition: ExpositionCache;
+    /** the one Alertmanager client (remediation.alertmanager), read by the outage gate */
+    alertmanager?: (AlertReader & SilenceWriter) | undefined;
   },
 ): Promise<Map<string, RemediationEngine>> {
   const { accounts, store, replication, logger } = d;
@@ -137,6 +141,7 @@ export async function startEngines(
           ? leaderOrSnapshot(runtime.state, shared.directory.snapshot(name), replication.leading)
           : runtime.state,
         config: config.remediation,
+        alertmanager: d.alertmanager,
         // Read per decision: a reload may change the schedule.
         firewallPeriodMs: () => schedulePeriodMs(config.schedules.firewall),
         now: d.now,
@@ -192,9 +197,16 @@ export function knownSecrets(config: Config): string[] {
     ...config.remediation.bearerTokens,
     ...config.remediation.principals.flatMap((p) => (p.bearerToken === undefined ? [] : [p.bearerToken])),
     ...config.web.auth.bearerTokens,
+    ...alertmanagerSecrets(config),
     ...(config.database.kind === 'postgres' ? databaseSecrets(config.database.url) : []),
   ];
 }
+
+/** The Alertmanager client's credentials (remediation.alertmanager.http_config), if any. */
+const alertmanagerSecrets = (config: Config): string[] => {
+  const am = config.remediation.alertmanager;
+  return [am?.authorization?.credentials, am?.basicAuth?.password].filter((s): s is string => s !== undefined);
+};
 
 /** How long a row of `account` may stay `executing` while its call can still be in flight, ms (see startEngines). */
 const writeBoundMs = (config: Config, account: string): number =>

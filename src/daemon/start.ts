@@ -11,6 +11,7 @@ import type { Dispatcher } from 'undici';
 import { buildApp } from '../http/app.js';
 import type { Config } from '../config/types.js';
 import type { AccountRuntime } from './accounts.js';
+import { alertmanagerClient } from './alertmanager.js';
 import { exposeMetrics, knownSecrets, servedParts, startAccounts, startEngines } from './parts.js';
 import type { ElectionTimings, Role } from '../ha/role.js';
 import { limitGraphDecoding } from '../graphs/image.js';
@@ -154,7 +155,8 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     ...(shared ? { graphMirror: (account: string) => shared.graphs.mirror(account) } : {}),
     eventLedger: (account: string) => store.eventLedger(account),
   });
-  const engines = await startEngines(config, { accounts, store, replication, logger, now, exposition });
+  const alertmanager = alertmanagerClient(config, metrics, logger);
+  const engines = await startEngines(config, { accounts, store, replication, logger, now, exposition, alertmanager });
   const web = await webDeps(config, options.webConfig);
   /**
    * Re-reads the TLS or web-config files: the listeners' once they listen. The one cycle of the construction:
@@ -235,6 +237,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     stop: async () => {
       stopping = true;
       await stopParts({ keyFiles, role, exposition, listeners, store, accounts, lock });
+      await alertmanager?.close();
     },
   };
 }

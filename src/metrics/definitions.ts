@@ -4,6 +4,7 @@
  * (`npm run docs`).
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
+import { ALERTMANAGER_OPERATIONS } from '../alertmanager/client.js';
 import { ACTION_SPECS } from '../config/actions.js';
 import { ACTIONS, JOB_NAMES } from '../config/schema.js';
 import { DECISIONS } from '../store/decisions.js';
@@ -251,6 +252,19 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['account', 'action', 'decision'] as const,
       registers,
     }),
+    remediationVerifications: new Counter({
+      name: 'baremetal_remediation_verifications_total',
+      help: "Verified remediation actions (a rule's verify_within) by action, rule (its alertname) and outcome: verified (the alert that caused it resolved within verify_within), ineffective (still firing at the deadline). Counted by the replica that ended the verification.",
+      labelNames: ['account', 'action', 'rule', 'outcome'] as const,
+      registers,
+    }),
+    remediationRecovery: new Histogram({
+      name: 'baremetal_remediation_recovery_seconds',
+      help: "Seconds from a verified remediation action's upstream call to the resolution of the alert that caused it, by action.",
+      labelNames: ['account', 'action'] as const,
+      buckets: [30, 60, 120, 300, 600, 900, 1800, 3600, 7200],
+      registers,
+    }),
     journalUp: new Gauge({
       name: 'baremetal_journal_up',
       help: '1 when the remediation journal is open and its last write succeeded; 0 when it is unavailable (remediation disabled, the action endpoints answer 503; /readyz names the reason).',
@@ -295,6 +309,18 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       name: 'baremetal_alerts_received_total',
       help: `Alerts received by the Alertmanager webhook receiver, by status (firing, resolved) and matched (true when a remediation rule matched the alert, else false). ${CACHED}`,
       labelNames: ['status', 'matched'] as const,
+      registers,
+    }),
+    alertmanagerUp: new Gauge({
+      name: 'baremetal_alertmanager_up',
+      help: "1 when the last request to Alertmanager's API (remediation.alertmanager, its url as the label) succeeded, 0 when it failed (the outage gate then denies power actions; the log says why once); absent when no Alertmanager is configured or none was asked yet.",
+      labelNames: ['url'] as const,
+      registers,
+    }),
+    alertmanagerRequests: new Counter({
+      name: 'baremetal_alertmanager_requests_total',
+      help: `Requests to Alertmanager's API (remediation.alertmanager) by operation (${ALERTMANAGER_OPERATIONS.join(', ')}) and outcome (success, failure); absent when no Alertmanager is configured.`,
+      labelNames: ['operation', 'outcome'] as const,
       registers,
     }),
     configReloadSuccessful: new Gauge({
@@ -400,6 +426,8 @@ export const ACCOUNT_METRICS = [
   'actionAwaitingApproval',
   'firewallDesiredState',
   'actionBudgetRemaining',
+  'remediationVerifications',
+  'remediationRecovery',
 ] as const satisfies ReadonlyArray<keyof Metrics>;
 
 /** The names of LEADER_ONLY_METRICS (as prom-client registered them). */

@@ -22,6 +22,7 @@ import {
   checkTarget,
   type Denial,
 } from './guards.js';
+import { type AlertReader, checkOutageGate } from './outage-gate.js';
 import { requestDigest } from './outcome.js';
 import { makeRequest, requestRow } from './request.js';
 import { type ActionDecision, type ActionRequest, POWER_ACTIONS, type TargetDirectory, type Verdict } from './types.js';
@@ -34,6 +35,8 @@ export interface GuardDeps {
   config: Config['remediation'];
   /** the period of `schedules.firewall`, ms */
   firewallPeriodMs: () => number;
+  /** Alertmanager's alerts, which the outage gate reads (absent: none configured) */
+  alertmanager?: AlertReader | undefined;
   /** the guards walked (default GUARDS): a test plants one here to see the order every path walks */
   guards?: readonly Guard[];
 }
@@ -119,6 +122,12 @@ export const GUARDS: readonly Guard[] = [
     name: 'attack',
     applies: isPower,
     check: ({ deps, p }) => deny(checkAttack(deps.targets, p.req, deps.config.safety, p.now, deps.firewallPeriodMs())),
+  },
+  {
+    name: 'outage_gate',
+    applies: isPower,
+    check: async ({ deps, p }) =>
+      deny(await checkOutageGate(deps.alertmanager, deps.config.safety.blockWhileFiring, p.req.serverId)),
   },
   {
     name: 'circuit_breaker',

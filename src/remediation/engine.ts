@@ -29,6 +29,10 @@ import { DesiredFirewallState } from './desired-firewall.js';
 import { type Execution, execute, SENDERS } from './execute.js';
 import { RemediationGauges } from './gauges.js';
 import { Housekeeping } from './housekeeping.js';
+import type { AlertReader } from './outage-gate.js';
+import { SilenceKeeper, type SilenceWriter } from './silences.js';
+import { Verifier } from './verify.js';
+import { climb, escalationRow } from './ladder.js';
 import { askCircuitClose, closeCircuit, type OperatorDeps, readConsole } from './operator.js';
 import type { ActionDecision, ActionRequest, TargetDirectory } from './types.js';
 
@@ -51,6 +55,11 @@ export interface EngineDeps {
   now?: () => number;
   /** called after every decision (the daemon re-renders the exposition) */
   onDecision?: () => void;
+  /**
+   * Alertmanager (remediation.alertmanager): the outage gate and verification read its alerts, the silences
+   * are written to it (remediation/silences.ts); absent: none configured
+   */
+  alertmanager?: (AlertReader & SilenceWriter) | undefined;
   /** the guards every decision walks (default decide.ts GUARDS; a test plants a recording copy) */
   guards?: readonly Guard[];
   /**
@@ -76,6 +85,8 @@ export class RemediationEngine {
   readonly #firewall: DesiredFirewallState;
   readonly #approvals: Approvals;
   readonly #gauges: RemediationGauges;
+  readonly #verifier: Verifier;
+  readonly #silences: SilenceKeeper;
   #timer: NodeJS.Timeout | undefined;
   #ticking: Promise<void> | undefined;
   /** aborts the tick in progress: checked before each pending change is sent (stop(), i.e. demotion) */
@@ -87,6 +98,12 @@ export class RemediationEngine {
     this.#deps = deps;
     this.#now = deps.now ?? Date.now;
     this.#housekeeping = new Housekeeping(deps);
+    this.#verifier = new Verifier({ ...deps, onIneffective: (row) => this.#climb(row) });
+    this.#silences = new SilenceKeeper({
+      ...deps,
+      alertmanager: deps.config.alertmanager?.silenceWhileHandled === false ? undefined : deps.alertmanager,
+      approvalTimeoutMs: () => deps.config.approvalTimeoutMs,
+    });
     this.#gauges = new RemediationGauges(deps, this.#now);
     this.#firewall = new DesiredFirewallState({
       ...deps,
@@ -241,6 +258,18 @@ export class RemediationEngine {
     return this.#approvals.withdraw(row, principal, reason);
   }
 
+  /**
+   * The resolved webhook of an alert's episode (`fingerprint`, `startsAt`): its executed actions still verifying
+   * are `verified` (verify.ts). Returns how many; throws JournalError.
+   */
+  async alertResolved(fingerprint: string, startsAt: string): Promise<number> {
+    if (this.#deps.store.unavailable !== undefined) return 0;
+    await this.ready;
+    const ended = await this.#verifier.resolved(fingerprint, startsAt, this.#now());
+    if (ended.length > 0) this.#deps.onDecision?.();
+    return ended.length;
+  }
+
   /** Applies the pending firewall changes that are due, and the housekeeping. Called by the ticker; safe to call directly. */
   tick(): Promise<void> {
     if (this.#deps.store.unavailable !== undefined) return Promise.resolve();
@@ -257,6 +286,10 @@ export class RemediationEngine {
       })
       .then(() => (abort.signal.aborted ? undefined : this.#housekeeping.run(this.#now())))
       .then(() => (abort.signal.aborted ? undefined : this.#approvals.expire()))
+      .then(async () => {
+        if (!abort.signal.aborted && (await this.#verifier.run(this.#now())).length > 0) this.#deps.onDecision?.();
+      })
+      .then(() => (abort.signal.aborted ? undefined : this.#silences.reconcile(this.#now())))
       .then(() => {
         if (this.#tickFailing) this.#deps.logger.info('applying pending firewall changes works again');
         this.#tickFailing = false;
@@ -284,6 +317,25 @@ export class RemediationEngine {
     const cancelled = await this.#firewall.cancelWithoutRule();
     if (cancelled > 0) await this.#gauges.refresh();
     return cancelled;
+  }
+
+  /** After `row` ended ineffective: its ladder's next step, or the episode escalated (ladder.ts). */
+  #climb(row: JournalEntry): Promise<unknown> {
+    return climb(
+      {
+        rules: () => this.#deps.config.rules,
+        request: (req) => this.request(req),
+        escalate: async (from, message) => {
+          const id = await this.#deps.store.insert(escalationRow(from, this.#now(), message));
+          this.#deps.logger.warn(
+            { action: from.action, server_id: from.serverId, id },
+            `remediation escalated: ${message}`,
+          );
+          await this.#record(from.action, { id, decision: 'escalated', message });
+        },
+      },
+      row,
+    );
   }
 
   /** Throws when no decision can be made: the journal is unavailable, or no server list was read yet. */

@@ -11,7 +11,7 @@
  */
 import { createHash } from 'node:crypto';
 import { DEFAULT_COOLDOWN_MS, type ActionName } from '../config/schema.js';
-import type { RemediationRule } from '../config/types.js';
+import type { LadderStep, RemediationRule } from '../config/types.js';
 import { ConflictError } from '../errors.js';
 import { type DesiredFirewall, type JournalEntry, journalRow, labelsJson, type NewEntry } from '../store/rows.js';
 import { type ActionRequest, POWER_ACTIONS } from './types.js';
@@ -63,7 +63,15 @@ export interface DueSource {
   desired: DesiredFirewall;
 }
 
-export type RequestSource = RuleSource | OperatorSource | ApprovalSource | DueSource;
+/** The next step of the escalation ladder after journal row `row` (a step that was ineffective). */
+export interface LadderSource {
+  kind: 'ladder';
+  row: JournalEntry;
+  /** the rule's steps (the rule `row` was made under, unchanged since) */
+  steps: readonly LadderStep[];
+}
+
+export type RequestSource = RuleSource | OperatorSource | ApprovalSource | DueSource | LadderSource;
 
 /**
  * The request `source` makes. A rule's gives none for a status its action does not act on (a power or
@@ -71,7 +79,7 @@ export type RequestSource = RuleSource | OperatorSource | ApprovalSource | DueSo
  * ConflictError (an approval of a row written before requests were recorded: it cannot be run as it was made).
  */
 export function makeRequest(source: RuleSource): ActionRequest | undefined;
-export function makeRequest(source: OperatorSource | ApprovalSource | DueSource): ActionRequest;
+export function makeRequest(source: OperatorSource | ApprovalSource | DueSource | LadderSource): ActionRequest;
 export function makeRequest(source: RequestSource): ActionRequest | undefined {
   switch (source.kind) {
     case 'rule':
@@ -82,6 +90,8 @@ export function makeRequest(source: RequestSource): ActionRequest | undefined {
       return fromApproval(source);
     case 'due':
       return fromDue(source.desired);
+    case 'ladder':
+      return fromLadder(source);
   }
 }
 
@@ -134,6 +144,8 @@ export function requestRow(req: ActionRequest, now: number): NewEntry {
     cooldownMs: req.cooldownMs,
     holdMs: req.holdMs ?? null,
     requireOwnedIp: due ? null : req.requireOwnedIp,
+    verifyWithinMs: req.verifyWithinMs ?? null,
+    ladderStep: req.ladderStep ?? null,
   });
 }
 
@@ -149,6 +161,8 @@ function fromRule({ rule, index, alert, account, principal, label }: RuleSource)
     cooldownMs: rule.cooldownMs,
     requireOwnedIp: rule.requireOwnedIp,
     ...(rule.requireApproval ? { requireApproval: true } : {}),
+    ...(rule.verifyWithinMs !== undefined ? { verifyWithinMs: rule.verifyWithinMs } : {}),
+    ...(rule.steps ? { ladderStep: 0 } : {}),
     rule: { index, digest: ruleDigest(rule) },
     alert: {
       alertname: rule.alertname,
@@ -212,6 +226,8 @@ function fromApproval({ row, approver, at, reason }: ApprovalSource): ActionRequ
     cooldownMs,
     ...(row.holdMs !== null ? { holdMs: row.holdMs } : {}),
     requireOwnedIp,
+    ...(row.verifyWithinMs !== null ? { verifyWithinMs: row.verifyWithinMs } : {}),
+    ...(row.ladderStep !== null ? { ladderStep: row.ladderStep } : {}),
     ...(row.ruleIndex !== null && row.ruleDigest !== null
       ? { rule: { index: row.ruleIndex, digest: row.ruleDigest } }
       : {}),
@@ -229,6 +245,37 @@ function fromApproval({ row, approver, at, reason }: ApprovalSource): ActionRequ
         }
       : {}),
     approval: { of: row.id, by: approver, at, ...(reason !== undefined ? { reason } : {}) },
+  };
+}
+
+/**
+ * The step after `row`'s as a new request of the same alert episode: its own action, verify_within, approval
+ * and cooldown, every guard walked again; keyed by the row, so a retried climb is a duplicate.
+ */
+function fromLadder({ row, steps }: LadderSource): ActionRequest {
+  const at = row.ladderStep! + 1;
+  const step = steps[at]!;
+  return {
+    source: 'alert',
+    principal: row.principal ?? 'ladder',
+    account: row.account,
+    action: step.action,
+    serverId: row.serverId,
+    reason: `step ${at + 1} of ${steps.length}: step ${at} (${row.action}, journal entry ${row.id}) was ineffective`,
+    cooldownMs: step.cooldownMs,
+    requireOwnedIp: row.requireOwnedIp ?? true,
+    ...(step.requireApproval ? { requireApproval: true } : {}),
+    verifyWithinMs: step.verifyWithinMs,
+    ladderStep: at,
+    rule: { index: row.ruleIndex!, digest: row.ruleDigest! },
+    idempotencyKey: `ladder:${row.id}:${at}`,
+    alert: {
+      alertname: row.alertname!,
+      fingerprint: row.fingerprint!,
+      startsAt: row.startsAt!,
+      ...(row.labels !== null ? { labels: JSON.parse(row.labels) as Record<string, string> } : {}),
+      status: 'firing',
+    },
   };
 }
 

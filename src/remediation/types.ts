@@ -48,6 +48,10 @@ export interface ActionRequest {
   /** firewall state: apply no earlier than this many ms from now */
   holdMs?: number;
   requireOwnedIp: boolean;
+  /** the alert must resolve within this long after the call, ms (remediation/verify.ts); absent: not verified */
+  verifyWithinMs?: number;
+  /** the step of its rule's escalation ladder (0-based; remediation/ladder.ts) */
+  ladderStep?: number;
   /**
    * the rule an alert's request was made under: its position in `remediation.rules` and a digest of its content
    * (request.ts `ruleDigest`), journaled with the request

@@ -12,8 +12,10 @@ export const DECISION_MEANINGS = {
   denied_under_attack:
     'a power action for a server with attack events within remediation.safety.attack_window, or whose attack state is unknown',
   denied_circuit_open: "the account's circuit breaker is open (too many servers with power actions in its window)",
+  denied_blocked:
+    'a power action while an alert matching remediation.safety.block_while_firing is in Alertmanager (an outage), or while Alertmanager cannot be read',
   escalated:
-    'the server had remediation.safety.max_power_actions_per_server power actions in cap_window; nothing was sent',
+    "the server had remediation.safety.max_power_actions_per_server power actions in cap_window, or every step of a rule's ladder was ineffective; nothing was sent",
   circuit_closed: "an operator closed the account's circuit breaker (POST /api/v1/remediation/circuit/close)",
   denied_budget: 'the hourly budget is used up',
   cooldown: 'the same action ran on the same target within its cooldown',
@@ -45,6 +47,7 @@ export const GUARD_DENIALS: readonly Decision[] = [
   'denied_unknown_target',
   'denied_under_attack',
   'denied_circuit_open',
+  'denied_blocked',
   'escalated',
   'denied_budget',
   'cooldown',

@@ -71,10 +71,36 @@ export interface JournalEntry {
   cooldownMs: number | null;
   holdMs: number | null;
   requireOwnedIp: boolean | null;
+  /**
+   * How long after its call the alert that caused it must have resolved (the rule's `verify_within`), ms; null
+   * when the request is not verified (today's behaviour), and on rows written before it was kept
+   */
+  verifyWithinMs: number | null;
+  /** the step of its rule's escalation ladder (0-based; remediation/ladder.ts); null when the rule has none */
+  ladderStep: number | null;
+  /**
+   * Whether the action helped (remediation/verify.ts): `verifying` while an executed action with
+   * `verifyWithinMs` waits for its alert to resolve, then `verified` (it resolved in time) or `ineffective`
+   * (still firing at the deadline); null for every other row
+   */
+  verification: Verification | null;
+  /** when the verification ended (ms): the alert's resolution, or the deadline; null while verifying */
+  verifiedAt: number | null;
 }
 
+/** A verification's outcome, and the state before it (VERIFICATION_OUTCOMES in remediation/verify.ts). */
+export type Verification = 'verifying' | 'verified' | 'ineffective';
+
 /** The parameters a request row records (JournalEntry), null where it has none. */
-export const RECORDED_FIELDS = ['ruleIndex', 'ruleDigest', 'cooldownMs', 'holdMs', 'requireOwnedIp'] as const;
+export const RECORDED_FIELDS = [
+  'ruleIndex',
+  'ruleDigest',
+  'cooldownMs',
+  'holdMs',
+  'requireOwnedIp',
+  'verifyWithinMs',
+  'ladderStep',
+] as const;
 
 export type NewEntry = Omit<
   JournalEntry,
@@ -89,6 +115,8 @@ export type NewEntry = Omit<
   | 'labels'
   | 'alertStatus'
   | 'forced'
+  | 'verification'
+  | 'verifiedAt'
   | (typeof RECORDED_FIELDS)[number]
 > & {
   message?: string | null;
@@ -205,6 +233,9 @@ export const SENT_DECISIONS_SQL = "('executing', 'executed', 'failed', 'unknown'
 /** The power actions (config/actions.ts POWER_ACTIONS) as an SQL list: the circuit breaker and the cap count them. */
 export const POWER_ACTIONS_SQL = `(${[...POWER_ACTIONS].map((a) => `'${a}'`).join(', ')})`;
 
+/** The rows still verifying, as both backends select them (the partial index `actions_verifying` has it too). */
+export const VERIFYING_SQL = "decision = 'executed' AND verify_within_ms IS NOT NULL AND verification IS NULL";
+
 /** Decisions a power action counts for toward the cap per server: sent, maybe sent, or decided in dry run. */
 export const CAPPED_DECISIONS_SQL = "('executing', 'executed', 'failed', 'unknown', 'dry_run')";
 
@@ -262,6 +293,13 @@ export const toEntry = (r: Row): JournalEntry => ({
   holdMs: r.hold_ms == null ? null : Number(r.hold_ms),
   // 0/1 and BOOLEAN alike, as `forced`; null when not recorded.
   requireOwnedIp: r.require_owned_ip == null ? null : Number(r.require_owned_ip) === 1,
+  verifyWithinMs: r.verify_within_ms == null ? null : Number(r.verify_within_ms),
+  ladderStep: r.ladder_step == null ? null : Number(r.ladder_step),
+  // An executed row with a deadline and no outcome yet is verifying: no write between the call and the verdict.
+  verification:
+    (r.verification as Verification | null | undefined) ??
+    (r.decision === 'executed' && r.verify_within_ms != null ? 'verifying' : null),
+  verifiedAt: r.verified_at == null ? null : Number(r.verified_at),
 });
 
 export const toDesired = (r: Row): DesiredFirewall => ({
@@ -306,11 +344,13 @@ export const entryValues = (e: NewEntry) => [
   e.holdMs ?? null,
   e.requireOwnedIp == null ? null : e.requireOwnedIp ? 1 : 0,
   e.approverReason ?? null,
+  e.verifyWithinMs ?? null,
+  e.ladderStep ?? null,
 ];
 
 /** The columns of `entryValues`, in its order: the INSERT of both backends names them. */
 export const ENTRY_COLUMNS =
-  'account, created_at, source, action, server_id, ip, value, alertname, fingerprint, starts_at, decision, message, principal, reason, approver, approved_at, labels, alert_status, forced, rule_index, rule_digest, cooldown_ms, hold_ms, require_owned_ip, approver_reason';
+  'account, created_at, source, action, server_id, ip, value, alertname, fingerprint, starts_at, decision, message, principal, reason, approver, approved_at, labels, alert_status, forced, rule_index, rule_digest, cooldown_ms, hold_ms, require_owned_ip, approver_reason, verify_within_ms, ladder_step';
 
 /** The values of a desired state, in the column order of the upsert both backends write. */
 export const desiredValues = (d: DesiredFirewall) => [

@@ -77,6 +77,13 @@ export interface StateQueries {
   settleApproval(id: number, settlement: ApprovalSettlement): Promise<boolean>;
   /** The rows of `account` awaiting approval, oldest first (at most 1000). */
   awaitingApproval(account: string): Promise<JournalEntry[]>;
+  /** The executed rows of `account` still verifying (a `verify_within` and no outcome), oldest first (at most 1000). */
+  verifying(account: string): Promise<JournalEntry[]>;
+  /**
+   * Ends the verification of row `id` with `outcome` at `at` (ms) if it is still verifying; false when it is
+   * not (another replica, or the resolved webhook, ended it first: the database decides, once).
+   */
+  settleVerification(id: number, outcome: 'verified' | 'ineffective', at: number): Promise<boolean>;
   /** Newest first, optionally for one account, server, action, principal, decision, approver and/or since a time; `limit` rows at most. */
   list(filter: ListFilter): Promise<JournalEntry[]>;
   /**
@@ -131,6 +138,8 @@ export const QUERY_METHODS = [
   'get',
   'settleApproval',
   'awaitingApproval',
+  'verifying',
+  'settleVerification',
   'list',
   'recoverInterrupted',
   'decisionCounts',

@@ -1,6 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
+import { AlertmanagerClient } from '../../src/alertmanager/client.js';
+import { captureLogger } from './logger.js';
+import { tempDir } from './tmp.js';
 import { eventually, freePort, startProcess } from './processes.js';
 
 /**
@@ -41,4 +44,36 @@ receivers:
     (await request(`${url}/-/ready`)).statusCode === 200 ? true : undefined,
   );
   return { ...process, url, port };
+}
+
+/**
+ * An Alertmanager that notifies no one (every alert routed to `ignore`), for the daemon's API client to read
+ * and silence; with the client (`onOutcome` sees each request) over it.
+ */
+export async function startQuietAlertmanager(
+  binary: string,
+  prefix: string,
+  onOutcome?: (operation: string, ok: boolean) => void,
+) {
+  const dir = tempDir(prefix, 'all');
+  writeFileSync(join(dir, 'token'), 'unused-token-0123456789\n');
+  const am = await startAlertmanager(binary, {
+    dir,
+    name: 'am',
+    webhookUrl: 'http://127.0.0.1:9/unused',
+    tokenFile: join(dir, 'token'),
+    route: '  receiver: ignore',
+  });
+  const client = new AlertmanagerClient({
+    config: {
+      url: am.url,
+      timeoutMs: 5000,
+      maxResponseBytes: 1 << 20,
+      silenceWhileHandled: true,
+      tls: { insecureSkipVerify: false },
+    },
+    logger: captureLogger().logger,
+    ...(onOutcome ? { onOutcome } : {}),
+  });
+  return { am, client };
 }

@@ -87,6 +87,10 @@ describe.each(backends())('the state store on $name', (backend) => {
       cooldownMs: null,
       holdMs: null,
       requireOwnedIp: null,
+      verifyWithinMs: null,
+      ladderStep: null,
+      verification: null,
+      verifiedAt: null,
     });
     expect(await store.get(999_999)).toBeUndefined();
     expect((await store.list({ limit: 10 })).map((e) => e.id)).toEqual([c, b, a]);

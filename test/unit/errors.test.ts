@@ -35,6 +35,7 @@ const instances = {
   ConflictError: new errors.ConflictError('x'),
   ApprovedNotSentError: new errors.ApprovedNotSentError('x'),
   StateDirLockedError: new errors.StateDirLockedError('/d', 1),
+  AlertmanagerError: new errors.AlertmanagerError('x'),
 } satisfies Record<keyof typeof errors.errorClasses, Error>;
 
 describe('error catalogue', () => {

@@ -47,6 +47,9 @@ export function alertmanagerRoutes(
       for (const { alert, requests } of perAlert) {
         const matched = rules.some((rule) => matches(rule, alert));
         deps.metrics.alertsReceived.inc({ status: alert.status, matched: String(matched) });
+        // The episode resolved: the actions taken on it that are verifying helped (remediation/verify.ts).
+        if (alert.status === 'resolved' && matched)
+          for (const engine of deps.engines.values()) await engine.alertResolved(alert.fingerprint, alert.startsAt);
         for (const req of requests) {
           // requestsFor only names configured accounts.
           const result = await deps.engines.get(req.account)!.request(req);

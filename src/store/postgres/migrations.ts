@@ -92,6 +92,14 @@ export const MIGRATIONS: Readonly<Record<'journal' | 'ha', readonly Migration[]>
     // expired row keeps no approval time (it was given one, with no approver).
     `ALTER TABLE actions ADD COLUMN approver_reason TEXT;
    UPDATE actions SET approved_at = NULL WHERE decision = 'expired' AND approver IS NULL;`,
+    // 8: verification (issue 41): the rule's verify_within and its ladder step, recorded with the request, and
+    // the outcome (verified, ineffective) with its time; the leader reads the executed rows still verifying.
+    `ALTER TABLE actions ADD COLUMN verify_within_ms BIGINT;
+   ALTER TABLE actions ADD COLUMN verification TEXT;
+   ALTER TABLE actions ADD COLUMN verified_at BIGINT;
+   ALTER TABLE actions ADD COLUMN ladder_step INTEGER;
+   CREATE INDEX actions_verifying ON actions (account, id)
+     WHERE decision = 'executed' AND verify_within_ms IS NOT NULL AND verification IS NULL;`,
   ],
   ha: [
     `CREATE TABLE ha_directory (

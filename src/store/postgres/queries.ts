@@ -12,6 +12,7 @@ import {
   settlementValues,
   toDesired,
   toEntry,
+  VERIFYING_SQL,
   type DesiredFirewall,
   type Delivery,
   type ApprovalSettlement,
@@ -166,6 +167,23 @@ export class PgQueries implements StateQueries {
       [account],
     );
     return rows.map(toEntry);
+  }
+
+  async verifying(account: string): Promise<JournalEntry[]> {
+    const { rows } = await this.#run(
+      `SELECT * FROM actions WHERE account = $1 AND ${VERIFYING_SQL} ORDER BY id LIMIT 1000`,
+      [account],
+    );
+    return rows.map(toEntry);
+  }
+
+  async settleVerification(id: number, outcome: 'verified' | 'ineffective', at: number): Promise<boolean> {
+    // One UPDATE: of the webhook and a replica's tick ending it at once, exactly one sees it verifying.
+    const result = await this.#run(
+      `UPDATE actions SET verification = $1, verified_at = $2 WHERE id = $3 AND ${VERIFYING_SQL}`,
+      [outcome, at, id],
+    );
+    return result.rowCount === 1;
   }
 
   async list(filter: ListFilter): Promise<JournalEntry[]> {

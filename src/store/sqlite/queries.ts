@@ -10,6 +10,7 @@ import {
   entryValues,
   settlementValues,
   toEntry,
+  VERIFYING_SQL,
   type Delivery,
   type ApprovalSettlement,
   type JournalEntry,
@@ -166,6 +167,27 @@ export class SqliteQueries extends SqliteDesiredQueries {
           .prepare("SELECT * FROM actions WHERE account = ? AND decision = 'awaiting_approval' ORDER BY id LIMIT 1000")
           .all(account) as Row[]
       ).map(toEntry),
+    );
+  }
+
+  /** The executed rows of `account` still verifying, oldest first (at most 1000). */
+  verifying(account: string): JournalEntry[] {
+    return this.sql.read((db) =>
+      (
+        db
+          .prepare(`SELECT * FROM actions WHERE account = ? AND ${VERIFYING_SQL} ORDER BY id LIMIT 1000`)
+          .all(account) as Row[]
+      ).map(toEntry),
+    );
+  }
+
+  /** Ends row `id`'s verification if it is still verifying; false when it is not. */
+  settleVerification(id: number, outcome: 'verified' | 'ineffective', at: number): boolean {
+    return this.sql.write(
+      (db) =>
+        db
+          .prepare(`UPDATE actions SET verification = ?, verified_at = ? WHERE id = ? AND ${VERIFYING_SQL}`)
+          .run(outcome, at, id).changes === 1,
     );
   }
 

@@ -15,6 +15,7 @@ import { tempDir } from '../../helpers/tmp.js';
 
 const EXAMPLE = fileURLToPath(new URL('../../../examples/remediation-tests.yml', import.meta.url));
 const HUMAN_PATH = fileURLToPath(new URL('../../fixtures/remediation-tests/human-path.yml', import.meta.url));
+const LADDER = fileURLToPath(new URL('../../fixtures/remediation-tests/ladder.yml', import.meta.url));
 const REPLICA = fileURLToPath(new URL('../../../examples/ha/replica-a.yml', import.meta.url));
 
 /** Runs the command on `files`; returns its exit code and what it wrote. */
@@ -52,6 +53,25 @@ describe('remediation test', () => {
 
   it('passes on the human path: approve, deny, withdraw, expire and close the breaker', async () => {
     expect(await run(HUMAN_PATH)).toEqual({ code: 0, out: `${HUMAN_PATH}: SUCCESS\n`, err: '' });
+  });
+
+  it('passes on a ladder: a step that helps, one that does not, then escalated', async () => {
+    expect(await run(LADDER)).toEqual({ code: 0, out: `${LADDER}: SUCCESS\n`, err: '' });
+  });
+
+  it('fails a ladder whose step is expected to help when it did not', async () => {
+    const path = join(tempDir(), 'ladder.yml');
+    const text = readFileSync(LADDER, 'utf8');
+    writeFileSync(
+      path,
+      text.replace(
+        'verification: ineffective }\n      - { server_id: "100002", decision: executed, verification: verifying }',
+        'verification: verified }',
+      ),
+    );
+    const { code, out, err } = await run(path);
+    expect(code).toBe(1);
+    expect(out + err).toContain('at 17m: journal rows differ');
   });
 
   it.each([

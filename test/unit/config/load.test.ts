@@ -55,6 +55,7 @@ describe('config', () => {
           circuitBreaker: { windowMs: 15 * 60_000, maxServers: 3, maxFraction: 0.01 },
           maxPowerActionsPerServer: 3,
           capWindowMs: 24 * 3_600_000,
+          blockWhileFiring: [],
         },
         maxAlerts: 1000,
         bearerTokens: [],

@@ -30,6 +30,7 @@ const POWER_WALK = [
   'delivery',
   'target',
   'attack',
+  'outage_gate',
   'circuit_breaker',
   'cooldown',
   'cap_per_server',
@@ -127,7 +128,14 @@ describe('every path walks GUARDS in its order', () => {
     });
     const denied = await h.engine.request(powerRequest({ serverId: '100002' }));
     expect(denied).toMatchObject({ decision: 'denied_budget', message: 'server 100002 is in its maintenance window' });
-    expect(walked.splice(0)).toEqual(['delivery', 'target', 'attack', 'circuit_breaker', 'maintenance_window']);
+    expect(walked.splice(0)).toEqual([
+      'delivery',
+      'target',
+      'attack',
+      'outage_gate',
+      'circuit_breaker',
+      'maintenance_window',
+    ]);
     expect(h.sim.callsTo('/api/v1/dedicated/powercycle')).toHaveLength(0);
     const other = await h.engine.request(powerRequest({ serverId: '100001' }));
     expect([other.decision, walked]).toEqual(['executed', POWER_WALK]);

@@ -31,6 +31,10 @@ function rowOf(req: ActionRequest): JournalEntry {
     cooldownMs: null,
     holdMs: null,
     requireOwnedIp: null,
+    verifyWithinMs: null,
+    ladderStep: null,
+    verification: null,
+    verifiedAt: null,
     ...entry,
     decision: 'awaiting_approval',
   };

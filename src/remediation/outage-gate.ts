@@ -1,0 +1,61 @@
+/**
+ * The outage gate (`remediation.safety.block_while_firing`), like kured's blocking alerts and Chaos Monkey's
+ * pause during an outage: while Alertmanager holds an alert that matches every matcher of the gate (active,
+ * silenced or inhibited alike: a silenced outage is still an outage), power actions are `denied_blocked`, the
+ * message naming the blocking alert. Alertmanager is read at each decision, not from a cache: an outage that
+ * began a second ago blocks. When it cannot be read (no client, refused, timed out, a reply of another shape)
+ * the action is denied too, as the attack guard denies on an unknown attack state: the gate exists because
+ * acting during an outage is worse than not acting. The delivery is not claimed: the same alert acts after
+ * the outage (a repeat of it, Alertmanager's `repeat_interval`).
+ */
+import type { AlertmanagerAlert } from '../alertmanager/client.js';
+import { type LabelMatcher, matchesAll, showMatcher } from '../config/matchers.js';
+import type { Denial } from './guards.js';
+
+/** What the gate reads of Alertmanager (alertmanager/client.ts implements it). */
+export interface AlertReader {
+  /** every alert Alertmanager holds that has not resolved; throws AlertmanagerError */
+  alerts(): Promise<AlertmanagerAlert[]>;
+}
+
+const KEY = 'remediation.safety.block_while_firing';
+
+/** An alert as a message names it: `Name{label="value", …}` without the alertname among the labels. */
+function shown(alert: AlertmanagerAlert): string {
+  const { alertname, ...rest } = alert.labels;
+  const labels = Object.entries(rest)
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+    .join(', ');
+  return `${alertname ?? '(no alertname)'}{${labels}}`;
+}
+
+/**
+ * The gate's denial of a power action on `serverId`, or undefined when no gate is configured (`gate` empty) or
+ * no alert of `reader` matches it.
+ */
+export async function checkOutageGate(
+  reader: AlertReader | undefined,
+  gate: readonly LabelMatcher[],
+  serverId: string,
+): Promise<Denial | undefined> {
+  if (gate.length === 0) return undefined;
+  const unknown = (why: string): Denial => ({
+    decision: 'denied_blocked',
+    message: `whether an outage alert fires is unknown: ${why}; power actions need it (${KEY})`,
+  });
+  if (reader === undefined) return unknown('no Alertmanager in this process (remediation.alertmanager)');
+  let alerts: AlertmanagerAlert[];
+  try {
+    alerts = await reader.alerts();
+  } catch (error) {
+    return unknown(`Alertmanager cannot be read (${error instanceof Error ? error.message : String(error)})`);
+  }
+  const blocking = alerts.filter((a) => matchesAll(gate, a.labels));
+  if (blocking.length === 0) return undefined;
+  const others = blocking.length > 1 ? ` (and ${blocking.length - 1} more)` : '';
+  return {
+    decision: 'denied_blocked',
+    message: `power actions are blocked while ${shown(blocking[0]!)} fires${others} (${KEY}: ${gate.map(showMatcher).join(', ')}); nothing sent to server ${serverId}`,
+  };
+}

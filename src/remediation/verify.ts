@@ -1,0 +1,137 @@
+/**
+ * Did it help? An executed action of a rule with `verify_within` is `verifying` (store/rows.ts `verification`)
+ * until the alert that caused it — its fingerprint and `startsAt`, one firing episode — resolves: `verified`;
+ * or until `verify_within` after the call has passed with it still firing: `ineffective`. The journal row keeps
+ * the outcome and its time, in the store every replica shares.
+ *
+ * Two signals, either enough: the resolved webhook (`resolved`, on whichever replica Alertmanager reaches) and,
+ * where `remediation.alertmanager` is set, Alertmanager's own list (`GET /api/v2/alerts`, read by the leader's
+ * tick): an alert no longer listed in that episode has resolved. The API matters because a silence mutes the
+ * daemon's own receiver too: a resolved notification it suppressed never arrives. The deadline is checked by the
+ * leader's tick only (`run`), so a failover or a handover resumes it from the journal; ending a verification is
+ * one conditional UPDATE (`settleVerification`): of the webhook and a tick ending it at once, one wins.
+ */
+import type { Logger } from 'pino';
+import type { AlertmanagerAlert } from '../alertmanager/client.js';
+import type { Metrics } from '../metrics/definitions.js';
+import type { JournalEntry } from '../store/rows.js';
+import type { StateQueries } from '../store/store.js';
+import type { AlertReader } from './outage-gate.js';
+
+/** The outcomes a verification ends in (`outcome` of `baremetal_remediation_verifications_total`). */
+export const VERIFICATION_OUTCOMES = ['verified', 'ineffective'] as const;
+export type VerificationOutcome = (typeof VERIFICATION_OUTCOMES)[number];
+
+export interface VerifierDeps {
+  account: string;
+  store: StateQueries;
+  metrics: Metrics;
+  logger: Logger;
+  /** Alertmanager's alerts (absent: only the resolved webhook and the deadline) */
+  alertmanager?: AlertReader | undefined;
+  /** called once a row ended ineffective (the engine climbs its ladder, ladder.ts) */
+  onIneffective?: (row: JournalEntry) => Promise<unknown>;
+}
+
+/** One firing episode: an alert's fingerprint and its start (ms, so that both spellings of the time agree). */
+const episode = (fingerprint: string, startsAt: string): string => `${fingerprint}@${Date.parse(startsAt)}`;
+
+/** Whether `row` is the action taken on that episode. */
+const causedBy = (row: JournalEntry, key: string): boolean =>
+  row.fingerprint !== null && row.startsAt !== null && episode(row.fingerprint, row.startsAt) === key;
+
+/** When `row`'s verification ends unresolved, ms: `verify_within` after its call completed. */
+export const deadlineOf = (row: JournalEntry): number => (row.completedAt ?? row.createdAt) + (row.verifyWithinMs ?? 0);
+
+/**
+ * How often the leader's tick checks the verifying rows (and reads Alertmanager), ms: the ticker runs every
+ * second, Alertmanager need not be asked that often; an outcome is journaled at most this late.
+ */
+export const VERIFY_EVERY_MS = 10_000;
+
+export class Verifier {
+  readonly #deps: VerifierDeps;
+  #ranAt = -Infinity;
+
+  constructor(deps: VerifierDeps) {
+    this.#deps = deps;
+  }
+
+  /**
+   * The leader's tick at `now` (ms): the rows whose alert Alertmanager no longer lists are `verified`, those
+   * past their deadline `ineffective`; at most every VERIFY_EVERY_MS. Alertmanager unreadable: only the
+   * deadline (the client logs it once). Returns the rows it ended.
+   */
+  async run(now: number): Promise<Array<{ row: JournalEntry; outcome: VerificationOutcome }>> {
+    const { store, account } = this.#deps;
+    if (now - this.#ranAt < VERIFY_EVERY_MS) return [];
+    this.#ranAt = now;
+    const rows = await store.verifying(account);
+    if (rows.length === 0) return [];
+    const listed = await this.#listed();
+    const ended: Array<{ row: JournalEntry; outcome: VerificationOutcome }> = [];
+    for (const row of rows) {
+      const key = row.fingerprint !== null && row.startsAt !== null ? episode(row.fingerprint, row.startsAt) : '';
+      const outcome: VerificationOutcome | undefined =
+        listed !== undefined && !listed.has(key) ? 'verified' : now >= deadlineOf(row) ? 'ineffective' : undefined;
+      if (outcome && (await this.#settle(row, outcome, now))) ended.push({ row, outcome });
+    }
+    return ended;
+  }
+
+  /**
+   * The resolved webhook of the episode (`fingerprint`, `startsAt`) at `now` (ms): the actions taken on it that
+   * are still verifying are `verified`. Returns the rows it ended.
+   */
+  async resolved(fingerprint: string, startsAt: string, now: number): Promise<JournalEntry[]> {
+    const key = episode(fingerprint, startsAt);
+    const rows = (await this.#deps.store.verifying(this.#deps.account)).filter((row) => causedBy(row, key));
+    const ended: JournalEntry[] = [];
+    for (const row of rows) if (await this.#settle(row, 'verified', now)) ended.push(row);
+    return ended;
+  }
+
+  /** The episodes Alertmanager holds (firing, silenced or inhibited), or undefined when it is not read. */
+  async #listed(): Promise<Set<string> | undefined> {
+    const { alertmanager } = this.#deps;
+    if (alertmanager === undefined) return undefined;
+    let alerts: AlertmanagerAlert[];
+    try {
+      alerts = await alertmanager.alerts();
+    } catch {
+      return undefined;
+    }
+    return new Set(alerts.map((a) => episode(a.fingerprint, a.startsAt)));
+  }
+
+  /** Ends `row`'s verification (once: false when another replica or the webhook did), counted and logged. */
+  async #settle(row: JournalEntry, outcome: VerificationOutcome, now: number): Promise<boolean> {
+    const { store, metrics, logger } = this.#deps;
+    // An ineffective action is so at its deadline, even when the tick that sees it runs later.
+    const at = outcome === 'ineffective' ? Math.min(now, deadlineOf(row)) : now;
+    if (!(await store.settleVerification(row.id, outcome, at))) return false;
+    const rule = row.alertname ?? '';
+    metrics.remediationVerifications.inc({ action: row.action, rule, outcome });
+    const calledAt = row.completedAt ?? row.createdAt;
+    if (outcome === 'verified') metrics.remediationRecovery.observe({ action: row.action }, (at - calledAt) / 1000);
+    const fields = { journal_id: row.id, action: row.action, server_id: row.serverId, alertname: rule };
+    if (outcome === 'verified')
+      logger.info({ ...fields, recovery_s: (at - calledAt) / 1000 }, 'remediation verified: its alert resolved');
+    else {
+      logger.warn(
+        { ...fields, verify_within_s: (row.verifyWithinMs ?? 0) / 1000 },
+        'remediation ineffective: its alert still fires past verify_within',
+      );
+      // The outcome is journaled whatever comes next: a next step that cannot be asked for now is logged.
+      await this.#deps
+        .onIneffective?.(row)
+        .catch((error: unknown) =>
+          logger.error(
+            { err: error, journal_id: row.id },
+            'the next step of the escalation ladder could not be asked for',
+          ),
+        );
+    }
+    return true;
+  }
+}

@@ -1,0 +1,124 @@
+/**
+ * The escalation ladder (issue 41), on both state-store backends: an ineffective step starts the next as a new
+ * request through every guard; after the last the episode is escalated, naming the rule and the steps; a step
+ * that helps ends the ladder; a step a guard denies stops it with that decision.
+ */
+import { describe, expect, it } from 'vitest';
+import type { LadderStep, Principal } from '../../src/config/types.js';
+import { seriesValue } from '../helpers/metrics.js';
+import { engineHarness, remediationApp, rule } from '../helpers/remediation.js';
+import { backends } from '../helpers/store-backends.js';
+
+const TOKEN = 'alertmanager-token-0123456789abcdef';
+const PRINCIPALS: Principal[] = [{ name: 'alertmanager', bearerToken: TOKEN, roles: ['webhook'] }];
+const MIN = 60_000;
+const POWERCYCLE = '/api/v1/dedicated/powercycle';
+const step = (verifyMin: number, cooldownMin: number): LadderStep => ({
+  action: 'powercycle',
+  verifyWithinMs: verifyMin * MIN,
+  requireApproval: false,
+  cooldownMs: cooldownMin * MIN,
+});
+/** A ladder as the loader builds it: the first step's settings on the rule. */
+const ladder = (steps: LadderStep[]) =>
+  rule({
+    alertname: 'ServerDown',
+    action: 'powercycle',
+    verifyWithinMs: steps[0]!.verifyWithinMs,
+    cooldownMs: steps[0]!.cooldownMs,
+    steps,
+  });
+
+for (const backend of backends()) {
+  describe.skipIf(backend.skip)(`the escalation ladder (${backend.name})`, () => {
+    async function setup(steps: LadderStep[]) {
+      const db = await backend.fresh();
+      const h = await engineHarness({ principals: PRINCIPALS, rules: [ladder(steps)] }, await db.open());
+      const app = remediationApp(h);
+      const deliver = async (status: 'firing' | 'resolved') => {
+        const alert = {
+          status,
+          labels: { alertname: 'ServerDown', server_id: '100002' },
+          startsAt: '2026-11-21T11:58:00Z',
+          fingerprint: 'fp',
+        };
+        const res = await app.inject({
+          method: 'POST',
+          url: '/api/v1/alertmanager',
+          headers: { authorization: `Bearer ${TOKEN}` },
+          payload: { version: '4', status, alerts: [alert] },
+        });
+        expect(res.statusCode).toBe(200);
+        return res.json().results as Array<{ id: number; decision: string }>;
+      };
+      const rows = async () =>
+        (await h.journal.list({ limit: 100 })).reverse().map((e) => [e.ladderStep, e.decision, e.verification]);
+      return { h, deliver, rows };
+    }
+
+    it('steps on an ineffective outcome and escalates after the last step, naming the rule and the steps', async () => {
+      const { h, deliver, rows } = await setup([step(10, 30), step(20, 10)]);
+      expect((await deliver('firing'))[0]!.decision).toBe('executed');
+      h.clock.now += 11 * MIN;
+      await h.engine.tick();
+      expect(await rows()).toEqual([
+        [0, 'executed', 'ineffective'],
+        [1, 'executed', 'verifying'],
+      ]);
+      expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(2);
+      const second = (await h.journal.list({ limit: 1 }))[0]!;
+      expect(second.reason).toMatch(/^step 2 of 2: step 1 \(powercycle, journal entry \d+\) was ineffective$/);
+      h.clock.now += 21 * MIN;
+      await h.engine.tick();
+      expect(await rows()).toEqual([
+        [0, 'executed', 'ineffective'],
+        [1, 'executed', 'ineffective'],
+        [1, 'escalated', null],
+      ]);
+      expect((await h.journal.list({ limit: 1 }))[0]!.message).toMatch(
+        /^the ladder of remediation\.rules\[0\] \(ServerDown\): every step was ineffective \(powercycle → powercycle; the last, journal entry \d+\): nothing more is sent, a person must look at it$/,
+      );
+      expect(
+        await seriesValue(h.registry, 'baremetal_action_requests_total', {
+          action: 'powercycle',
+          decision: 'escalated',
+        }),
+      ).toBe(1);
+      expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(2);
+      // Nothing climbs further.
+      h.clock.now += 60 * MIN;
+      await h.engine.tick();
+      expect(await rows()).toHaveLength(3);
+    });
+
+    it('ends when a step helps', async () => {
+      const { h, deliver, rows } = await setup([step(10, 30), step(20, 10)]);
+      await deliver('firing');
+      h.clock.now += 11 * MIN;
+      await h.engine.tick();
+      h.clock.now += 5 * MIN;
+      await deliver('resolved');
+      h.clock.now += 60 * MIN;
+      await h.engine.tick();
+      expect(await rows()).toEqual([
+        [0, 'executed', 'ineffective'],
+        [1, 'executed', 'verified'],
+      ]);
+    });
+
+    it('stops with the decision of a guard that denies a step', async () => {
+      // The second step's cooldown (30m) is not over 11 minutes after the first call.
+      const { h, deliver, rows } = await setup([step(10, 30), step(20, 30)]);
+      await deliver('firing');
+      h.clock.now += 11 * MIN;
+      await h.engine.tick();
+      h.clock.now += 60 * MIN;
+      await h.engine.tick();
+      expect(await rows()).toEqual([
+        [0, 'executed', 'ineffective'],
+        [1, 'cooldown', null],
+      ]);
+      expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(1);
+    });
+  });
+}
