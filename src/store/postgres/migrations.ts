@@ -130,6 +130,15 @@ export const MIGRATIONS: Readonly<Record<'journal' | 'ha', readonly Migration[]>
      heartbeat_at TIMESTAMPTZ NOT NULL,
      started_at TIMESTAMPTZ NOT NULL DEFAULT now()
    ) WITH (fillfactor = 50, autovacuum_vacuum_threshold = 20, autovacuum_vacuum_scale_factor = 0);`,
+    // 4: one lease per account (store/postgres/leases.ts): who leads it until when, and the epoch every claim
+    // bumps; a write for the account carries the epoch and is refused unless it is still the current one.
+    `CREATE TABLE ha_leases (
+     account TEXT PRIMARY KEY,
+     -- the replica that leads the account, NULL once released
+     holder TEXT,
+     epoch BIGINT NOT NULL,
+     expires_at TIMESTAMPTZ NOT NULL
+   ) WITH (fillfactor = 50, autovacuum_vacuum_threshold = 20, autovacuum_vacuum_scale_factor = 0);`,
   ],
 };
 
