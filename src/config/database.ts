@@ -2,6 +2,7 @@
  * The state backend the config names: BAREMETAL_DATABASE_URL, else the file `database.url_file` names, else
  * `database.url` (PostgreSQL), else SQLite.
  */
+import { hostname } from 'node:os';
 import { readProblem } from '../read-bounded-file.js';
 import { redactDatabaseUrl } from './database-url.js';
 import type { ConfigDocument, ConfigEnv, ReadFile } from './document.js';
@@ -53,5 +54,11 @@ export function readDatabase(
     problems.push(`${at}: must be a postgres:// or postgresql:// URL with a host`);
     return undefined;
   }
-  return { kind: 'postgres', url, redactedUrl: redactDatabaseUrl(url) };
+  const shares = checks.value('database.share_accounts') === true;
+  return {
+    kind: 'postgres',
+    url,
+    redactedUrl: redactDatabaseUrl(url),
+    ...(shares ? { shares: { replica: checks.text('database.replica_name') ?? hostname() } } : {}),
+  };
 }

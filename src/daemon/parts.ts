@@ -41,7 +41,7 @@ export function servedParts(
   },
 ) {
   const { accounts, store, replication } = p;
-  const { shared, leading } = replication;
+  const { shared, leading, leads } = replication;
   const graphStores = new Map([...accounts].map(([name, account]) => [name, account.graphStore]));
   const graphSource = shared ? shared.graphs : localGraphs(graphStores);
   return {
@@ -50,7 +50,7 @@ export function servedParts(
     graphSource,
     readiness: readinessOf({
       accounts,
-      leading,
+      leads,
       electionProblem: replication.problem,
       store,
       firewallPolled: () => config.collectors.firewall,
@@ -67,7 +67,7 @@ export function servedParts(
     attacks: new Map([...accounts].map(([name, runtime]) => [name, runtime.state.attacks])),
     discovery: discoverySource(
       new Map([...accounts].map(([name, runtime]) => [name, runtime.state])),
-      shared ? { leading, directory: (account: string) => shared.directory.snapshot(account) } : undefined,
+      shared ? { leads, directory: (account: string) => shared.directory.snapshot(account) } : undefined,
     ),
     remediation: { engines: p.engines, store, metrics: p.metrics, config: config.remediation },
     authLimits: config.web.authLimits,
@@ -134,7 +134,7 @@ export async function startEngines(
         logger: accounts.size > 1 ? logger.child({ account: name }) : logger,
         // A follower checks targets against the list the leader published.
         targets: shared
-          ? leaderOrSnapshot(runtime.state, shared.directory.snapshot(name), replication.leading)
+          ? leaderOrSnapshot(runtime.state, shared.directory.snapshot(name), () => replication.leads(name))
           : runtime.state,
         config: config.remediation,
         // Read per decision: a reload may change the schedule.

@@ -13,6 +13,7 @@ import type { Config } from '../config/types.js';
 import type { AccountRuntime } from './accounts.js';
 import { exposeMetrics, knownSecrets, servedParts, startAccounts, startEngines } from './parts.js';
 import type { ElectionTimings, Role } from '../ha/role.js';
+import type { ShareTimings } from '../ha/shared-role.js';
 import { limitGraphDecoding } from '../graphs/image.js';
 import type { WebConfigFile } from '../http/web-config-reload.js';
 import { openStore, type OpenStoreOptions } from '../store/open.js';
@@ -56,8 +57,11 @@ export interface DaemonOptions {
   lifecycle?: boolean;
   /** `--web.telemetry-path`, already validated (`validateTelemetryPath`); default `/metrics` */
   telemetryPath?: string;
-  /** with PostgreSQL: the election's timings and how often the shared server directory is read, ms */
-  ha?: ElectionTimings & { refreshMs?: number };
+  /**
+   * with PostgreSQL: the election's timings (or with `database.share_accounts` the shares'), and how often the
+   * shared server directory is read, ms
+   */
+  ha?: ElectionTimings & { refreshMs?: number; shares?: ShareTimings };
   /** PostgreSQL state store: retry and health-check intervals, pool limits (tests shorten them) */
   stateStore?: OpenStoreOptions['postgres'];
 }
@@ -216,7 +220,11 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     stopping: () => stopping,
   });
   // A role change shows in /metrics at once (baremetal_leader).
-  const role = replication.elect(duties, { metrics, onChange: () => exposition.renderSoon() }, options.ha);
+  const role = replication.elect(
+    duties,
+    { metrics, onChange: () => exposition.renderSoon(), accounts: [...accounts.keys()] },
+    options.ha,
+  );
   return {
     app,
     url: listeners.url,

@@ -9,7 +9,7 @@
  * plus the lease, less a margin (the database's expiry is later than that), and `leads(account)` checks that
  * time synchronously, so a poll asks it before each step. A heartbeat or renewal that fails or is refused, or a
  * lease that runs out (the process was paused, the database is slow), demotes that account at once; the
- * database refuses the old epoch's writes anyway (leases.ts `fenced`).
+ * database refuses the old epoch's writes anyway (store/postgres/leases.ts `fenced`).
  */
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
@@ -52,6 +52,8 @@ export const HANDED_OVER = 'this replica is stopping';
 interface Held extends AccountTerm {
   /** performance.now() until which the lease is trusted */
   trustedUntil: number;
+  /** demotes the account when the lease runs out unrenewed (a heartbeat stuck on a hung network) */
+  watchdog?: NodeJS.Timeout;
 }
 
 export class AccountShares {
@@ -113,13 +115,16 @@ export class AccountShares {
     await this.#o.membership.leave().catch(() => undefined);
   }
 
-  /** Test hook: the replica freezes as if the process were paused (SIGSTOP): no heartbeat, no check. */
-  freeze(): void {
+  /**
+   * Test hook: the heartbeat stops, as when its statement hangs on a dead network or the process is paused; the
+   * leases are no longer renewed, and each account is demoted when its lease runs out (the watchdog).
+   */
+  pauseHeartbeat(): void {
     this.#ticker.pause();
   }
 
-  /** Test hook: the frozen replica wakes up (SIGCONT) and ticks at once. */
-  thaw(): void {
+  /** Test hook: the heartbeat starts again, at once. */
+  resumeHeartbeat(): void {
     this.start();
   }
 
@@ -150,7 +155,7 @@ export class AccountShares {
     const sentAt = performance.now();
     try {
       if (held) {
-        if (await this.#o.leases.renew(account, held.epoch)) held.trustedUntil = this.#trustedFrom(sentAt);
+        if (await this.#o.leases.renew(account, held.epoch)) this.#trust(held, sentAt);
         else this.#lose(account, 'its lease is no longer current (another replica claimed it)');
         return;
       }
@@ -158,7 +163,9 @@ export class AccountShares {
       if (epoch === undefined) return;
       // Stopped meanwhile: the claim is given back rather than left to expire.
       if (this.#ticker.stopped) return void (await this.#o.leases.release(account, epoch));
-      this.#held.set(account, { account, epoch, trustedUntil: this.#trustedFrom(sentAt) });
+      const term: Held = { account, epoch, trustedUntil: 0 };
+      this.#held.set(account, term);
+      this.#trust(term, sentAt);
       this.#o.logger.info(
         { account, epoch },
         'leading the account: this replica polls it and applies its deferred firewall changes',
@@ -173,8 +180,18 @@ export class AccountShares {
     return this.#o.reason ? this.#o.reason(error) : error instanceof Error ? error.message : String(error);
   }
 
-  #trustedFrom(sentAt: number): number {
-    return sentAt + this.#o.leaseMs - this.#o.marginMs;
+  /** Trusts `held` until a lease after `sentAt` less the margin, and watches that time. */
+  #trust(held: Held, sentAt: number): void {
+    held.trustedUntil = sentAt + this.#o.leaseMs - this.#o.marginMs;
+    clearTimeout(held.watchdog);
+    held.watchdog = setTimeout(
+      () => {
+        if (this.#held.get(held.account) === held && performance.now() >= held.trustedUntil)
+          this.#lose(held.account, 'its lease ran out before it was renewed');
+      },
+      Math.max(0, held.trustedUntil - performance.now()) + 1,
+    );
+    held.watchdog.unref();
   }
 
   /** Stops leading `account` at once (a fault): its duties stop; the lease is left to expire. */
@@ -182,6 +199,7 @@ export class AccountShares {
     const held = this.#held.get(account);
     if (!held) return;
     this.#held.delete(account);
+    clearTimeout(held.watchdog);
     this.#o.logger.warn(
       { account, epoch: held.epoch, reason },
       'no longer leading the account: its polls and deferred firewall changes stop',
@@ -194,6 +212,7 @@ export class AccountShares {
     const held = this.#held.get(account);
     if (!held) return;
     this.#held.delete(account);
+    clearTimeout(held.watchdog);
     if (reason !== HANDED_OVER) this.#o.logger.info({ account, epoch: held.epoch, reason }, 'handing the account over');
     this.#transition(account, () => this.#o.onLost(held, reason));
     await this.#transitions.get(account);

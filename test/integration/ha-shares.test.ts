@@ -1,7 +1,7 @@
 /**
  * Leadership per account on a real PostgreSQL (Debian's, on loopback): replicas sharing six accounts lead two
  * each, one replica per account; a replica that stops hands its accounts over and the others lead them; a
- * replica paused past its lease loses its accounts, and its writes under the old epoch are refused by the
+ * replica whose heartbeat stops past its lease loses its accounts, and its writes under the old epoch are refused by the
  * database (fencing).
  */
 import type pg from 'pg';
@@ -110,7 +110,7 @@ describe.skipIf(found.skip)('leadership per account (Debian postgresql on loopba
     expect(f.overlaps).toEqual([]);
   });
 
-  it('a replica paused past its lease leads nothing when it wakes, and its writes under the old epoch are refused', async () => {
+  it('a replica whose heartbeat stops past its lease leads nothing, and its writes under the old epoch are refused', async () => {
     const f = await fleet();
     const replicas = ['r0', 'r1', 'r2'].map((n) => f.replica(n));
     const leaders = await f.settled(replicas, [2, 2, 2]);
@@ -124,17 +124,17 @@ describe.skipIf(found.skip)('leadership per account (Debian postgresql on loopba
         ]),
       );
     await write(old.epoch);
-    paused.shares.freeze();
+    paused.shares.pauseHeartbeat();
     // the others lead its accounts once its heartbeat and leases have expired
     await eventually('another replica to lead the paused replica’s account', async () =>
       replicas.slice(1).some((r) => r.shares.leads(account)) ? true : undefined,
     );
-    // awake: it trusts the lease no more (before any heartbeat), and the database refuses its write
+    // it trusts the lease no more (no heartbeat needed), and the database refuses a write under the old epoch
     expect(paused.shares.leads(account)).toBe(false);
     await expect(write(old.epoch)).rejects.toBeInstanceOf(StaleLeaseError);
     const rows = await pool.query('SELECT epoch::text AS epoch FROM ha_leases WHERE account = $1', [account]);
     expect(BigInt(rows.rows[0].epoch)).toBeGreaterThan(BigInt(old.epoch));
-    paused.shares.thaw();
+    paused.shares.resumeHeartbeat();
     await f.settled(replicas, [2, 2, 2]);
     // back in its share, it leads under a new epoch; the old one stays refused
     expect(BigInt(paused.shares.term(account)?.epoch ?? '0')).toBeGreaterThan(BigInt(old.epoch));

@@ -19,6 +19,8 @@ import type { Logger } from 'pino';
 import type pg from 'pg';
 import { SharedDirectory } from './directory.js';
 import { SharedGraphs } from './graphs.js';
+import { AccountLeases } from './leases.js';
+import { Membership } from './membership.js';
 import { migrateAll } from './migrations.js';
 import { ACCOUNT_LOCK_KEY, openPool, type PoolLimits } from './pool.js';
 import { DATABASE_UNREACHABLE, databaseScrubber, reasonOf } from '../../config/database-url.js';
@@ -47,7 +49,12 @@ export interface PostgresStoreOptions {
 export interface PostgresStore extends StateStore {
   readonly kind: 'postgres';
   /** what replicas share besides the journal, over the same pool */
-  readonly shared: { directory: SharedDirectory; graphs: SharedGraphs };
+  readonly shared: {
+    directory: SharedDirectory;
+    graphs: SharedGraphs;
+    /** this replica's heartbeat and the accounts' leases (`database.share_accounts`), over the same pool */
+    shares(replica: string, leaseMs: number): { membership: Membership; leases: AccountLeases };
+  };
 }
 
 /**
@@ -219,7 +226,14 @@ export async function openPostgresStore(o: PostgresStoreOptions): Promise<Postgr
   return {
     ...forwardQueries(new PgQueries(c.run), async (call) => call()),
     kind: 'postgres',
-    shared: { directory, graphs: new SharedGraphs(c.pool, o.accounts, o.logger, message) },
+    shared: {
+      directory,
+      graphs: new SharedGraphs(c.pool, o.accounts, o.logger, message),
+      shares: (replica, leaseMs) => ({
+        membership: new Membership({ pool: c.pool, replica, leaseMs }),
+        leases: new AccountLeases({ pool: c.pool, replica, leaseMs }),
+      }),
+    },
     get unavailable() {
       return c.openFailure;
     },
