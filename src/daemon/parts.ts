@@ -75,17 +75,21 @@ export function servedParts(
   };
 }
 
-/** The exposition cache; a follower's leaves out what only the polling replica knows (metrics/definitions.ts). */
+/**
+ * The exposition cache; a follower's leaves out what only the polling replica knows (metrics/definitions.ts), and
+ * with shared accounts a replica's leaves out those series of the accounts another replica leads.
+ */
 export function exposeMetrics(
   registry: Registry,
   metrics: Metrics,
-  o: { now: () => number; leading: () => boolean; store: StateStore },
+  o: { now: () => number; leading: () => boolean; led: () => ReadonlySet<string> | undefined; store: StateStore },
 ): ExpositionCache {
   const leaderOnly = leaderOnlyNames(metrics);
   return new ExpositionCache({
     registry,
     now: o.now,
     include: (name) => o.leading() || !leaderOnly.has(name),
+    accountSeries: { names: leaderOnly, led: o.led },
     created: createdNames(metrics),
     beforeRender: (ms) => {
       metrics.renderedAt.set(ms / 1000);

@@ -41,6 +41,9 @@ export class Replication {
   /** true while this replica leads `account` (with one leader: while it leads) */
   readonly leads = (account: string): boolean => this.#role?.leads(account) ?? this.#database.kind === 'sqlite';
 
+  /** with shared accounts, the accounts this replica leads now; undefined with one leader for all */
+  readonly led = (): ReadonlySet<string> | undefined => this.#role?.led?.();
+
   /** the election's problem: the shared database does not answer */
   readonly problem = (): string | undefined => this.#role?.problem;
 

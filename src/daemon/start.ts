@@ -135,10 +135,10 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
   const { registry, metrics } = daemonMetrics(now);
   const store = await openDaemonStore(config, options, lock, logger);
   const replication = new Replication(config.database, store, logger);
-  const { shared, leading } = replication;
+  const { shared, leading, led } = replication;
   // Followers read the leader's server list once the schema is there.
   if (shared) void store.opened.then((open) => open && shared.directory.start());
-  const exposition = exposeMetrics(registry, metrics, { now, leading, store });
+  const exposition = exposeMetrics(registry, metrics, { now, leading, led, store });
   const accounts = await startAccounts(config, {
     metrics,
     logger,

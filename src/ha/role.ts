@@ -25,6 +25,8 @@ export interface Role {
   readonly leading: boolean;
   /** true while this replica leads `account` (with one leader: while it leads) */
   leads(account: string): boolean;
+  /** with shared accounts: the accounts this replica leads now (undefined with one leader for all) */
+  led?(): ReadonlySet<string>;
   /** why the shared database does not answer the election (readiness); always undefined with SQLite */
   readonly problem: string | undefined;
   /** stops leading (the duties end first), then lets another replica take over */

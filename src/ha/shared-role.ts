@@ -65,6 +65,7 @@ export function startSharedRole(deps: SharedRoleDeps, timings: ShareTimings = {}
       return shares.led().length > 0;
     },
     leads: (account: string) => shares.leads(account),
+    led: () => new Set(shares.led()),
     get problem() {
       return shares.problem;
     },

@@ -117,6 +117,18 @@ describe.skipIf(found.skip)('accounts shared among three daemons (Debian postgre
         ].sort(),
       ]),
     );
+  /** the accounts whose baremetal_servers series `d`'s /metrics carries (polled data: its leader's only) */
+  const exposed = async (d: Daemon) => {
+    await d.exposition.render();
+    const text = (await d.app.inject('/metrics')).body;
+    return [...text.matchAll(/^baremetal_servers\{account="([^"]+)"\}/gm)].map((m) => m[1]!).sort();
+  };
+  /** account → leader, inverted: the accounts each of `all` leads */
+  const ledBy = (leaderOf: Map<string, string>, replica: number) =>
+    [...leaderOf]
+      .filter(([, r]) => r === REPLICAS[replica])
+      .map(([a]) => a)
+      .sort();
   const mark = () => new Map(ACCOUNTS.map((a) => [a, sims.get(a)!.calls.length]));
   /** waits until every account's API has been called since `since` by its leader, then returns who called */
   const polledBy = async (since: Map<string, number>, leaderOf: Map<string, string>) =>
@@ -140,6 +152,8 @@ describe.skipIf(found.skip)('accounts shared among three daemons (Debian postgre
     await new Promise((r) => setTimeout(r, 2_000));
     expect(pollers(since)).toEqual(new Map(ACCOUNTS.map((a) => [a, [leaderOf.get(a)]])));
     expect(seen.size).toBe(6);
+    // the series of an account come from the replica that leads it only (r0, first up, led and polled all six)
+    for (const [i, d] of all.entries()) expect(await exposed(d)).toEqual(ledBy(leaderOf, i));
     // every replica exposes a series per account; the daemon-wide one is not there
     const text = (await all[0]!.app.inject('/metrics')).body;
     expect(text.match(/^baremetal_leader\{account="[^"]+"\} [01]$/gm)).toHaveLength(6);
@@ -162,5 +176,6 @@ describe.skipIf(found.skip)('accounts shared among three daemons (Debian postgre
     const since = mark();
     await polledBy(since, leaderOf);
     for (const [account, callers] of pollers(since)) expect(callers).toEqual([leaderOf.get(account)]);
+    for (const i of [0, 2]) expect(await exposed(all[i]!)).toEqual(ledBy(leaderOf, i));
   });
 });
