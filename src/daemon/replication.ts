@@ -75,7 +75,7 @@ export class Replication {
     const shared = this.shared;
     if (database.kind === 'postgres' && database.shares && shared) {
       const leaseMs = shareTimings?.leaseMs ?? SHARES_DEFAULTS.leaseMs;
-      this.#role = startSharedRole(
+      const role = startSharedRole(
         {
           ...deps,
           logger: this.#logger,
@@ -85,6 +85,13 @@ export class Replication {
         },
         shareTimings,
       );
+      // Every write this replica makes as an account's leader carries the account's lease epoch.
+      const replica = database.shares.replica;
+      shared.fence((account) => {
+        const term = role.shares.term(account);
+        return term && { replica, epoch: term.epoch };
+      });
+      this.#role = role;
     } else this.#role = startRole(database, { logger: this.#logger, ...deps, duties: duties.all }, election);
     return this.#role;
   }

@@ -8,6 +8,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon/start.js';
+import { StaleLeaseError } from '../../src/errors.js';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
 import { startHarness } from '../helpers/daemon.js';
 import { requirePostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';
@@ -158,6 +159,23 @@ describe.skipIf(found.skip)('accounts shared among three daemons (Debian postgre
     const text = (await all[0]!.app.inject('/metrics')).body;
     expect(text.match(/^baremetal_leader\{account="[^"]+"\} [01]$/gm)).toHaveLength(6);
     expect(text).not.toMatch(/^baremetal_leader [01]$/m);
+  });
+
+  it('a replica whose heartbeat stopped cannot write for the accounts it led: its event ids and server list are refused', async () => {
+    const start = await cluster();
+    const all = [await start(0), await start(1), await start(2)];
+    const before = await settled(all, [2, 2, 2]);
+    const account = ledBy(before, 1)[0]!;
+    const stale = all[1]!;
+    const ids = new Map([['dedicated:100001', new Set(['late-event'])]]);
+    await stale.accounts.get(account)!.ledger.save(ids);
+    (stale.role as unknown as { shares: { pauseHeartbeat(): void } }).shares.pauseHeartbeat();
+    const after = await settled([all[0], undefined, all[2]], [3, 3]);
+    const leader = all[REPLICAS.indexOf(after.get(account)!)]!;
+    // the stale replica's attack-event ids and server list for the account are refused; the leader's are written
+    await expect(stale.accounts.get(account)!.ledger.save(ids)).rejects.toBeInstanceOf(StaleLeaseError);
+    await expect(stale.shared!.directory.publish(account, () => ({}))).rejects.toBeInstanceOf(StaleLeaseError);
+    await expect(leader.accounts.get(account)!.ledger.save(ids)).resolves.toBeUndefined();
   });
 
   it.each([

@@ -33,6 +33,32 @@ export interface LeaseRow {
 
 const UNTIL = 'now() + make_interval(secs => $3::float8 / 1000)';
 
+/** Who writes for an account under which lease: this replica's name and the epoch it leads under. */
+export interface LeaseTerm {
+  replica: string;
+  /** bigint as text */
+  epoch: string;
+}
+
+/**
+ * Inside a transaction: locks `account`'s lease row FOR SHARE and throws StaleLeaseError unless `term` is its
+ * current, unexpired lease (undefined: this replica does not lead the account, nothing may be written). A claim
+ * by another replica updates that row, so it waits for this transaction to end.
+ */
+export async function checkLease(
+  query: (sql: string, params: unknown[]) => Promise<{ rowCount: number | null }>,
+  account: string,
+  term: LeaseTerm | undefined,
+): Promise<void> {
+  if (term === undefined) throw new StaleLeaseError(account, 'none');
+  const { rowCount } = await query(
+    `SELECT 1 FROM ha_leases
+      WHERE account = $1 AND holder = $2 AND epoch = $3::bigint AND expires_at > now() FOR SHARE`,
+    [account, term.replica, term.epoch],
+  );
+  if (rowCount !== 1) throw new StaleLeaseError(account, term.epoch);
+}
+
 export class AccountLeases {
   readonly #o: LeasesOptions;
 
@@ -89,12 +115,7 @@ export class AccountLeases {
     let broken = false;
     try {
       await client.query('BEGIN');
-      const { rowCount } = await client.query(
-        `SELECT 1 FROM ha_leases
-          WHERE account = $1 AND holder = $2 AND epoch = $3::bigint AND expires_at > now() FOR SHARE`,
-        [account, this.#o.replica, epoch],
-      );
-      if (rowCount !== 1) throw new StaleLeaseError(account, epoch);
+      await checkLease((sql, params) => client.query(sql, params), account, { replica: this.#o.replica, epoch });
       const result = await fn(client);
       await client.query('COMMIT');
       return result;
