@@ -157,6 +157,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     },
     ...(shared ? { graphMirror: (account: string) => shared.graphs.mirror(account) } : {}),
     eventLedger: (account: string) => store.eventLedger(account),
+    leads: replication.leads,
   });
   const engines = await startEngines(config, { accounts, store, replication, logger, now, exposition });
   const web = await webDeps(config, options.webConfig);

@@ -19,7 +19,7 @@ const ACCOUNTS = ['acme', 'globex', 'initech', 'umbrella', 'hooli', 'stark'];
 const REPLICAS = ['r0', 'r1', 'r2'];
 const keyOf = (account: string, replica: number) => `shares-key-${account}-r${replica}-7d1e`;
 /** short leases, so that a frozen replica's accounts move within the test's 15 s */
-const HA = { refreshMs: 100, shares: { leaseMs: 3_000, tickMs: 200, marginMs: 1_000 } };
+const HA = { refreshMs: 100, shares: { leaseMs: 4_000, tickMs: 250, marginMs: 1_000 } };
 
 describe.skipIf(found.skip)('accounts shared among three daemons (Debian postgresql on loopback)', () => {
   let server: TestPostgres;
@@ -88,8 +88,11 @@ describe.skipIf(found.skip)('accounts shared among three daemons (Debian postgre
     }
     return out;
   };
-  /** each account's one leader, once every account has one and the replicas lead `expected` accounts each */
-  const settled = (all: Array<Daemon | undefined>, expected: number[]) =>
+  /**
+   * Each account's one leader, once every account has one and the replicas lead `expected` accounts each: within
+   * 15 s (the failover target), 30 s at start (three daemons starting on a loaded machine).
+   */
+  const settled = (all: Array<Daemon | undefined>, expected: number[], deadlineMs = 15_000) =>
     eventually(
       `every account led by one replica, ${expected.join('/')}`,
       async () => {
@@ -100,7 +103,7 @@ describe.skipIf(found.skip)('accounts shared among three daemons (Debian postgre
           ? new Map([...by].map(([a, l]) => [a, l[0]!]))
           : undefined;
       },
-      15_000,
+      deadlineMs,
       100,
     );
   /** account → the replicas that called its API since `since` (the simulator's clock, ms) */
@@ -146,7 +149,7 @@ describe.skipIf(found.skip)('accounts shared among three daemons (Debian postgre
   it('each account polled by exactly one replica, 2/2/2, the one whose baremetal_leader{account} is 1', async () => {
     const start = await cluster();
     const all = [await start(0), await start(1), await start(2)];
-    const leaderOf = await settled(all, [2, 2, 2]);
+    const leaderOf = await settled(all, [2, 2, 2], 30_000);
     const since = mark();
     const seen = await polledBy(since, leaderOf);
     // a few more seconds of polling: still nobody else
@@ -164,7 +167,7 @@ describe.skipIf(found.skip)('accounts shared among three daemons (Debian postgre
   it('a replica whose heartbeat stopped cannot write for the accounts it led: its event ids and server list are refused', async () => {
     const start = await cluster();
     const all = [await start(0), await start(1), await start(2)];
-    const before = await settled(all, [2, 2, 2]);
+    const before = await settled(all, [2, 2, 2], 30_000);
     const account = ledBy(before, 1)[0]!;
     const stale = all[1]!;
     const ids = new Map([['dedicated:100001', new Set(['late-event'])]]);
@@ -187,7 +190,7 @@ describe.skipIf(found.skip)('accounts shared among three daemons (Debian postgre
   ])('a replica that $name: its accounts are led and polled again by the others, 3/3', async ({ end }) => {
     const start = await cluster();
     const all: Array<Daemon | undefined> = [await start(0), await start(1), await start(2)];
-    await settled(all, [2, 2, 2]);
+    await settled(all, [2, 2, 2], 30_000);
     await end(all[1]!);
     const rest = [all[0], undefined, all[2]];
     const leaderOf = await settled(rest, [3, 3]);
