@@ -141,6 +141,25 @@ describe.skipIf(found.skip)('leadership per account (Debian postgresql on loopba
     await expect(write(old.epoch)).rejects.toBeInstanceOf(StaleLeaseError);
   });
 
+  it('a PostgreSQL restart (every session ended): every account is led again, 2/2/2, never two at once', async () => {
+    const f = await fleet();
+    const replicas = ['r0', 'r1', 'r2'].map((n) => f.replica(n));
+    await f.settled(replicas, [2, 2, 2]);
+    server.restart();
+    // Past two leases after the restart, a live lease is one claimed or renewed since (on new sessions).
+    const restartedAt = Date.now();
+    await eventually('two leases to pass', async () =>
+      Date.now() - restartedAt > 2 * TIMINGS.leaseMs ? true : undefined,
+    );
+    const leaders = await f.settled(replicas, [2, 2, 2]);
+    // the leases in the database agree, and are live
+    const rows = await replicas[0]!.leases.all();
+    expect(rows.map((r) => [r.account, r.holder, r.live])).toEqual(
+      [...ACCOUNTS].sort().map((a) => [a, leaders.get(a), true]),
+    );
+    expect(f.overlaps).toEqual([]);
+  });
+
   it('one replica with one account leads it, as one leader does today', async () => {
     const f = await fleet();
     const only = f.replica('solo', ['acme']);
