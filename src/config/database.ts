@@ -42,7 +42,14 @@ export function readDatabase(
       at = 'database.url';
     }
   }
-  if (!url) return { kind: 'sqlite' };
+  const shares = checks.value('database.share_accounts') === true;
+  if (!url) {
+    if (!shares) return { kind: 'sqlite' };
+    problems.push(
+      'database.share_accounts: needs PostgreSQL (database.url, database.url_file or BAREMETAL_DATABASE_URL): with SQLite there is one replica',
+    );
+    return undefined;
+  }
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -54,7 +61,6 @@ export function readDatabase(
     problems.push(`${at}: must be a postgres:// or postgresql:// URL with a host`);
     return undefined;
   }
-  const shares = checks.value('database.share_accounts') === true;
   return {
     kind: 'postgres',
     url,
