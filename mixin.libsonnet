@@ -326,8 +326,8 @@ local alerting = [
           "severity": "critical"
         },
         "annotations": {
-          "summary": "No baremetal-exporter replica is the leader",
-          "description": "Every scraped replica of {{ $labels.job }} reports baremetal_leader 0 for 2 minutes: nothing polls the API and deferred firewall changes wait. Usually PostgreSQL is unreachable.",
+          "summary": "No baremetal-exporter replica is the leader{{ with $labels.account }} of account {{ . }}{{ end }}",
+          "description": "Every scraped replica of {{ $labels.job }} reports baremetal_leader 0{{ with $labels.account }} for account {{ . }}{{ end }} for 2 minutes: nothing polls the API and deferred firewall changes wait. Usually PostgreSQL is unreachable.",
           "runbook_url": "https://github.com/baremetal-exporter/baremetal-exporter/blob/main/docs/runbook.md#baremetalnoleader"
         }
       },
@@ -339,8 +339,8 @@ local alerting = [
           "severity": "critical"
         },
         "annotations": {
-          "summary": "{{ $value }} baremetal-exporter replicas are the leader",
-          "description": "More than one replica of {{ $labels.job }} reports baremetal_leader 1 for 2 minutes: they do not share one database, so each polls and each may act on the same alert.",
+          "summary": "{{ $value }} baremetal-exporter replicas are the leader{{ with $labels.account }} of account {{ . }}{{ end }}",
+          "description": "More than one replica of {{ $labels.job }} reports baremetal_leader 1{{ with $labels.account }} for account {{ . }}{{ end }} for 2 minutes: they do not share one database (or, with database.share_accounts, two share one replica_name), so each polls and each may act on the same alert.",
           "runbook_url": "https://github.com/baremetal-exporter/baremetal-exporter/blob/main/docs/runbook.md#baremetalsplitbrain"
         }
       }

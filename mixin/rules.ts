@@ -407,13 +407,13 @@ sum by ${fleet('action', 'rule')} (${s(names.verifications)}) >= 3
       {
         alert: 'BaremetalNoLeader',
         comment:
-          'Replicas that are up all report 0. No absent(): with every replica down there is no series, and\nBaremetalExporterDown (each target) or BaremetalExporterAbsent (no target) pages instead.',
+          'Replicas that are up all report 0. No absent(): with every replica down there is no series, and\nBaremetalExporterDown (each target) or BaremetalExporterAbsent (no target) pages instead. With\ndatabase.share_accounts the series carry the label account: the aggregation keeps it, so the alert is per account.',
         expr: `max ${replicas} (${s('baremetal_leader')}) == 0`,
         for: '2m',
         annotations: {
-          summary: 'No baremetal-exporter replica is the leader',
+          summary: 'No baremetal-exporter replica is the leader{{ with $labels.account }} of account {{ . }}{{ end }}',
           description:
-            'Every scraped replica of {{ $labels.job }} reports baremetal_leader 0 for 2 minutes: nothing polls the API and deferred firewall changes wait. Usually PostgreSQL is unreachable.',
+            'Every scraped replica of {{ $labels.job }} reports baremetal_leader 0{{ with $labels.account }} for account {{ . }}{{ end }} for 2 minutes: nothing polls the API and deferred firewall changes wait. Usually PostgreSQL is unreachable.',
         },
       },
       'critical',
@@ -422,13 +422,14 @@ sum by ${fleet('action', 'rule')} (${s(names.verifications)}) >= 3
       {
         alert: 'BaremetalSplitBrain',
         comment:
-          'Two leaders can only be two databases: replicas on different PostgreSQL databases, or on SQLite\n(always leader). Failover never overlaps for 2 minutes.',
+          'Two leaders can only be two databases: replicas on different PostgreSQL databases, or on SQLite\n(always leader); with database.share_accounts (per account, the label kept) also two replicas with one\nreplica_name. Failover and handover never overlap for 2 minutes.',
         expr: `sum ${replicas} (${s('baremetal_leader')}) > 1`,
         for: '2m',
         annotations: {
-          summary: '{{ $value }} baremetal-exporter replicas are the leader',
+          summary:
+            '{{ $value }} baremetal-exporter replicas are the leader{{ with $labels.account }} of account {{ . }}{{ end }}',
           description:
-            'More than one replica of {{ $labels.job }} reports baremetal_leader 1 for 2 minutes: they do not share one database, so each polls and each may act on the same alert.',
+            'More than one replica of {{ $labels.job }} reports baremetal_leader 1{{ with $labels.account }} for account {{ . }}{{ end }} for 2 minutes: they do not share one database (or, with database.share_accounts, two share one replica_name), so each polls and each may act on the same alert.',
         },
       },
       'critical',

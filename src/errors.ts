@@ -217,6 +217,23 @@ export class JournalError extends BaremetalError {
   override readonly statusCode = 503;
 }
 
+/**
+ * A write for an account was refused by PostgreSQL because the lease epoch it carries is no longer the
+ * account's (ha_leases): another replica leads the account now, or this one's lease expired. Nothing was written.
+ */
+export class StaleLeaseError extends BaremetalError {
+  override readonly code = 'BM_ERR_STALE_LEASE';
+  override readonly statusCode = 503;
+  constructor(
+    readonly account: string,
+    readonly epoch: string,
+  ) {
+    super(
+      `write for account ${account} refused: lease epoch ${epoch} is no longer current (another replica leads it, or the lease expired)`,
+    );
+  }
+}
+
 /** The daemon cannot decide yet (no server list read so far): 503, so Alertmanager retries. */
 export class NotReadyError extends BaremetalError {
   override readonly code = 'BM_ERR_NOT_READY';
@@ -343,6 +360,7 @@ export const errorClasses = {
   GraphDecodeError,
   NotFoundError,
   JournalError,
+  StaleLeaseError,
   NotReadyError,
   BadRequestError,
   AuthError,

@@ -2,6 +2,7 @@
  * The state backend the config names: BAREMETAL_DATABASE_URL, else the file `database.url_file` names, else
  * `database.url` (PostgreSQL), else SQLite.
  */
+import { hostname } from 'node:os';
 import { readProblem } from '../read-bounded-file.js';
 import { redactDatabaseUrl } from './database-url.js';
 import type { ConfigDocument, ConfigEnv, ReadFile } from './document.js';
@@ -41,7 +42,14 @@ export function readDatabase(
       at = 'database.url';
     }
   }
-  if (!url) return { kind: 'sqlite' };
+  const shares = checks.value('database.share_accounts') === true;
+  if (!url) {
+    if (!shares) return { kind: 'sqlite' };
+    problems.push(
+      'database.share_accounts: needs PostgreSQL (database.url, database.url_file or BAREMETAL_DATABASE_URL): with SQLite there is one replica',
+    );
+    return undefined;
+  }
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -53,5 +61,10 @@ export function readDatabase(
     problems.push(`${at}: must be a postgres:// or postgresql:// URL with a host`);
     return undefined;
   }
-  return { kind: 'postgres', url, redactedUrl: redactDatabaseUrl(url) };
+  return {
+    kind: 'postgres',
+    url,
+    redactedUrl: redactDatabaseUrl(url),
+    ...(shares ? { shares: { replica: checks.text('database.replica_name') ?? hostname() } } : {}),
+  };
 }

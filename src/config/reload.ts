@@ -100,6 +100,8 @@ const FILE_KEYS: Record<string, string> = {
   'web.additional': 'web.listen_address',
   'database.kind': 'database.url',
   'database.redacted_url': 'database.url',
+  'database.shares': 'database.share_accounts',
+  'database.shares.replica': 'database.replica_name',
 };
 
 /** Dotted paths (config-file spelling) where `a` and `b` differ; an account's name is kept as it is. */

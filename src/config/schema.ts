@@ -546,6 +546,20 @@ export const configFileSchema = strict({
         }),
       ),
       url_file: Type.Optional(path('file holding the PostgreSQL URL (its password is never logged)')),
+      share_accounts: Type.Boolean({
+        default: false,
+        description:
+          'with PostgreSQL: share the accounts out among the live replicas, each account led by one replica under a lease with an epoch (see High availability), instead of one leader polling every account',
+      }),
+      replica_name: Type.Optional(
+        Type.String({
+          minLength: 1,
+          maxLength: 253,
+          pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$',
+          description:
+            "this replica's name among those sharing the database (`share_accounts`), unique and stable across its restarts (a StatefulSet pod's name); default: the host name",
+        }),
+      ),
     },
     { default: {} },
   ),

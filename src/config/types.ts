@@ -107,9 +107,17 @@ export interface Config {
   stateDir: string;
   /**
    * Where the remediation state lives: SQLite under `state_dir` (one process), or PostgreSQL shared by
-   * replicas, which then elect one leader to poll. `url` carries the password: never log it (`redactedUrl`).
+   * replicas, which then elect one leader to poll (or, with `shares`, one per account). `url` carries the password: never log it (`redactedUrl`).
    */
-  database: { kind: 'sqlite' } | { kind: 'postgres'; url: string; redactedUrl: string };
+  database:
+    | { kind: 'sqlite' }
+    | {
+        kind: 'postgres';
+        url: string;
+        redactedUrl: string;
+        /** `share_accounts`: the accounts shared out among the replicas, under this replica's name */
+        shares?: { replica: string };
+      };
   logLevel: ConfigFile['log_level'];
   schedules: Record<JobName, string>;
   graphs: { types: ConfigFile['graphs']['types']; scales: ConfigFile['graphs']['scales']; maxWidth: number };

@@ -54,6 +54,8 @@ export interface AccountDeps {
   onPollFinished: (account: string, job: JobName, outcome: RunOutcome) => void;
   /** where an account's graph store copies its images (replicas sharing PostgreSQL) */
   graphMirror?: (account: string) => GraphMirror;
+  /** whether this replica leads the account now: a scheduled tick of an account it does not lead starts nothing */
+  leads?: (account: string) => boolean;
 }
 
 /** Builds (but does not start) the runtime of `account`, and loads what it left under state_dir. */
@@ -115,6 +117,7 @@ export async function startAccount(
     deps.config.schedules,
     (poll, seconds) => metrics.pollInterval.set({ poll }, seconds),
     logger,
+    deps.leads && (() => deps.leads!(account.name)),
   );
   if (account.upstream.apiKeySource === 'yaml')
     logger.warn('the API key sits in the config file itself: prefer api_key_file or BAREMETAL_API_KEY');

@@ -43,7 +43,7 @@ export function servedParts(
   },
 ) {
   const { accounts, store, replication } = p;
-  const { shared, leading } = replication;
+  const { shared, leading, leads } = replication;
   const graphStores = new Map([...accounts].map(([name, account]) => [name, account.graphStore]));
   const graphSource = shared ? shared.graphs : localGraphs(graphStores);
   return {
@@ -52,7 +52,7 @@ export function servedParts(
     graphSource,
     readiness: readinessOf({
       accounts,
-      leading,
+      leads,
       electionProblem: replication.problem,
       store,
       firewallPolled: () => config.collectors.firewall,
@@ -69,7 +69,7 @@ export function servedParts(
     attacks: new Map([...accounts].map(([name, runtime]) => [name, runtime.state.attacks])),
     discovery: discoverySource(
       new Map([...accounts].map(([name, runtime]) => [name, runtime.state])),
-      shared ? { leading, directory: (account: string) => shared.directory.snapshot(account) } : undefined,
+      shared ? { leads, directory: (account: string) => shared.directory.snapshot(account) } : undefined,
     ),
     remediation: { engines: p.engines, store, metrics: p.metrics, config: config.remediation },
     authLimits: config.web.authLimits,
@@ -77,17 +77,21 @@ export function servedParts(
   };
 }
 
-/** The exposition cache; a follower's leaves out what only the polling replica knows (metrics/definitions.ts). */
+/**
+ * The exposition cache; a follower's leaves out what only the polling replica knows (metrics/definitions.ts), and
+ * with shared accounts a replica's leaves out those series of the accounts another replica leads.
+ */
 export function exposeMetrics(
   registry: Registry,
   metrics: Metrics,
-  o: { now: () => number; leading: () => boolean; store: StateStore },
+  o: { now: () => number; leading: () => boolean; led: () => ReadonlySet<string> | undefined; store: StateStore },
 ): ExpositionCache {
   const leaderOnly = leaderOnlyNames(metrics);
   return new ExpositionCache({
     registry,
     now: o.now,
     include: (name) => o.leading() || !leaderOnly.has(name),
+    accountSeries: { names: leaderOnly, led: o.led },
     created: createdNames(metrics),
     beforeRender: (ms) => {
       metrics.renderedAt.set(ms / 1000);
@@ -138,7 +142,7 @@ export async function startEngines(
         logger: accounts.size > 1 ? logger.child({ account: name }) : logger,
         // A follower checks targets against the list the leader published.
         targets: shared
-          ? leaderOrSnapshot(runtime.state, shared.directory.snapshot(name), replication.leading)
+          ? leaderOrSnapshot(runtime.state, shared.directory.snapshot(name), () => replication.leads(name))
           : runtime.state,
         config: config.remediation,
         alertmanager: d.alertmanager,

@@ -10,8 +10,8 @@ import type { StateStore } from '../store/store.js';
 
 export interface ReadinessSources {
   accounts: ReadonlyMap<string, Pick<AccountRuntime, 'name' | 'workedOnce' | 'lastProblem'>>;
-  /** whether this replica leads (polls) */
-  leading: () => boolean;
+  /** whether this replica leads (polls) `account` */
+  leads: (account: string) => boolean;
   /** the election's problem, with replicas: the shared database does not answer */
   electionProblem: () => string | undefined;
   store: Pick<StateStore, 'problem' | 'healthy' | 'kind'>;
@@ -22,7 +22,7 @@ export interface ReadinessSources {
 /** The reasons the daemon is not ready, in sentences; empty when it is. */
 export function readinessOf(s: ReadinessSources): () => string[] {
   return () => {
-    const polls = s.leading() ? [...s.accounts.values()] : [];
+    const polls = [...s.accounts.values()].filter((account) => s.leads(account.name));
     const reasons = polls.flatMap((account) =>
       (['servers', 'firewall'] as JobName[])
         .filter((job) => job !== 'firewall' || s.firewallPolled())

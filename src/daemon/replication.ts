@@ -10,6 +10,9 @@ import { directoryServers } from '../collectors/ownership.js';
 import type { JobName } from '../config/schema.js';
 import type { Config } from '../config/types.js';
 import { startRole, type Duties, type ElectionTimings, type Role } from '../ha/role.js';
+import { startSharedRole, type AccountDuties, type ShareTimings } from '../ha/shared-role.js';
+import { SHARES_DEFAULTS } from '../ha/shares.js';
+import { databaseScrubber, reasonOf } from '../config/database-url.js';
 import type { Metrics } from '../metrics/definitions.js';
 import type { RemediationEngine } from '../remediation/engine.js';
 import type { OpenedStore } from '../store/open.js';
@@ -35,13 +38,19 @@ export class Replication {
   /** true while this replica leads; until the election starts, a SQLite daemon counts as leading */
   readonly leading = (): boolean => this.#role?.leading ?? this.#database.kind === 'sqlite';
 
+  /** true while this replica leads `account` (with one leader: while it leads) */
+  readonly leads = (account: string): boolean => this.#role?.leads(account) ?? this.#database.kind === 'sqlite';
+
+  /** with shared accounts, the accounts this replica leads now; undefined with one leader for all */
+  readonly led = (): ReadonlySet<string> | undefined => this.#role?.led?.();
+
   /** the election's problem: the shared database does not answer */
   readonly problem = (): string | undefined => this.#role?.problem;
 
   /** the leader publishes `account`'s server list after each servers and firewall run that did not fail */
   published(runtime: Pick<AccountRuntime, 'name' | 'state'>, job: JobName, outcome: string): void {
     const shared = this.shared;
-    if (!shared || !this.leading() || job === 'graphs' || job === 'catalog' || outcome === 'failure') return;
+    if (!shared || !this.leads(runtime.name) || job === 'graphs' || job === 'catalog' || outcome === 'failure') return;
     shared.directory
       .publish(runtime.name, () => directoryServers(runtime.state.inventory, runtime.state.firewallState))
       .catch((error: unknown) =>
@@ -52,9 +61,38 @@ export class Replication {
       );
   }
 
-  /** Leads at once (SQLite) or takes part in the election (PostgreSQL), doing `duties` while leading. */
-  elect(duties: Duties, deps: { metrics: Pick<Metrics, 'leader'>; onChange: () => void }, timings?: ElectionTimings) {
-    this.#role = startRole(this.#database, { logger: this.#logger, ...deps, duties }, timings);
+  /**
+   * Leads at once (SQLite), takes part in the election (PostgreSQL), doing `duties` while leading, or with
+   * `database.share_accounts` leads the accounts of its share, doing each one's `accountDuties`.
+   */
+  elect(
+    duties: { all: Duties; account: AccountDuties },
+    deps: { metrics: Pick<Metrics, 'leader'>; onChange: () => void; accounts: readonly string[] },
+    timings: ElectionTimings & { shares?: ShareTimings } = {},
+  ): Role {
+    const { shares: shareTimings, ...election } = timings;
+    const database = this.#database;
+    const shared = this.shared;
+    if (database.kind === 'postgres' && database.shares && shared) {
+      const leaseMs = shareTimings?.leaseMs ?? SHARES_DEFAULTS.leaseMs;
+      const role = startSharedRole(
+        {
+          ...deps,
+          logger: this.#logger,
+          duties: duties.account,
+          coordination: shared.shares(database.shares.replica, leaseMs),
+          reason: (error) => reasonOf(databaseScrubber(database.url), error),
+        },
+        shareTimings,
+      );
+      // Every write this replica makes as an account's leader carries the account's lease epoch.
+      const replica = database.shares.replica;
+      shared.fence((account) => {
+        const term = role.shares.term(account);
+        return term && { replica, epoch: term.epoch };
+      });
+      this.#role = role;
+    } else this.#role = startRole(database, { logger: this.#logger, ...deps, duties: duties.all }, election);
     return this.#role;
   }
 }
@@ -77,41 +115,59 @@ export interface PollingDutiesDeps {
 
 /**
  * The leader's duties: at the start of each term its initial polls, schedules and remediation tickers; at its end
- * they stop (runs in flight cancelled). `firstPolls` resolves when the first term's initial polls have ended.
+ * they stop (runs in flight cancelled). `all` are every account's (one leader); `account` one account's (the
+ * accounts shared out among the replicas). `firstPolls` resolves when the first term's initial polls have ended.
  */
-export function pollingDuties(d: PollingDutiesDeps): { duties: Duties; firstPolls: Promise<void> } {
-  const accounts = [...d.accounts.values()];
-  const engines = [...d.engines.values()];
-  /** the initial polls of the current term */
-  let term: Promise<void> = Promise.resolve();
+export function pollingDuties(d: PollingDutiesDeps): {
+  duties: { all: Duties; account: AccountDuties };
+  firstPolls: Promise<void>;
+} {
+  /** each account's initial polls of its current term */
+  const terms = new Map<string, Promise<void>>();
   let firstTerm: (() => void) | undefined;
   const firstPolls = new Promise<void>((resolve) => (firstTerm = resolve));
-  const duties: Duties = {
+  const runtime = (name: string) => d.accounts.get(name)!;
+  /** the event ids another replica may have counted since this one last polled the account */
+  const reload = async (account: AccountRuntime) => {
+    if (!d.replication.shared) return;
+    await d.store.opened;
+    await reloadEventIds(account, d.logger);
+  };
+  /** starts an account's polls (its event ids reloaded first) and tickers; resolves to its initial polls */
+  const begin = (account: AccountRuntime): Promise<void> => {
+    const gone = () => d.stopping() || !d.replication.leads(account.name);
+    const term = d.initialPolls === false ? Promise.resolve() : initialPolls(account, gone);
+    terms.set(account.name, term);
+    if (d.schedule !== false) {
+      account.scheduler.start();
+      d.engines.get(account.name)?.start(d.remediationTickMs);
+    }
+    return term;
+  };
+  const end = async (account: AccountRuntime) => {
+    // Cancels the poll runs in progress (their upstream requests are aborted) and waits for them to end.
+    await account.scheduler.stop();
+    await d.engines.get(account.name)?.stop();
+    await terms.get(account.name)?.catch(() => undefined);
+  };
+  const accounts = [...d.accounts.values()];
+  const all: Duties = {
     start: async () => {
-      if (d.replication.shared) {
-        // The schema first (a database that answers the election is normally migrated already); then the attack
-        // event ids another replica may have counted since this one last polled.
-        await d.store.opened;
-        await Promise.all(accounts.map((account) => reloadEventIds(account, d.logger)));
-      }
+      // The schema first (a database that answers the election is normally migrated already).
+      await Promise.all(accounts.map(reload));
       // Each account polls on its own: one whose API is down delays no other's first polls.
-      const gone = () => d.stopping() || !d.replication.leading();
-      term =
-        d.initialPolls === false
-          ? Promise.resolve()
-          : Promise.all(accounts.map((account) => initialPolls(account, gone))).then(() => undefined);
-      void term.then(firstTerm);
-      if (d.schedule !== false) {
-        for (const account of accounts) account.scheduler.start();
-        for (const e of engines) e.start(d.remediationTickMs);
-      }
+      void Promise.all(accounts.map(begin)).then(firstTerm);
     },
     stop: async () => {
-      // Cancels the poll runs in progress (their upstream requests are aborted) and waits for them to end.
-      await Promise.all(accounts.map((account) => account.scheduler.stop()));
-      await Promise.all(engines.map((e) => e.stop()));
-      await term.catch(() => undefined);
+      await Promise.all(accounts.map(end));
     },
   };
-  return { duties, firstPolls };
+  const account: AccountDuties = {
+    start: async (name) => {
+      await reload(runtime(name));
+      void begin(runtime(name));
+    },
+    stop: (name) => end(runtime(name)),
+  };
+  return { duties: { all, account }, firstPolls };
 }

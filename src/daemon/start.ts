@@ -14,6 +14,7 @@ import type { AccountRuntime } from './accounts.js';
 import { alertmanagerClient } from './alertmanager.js';
 import { exposeMetrics, knownSecrets, servedParts, startAccounts, startEngines } from './parts.js';
 import type { ElectionTimings, Role } from '../ha/role.js';
+import type { ShareTimings } from '../ha/shared-role.js';
 import { limitGraphDecoding } from '../graphs/image.js';
 import type { WebConfigFile } from '../http/web-config-reload.js';
 import { openStore, type OpenStoreOptions } from '../store/open.js';
@@ -57,8 +58,11 @@ export interface DaemonOptions {
   lifecycle?: boolean;
   /** `--web.telemetry-path`, already validated (`validateTelemetryPath`); default `/metrics` */
   telemetryPath?: string;
-  /** with PostgreSQL: the election's timings and how often the shared server directory is read, ms */
-  ha?: ElectionTimings & { refreshMs?: number };
+  /**
+   * with PostgreSQL: the election's timings (or with `database.share_accounts` the shares'), and how often the
+   * shared server directory is read, ms
+   */
+  ha?: ElectionTimings & { refreshMs?: number; shares?: ShareTimings };
   /** PostgreSQL state store: retry and health-check intervals, pool limits (tests shorten them) */
   stateStore?: OpenStoreOptions['postgres'];
 }
@@ -132,10 +136,10 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
   const { registry, metrics } = daemonMetrics(now);
   const store = await openDaemonStore(config, options, lock, logger);
   const replication = new Replication(config.database, store, logger);
-  const { shared, leading } = replication;
+  const { shared, leading, led } = replication;
   // Followers read the leader's server list once the schema is there.
   if (shared) void store.opened.then((open) => open && shared.directory.start());
-  const exposition = exposeMetrics(registry, metrics, { now, leading, store });
+  const exposition = exposeMetrics(registry, metrics, { now, leading, led, store });
   const accounts = await startAccounts(config, {
     metrics,
     logger,
@@ -154,6 +158,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     },
     ...(shared ? { graphMirror: (account: string) => shared.graphs.mirror(account) } : {}),
     eventLedger: (account: string) => store.eventLedger(account),
+    leads: replication.leads,
   });
   const alertmanager = alertmanagerClient(config, metrics, logger);
   const engines = await startEngines(config, { accounts, store, replication, logger, now, exposition, alertmanager });
@@ -218,7 +223,11 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     stopping: () => stopping,
   });
   // A role change shows in /metrics at once (baremetal_leader).
-  const role = replication.elect(duties, { metrics, onChange: () => exposition.renderSoon() }, options.ha);
+  const role = replication.elect(
+    duties,
+    { metrics, onChange: () => exposition.renderSoon(), accounts: [...accounts.keys()] },
+    options.ha,
+  );
   return {
     app,
     url: listeners.url,

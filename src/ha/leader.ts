@@ -17,6 +17,7 @@ import type { Logger } from 'pino';
 import { ADVISORY_LOCKS } from '../store/postgres/pool.js';
 import type { Scrubber } from '../scrub.js';
 import { databaseScrubber, reasonOf } from '../config/database-url.js';
+import { Ticker } from './ticker.js';
 
 export interface LeaderElectorOptions {
   /** the PostgreSQL URL, with its password: never logged */
@@ -50,10 +51,8 @@ export class LeaderElector {
   readonly #scrub: Scrubber;
   #client: pg.Client | undefined;
   #leader = false;
-  #stopped = false;
-  #timer: NodeJS.Timeout | undefined;
-  /** the attempt or heartbeat in progress */
-  #ticking: Promise<void> = Promise.resolve();
+  /** the attempts, then the heartbeats while leading */
+  readonly #ticker = new Ticker(() => this.#tick());
   /** role changes run in order: a demotion's work has ended before the next election's starts */
   #transitions: Promise<void> = Promise.resolve();
   #problem: string | undefined = 'the database has not answered yet';
@@ -77,8 +76,7 @@ export class LeaderElector {
 
   /** Starts trying to take the lock (at once, then every `retryMs`). */
   start(): void {
-    if (this.#stopped || this.#timer) return;
-    this.#schedule(0);
+    this.#ticker.start();
   }
 
   /**
@@ -86,10 +84,7 @@ export class LeaderElector {
    * then the connection ends), so that a follower takes over at once and the two never poll together.
    */
   async stop(): Promise<void> {
-    this.#stopped = true;
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
-    await this.#ticking;
+    await this.#ticker.stop();
     const client = this.#client;
     this.#client = undefined;
     if (this.#leader) this.#demote(STOPPING);
@@ -99,16 +94,8 @@ export class LeaderElector {
     await client.end().catch(() => undefined);
   }
 
-  #schedule(ms: number): void {
-    if (this.#stopped) return;
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      this.#ticking = this.#tick();
-    }, ms);
-    this.#timer.unref();
-  }
-
-  async #tick(): Promise<void> {
+  /** One attempt or heartbeat; resolves to the delay before the next. */
+  async #tick(): Promise<number> {
     const client = this.#client;
     try {
       if (!this.#leader) await this.#attempt();
@@ -120,7 +107,7 @@ export class LeaderElector {
     } catch (error) {
       this.#lost(this.#client, this.#describe(error));
     }
-    this.#schedule(this.#leader ? this.#options.heartbeatMs : this.#options.retryMs);
+    return this.#leader ? this.#options.heartbeatMs : this.#options.retryMs;
   }
 
   /** Connects when needed and tries to take the lock; on success this replica leads. */
@@ -129,7 +116,7 @@ export class LeaderElector {
     const { rows } = await this.#query<{ locked: boolean }>(client, 'SELECT pg_try_advisory_lock($1) AS locked', [
       ADVISORY_LOCKS.leader,
     ]);
-    if (rows[0]?.locked !== true || this.#stopped) return;
+    if (rows[0]?.locked !== true || this.#ticker.stopped) return;
     // From now on a session left without a query (the network hung) is ended by the server, freeing the lock.
     await this.#query(client, `SET idle_session_timeout = ${Math.round(this.#options.sessionTimeoutMs)}`).catch(
       (error: unknown) => {
@@ -192,12 +179,8 @@ export class LeaderElector {
       this.#demote(reason);
       // The next heartbeat was due soon; as a follower it tries again after retryMs like the others, so a
       // replica whose connection just failed does not retake the lock before a healthy one can.
-      if (this.#timer !== undefined) {
-        clearTimeout(this.#timer);
-        this.#timer = undefined;
-        this.#schedule(this.#options.retryMs);
-      }
-    } else if (this.#logged !== reason && !this.#stopped) {
+      this.#ticker.postpone(this.#options.retryMs);
+    } else if (this.#logged !== reason && !this.#ticker.stopped) {
       this.#options.logger.warn(
         { ...fields, retry_ms: this.#options.retryMs },
         'cannot reach the database for the leader election; retrying',

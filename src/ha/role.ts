@@ -21,8 +21,12 @@ export interface Duties {
 export type ElectionTimings = Pick<LeaderElectorOptions, 'retryMs' | 'heartbeatMs' | 'timeoutMs' | 'sessionTimeoutMs'>;
 
 export interface Role {
-  /** true while this replica leads */
+  /** true while this replica leads (with shared accounts: leads at least one) */
   readonly leading: boolean;
+  /** true while this replica leads `account` (with one leader: while it leads) */
+  leads(account: string): boolean;
+  /** with shared accounts: the accounts this replica leads now (undefined with one leader for all) */
+  led?(): ReadonlySet<string>;
   /** why the shared database does not answer the election (readiness); always undefined with SQLite */
   readonly problem: string | undefined;
   /** stops leading (the duties end first), then lets another replica take over */
@@ -43,7 +47,7 @@ export function startRole(
     set(true);
     // Started at once: what start() does is synchronous up to the first polls.
     void duties.start();
-    return { leading: true, problem: undefined, stop: () => duties.stop() };
+    return { leading: true, leads: () => true, problem: undefined, stop: () => duties.stop() };
   }
   set(false);
   let leading = false;
@@ -71,6 +75,7 @@ export function startRole(
     get leading() {
       return leading;
     },
+    leads: () => leading,
     get problem() {
       return elector.problem;
     },

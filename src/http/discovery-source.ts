@@ -21,12 +21,12 @@ export interface DiscoveryState {
  */
 export function discoverySource(
   states: ReadonlyMap<string, DiscoveryState>,
-  replicas?: { leading: () => boolean; directory: (account: string) => DirectorySnapshot },
+  replicas?: { leads: (account: string) => boolean; directory: (account: string) => DirectorySnapshot },
 ): DiscoverySource {
   return () => {
     const out = new Map<string, readonly DiscoveryServer[] | undefined>();
-    const leading = replicas?.leading() ?? true;
     for (const [account, state] of states) {
+      const leading = replicas?.leads(account) ?? true;
       // A new leader answers from the directory until its own first list (as its remediation guards do).
       if (!replicas || (leading && state.serversKnown)) {
         out.set(account, state.serversKnown ? [...state.inventory.values()] : undefined);

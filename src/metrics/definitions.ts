@@ -272,7 +272,8 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
     }),
     leader: new Gauge({
       name: 'baremetal_leader',
-      help: '1 when this replica is the leader (it polls the API and applies deferred firewall changes), 0 when it is a follower (it answers webhooks and operator calls only). With SQLite (one replica) always 1; with PostgreSQL the leader holds an advisory lock on its own connection.',
+      help: '1 when this replica is the leader (it polls the API and applies deferred firewall changes), 0 when it is a follower (it answers webhooks and operator calls only). With SQLite (one replica) always 1; with PostgreSQL the leader holds an advisory lock on its own connection. With database.share_accounts one series per account instead (label account): 1 on the replica that leads that account under its lease, 0 on the others.',
+      labelNames: ['account'] as const,
       registers,
     }),
     actionPending: new Gauge({

@@ -95,6 +95,11 @@ export interface ExpositionCacheOptions {
   include?: (name: string) => boolean;
   /** counters (by name) whose OpenMetrics samples get a `_created` line (default: none) */
   created?: ReadonlySet<string>;
+  /**
+   * metrics (by name) whose series are included only for the accounts `led()` returns, asked at each rendering
+   * (undefined: every account); a series without the label `account` is always included
+   */
+  accountSeries?: { names: ReadonlySet<string>; led: () => ReadonlySet<string> | undefined };
 }
 
 export class ExpositionCache {
@@ -113,7 +118,7 @@ export class ExpositionCache {
   readonly #labels = new WeakMap<object, string>();
   readonly #created = new CreatedTimes();
   /** the last rendering of each metric that counts its changes (metrics/changes.ts), with the count then */
-  readonly #families = new WeakMap<object, { version: number; rendered: RenderedMetric }>();
+  readonly #families = new WeakMap<object, { version: number; led: string; rendered: RenderedMetric }>();
   readonly #options: ExpositionCacheOptions;
 
   constructor(options: ExpositionCacheOptions) {
@@ -173,21 +178,27 @@ export class ExpositionCache {
    * for one slice at most. Same bytes as registry.metrics().
    */
   async #renderBodies(now: number): Promise<Record<ExpositionFormat, readonly Buffer[]>> {
-    const { registry, include, created } = this.#options;
+    const { registry, include, created, accountSeries } = this.#options;
     const slices = new Slices();
     const bodies = new ExpositionBodies();
     this.#created.now = now / 1000;
+    const led = accountSeries?.led();
+    /** the accounts whose series are included, as a cache key ('' for all) */
+    const ledKey = led ? `:${[...led].sort().join(',')}` : '';
     for (const metric of registry.getMetricsAsArray()) {
       if (include && !include(metric.name)) continue;
       const withCreated = created?.has(metric.name) ? this.#created : undefined;
-      // A metric unchanged since its last rendering is not collected again: its bytes are reused.
+      const filtered = led !== undefined && accountSeries!.names.has(metric.name);
+      // A metric unchanged since its last rendering (for the same accounts) is not collected again: its bytes are reused.
       const version = changeVersion(metric);
       const cached = this.#families.get(metric);
+      const key = filtered ? ledKey : '';
       let rendered: RenderedMetric;
-      if (version !== undefined && cached?.version === version) rendered = cached.rendered;
+      if (version !== undefined && cached?.version === version && cached.led === key) rendered = cached.rendered;
       else {
-        rendered = await renderMetric(metric, this.#labels, slices, withCreated);
-        if (version !== undefined) this.#families.set(metric, { version, rendered });
+        const keep = filtered ? (account: string) => led.has(account) : undefined;
+        rendered = await renderMetric(metric, this.#labels, slices, withCreated, keep);
+        if (version !== undefined) this.#families.set(metric, { version, led: key, rendered });
       }
       bodies.add(rendered);
       await slices.next();

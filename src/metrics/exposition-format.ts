@@ -101,9 +101,13 @@ async function renderCollected(
   cache: WeakMap<object, string>,
   slices: Slices,
   created?: CreatedTimes,
+  keep?: KeepAccount,
 ): Promise<RenderedMetric> {
   const source = metric as unknown as { get(): Promise<Collected>; getForPromString?: () => Promise<Collected> };
-  const data = await (source.getForPromString ? source.getForPromString() : source.get());
+  const collected = await (source.getForPromString ? source.getForPromString() : source.get());
+  const data = keep
+    ? { ...collected, values: collected.values?.filter((sample) => keepSample(sample, keep)) }
+    : collected;
   const counter = data.type === 'counter';
   const family = counter ? { ...data, name: data.name.replace(/_total$/, '') } : data;
   const values = data.values ?? [];
@@ -159,7 +163,17 @@ async function renderCollected(
  * Renders a SeriesFamily straight from its series' label texts, the same bytes as renderCollected (and so as
  * prom-client) would write from its `get()`: no collection, no label objects, no formatting per rendering.
  */
-async function renderFamily(family: SeriesFamily, slices: Slices, created?: CreatedTimes): Promise<RenderedMetric> {
+function keepSample(sample: Sample, keep: KeepAccount): boolean {
+  const account = sample.labels?.account ?? sample.sharedLabels?.account;
+  return account === undefined || keep(String(account));
+}
+
+async function renderFamily(
+  family: SeriesFamily,
+  slices: Slices,
+  created?: CreatedTimes,
+  keep?: KeepAccount,
+): Promise<RenderedMetric> {
   const counter = family.type === 'counter';
   const name = escapeString(family.name);
   const familyName = counter ? escapeString(family.name.replace(/_total$/, '')) : name;
@@ -172,6 +186,10 @@ async function renderFamily(family: SeriesFamily, slices: Slices, created?: Crea
   let omPending = '';
   let i = 0;
   for (const series of family.series()) {
+    if (keep) {
+      const account = ACCOUNT_IN_TEXT.exec(series.text)?.[1];
+      if (account !== undefined && !keep(account)) continue;
+    }
     const value = valueText(series.value);
     pending += `\n${name}${series.text} ${value}`;
     if (apart) {
@@ -227,11 +245,18 @@ export function renderMetric(
   labels: WeakMap<object, string>,
   slices: Slices,
   created?: CreatedTimes,
+  keep?: KeepAccount,
 ): Promise<RenderedMetric> {
   return metric instanceof SeriesFamily
-    ? renderFamily(metric, slices, created)
-    : renderCollected(metric, labels, slices, created);
+    ? renderFamily(metric, slices, created, keep)
+    : renderCollected(metric, labels, slices, created, keep);
 }
+
+/** Which series to render, by the value of their `account` label (a series without one is kept). */
+export type KeepAccount = (account: string) => boolean;
+
+/** An account name in a series' label text (`account="…"`; names are validated, nothing to unescape). */
+const ACCOUNT_IN_TEXT = /(?:^|[{,])account="([^"]*)"/;
 
 /**
  * The bodies of one rendering, built metric by metric in registry order: in the text format the metrics apart

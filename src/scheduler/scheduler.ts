@@ -30,28 +30,33 @@ export class Scheduler {
 
   readonly #onInterval: ((job: JobName, seconds: number) => void) | undefined;
   readonly #cronLogger: CronLogger | undefined;
+  readonly #mayRun: (() => boolean) | undefined;
 
   /**
    * `onInterval` learns each job's period (seconds between its next two runs) when it starts; `logger`
-   * receives node-cron's own warnings and errors (see cronLogger).
+   * receives node-cron's own warnings and errors (see cronLogger); a tick when `mayRun` says false starts no
+   * run (the replica lost the account's lease and its scheduler is about to stop: a process woken from a pause
+   * runs its overdue timers, the cron ticks among them, before it has stopped anything).
    */
   constructor(
     jobs: Map<JobName, PollJob>,
     schedules: Record<JobName, string>,
     onInterval?: (job: JobName, seconds: number) => void,
     logger?: Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>,
+    mayRun?: () => boolean,
   ) {
     this.#jobs = jobs;
     this.#schedules = schedules;
     this.#onInterval = onInterval;
     this.#cronLogger = logger && cronLogger(logger);
+    this.#mayRun = mayRun;
   }
 
   /** Starts one cron task per job. */
   start(): void {
     for (const [name, job] of this.#jobs) {
       // noOverlap stays off: PollJob skips and counts an overlapping tick itself.
-      const task = cron.schedule(this.#schedules[name], () => job.run(), {
+      const task = cron.schedule(this.#schedules[name], () => (this.#mayRun?.() === false ? undefined : job.run()), {
         name: `baremetal-${name}`,
         ...(this.#cronLogger ? { logger: this.#cronLogger } : {}),
       });

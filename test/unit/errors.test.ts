@@ -23,6 +23,7 @@ const instances = {
   GraphDecodeError: new errors.GraphDecodeError('x'),
   NotFoundError: new errors.NotFoundError('x'),
   JournalError: new errors.JournalError('x'),
+  StaleLeaseError: new errors.StaleLeaseError('acme', '1'),
   NotReadyError: new errors.NotReadyError('x'),
   BadRequestError: new errors.BadRequestError('x'),
   AuthError: new errors.AuthError('x'),

@@ -113,6 +113,8 @@ export interface SharedDirectoryOptions {
   reason?: (error: unknown) => string;
   /** how often the snapshots are read again, ms (default 3000) */
   refreshMs?: number;
+  /** runs a publication's statement for `account` (the store fences it with the lease); default: on the pool */
+  write?: (account: string, sql: string, params: unknown[]) => Promise<void>;
 }
 
 export class SharedDirectory {
@@ -157,7 +159,11 @@ export class SharedDirectory {
     const next = previous
       .catch(() => undefined)
       .then(async () => {
-        await this.#options.pool.query(
+        const write =
+          this.#options.write ??
+          (async (_: string, sql: string, params: unknown[]) => void (await this.#options.pool.query(sql, params)));
+        await write(
+          account,
           `INSERT INTO ha_directory (account, servers, version) VALUES ($1, $2, 1)
            ON CONFLICT (account) DO UPDATE SET servers = EXCLUDED.servers, version = ha_directory.version + 1, updated_at = now()
            WHERE ha_directory.servers IS DISTINCT FROM EXCLUDED.servers`,

@@ -2,7 +2,7 @@
  * The PostgreSQL schema, one list per component, applied at open by `migrateAll` (each under the migrations
  * advisory lock, pool.ts `migrate`): `journal` (the remediation journal, delivery keys, desired firewall state,
  * attack-event ids) and `ha` (what the leader publishes for the other replicas: the server directory and the
- * graph images). The component names are stored in `schema_migrations` and never change. Append only: a
+ * graph images; the replicas' membership). The component names are stored in `schema_migrations` and never change. Append only: a
  * released migration is never edited; a new one is added at the end of its component's list.
  */
 import type pg from 'pg';
@@ -130,6 +130,23 @@ export const MIGRATIONS: Readonly<Record<'journal' | 'ha', readonly Migration[]>
     `ALTER TABLE ha_directory SET (fillfactor = 50, autovacuum_vacuum_threshold = 4,
      autovacuum_vacuum_scale_factor = 0, toast.autovacuum_vacuum_threshold = 4,
      toast.autovacuum_vacuum_scale_factor = 0);`,
+    // 3: replica membership (store/postgres/membership.ts): one row per replica, its heartbeat refreshed every
+    // few seconds (database time, so the replicas' clocks never matter); a replica is live while its heartbeat
+    // is within the lease. Rewritten constantly: room on each page for a HOT update, vacuumed early.
+    `CREATE TABLE ha_replicas (
+     replica TEXT PRIMARY KEY,
+     heartbeat_at TIMESTAMPTZ NOT NULL,
+     started_at TIMESTAMPTZ NOT NULL DEFAULT now()
+   ) WITH (fillfactor = 50, autovacuum_vacuum_threshold = 20, autovacuum_vacuum_scale_factor = 0);`,
+    // 4: one lease per account (store/postgres/leases.ts): who leads it until when, and the epoch every claim
+    // bumps; a write for the account carries the epoch and is refused unless it is still the current one.
+    `CREATE TABLE ha_leases (
+     account TEXT PRIMARY KEY,
+     -- the replica that leads the account, NULL once released
+     holder TEXT,
+     epoch BIGINT NOT NULL,
+     expires_at TIMESTAMPTZ NOT NULL
+   ) WITH (fillfactor = 50, autovacuum_vacuum_threshold = 20, autovacuum_vacuum_scale_factor = 0);`,
   ],
 };
 

@@ -19,6 +19,8 @@ import type { Logger } from 'pino';
 import type pg from 'pg';
 import { SharedDirectory } from './directory.js';
 import { SharedGraphs } from './graphs.js';
+import { AccountLeases, checkLease, type LeaseTerm } from './leases.js';
+import { Membership } from './membership.js';
 import { migrateAll } from './migrations.js';
 import { ACCOUNT_LOCK_KEY, openPool, type PoolLimits } from './pool.js';
 import { DATABASE_UNREACHABLE, databaseScrubber, reasonOf } from '../../config/database-url.js';
@@ -47,7 +49,17 @@ export interface PostgresStoreOptions {
 export interface PostgresStore extends StateStore {
   readonly kind: 'postgres';
   /** what replicas share besides the journal, over the same pool */
-  readonly shared: { directory: SharedDirectory; graphs: SharedGraphs };
+  readonly shared: {
+    directory: SharedDirectory;
+    graphs: SharedGraphs;
+    /** this replica's heartbeat and the accounts' leases (`database.share_accounts`), over the same pool */
+    shares(replica: string, leaseMs: number): { membership: Membership; leases: AccountLeases };
+    /**
+     * From now on every write a leader makes for an account (its attack-event ids, its server list) carries the
+     * lease `term(account)` returns and is refused (StaleLeaseError) unless it is the account's current lease.
+     */
+    fence(term: (account: string) => LeaseTerm | undefined): void;
+  };
 }
 
 /**
@@ -207,7 +219,19 @@ export async function openPostgresStore(o: PostgresStoreOptions): Promise<Postgr
   const message = (error: unknown) => reasonOf(scrub, error);
   const c = new Connection(o, message);
   const opener = new Opener(c, o, message);
+  /** with shared accounts: the lease each leader write for an account must still hold */
+  let fence: ((account: string) => LeaseTerm | undefined) | undefined;
+  /** runs `fn` in a transaction that first checks the account's lease, once fenced */
+  const fenced = <T>(account: string, fn: (run: Run) => Promise<T>) =>
+    c.transaction(undefined, async (run) => {
+      if (fence) await checkLease(run, account, fence(account));
+      return fn(run);
+    });
   const directory = new SharedDirectory({
+    write: async (account, sql, params) => {
+      if (fence) await fenced(account, (run) => run(sql, params));
+      else await c.pool.query(sql, params);
+    },
     pool: c.pool,
     accounts: o.accounts,
     logger: o.logger,
@@ -219,7 +243,17 @@ export async function openPostgresStore(o: PostgresStoreOptions): Promise<Postgr
   return {
     ...forwardQueries(new PgQueries(c.run), async (call) => call()),
     kind: 'postgres',
-    shared: { directory, graphs: new SharedGraphs(c.pool, o.accounts, o.logger, message) },
+    shared: {
+      directory,
+      graphs: new SharedGraphs(c.pool, o.accounts, o.logger, message),
+      shares: (replica, leaseMs) => ({
+        membership: new Membership({ pool: c.pool, replica, leaseMs }),
+        leases: new AccountLeases({ pool: c.pool, replica, leaseMs }),
+      }),
+      fence: (term) => {
+        fence = term;
+      },
+    },
     get unavailable() {
       return c.openFailure;
     },
@@ -233,7 +267,7 @@ export async function openPostgresStore(o: PostgresStoreOptions): Promise<Postgr
     eventLedger: (account: string) =>
       new PostgresEventLedger(account, {
         run: c.run,
-        transaction: (fn) => c.transaction(undefined, fn),
+        transaction: (fn) => fenced(account, fn),
         unavailable: () => c.openFailure,
       }),
     close: async () => {

@@ -94,3 +94,61 @@ describe('examples/ha (two replicas on one PostgreSQL)', () => {
     for (const port of ports) expect(readme).toContain(`127.0.0.1:${port}/metrics`);
   });
 });
+
+describe('examples/ha/shared-accounts (three replicas sharing the accounts out)', () => {
+  const DATABASE_URL = 'postgres://baremetal:s3cret@127.0.0.1:5432/baremetal';
+  const ACCOUNTS = ['main', 'reseller-eu', 'reseller-us'];
+  const FILES: Record<string, string> = {
+    ...Object.fromEntries(ACCOUNTS.map((a) => [`/etc/baremetal-exporter/${a}-key`, `key-of-${a}`])),
+    '/etc/baremetal-exporter/database-url': `${DATABASE_URL}\n`,
+    '/etc/baremetal-exporter/alertmanager-token': 'a-token-of-24-characters',
+  };
+  const NAMES = ['replica-a', 'replica-b', 'replica-c'];
+  const replicas = NAMES.map((name) =>
+    parseConfigText(read(`ha/shared-accounts/${name}.yml`), {}, (path) => {
+      if (!(path in FILES)) throw new Error(`unexpected file ${path}`);
+      return FILES[path]!;
+    }),
+  );
+  const prometheus = parse(read('ha/shared-accounts/prometheus.yml')) as {
+    rule_files: string[];
+    scrape_configs: Array<{ job_name: string; static_configs: Array<{ targets: string[] }> }>;
+  };
+
+  it.each(replicas.map((config, i) => ({ name: NAMES[i]!, config })))(
+    '$name shares the accounts out on PostgreSQL under its own name',
+    ({ name, config }) => {
+      expect(config.database).toEqual({
+        kind: 'postgres',
+        url: DATABASE_URL,
+        redactedUrl: 'postgres://baremetal:***@127.0.0.1:5432/baremetal',
+        shares: { replica: name },
+      });
+      expect(config.accounts.map((a) => a.name)).toEqual(ACCOUNTS);
+    },
+  );
+
+  it('the replicas differ only in their port, state_dir and replica name', () => {
+    const [a, ...others] = replicas;
+    for (const other of others) {
+      expect(other.web.port).not.toBe(a!.web.port);
+      expect(other.stateDir).not.toBe(a!.stateDir);
+      expect({
+        ...other,
+        web: { ...other.web, port: a!.web.port },
+        stateDir: a!.stateDir,
+        database: a!.database,
+      }).toEqual(a);
+    }
+  });
+
+  it('Prometheus scrapes the three replicas in the job the rules select, and loads the rules', () => {
+    const [job] = prometheus.scrape_configs;
+    expect(job!.job_name).toBe('baremetal');
+    expect(job!.static_configs.flatMap((c) => c.targets)).toEqual(replicas.map((c) => `127.0.0.1:${c.web.port}`));
+    const base = new URL('../../../examples/ha/shared-accounts/', import.meta.url);
+    expect(new URL(prometheus.rule_files[0]!, base).pathname).toBe(
+      new URL('../../../alerts/baremetal.rules.yml', import.meta.url).pathname,
+    );
+  });
+});

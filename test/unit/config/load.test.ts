@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { configProblems } from '../../helpers/config-problems.js';
 import { parseConfigText } from '../../../src/config/load.js';
@@ -135,10 +136,19 @@ services: { colocation_ids: [c1], transit_ids: [t1, t2] }
     });
 
     it.each([
+      { name: 'its replica_name', body: 'share_accounts: true\n  replica_name: bmx-1', replica: 'bmx-1' },
+      { name: 'the host name by default', body: 'share_accounts: true', replica: hostname() },
+    ])('shares the accounts out under $name', ({ body, replica }) => {
+      const config = parseConfigText(`${minimal}database:\n  url: ${pgUrl}\n  ${body}\n`, env);
+      expect(config.database).toMatchObject({ kind: 'postgres', shares: { replica } });
+    });
+
+    it.each([
       ['not a URL', 'url: not a url', 'database.url: not a URL'],
       ['another scheme', 'url: mysql://u:s3cret-pw@h/db', 'database.url: must be a postgres:// or postgresql:// URL'],
       ['both url and url_file', 'url: postgres://h/db\n  url_file: /f', 'database: set url or url_file, not both'],
       ['an unreadable url_file', 'url_file: /missing', 'database.url_file: cannot read /missing'],
+      ['share_accounts on SQLite', 'share_accounts: true', 'database.share_accounts: needs PostgreSQL'],
     ])('refuses %s, naming the key and never the password', (_name, body, expected) => {
       const found = problems(`${minimal}database:\n  ${body}\n`, env, () => {
         throw Object.assign(new Error('nope'), { code: 'ENOENT' });

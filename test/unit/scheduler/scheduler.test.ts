@@ -39,3 +39,27 @@ describe('Scheduler', () => {
     }).toEqual({ logged: true, fields: { level: 'warn', component: 'node-cron' }, console: 0 });
   });
 });
+
+describe('Scheduler mayRun', () => {
+  it.each([
+    { name: 'a tick while the replica leads the account runs the job', leads: true, runs: 1 },
+    { name: 'a tick after it lost the account (its scheduler not yet stopped) runs nothing', leads: false, runs: 0 },
+  ])('$name', async ({ leads, runs }) => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+    let count = 0;
+    const job = { run: async () => void count++, cancel: async () => undefined } as unknown as PollJob;
+    const every = '* * * * * *';
+    const scheduler = new Scheduler(
+      new Map<JobName, PollJob>([['servers', job]]),
+      Object.fromEntries(JOB_NAMES.map((name) => [name, every])) as Record<JobName, string>,
+      undefined,
+      captureLogger().logger,
+      () => leads,
+    );
+    scheduler.start();
+    // node-cron's beat: the next second's tick, once
+    await vi.advanceTimersByTimeAsync(1_000);
+    await scheduler.stop();
+    expect(count > 0 ? 1 : 0).toBe(runs);
+  });
+});

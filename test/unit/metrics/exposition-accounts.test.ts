@@ -1,0 +1,61 @@
+/**
+ * With the accounts shared among replicas, a replica's exposition carries the leader-only series of the accounts
+ * it leads only (exposition-cache.ts `accountSeries`): prom-client metrics and SeriesFamily alike, series
+ * without an account always, and a change of the accounts led shows at the next rendering though no metric
+ * changed (the cached bytes are keyed by the accounts too).
+ */
+import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { createMetrics, leaderOnlyNames } from '../../../src/metrics/definitions.js';
+import { ExpositionCache } from '../../../src/metrics/exposition-cache.js';
+
+describe('exposition per account', () => {
+  it.each([
+    { name: 'every account (one leader)', led: undefined, accounts: ['a', 'b'] },
+    { name: 'account a only', led: ['a'], accounts: ['a'] },
+    { name: 'account b only', led: ['b'], accounts: ['b'] },
+    { name: 'no account', led: [], accounts: [] },
+  ])('$name', async ({ led, accounts }) => {
+    const { text } = await render(() => (led ? new Set(led) : undefined));
+    expect(accountsOf(text, 'baremetal_servers')).toEqual(accounts);
+    expect(accountsOf(text, 'baremetal_firewall_attack_events_last_hour')).toEqual(accounts);
+    expect(accountsOf(text, 'baremetal_poll_duration_seconds')).toEqual(accounts);
+    expect(accountsOf(text, 'baremetal_api_request_duration_seconds_bucket')).toEqual(accounts);
+    // not leader-only: every account's series, whoever leads
+    expect(accountsOf(text, 'baremetal_journal_up')).toEqual([]);
+    expect(text).toMatch(/^baremetal_journal_up \d$/m);
+  });
+
+  it('renders again when the accounts led change, though no metric changed', async () => {
+    let led = new Set(['a']);
+    const { cache } = await render(() => led);
+    led = new Set(['b']);
+    const text = (await cache.render()).bytes('text').toString();
+    expect(accountsOf(text, 'baremetal_servers')).toEqual(['b']);
+    expect(accountsOf(text, 'baremetal_firewall_attack_events_last_hour')).toEqual(['b']);
+  });
+});
+
+async function render(led: () => ReadonlySet<string> | undefined) {
+  const registry = new Registry();
+  const metrics = createMetrics(registry, { defaultMetrics: false, version: '9.9.9' });
+  for (const account of ['a', 'b']) {
+    metrics.servers.set({ account }, 3);
+    metrics.attackEvents.set({ account, service_type: 'dedicated', service_id: '1', ip: '192.0.2.1' }, 1);
+    metrics.pollDuration.set({ account, poll: 'servers' }, 0.2);
+    metrics.apiRequestDuration.observe({ account, operation: 'list_servers' }, 0.2);
+  }
+  const cache = new ExpositionCache({
+    registry,
+    now: () => 1_700_000_000_000,
+    // a histogram too (none is leader-only): its buckets carry the account in their shared labels
+    accountSeries: { names: new Set([...leaderOnlyNames(metrics), 'baremetal_api_request_duration_seconds']), led },
+  });
+  return { cache, text: (await cache.render()).bytes('text').toString() };
+}
+
+/** The accounts of the samples of `name`, distinct, in order. */
+function accountsOf(text: string, name: string): string[] {
+  const found = [...text.matchAll(new RegExp(`^${name}\\{[^}]*account="([^"]*)"`, 'gm'))].map((m) => m[1]!);
+  return [...new Set(found)];
+}
