@@ -10,10 +10,13 @@ import { VERIFY_EVERY_MS } from '../../src/remediation/verify.js';
 import { startQuietAlertmanager } from '../helpers/alertmanager.js';
 import { requireBinary } from '../helpers/binaries.js';
 import { eventually } from '../helpers/processes.js';
-import { engineHarness, powerRequest } from '../helpers/remediation.js';
+import type { LadderStep, Principal } from '../../src/config/types.js';
+import { engineHarness, powerRequest, remediationApp, rule } from '../helpers/remediation.js';
 
 const binary = requireBinary('/usr/bin/prometheus-alertmanager', 'prometheus-alertmanager');
 const MIN = 60_000;
+const TOKEN = 'alertmanager-token-0123456789abcdef';
+const PRINCIPALS: Principal[] = [{ name: 'alertmanager', bearerToken: TOKEN, roles: ['webhook'] }];
 
 describe.skipIf(binary.skip)("silences while handled, against Debian's Alertmanager", () => {
   let am: Awaited<ReturnType<typeof startQuietAlertmanager>>['am'];
@@ -117,5 +120,65 @@ describe.skipIf(binary.skip)("silences while handled, against Debian's Alertmana
     await h.engine.withdraw((await h.journal.get(asked.id))!, 'ops');
     await tick();
     expect(await silencesOf(asked.id, SERVER)).toEqual(['expired']);
+  });
+
+  it('follows a ladder: each step silenced in turn, every silence expired once the episode is escalated', async () => {
+    const SERVER = '100002';
+    // The withdrawal test silenced this server under the same journal id (each test has its own journal).
+    const earlier = new Set((await client.silences()).map((x) => x.id));
+    const silencesOfStep = async (id: number) =>
+      (await client.silences())
+        .filter((x) => !earlier.has(x.id) && x.comment.includes(`journal entry ${id} `))
+        .map((x) => x.state);
+    const { labels, listed } = await fire(SERVER);
+    const step: LadderStep = { action: 'powercycle', verifyWithinMs: 2 * MIN, requireApproval: false, cooldownMs: MIN };
+    const h = await engineHarness(
+      {
+        principals: PRINCIPALS,
+        rules: [rule({ alertname: 'ServerDown', action: 'powercycle', verifyWithinMs: 2 * MIN, steps: [step, step] })],
+      },
+      ':memory:',
+      2000,
+      { alertmanager: client },
+    );
+    h.clock.now = Date.now() - MIN;
+    const tick = async () => {
+      h.clock.now += VERIFY_EVERY_MS;
+      await h.engine.tick();
+    };
+    const res = await remediationApp(h).inject({
+      method: 'POST',
+      url: '/api/v1/alertmanager',
+      headers: { authorization: `Bearer ${TOKEN}` },
+      payload: {
+        version: '4',
+        status: 'firing',
+        alerts: [{ status: 'firing', labels, startsAt: listed.startsAt, fingerprint: listed.fingerprint }],
+      },
+    });
+    const first = (res.json().results as Array<{ id: number; decision: string }>)[0]!;
+    expect(first.decision).toBe('executed');
+    await tick();
+    expect(await silencesOfStep(first.id)).toEqual(['active']);
+    // The first step does not help: the alert still fires in Alertmanager at its deadline.
+    h.clock.now += 2 * MIN;
+    await tick();
+    const second = (await h.journal.list({ limit: 1 }))[0]!;
+    expect([second.ladderStep, second.decision]).toEqual([1, 'executed']);
+    await tick();
+    expect(await silencesOfStep(first.id)).toEqual(['expired']);
+    // The engine's clock is now ahead of Alertmanager's: the second step's silence starts in its future.
+    expect((await silencesOfStep(second.id)).length).toBe(1);
+    h.clock.now += 2 * MIN;
+    await tick();
+    await tick();
+    const rows = (await h.journal.list({ limit: 10 })).reverse().map((r) => [r.ladderStep, r.decision, r.verification]);
+    expect(rows).toEqual([
+      [0, 'executed', 'ineffective'],
+      [1, 'executed', 'ineffective'],
+      [1, 'escalated', null],
+    ]);
+    expect(await silencesOfStep(second.id)).toEqual(['expired']);
+    expect(h.sim.callsTo('/api/v1/dedicated/powercycle')).toHaveLength(2);
   });
 });
