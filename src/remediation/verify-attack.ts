@@ -7,7 +7,7 @@
  */
 import { STALE_AFTER_FIREWALL_PERIODS } from '../collectors/firewall.js';
 import { ACTION_SPECS, type ActionSpec } from '../config/actions.js';
-import type { JournalEntry } from '../store/rows.js';
+import type { JournalEntry, VerificationRecord } from '../store/rows.js';
 import type { TargetDirectory } from './types.js';
 
 /** What the attack data says of a firewall row at its deadline: verified, ineffective, or wait (undefined). */
@@ -38,5 +38,15 @@ export function attackSignal(
 }
 
 /** Whether `row`'s action is a firewall one (the attack data is its second signal). */
-export const attackVerified = (row: JournalEntry): boolean =>
-  (ACTION_SPECS as Record<string, ActionSpec | undefined>)[row.action]?.kind === 'firewall';
+export const attackVerified = (row: JournalEntry): boolean => isFirewall(row.action);
+
+const isFirewall = (action: string): boolean =>
+  (ACTION_SPECS as Record<string, ActionSpec | undefined>)[action]?.kind === 'firewall';
+
+/**
+ * Whether an ended verification was verified by the attack data rather than by its alert resolving: a firewall
+ * action verified as of its deadline (what `Verifier` journals for it). Its alert had not resolved, so it has no
+ * recovery time. (An alert resolving at exactly the deadline's millisecond reads the same: not observed.)
+ */
+export const verifiedByAttack = (r: VerificationRecord): boolean =>
+  r.outcome === 'verified' && isFirewall(r.action) && r.verifiedAt === r.calledAt + r.verifyWithinMs;

@@ -116,6 +116,13 @@ describe.each([
     // The alert has not resolved: no recovery time is observed for it.
     const recovery = await d.h.daemon.registry.getSingleMetricAsString('baremetal_remediation_recovery_seconds');
     expect(recovery).not.toContain('action="firewall_state"');
+    // Restarted on the same journal: the outcome is counted again from it, still without a recovery time.
+    await d.h.start();
+    await d.h.daemon.ready;
+    await d.h.account('default').engine.ready;
+    expect(await d.verifications('verified')).toBe(1);
+    const restored = await d.h.daemon.registry.getSingleMetricAsString('baremetal_remediation_recovery_seconds');
+    expect(restored).not.toContain('action="firewall_state"');
   });
 
   it.skipIf(skip)('the attack went on past the call: ineffective as of the deadline', async () => {
