@@ -4,33 +4,26 @@
  * `verified` at the deadline though the alert still fires; it goes on — `ineffective`; the alert's resolution
  * verifies it as for power, and the switch back on resolved is not verified.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { historyReadAt } from '../../src/collectors/firewall.js';
 import { startHarness } from '../helpers/daemon.js';
 import { seriesValue } from '../helpers/metrics.js';
-import { requirePostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { postgresDatabases } from '../helpers/postgres.js';
 import { eventually } from '../helpers/processes.js';
 import { TOKEN } from '../helpers/remediation.js';
 
 const MIN = 60_000;
 const T0 = Date.UTC(2026, 10, 21, 12);
-const found = requirePostgres();
-let postgres: TestPostgres | undefined;
-let databases = 0;
-beforeAll(async () => {
-  if (!found.skip) postgres = await startPostgres(found.bin);
-}, 120_000);
-afterAll(() => postgres?.stop());
+const postgres = postgresDatabases('verify_attack');
 
 describe.each([
   { backend: 'sqlite' as const, skip: undefined },
-  { backend: 'postgres' as const, skip: found.skip ? found.reason : undefined },
+  { backend: 'postgres' as const, skip: postgres.skip },
 ])('firewall verification by the attack data on $backend', ({ backend, skip }) => {
   /** A daemon on a fixed clock with one firewall_state rule verified within 10m, its first histories read. */
   async function daemon() {
     const clock = { now: T0 };
-    const databaseUrl =
-      backend === 'postgres' ? postgres!.createDatabase(`verify_attack_${process.pid}_${++databases}`) : undefined;
+    const databaseUrl = backend === 'postgres' ? postgres.database() : undefined;
     const h = await startHarness({
       key: 'k',
       simulator: { servers: 2, colocations: 0, transits: 0, attackRate: 0, seed: 7, now: () => clock.now },
