@@ -16,8 +16,7 @@ import { readDatabase } from './database.js';
 import { ConfigDocument, type ConfigEnv, type ReadFile } from './document.js';
 import { checkTlsFiles, readCredentials, readPrincipals } from './credentials.js';
 import { durationMs, parseDuration, parseListenAddress, type DurationFormat } from './formats.js';
-import { POWER_ACTIONS } from './actions.js';
-import { type ActionName, DEFAULT_COOLDOWN_MS, HOLD_FORMAT, type ConfigFile } from './schema.js';
+import { DEFAULT_COOLDOWN_MS, HOLD_FORMAT, type ConfigFile } from './schema.js';
 import { parseConfigSource, renderProblems, type ConfigSource } from './positions.js';
 import type { Config, RemediationRule } from './types.js';
 
@@ -183,10 +182,6 @@ function checkRules(checks: ConfigDocument): void {
       for (const key of ['verify_within', 'require_approval', 'cooldown'])
         if (entry[key] !== undefined && entry[key] !== false)
           checks.problems.push(`remediation.rules.${i}.${key}: a ladder sets it per step (steps[].${key})`);
-    if (entry?.verify_within !== undefined && typeof action === 'string' && !POWER_ACTIONS.has(action as ActionName))
-      checks.problems.push(
-        `remediation.rules.${i}.verify_within: only power actions are verified (${[...POWER_ACTIONS].join(', ')}), not ${action}`,
-      );
   });
 }
 

@@ -262,7 +262,7 @@ export const ruleSchema = strict({
       unit: 'duration',
       duration: '10m',
       description:
-        'power actions: duration after the call within which the alert must resolve — `verified` — else the action was `ineffective`; default none: not verified',
+        'duration after the call within which the alert must resolve — `verified` — else the action was `ineffective`; a firewall action (on firing) is also `verified` when its IP had no attack event from the call to this deadline; default none: not verified',
     }),
   ),
 });

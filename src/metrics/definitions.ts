@@ -254,13 +254,13 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
     }),
     remediationVerifications: new Counter({
       name: 'baremetal_remediation_verifications_total',
-      help: "Verified remediation actions (a rule's verify_within) by action, rule (its alertname) and outcome: verified (the alert that caused it resolved within verify_within), ineffective (still firing at the deadline). Counted by the replica that ended the verification.",
+      help: "Verified remediation actions (a rule's verify_within) by action, rule (its alertname) and outcome: verified (the alert that caused it resolved within verify_within; for a firewall action also: no attack event on its IP from the call to the deadline), ineffective (still firing at the deadline). Counted by the replica that ended the verification, and read back from the journal when the engine starts (a restart does not zero it).",
       labelNames: ['account', 'action', 'rule', 'outcome'] as const,
       registers,
     }),
     remediationRecovery: new Histogram({
       name: 'baremetal_remediation_recovery_seconds',
-      help: "Seconds from a verified remediation action's upstream call to the resolution of the alert that caused it, by action.",
+      help: "Seconds from a verified remediation action's upstream call to the resolution of the alert that caused it, by action (read back from the journal when the engine starts; a firewall action verified by the attack data has none).",
       labelNames: ['account', 'action'] as const,
       buckets: [30, 60, 120, 300, 600, 900, 1800, 3600, 7200],
       registers,

@@ -22,7 +22,7 @@ import {
   checkTarget,
   type Denial,
 } from './guards.js';
-import { type AlertReader, checkOutageGate } from './outage-gate.js';
+import { type AlertReader, checkOutageGate, type OutageRead, readOutage } from './outage-gate.js';
 import { requestDigest } from './outcome.js';
 import { makeRequest, requestRow } from './request.js';
 import { type ActionDecision, type ActionRequest, POWER_ACTIONS, type TargetDirectory, type Verdict } from './types.js';
@@ -53,6 +53,8 @@ export interface Pending {
   awaiting: string;
   /** A forced power call says so in its row's message, whatever the decision. */
   note: (message: string) => string;
+  /** Alertmanager's alerts for the outage gate, read before the transaction (`prepare`); absent: not read */
+  outage?: OutageRead | undefined;
 }
 
 /** Builds the journal row (decision `executing`, request.ts `requestRow`) and the rest of what deciding `req` at `now` (ms) needs. */
@@ -67,6 +69,16 @@ export function pending(req: ActionRequest, config: Config['remediation'], now: 
     awaiting: `awaiting approval by an operator other than ${req.principal} until ${new Date(now + config.approvalTimeoutMs).toISOString()}; nothing sent`,
     note: (message) => (forced ? (message ? `${FORCED}; ${message}` : FORCED) : message),
   };
+}
+
+/**
+ * `pending` for `req`, with what its guards read outside the transaction read first: Alertmanager's alerts
+ * for the outage gate (a power request with a gate configured), so that a slow Alertmanager holds no
+ * transaction (on SQLite every decision waits for the one in progress). `now` is taken after the read.
+ */
+export async function prepare(req: ActionRequest, deps: GuardDeps, now: () => number): Promise<Pending> {
+  const outage = await readOutage(deps.alertmanager, deps.config.safety.blockWhileFiring, isPower(req));
+  return { ...pending(req, deps.config, now()), ...(outage ? { outage } : {}) };
 }
 
 /** What a guard sees: one request being decided, inside the decision's transaction. */
@@ -126,8 +138,8 @@ export const GUARDS: readonly Guard[] = [
   {
     name: 'outage_gate',
     applies: isPower,
-    check: async ({ deps, p }) =>
-      deny(await checkOutageGate(deps.alertmanager, deps.config.safety.blockWhileFiring, p.req.serverId)),
+    // Reads what `prepare` read before the transaction: no I/O inside it.
+    check: ({ deps, p }) => deny(checkOutageGate(p.outage, deps.config.safety.blockWhileFiring, p.req.serverId)),
   },
   {
     name: 'circuit_breaker',

@@ -24,7 +24,7 @@ import { type ApprovalResult, Approvals } from './approvals.js';
 import type { StateQueries, StateStore } from '../store/store.js';
 import type { Metrics } from '../metrics/definitions.js';
 import type { UpstreamClient } from '../upstream/client.js';
-import { ClaimConflict, decideDue, decideIn, type Guard, pending } from './decide.js';
+import { ClaimConflict, decideDue, decideIn, type Guard, prepare } from './decide.js';
 import { DesiredFirewallState } from './desired-firewall.js';
 import { type Execution, execute, SENDERS } from './execute.js';
 import { RemediationGauges } from './gauges.js';
@@ -153,13 +153,13 @@ export class RemediationEngine {
 
   /** Decides on one request; executes it when every guard allows. Throws JournalError, NotReadyError, IdempotencyMismatchError. */
   async request(req: ActionRequest): Promise<ActionDecision> {
-    const { account, store, config } = this.#deps;
+    const { account, store } = this.#deps;
     // The route picks the engine by the request's account; a mismatch is a bug, never a guess.
     if (req.account !== account)
       throw new Error(`request for account ${req.account} given to the engine of account ${account}`);
     this.#requireUsable();
-    const p = pending(req, config, this.#now());
     await this.ready;
+    const p = await prepare(req, this.#deps, this.#now);
     const decideTx = (tx: StateQueries) => decideIn(this.#deps, this.#firewall, p, tx);
     // One transaction checks and claims: a second request (or replica) for the same key waits for it. A claim
     // that conflicts rolls back; decided again, the key is then found taken (a duplicate).

@@ -7,6 +7,7 @@ import type { Config } from '../config/types.js';
 import type { Metrics } from '../metrics/definitions.js';
 import type { StateStore } from '../store/store.js';
 import { budgetLeft } from './guards.js';
+import { verifiedByAttack } from './verify-attack.js';
 
 /** What the gauges read and set: the engine's dependencies (engine.ts `EngineDeps`) they need. */
 export interface GaugeDeps {
@@ -51,6 +52,12 @@ export class RemediationGauges {
       // Decision metrics are rebuilt from the journal, so a restart loses none (failed and unknown included).
       for (const c of await store.decisionCounts(account))
         metrics.actionRequests.inc({ action: c.action, decision: c.decision }, c.count);
+      // So are the verification outcomes and the recovery times (issue 41), from the rows that ended one.
+      for (const v of await store.verificationRecords(account)) {
+        metrics.remediationVerifications.inc({ action: v.action, rule: v.rule, outcome: v.outcome });
+        if (v.outcome === 'verified' && !verifiedByAttack(v))
+          metrics.remediationRecovery.observe({ action: v.action }, (v.verifiedAt - v.calledAt) / 1000);
+      }
       for (const f of await store.lastFailures(account))
         metrics.actionLastFailure.set({ action: f.action, decision: f.decision }, f.at / 1000);
       for (const d of await store.allDesired(account))

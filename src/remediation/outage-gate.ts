@@ -3,7 +3,7 @@
  * pause during an outage: while Alertmanager holds an alert that matches every matcher of the gate (active,
  * silenced or inhibited alike: a silenced outage is still an outage), power actions are `denied_blocked`, the
  * message naming the blocking alert. Alertmanager is read at each decision, not from a cache: an outage that
- * began a second ago blocks. When it cannot be read (no client, refused, timed out, a reply of another shape)
+ * began a second ago blocks — read just before the decision's transaction, never inside it (`readOutage`). When it cannot be read (no client, refused, timed out, a reply of another shape)
  * the action is denied too, as the attack guard denies on an unknown attack state: the gate exists because
  * acting during an outage is worse than not acting. The delivery is not claimed: the same alert acts after
  * the outage (a repeat of it, Alertmanager's `repeat_interval`).
@@ -31,27 +31,48 @@ function shown(alert: AlertmanagerAlert): string {
 }
 
 /**
- * The gate's denial of a power action on `serverId`, or undefined when no gate is configured (`gate` empty) or
- * no alert of `reader` matches it.
+ * What the gate knows of Alertmanager for one decision: the alerts it holds, or why they are unknown (a
+ * sentence). Read before the decision's transaction (`readOutage`), so that a slow Alertmanager holds no
+ * transaction, and handed to the guard with the request (decide.ts `Pending.outage`).
  */
-export async function checkOutageGate(
+export type OutageRead = { alerts: readonly AlertmanagerAlert[] } | { unknown: string };
+
+/**
+ * Alertmanager's alerts for the gate's decision on `req`, or undefined when the gate does not apply: no gate
+ * configured (`gate` empty) or not a power action (`power` false). Never throws: a read that fails is `unknown`.
+ */
+export async function readOutage(
   reader: AlertReader | undefined,
   gate: readonly LabelMatcher[],
+  power: boolean,
+): Promise<OutageRead | undefined> {
+  if (gate.length === 0 || !power) return undefined;
+  if (reader === undefined) return { unknown: 'no Alertmanager in this process (remediation.alertmanager)' };
+  try {
+    return { alerts: await reader.alerts() };
+  } catch (error) {
+    return { unknown: `Alertmanager cannot be read (${error instanceof Error ? error.message : String(error)})` };
+  }
+}
+
+/**
+ * The gate's denial of a power action on `serverId`, or undefined when no gate is configured (`gate` empty) or
+ * no alert `read` before the decision matches it. No I/O: the guard runs inside the decision's transaction. A
+ * gate configured but nothing read (a reload added it between the read and the decision) is unknown: denied.
+ */
+export function checkOutageGate(
+  read: OutageRead | undefined,
+  gate: readonly LabelMatcher[],
   serverId: string,
-): Promise<Denial | undefined> {
+): Denial | undefined {
   if (gate.length === 0) return undefined;
   const unknown = (why: string): Denial => ({
     decision: 'denied_blocked',
     message: `whether an outage alert fires is unknown: ${why}; power actions need it (${KEY})`,
   });
-  if (reader === undefined) return unknown('no Alertmanager in this process (remediation.alertmanager)');
-  let alerts: AlertmanagerAlert[];
-  try {
-    alerts = await reader.alerts();
-  } catch (error) {
-    return unknown(`Alertmanager cannot be read (${error instanceof Error ? error.message : String(error)})`);
-  }
-  const blocking = alerts.filter((a) => matchesAll(gate, a.labels));
+  if (read === undefined) return unknown('Alertmanager was not read before this decision');
+  if ('unknown' in read) return unknown(read.unknown);
+  const blocking = read.alerts.filter((a) => matchesAll(gate, a.labels));
   if (blocking.length === 0) return undefined;
   const others = blocking.length > 1 ? ` (and ${blocking.length - 1} more)` : '';
   return {

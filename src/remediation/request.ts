@@ -161,7 +161,8 @@ function fromRule({ rule, index, alert, account, principal, label }: RuleSource)
     cooldownMs: rule.cooldownMs,
     requireOwnedIp: rule.requireOwnedIp,
     ...(rule.requireApproval ? { requireApproval: true } : {}),
-    ...(rule.verifyWithinMs !== undefined ? { verifyWithinMs: rule.verifyWithinMs } : {}),
+    // Verified is what was done on firing: the resolved alert's switch back (firewall state) is not.
+    ...(rule.verifyWithinMs !== undefined && firing ? { verifyWithinMs: rule.verifyWithinMs } : {}),
     ...(rule.steps ? { ladderStep: 0 } : {}),
     rule: { index, digest: ruleDigest(rule) },
     alert: {

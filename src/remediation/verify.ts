@@ -10,6 +10,9 @@
  * daemon's own receiver too: a resolved notification it suppressed never arrives. The deadline is checked by the
  * leader's tick only (`run`), so a failover or a handover resumes it from the journal; ending a verification is
  * one conditional UPDATE (`settleVerification`): of the webhook and a tick ending it at once, one wins.
+ *
+ * A firewall action has a second signal at its deadline: the attack data (verify-attack.ts). No attack event
+ * on its IP since the call — `verified` though the alert still fires; an event — `ineffective`.
  */
 import type { Logger } from 'pino';
 import type { AlertmanagerAlert } from '../alertmanager/client.js';
@@ -17,6 +20,8 @@ import type { Metrics } from '../metrics/definitions.js';
 import type { JournalEntry } from '../store/rows.js';
 import type { StateQueries } from '../store/store.js';
 import type { AlertReader } from './outage-gate.js';
+import type { TargetDirectory } from './types.js';
+import { attackSignal, attackVerified } from './verify-attack.js';
 
 /** The outcomes a verification ends in (`outcome` of `baremetal_remediation_verifications_total`). */
 export const VERIFICATION_OUTCOMES = ['verified', 'ineffective'] as const;
@@ -29,6 +34,10 @@ export interface VerifierDeps {
   logger: Logger;
   /** Alertmanager's alerts (absent: only the resolved webhook and the deadline) */
   alertmanager?: AlertReader | undefined;
+  /** the account's inventory: its attack state is a firewall action's second signal (verify-attack.ts) */
+  targets?: TargetDirectory | undefined;
+  /** the period of `schedules.firewall`, ms (how long an unread history is waited for); default a minute */
+  firewallPeriodMs?: (() => number) | undefined;
   /** called once a row ended ineffective (the engine climbs its ladder, ladder.ts) */
   onIneffective?: (row: JournalEntry) => Promise<unknown>;
 }
@@ -72,11 +81,23 @@ export class Verifier {
     const ended: Array<{ row: JournalEntry; outcome: VerificationOutcome }> = [];
     for (const row of rows) {
       const key = row.fingerprint !== null && row.startsAt !== null ? episode(row.fingerprint, row.startsAt) : '';
-      const outcome: VerificationOutcome | undefined =
-        listed !== undefined && !listed.has(key) ? 'verified' : now >= deadlineOf(row) ? 'ineffective' : undefined;
-      if (outcome && (await this.#settle(row, outcome, now))) ended.push({ row, outcome });
+      const resolved = listed !== undefined && !listed.has(key);
+      const outcome = resolved ? 'verified' : this.#atDeadline(row, now);
+      if (outcome && (await this.#settle(row, outcome, now, resolved ? 'alert' : 'attack')))
+        ended.push({ row, outcome });
     }
     return ended;
+  }
+
+  /**
+   * `row`'s outcome with its alert still firing (or not known resolved) at `now`: none before its deadline; at
+   * or past it, a power action's is `ineffective`, a firewall action's what the attack data says (verify-attack.ts).
+   */
+  #atDeadline(row: JournalEntry, now: number): VerificationOutcome | undefined {
+    const deadline = deadlineOf(row);
+    if (now < deadline) return undefined;
+    if (!attackVerified(row)) return 'ineffective';
+    return attackSignal(this.#deps.targets, row, deadline, now, this.#deps.firewallPeriodMs?.() ?? 60_000);
   }
 
   /**
@@ -104,20 +125,35 @@ export class Verifier {
     return new Set(alerts.map((a) => episode(a.fingerprint, a.startsAt)));
   }
 
-  /** Ends `row`'s verification (once: false when another replica or the webhook did), counted and logged. */
-  async #settle(row: JournalEntry, outcome: VerificationOutcome, now: number): Promise<boolean> {
+  /**
+   * Ends `row`'s verification (once: false when another replica or the webhook did), counted and logged.
+   * `signal`: what verified it — its alert resolved (the recovery time observed), or the attack data (the
+   * quiet window ended at the deadline; the alert has not resolved, so no recovery time).
+   */
+  async #settle(
+    row: JournalEntry,
+    outcome: VerificationOutcome,
+    now: number,
+    signal: 'alert' | 'attack' = 'alert',
+  ): Promise<boolean> {
     const { store, metrics, logger } = this.#deps;
-    // An ineffective action is so at its deadline, even when the tick that sees it runs later.
-    const at = outcome === 'ineffective' ? Math.min(now, deadlineOf(row)) : now;
+    // An ineffective action is so at its deadline, even when the tick that sees it runs later; an attack-quiet
+    // one is verified as of its deadline, the end of its quiet window.
+    const at = outcome === 'ineffective' || signal === 'attack' ? Math.min(now, deadlineOf(row)) : now;
     if (!(await store.settleVerification(row.id, outcome, at))) return false;
     const rule = row.alertname ?? '';
     metrics.remediationVerifications.inc({ action: row.action, rule, outcome });
     const calledAt = row.completedAt ?? row.createdAt;
-    if (outcome === 'verified') metrics.remediationRecovery.observe({ action: row.action }, (at - calledAt) / 1000);
     const fields = { journal_id: row.id, action: row.action, server_id: row.serverId, alertname: rule };
-    if (outcome === 'verified')
+    if (outcome === 'verified' && signal === 'attack')
+      logger.info(
+        { ...fields, ip: row.ip, verify_within_s: (row.verifyWithinMs ?? 0) / 1000 },
+        'remediation verified: no attack event on its IP since the call',
+      );
+    else if (outcome === 'verified') {
+      metrics.remediationRecovery.observe({ action: row.action }, (at - calledAt) / 1000);
       logger.info({ ...fields, recovery_s: (at - calledAt) / 1000 }, 'remediation verified: its alert resolved');
-    else {
+    } else {
       logger.warn(
         { ...fields, verify_within_s: (row.verifyWithinMs ?? 0) / 1000 },
         'remediation ineffective: its alert still fires past verify_within',

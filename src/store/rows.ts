@@ -236,6 +236,33 @@ export const POWER_ACTIONS_SQL = `(${[...POWER_ACTIONS].map((a) => `'${a}'`).joi
 /** The rows still verifying, as both backends select them (the partial index `actions_verifying` has it too). */
 export const VERIFYING_SQL = "decision = 'executed' AND verify_within_ms IS NOT NULL AND verification IS NULL";
 
+/**
+ * One ended verification, as the engine's counters are rebuilt from it at start (remediation/gauges.ts): the
+ * action, the rule (its alertname), the outcome, when its call completed and when the verification ended, ms.
+ */
+export interface VerificationRecord {
+  action: string;
+  rule: string;
+  outcome: 'verified' | 'ineffective';
+  calledAt: number;
+  verifiedAt: number;
+  verifyWithinMs: number;
+}
+
+/** The columns both backends select for a VerificationRecord (`verificationRecord` reads them). */
+export const VERIFICATION_RECORD_SQL =
+  "SELECT action, alertname, verification, coalesce(completed_at, created_at) AS called_at, verified_at, verify_within_ms FROM actions WHERE verification IN ('verified', 'ineffective') AND account = ";
+
+/** A row of VERIFICATION_RECORD_SQL. */
+export const verificationRecord = (r: Row): VerificationRecord => ({
+  action: String(r.action),
+  rule: r.alertname == null ? '' : String(r.alertname),
+  outcome: r.verification as VerificationRecord['outcome'],
+  calledAt: Number(r.called_at),
+  verifiedAt: Number(r.verified_at),
+  verifyWithinMs: Number(r.verify_within_ms ?? 0),
+});
+
 /** Decisions a power action counts for toward the cap per server: sent, maybe sent, or decided in dry run. */
 export const CAPPED_DECISIONS_SQL = "('executing', 'executed', 'failed', 'unknown', 'dry_run')";
 

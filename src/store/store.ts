@@ -16,6 +16,7 @@ import type {
   JournalEntry,
   ListFilter,
   NewEntry,
+  VerificationRecord,
 } from './rows.js';
 import type { Decision } from './decisions.js';
 
@@ -94,6 +95,8 @@ export interface StateQueries {
   recoverInterrupted(account: string, at: number, startedBefore?: number): Promise<JournalEntry[]>;
   /** Rows per action and decision (rows still `executing` left out), to rebuild counters at start. */
   decisionCounts(account: string): Promise<Array<{ action: string; decision: Decision; count: number }>>;
+  /** The ended verifications (`verified`, `ineffective`), to rebuild their counter and histogram at start. */
+  verificationRecords(account: string): Promise<VerificationRecord[]>;
   /** Time (ms) of the latest `failed` and `unknown` row per action. */
   lastFailures(account: string): Promise<Array<{ action: string; decision: 'failed' | 'unknown'; at: number }>>;
   /**
@@ -143,6 +146,7 @@ export const QUERY_METHODS = [
   'list',
   'recoverInterrupted',
   'decisionCounts',
+  'verificationRecords',
   'lastFailures',
   'prune',
   'desired',

@@ -1,11 +1,14 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AlertmanagerClient } from '../../src/alertmanager/client.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { AlertmanagerClient } from '../../src/alertmanager/client.js';
 import { type LabelMatcher, parseMatcher } from '../../src/config/matchers.js';
 import { startQuietAlertmanager } from '../helpers/alertmanager.js';
 import { requireBinary } from '../helpers/binaries.js';
 import { eventually } from '../helpers/processes.js';
-import { engineHarness, powerRequest, SAFETY_WITHOUT_ATTACK_GUARD } from '../helpers/remediation.js';
+import { captureLogger } from '../helpers/logger.js';
+import { engineHarness, firewallRequest, powerRequest, SAFETY_WITHOUT_ATTACK_GUARD } from '../helpers/remediation.js';
 
 const binary = requireBinary('/usr/bin/prometheus-alertmanager', 'prometheus-alertmanager');
 const GATE = ['alertname = "DatacenterOutage"', 'dc =~ "fra.*"'].map((t) => parseMatcher(t) as LabelMatcher);
@@ -97,5 +100,56 @@ describe.skipIf(binary.skip)("the outage gate against Debian's Alertmanager", ()
     const ungated = await harness([]);
     expect((await ungated.engine.request(powerRequest())).decision).toBe('executed');
     expect(reads.length).toBe(readsBefore);
+  });
+});
+
+describe('the outage gate reads Alertmanager before the decision, never inside its transaction', () => {
+  const closing: Array<() => Promise<unknown>> = [];
+  afterEach(async () => {
+    for (const close of closing.splice(0)) await close();
+  });
+
+  it('while a slow Alertmanager holds its reply, another decision is made and journaled first', async () => {
+    // A loopback Alertmanager that holds every reply until the test lets it go.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const asked: string[] = [];
+    const server = createServer((req, res) => {
+      asked.push(`${req.method} ${req.url}`);
+      void held.then(() => res.writeHead(200, { 'content-type': 'application/json' }).end('[]'));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    closing.push(() => new Promise((resolve) => server.close(resolve)));
+    const client = new AlertmanagerClient({
+      config: {
+        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        // Only a regression waits this long: the gate's read inside the transaction would hold the firewall
+        // decision below until the read timed out, and the power row would then be journaled first.
+        timeoutMs: 10_000,
+        maxResponseBytes: 1 << 20,
+        silenceWhileHandled: false,
+        tls: { insecureSkipVerify: false },
+      },
+      logger: captureLogger().logger,
+    });
+    closing.push(() => client.close());
+    const h = await engineHarness(
+      { safety: { ...SAFETY_WITHOUT_ATTACK_GUARD, blockWhileFiring: GATE } },
+      ':memory:',
+      2000,
+      { alertmanager: client },
+    );
+    const gated = h.engine.request(powerRequest());
+    await eventually('the gate to ask Alertmanager', async () => (asked.length > 0 ? true : undefined));
+    // Its reply held: a firewall change (which the gate does not read for) is decided, sent and journaled.
+    const other = await h.engine.request(firewallRequest('1'));
+    expect(other.decision).toBe('executed');
+    expect(asked.map((line) => line.split('?')[0])).toEqual(['GET /api/v2/alerts']);
+    release();
+    const decided = await gated;
+    // Decided on Alertmanager's answer (no outage), not on a timed-out read, and journaled after the other.
+    expect(decided.decision).toBe('executed');
+    expect(decided.id).toBeGreaterThan(other.id);
+    expect(h.sim.callsTo('/api/v1/dedicated/powercycle')).toHaveLength(1);
   });
 });

@@ -23,7 +23,7 @@ for (const backend of backends()) {
       const db = store ? undefined : await backend.fresh();
       const h = await engineHarness({ principals: PRINCIPALS, rules }, store ?? (await db!.open()));
       const app = remediationApp(h);
-      const deliver = async (status: 'firing' | 'resolved', fingerprint = 'fp-1') => {
+      const deliver = async (status: 'firing' | 'resolved', fingerprint = 'fp-1', serverId = '100002') => {
         const res = await app.inject({
           method: 'POST',
           url: '/api/v1/alertmanager',
@@ -32,7 +32,7 @@ for (const backend of backends()) {
             version: '4',
             status,
             alerts: [
-              { status, labels: { alertname: 'ServerDown', server_id: '100002' }, startsAt: STARTS_AT, fingerprint },
+              { status, labels: { alertname: 'ServerDown', server_id: serverId }, startsAt: STARTS_AT, fingerprint },
             ],
           },
         });
@@ -108,6 +108,30 @@ for (const backend of backends()) {
       await second.h.engine.tick();
       expect((await second.h.journal.get(executed!.id))?.verification).toBe('ineffective');
       expect(await second.verifications('ineffective')).toBe(1);
+    });
+
+    it('a restart restores the outcome counter and the recovery times from the journal', async () => {
+      const first = await setup();
+      await first.deliver('firing');
+      first.h.clock.now += 3 * MIN;
+      await first.deliver('resolved');
+      await first.deliver('firing', 'fp-2', '100003');
+      first.h.clock.now += 11 * MIN;
+      await first.h.engine.tick();
+      expect(await first.verifications('verified')).toBe(1);
+      expect(await first.verifications('ineffective')).toBe(1);
+      await first.h.engine.stop();
+      // The next run starts on the same journal with fresh metrics: the counters are read back, not zero.
+      const next = await setup(await first.db!.open());
+      expect(await next.verifications('verified')).toBe(1);
+      expect(await next.verifications('ineffective')).toBe(1);
+      const exposition = await next.h.registry.getSingleMetricAsString('baremetal_remediation_recovery_seconds');
+      expect(exposition).toContain(
+        'baremetal_remediation_recovery_seconds_sum{account="default",action="powercycle"} 180',
+      );
+      expect(exposition).toContain(
+        'baremetal_remediation_recovery_seconds_count{account="default",action="powercycle"} 1',
+      );
     });
 
     it('a rule without verify_within is not verified (as before)', async () => {

@@ -13,6 +13,9 @@ import {
   toDesired,
   toEntry,
   VERIFYING_SQL,
+  VERIFICATION_RECORD_SQL,
+  verificationRecord,
+  type VerificationRecord,
   type DesiredFirewall,
   type Delivery,
   type ApprovalSettlement,
@@ -225,6 +228,11 @@ export class PgQueries implements StateQueries {
       [account],
     );
     return rows.map((r) => ({ action: String(r.action), decision: r.decision as Decision, count: Number(r.n) }));
+  }
+
+  async verificationRecords(account: string): Promise<VerificationRecord[]> {
+    const { rows } = await this.#run(`${VERIFICATION_RECORD_SQL}$1`, [account]);
+    return rows.map(verificationRecord);
   }
 
   async lastFailures(account: string): Promise<Array<{ action: string; decision: 'failed' | 'unknown'; at: number }>> {

@@ -11,6 +11,9 @@ import {
   settlementValues,
   toEntry,
   VERIFYING_SQL,
+  VERIFICATION_RECORD_SQL,
+  verificationRecord,
+  type VerificationRecord,
   type Delivery,
   type ApprovalSettlement,
   type JournalEntry,
@@ -253,6 +256,13 @@ export class SqliteQueries extends SqliteDesiredQueries {
         decision: r.decision as Decision,
         count: Number(r.n),
       })),
+    );
+  }
+
+  /** The ended verifications (`verified`, `ineffective`), to rebuild their counter and histogram at start. */
+  verificationRecords(account: string): VerificationRecord[] {
+    return this.sql.read((db) =>
+      (db.prepare(`${VERIFICATION_RECORD_SQL}?`).all(account) as Row[]).map(verificationRecord),
     );
   }
 

@@ -137,10 +137,10 @@ describe('a rule’s verify_within', () => {
     expect(parseConfigText(plain, env).remediation.rules[0]).not.toHaveProperty('verifyWithinMs');
   });
 
-  it('is refused on a firewall rule, naming the rule', () => {
-    expect(configProblems(() => parseConfigText(rules('firewall_state'), env)).join('\n')).toContain(
-      'remediation.rules[0].verify_within: only power actions are verified (powercycle, poweron, poweroff), not firewall_state',
-    );
+  it('is accepted on firewall rules too (the attack data is their second signal)', () => {
+    expect(parseConfigText(rules('firewall_state'), env).remediation.rules[0]?.verifyWithinMs).toBe(600_000);
+    const sensitivity = parseConfigText(rules('firewall_sensitivity', '      sensitivity: high\n'), env);
+    expect(sensitivity.remediation.rules[0]?.verifyWithinMs).toBe(600_000);
   });
 });
 
