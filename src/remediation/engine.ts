@@ -314,6 +314,7 @@ export class RemediationEngine {
   async rulesChanged(): Promise<number> {
     if (this.#deps.store.unavailable !== undefined) return 0;
     await this.ready;
+    this.#gauges.initSeries();
     const cancelled = await this.#firewall.cancelWithoutRule();
     if (cancelled > 0) await this.#gauges.refresh();
     return cancelled;

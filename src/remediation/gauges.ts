@@ -7,6 +7,7 @@ import type { Config } from '../config/types.js';
 import type { Metrics } from '../metrics/definitions.js';
 import type { StateStore } from '../store/store.js';
 import { budgetLeft } from './guards.js';
+import { POWER_ACTIONS } from './types.js';
 import { verifiedByAttack } from './verify-attack.js';
 
 /** What the gauges read and set: the engine's dependencies (engine.ts `EngineDeps`) they need. */
@@ -49,6 +50,7 @@ export class RemediationGauges {
           'journal row left executing by a previous run: outcome unknown (the API may have acted); it counts for cooldown and budget',
         );
       }
+      this.initSeries(true);
       // Decision metrics are rebuilt from the journal, so a restart loses none (failed and unknown included).
       for (const c of await store.decisionCounts(account))
         metrics.actionRequests.inc({ action: c.action, decision: c.decision }, c.count);
@@ -65,6 +67,26 @@ export class RemediationGauges {
       await this.refresh();
     } catch (error) {
       logger.error({ err: error }, 'reading the remediation state back from the journal failed');
+    }
+  }
+
+  /**
+   * Creates at 0 the series an alert or a panel takes `increase()` of, so that the first event counts (a series
+   * born at 1 shows no increase): `escalated` of every power action, and per rule with `verify_within` (or a
+   * ladder) the verification outcomes of its actions and, at start (`atStart`: before the journal's are
+   * observed, as zeroing a histogram resets it), their recovery histogram. Called at start and after a reload
+   * changed the rules.
+   */
+  initSeries(atStart = false): void {
+    const { metrics, config } = this.#deps;
+    for (const action of POWER_ACTIONS) metrics.actionRequests.inc({ action, decision: 'escalated' }, 0);
+    for (const rule of config.rules) {
+      const verified = [rule, ...(rule.steps ?? [])].filter((r) => r.verifyWithinMs !== undefined);
+      for (const { action } of verified) {
+        for (const outcome of ['verified', 'ineffective'] as const)
+          metrics.remediationVerifications.inc({ action, rule: rule.alertname, outcome }, 0);
+        if (atStart) metrics.remediationRecovery.zero({ action });
+      }
     }
   }
 

@@ -70,6 +70,8 @@ describe.skipIf(prometheus.skip || alertmanager.skip)(
                 matchers: { severity: 'critical' },
                 action: 'firewall_state',
                 hold: '5m',
+                // The verification panels read series created at 0 for a rule that verifies (issue 41).
+                verify_within: '1h',
               },
             ],
           },

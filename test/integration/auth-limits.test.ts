@@ -16,7 +16,11 @@ describe('web.auth_limits in the daemon', () => {
     const h = await startHarness({
       simulator: { servers: 1, attackRate: 0 },
       config: {
-        web: { auth: { basic_auth_users: { prometheus: HASH } }, auth_limits: { wrong_password_burst: 1 } },
+        web: {
+          auth: { basic_auth_users: { prometheus: HASH } },
+          // A refill slower than the test: two checks on a loaded machine may take longer than the default 2 s.
+          auth_limits: { wrong_password_burst: 1, wrong_password_refill: '1h' },
+        },
       },
       daemon: { initialPolls: false },
     });
