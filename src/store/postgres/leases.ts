@@ -8,7 +8,9 @@
  * `FOR SHARE` and checks that the epoch it carries is the current one and unexpired; otherwise nothing is
  * written (StaleLeaseError). A claim by another replica must update that row, so it waits for a fenced write in
  * flight to commit, and once it has committed every write with the older epoch is refused: a leader that was
- * paused past its lease and wakes up cannot write.
+ * paused past its lease and wakes up cannot write. A replica paused *inside* such a transaction would keep the
+ * row locked and the claim waiting: the transaction sets `idle_in_transaction_session_timeout` to the lease, so
+ * PostgreSQL ends that session and the claim goes through (the woken replica's COMMIT then fails).
  */
 import type pg from 'pg';
 import { StaleLeaseError } from '../../errors.js';
@@ -113,8 +115,18 @@ export class AccountLeases {
   async fenced<T>(account: string, epoch: string, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     const client = await this.#o.pool.connect();
     let broken = false;
+    // A checked-out client has no pool listener: the session ended under it (the timeout below) must not throw.
+    const ended = () => {
+      broken = true;
+    };
+    client.on('error', ended);
     try {
       await client.query('BEGIN');
+      // A replica paused inside this transaction (SIGSTOP, a VM frozen) would hold the lease row's lock, and every
+      // other replica's claim would wait for it forever: PostgreSQL ends a session idle in it past the lease.
+      await client.query("SELECT set_config('idle_in_transaction_session_timeout', $1, true)", [
+        String(Math.ceil(this.#o.leaseMs)),
+      ]);
       await checkLease((sql, params) => client.query(sql, params), account, { replica: this.#o.replica, epoch });
       const result = await fn(client);
       await client.query('COMMIT');
@@ -123,6 +135,8 @@ export class AccountLeases {
       await client.query('ROLLBACK').catch(() => (broken = true));
       throw error;
     } finally {
+      // a broken client is discarded, and keeps the listener for its late errors
+      if (!broken) client.off('error', ended);
       client.release(broken);
     }
   }
