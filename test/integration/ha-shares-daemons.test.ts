@@ -163,7 +163,7 @@ describe.skipIf(found.skip)('accounts shared among three daemons (Debian postgre
     expect(text).not.toMatch(/^baremetal_leader [01]$/m);
   });
 
-  it('a replica whose heartbeat stopped cannot write for the accounts it led: its event ids and server list are refused', async () => {
+  it('a replica whose heartbeat stopped cannot write for the accounts it led: event ids, server list, ticker refused', async () => {
     const start = await cluster();
     const all = [await start(0), await start(1), await start(2)];
     const before = await settled(all, [2, 2, 2], 30_000);
@@ -178,6 +178,11 @@ describe.skipIf(found.skip)('accounts shared among three daemons (Debian postgre
     await expect(stale.accounts.get(account)!.ledger.save(ids)).rejects.toBeInstanceOf(StaleLeaseError);
     await expect(stale.shared!.directory.publish(account, () => ({}))).rejects.toBeInstanceOf(StaleLeaseError);
     await expect(leader.accounts.get(account)!.ledger.save(ids)).resolves.toBeUndefined();
+    // …and so is its remediation ticker's (a due firewall change decided), while any replica still answers a webhook
+    const decide = async () => 'decided';
+    await expect(stale.store.transaction(account, decide, { leader: true })).rejects.toBeInstanceOf(StaleLeaseError);
+    await expect(leader.store.transaction(account, decide, { leader: true })).resolves.toBe('decided');
+    await expect(stale.store.transaction(account, decide)).resolves.toBe('decided');
   });
 
   it.each([

@@ -45,14 +45,18 @@ export interface LeaseTerm {
 /**
  * Inside a transaction: locks `account`'s lease row FOR SHARE and throws StaleLeaseError unless `term` is its
  * current, unexpired lease (undefined: this replica does not lead the account, nothing may be written). A claim
- * by another replica updates that row, so it waits for this transaction to end.
+ * by another replica updates that row, so it waits for this transaction to end — at most `leaseMs` idle in it.
  */
 export async function checkLease(
   query: (sql: string, params: unknown[]) => Promise<{ rowCount: number | null }>,
   account: string,
   term: LeaseTerm | undefined,
+  leaseMs: number,
 ): Promise<void> {
   if (term === undefined) throw new StaleLeaseError(account, 'none');
+  // A replica paused inside this transaction (SIGSTOP, a frozen VM) would hold the row's lock, and every other
+  // replica's claim would wait for it for ever: PostgreSQL ends a session idle in the transaction past the lease.
+  await query("SELECT set_config('idle_in_transaction_session_timeout', $1, true)", [String(Math.ceil(leaseMs))]);
   const { rowCount } = await query(
     `SELECT 1 FROM ha_leases
       WHERE account = $1 AND holder = $2 AND epoch = $3::bigint AND expires_at > now() FOR SHARE`,
@@ -122,12 +126,12 @@ export class AccountLeases {
     client.on('error', ended);
     try {
       await client.query('BEGIN');
-      // A replica paused inside this transaction (SIGSTOP, a VM frozen) would hold the lease row's lock, and every
-      // other replica's claim would wait for it forever: PostgreSQL ends a session idle in it past the lease.
-      await client.query("SELECT set_config('idle_in_transaction_session_timeout', $1, true)", [
-        String(Math.ceil(this.#o.leaseMs)),
-      ]);
-      await checkLease((sql, params) => client.query(sql, params), account, { replica: this.#o.replica, epoch });
+      await checkLease(
+        (sql, params) => client.query(sql, params),
+        account,
+        { replica: this.#o.replica, epoch },
+        this.#o.leaseMs,
+      );
       const result = await fn(client);
       await client.query('COMMIT');
       return result;
