@@ -3,7 +3,7 @@
  * at one or more sizes. Each size runs in a process of its own (bench/size.ts: simulator child, daemon,
  * scraper child), so that RSS and heap are that size's alone; the first size also measures the rows that
  * need one daemon only (/metrics under a credential flood, the request budget, two accounts) and the HA rows
- * (bench/ha.ts: webhook → upstream call on SQLite and PostgreSQL, failover time). Before the sizes, the small account (bench/small-row.ts): 100 servers with graphs, ten cycles of every poll,
+ * (bench/ha.ts: webhook → upstream call on SQLite and PostgreSQL, failover time), and the shared-accounts rows (bench/shares.ts: 1 replica against 3, a rolling restart). Before the sizes, the small account (bench/small-row.ts): 100 servers with graphs, ten cycles of every poll,
  * RSS after each against its floor, with the shipped jemalloc (and glibc for comparison). Each size runs with
  * the allocator the image and the systemd unit ship (jemalloc, when libjemalloc2 is installed) and also runs a graphs
  * poll. The simulator attacks its default share of IPs (~3 % within an hour); the table's header says so. Prints the
@@ -35,6 +35,7 @@ import { decodeRows, measureDecode } from './decode.ts';
 import { graphCheckRow, measureGraphCheck } from './graph-check.ts';
 import { busyRows, measureBusy } from './busy-row.ts';
 import { haRows, measureHa } from './ha.ts';
+import { measureShares, sharesRows } from './shares.ts';
 import { ATTACKED_PER_HOUR } from '../dist/simulator/state.js';
 import { measureHugeReply } from './huge-reply.ts';
 import { scopeRow } from './scope.ts';
@@ -55,7 +56,7 @@ const { values } = parseArgs({
   },
 });
 /** The parts of the bench, each a set of rows that `--only` names. */
-const PARTS = ['huge', 'graph-check', 'decode', 'small', 'busy', 'sizes', 'ha', 'scope'] as const;
+const PARTS = ['huge', 'graph-check', 'decode', 'small', 'busy', 'sizes', 'ha', 'shares', 'scope'] as const;
 const only = values.only?.split(',');
 const unknown = only?.filter((part) => !(PARTS as readonly string[]).includes(part));
 if (unknown?.length) throw new Error(`--only: unknown part ${unknown.join(', ')} (parts: ${PARTS.join(', ')})`);
@@ -139,6 +140,12 @@ for (const [i, servers] of (runs('sizes') ? sizes : []).entries()) {
 const ha =
   extras && runs('ha')
     ? await timed('the HA rows', () => measureHa(smoke ? { deliveries: 5, failovers: 1 } : {}))
+    : undefined;
+
+// Accounts shared among replicas (issue 42): 1 replica against 3, and a rolling restart of the 3.
+const shares =
+  extras && runs('shares')
+    ? await timed('the shared-accounts rows', () => measureShares(smoke ? { servers: 4, seconds: 5 } : {}))
     : undefined;
 
 const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
@@ -238,6 +245,7 @@ const rows: Row[] = [
       ]
     : []),
   ...(ha ? haRows(ha) : []),
+  ...(shares ? sharesRows(shares) : []),
   ...(runs('scope') ? [scopeRow(smoke ? 100 : 10_000)] : []),
   ...(decode ? decodeRows(decode) : []),
 ];
@@ -282,6 +290,7 @@ for (const row of rows) {
 }
 if (results.some((r) => r.outcomes.some((o) => o !== 'success') || r.graphsOutcome !== 'success')) missed++;
 if (ha?.skipped) console.log(`\n${ha.skipped}`);
+if (shares?.skipped) console.log(`\n${shares.skipped}`);
 
 console.log('\nScale curve (each size in a process of its own):\n');
 console.log(

@@ -185,12 +185,17 @@ export class DesiredFirewallState {
     this.#held.clear();
     for (const listed of due) {
       if (signal?.aborted) break;
-      const step = await store.transaction(account, async (tx) => {
-        const d = await tx.desired(account, listed.serverId, listed.ip);
-        if (!d?.pending || d.dueAt > now) return undefined;
-        const decided = await this.#deps.decideDue(d, now, tx);
-        return decided && { d, ...decided };
-      });
+      // the leader's write: with shared accounts, refused unless this replica still holds the account's lease
+      const step = await store.transaction(
+        account,
+        async (tx) => {
+          const d = await tx.desired(account, listed.serverId, listed.ip);
+          if (!d?.pending || d.dueAt > now) return undefined;
+          const decided = await this.#deps.decideDue(d, now, tx);
+          return decided && { d, ...decided };
+        },
+        { leader: true },
+      );
       if (step?.send) await this.apply(step.d, step.id);
       else if (step) await record('firewall_state', { id: step.id, decision: step.decision, message: step.message });
     }

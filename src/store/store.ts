@@ -177,9 +177,10 @@ export interface StateStore extends StateQueries {
   /**
    * Runs `fn` as one transaction that serializes every decision of `account` against every other decision of
    * it, across processes and replicas; `fn` must use only the queries it is given. Rolled back when `fn`
-   * throws. Throws JournalError.
+   * throws. Throws JournalError. `leader`: a write only the account's leader may make (the remediation ticker's):
+   * with shared accounts it is refused (StaleLeaseError, nothing written) unless this replica's lease is current.
    */
-  transaction<T>(account: string, fn: (tx: StateQueries) => Promise<T>): Promise<T>;
+  transaction<T>(account: string, fn: (tx: StateQueries) => Promise<T>, options?: { leader?: boolean }): Promise<T>;
   /** The attack-event ids of `account` (persisted firewall event ids). */
   eventLedger(account: string): EventLedger;
   /** Closes the database (the PostgreSQL pool ends); idempotent. */

@@ -36,7 +36,13 @@ const ROWS = [
   'decode CPU per reply ÷ JSON.parse: server list',
   'decode CPU per reply ÷ JSON.parse: firewall history',
 ];
-const POSTGRES_ROWS = ['webhook → upstream call p95, PostgreSQL', 'HA failover: SIGKILL of the leader'];
+const POSTGRES_ROWS = [
+  'webhook → upstream call p95, PostgreSQL',
+  'HA failover: SIGKILL of the leader',
+  'shared accounts: most loaded of 3 replicas ÷ 1 replica, API requests',
+  'shared accounts: most loaded of 3 replicas ÷ 1 replica, CPU seconds',
+  'shared accounts: longest gap between polls of an account, rolling restart',
+];
 
 describe('bench smoke', () => {
   const postgres = requirePostgres();

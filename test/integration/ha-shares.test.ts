@@ -141,6 +141,28 @@ describe.skipIf(found.skip)('leadership per account (Debian postgresql on loopba
     await expect(write(old.epoch)).rejects.toBeInstanceOf(StaleLeaseError);
   });
 
+  it('a leader frozen inside a fenced write (its transaction open, the lease row locked) does not block the takeover', async () => {
+    const f = await fleet();
+    const replicas = ['r0', 'r1', 'r2'].map((n) => f.replica(n));
+    const leaders = await f.settled(replicas, [2, 2, 2]);
+    const frozen = replicas[0]!;
+    const account = [...leaders].find(([, r]) => r === 'r0')![0];
+    // A paused process in the middle of a write: the lease row locked FOR SHARE, its session idle in the
+    // transaction. PostgreSQL ends that session after the lease, so that the others' claim goes through.
+    let wake = () => {};
+    const woken = new Promise<void>((resolve) => (wake = resolve));
+    const write = frozen.leases.fenced(account, frozen.shares.term(account)!.epoch, () => woken);
+    write.catch(() => {});
+    frozen.shares.pauseHeartbeat();
+    await eventually('another replica to lead the frozen replica’s account', async () =>
+      replicas.slice(1).some((r) => r.shares.leads(account)) ? true : undefined,
+    );
+    wake();
+    await expect(write).rejects.toThrow();
+    frozen.shares.resumeHeartbeat();
+    await f.settled(replicas, [2, 2, 2]);
+  });
+
   it('a PostgreSQL restart (every session ended): every account is led again, 2/2/2, never two at once', async () => {
     const f = await fleet();
     const replicas = ['r0', 'r1', 'r2'].map((n) => f.replica(n));

@@ -8,7 +8,9 @@
  * `FOR SHARE` and checks that the epoch it carries is the current one and unexpired; otherwise nothing is
  * written (StaleLeaseError). A claim by another replica must update that row, so it waits for a fenced write in
  * flight to commit, and once it has committed every write with the older epoch is refused: a leader that was
- * paused past its lease and wakes up cannot write.
+ * paused past its lease and wakes up cannot write. A replica paused *inside* such a transaction would keep the
+ * row locked and the claim waiting: the transaction sets `idle_in_transaction_session_timeout` to the lease, so
+ * PostgreSQL ends that session and the claim goes through (the woken replica's COMMIT then fails).
  */
 import type pg from 'pg';
 import { StaleLeaseError } from '../../errors.js';
@@ -43,14 +45,18 @@ export interface LeaseTerm {
 /**
  * Inside a transaction: locks `account`'s lease row FOR SHARE and throws StaleLeaseError unless `term` is its
  * current, unexpired lease (undefined: this replica does not lead the account, nothing may be written). A claim
- * by another replica updates that row, so it waits for this transaction to end.
+ * by another replica updates that row, so it waits for this transaction to end — at most `leaseMs` idle in it.
  */
 export async function checkLease(
   query: (sql: string, params: unknown[]) => Promise<{ rowCount: number | null }>,
   account: string,
   term: LeaseTerm | undefined,
+  leaseMs: number,
 ): Promise<void> {
   if (term === undefined) throw new StaleLeaseError(account, 'none');
+  // A replica paused inside this transaction (SIGSTOP, a frozen VM) would hold the row's lock, and every other
+  // replica's claim would wait for it for ever: PostgreSQL ends a session idle in the transaction past the lease.
+  await query("SELECT set_config('idle_in_transaction_session_timeout', $1, true)", [String(Math.ceil(leaseMs))]);
   const { rowCount } = await query(
     `SELECT 1 FROM ha_leases
       WHERE account = $1 AND holder = $2 AND epoch = $3::bigint AND expires_at > now() FOR SHARE`,
@@ -113,9 +119,19 @@ export class AccountLeases {
   async fenced<T>(account: string, epoch: string, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     const client = await this.#o.pool.connect();
     let broken = false;
+    // A checked-out client has no pool listener: the session ended under it (the timeout below) must not throw.
+    const ended = () => {
+      broken = true;
+    };
+    client.on('error', ended);
     try {
       await client.query('BEGIN');
-      await checkLease((sql, params) => client.query(sql, params), account, { replica: this.#o.replica, epoch });
+      await checkLease(
+        (sql, params) => client.query(sql, params),
+        account,
+        { replica: this.#o.replica, epoch },
+        this.#o.leaseMs,
+      );
       const result = await fn(client);
       await client.query('COMMIT');
       return result;
@@ -123,6 +139,8 @@ export class AccountLeases {
       await client.query('ROLLBACK').catch(() => (broken = true));
       throw error;
     } finally {
+      // a broken client is discarded, and keeps the listener for its late errors
+      if (!broken) client.off('error', ended);
       client.release(broken);
     }
   }

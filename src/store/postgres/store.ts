@@ -134,6 +134,11 @@ class Connection {
     }
     const txRun = this.runner(client);
     let broken = false;
+    // A checked-out client has no pool listener: a session PostgreSQL ended under it must not throw uncaught.
+    const ended = () => {
+      broken = true;
+    };
+    client.on('error', ended);
     try {
       await txRun('BEGIN');
       if (lock !== undefined) await txRun(`SELECT pg_advisory_xact_lock(${ACCOUNT_LOCK_KEY})`, [lock]);
@@ -149,6 +154,7 @@ class Connection {
       }
       throw error;
     } finally {
+      if (!broken) client.off('error', ended);
       client.release(broken);
     }
   }
@@ -221,10 +227,12 @@ export async function openPostgresStore(o: PostgresStoreOptions): Promise<Postgr
   const opener = new Opener(c, o, message);
   /** with shared accounts: the lease each leader write for an account must still hold */
   let fence: ((account: string) => LeaseTerm | undefined) | undefined;
+  /** the lease of `shares` (what a session idle in a fenced transaction is allowed), ms */
+  let leaseMs = 10_000;
   /** runs `fn` in a transaction that first checks the account's lease, once fenced */
-  const fenced = <T>(account: string, fn: (run: Run) => Promise<T>) =>
-    c.transaction(undefined, async (run) => {
-      if (fence) await checkLease(run, account, fence(account));
+  const fenced = <T>(account: string, fn: (run: Run) => Promise<T>, lock?: string) =>
+    c.transaction(lock, async (run) => {
+      if (fence) await checkLease(run, account, fence(account), leaseMs);
       return fn(run);
     });
   const directory = new SharedDirectory({
@@ -246,10 +254,13 @@ export async function openPostgresStore(o: PostgresStoreOptions): Promise<Postgr
     shared: {
       directory,
       graphs: new SharedGraphs(c.pool, o.accounts, o.logger, message),
-      shares: (replica, leaseMs) => ({
-        membership: new Membership({ pool: c.pool, replica, leaseMs }),
-        leases: new AccountLeases({ pool: c.pool, replica, leaseMs }),
-      }),
+      shares: (replica, lease) => {
+        leaseMs = lease;
+        return {
+          membership: new Membership({ pool: c.pool, replica, leaseMs: lease }),
+          leases: new AccountLeases({ pool: c.pool, replica, leaseMs: lease }),
+        };
+      },
       fence: (term) => {
         fence = term;
       },
@@ -262,8 +273,10 @@ export async function openPostgresStore(o: PostgresStoreOptions): Promise<Postgr
     },
     healthy: () => c.openFailure === undefined && c.failure === undefined,
     opened: opener.opened,
-    transaction: <T>(account: string, fn: (tx: StateQueries) => Promise<T>) =>
-      c.transaction(account, (txRun) => fn(new PgQueries(txRun))),
+    transaction: <T>(account: string, fn: (tx: StateQueries) => Promise<T>, options?: { leader?: boolean }) =>
+      options?.leader
+        ? fenced(account, (txRun) => fn(new PgQueries(txRun)), account)
+        : c.transaction(account, (txRun) => fn(new PgQueries(txRun))),
     eventLedger: (account: string) =>
       new PostgresEventLedger(account, {
         run: c.run,
