@@ -134,7 +134,8 @@ function baseUrl(text: string): URL {
   try {
     url = new URL(text);
   } catch {
-    throw usageError(`--daemon.url: not a URL: ${JSON.stringify(text)}`);
+    // Not echoed: a text that does not parse may still hold a password.
+    throw usageError('--daemon.url: not a URL');
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
     throw usageError(`--daemon.url: must be http:// or https:// (got ${url.protocol})`);

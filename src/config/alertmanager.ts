@@ -19,7 +19,8 @@ function checkUrl(checks: ConfigDocument, key: string): string | undefined {
   try {
     url = new URL(text);
   } catch {
-    checks.problems.push(`${key}: not a URL: ${JSON.stringify(text)}`);
+    // Not echoed: a text that does not parse may still hold a password.
+    checks.problems.push(`${key}: not a URL`);
     return undefined;
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:')

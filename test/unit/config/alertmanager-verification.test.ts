@@ -48,7 +48,7 @@ describe('remediation.alertmanager', () => {
   });
 
   it.each([
-    ['not a URL', '    url: nope\n', 'remediation.alertmanager.url: not a URL: "nope"'],
+    ['not a URL', '    url: nope\n', 'remediation.alertmanager.url: not a URL'],
     ['another scheme', '    url: ftp://am\n', 'remediation.alertmanager.url: must be http:// or https:// (got ftp:)'],
     [
       'credentials in the URL',
