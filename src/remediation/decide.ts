@@ -59,11 +59,13 @@ export interface Pending {
 
 /** Builds the journal row (decision `executing`, request.ts `requestRow`) and the rest of what deciding `req` at `now` (ms) needs. */
 export function pending(req: ActionRequest, config: Config['remediation'], now: number): Pending {
-  const forced = req.force === true && POWER_ACTIONS.has(req.action);
+  const entry = requestRow(req, now);
+  // Whether the call is forced is the row's (requestRow decides it once).
+  const forced = entry.forced === true;
   return {
     req,
     now,
-    entry: requestRow(req, now),
+    entry,
     digest: requestDigest(req),
     needsApproval: req.requireApproval === true && req.approval === undefined,
     awaiting: `awaiting approval by an operator other than ${req.principal} until ${new Date(now + config.approvalTimeoutMs).toISOString()}; nothing sent`,
