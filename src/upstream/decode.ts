@@ -8,6 +8,7 @@
 import { createHash } from 'node:crypto';
 import validator from 'validator';
 import { ApiError, InvalidReplyError, type UpstreamContext } from '../errors.js';
+import type { Scrubber } from '../scrub.js';
 import { excerpt, isObject, type Json, pick, text } from './decode-json.js';
 
 /** One firewall (DDoS) event of a history reply. */
@@ -36,8 +37,12 @@ function decodeEvent(value: unknown): FirewallEvent | undefined {
  * Decodes a firewall-history reply `{success, firewall}` (contract §4). `firewall` may be an array of
  * events, a string holding JSON of one, or `""`/`null`/`[]` (no events). Throws InvalidReplyError for
  * anything else, including `success: false` and non-object events.
+ *
+ * A string is JSON inside JSON: the reply's raw text was scrubbed once (client.ts), which covers one level of
+ * JSON escaping, so the inner text passes `scrub` again before it is parsed — a secret written through two
+ * levels of escapes (`\\u0041` in the raw text) never reaches an event.
  */
-export function decodeFirewallHistory(reply: unknown, ctx: UpstreamContext): FirewallEvent[] {
+export function decodeFirewallHistory(reply: unknown, ctx: UpstreamContext, scrub: Scrubber): FirewallEvent[] {
   if (!isObject(reply) || reply.success === false) {
     throw new InvalidReplyError(ctx, 'expected {success: true, firewall}', excerpt(reply));
   }
@@ -45,7 +50,7 @@ export function decodeFirewallHistory(reply: unknown, ctx: UpstreamContext): Fir
   if (typeof value === 'string') {
     if (value.trim() === '') return [];
     try {
-      value = JSON.parse(value);
+      value = JSON.parse(scrub(value));
     } catch {
       throw new InvalidReplyError(ctx, '"firewall" is a string but not JSON', excerpt(value));
     }

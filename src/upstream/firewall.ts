@@ -47,9 +47,8 @@ export async function getFirewallHistory(
     scale: requireOneOf(spec.operation, 'scale', scale, FIREWALL_SCALES),
     ip: ip === undefined ? undefined : requireIp(spec.operation, ip),
   };
-  return client.json(
-    { operation: spec.operation, path: spec.path, body, read: true, ...options },
-    decodeFirewallHistory,
+  return client.json({ operation: spec.operation, path: spec.path, body, read: true, ...options }, (reply, ctx) =>
+    decodeFirewallHistory(reply, ctx, client.scrub),
   );
 }
 

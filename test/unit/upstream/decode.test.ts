@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError, InvalidReplyError } from '../../../src/errors.js';
+import { createScrubber } from '../../../src/scrub.js';
 import {
   decodeActionResult,
   decodeFirewallHistory,
@@ -15,6 +16,7 @@ import {
 } from '../../../src/upstream/decode-servers.js';
 
 const ctx = { operation: 'op', path: '/api/v1/x', status: 200 };
+const noScrub = createScrubber([]);
 
 describe('server records', () => {
   it('reads the public client spellings (OS, processor, IP, memory) and keeps the raw record', () => {
@@ -185,12 +187,12 @@ describe('firewall history', () => {
     ['a missing firewall field', { success: true }, []],
     ['a JSON string of null', { success: true, firewall: 'null' }, []],
   ])('accepts %s', (_name, reply, expected) => {
-    expect(decodeFirewallHistory(reply, ctx)).toEqual(expected);
+    expect(decodeFirewallHistory(reply, ctx, noScrub)).toEqual(expected);
   });
 
   it('gives an event without id a stable digest id', () => {
-    const [a] = decodeFirewallHistory({ success: true, firewall: [{ ip: '192.0.2.1', raw: 'x' }] }, ctx);
-    const [b] = decodeFirewallHistory({ success: true, firewall: [{ ip: '192.0.2.1', raw: 'x' }] }, ctx);
+    const [a] = decodeFirewallHistory({ success: true, firewall: [{ ip: '192.0.2.1', raw: 'x' }] }, ctx, noScrub);
+    const [b] = decodeFirewallHistory({ success: true, firewall: [{ ip: '192.0.2.1', raw: 'x' }] }, ctx, noScrub);
     expect(a!.id).toMatch(/^[0-9a-f]{16}$/);
     expect(a!.id).toBe(b!.id);
   });
@@ -203,7 +205,7 @@ describe('firewall history', () => {
     ['an array of strings', { success: true, firewall: ['a'] }, /not an object/],
     ['a bare array reply', [], /expected \{success: true, firewall\}/],
   ])('rejects %s', (_name, reply, message) => {
-    expect(() => decodeFirewallHistory(reply, ctx)).toThrow(message);
+    expect(() => decodeFirewallHistory(reply, ctx, noScrub)).toThrow(message);
   });
 });
 

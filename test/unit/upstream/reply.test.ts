@@ -8,6 +8,7 @@ import { MockAgent } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createScrubber, REDACTED } from '../../../src/scrub.js';
 import { UpstreamClient } from '../../../src/upstream/client.js';
+import { getDedicatedFirewallHistory } from '../../../src/upstream/firewall.js';
 import { parseJsonReply } from '../../../src/upstream/reply.js';
 
 /** A key with the characters that change under escaping: "/", "+", "=", '"', a space, a non-ASCII letter, "\\". */
@@ -119,6 +120,17 @@ describe('a reply parsed without a reviver (issue 43)', () => {
   });
 });
 
+const clientOf = (agent: MockAgent) =>
+  new UpstreamClient({
+    baseUrl: 'https://api.provider.test',
+    apiKey: KEY,
+    secrets: [OTHER],
+    timeoutMs: 2000,
+    concurrency: 1,
+    retries: 0,
+    dispatcher: agent,
+  });
+
 describe('the client: one scrub of the raw text, then JSON.parse (issue 43)', () => {
   const BASE = 'https://api.provider.test';
   let agent: MockAgent;
@@ -137,17 +149,28 @@ describe('the client: one scrub of the raw text, then JSON.parse (issue 43)', ()
       .reply(200, `{"servers":[{"name":"${inside}","${inside}":"${inside}"}]}`, {
         headers: { 'content-type': 'application/json' },
       });
-    const client = new UpstreamClient({
-      baseUrl: BASE,
-      apiKey: KEY,
-      secrets: [OTHER],
-      timeoutMs: 2000,
-      concurrency: 1,
-      retries: 0,
-      dispatcher: agent,
-    });
+    const client = clientOf(agent);
     const reply = await client.json({ operation: 'servers', path: '/api/v1/dedicated', body: {}, read: true });
     for (const text of strings(reply)) expect(holdsKey(text)).toBe(false);
     expect(strings(reply)).toContain(REDACTED);
   });
+
+  it.each(CASES.filter((_, i) => i % 5 === 0))(
+    'a firewall history whose events are a JSON string: no secret two escapes deep reaches an event: $name',
+    async ({ inside }) => {
+      // The inner JSON holds the spelling; the outer reply carries that JSON as a string (escaped once more).
+      const inner = `[{"id":"1","ip":"192.0.2.1","raw":"udp ${inside}","note":"${inside}"}]`;
+      agent
+        .get(BASE)
+        .intercept({ path: '/api/v1/dedicated/firewall', method: 'POST' })
+        .reply(200, JSON.stringify({ success: true, firewall: inner }), {
+          headers: { 'content-type': 'application/json' },
+        });
+      const client = clientOf(agent);
+      const events = await getDedicatedFirewallHistory(client, 'S1', 'hour');
+      expect(events).toHaveLength(1);
+      expect(events[0]!.raw).toBe(`udp ${REDACTED}`);
+      for (const text of strings(events)) expect(holdsKey(text)).toBe(false);
+    },
+  );
 });
