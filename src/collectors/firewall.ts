@@ -8,6 +8,7 @@
  */
 import { isIP } from 'node:net';
 import type { Metrics } from '../metrics/definitions.js';
+import type { Series } from '../metrics/series.js';
 import type { FirewallEvent } from '../upstream/decode.js';
 import type { ServiceType } from '../config/api-terms.js';
 
@@ -34,6 +35,8 @@ interface ServiceSeries {
   up: boolean;
   /** ms (collector clock) at which a history of the service was last read and applied successfully */
   readAt: number;
+  /** its `baremetal_firewall_history_last_success_timestamp_seconds` series, held: set without a label lookup */
+  lastSuccess: Series;
   /** event ids of the latest successful history, for deduplication */
   seenIds: Set<string>;
   /**
@@ -126,6 +129,13 @@ function quietAsBefore(previous: ServiceSeries, { limits, knownIps = [] }: Histo
   return size === previous.counts.size;
 }
 
+/** Sets the service's last-success series to `now` (ms): in place when it is held and still exposed. */
+function setLastSuccess(metrics: Metrics, ref: ServiceRef, held: Series | undefined, now: number): Series {
+  const family = metrics.firewallHistoryLastSuccess;
+  if (held && family.update(held, now / 1000)) return held;
+  return family.hold({ service_type: ref.serviceType, service_id: ref.serviceId }, now / 1000);
+}
+
 /**
  * Applies a successful history. Events whose `ip` is not an IP address, or whose IP is beyond the
  * service's cap, still belong to the history (deduplication, the return value) but create no series;
@@ -147,10 +157,7 @@ export function collectFirewallHistory(
     // Most polls of most servers: no events, before and now. Only the time of the last success moves.
     state.restored.delete(key);
     previous.readAt = context.now;
-    metrics.firewallHistoryLastSuccess.set(
-      { service_type: ref.serviceType, service_id: ref.serviceId },
-      context.now / 1000,
-    );
+    previous.lastSuccess = setLastSuccess(metrics, ref, previous.lastSuccess, context.now);
     return 0;
   }
   const counted = previous?.seenIds ?? state.restored.get(key);
@@ -197,11 +204,8 @@ export function collectFirewallHistory(
     if (before === undefined) metrics.attackEventsTotal.inc(labels(ref, ip), 0);
   }
   if (!previous?.up) metrics.firewallHistoryUp.set({ service_type: ref.serviceType, service_id: ref.serviceId }, 1);
-  metrics.firewallHistoryLastSuccess.set(
-    { service_type: ref.serviceType, service_id: ref.serviceId },
-    context.now / 1000,
-  );
-  state.services.set(key, { counts, lastEventAt, up: true, readAt: context.now, seenIds, pending });
+  const lastSuccess = setLastSuccess(metrics, ref, previous?.lastSuccess, context.now);
+  state.services.set(key, { counts, lastEventAt, up: true, readAt: context.now, lastSuccess, seenIds, pending });
   return fresh.length;
 }
 

@@ -7,9 +7,20 @@
 /**
  * prom-client's (15) methods that change a Gauge's or a Counter's series; `labels()` and `startTimer()` bind
  * or call these instance methods (test/unit/metrics/changes.test.ts checks every path). Not for a Histogram,
- * whose `labels().observe` goes around them.
+ * whose `labels().observe` goes around them. `hold` and `update` are a SeriesFamily's (metrics/series.ts).
  */
-const MUTATORS = ['set', 'inc', 'dec', 'observe', 'remove', 'reset', 'zero', 'setToCurrentTime'] as const;
+const MUTATORS = [
+  'set',
+  'inc',
+  'dec',
+  'observe',
+  'remove',
+  'reset',
+  'zero',
+  'setToCurrentTime',
+  'hold',
+  'update',
+] as const;
 
 const versions = new WeakMap<object, { version: number }>();
 

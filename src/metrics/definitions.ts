@@ -204,8 +204,10 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['account', 'service_type', 'service_id'] as const,
       registers,
     }),
-    firewallHistoryLastSuccess: new Gauge({
+    // One series per service, set at each read of its history: held by the collector (SeriesFamily.hold).
+    firewallHistoryLastSuccess: new SeriesFamily({
       name: 'baremetal_firewall_history_last_success_timestamp_seconds',
+      type: 'gauge',
       help: `Unix time in seconds at which the firewall history of the service was last fetched and applied; time() minus it is how stale the service's attack series are (round-robin coverage polls each service less often than the schedule). ${CACHED}`,
       labelNames: ['account', 'service_type', 'service_id'] as const,
       registers,
@@ -477,8 +479,9 @@ export function scopeOf(metrics: Metrics): { metrics: Metrics; account?: string 
   return scopes.get(metrics) ?? { metrics };
 }
 
-/** prom-client's methods whose first argument is the optional label set. */
+/** prom-client's methods whose first argument is the optional label set (and SeriesFamily's `hold`). */
 const LABELLED = new Set([
+  'hold',
   'set',
   'inc',
   'dec',
@@ -489,6 +492,9 @@ const LABELLED = new Set([
   'setToCurrentTime',
   'zero',
 ]);
+
+/** Methods without a label set that need the metric itself as `this` (a SeriesFamily's private state). */
+const ON_TARGET = new Set(['update']);
 
 /**
  * `metric` with `{ account }` merged into (or put before) the label set of each labelled call. A Proxy
@@ -501,9 +507,15 @@ function withAccount<M extends object>(metric: M, account: string): M {
   return new Proxy(metric, {
     get(target, prop) {
       const value: unknown = Reflect.get(target, prop, target);
-      if (typeof prop !== 'string' || !LABELLED.has(prop) || typeof value !== 'function') return value;
+      if (typeof prop !== 'string' || typeof value !== 'function') return value;
+      const labelled = LABELLED.has(prop);
+      if (!labelled && !ON_TARGET.has(prop)) return value;
       let wrapper = wrappers.get(prop);
-      if (!wrapper) {
+      if (!wrapper && !labelled) {
+        // `update(series, value)`: two arguments, no rest array per call.
+        wrapper = (a?: unknown, b?: unknown) => value.call(target, a, b);
+        wrappers.set(prop, wrapper);
+      } else if (!wrapper) {
         wrapper = (...args: unknown[]) => {
           const first = args[0];
           if (first !== null && typeof first === 'object')
