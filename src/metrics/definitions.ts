@@ -198,8 +198,10 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['account', 'reason'] as const,
       registers,
     }),
-    firewallHistoryUp: new Gauge({
+    // One series per service (10,000 at the bench's size): a family, not prom-client's label objects and keys.
+    firewallHistoryUp: new SeriesFamily({
       name: 'baremetal_firewall_history_up',
+      type: 'gauge',
       help: `1 when the latest firewall-history poll of the service succeeded, 0 when it failed (then its event values are from the poll before). ${CACHED}`,
       labelNames: ['account', 'service_type', 'service_id'] as const,
       registers,
