@@ -37,8 +37,8 @@ interface ServiceSeries {
   readAt: number;
   /** its `baremetal_firewall_history_last_success_timestamp_seconds` series, held: set without a label lookup */
   lastSuccess: Series;
-  /** event ids of the latest successful history, for deduplication */
-  seenIds: Set<string>;
+  /** event ids of the latest successful history, for deduplication (NO_IDS: none) */
+  seenIds: ReadonlySet<string>;
   /**
    * Events per IP whose `_total` series this poll created: exposed at 0 now, added at the service's next
    * poll (success or failure), so a scrape between the two sees the series at 0 before its first events.
@@ -53,6 +53,8 @@ interface ServiceSeries {
  * snapshot). Never written: a service that gets entries gets a Map of its own.
  */
 const NONE: ReadonlyMap<string, number> = new Map();
+/** The one empty set of event ids of every service whose latest history had no events (most of them); never written. */
+const NO_IDS: ReadonlySet<string> = new Set();
 
 /**
  * A service's attack history read longer ago than this many periods of the `firewall` schedule is stale.
@@ -223,7 +225,7 @@ export function collectFirewallHistory(
     up: true,
     readAt: context.now,
     lastSuccess,
-    seenIds,
+    seenIds: seenIds.size > 0 ? seenIds : NO_IDS,
     pending: pending ?? NONE,
   });
   return fresh.length;
