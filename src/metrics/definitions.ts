@@ -350,6 +350,9 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       registers,
     }),
   };
+  // Families whose series have the same label sets keep one text of each (metrics/series.ts).
+  metrics.attackEventsTotal.shareTextsWith(metrics.attackEvents);
+  metrics.serverIps.shareTextsWith(metrics.serverMemory);
   // These change only through their own methods (no `collect`): a rendering can tell which changed. Not the
   // histogram: prom-client's `Histogram.labels().observe` reaches its values without passing through them.
   for (const metric of Object.values(metrics))

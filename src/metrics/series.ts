@@ -134,10 +134,27 @@ export class SeriesFamily<L extends string = string> {
     this.#lastText = text;
     let series = this.#series.get(key);
     if (!series) {
-      series = { text, value: 0 };
-      this.#series.set(key, series);
+      // The twin's string when it has a series of the same label set: one copy of the text for both families.
+      const family = this.#twin;
+      const twin = key === text && family ? family.#series.get(key) : undefined;
+      const shared = twin?.text === text ? twin.text : text;
+      series = { text: shared, value: 0 };
+      this.#series.set(key === text ? shared : key, series);
     }
     return series;
+  }
+
+  /** a family whose series have the same label sets as this one's (`shareTextsWith`) */
+  #twin: SeriesFamily<L> | undefined;
+
+  /**
+   * Series of this family and of `other` with the same label set share one label text (at 10,000 servers the
+   * attack series per IP are 20,000 in each of two families: ~1.8 MiB of texts written twice). Only memory:
+   * each family keeps its own series.
+   */
+  shareTextsWith(other: SeriesFamily<L>): void {
+    this.#twin = other;
+    other.#twin ??= this;
   }
 
   /** The series' key (label text in `labelNames` order) and its text in the order given (prom-client's). */

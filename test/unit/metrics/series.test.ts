@@ -109,4 +109,20 @@ describe('series family', () => {
     expect(gauge.update(again, 7)).toBe(false);
     expect([...gauge.series()]).toEqual([]);
   });
+
+  it('writes the same exposition when two families share their label texts (shareTextsWith)', async () => {
+    const expositions = [];
+    for (const share of [false, true]) {
+      const registry = new Registry();
+      const { gauge, counter } = ours(registry);
+      if (share) counter.shareTextsWith(gauge);
+      drive(gauge, counter, 40);
+      // A series the twin lacks, and one named in the other label order.
+      counter.inc({ a: 'only here', b: '1' }, 2);
+      counter.inc({ b: '99', a: 'reordered' }, 1);
+      gauge.set({ a: 'reordered', b: '99' }, 3);
+      expositions.push(await registry.metrics());
+    }
+    expect(expositions[1]).toBe(expositions[0]);
+  });
 });
