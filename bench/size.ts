@@ -19,7 +19,9 @@
  * cycles after the measured ones, so that the profiler's cost is in none of the figures; `node
  * bench/profile-top.ts FILE` lists its heaviest self-time entries. `--alloc-profile FILE`: V8's sampling heap
  * profile of those cycles, counting what the collections freed too (where the garbage comes from); profile-top
- * reads it as well.
+ * reads it as well. `--heap-snapshot FILE`: `v8.writeHeapSnapshot` (it collects first) of the daemon where the live
+ * heap is measured (after the steady cycles, and after the graphs poll unless `--no-graphs`), with
+ * `process.memoryUsage()` just before it on stderr; `node bench/heap-summary.ts FILE` tabulates it.
  */
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
@@ -29,6 +31,7 @@ import { join } from 'node:path';
 import { Session } from 'node:inspector/promises';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
+import { writeHeapSnapshot } from 'node:v8';
 import Fastify from 'fastify';
 import bcrypt from 'bcryptjs';
 import { Agent, request } from 'undici';
@@ -52,6 +55,7 @@ const { values } = parseArgs({
     profile: { type: 'string' },
     'alloc-profile': { type: 'string' },
     'profile-cycles': { type: 'string', default: '3' },
+    'heap-snapshot': { type: 'string' },
   },
   allowNegative: true,
 });
@@ -227,6 +231,12 @@ const exposition = await daemon.exposition.get();
 const gzipBytes = (await exposition.gzipped('text')).length;
 gc();
 const heapAfter = process.memoryUsage().heapUsed;
+if (values['heap-snapshot']) {
+  // Read before the snapshot, whose own making grows the RSS.
+  const memoryUsage = process.memoryUsage();
+  writeHeapSnapshot(values['heap-snapshot']);
+  console.error(JSON.stringify({ heapSnapshot: values['heap-snapshot'], memoryUsage }));
+}
 
 // Idle scrapes: the daemon's /metrics against fastify serving the same bytes from a static buffer.
 const baseline = Fastify();

@@ -70,12 +70,13 @@ export class AccountState {
    * own ids too; the next history replaces both.
    */
   restoreEventIds(ids: ReadonlyMap<string, Set<string>>): void {
-    // The sets below change in place: the next ledger write must not be skipped as unchanged.
+    // The sets below change: the next ledger write must not be skipped as unchanged.
     this.savedIds = undefined;
     this.firewallState.restored.clear();
     for (const [key, set] of ids) {
-      const seen = this.firewallState.services.get(key)?.seenIds;
-      if (seen) for (const id of set) seen.add(id);
+      const series = this.firewallState.services.get(key);
+      // A new set, not the one in place: a service without ids shares one empty set with the others (firewall.ts).
+      if (series) series.seenIds = new Set([...series.seenIds, ...set]);
       else this.firewallState.restored.set(key, set);
     }
   }

@@ -8,6 +8,7 @@
  */
 import { isIP } from 'node:net';
 import type { Metrics } from '../metrics/definitions.js';
+import type { Series } from '../metrics/series.js';
 import type { FirewallEvent } from '../upstream/decode.js';
 import type { ServiceType } from '../config/api-terms.js';
 
@@ -28,20 +29,32 @@ export interface FirewallLimits {
 interface ServiceSeries {
   /** events per IP as last exposed; the keys are the IPs exposed */
   counts: Map<string, number>;
-  /** colocation and transit: ms (collector clock) of the last history with events for the exposed IP */
-  lastEventAt: Map<string, number>;
+  /** colocation and transit: ms (collector clock) of the last history with events for the exposed IP (NONE: dedicated) */
+  lastEventAt: ReadonlyMap<string, number>;
   /** last value of history_up */
   up: boolean;
   /** ms (collector clock) at which a history of the service was last read and applied successfully */
   readAt: number;
-  /** event ids of the latest successful history, for deduplication */
-  seenIds: Set<string>;
+  /** its `baremetal_firewall_history_last_success_timestamp_seconds` series, held: set without a label lookup */
+  lastSuccess: Series;
+  /** event ids of the latest successful history, for deduplication (NO_IDS: none) */
+  seenIds: ReadonlySet<string>;
   /**
    * Events per IP whose `_total` series this poll created: exposed at 0 now, added at the service's next
    * poll (success or failure), so a scrape between the two sees the series at 0 before its first events.
+   * NONE when there are none (most services, most polls).
    */
-  pending: Map<string, number>;
+  pending: ReadonlyMap<string, number>;
 }
+
+/**
+ * The one empty map of every service without any (a dedicated server's `lastEventAt`, a `pending` without
+ * events): two empty Maps per service were ~240 bytes a server at 10,000 servers (bench/README.md, the heap
+ * snapshot). Never written: a service that gets entries gets a Map of its own.
+ */
+const NONE: ReadonlyMap<string, number> = new Map();
+/** The one empty set of event ids of every service whose latest history had no events (most of them); never written. */
+const NO_IDS: ReadonlySet<string> = new Set();
 
 /**
  * A service's attack history read longer ago than this many periods of the `firewall` schedule is stale.
@@ -126,6 +139,13 @@ function quietAsBefore(previous: ServiceSeries, { limits, knownIps = [] }: Histo
   return size === previous.counts.size;
 }
 
+/** Sets the service's last-success series to `now` (ms): in place when it is held and still exposed. */
+function setLastSuccess(metrics: Metrics, ref: ServiceRef, held: Series | undefined, now: number): Series {
+  const family = metrics.firewallHistoryLastSuccess;
+  if (held && family.update(held, now / 1000)) return held;
+  return family.hold({ service_type: ref.serviceType, service_id: ref.serviceId }, now / 1000);
+}
+
 /**
  * Applies a successful history. Events whose `ip` is not an IP address, or whose IP is beyond the
  * service's cap, still belong to the history (deduplication, the return value) but create no series;
@@ -147,10 +167,7 @@ export function collectFirewallHistory(
     // Most polls of most servers: no events, before and now. Only the time of the last success moves.
     state.restored.delete(key);
     previous.readAt = context.now;
-    metrics.firewallHistoryLastSuccess.set(
-      { service_type: ref.serviceType, service_id: ref.serviceId },
-      context.now / 1000,
-    );
+    previous.lastSuccess = setLastSuccess(metrics, ref, previous.lastSuccess, context.now);
     return 0;
   }
   const counted = previous?.seenIds ?? state.restored.get(key);
@@ -165,23 +182,27 @@ export function collectFirewallHistory(
     if (!counted?.has(event.id)) fresh.push(event);
   }
   const counts = new Map(chooseIps(previous, perIp, retained, context).map((ip) => [ip, perIp.get(ip) ?? 0]));
-  const lastEventAt = new Map<string, number>();
+  let lastEventAt = NONE;
   if (retained) {
+    const times = new Map<string, number>();
     for (const ip of counts.keys()) {
       const at = perIp.has(ip) ? context.now : previous?.lastEventAt.get(ip);
-      if (at !== undefined) lastEventAt.set(ip, at);
+      if (at !== undefined) times.set(ip, at);
     }
+    lastEventAt = times;
   }
   // The events held back by the previous poll, for the series it created and this one keeps.
   for (const [ip, held] of previous?.pending ?? [])
     if (counts.has(ip)) metrics.attackEventsTotal.inc(labels(ref, ip), held);
-  const pending = new Map<string, number>();
+  let pending: Map<string, number> | undefined;
   for (const event of fresh) {
     if (isIP(event.ip) === 0) metrics.firewallEventsDropped.inc({ reason: 'invalid_ip' });
     else if (!counts.has(event.ip)) metrics.firewallEventsDropped.inc({ reason: 'ip_limit' });
     // A series this poll creates is exposed at 0; its first events are added at the next poll (see pending).
-    else if (!previous?.counts.has(event.ip)) pending.set(event.ip, (pending.get(event.ip) ?? 0) + 1);
-    else metrics.attackEventsTotal.inc(labels(ref, event.ip));
+    else if (!previous?.counts.has(event.ip)) {
+      pending ??= new Map();
+      pending.set(event.ip, (pending.get(event.ip) ?? 0) + 1);
+    } else metrics.attackEventsTotal.inc(labels(ref, event.ip));
   }
   for (const ip of previous?.counts.keys() ?? []) {
     if (!counts.has(ip)) {
@@ -197,11 +218,16 @@ export function collectFirewallHistory(
     if (before === undefined) metrics.attackEventsTotal.inc(labels(ref, ip), 0);
   }
   if (!previous?.up) metrics.firewallHistoryUp.set({ service_type: ref.serviceType, service_id: ref.serviceId }, 1);
-  metrics.firewallHistoryLastSuccess.set(
-    { service_type: ref.serviceType, service_id: ref.serviceId },
-    context.now / 1000,
-  );
-  state.services.set(key, { counts, lastEventAt, up: true, readAt: context.now, seenIds, pending });
+  const lastSuccess = setLastSuccess(metrics, ref, previous?.lastSuccess, context.now);
+  state.services.set(key, {
+    counts,
+    lastEventAt,
+    up: true,
+    readAt: context.now,
+    lastSuccess,
+    seenIds: seenIds.size > 0 ? seenIds : NO_IDS,
+    pending: pending ?? NONE,
+  });
   return fresh.length;
 }
 
@@ -215,7 +241,7 @@ export function collectFirewallFailure(state: FirewallSeriesState, metrics: Metr
   if (!series) return;
   series.up = false;
   for (const [ip, held] of series.pending) metrics.attackEventsTotal.inc(labels(ref, ip), held);
-  series.pending.clear();
+  series.pending = NONE;
 }
 
 /** Removes every series of a service that is gone (server deleted, id removed from the config). */

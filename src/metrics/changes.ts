@@ -7,9 +7,20 @@
 /**
  * prom-client's (15) methods that change a Gauge's or a Counter's series; `labels()` and `startTimer()` bind
  * or call these instance methods (test/unit/metrics/changes.test.ts checks every path). Not for a Histogram,
- * whose `labels().observe` goes around them.
+ * whose `labels().observe` goes around them. `hold` and `update` are a SeriesFamily's (metrics/series.ts).
  */
-const MUTATORS = ['set', 'inc', 'dec', 'observe', 'remove', 'reset', 'zero', 'setToCurrentTime'] as const;
+const MUTATORS = [
+  'set',
+  'inc',
+  'dec',
+  'observe',
+  'remove',
+  'reset',
+  'zero',
+  'setToCurrentTime',
+  'hold',
+  'update',
+] as const;
 
 const versions = new WeakMap<object, { version: number }>();
 
@@ -36,4 +47,10 @@ export function trackChanges<M extends object>(metric: M): M {
 /** The change count of a metric built with `trackChanges`; undefined for any other (always re-rendered). */
 export function changeVersion(metric: object): number | undefined {
   return versions.get(metric)?.version;
+}
+
+/** Counts one change of a metric built with `trackChanges` made around its methods (metrics/held-series.ts). */
+export function markChanged(metric: object): void {
+  const state = versions.get(metric);
+  if (state) state.version++;
 }

@@ -198,14 +198,18 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['account', 'reason'] as const,
       registers,
     }),
-    firewallHistoryUp: new Gauge({
+    // One series per service (10,000 at the bench's size): a family, not prom-client's label objects and keys.
+    firewallHistoryUp: new SeriesFamily({
       name: 'baremetal_firewall_history_up',
+      type: 'gauge',
       help: `1 when the latest firewall-history poll of the service succeeded, 0 when it failed (then its event values are from the poll before). ${CACHED}`,
       labelNames: ['account', 'service_type', 'service_id'] as const,
       registers,
     }),
-    firewallHistoryLastSuccess: new Gauge({
+    // One series per service, set at each read of its history: held by the collector (SeriesFamily.hold).
+    firewallHistoryLastSuccess: new SeriesFamily({
       name: 'baremetal_firewall_history_last_success_timestamp_seconds',
+      type: 'gauge',
       help: `Unix time in seconds at which the firewall history of the service was last fetched and applied; time() minus it is how stale the service's attack series are (round-robin coverage polls each service less often than the schedule). ${CACHED}`,
       labelNames: ['account', 'service_type', 'service_id'] as const,
       registers,
@@ -346,6 +350,9 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       registers,
     }),
   };
+  // Families whose series have the same label sets keep one text of each (metrics/series.ts).
+  metrics.attackEventsTotal.shareTextsWith(metrics.attackEvents);
+  metrics.serverIps.shareTextsWith(metrics.serverMemory);
   // These change only through their own methods (no `collect`): a rendering can tell which changed. Not the
   // histogram: prom-client's `Histogram.labels().observe` reaches its values without passing through them.
   for (const metric of Object.values(metrics))
@@ -445,6 +452,7 @@ export function forAccount(metrics: Metrics, account: string): Metrics {
   const scoped: Partial<Record<keyof Metrics, unknown>> = {};
   for (const key of ACCOUNT_METRICS) scoped[key] = withAccount(metrics[key], account);
   const view = { ...metrics, ...scoped } as Metrics;
+  scopes.set(view, { metrics, account });
   // Counters whose label values are known are exposed from 0, so that rate(), increase() and alerts on
   // them see the first event after a start (a series that appears at 1 has no increase).
   for (const reason of ['invalid_ip', 'ip_limit'] as const) view.firewallEventsDropped.inc({ reason }, 0);
@@ -465,8 +473,20 @@ export function forAccount(metrics: Metrics, account: string): Metrics {
   return view;
 }
 
-/** prom-client's methods whose first argument is the optional label set. */
+/** Each account view's unscoped metrics and account (`scopeOf`). */
+const scopes = new WeakMap<Metrics, { metrics: Metrics; account: string }>();
+
+/**
+ * The unscoped metrics behind an account view (`forAccount`) and its account; for `metrics` that are no
+ * view, themselves and no account. For code that holds a series for a whole process (metrics/held-series.ts).
+ */
+export function scopeOf(metrics: Metrics): { metrics: Metrics; account?: string } {
+  return scopes.get(metrics) ?? { metrics };
+}
+
+/** prom-client's methods whose first argument is the optional label set (and SeriesFamily's `hold`). */
 const LABELLED = new Set([
+  'hold',
   'set',
   'inc',
   'dec',
@@ -477,6 +497,9 @@ const LABELLED = new Set([
   'setToCurrentTime',
   'zero',
 ]);
+
+/** Methods without a label set that need the metric itself as `this` (a SeriesFamily's private state). */
+const ON_TARGET = new Set(['update']);
 
 /**
  * `metric` with `{ account }` merged into (or put before) the label set of each labelled call. A Proxy
@@ -489,9 +512,15 @@ function withAccount<M extends object>(metric: M, account: string): M {
   return new Proxy(metric, {
     get(target, prop) {
       const value: unknown = Reflect.get(target, prop, target);
-      if (typeof prop !== 'string' || !LABELLED.has(prop) || typeof value !== 'function') return value;
+      if (typeof prop !== 'string' || typeof value !== 'function') return value;
+      const labelled = LABELLED.has(prop);
+      if (!labelled && !ON_TARGET.has(prop)) return value;
       let wrapper = wrappers.get(prop);
-      if (!wrapper) {
+      if (!wrapper && !labelled) {
+        // `update(series, value)`: two arguments, no rest array per call.
+        wrapper = (a?: unknown, b?: unknown) => value.call(target, a, b);
+        wrappers.set(prop, wrapper);
+      } else if (!wrapper) {
         wrapper = (...args: unknown[]) => {
           const first = args[0];
           if (first !== null && typeof first === 'object')

@@ -55,6 +55,14 @@ export class Attempt {
   }
 }
 
+/** What settleBy does about an attempt the transport holds: one per client, not one per attempt. */
+export interface StuckAttempts {
+  /** how long after the grace an attempt still held counts as stuck, ms */
+  stuckAfterMs: number;
+  /** called with the attempt's context when it is */
+  onStuck: (ctx: UpstreamContext) => void;
+}
+
 /**
  * Settles as `work` (one attempt) does; once `attempt` was aborted, by ABORT_GRACE_MS at the latest: with the
  * error the abort's reason calls for (a deadline: a timeout whose outcome is unknown), whatever the transport
@@ -65,7 +73,7 @@ export function settleBy<T>(
   work: Promise<T>,
   attempt: Attempt,
   ctx: UpstreamContext,
-  stuck: { stuckAfterMs: number; onStuck: () => void },
+  stuck: StuckAttempts,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let settled = false;
@@ -75,7 +83,7 @@ export function settleBy<T>(
       grace = setTimeout(() => {
         const cause = new Error('the transport did not settle the aborted request');
         reject(classifyTransportError(cause, ctx, signal.reason as AbortReason));
-        setTimeout(() => settled || stuck.onStuck(), stuck.stuckAfterMs).unref();
+        setTimeout(() => settled || stuck.onStuck(ctx), stuck.stuckAfterMs).unref();
       }, ABORT_GRACE_MS);
     };
     if (signal.aborted) onAbort();

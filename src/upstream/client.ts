@@ -26,7 +26,7 @@ import { ApiKey } from './api-key.js';
 import { baseUrlSecrets, checkBaseUrl } from '../config/base-url.js';
 import { type BudgetPriority, RequestBudget } from './request-budget.js';
 import { DEFAULT_MAX_RESPONSE_BYTES, parseJsonReply, readBody, retryAfterMs, textReply } from './reply.js';
-import { AttemptSignals, settleBy } from './attempt-signal.js';
+import { AttemptSignals, settleBy, type StuckAttempts } from './attempt-signal.js';
 import { formBody, type RequestEvent, type UpstreamRequest } from './request.js';
 import { ReadSlots } from './slots.js';
 import { APART_ABOVE_CHARS, yieldToLoop } from '../slices.js';
@@ -99,6 +99,8 @@ export class UpstreamClient {
   #headersOf: Record<string, string> | undefined;
   /** origin and path per API path (`#target`) */
   readonly #targets = new Map<string, { origin: string; path: string }>();
+  /** what settleBy does with an attempt the transport still holds past its deadline (one object, not one per attempt) */
+  readonly #stuck: StuckAttempts;
 
   constructor(options: UpstreamClientOptions) {
     this.baseUrl = checkBaseUrl(options.baseUrl);
@@ -113,6 +115,7 @@ export class UpstreamClient {
       options.maxRequestsPerSecond === undefined
         ? undefined
         : new RequestBudget({ ratePerSecond: options.maxRequestsPerSecond });
+    this.#stuck = { stuckAfterMs: options.timeoutMs, onStuck: (ctx) => this.#transportStuck(ctx) };
     this.#ownsDispatcher = !options.dispatcher;
     this.#dispatcher = options.dispatcher ?? this.#newAgent();
   }
@@ -163,9 +166,10 @@ export class UpstreamClient {
    * the attempt, so an unreadable reply is reported (outcome `invalid_reply`) like any other failure.
    * Throws UpstreamError.
    */
-  async json(req: UpstreamRequest): Promise<unknown>;
-  async json<T>(req: UpstreamRequest, decode: (reply: unknown, ctx: UpstreamContext) => T): Promise<T>;
-  async json<T>(req: UpstreamRequest, decode?: (reply: unknown, ctx: UpstreamContext) => T): Promise<T | unknown> {
+  json(req: UpstreamRequest): Promise<unknown>;
+  json<T>(req: UpstreamRequest, decode: (reply: unknown, ctx: UpstreamContext) => T): Promise<T>;
+  // Not `async`: #withRetry's promise is returned as it is, without a promise (and two microtasks) around it.
+  json<T>(req: UpstreamRequest, decode?: (reply: unknown, ctx: UpstreamContext) => T): Promise<T | unknown> {
     return this.#withRetry(req, async (signal) => {
       const { status, text } = await this.#send(req, signal);
       // A large reply (the server list) is parsed in a turn of the event loop of its own, and decoded in
@@ -179,7 +183,7 @@ export class UpstreamClient {
   }
 
   /** Sends the request and returns the (scrubbed) text of a 2xx reply (the console's XML). Throws UpstreamError. */
-  async text(req: UpstreamRequest): Promise<string> {
+  text(req: UpstreamRequest): Promise<string> {
     return this.#withRetry(req, async (signal) => {
       const { status, text } = await this.#send(req, signal);
       return textReply({ operation: req.operation, path: req.path, status }, text);
@@ -299,10 +303,7 @@ export class UpstreamClient {
     let outcome = 'success';
     const current = this.#attempts.start(this.#options.timeoutMs, req.signal);
     try {
-      return await settleBy(attempt(current.signal), current, req, {
-        stuckAfterMs: this.#options.timeoutMs,
-        onStuck: () => this.#transportStuck(req),
-      });
+      return await settleBy(attempt(current.signal), current, req, this.#stuck);
     } catch (error) {
       outcome = error instanceof UpstreamError ? error.outcome : 'error';
       if (req.signal) this.#failures.count(req.signal, error);
@@ -321,7 +322,7 @@ export class UpstreamClient {
    * The transport holds an attempt it will never settle: new requests go to a new Agent; the old one is
    * closed (what it still runs may finish) and destroyed once every attempt it ran is past its deadline.
    */
-  #transportStuck(req: UpstreamRequest): void {
+  #transportStuck(req: UpstreamContext): void {
     const renewed = this.#ownsDispatcher;
     if (renewed) {
       const old = this.#dispatcher;

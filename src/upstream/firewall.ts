@@ -33,7 +33,7 @@ export const FIREWALL_HISTORY = {
  * `options.signal` cancels the request (a poll run's deadline, shutdown); `options.onSent` is called when
  * it leaves for the API (until then it only waits for a slot or a budget token).
  */
-export async function getFirewallHistory(
+export function getFirewallHistory(
   client: UpstreamClient,
   serviceType: ServiceType,
   id: string,
@@ -41,12 +41,19 @@ export async function getFirewallHistory(
   ip?: string,
   options: ReadOptions = {},
 ): Promise<FirewallEvent[]> {
+  // Not `async` (the client's promise is returned as it is, one promise and two microtasks fewer a request);
+  // a parameter refused still rejects, as from an async function.
   const spec = FIREWALL_HISTORY[serviceType];
-  const body = {
-    [spec.idParam]: requireId(spec.operation, spec.idParam, id),
-    scale: requireOneOf(spec.operation, 'scale', scale, FIREWALL_SCALES),
-    ip: ip === undefined ? undefined : requireIp(spec.operation, ip),
-  };
+  let body: Record<string, string | undefined>;
+  try {
+    body = {
+      [spec.idParam]: requireId(spec.operation, spec.idParam, id),
+      scale: requireOneOf(spec.operation, 'scale', scale, FIREWALL_SCALES),
+      ip: ip === undefined ? undefined : requireIp(spec.operation, ip),
+    };
+  } catch (error) {
+    return Promise.reject(error);
+  }
   return client.json({ operation: spec.operation, path: spec.path, body, read: true, ...options }, (reply, ctx) =>
     decodeFirewallHistory(reply, ctx, client.scrub),
   );

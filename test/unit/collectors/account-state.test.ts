@@ -38,6 +38,21 @@ async function stateOf(config: Partial<AccountStateConfig> = {}, now = { ms: 100
 }
 
 describe('AccountState: what the polls learned, as the readers ask it', () => {
+  it('restores event ids into a read service without writing into the empty set quiet services share', async () => {
+    const { state, read } = await stateOf();
+    read('1', []);
+    read('2', []);
+    state.restoreEventIds(new Map([['dedicated/1', new Set(['e1', 'e2'])]]));
+    const ids = (id: string) => [...(state.firewallState.services.get(`dedicated/${id}`)?.seenIds ?? [])];
+    expect(ids('1')).toEqual(['e1', 'e2']);
+    expect(ids('2')).toEqual([]);
+    // e1 was counted before the restart: only e3 is new.
+    read('1', [event('e1', '192.0.2.1'), event('e3', '192.0.2.1')]);
+    expect(ids('1')).toEqual(['e1', 'e3']);
+    read('2', []);
+    expect(ids('2')).toEqual([]);
+  });
+
   it('owns the record IPs and those seen in the server history; counts the servers in scope', async () => {
     const { state, read } = await stateOf();
     read('2', [event('e1', '198.51.100.7')]);

@@ -55,6 +55,13 @@ describe('change tracking: a rendering reuses the bytes of a metric only while i
     expect((await cache.render()).bytes('text').toString()).toContain(
       'baremetal_server_ips{account="default",server_id="1"} 2\n',
     );
+    // A series held through the view (SeriesFamily.hold) and set in place (update) counts too.
+    const held = metrics.firewallHistoryLastSuccess.hold({ service_type: 'dedicated', service_id: '7' }, 1);
+    await cache.render();
+    expect(metrics.firewallHistoryLastSuccess.update(held, 2)).toBe(true);
+    expect((await cache.render()).bytes('text').toString()).toContain(
+      'baremetal_firewall_history_last_success_timestamp_seconds{account="default",service_type="dedicated",service_id="7"} 2\n',
+    );
     // A histogram is never reused (its labels().observe goes around the tracked methods).
     expect(changeVersion(registry.getSingleMetric('baremetal_api_request_duration_seconds')!)).toBeUndefined();
   });

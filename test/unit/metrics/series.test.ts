@@ -1,5 +1,6 @@
 import { Counter, Gauge, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
+import { trackChanges } from '../../../src/metrics/changes.js';
 import { ExpositionCache } from '../../../src/metrics/exposition-cache.js';
 import { SeriesFamily } from '../../../src/metrics/series.js';
 
@@ -88,5 +89,40 @@ describe('series family', () => {
     expect(() => counter.set({ a: 'x' }, 1)).toThrow(/counter/);
     expect([...gauge.series()]).toEqual([{ text: '{a="x"}', value: 1 }]);
     expect([...counter.series()]).toEqual([]);
+  });
+
+  it('sets a held series in place until it is removed, then holds it again (hold, update)', async () => {
+    const registry = new Registry();
+    const { gauge } = ours(registry);
+    const cache = new ExpositionCache({ registry });
+    trackChanges(gauge);
+    const held = gauge.hold({ a: 'x', b: '1' }, 1);
+    gauge.set({ a: 'y', b: '2' }, 2);
+    expect(gauge.update(held, 3)).toBe(true);
+    expect((await cache.render()).bytes('text').toString()).toContain('g{a="x",b="1"} 3\ng{a="y",b="2"} 2\n');
+    expect(gauge.update(held, 4)).toBe(true);
+    expect((await cache.render()).bytes('text').toString()).toContain('g{a="x",b="1"} 4\n');
+    gauge.remove({ a: 'x', b: '1' });
+    expect(gauge.update(held, 5)).toBe(false);
+    const again = gauge.hold({ a: 'x', b: '1' }, 6);
+    gauge.reset();
+    expect(gauge.update(again, 7)).toBe(false);
+    expect([...gauge.series()]).toEqual([]);
+  });
+
+  it('writes the same exposition when two families share their label texts (shareTextsWith)', async () => {
+    const expositions = [];
+    for (const share of [false, true]) {
+      const registry = new Registry();
+      const { gauge, counter } = ours(registry);
+      if (share) counter.shareTextsWith(gauge);
+      drive(gauge, counter, 40);
+      // A series the twin lacks, and one named in the other label order.
+      counter.inc({ a: 'only here', b: '1' }, 2);
+      counter.inc({ b: '99', a: 'reordered' }, 1);
+      gauge.set({ a: 'reordered', b: '99' }, 3);
+      expositions.push(await registry.metrics());
+    }
+    expect(expositions[1]).toBe(expositions[0]);
   });
 });
