@@ -1,7 +1,7 @@
 /**
- * Turns the upstream client's request events into the `baremetal_api_*` metrics. Each series is held per
- * (operation, outcome) and updated in place (metrics/held-series.ts): a 10,000-server poll would otherwise
- * validate and hash the same label objects 20,000 times.
+ * Turns the upstream client's request events into the `baremetal_api_*` metrics. Label children are
+ * cached per (operation, outcome): a 10,000-server poll would otherwise hash the same label objects
+ * 20,000 times.
  *
  * `baremetal_api_up` is judged per cycle, not per request: a cycle is the requests since the last
  * `servers` poll finished. When a poll run ends, the API is down if that servers poll failed, or if the
@@ -11,8 +11,7 @@
  */
 import type { JobName } from '../config/schema.js';
 import type { RequestEvent } from '../upstream/request.js';
-import { scopeOf, type Metrics, type RunOutcome } from './definitions.js';
-import { HeldCounterSeries, HeldHistogramSeries } from './held-series.js';
+import type { Metrics, RunOutcome } from './definitions.js';
 
 /** The request outcome that says nothing about the API's health. */
 const NEUTRAL_OUTCOMES = new Set(['cancelled']);
@@ -25,31 +24,27 @@ export interface ApiObserver {
 }
 
 export function createApiObserver(metrics: Metrics, onChange: () => void): ApiObserver {
-  const scope = scopeOf(metrics);
-  const account = scope.account === undefined ? {} : { account: scope.account };
-  /** by operation: its duration series and its request series by outcome */
-  const series = new Map<string, { duration: HeldHistogramSeries; requests: Map<string, HeldCounterSeries> }>();
+  const requests = new Map<string, ReturnType<Metrics['apiRequests']['labels']>>();
+  const durations = new Map<string, ReturnType<Metrics['apiRequestDuration']['labels']>>();
   /** undefined until the first servers poll has finished */
   let serversOk: boolean | undefined;
   let succeeded = 0;
   let failed = 0;
   return {
     onRequest: ({ operation, outcome, durationSeconds }) => {
-      let held = series.get(operation);
-      if (!held) {
-        held = {
-          duration: new HeldHistogramSeries(scope.metrics.apiRequestDuration, { ...account, operation }),
-          requests: new Map(),
-        };
-        series.set(operation, held);
-      }
-      let counter = held.requests.get(outcome);
+      const key = `${operation}\u0000${outcome}`;
+      let counter = requests.get(key);
       if (!counter) {
-        counter = new HeldCounterSeries(scope.metrics.apiRequests, { ...account, operation, outcome });
-        held.requests.set(outcome, counter);
+        counter = metrics.apiRequests.labels({ operation, outcome });
+        requests.set(key, counter);
+      }
+      let histogram = durations.get(operation);
+      if (!histogram) {
+        histogram = metrics.apiRequestDuration.labels({ operation });
+        durations.set(operation, histogram);
       }
       counter.inc();
-      held.duration.observe(durationSeconds);
+      histogram.observe(durationSeconds);
       if (outcome === 'success') succeeded++;
       else if (!NEUTRAL_OUTCOMES.has(outcome)) failed++;
       onChange();

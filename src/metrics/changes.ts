@@ -48,9 +48,3 @@ export function trackChanges<M extends object>(metric: M): M {
 export function changeVersion(metric: object): number | undefined {
   return versions.get(metric)?.version;
 }
-
-/** Counts one change of a metric built with `trackChanges` made around its methods (metrics/held-series.ts). */
-export function markChanged(metric: object): void {
-  const state = versions.get(metric);
-  if (state) state.version++;
-}

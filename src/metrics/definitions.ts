@@ -452,7 +452,6 @@ export function forAccount(metrics: Metrics, account: string): Metrics {
   const scoped: Partial<Record<keyof Metrics, unknown>> = {};
   for (const key of ACCOUNT_METRICS) scoped[key] = withAccount(metrics[key], account);
   const view = { ...metrics, ...scoped } as Metrics;
-  scopes.set(view, { metrics, account });
   // Counters whose label values are known are exposed from 0, so that rate(), increase() and alerts on
   // them see the first event after a start (a series that appears at 1 has no increase).
   for (const reason of ['invalid_ip', 'ip_limit'] as const) view.firewallEventsDropped.inc({ reason }, 0);
@@ -471,17 +470,6 @@ export function forAccount(metrics: Metrics, account: string): Metrics {
   ])
     gauge.set(0);
   return view;
-}
-
-/** Each account view's unscoped metrics and account (`scopeOf`). */
-const scopes = new WeakMap<Metrics, { metrics: Metrics; account: string }>();
-
-/**
- * The unscoped metrics behind an account view (`forAccount`) and its account; for `metrics` that are no
- * view, themselves and no account. For code that holds a series for a whole process (metrics/held-series.ts).
- */
-export function scopeOf(metrics: Metrics): { metrics: Metrics; account?: string } {
-  return scopes.get(metrics) ?? { metrics };
 }
 
 /** prom-client's methods whose first argument is the optional label set (and SeriesFamily's `hold`). */

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { JobName } from '../../../src/config/schema.js';
 import { createApiObserver } from '../../../src/metrics/api-observer.js';
-import { ExpositionCache } from '../../../src/metrics/exposition-cache.js';
 import type { RunOutcome } from '../../../src/metrics/definitions.js';
 import { freshMetrics, seriesValue } from '../../helpers/metrics.js';
 
@@ -129,48 +128,5 @@ describe('baremetal_api_up', () => {
     expect(
       await seriesValue(registry, 'baremetal_api_requests_total', { operation: 'graphs', outcome: 'timeout' }),
     ).toBe(1);
-  });
-});
-
-describe('baremetal_api_requests_total and _duration_seconds, held in place', () => {
-  const events = [
-    { operation: 'graphs', outcome: 'success', durationSeconds: 0.004 },
-    { operation: 'graphs', outcome: 'success', durationSeconds: 0.2 },
-    { operation: 'graphs', outcome: 'timeout', durationSeconds: 31 },
-    { operation: 'list_servers', outcome: 'success', durationSeconds: 0.025 },
-    { operation: 'graphs', outcome: 'success', durationSeconds: 2.5 },
-  ];
-  /** The two families' exposition of `registry`. */
-  const families = async (registry: import('prom-client').Registry) =>
-    (await registry.metrics()).split('\n').filter((line) => line.includes('baremetal_api_request'));
-
-  it.each([
-    { name: 'events only', resetAfter: undefined, successes: 3 },
-    { name: 'registry reset after the third event', resetAfter: 3, successes: 1 },
-  ])('writes what prom-client’s own calls write: $name', async ({ resetAfter, successes }) => {
-    const held = freshMetrics();
-    const plain = freshMetrics();
-    const observer = createApiObserver(held.metrics, () => undefined);
-    for (const [i, event] of events.entries()) {
-      if (i === resetAfter) for (const m of [held, plain]) m.registry.resetMetrics();
-      observer.onRequest(event);
-      plain.metrics.apiRequests.inc({ operation: event.operation, outcome: event.outcome });
-      plain.metrics.apiRequestDuration.observe({ operation: event.operation }, event.durationSeconds);
-    }
-    expect(await families(held.registry)).toEqual(await families(plain.registry));
-    expect((await families(held.registry)).join('\n')).toContain(
-      `baremetal_api_requests_total{account="default",operation="graphs",outcome="success"} ${successes}`,
-    );
-  });
-
-  it('each request shows in the next rendering of the cached exposition', async () => {
-    const { registry, metrics } = freshMetrics();
-    const cache = new ExpositionCache({ registry });
-    const observer = createApiObserver(metrics, () => undefined);
-    const line = 'baremetal_api_requests_total{account="default",operation="graphs",outcome="success"}';
-    for (const expected of [1, 2, 3]) {
-      observer.onRequest({ operation: 'graphs', outcome: 'success', durationSeconds: 0.1 });
-      expect((await cache.render()).bytes('text').toString()).toContain(`${line} ${expected}\n`);
-    }
   });
 });
