@@ -41,6 +41,8 @@ export interface ReplicaProcessesOptions {
   url: string;
   sims: ReadonlyMap<string, Simulator>;
   keyOf: (account: string, replica: number) => string;
+  /** the accounts configured (default all six of shared-accounts.ts) */
+  accounts?: readonly string[];
   /** config keys of every account besides name, base_url and api_key */
   account?: Record<string, unknown>;
   /** config keys besides web, state_dir, accounts and database */
@@ -68,7 +70,7 @@ export class ReplicaProcesses {
       web: { listen_address: `127.0.0.1:${port}` },
       state_dir: tempDir(),
       log_level: 'info',
-      accounts: ACCOUNTS.map((name) => ({
+      accounts: (this.#o.accounts ?? ACCOUNTS).map((name) => ({
         name,
         base_url: sims.get(name)!.url,
         api_key: keyOf(name, replica),
@@ -128,7 +130,7 @@ export interface ReplicaSuite {
   start(
     name: string,
     keyOf: ReplicaProcessesOptions['keyOf'],
-    options: Pick<ReplicaProcessesOptions, 'account' | 'config'>,
+    options: Pick<ReplicaProcessesOptions, 'accounts' | 'account' | 'config'>,
   ): Promise<{ replicas: ReplicaProcesses; db: pg.Client }>;
 }
 
