@@ -56,6 +56,11 @@ export interface AccountDeps {
   graphMirror?: (account: string) => GraphMirror;
   /** whether this replica leads the account now: a scheduled tick of an account it does not lead starts nothing */
   leads?: (account: string) => boolean;
+  /**
+   * with the accounts shared among replicas (`database.share_accounts`): whether this replica still holds the
+   * account's lease, asked before each request a poll sends (scheduler/lease-gate.ts)
+   */
+  holdsLease?: (account: string) => boolean;
 }
 
 /** Builds (but does not start) the runtime of `account`, and loads what it left under state_dir. */
@@ -103,6 +108,7 @@ export async function startAccount(
     config,
     state,
     now: deps.now,
+    ...(deps.holdsLease ? { leads: () => deps.holdsLease!(account.name) } : {}),
     onFinished: (job, outcome, problem) => {
       apiObserver.onPollFinished(job, outcome);
       if (outcome === 'success' || outcome === 'partial') {

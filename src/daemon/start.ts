@@ -159,6 +159,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     ...(shared ? { graphMirror: (account: string) => shared.graphs.mirror(account) } : {}),
     eventLedger: (account: string) => store.eventLedger(account),
     leads: replication.leads,
+    ...(config.database.kind === 'postgres' && config.database.shares ? { holdsLease: replication.leads } : {}),
   });
   const alertmanager = alertmanagerClient(config, metrics, logger);
   const engines = await startEngines(config, { accounts, store, replication, logger, now, exposition, alertmanager });

@@ -8,6 +8,7 @@ import type { RunOutcome } from '../metrics/definitions.js';
 import { POLLS } from '../polls/index.js';
 import { type PollContext, type PollDefinition, runDeadlineMs, schedulePeriodMs } from '../polls/poll.js';
 import { applyScope } from '../polls/servers.js';
+import { leaseGated } from './lease-gate.js';
 import { PollJob } from './poll-job.js';
 
 /** The polls, each as any definition (POLLS keeps each one's own type for its compile-time check). */
@@ -16,6 +17,11 @@ const DEFINITIONS: readonly PollDefinition[] = POLLS;
 /** The account's parts the polls work with (`now` defaults to `Date.now`), and who learns each run's end. */
 export type PollJobsDeps = Omit<PollContext, 'now'> & {
   now?: () => number;
+  /**
+   * with the accounts shared among replicas: whether this replica still leads the account, asked before each
+   * request of a poll (lease-gate.ts); when it says false the request is not sent and the runs are cancelled
+   */
+  leads?: () => boolean;
   onFinished?: (job: JobName, outcome: RunOutcome, problem?: string) => void;
 };
 
@@ -29,8 +35,9 @@ export class PollJobs {
   readonly #context: PollContext;
 
   constructor(deps: PollJobsDeps) {
-    const { onFinished, ...parts } = deps;
-    const context: PollContext = { ...parts, now: deps.now ?? Date.now };
+    const { onFinished, leads, ...parts } = deps;
+    const client = leads ? leaseGated(parts.client, leads, () => this.#cancel()) : parts.client;
+    const context: PollContext = { ...parts, client, now: deps.now ?? Date.now };
     this.#context = context;
     this.jobs = new Map(
       DEFINITIONS.filter((poll) => poll.enabled?.(deps.config) ?? true).map((poll) => [
@@ -48,6 +55,11 @@ export class PollJobs {
         }),
       ]),
     );
+  }
+
+  /** Cancels every run in progress: the account's lease is no longer trusted (they are not waited for). */
+  #cancel(): void {
+    for (const job of this.jobs.values()) void job.cancel('lease');
   }
 
   /** Runs one job now (through its overlap guard); `skipped` for a job that does not exist (see `jobs`). */

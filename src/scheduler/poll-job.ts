@@ -9,8 +9,13 @@ import type { Logger } from 'pino';
 import type { Metrics, RunOutcome } from '../metrics/definitions.js';
 import type { WorkResult } from '../polls/poll.js';
 
-/** Why a run's signal was aborted. */
-export type CancelReason = 'deadline' | 'stop';
+/** Why a run's signal was aborted: its deadline, the daemon stopping, or the account's lease no longer trusted. */
+export type CancelReason = 'deadline' | 'stop' | 'lease';
+
+const WHY: Record<Exclude<CancelReason, 'deadline'>, string> = {
+  stop: 'the daemon is stopping',
+  lease: 'this replica no longer leads the account',
+};
 
 export interface PollJobOptions {
   name: string;
@@ -82,7 +87,7 @@ export class PollJob {
     return this.#running;
   }
 
-  /** Cancels the run in progress, if any (shutdown); resolves when it has ended. */
+  /** Cancels the run in progress, if any (shutdown, a lease lost); resolves when it has ended. */
   async cancel(reason: CancelReason = 'stop'): Promise<void> {
     this.#abort(reason);
     await this.#running;
@@ -145,8 +150,9 @@ export class PollJob {
       ...(failures ? { failures } : {}),
     };
     if (cancelled > 0) {
-      const why =
-        this.#cancelReason === 'deadline' ? `its deadline of ${deadlineMs} ms passed` : 'the daemon is stopping';
+      // Set by #abort while the work ran (the compiler's narrowing sees only the reset above).
+      const reason = this.#cancelReason as CancelReason | undefined;
+      const why = reason === 'deadline' ? `its deadline of ${deadlineMs} ms passed` : WHY[reason ?? 'stop'];
       const failed = failures ? `; its requests failed with ${failures}` : '; no request of it had failed';
       logger.warn(
         fields,

@@ -3,6 +3,9 @@
  * keeps to `ha_graphs` (bytea, the latest per account and key, upserted) and removes those of servers that
  * are gone; every replica serves `/graphs` from the table. Chosen over proxying `/graphs` to the leader:
  * followers need no route, address or credentials to reach the leader, and the images survive a failover.
+ * With the accounts shared among replicas each write carries the account's lease epoch and is refused by the
+ * database under a stale one (the store's `write`, leases.ts `checkLease`): a leader that was paused past its
+ * lease and wakes up cannot overwrite or delete the images its successor stores.
  */
 import type pg from 'pg';
 import type { Logger } from 'pino';
@@ -11,6 +14,7 @@ import { NotReadyError } from '../../errors.js';
 import type { GraphScale, GraphType } from '../../config/api-terms.js';
 import { byGraphKey, type GraphSource, type GraphSummary } from '../../graphs/source.js';
 import type { GraphKey, GraphMirror, StoredGraph } from '../../graphs/store.js';
+import type { AccountWrite } from './leases.js';
 
 interface Row {
   account: string;
@@ -41,21 +45,31 @@ export class SharedGraphs implements GraphSource {
   readonly #logger: Logger;
   /** the message of a database error, scrubbed of the URL's secrets (databaseScrubber) */
   readonly #reason: (error: unknown) => string;
+  /** runs a leader's statement for an account (the store fences it with the lease once shared) */
+  readonly #write: AccountWrite;
 
-  constructor(pool: pg.Pool, accounts: readonly string[], logger: Logger, reason: (error: unknown) => string) {
+  /** `write` runs each statement that changes an account's images (default: on the pool, unfenced) */
+  constructor(
+    pool: pg.Pool,
+    accounts: readonly string[],
+    logger: Logger,
+    reason: (error: unknown) => string,
+    write?: AccountWrite,
+  ) {
     this.#pool = pool;
     this.accounts = accounts;
     this.#logger = logger;
     this.#reason = reason;
+    this.#write = write ?? (async (_account, sql, params) => void (await pool.query(sql, params)));
   }
 
   /** The mirror of `account`'s graph store. */
   mirror(account: string): GraphMirror {
-    const pool = this.#pool;
+    const write = this.#write;
     // A removal left undone is repeated when a leader reads its first server list (retainServers).
     const remove = async (serverIds: string[], sql: string) => {
       try {
-        await pool.query(sql, [account, serverIds]);
+        await write(account, sql, [account, serverIds]);
       } catch (error) {
         this.#logger.warn(
           { account, reason: this.#reason(error) },
@@ -67,8 +81,10 @@ export class SharedGraphs implements GraphSource {
       // An image fetched again unchanged (same ETag: the API redraws a graph every few minutes, the poll may
       // run more often) keeps its stored bytes: the row keeps its TOAST reference, so only `updated_at` is
       // written, not another copy of the PNG for autovacuum to reclaim (what grew the soak's database).
+      // Under a stale lease it throws StaleLeaseError, nothing written (the graphs poll counts the item failed).
       put: async (g) => {
-        await pool.query(
+        await write(
+          account,
           `INSERT INTO ha_graphs (account, server_id, type, scale, png, etag, width, height, updated_at)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
            ON CONFLICT (account, server_id, type, scale) DO UPDATE SET

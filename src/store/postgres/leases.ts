@@ -43,6 +43,13 @@ export interface LeaseTerm {
 }
 
 /**
+ * Runs one statement a leader makes for `account`: once the replicas share the accounts, in a transaction that
+ * first checks the account's lease (`checkLease`), refused with StaleLeaseError (nothing written) under a stale
+ * one; otherwise on the pool.
+ */
+export type AccountWrite = (account: string, sql: string, params: unknown[]) => Promise<void>;
+
+/**
  * Inside a transaction: locks `account`'s lease row FOR SHARE and throws StaleLeaseError unless `term` is its
  * current, unexpired lease (undefined: this replica does not lead the account, nothing may be written). A claim
  * by another replica updates that row, so it waits for this transaction to end — at most `leaseMs` idle in it.

@@ -19,7 +19,7 @@ import type { Logger } from 'pino';
 import type pg from 'pg';
 import { SharedDirectory } from './directory.js';
 import { SharedGraphs } from './graphs.js';
-import { AccountLeases, checkLease, type LeaseTerm } from './leases.js';
+import { AccountLeases, type AccountWrite, checkLease, type LeaseTerm } from './leases.js';
 import { Membership } from './membership.js';
 import { migrateAll } from './migrations.js';
 import { ACCOUNT_LOCK_KEY, openPool, type PoolLimits } from './pool.js';
@@ -55,8 +55,9 @@ export interface PostgresStore extends StateStore {
     /** this replica's heartbeat and the accounts' leases (`database.share_accounts`), over the same pool */
     shares(replica: string, leaseMs: number): { membership: Membership; leases: AccountLeases };
     /**
-     * From now on every write a leader makes for an account (its attack-event ids, its server list) carries the
-     * lease `term(account)` returns and is refused (StaleLeaseError) unless it is the account's current lease.
+     * From now on every write a leader makes for an account (its attack-event ids, its server list, its graph
+     * images) carries the lease `term(account)` returns and is refused (StaleLeaseError) unless it is the
+     * account's current lease.
      */
     fence(term: (account: string) => LeaseTerm | undefined): void;
   };
@@ -235,11 +236,13 @@ export async function openPostgresStore(o: PostgresStoreOptions): Promise<Postgr
       if (fence) await checkLease(run, account, fence(account), leaseMs);
       return fn(run);
     });
+  /** a leader's statement for an account (its server list, its graph images): fenced once shared */
+  const write: AccountWrite = async (account, sql, params) => {
+    if (fence) await fenced(account, (run) => run(sql, params));
+    else await c.pool.query(sql, params);
+  };
   const directory = new SharedDirectory({
-    write: async (account, sql, params) => {
-      if (fence) await fenced(account, (run) => run(sql, params));
-      else await c.pool.query(sql, params);
-    },
+    write,
     pool: c.pool,
     accounts: o.accounts,
     logger: o.logger,
@@ -253,7 +256,7 @@ export async function openPostgresStore(o: PostgresStoreOptions): Promise<Postgr
     kind: 'postgres',
     shared: {
       directory,
-      graphs: new SharedGraphs(c.pool, o.accounts, o.logger, message),
+      graphs: new SharedGraphs(c.pool, o.accounts, o.logger, message, write),
       shares: (replica, lease) => {
         leaseMs = lease;
         return {
