@@ -145,8 +145,9 @@ export function pollingDuties(d: PollingDutiesDeps): {
     return term;
   };
   const end = async (account: AccountRuntime) => {
-    // Cancels the poll runs in progress (their upstream requests are aborted) and waits for them to end.
-    await account.scheduler.stop();
+    // Cancels the poll runs in progress (their upstream requests are aborted) and waits for them to end; the
+    // runs' log says why: the daemon stopping, or the account led elsewhere now.
+    await account.scheduler.stop(d.stopping() ? 'stop' : 'lease');
     await d.engines.get(account.name)?.stop();
     await terms.get(account.name)?.catch(() => undefined);
   };

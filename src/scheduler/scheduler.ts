@@ -3,7 +3,7 @@ import cron, { type Logger as CronLogger, type ScheduledTask } from 'node-cron';
 import type { Logger } from 'pino';
 import type { JobName } from '../config/schema.js';
 import { schedulePeriodMs } from '../polls/poll.js';
-import type { PollJob } from './poll-job.js';
+import type { CancelReason, PollJob } from './poll-job.js';
 
 /**
  * node-cron's own messages (a missed execution when the loop was blocked, a task that failed) as structured
@@ -78,11 +78,12 @@ export class Scheduler {
 
   /**
    * Stops the cron tasks and cancels the runs in progress (scheduled or started by hand); resolves when
-   * they have ended. Their unfinished items are counted as cancelled.
+   * they have ended. Their unfinished items are counted as cancelled; `reason` is what their log line says
+   * (`lease`: this replica no longer leads the account, the daemon goes on).
    */
-  async stop(): Promise<void> {
+  async stop(reason: CancelReason = 'stop'): Promise<void> {
     await Promise.all(this.#tasks.map((t) => t.destroy()));
     this.#tasks.length = 0;
-    await Promise.allSettled([...this.#jobs.values()].map((j) => j.cancel('stop')));
+    await Promise.allSettled([...this.#jobs.values()].map((j) => j.cancel(reason)));
   }
 }

@@ -63,3 +63,28 @@ describe('Scheduler mayRun', () => {
     expect(count > 0 ? 1 : 0).toBe(runs);
   });
 });
+
+describe('Scheduler stop', () => {
+  it.each([
+    { name: 'the daemon stopping', reason: undefined, expected: 'stop' },
+    { name: 'the account led elsewhere now', reason: 'lease' as const, expected: 'lease' },
+  ])('cancels every job with the reason given: $name', async ({ reason, expected }) => {
+    const reasons: string[] = [];
+    const job = {
+      run: async () => undefined,
+      cancel: async (why: string) => void reasons.push(why),
+    } as unknown as PollJob;
+    const scheduler = new Scheduler(
+      new Map<JobName, PollJob>([
+        ['servers', job],
+        ['firewall', job],
+      ]),
+      Object.fromEntries(JOB_NAMES.map((name) => [name, '0 0 0 * * *'])) as Record<JobName, string>,
+      undefined,
+      captureLogger().logger,
+    );
+    scheduler.start();
+    await scheduler.stop(reason);
+    expect(reasons).toEqual([expected, expected]);
+  });
+});
