@@ -10,7 +10,7 @@
  * could not all be sent, and the daemon would hold less than a busy account makes it hold. At the end,
  * /metrics is scraped and `baremetal_poll_runs_total` says how every poll's runs ended.
  *
- *   npm run build && node bench/busy-row.ts [--seconds 90] [--shipped-only]
+ *   npm run build && node bench/busy-row.ts [--seconds 90] [--shipped-only] [--main dist/main.js]
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -71,7 +71,12 @@ function cpuMsOf(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
-async function run(flags: string[], allocator: { name: string; env: NodeJS.ProcessEnv }, size: BusySize) {
+async function run(
+  flags: string[],
+  allocator: { name: string; env: NodeJS.ProcessEnv },
+  size: BusySize,
+  entry: string,
+) {
   const { child: sim, url } = await spawnSmallSimulator(size.servers);
   const dir = mkdtempSync(join(tmpdir(), 'bmx-bench-busy-'));
   const port = await freePort();
@@ -93,7 +98,7 @@ async function run(flags: string[], allocator: { name: string; env: NodeJS.Proce
   );
   const daemon = spawn(
     process.execPath,
-    [...flags, 'dist/main.js', 'run', `--config.file=${config}`, `--web.listen-address=127.0.0.1:${port}`],
+    [...flags, entry, 'run', `--config.file=${config}`, `--web.listen-address=127.0.0.1:${port}`],
     {
       stdio: ['ignore', 'ignore', 'inherit'],
       env: { ...process.env, ...allocator.env, BAREMETAL_API_KEY: 'bench-key' },
@@ -146,15 +151,16 @@ export async function measureBusy(
   flags: string[],
   comparison = true,
   size: BusySize = BUSY,
+  entry = 'dist/main.js',
 ): Promise<{ shipped: BusyRun; glibc?: BusyRun }> {
   const allocator = shippedAllocator();
   process.stderr.write(
     `bench: busy small account (${size.servers} servers, every poll every 10 s), ${allocator.name}…\n`,
   );
-  const shipped = await run(flags, allocator, size);
+  const shipped = await run(flags, allocator, size, entry);
   if (allocator.name !== 'jemalloc' || !comparison) return { shipped };
   process.stderr.write('bench: busy small account with glibc, for comparison…\n');
-  return { shipped, glibc: await run(flags, { name: 'glibc, for comparison', env: { LD_PRELOAD: '' } }, size) };
+  return { shipped, glibc: await run(flags, { name: 'glibc, for comparison', env: { LD_PRELOAD: '' } }, size, entry) };
 }
 
 /** The runs in all, per poll, and those that did not end `success` (by poll and outcome). */
@@ -198,10 +204,13 @@ if (import.meta.main) {
       seconds: { type: 'string', default: String(BUSY.seconds) },
       'shipped-only': { type: 'boolean', default: false },
       'node-flags': { type: 'string', default: '--max-semi-space-size=8' },
+      /** the daemon's entrypoint: another build's, to compare two in the same conditions */
+      main: { type: 'string', default: 'dist/main.js' },
     },
   });
   const flags = values['node-flags'].split(/\s+/).filter(Boolean);
-  const busy = await measureBusy(flags, !values['shipped-only'], { ...BUSY, seconds: Number(values.seconds) });
+  const size = { ...BUSY, seconds: Number(values.seconds) };
+  const busy = await measureBusy(flags, !values['shipped-only'], size, values.main);
   let missed = 0;
   for (const row of busyRows(busy)) {
     const ok = row.measured <= row.target;

@@ -182,6 +182,27 @@ export class UpstreamClient {
     });
   }
 
+  /**
+   * As json() with `decode`, but a 2xx reply's bytes go to `fromBytes` first, unscrubbed and never made text:
+   * it returns the value (having scrubbed whatever text of the reply it parsed), or undefined and then the
+   * reply is scrubbed, parsed and decoded as json() does. For a reply that is mostly data that never becomes
+   * text (a graph's base64, graph-reply.ts).
+   */
+  async jsonFromBytes<T>(
+    req: UpstreamRequest,
+    fromBytes: (body: Buffer, scrub: Scrubber) => T | undefined,
+    decode: (reply: unknown, ctx: UpstreamContext) => T,
+  ): Promise<T> {
+    return this.#withRetry(req, async (signal) => {
+      const { status, body } = await this.#send(req, signal, true);
+      const read = status >= 200 && status < 300 ? fromBytes(body!, this.scrub) : undefined;
+      if (read !== undefined) return read;
+      if (body!.length > APART_ABOVE_CHARS) await yieldToLoop();
+      const ctx = { operation: req.operation, path: req.path, status };
+      return decode(parseJsonReply(ctx, this.scrub(body!.toString('utf8')), req.read), ctx);
+    });
+  }
+
   /** Sends the request and returns the (scrubbed) text of a 2xx reply (the console's XML). Throws UpstreamError. */
   text(req: UpstreamRequest): Promise<string> {
     return this.#withRetry(req, async (signal) => {
@@ -335,9 +356,14 @@ export class UpstreamClient {
 
   /**
    * One HTTP exchange: the body is read as a stream and aborted past `maxResponseBytes`; the text returned is
-   * already scrubbed. A 429 (or 503 with Retry-After) starts a pause and throws RateLimitedError.
+   * already scrubbed; with `bytes`, the body's bytes instead, as they came (no text). A 429 (or 503 with
+   * Retry-After) starts a pause and throws RateLimitedError.
    */
-  async #send(req: UpstreamRequest, signal: AbortSignal): Promise<{ status: number; text: string }> {
+  async #send(
+    req: UpstreamRequest,
+    signal: AbortSignal,
+    bytes = false,
+  ): Promise<{ status: number; text: string; body?: Buffer }> {
     const ctx: UpstreamContext = { operation: req.operation, path: req.path };
     const reason = () => (signal.aborted ? (signal.reason as AbortReason) : undefined);
     const headers = this.#headers(ctx);
@@ -375,6 +401,7 @@ export class UpstreamClient {
       if (error instanceof UpstreamError) throw error;
       throw classifyTransportError(error, ctx, reason());
     }
+    if (bytes) return { status: res.statusCode, text: '', body };
     if (body.length > APART_ABOVE_CHARS) await yieldToLoop();
     return { status: res.statusCode, text: this.scrub(body.toString('utf8')) };
   }

@@ -21,6 +21,7 @@ import {
 } from './decode-servers.js';
 import { GRAPH_SCALES, GRAPH_TYPES, type GraphScale, type GraphType } from '../config/api-terms.js';
 import { requireBashSyntax, requireHostname, requireId, requireIp, requireOneOf } from './params.js';
+import { graphFromBytes } from './graph-reply.js';
 
 const DEDICATED = '/api/v1/dedicated';
 
@@ -91,7 +92,7 @@ export async function getGraph(
     background: true,
     ...(signal ? { signal } : {}),
   };
-  return client.json(req, decodeGraph);
+  return client.jsonFromBytes(req, graphFromBytes, decodeGraph);
 }
 
 /** Fetches the KVM/IPMI console launch descriptor (XML, a JNLP file; contract §4, rule 5). */
