@@ -33,17 +33,26 @@ export function leaseGated(client: UpstreamClient, leads: () => boolean, onLost:
       req.onSent?.();
     },
   });
-  const json = (req: UpstreamRequest, decode?: Parameters<UpstreamClient['json']>[1]) =>
-    decode ? client.json(gated(req), decode) : client.json(gated(req));
-  const text = (req: UpstreamRequest) => client.text(gated(req));
   // A Proxy rather than a copy: the client's getters (concurrency, budget, pausedUntil) stay live, and its
-  // methods run on the client itself (its private fields).
+  // methods run on the client itself (its private fields). Every method called with a request first (json,
+  // text, jsonFromBytes, and any added later) gets the gated request: no way to send around the gate.
   return new Proxy(client, {
     get(target, key) {
-      if (key === 'json') return json;
-      if (key === 'text') return text;
       const value: unknown = Reflect.get(target, key, target);
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      if (typeof value !== 'function') return value;
+      const method = value as (...args: unknown[]) => unknown;
+      return (...args: unknown[]) =>
+        method.apply(target, isRequest(args[0]) ? [gated(args[0]), ...args.slice(1)] : args);
     },
   });
+}
+
+/** Whether a method's first argument is an upstream request (what `#send` takes). */
+function isRequest(value: unknown): value is UpstreamRequest {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as UpstreamRequest).operation === 'string' &&
+    typeof (value as UpstreamRequest).path === 'string'
+  );
 }

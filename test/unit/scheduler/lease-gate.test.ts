@@ -9,7 +9,7 @@ import { NOT_LEADING, leaseGated } from '../../../src/scheduler/lease-gate.js';
 import { PollJob } from '../../../src/scheduler/poll-job.js';
 import { startSimulator, type Simulator } from '../../../src/simulator/server.js';
 import { UpstreamClient } from '../../../src/upstream/client.js';
-import { listServers } from '../../../src/upstream/dedicated.js';
+import { getGraph, listServers } from '../../../src/upstream/dedicated.js';
 import { captureLogger } from '../../helpers/logger.js';
 import { freshMetrics } from '../../helpers/metrics.js';
 import { eventually } from '../../helpers/processes.js';
@@ -49,6 +49,24 @@ describe('leaseGated', () => {
     // the client itself (remediation's) is not gated
     await expect(listServers(client)).resolves.toBeDefined();
     expect(sim.calls).toHaveLength(2);
+  });
+
+  it('gates every way a request leaves: a graph read from its bytes too', async () => {
+    const { sim, client } = await upstream();
+    let leading = true;
+    const gated = leaseGated(
+      client,
+      () => leading,
+      () => undefined,
+    );
+    const [server] = (await listServers(client)).servers;
+    const before = sim.calls.length;
+    await expect(getGraph(gated, server!.serverId, 'port_bits', 'day')).resolves.toBeInstanceOf(Buffer);
+    leading = false;
+    expect(await getGraph(gated, server!.serverId, 'port_bits', 'day').catch((error: unknown) => error)).toMatchObject({
+      code: 'BM_ERR_CANCELLED',
+    });
+    expect(sim.calls.length - before).toBe(1);
   });
 
   it('refuses a request queued while the replica led once the lease is no longer trusted as its turn comes', async () => {
