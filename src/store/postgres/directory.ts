@@ -185,15 +185,23 @@ export class SharedDirectory {
   async #read(): Promise<void> {
     const { pool, logger } = this.#options;
     try {
-      for (const [account, snapshot] of this.#snapshots) {
-        const { rows } = await pool.query<{ version: string; servers: unknown }>(
-          'SELECT version::text AS version, servers FROM ha_directory WHERE account = $1 AND version::text <> $2',
-          [account, snapshot.version],
-        );
-        const row = rows[0];
-        if (!row) continue;
+      // One statement for every account (a replica reads this every few seconds): the rows whose version
+      // differs from the one each snapshot holds.
+      const held = [...this.#snapshots];
+      const { rows } = await pool.query<{ account: string; version: string; servers: unknown }>(
+        `SELECT d.account, d.version::text AS version, d.servers
+           FROM ha_directory d JOIN unnest($1::text[], $2::text[]) AS held(account, version) USING (account)
+          WHERE d.version::text <> held.version`,
+        [held.map(([account]) => account), held.map(([, snapshot]) => snapshot.version)],
+      );
+      for (const row of rows) {
+        const snapshot = this.#snapshots.get(row.account)!;
         if (isServers(row.servers)) snapshot.replace(row.servers, row.version);
-        else logger.error({ account }, 'the shared server directory holds a malformed row: keeping the last list read');
+        else
+          logger.error(
+            { account: row.account },
+            'the shared server directory holds a malformed row: keeping the last list read',
+          );
       }
       this.#logged = undefined;
     } catch (error) {
