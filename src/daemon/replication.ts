@@ -91,6 +91,8 @@ export class Replication {
         const term = role.shares.term(account);
         return term && { replica, epoch: term.epoch };
       });
+      // An unchanged server list is published once per term (and again now and then).
+      shared.directory.lease((account) => role.shares.term(account)?.epoch);
       this.#role = role;
     } else this.#role = startRole(database, { logger: this.#logger, ...deps, duties: duties.all }, election);
     return this.#role;
@@ -145,6 +147,8 @@ export function pollingDuties(d: PollingDutiesDeps): {
     return term;
   };
   const end = async (account: AccountRuntime) => {
+    // The next term writes its server list even if unchanged (another leader may have written since).
+    d.replication.shared?.directory.forget(account.name);
     // Cancels the poll runs in progress (their upstream requests are aborted) and waits for them to end; the
     // runs' log says why: the daemon stopping, or the account led elsewhere now.
     await account.scheduler.stop(d.stopping() ? 'stop' : 'lease');

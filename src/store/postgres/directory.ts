@@ -115,6 +115,15 @@ export interface SharedDirectoryOptions {
   refreshMs?: number;
   /** runs a publication's statement for `account` (the store fences it with the lease); default: on the pool */
   write?: (account: string, sql: string, params: unknown[]) => Promise<void>;
+  /** a list written under a lease term is written again after this long even if unchanged, ms (default 60000) */
+  rewriteMs?: number;
+}
+
+/** What this replica last wrote of an account, under which lease epoch, when. */
+interface Written {
+  epoch: string;
+  text: string;
+  at: number;
 }
 
 export class SharedDirectory {
@@ -126,6 +135,10 @@ export class SharedDirectory {
   readonly #publishing = new Map<string, Promise<void>>();
   /** the refresh problem last logged (logged once while it lasts) */
   #logged: string | undefined;
+  /** the lease epoch under which this replica leads an account now (shared accounts), else undefined */
+  #epoch: ((account: string) => string | undefined) | undefined;
+  /** each account's list last written successfully under its current epoch: an equal one is not written again */
+  readonly #written = new Map<string, Written>();
 
   constructor(options: SharedDirectoryOptions) {
     this.#options = options;
@@ -152,7 +165,8 @@ export class SharedDirectory {
   /**
    * Publishes the server list of `account` (the leader, after a servers or firewall run), read from `servers`
    * when the previous publication of the account has ended (so the newest list is written last); a list
-   * equal to the one held writes nothing.
+   * equal to the one held writes nothing. With shared accounts (`lease`), a list equal to the one this replica
+   * last wrote under the same lease epoch, less than `rewriteMs` ago, sends no statement at all.
    */
   publish(account: string, servers: () => PublishedServers): Promise<void> {
     const previous = this.#publishing.get(account) ?? Promise.resolve();
@@ -162,16 +176,38 @@ export class SharedDirectory {
         const write =
           this.#options.write ??
           (async (_: string, sql: string, params: unknown[]) => void (await this.#options.pool.query(sql, params)));
+        const text = JSON.stringify(servers());
+        const epoch = this.#epoch?.(account);
+        const held = this.#written.get(account);
+        const now = Date.now();
+        if (epoch !== undefined && held?.epoch === epoch && held.text === text)
+          if (now - held.at < (this.#options.rewriteMs ?? 60_000)) return;
+        // Forgotten until the write succeeds: a failed one is retried with the next list, equal or not.
+        this.#written.delete(account);
         await write(
           account,
           `INSERT INTO ha_directory (account, servers, version) VALUES ($1, $2, 1)
            ON CONFLICT (account) DO UPDATE SET servers = EXCLUDED.servers, version = ha_directory.version + 1, updated_at = now()
            WHERE ha_directory.servers IS DISTINCT FROM EXCLUDED.servers`,
-          [account, JSON.stringify(servers())],
+          [account, text],
         );
+        if (epoch !== undefined) this.#written.set(account, { epoch, text, at: now });
       });
     this.#publishing.set(account, next);
     return next;
+  }
+
+  /**
+   * With shared accounts: `epoch` gives the lease epoch under which this replica leads an account (the one its
+   * writes are fenced with), so that an unchanged list is not written again within one term.
+   */
+  lease(epoch: (account: string) => string | undefined): void {
+    this.#epoch = epoch;
+  }
+
+  /** Forgets what was written of `account` (its term ended): the next publication writes. */
+  forget(account: string): void {
+    this.#written.delete(account);
   }
 
   /** Reads every account's list that changed since the last read. Never throws: a failure keeps the last snapshot. */
