@@ -91,8 +91,6 @@ export class Replication {
         const term = role.shares.term(account);
         return term && { replica, epoch: term.epoch };
       });
-      // An unchanged server list is published once per term (and again now and then).
-      shared.directory.lease((account) => role.shares.term(account)?.epoch);
       this.#role = role;
     } else this.#role = startRole(database, { logger: this.#logger, ...deps, duties: duties.all }, election);
     return this.#role;

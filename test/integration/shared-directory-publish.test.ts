@@ -37,6 +37,7 @@ describe.skipIf(found.skip)(
         accounts: ['acme'],
         logger: captureLogger().logger,
         ...(rewriteMs !== undefined ? { rewriteMs } : {}),
+        epoch: () => epoch.now,
         write: async (_account, sql, params) => {
           statements.push(sql);
           if (failing.next) {
@@ -46,7 +47,6 @@ describe.skipIf(found.skip)(
           await pool.query(sql, params);
         },
       });
-      directory.lease(() => epoch.now);
       return { directory, statements, failing };
     };
     const row = async () =>

@@ -115,6 +115,11 @@ export interface SharedDirectoryOptions {
   refreshMs?: number;
   /** runs a publication's statement for `account` (the store fences it with the lease); default: on the pool */
   write?: (account: string, sql: string, params: unknown[]) => Promise<void>;
+  /**
+   * with shared accounts: the lease epoch under which this replica leads an account now (the one its writes
+   * are fenced with), so that an unchanged list is not written again within one term; undefined: always write
+   */
+  epoch?: (account: string) => string | undefined;
   /** a list written under a lease term is written again after this long even if unchanged, ms (default 60000) */
   rewriteMs?: number;
 }
@@ -135,8 +140,6 @@ export class SharedDirectory {
   readonly #publishing = new Map<string, Promise<void>>();
   /** the refresh problem last logged (logged once while it lasts) */
   #logged: string | undefined;
-  /** the lease epoch under which this replica leads an account now (shared accounts), else undefined */
-  #epoch: ((account: string) => string | undefined) | undefined;
   /** each account's list last written successfully under its current epoch: an equal one is not written again */
   readonly #written = new Map<string, Written>();
 
@@ -165,7 +168,7 @@ export class SharedDirectory {
   /**
    * Publishes the server list of `account` (the leader, after a servers or firewall run), read from `servers`
    * when the previous publication of the account has ended (so the newest list is written last); a list
-   * equal to the one held writes nothing. With shared accounts (`lease`), a list equal to the one this replica
+   * equal to the one held writes nothing. With shared accounts (`epoch`), a list equal to the one this replica
    * last wrote under the same lease epoch, less than `rewriteMs` ago, sends no statement at all.
    */
   publish(account: string, servers: () => PublishedServers): Promise<void> {
@@ -177,7 +180,7 @@ export class SharedDirectory {
           this.#options.write ??
           (async (_: string, sql: string, params: unknown[]) => void (await this.#options.pool.query(sql, params)));
         const text = JSON.stringify(servers());
-        const epoch = this.#epoch?.(account);
+        const epoch = this.#options.epoch?.(account);
         const held = this.#written.get(account);
         const now = Date.now();
         if (epoch !== undefined && held?.epoch === epoch && held.text === text)
@@ -195,14 +198,6 @@ export class SharedDirectory {
       });
     this.#publishing.set(account, next);
     return next;
-  }
-
-  /**
-   * With shared accounts: `epoch` gives the lease epoch under which this replica leads an account (the one its
-   * writes are fenced with), so that an unchanged list is not written again within one term.
-   */
-  lease(epoch: (account: string) => string | undefined): void {
-    this.#epoch = epoch;
   }
 
   /** Forgets what was written of `account` (its term ended): the next publication writes. */

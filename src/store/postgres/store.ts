@@ -243,6 +243,8 @@ export async function openPostgresStore(o: PostgresStoreOptions): Promise<Postgr
   };
   const directory = new SharedDirectory({
     write,
+    // The epoch the writes are fenced with: an unchanged server list is written once per term.
+    epoch: (account) => fence?.(account)?.epoch,
     pool: c.pool,
     accounts: o.accounts,
     logger: o.logger,
