@@ -7,14 +7,13 @@ import { tmpdir } from 'node:os';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import type { Config } from '../config/types.js';
-import type { UpstreamContext } from '../errors.js';
 import { createMetrics, forAccount } from '../metrics/definitions.js';
 import { RemediationEngine } from '../remediation/engine.js';
 import type { TargetDirectory } from '../remediation/types.js';
 import { schedulePeriodMs } from '../polls/poll.js';
 import { Journal } from '../store/sqlite/journal.js';
 import { type SqliteStore, sqliteStore } from '../store/sqlite/store.js';
-import { UpstreamClient } from '../upstream/client.js';
+import { type ReplyDecoder, UpstreamClient } from '../upstream/client.js';
 import type { UpstreamRequest } from '../upstream/request.js';
 
 /** An UpstreamClient that sends nothing: it records each write (operation and form fields) and answers success. */
@@ -23,12 +22,12 @@ export class RecorderClient extends UpstreamClient {
   constructor() {
     super({ baseUrl: 'http://127.0.0.1:9', apiKey: '', timeoutMs: 1, concurrency: 1, retries: 0 });
   }
-  override async json<T>(req: UpstreamRequest, decode?: (reply: unknown, ctx: UpstreamContext) => T): Promise<T> {
+  override async json<T>(req: UpstreamRequest, decode?: ReplyDecoder<T>): Promise<T> {
     const params: Record<string, string> = { operation: req.operation };
     for (const [k, v] of Object.entries(req.body)) if (v !== undefined) params[k] = String(v);
     this.calls.push(params);
     const reply = { success: true, message: 'recorded, not sent' };
-    return decode ? decode(reply, { operation: req.operation, path: req.path }) : (reply as T);
+    return decode ? decode(reply, { operation: req.operation, path: req.path }, this.scrub) : (reply as T);
   }
 }
 

@@ -71,6 +71,9 @@ export interface UpstreamClientOptions {
 }
 
 /** The HTTP client of the hosting API. Build one per process; `close()` it on shutdown. */
+/** Decodes a parsed reply; `scrub` is the client's, for text nested in the reply that is parsed again. */
+export type ReplyDecoder<T> = (reply: unknown, ctx: UpstreamContext, scrub: Scrubber) => T;
+
 export class UpstreamClient {
   readonly baseUrl: string;
   /** the key in force: each request reads it when it is sent (a rotation applies to the next request) */
@@ -162,14 +165,15 @@ export class UpstreamClient {
   }
 
   /**
-   * Sends the request and returns the parsed JSON reply, or `decode(reply, ctx)` of it: decoding runs inside
-   * the attempt, so an unreadable reply is reported (outcome `invalid_reply`) like any other failure.
+   * Sends the request and returns the parsed JSON reply, or `decode(reply, ctx, scrub)` of it: decoding runs
+   * inside the attempt, so an unreadable reply is reported (outcome `invalid_reply`) like any other failure;
+   * `scrub` is the client's, for a decoder that parses text nested in the reply (decodeFirewallHistory).
    * Throws UpstreamError.
    */
   json(req: UpstreamRequest): Promise<unknown>;
-  json<T>(req: UpstreamRequest, decode: (reply: unknown, ctx: UpstreamContext) => T): Promise<T>;
+  json<T>(req: UpstreamRequest, decode: ReplyDecoder<T>): Promise<T>;
   // Not `async`: #withRetry's promise is returned as it is, without a promise (and two microtasks) around it.
-  json<T>(req: UpstreamRequest, decode?: (reply: unknown, ctx: UpstreamContext) => T): Promise<T | unknown> {
+  json<T>(req: UpstreamRequest, decode?: ReplyDecoder<T>): Promise<T | unknown> {
     return this.#withRetry(req, async (signal) => {
       const { status, text } = await this.#send(req, signal);
       // A large reply (the server list) is parsed in a turn of the event loop of its own, and decoded in
@@ -178,7 +182,7 @@ export class UpstreamClient {
       if (large) await yieldToLoop();
       const parsed = parseJsonReply({ operation: req.operation, path: req.path, status }, text, req.read);
       if (large) await yieldToLoop();
-      return decode ? decode(parsed, { operation: req.operation, path: req.path, status }) : parsed;
+      return decode ? decode(parsed, { operation: req.operation, path: req.path, status }, this.scrub) : parsed;
     });
   }
 
@@ -191,7 +195,7 @@ export class UpstreamClient {
   async jsonFromBytes<T>(
     req: UpstreamRequest,
     fromBytes: (body: Buffer, scrub: Scrubber) => T | undefined,
-    decode: (reply: unknown, ctx: UpstreamContext) => T,
+    decode: ReplyDecoder<T>,
   ): Promise<T> {
     return this.#withRetry(req, async (signal) => {
       const { status, body } = await this.#send(req, signal, true);
@@ -199,7 +203,7 @@ export class UpstreamClient {
       if (read !== undefined) return read;
       if (body!.length > APART_ABOVE_CHARS) await yieldToLoop();
       const ctx = { operation: req.operation, path: req.path, status };
-      return decode(parseJsonReply(ctx, this.scrub(body!.toString('utf8')), req.read), ctx);
+      return decode(parseJsonReply(ctx, this.scrub(body!.toString('utf8')), req.read), ctx, this.scrub);
     });
   }
 

@@ -54,8 +54,9 @@ export function getFirewallHistory(
   } catch (error) {
     return Promise.reject(error);
   }
-  return client.json({ operation: spec.operation, path: spec.path, body, read: true, ...options }, (reply, ctx) =>
-    decodeFirewallHistory(reply, ctx, client.scrub),
+  return client.json(
+    { operation: spec.operation, path: spec.path, body, read: true, ...options },
+    decodeFirewallHistory,
   );
 }
 

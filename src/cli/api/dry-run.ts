@@ -4,8 +4,7 @@
  * that would be sent (the same validation, the same body), and a validation failure surfaces before any
  * confirmation or request.
  */
-import type { UpstreamContext } from '../../errors.js';
-import { UpstreamClient } from '../../upstream/client.js';
+import { type ReplyDecoder, UpstreamClient } from '../../upstream/client.js';
 import type { UpstreamRequest } from '../../upstream/request.js';
 
 /** Thrown by DryRunClient instead of sending: carries the request. */
@@ -20,10 +19,7 @@ export class DryRunClient extends UpstreamClient {
   constructor(baseUrl: string) {
     super({ baseUrl, apiKey: '', timeoutMs: 1, concurrency: 1, retries: 0 });
   }
-  override async json(
-    req: UpstreamRequest,
-    _decode?: (reply: unknown, ctx: UpstreamContext) => unknown,
-  ): Promise<never> {
+  override async json(req: UpstreamRequest, _decode?: ReplyDecoder<unknown>): Promise<never> {
     throw new CapturedRequest(req);
   }
   override async text(req: UpstreamRequest): Promise<never> {
