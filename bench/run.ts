@@ -146,7 +146,7 @@ const ha =
 const shares =
   extras && runs('shares')
     ? await timed('the shared-accounts rows', () =>
-        measureShares(smoke ? { servers: 4, seconds: 4, warmupS: 1, compareServers: 0 } : {}),
+        measureShares({ nodeFlags, ...(smoke ? { servers: 4, seconds: 4, warmupS: 1, compareServers: 0 } : {}) }),
       )
     : undefined;
 

@@ -67,6 +67,11 @@ describe('bench smoke', () => {
     // Every row measured something: a figure, not NaN (a row that measured nothing is no smoke).
     for (const line of table.filter((l) => !/^\| \d/.test(l))) expect(line.split(' | ')[1]).not.toMatch(/NaN/);
     if (postgres.skip) expect(output).toContain('PostgreSQL rows not measured');
+    // The shares CPU row is judged against its floor's split (bench/shares-floor.mjs), which ran and sent requests.
+    else
+      expect(table.find((line) => line.startsWith(`| ${POSTGRES_ROWS[3]}`))).toMatch(
+        /the floor of the same requests \(bench\/shares-floor\.mjs\), one [1-9]\d* \/ .*1\.2 × the floor's \d\.\d\d/,
+      );
     if (process.env.CI === 'true') expect(output).toContain('allocator: jemalloc');
   });
 });
