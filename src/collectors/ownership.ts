@@ -18,15 +18,19 @@ export function ownedIps(inventory: Inventory, firewall: FirewallSeriesState, se
 
 /** What the leader publishes for the followers (store/postgres/directory.ts): each listed server's owned IPs and record fields. */
 export function directoryServers(inventory: Inventory, firewall: FirewallSeriesState): PublishedServers {
-  const out: PublishedServers = {};
-  for (const [serverId, server] of inventory)
-    out[serverId] = {
-      ips: [...ownedIps(inventory, firewall, serverId)],
-      ip: server.ip,
-      hostname: server.hostname,
-      location: server.location,
-      status: server.status,
-      cancellation: server.cancellation,
-    };
-  return out;
+  // Own properties whatever the id: `out[id] = …` with the id `__proto__` would set the prototype instead, and the
+  // server would be missing from the list the followers check targets against.
+  return Object.fromEntries(
+    Array.from(inventory, ([serverId, server]) => [
+      serverId,
+      {
+        ips: [...ownedIps(inventory, firewall, serverId)],
+        ip: server.ip,
+        hostname: server.hostname,
+        location: server.location,
+        status: server.status,
+        cancellation: server.cancellation,
+      },
+    ]),
+  );
 }

@@ -127,8 +127,36 @@ export interface SharedDirectoryOptions {
 /** What this replica last wrote of an account, under which lease epoch, when. */
 interface Written {
   epoch: string;
-  text: string;
+  servers: PublishedServers;
   at: number;
+}
+
+/**
+ * The two lists publish the same: the same server ids, each with the same record fields and the same IPs in the
+ * same order. Compared field by field, not as JSON text: a leader publishes after every servers and firewall run,
+ * and serialising a list of 1000 servers only to find it unchanged cost ~1.7 ms of its ~2.1 ms (issue 42).
+ */
+export function samePublished(a: PublishedServers, b: PublishedServers): boolean {
+  let count = 0;
+  for (const id in b) if (Object.hasOwn(b, id)) count++;
+  for (const id in a) {
+    if (!Object.hasOwn(a, id)) continue;
+    count--;
+    const x = a[id]!;
+    const y = Object.hasOwn(b, id) ? b[id]! : undefined;
+    if (
+      y === undefined ||
+      x.ip !== y.ip ||
+      x.hostname !== y.hostname ||
+      x.location !== y.location ||
+      x.status !== y.status ||
+      (x.cancellation ?? '') !== (y.cancellation ?? '') ||
+      x.ips.length !== y.ips.length
+    )
+      return false;
+    for (let i = 0; i < x.ips.length; i++) if (x.ips[i] !== y.ips[i]) return false;
+  }
+  return count === 0;
 }
 
 export class SharedDirectory {
@@ -179,12 +207,13 @@ export class SharedDirectory {
         const write =
           this.#options.write ??
           (async (_: string, sql: string, params: unknown[]) => void (await this.#options.pool.query(sql, params)));
-        const text = JSON.stringify(servers());
+        const list = servers();
         const epoch = this.#options.epoch?.(account);
         const held = this.#written.get(account);
         const now = Date.now();
-        if (epoch !== undefined && held?.epoch === epoch && held.text === text)
-          if (now - held.at < (this.#options.rewriteMs ?? 60_000)) return;
+        if (epoch !== undefined && held?.epoch === epoch && now - held.at < (this.#options.rewriteMs ?? 60_000))
+          if (samePublished(held.servers, list)) return;
+        const text = JSON.stringify(list);
         // Forgotten until the write succeeds: a failed one is retried with the next list, equal or not.
         this.#written.delete(account);
         await write(
@@ -194,7 +223,7 @@ export class SharedDirectory {
            WHERE ha_directory.servers IS DISTINCT FROM EXCLUDED.servers`,
           [account, text],
         );
-        if (epoch !== undefined) this.#written.set(account, { epoch, text, at: now });
+        if (epoch !== undefined) this.#written.set(account, { epoch, servers: list, at: now });
       });
     this.#publishing.set(account, next);
     return next;

@@ -3,7 +3,7 @@ import { collectFirewallHistory, FirewallSeriesState } from '../../../src/collec
 import type { Inventory } from '../../../src/collectors/inventory.js';
 import { directoryServers, ownedIps } from '../../../src/collectors/ownership.js';
 import { leaderOrSnapshot } from '../../../src/remediation/targets.js';
-import { DirectorySnapshot } from '../../../src/store/postgres/directory.js';
+import { DirectorySnapshot, samePublished, type PublishedServers } from '../../../src/store/postgres/directory.js';
 import type { TargetDirectory } from '../../../src/remediation/types.js';
 import { freshMetrics } from '../../helpers/metrics.js';
 
@@ -115,5 +115,75 @@ describe('directoryServers', () => {
     // One rule: what the leader checks is what it publishes, and a server not listed owns nothing.
     expect([...ownedIps(state.inventory, state.firewallState, '100001')]).toEqual(published['100001']!.ips);
     expect(ownedIps(state.inventory, state.firewallState, '100003').size).toBe(0);
+  });
+});
+
+describe('directoryServers and a hostile server id', () => {
+  it('publishes a server whose id is __proto__ as any other, and a follower reads it back', () => {
+    const inventory = new Map([
+      [
+        '__proto__',
+        {
+          serverId: '__proto__',
+          ip: '198.18.0.7',
+          ips: ['198.18.0.7'],
+          hostname: 'h',
+          location: 'l',
+          status: 'online',
+          cancellation: '',
+        },
+      ],
+    ]) as unknown as Inventory;
+    const published = directoryServers(inventory, new FirewallSeriesState());
+    expect(Object.getPrototypeOf(published)).toBe(Object.prototype);
+    expect(Object.keys(published)).toEqual(['__proto__']);
+    const snapshot = new DirectorySnapshot();
+    snapshot.replace(JSON.parse(JSON.stringify(published)) as PublishedServers, '1');
+    expect([snapshot.hasServer('__proto__'), snapshot.ownsIp('__proto__', '198.18.0.7')]).toEqual([true, true]);
+  });
+});
+
+describe('samePublished', () => {
+  const server = (ip: string, more: Partial<PublishedServers[string]> = {}) => ({
+    ips: [ip, '198.18.1.1'],
+    ip,
+    hostname: `${ip}.example`,
+    location: 'fra1',
+    status: 'online',
+    cancellation: '' as const,
+    ...more,
+  });
+  const list: PublishedServers = { '1': server('198.18.0.1'), '2': server('198.18.0.2') };
+  /** one copy made of text, as structuredClone would: nothing shared with `list` */
+  const copy = () => JSON.parse(JSON.stringify(list)) as PublishedServers;
+
+  it('holds for an equal list built anew, whatever the order of its ids; a missing cancellation is none', () => {
+    const reordered: PublishedServers = { '2': server('198.18.0.2'), '1': server('198.18.0.1') };
+    const { cancellation: _, ...older } = server('198.18.0.2');
+    expect([
+      samePublished(list, copy()),
+      samePublished(list, reordered),
+      samePublished(list, { ...list, '2': older }),
+    ]).toEqual([true, true, true]);
+  });
+
+  it.each([
+    ['a field changed', { ...list, '2': server('198.18.0.2', { status: 'cancelled' }) }],
+    ['the hostname', { ...list, '2': server('198.18.0.2', { hostname: 'other' }) }],
+    ['the main IP', { ...list, '2': server('198.18.0.2', { ip: '198.18.0.9' }) }],
+    ['the location', { ...list, '2': server('198.18.0.2', { location: 'ams1' }) }],
+    ['a cancellation scheduled', { ...list, '2': server('198.18.0.2', { cancellation: 'end' }) }],
+    ['an IP more', { ...list, '2': server('198.18.0.2', { ips: ['198.18.0.2', '198.18.1.1', '198.18.1.2'] }) }],
+    ['an IP replaced', { ...list, '2': server('198.18.0.2', { ips: ['198.18.0.2', '198.18.1.2'] }) }],
+    ['the IPs reordered', { ...list, '2': server('198.18.0.2', { ips: ['198.18.1.1', '198.18.0.2'] }) }],
+    ['a server more', { ...list, '3': server('198.18.0.3') }],
+    ['a server fewer', { '1': server('198.18.0.1') }],
+    ['a server replaced by another', { '1': server('198.18.0.1'), '3': server('198.18.0.2') }],
+    [
+      'an id inherited, not own',
+      Object.assign(Object.create({ '2': server('198.18.0.2') }), { '1': server('198.18.0.1') }),
+    ],
+  ])('fails for %s, both ways', (_, other: PublishedServers) => {
+    expect([samePublished(list, other), samePublished(other, list)]).toEqual([false, false]);
   });
 });
