@@ -137,6 +137,15 @@ describe('directoryServers and a hostile server id', () => {
     const published = directoryServers(inventory, new FirewallSeriesState());
     expect(Object.getPrototypeOf(published)).toBe(Object.prototype);
     expect(Object.keys(published)).toEqual(['__proto__']);
+    // The fields samePublished compares: a field published later must be compared there too.
+    expect(Object.keys(Object.values(published)[0]!).sort()).toEqual([
+      'cancellation',
+      'hostname',
+      'ip',
+      'ips',
+      'location',
+      'status',
+    ]);
     const snapshot = new DirectorySnapshot();
     snapshot.replace(JSON.parse(JSON.stringify(published)) as PublishedServers, '1');
     expect([snapshot.hasServer('__proto__'), snapshot.ownsIp('__proto__', '198.18.0.7')]).toEqual([true, true]);
