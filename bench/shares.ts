@@ -15,7 +15,7 @@
  * - the floor of the CPU share (bench/shares-floor.mjs): each replica's API requests of the window sent again at
  *   the same offsets by a bare process that only reads and parses the replies, the four at once (a pass to warm
  *   up, then one measured). What three processes cost this machine beyond a third of one, with nothing of ours:
- *   on this 2-core VM 0.56–0.73 of the one, so the issue's 0.4 (1.2 × a third) becomes 1.2 × the floor's share
+ *   on this 2-core VM 0.56–0.79 of the one, so the issue's 0.4 (1.2 × a third) becomes 1.2 × the floor's share
  *   where that is higher (sharesRows).
  *
  * Every process runs as the image and the unit run the daemon: `nodeFlags` (the shipped `--max-semi-space-size=8`)
@@ -373,7 +373,7 @@ const FLOOR_TOO_LOADED = 0.9;
  * The goal-table rows: the most loaded of three replicas against one alone (requests, CPU), the handover gap;
  * the same loads at the comparison size, not judged. The CPU share's goal is the issue's 0.4 — 1.2 × an even
  * third — unless splitting the same requests over three bare processes (the floor) already costs this machine
- * more than a third: then 1.2 × the floor's share (on this 2-core VM the floor's is 0.56–0.73, bench/README.md),
+ * more than a third: then 1.2 × the floor's share (on this 2-core VM the floor's is 0.56–0.79, bench/README.md),
  * up to a floor of FLOOR_TOO_LOADED. The multiplier, not an added margin: three processes each less busy pay more
  * per unit of work (a replica leading 2 of 6 decodes a server list in 1.6 × the one's time), so the markup grows
  * with the work a process does, and the daemon's work per request is 2–3 × its floor's.
