@@ -9,6 +9,7 @@
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { SCHEDULED_CANCELLATIONS, type ScheduledCancellation } from '../../config/api-terms.js';
+import { type AccountWrite, poolWrite } from './leases.js';
 
 /** server id → the IPs it owns (the shape rows had before the server's record fields were published too) */
 export type ServerIps = Record<string, string[]>;
@@ -114,7 +115,7 @@ export interface SharedDirectoryOptions {
   /** how often the snapshots are read again, ms (default 3000) */
   refreshMs?: number;
   /** runs a publication's statement for `account` (the store fences it with the lease); default: on the pool */
-  write?: (account: string, sql: string, params: unknown[]) => Promise<void>;
+  write?: AccountWrite;
   /**
    * with shared accounts: the lease epoch under which this replica leads an account now (the one its writes
    * are fenced with), so that an unchanged list is not written again within one term; undefined: always write
@@ -137,11 +138,9 @@ interface Written {
  * and serialising a list of 1000 servers only to find it unchanged cost ~1.7 ms of its ~2.1 ms (issue 42).
  */
 export function samePublished(a: PublishedServers, b: PublishedServers): boolean {
-  let count = 0;
-  for (const id in b) if (Object.hasOwn(b, id)) count++;
-  for (const id in a) {
-    if (!Object.hasOwn(a, id)) continue;
-    count--;
+  const ids = Object.keys(a);
+  if (ids.length !== Object.keys(b).length) return false;
+  for (const id of ids) {
     const x = a[id]!;
     const y = Object.hasOwn(b, id) ? b[id]! : undefined;
     if (
@@ -156,7 +155,7 @@ export function samePublished(a: PublishedServers, b: PublishedServers): boolean
       return false;
     for (let i = 0; i < x.ips.length; i++) if (x.ips[i] !== y.ips[i]) return false;
   }
-  return count === 0;
+  return true;
 }
 
 export class SharedDirectory {
@@ -170,9 +169,11 @@ export class SharedDirectory {
   #logged: string | undefined;
   /** each account's list last written successfully under its current epoch: an equal one is not written again */
   readonly #written = new Map<string, Written>();
+  readonly #write: AccountWrite;
 
   constructor(options: SharedDirectoryOptions) {
     this.#options = options;
+    this.#write = options.write ?? poolWrite(options.pool);
     this.#snapshots = new Map(options.accounts.map((account) => [account, new DirectorySnapshot()]));
   }
 
@@ -204,9 +205,6 @@ export class SharedDirectory {
     const next = previous
       .catch(() => undefined)
       .then(async () => {
-        const write =
-          this.#options.write ??
-          (async (_: string, sql: string, params: unknown[]) => void (await this.#options.pool.query(sql, params)));
         const list = servers();
         const epoch = this.#options.epoch?.(account);
         const held = this.#written.get(account);
@@ -216,7 +214,7 @@ export class SharedDirectory {
         const text = JSON.stringify(list);
         // Forgotten until the write succeeds: a failed one is retried with the next list, equal or not.
         this.#written.delete(account);
-        await write(
+        await this.#write(
           account,
           `INSERT INTO ha_directory (account, servers, version) VALUES ($1, $2, 1)
            ON CONFLICT (account) DO UPDATE SET servers = EXCLUDED.servers, version = ha_directory.version + 1, updated_at = now()

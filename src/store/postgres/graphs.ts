@@ -14,7 +14,7 @@ import { NotReadyError } from '../../errors.js';
 import type { GraphScale, GraphType } from '../../config/api-terms.js';
 import { byGraphKey, type GraphSource, type GraphSummary } from '../../graphs/source.js';
 import type { GraphKey, GraphMirror, StoredGraph } from '../../graphs/store.js';
-import type { AccountWrite } from './leases.js';
+import { type AccountWrite, poolWrite } from './leases.js';
 
 interface Row {
   account: string;
@@ -60,7 +60,7 @@ export class SharedGraphs implements GraphSource {
     this.accounts = accounts;
     this.#logger = logger;
     this.#reason = reason;
-    this.#write = write ?? (async (_account, sql, params) => void (await pool.query(sql, params)));
+    this.#write = write ?? poolWrite(pool);
   }
 
   /** The mirror of `account`'s graph store. */

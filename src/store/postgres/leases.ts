@@ -49,6 +49,12 @@ export interface LeaseTerm {
  */
 export type AccountWrite = (account: string, sql: string, params: unknown[]) => Promise<void>;
 
+/** An AccountWrite straight on `pool`, unfenced: one leader for every account, or a test. */
+export const poolWrite =
+  (pool: pg.Pool): AccountWrite =>
+  async (_account, sql, params) =>
+    void (await pool.query(sql, params));
+
 /**
  * Inside a transaction: locks `account`'s lease row FOR SHARE and throws StaleLeaseError unless `term` is its
  * current, unexpired lease (undefined: this replica does not lead the account, nothing may be written). A claim
