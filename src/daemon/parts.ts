@@ -54,6 +54,7 @@ export function servedParts(
       accounts,
       leads,
       electionProblem: replication.problem,
+      disagreement: replication.disagreement,
       store,
       firewallPolled: () => config.collectors.firewall,
     }),

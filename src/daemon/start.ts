@@ -226,7 +226,11 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
   // A role change shows in /metrics at once (baremetal_leader).
   const role = replication.elect(
     duties,
-    { metrics, onChange: () => exposition.renderSoon(), accounts: [...accounts.keys()] },
+    {
+      metrics,
+      onChange: () => exposition.renderSoon(),
+      upstreams: config.accounts.map((a) => ({ name: a.name, baseUrl: a.upstream.baseUrl })),
+    },
     options.ha,
   );
   return {
