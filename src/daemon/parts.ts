@@ -143,7 +143,12 @@ export async function startEngines(
         logger: accounts.size > 1 ? logger.child({ account: name }) : logger,
         // A follower checks targets against the list the leader published.
         targets: shared
-          ? leaderOrSnapshot(runtime.state, shared.directory.snapshot(name), () => replication.leads(name))
+          ? leaderOrSnapshot(
+              runtime.state,
+              shared.directory.snapshot(name),
+              () => replication.leads(name),
+              () => replication.ledSince(name),
+            )
           : runtime.state,
         config: config.remediation,
         alertmanager: d.alertmanager,

@@ -220,6 +220,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     replication,
     store,
     logger,
+    now,
     ...pick(options, ['initialPolls', 'schedule', 'remediationTickMs']),
     stopping: () => stopping,
   });
