@@ -75,9 +75,19 @@ describe.skipIf(found.skip)('replica membership (Debian postgresql on loopback)'
     await second.leave();
   });
 
-  it('sees the single leader’s advisory lock held by any session', async () => {
+  it('sees the single leader’s advisory lock held by any session on its database, not on another', async () => {
     const m = new Membership({ pool, replica: 'lock-watcher', leaseMs: 60_000, terms: TERMS });
     expect((await m.members()).singleLeaderLocked).toBe(false);
+    // another deployment's single leader, on another database of the same server
+    const other = openPool(server.createDatabase('ha_membership_other'), () => {}, { connectTimeoutMs: 30_000 });
+    const elsewhere = await other.connect();
+    try {
+      await elsewhere.query('SELECT pg_advisory_lock($1)', [ADVISORY_LOCKS.leader]);
+      expect((await m.members()).singleLeaderLocked).toBe(false);
+    } finally {
+      elsewhere.release();
+      await other.end();
+    }
     const client = await pool.connect();
     try {
       await client.query('SELECT pg_advisory_lock($1)', [ADVISORY_LOCKS.leader]);

@@ -117,8 +117,10 @@ export class Membership {
        ), forgotten AS (
          DELETE FROM ha_replicas WHERE heartbeat_at < now() - make_interval(secs => $3::float8 / 1000)
        ), locked AS (
+         -- advisory locks are per database: another database of the same server is another deployment
          SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = $8
-                        AND objid = $9 AND objsubid = 1) AS locked
+                        AND objid = $9 AND objsubid = 1
+                        AND database = (SELECT oid FROM pg_database WHERE datname = current_database())) AS locked
        )
        SELECT m.*, locked.locked FROM (
          SELECT ${columns} FROM ha_replicas
