@@ -72,7 +72,10 @@ export class AccountShares {
     return this.#o.tickMs;
   });
   #problem: string | undefined = 'the database has not answered yet';
-  /** heartbeats written: the first only makes this replica seen (one replica starting with another sees it next) */
+  /**
+   * heartbeats written since the start or the last failed one: the first only makes this replica seen (one
+   * replica starting, or coming back after an outage, with another sees it next)
+   */
   #beats = 0;
   #joined = false;
 
@@ -152,6 +155,10 @@ export class AccountShares {
     } catch (error) {
       this.#problem = this.#reason(error);
       for (const account of this.#held.keys()) this.#lose(account, `the heartbeat failed: ${this.#problem}`);
+      // After an outage the others' rows may have expired: the first replica back would see itself alone and
+      // claim every account. It claims again only at its second heartbeat, once the others (who retry every
+      // tick too) could beat again.
+      this.#beats = 0;
       return;
     }
     const { membership } = this.#o;
