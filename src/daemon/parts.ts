@@ -85,7 +85,14 @@ export function servedParts(
 export function exposeMetrics(
   registry: Registry,
   metrics: Metrics,
-  o: { now: () => number; leading: () => boolean; led: () => ReadonlySet<string> | undefined; store: StateStore },
+  o: {
+    now: () => number;
+    leading: () => boolean;
+    led: () => ReadonlySet<string> | undefined;
+    store: StateStore;
+    /** the configured account names (baremetal_leader{account} with the accounts shared) */
+    accounts: readonly string[];
+  },
 ): ExpositionCache {
   const leaderOnly = leaderOnlyNames(metrics);
   return new ExpositionCache({
@@ -97,6 +104,11 @@ export function exposeMetrics(
     beforeRender: (ms) => {
       metrics.renderedAt.set(ms / 1000);
       metrics.journalUp.set(o.store.healthy() ? 1 : 0);
+      // With the accounts shared, baremetal_leader{account} is what this replica leads as it renders (its
+      // leases' trust, read synchronously), like the account series the rendering keeps: a process woken from
+      // a freeze past its leases does not report the leadership it had.
+      const led = o.led();
+      if (led) for (const account of o.accounts) metrics.leader.set({ account }, led.has(account) ? 1 : 0);
     },
   });
 }

@@ -139,7 +139,13 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
   const { shared, leading, led } = replication;
   // Followers read the leader's server list once the schema is there.
   if (shared) void store.opened.then((open) => open && shared.directory.start());
-  const exposition = exposeMetrics(registry, metrics, { now, leading, led, store });
+  const exposition = exposeMetrics(registry, metrics, {
+    now,
+    leading,
+    led,
+    store,
+    accounts: config.accounts.map((a) => a.name),
+  });
   const accounts = await startAccounts(config, {
     metrics,
     logger,
