@@ -549,7 +549,7 @@ export const configFileSchema = strict({
       share_accounts: Type.Boolean({
         default: false,
         description:
-          'with PostgreSQL: share the accounts out among the live replicas, each account led by one replica under a lease with an epoch (see High availability), instead of one leader polling every account',
+          'with PostgreSQL: share the accounts out among the live replicas, each account led by one replica under a lease with an epoch (see High availability), instead of one leader polling every account. Set it, and the accounts, the same on every replica: a replica whose setting or accounts differ from those of the oldest live replica leads nothing until they agree (see High availability, When replicas disagree)',
       }),
       replica_name: Type.Optional(
         Type.String({
@@ -557,7 +557,7 @@ export const configFileSchema = strict({
           maxLength: 253,
           pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$',
           description:
-            "this replica's name among those sharing the database (`share_accounts`), unique and stable across its restarts (a StatefulSet pod's name); default: the host name",
+            "this replica's name among those sharing the database (`share_accounts`), unique and stable across its restarts (a StatefulSet pod's name); a process whose name a live replica of another boot holds refuses to lead; default: the host name",
         }),
       ),
     },
