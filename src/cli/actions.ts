@@ -18,6 +18,7 @@ import {
   usageError,
   valueOptions,
 } from './daemon-client.js';
+import { daemonSettings } from './cli-config.js';
 
 /** The most rows `GET /api/v1/actions` returns (its `limit`), the window `actions show` looks in. */
 const MAX_LIMIT = 1000;
@@ -234,7 +235,8 @@ export async function runActions(
       });
       const flags = values as Flags;
       if (flags.help) return subHelp(command);
-      format = outputOf(flags);
+      const settings = await daemonSettings(flags, env);
+      format = outputOf(settings);
       const expected = command.id ? 1 : 0;
       if (positionals.length !== expected)
         throw usageError(
@@ -243,7 +245,7 @@ export async function runActions(
       const id = positionals[0];
       if (id !== undefined && !/^[1-9][0-9]{0,15}$/.test(id))
         throw usageError(`actions ${sub}: ID must be a journal entry's number (got ${JSON.stringify(id)})`);
-      const client = await DaemonClient.open(flags, env);
+      const client = await DaemonClient.open(settings);
       try {
         return await command.run(client, id, flags, format);
       } finally {

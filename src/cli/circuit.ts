@@ -19,6 +19,7 @@ import {
   usageError,
   valueOptions,
 } from './daemon-client.js';
+import { daemonSettings } from './cli-config.js';
 
 const GAUGE = 'baremetal_remediation_circuit_open';
 
@@ -114,10 +115,11 @@ export async function runCircuit(
         strict: true,
       });
       if (values.help) return CIRCUIT_HELP;
-      format = outputOf(values);
+      const settings = await daemonSettings(values, env);
+      format = outputOf(settings);
       if (positionals.length > 0)
         throw usageError(`circuit ${sub}: takes no arguments (got ${JSON.stringify(positionals[0])})`);
-      const client = await DaemonClient.open(values, env);
+      const client = await DaemonClient.open(settings);
       try {
         return await (sub === 'status' ? status : close)(client, values as Flags, format);
       } finally {
