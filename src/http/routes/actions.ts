@@ -21,7 +21,7 @@ import { makeRequest } from '../../remediation/request.js';
 import { BadRequestError, NotFoundError } from '../../errors.js';
 import type { JournalEntry } from '../../store/rows.js';
 import { DECISIONS } from '../../store/decisions.js';
-import { callerOf, requireScope, routeRole } from '../principals.js';
+import { callerOf, READ_ROLES, requireScope, routeRole } from '../principals.js';
 import { accountSchema, configuredAccount, idSchema, queryInteger, queryIntegerSchema } from '../schemas.js';
 
 const ip = Type.Unsafe<string>({ type: 'string', anyOf: [{ format: 'ipv4' }, { format: 'ipv6' }] });
@@ -164,7 +164,7 @@ export function actionRoutes(
   }>(
     '/api/v1/actions',
     {
-      ...routeRole('reader'),
+      ...routeRole(READ_ROLES),
       schema: {
         querystring: {
           type: 'object',
@@ -213,7 +213,7 @@ export function actionRoutes(
   app.get<{ Params: { id: string } }>(
     '/api/v1/actions/:id',
     {
-      ...routeRole('reader'),
+      ...routeRole(READ_ROLES),
       schema: { params: { type: 'object', properties: { id: { type: 'string', pattern: '^[1-9][0-9]{0,15}$' } } } },
     },
     async (request) => {
