@@ -174,7 +174,7 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
   },
   withdraw: {
     synopsis: 'withdraw ID [--reason TEXT]',
-    summary: 'withdraw your own request awaiting approval; nothing is sent',
+    summary: "withdraw your own request awaiting approval, or an alert's in your accounts; nothing is sent",
     options: reasonOption,
     optionsHelp: ['--reason TEXT    why (at most 200 characters)'],
     id: true,

@@ -215,7 +215,7 @@ async function compare(
             ...n.outcome,
             settlement: {
               decision: settled,
-              by: settled === 'withdrawn' ? row!.principal : row!.approver,
+              by: settled === 'withdrawn' ? (row!.approver ?? row!.principal) : row!.approver,
               at: row!.approvedAt ?? row!.completedAt ?? row!.createdAt,
             },
           }

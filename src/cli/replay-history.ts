@@ -73,7 +73,8 @@ const settledAt = (r: JournalEntry): number => r.approvedAt ?? r.completedAt ?? 
 export function recordedOutcome(r: JournalEntry, executions: readonly JournalEntry[]): Outcome {
   if (!SETTLEMENTS.includes(r.decision)) return { action: r.action, decision: r.decision };
   const decision = r.decision as Settlement;
-  const by = decision === 'withdrawn' ? r.principal : r.approver;
+  // A withdrawal names its operator as approver when it was not the requester's (an alert's request).
+  const by = decision === 'withdrawn' ? (r.approver ?? r.principal) : r.approver;
   const ran =
     decision === 'approved'
       ? executions.find(

@@ -11,7 +11,9 @@
  * reads it as done; otherwise a 200.
  *
  * `POST /api/v1/actions/{id}/withdraw` (optional `{"reason"}`): the requester itself withdraws its awaiting
- * request (`withdrawn`, nothing sent); anyone else is a 403, a row no longer awaiting a 409.
+ * request, or any operator of its account an alert's (`withdrawn`, nothing sent, the withdrawing operator
+ * journaled as the row's `approver` and in its message; remediation/withdrawal.ts); anyone else is a 403, a row
+ * no longer awaiting a 409.
  */
 import { STATUS_CODES } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -24,6 +26,7 @@ import type { JournalEntry } from '../../store/rows.js';
 import type { StateStore } from '../../store/store.js';
 import type { PrincipalAction } from '../../config/schema.js';
 import { callerOf, requireAccount, requireScope, routeRole } from '../principals.js';
+import { withdrawalRefusal } from '../../remediation/withdrawal.js';
 import { engineOf } from './actions.js';
 
 const params = { type: 'object', properties: { id: { type: 'string', pattern: '^[1-9][0-9]{0,15}$' } } } as const;
@@ -92,10 +95,10 @@ export function approvalRoutes(
     const row: JournalEntry | undefined = await deps.store.get(Number(request.params.id));
     if (!row) throw new NotFoundError(`no journal entry ${request.params.id}`);
     const { engine } = engineOf(deps.engines, row.account, 'params/id');
-    if (row.principal !== caller.name)
-      throw new ForbiddenError(
-        `principal ${caller.name} did not ask for journal entry ${row.id}: only its requester (${row.principal ?? 'unknown'}) may withdraw it; an operator denies it instead`,
-      );
+    const refusal = withdrawalRefusal(row, caller.name);
+    if (refusal !== undefined) throw new ForbiddenError(refusal);
+    // Someone else's (an alert's) request: an operator of its account.
+    if (row.principal !== caller.name) requireAccount(caller, row.account);
     const result = await engine.withdraw(row, caller.name, request.body?.reason);
     return { withdrawn: row.id, principal: caller.name, ...result };
   });
