@@ -9,6 +9,7 @@ import type { Writable } from 'node:stream';
 import type { ParseArgsOptionsConfig } from 'node:util';
 import { Agent, request } from 'undici';
 import { readBoundedText, readProblem } from '../read-bounded-file.js';
+import { createScrubber, type Scrubber } from '../scrub.js';
 import { CliExit, oneLine } from './api/exit.js';
 import { OUTPUT_FORMATS, type OutputFormat, render } from './api/output.js';
 import { CLI_ENV, type DaemonSettings, type Setting, TOKEN_ENV } from './cli-config.js';
@@ -52,7 +53,7 @@ export const DAEMON_OPTIONS_HELP = `Options of every command:
   --tls.ca-file FILE      CA certificates (PEM) to verify an https daemon
   --tls.cert-file FILE    client certificate (PEM), with --tls.key-file
   --tls.key-file FILE     client key (PEM)
-  -o, --output FORMAT     table (default), json or yaml (env ${CLI_ENV.output})
+  -o, --output FORMAT     table (default), extended (every column, nothing cut), json or yaml (env ${CLI_ENV.output})
   -h, --help              show this help
 A flag not given is read from its environment variable, else from the CLI config file
 ($XDG_CONFIG_HOME or ~/.config, then baremetal-exporter/cli.yml; its keys are the flags' names:
@@ -69,15 +70,24 @@ export interface DaemonFlags {
   output?: string | undefined;
 }
 
-/** The output format of `-o` (or its environment variable or config key), or a usage error naming where it came from. */
+/** What `-o` may say to a daemon command: the api command's formats, and amtool's `extended` (a wider table). */
+export const DAEMON_OUTPUT_FORMATS = [...OUTPUT_FORMATS, 'extended'] as const;
+
+/**
+ * The output format of `-o` (or its environment variable or config key), or a usage error naming where it came
+ * from. `extended` is a table (`extendedOutput` says which: every column, nothing cut).
+ */
 export function outputOf(settings: DaemonSettings): OutputFormat {
   const format = settings.output?.value ?? 'table';
-  if (!(OUTPUT_FORMATS as readonly string[]).includes(format))
+  if (!(DAEMON_OUTPUT_FORMATS as readonly string[]).includes(format))
     throw usageError(
-      `${settings.output?.source ?? '--output'}: must be one of ${OUTPUT_FORMATS.join(', ')} (got ${JSON.stringify(format)})`,
+      `${settings.output?.source ?? '--output'}: must be one of ${DAEMON_OUTPUT_FORMATS.join(', ')} (got ${JSON.stringify(format)})`,
     );
-  return format as OutputFormat;
+  return format === 'extended' ? 'table' : (format as OutputFormat);
 }
+
+/** Whether the settings ask for amtool's `-o extended`: the wide table. */
+export const extendedOutput = (settings: DaemonSettings) => settings.output?.value === 'extended';
 
 /** A reply of the daemon: its status and its body parsed as JSON (or the text, when it is not JSON). */
 export interface DaemonReply {
@@ -198,11 +208,14 @@ export class DaemonClient {
   readonly #url: URL;
   readonly #token: string | undefined;
   readonly #agent: Agent;
+  /** what every reply's text goes through before it is parsed or printed: the caller's token never comes back */
+  readonly #scrub: Scrubber;
 
   private constructor(settings: DaemonSettings, files: FlagFiles) {
     this.#url = baseUrl(settings['daemon.url'] ?? { value: DEFAULT_DAEMON_URL, source: '--daemon.url' });
     this.#token = tokenOf(settings, files);
     this.#agent = agentOf(this.#url, settings, files);
+    this.#scrub = createScrubber(this.#token === undefined ? [] : [this.#token]);
   }
 
   /**
@@ -251,7 +264,8 @@ export class DaemonClient {
         },
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
       });
-      const text = await boundedText(res.body, where);
+      // Scrubbed before it is parsed (scrub.ts): a reply that echoes the token prints [REDACTED] in its place.
+      const text = this.#scrub(await boundedText(res.body, where));
       let parsed: unknown;
       try {
         parsed = JSON.parse(text);

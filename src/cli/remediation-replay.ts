@@ -216,7 +216,7 @@ async function compare(
             settlement: {
               decision: settled,
               by: settled === 'withdrawn' ? (row!.approver ?? row!.principal) : row!.approver,
-              at: row!.approvedAt ?? row!.completedAt ?? row!.createdAt,
+              at: iso(row!.approvedAt ?? row!.completedAt ?? row!.createdAt),
             },
           }
         : n.outcome,

@@ -30,7 +30,8 @@ export const HUMAN_SETTLEMENTS: readonly Settlement[] = ['approved', 'denied_by_
 export interface Outcome {
   action: string;
   decision: Decision | 'executing';
-  settlement?: { decision: Settlement; by: string | null; at: number };
+  /** `at`: when it was settled, ISO-8601 (as every time of the report) */
+  settlement?: { decision: Settlement; by: string | null; at: string };
   /** the decision of the approved request's execution; absent when none is known */
   execution?: Decision | 'executing';
 }
@@ -89,7 +90,7 @@ export function recordedOutcome(r: JournalEntry, executions: readonly JournalEnt
   return {
     action: r.action,
     decision: 'awaiting_approval',
-    settlement: { decision, by, at: settledAt(r) },
+    settlement: { decision, by, at: new Date(settledAt(r)).toISOString() },
     ...(ran ? { execution: ran.decision } : {}),
   };
 }

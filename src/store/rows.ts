@@ -188,6 +188,8 @@ export interface ListFilter {
   approver?: string;
   /** rows created at or after this time (ms) */
   since?: number;
+  /** the verification's state: `verifying` (an executed row with a deadline and no outcome yet), `verified` or `ineffective` */
+  verification?: Verification;
   limit: number;
 }
 

@@ -177,3 +177,91 @@ describe('the daemon, the token and the output: flag, then environment, then con
     expect(res.authorization).toEqual([]);
   });
 });
+
+describe('what actions prints, for people and scripts', () => {
+  const LONG = `a message longer than a table cell: ${'x'.repeat(80)} end`;
+  const TOKEN = 'person-token-3a9c5e7b1d';
+  const ROW = {
+    id: 7,
+    account: 'default',
+    createdAt: '2026-11-21T12:00:00.123Z',
+    completedAt: '2026-11-21T12:00:01.456Z',
+    source: 'alert',
+    action: 'powercycle',
+    serverId: '100001',
+    ip: null,
+    value: null,
+    decision: 'executed',
+    principal: 'alertmanager',
+    approver: 'bob',
+    reason: null,
+    message: LONG,
+    verification: 'ineffective',
+    approvedAt: Date.UTC(2026, 10, 21, 11, 59),
+    approvedAtIso: new Date(Date.UTC(2026, 10, 21, 11, 59)).toISOString(),
+    verifiedAt: Date.UTC(2026, 10, 21, 12, 15),
+    verifiedAtIso: new Date(Date.UTC(2026, 10, 21, 12, 15)).toISOString(),
+    labels: '{"alertname":"BaremetalServerUnreachable"}',
+    alertLabels: { alertname: 'BaremetalServerUnreachable' },
+  };
+  let server: Server;
+  let url: string;
+  const asked: string[] = [];
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      asked.push(req.url ?? '');
+      res.setHeader('content-type', 'application/json');
+      if (req.url?.startsWith('/api/v1/actions/7/approve')) {
+        // A daemon (or a proxy in front of it) that echoes the caller's token: the CLI never prints it.
+        res.statusCode = 409;
+        res.end(JSON.stringify({ statusCode: 409, code: 'BM_ERR_CONFLICT', message: `seen ${TOKEN} here` }));
+      } else if (req.url?.startsWith('/api/v1/actions/7')) res.end(JSON.stringify(ROW));
+      else res.end(JSON.stringify({ actions: [ROW] }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  const actions = (args: string[]) =>
+    runCli(['actions', ...args, `--daemon.url=${url}`], { ...cleanEnv(tempDir()), BAREMETAL_TOKEN: TOKEN });
+
+  it('lists the verification outcome, times in ISO-8601, and filters by it', async () => {
+    const res = await actions(['list', '--verification', 'ineffective']);
+    expect(res.code).toBe(0);
+    expect(asked.at(-1)).toBe('/api/v1/actions?verification=ineffective');
+    const [head, line] = res.stdout.split('\n');
+    expect(head).toMatch(/\bDECISION\s+VERIFICATION\s+PRINCIPAL\b/);
+    expect(line).toMatch(/^7\s+2026-11-21T12:00:00Z\s+default\s+100001\s+powercycle\s+executed\s+ineffective\s+/);
+    const wrong = await actions(['list', '--verification', 'helped']);
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toContain('--verification: one of verifying, verified, ineffective');
+  });
+
+  it('-o extended shows every column, nothing cut', async () => {
+    const table = await actions(['list']);
+    expect(table.stdout).not.toContain(LONG);
+    const wide = await actions(['list', '-o', 'extended']);
+    expect(wide.code).toBe(0);
+    expect(wide.stdout).toMatch(/\bCOMPLETED\b.*\bSOURCE\b.*\bMESSAGE\b/);
+    expect(wide.stdout).toContain(LONG);
+    expect(wide.stdout).toContain('2026-11-21T12:00:01Z');
+  });
+
+  it('shows one entry with every time in ISO-8601 and the labels as an object', async () => {
+    const res = await actions(['show', '7']);
+    expect(res.code).toBe(0);
+    expect(res.stdout).toMatch(/^approvedAt:\s+2026-11-21T11:59:00\.000Z$/m);
+    expect(res.stdout).toMatch(/^verifiedAt:\s+2026-11-21T12:15:00\.000Z$/m);
+    expect(res.stdout).toMatch(/^alertLabels:\s+\{"alertname":"BaremetalServerUnreachable"\}$/m);
+    expect(res.stdout).not.toMatch(/AtIso|^labels:/m);
+    expect(res.stdout).not.toMatch(/\b1\d{12}\b/);
+  });
+
+  it("scrubs the caller's token from what the daemon says", async () => {
+    const res = await actions(['approve', '7', '-o', 'json']);
+    expect(res.code).toBe(1);
+    expect(res.stdout + res.stderr).not.toContain(TOKEN);
+    expect(res.stderr).toContain('seen [REDACTED] here');
+  });
+});

@@ -96,9 +96,11 @@ describe('actions and circuit against a daemon with principals', () => {
     const listed = await d.cli('bob', ['actions', 'list', '--decision', 'awaiting_approval']);
     expect(listed).toMatchObject({ code: 0, stderr: '' });
     const [header, ...rows] = listed.stdout.trimEnd().split('\n');
-    expect(header).toMatch(/^ID\s+CREATED\s+ACCOUNT\s+TARGET\s+ACTION\s+DECISION\s+PRINCIPAL\s+APPROVER\s+REASON$/);
+    expect(header).toMatch(
+      /^ID\s+CREATED\s+ACCOUNT\s+TARGET\s+ACTION\s+DECISION\s+VERIFICATION\s+PRINCIPAL\s+APPROVER\s+REASON$/,
+    );
     expect(rows.find((r) => r.startsWith(`${asked.id} `))).toMatch(
-      /default\s+100001\s+powercycle\s+awaiting_approval\s+alice\s+-\s+hung$/,
+      /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\s+default\s+100001\s+powercycle\s+awaiting_approval\s+-\s+alice\s+-\s+hung$/,
     );
     const json = await d.cli('bob', ['actions', 'list', '--principal', 'alice', '--server', '100001', '-o', 'json']);
     expect(json.code).toBe(0);
