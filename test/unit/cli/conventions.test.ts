@@ -61,7 +61,8 @@ beforeEach(() => {
     delete process.env[name];
 });
 afterEach(() => {
-  process.env = { ...saved };
+  for (const name of Object.keys(process.env)) if (!(name in saved)) delete process.env[name];
+  Object.assign(process.env, saved);
 });
 
 const PATHS = commandPaths();
