@@ -180,7 +180,7 @@ async function replayRow(row: JournalEntry, e: OfflineEngine | undefined, report
     source: row.source,
     principal: row.principal,
     action: row.action,
-    serverId: row.serverId,
+    serverId: row.serverId === '' ? null : row.serverId,
     decision: row.decision,
   });
 }
