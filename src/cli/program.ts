@@ -7,20 +7,14 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { applyFlags, configFromDocument, loadConfig } from '../config/load.js';
-import { DEFAULT_ACCOUNT } from '../config/schema.js';
 import { redactBaseUrl } from '../config/base-url.js';
 import { describeScope } from '../config/scope.js';
 import { configWarnings } from '../config/warnings.js';
-import { startDaemon } from '../daemon/start.js';
-import { readTls } from '../http/tls.js';
-import { WebConfigFile } from '../http/web-config-reload.js';
 import { DEFAULT_TELEMETRY_PATH, validateTelemetryPath } from '../http/telemetry-path.js';
-import { loadWebConfig } from '../http/web-config.js';
 import { budgetPlan } from '../polls/budget-plan.js';
 import { BaremetalError, ConfigError } from '../errors.js';
 import { createLogger, LOG_FORMATS, type LogFormat } from '../logger.js';
-import { startSimulator, type SimulatorServerOptions } from '../simulator/server.js';
+import type { SimulatorServerOptions } from '../simulator/server.js';
 import { ATTACKED_PER_HOUR, DEMO_SIMULATOR, slotAttackRate } from '../simulator/state.js';
 import { asksHelp, type CommandName, usageBlock } from './commands.js';
 import { USAGE } from './usage.js';
@@ -127,12 +121,18 @@ async function simulate(args: string[]): Promise<void> {
       malformedRate: num(values['malformed-rate'], 0),
     },
     ...(values['tls-cert'] && values['tls-key']
-      ? { tls: await readTls({ certFile: values['tls-cert'], keyFile: values['tls-key'] }) }
+      ? {
+          tls: await (await import('../http/tls.js')).readTls({
+            certFile: values['tls-cert'],
+            keyFile: values['tls-key'],
+          }),
+        }
       : {}),
   };
   for (const [key, value] of Object.entries({ ...options, ...options.faults })) {
     if (typeof value === 'number' && !Number.isFinite(value)) throw new BaremetalError(`--${key}: expected a number`);
   }
+  const { startSimulator } = await import('../simulator/server.js');
   const sim = await startSimulator(options);
   process.stdout.write(`simulator listening on ${sim.url}\n`);
   onStop(() => sim.close());
@@ -145,6 +145,10 @@ async function demo(args: string[]): Promise<void> {
   const simulatorPort = portOf('--simulator.port', values['simulator.port'], 0);
   // The simulator's key: BAREMETAL_API_KEY when set, else a random one; either way it is never printed.
   const apiKey = process.env.BAREMETAL_API_KEY || randomBytes(16).toString('hex');
+  const [{ startSimulator }, { startDaemon }] = await Promise.all([
+    import('../simulator/server.js'),
+    import('../daemon/start.js'),
+  ]);
   const sim = await startSimulator({ ...DEMO_SIMULATOR, apiKey, port: simulatorPort });
   const attacked = [...sim.state.servers.values()][0]!.ips[0]!;
   sim.state.startAttack(attacked, 6 * 3600);
@@ -152,6 +156,10 @@ async function demo(args: string[]): Promise<void> {
   mkdirSync(stateDir, { recursive: true });
   // A documented token so that a new user can post a sample alert (README, "Remediation"); dry run only.
   writeFileSync(`${stateDir}/demo-token`, `${DEMO_TOKEN}\n`, { mode: 0o600 });
+  const [{ configFromDocument }, { DEFAULT_ACCOUNT }] = await Promise.all([
+    import('../config/load.js'),
+    import('../config/schema.js'),
+  ]);
   const config = await configFromDocument(
     {
       upstream: { base_url: sim.url, timeout: '5s', concurrency: 8 },
@@ -234,6 +242,7 @@ async function run(args: string[]): Promise<void> {
   if (!(LOG_FORMATS as readonly string[]).includes(format))
     throw new BaremetalError(`--log.format: must be one of ${LOG_FORMATS.join(', ')} (got ${JSON.stringify(format)})`);
   // The same loader and flags at start and at each reload.
+  const { applyFlags, loadConfig } = await import('../config/load.js');
   const readConfig = async () =>
     applyFlags(await loadConfig(file), { listen: values['web.listen-address'], logLevel: values['log.level'] });
   const config = await readConfig();
@@ -243,12 +252,16 @@ async function run(args: string[]): Promise<void> {
     throw new ConfigError([
       '--web.config.file: given together with web.tls or web.auth.basic_auth_users in the config file; keep one (bearer_token_files may stay)',
     ]);
-  const webConfig = webConfigPath === undefined ? undefined : await loadWebConfig(webConfigPath);
+  const webConfig =
+    webConfigPath === undefined
+      ? undefined
+      : await (await import('../http/web-config.js')).loadWebConfig(webConfigPath);
   const logger = createLogger(config.logLevel, undefined, format as LogFormat);
   const webConfigFile =
     webConfigPath === undefined || webConfig === undefined
       ? undefined
-      : new WebConfigFile(webConfigPath, logger, webConfig);
+      : new (await import('../http/web-config-reload.js')).WebConfigFile(webConfigPath, logger, webConfig);
+  const { startDaemon } = await import('../daemon/start.js');
   const daemon = await startDaemon(config, {
     logger,
     reloadConfig: readConfig,
@@ -277,6 +290,7 @@ async function checkConfig(args: string[]): Promise<void> {
   if (named.length !== 1)
     throw new BaremetalError('check-config: exactly one FILE expected (check-config FILE or --config.file FILE)');
   const file = named[0]!;
+  const { loadConfig } = await import('../config/load.js');
   try {
     const config = await loadConfig(file);
     process.stdout.write(

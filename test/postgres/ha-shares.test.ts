@@ -27,7 +27,7 @@ describe.skipIf(found.skip)('leadership per account (Debian postgresql on loopba
   const running: AccountShares[] = [];
   beforeAll(async () => {
     if (found.skip) return;
-    server = await startPostgres(found.bin);
+    server = await startPostgres(found.bin, { own: true }); // it restarts the server
   }, 120_000);
   afterEach(async () => {
     await Promise.all(running.splice(0).map((r) => r.stop()));

@@ -180,7 +180,7 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     await admin.query(
-      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'baremetal-exporter-leader'",
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'baremetal-exporter-leader' AND datname = current_database()",
     );
     await admin.end();
     await eventually('the second term to poll the firewall', async () =>
@@ -285,7 +285,7 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
       const { rows } = await client
         .query<{ name: string; count: string }>(
           `SELECT application_name AS name, count(*)::text AS count FROM pg_stat_activity
-           WHERE application_name LIKE 'baremetal-exporter%' GROUP BY application_name`,
+           WHERE application_name LIKE 'baremetal-exporter%' AND datname = current_database() GROUP BY application_name`,
         )
         .finally(() => client.end());
       const count = Object.fromEntries(rows.map((r) => [r.name, Number(r.count)]));
