@@ -173,7 +173,7 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
       '--verification V whether an executed action helped: verifying, verified or ineffective',
       '--server ID      the server id',
       '--principal P    who asked',
-      '--approver P     who approved or denied',
+      "--approver P     who approved or denied, or withdrew an alert's request",
       '--account A      the account',
       '--action A       the action (powercycle, poweron, poweroff, firewall_state …)',
       '--since D        rows created within this Prometheus duration back from now (24h, 1h30m; at most 365d)',
