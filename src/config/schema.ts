@@ -105,7 +105,8 @@ const credentials = (what: string) =>
 /**
  * What a remediation principal may call (docs/remediation.md, "Who may do what"): `webhook` the Alertmanager
  * receiver (`POST /api/v1/alertmanager`, which acts only as the rules say), `operator` the action endpoints
- * and the console download, `reader` the journal (`GET /api/v1/actions`).
+ * and the console download (and everything a reader may), `reader` the journal (`GET /api/v1/actions`), the
+ * breakers' state and, behind web.auth, the status page's details.
  */
 export const ROLES = ['webhook', 'operator', 'reader'] as const;
 export type Role = (typeof ROLES)[number];
@@ -496,7 +497,9 @@ export const configFileSchema = strict({
           key_file: path("PEM key of the daemon's own port; reloaded on change and SIGHUP"),
         }),
       ),
-      auth: credentials('`/`, `/metrics` and `/graphs` (none: open)'),
+      auth: credentials(
+        "`/`, `/metrics` and `/graphs` (none: open), as Prometheus's scrape credential: the status page's details stay a reader's or operator's (remediation.auth)",
+      ),
       auth_limits: strict(
         {
           in_flight_per_address: Type.Integer({

@@ -1,7 +1,7 @@
 /**
  * Builds the daemon's dependencies from a Config and starts it: registry and metrics, upstream client,
  * graph store, poll jobs and their schedule, the exposition cache and the HTTP app (the builders of each part
- * in parts.ts). The `run` and `demo` commands (cli/main.ts) call this; integration tests call it too, with an
+ * in parts.ts). The `run` and `demo` commands (cli/program.ts) call this; integration tests call it too, with an
  * injected logger and clock.
  */
 import type { FastifyInstance } from 'fastify';
