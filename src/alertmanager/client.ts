@@ -16,15 +16,23 @@ import { AlertmanagerError } from '../errors.js';
 import {
   decodeAlerts,
   decodeSilenceId,
+  decodeStatus,
   decodeSilences,
   type AlertmanagerAlert,
   type AlertmanagerSilence,
+  type AlertmanagerStatus,
 } from './decode.js';
 
-export type { AlertmanagerAlert, AlertmanagerSilence } from './decode.js';
+export type { AlertmanagerAlert, AlertmanagerSilence, AlertmanagerStatus } from './decode.js';
 
 /** The operations, as `baremetal_alertmanager_requests_total{operation}` names them. */
-export const ALERTMANAGER_OPERATIONS = ['get_alerts', 'get_silences', 'create_silence', 'expire_silence'] as const;
+export const ALERTMANAGER_OPERATIONS = [
+  'get_alerts',
+  'get_status',
+  'get_silences',
+  'create_silence',
+  'expire_silence',
+] as const;
 export type AlertmanagerOperation = (typeof ALERTMANAGER_OPERATIONS)[number];
 
 /** One matcher of a silence, as API v2 spells it. */
@@ -83,6 +91,14 @@ export class AlertmanagerClient {
   async alerts(): Promise<AlertmanagerAlert[]> {
     const path = '/api/v2/alerts?active=true&silenced=true&inhibited=true&unprocessed=true';
     return this.#call('get_alerts', 'GET', path, undefined, decodeAlerts);
+  }
+
+  /**
+   * When this Alertmanager process started (`GET /api/v2/status`, its `uptime`): it holds no alert from before
+   * then until Prometheus sends them again. Throws AlertmanagerError.
+   */
+  async status(): Promise<AlertmanagerStatus> {
+    return this.#call('get_status', 'GET', '/api/v2/status', undefined, decodeStatus);
   }
 
   /** Every silence Alertmanager holds (active, pending, expired). Throws AlertmanagerError. */

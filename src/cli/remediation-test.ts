@@ -14,7 +14,7 @@ import type { RemediationRule } from '../config/types.js';
 import { BaremetalError, ConflictError } from '../errors.js';
 import { offlineEngine } from './offline-engine.js';
 import { expiryTime, operatorStep, StepRefused } from './remediation-test-steps.js';
-import { matches, requestsFor } from '../remediation/rules.js';
+import { matches, requestsFor, resolvedEpisodes } from '../remediation/rules.js';
 import type { AttackState, TargetDirectory } from '../remediation/types.js';
 import type { WebhookAlert, WebhookBody } from '../remediation/webhook.js';
 import type { JournalEntry } from '../store/rows.js';
@@ -136,7 +136,9 @@ export async function runTestFile(file: TestFile): Promise<TestResult> {
       delivered.push(...alerts);
       for (const [i, alert] of alerts.entries()) {
         // As the webhook route: a resolved episode verifies the actions taken on it.
-        if (alert.status === 'resolved') await engine.alertResolved(alert.fingerprint, alert.startsAt);
+        if (alert.status === 'resolved')
+          for (const episode of resolvedEpisodes(alert, config.remediation.rules, [ACCOUNT]))
+            await engine.alertResolved(episode);
         for (const req of requestsFor(alert, i, config.remediation.rules, [ACCOUNT], TEST_PRINCIPAL))
           await engine.request(req);
       }

@@ -29,9 +29,9 @@ import { DesiredFirewallState } from './desired-firewall.js';
 import { type Execution, execute, SENDERS } from './execute.js';
 import { RemediationGauges } from './gauges.js';
 import { Housekeeping } from './housekeeping.js';
-import type { AlertReader } from './outage-gate.js';
+import { DEFAULT_RESEND_INTERVAL_MS, type EpisodeAlert } from './episode.js';
 import { SilenceKeeper, type SilenceWriter } from './silences.js';
-import { Verifier } from './verify.js';
+import { type StatusReader, Verifier } from './verify.js';
 import { climb, escalationRow } from './ladder.js';
 import { askCircuitClose, closeCircuit, type OperatorDeps, readConsole } from './operator.js';
 import type { ActionDecision, ActionRequest, TargetDirectory } from './types.js';
@@ -59,7 +59,7 @@ export interface EngineDeps {
    * Alertmanager (remediation.alertmanager): the outage gate and verification read its alerts, the silences
    * are written to it (remediation/silences.ts); absent: none configured
    */
-  alertmanager?: (AlertReader & SilenceWriter) | undefined;
+  alertmanager?: (StatusReader & SilenceWriter) | undefined;
   /** the guards every decision walks (default decide.ts GUARDS; a test plants a recording copy) */
   guards?: readonly Guard[];
   /**
@@ -98,7 +98,11 @@ export class RemediationEngine {
     this.#deps = deps;
     this.#now = deps.now ?? Date.now;
     this.#housekeeping = new Housekeeping(deps);
-    this.#verifier = new Verifier({ ...deps, onIneffective: (row) => this.#climb(row) });
+    this.#verifier = new Verifier({
+      ...deps,
+      resendIntervalMs: () => deps.config.alertmanager?.resendIntervalMs ?? DEFAULT_RESEND_INTERVAL_MS,
+      onIneffective: (row) => this.#climb(row),
+    });
     this.#silences = new SilenceKeeper({
       ...deps,
       alertmanager: deps.config.alertmanager?.silenceWhileHandled === false ? undefined : deps.alertmanager,
@@ -259,13 +263,13 @@ export class RemediationEngine {
   }
 
   /**
-   * The resolved webhook of an alert's episode (`fingerprint`, `startsAt`): its executed actions still verifying
-   * are `verified` (verify.ts). Returns how many; throws JournalError.
+   * The resolved delivery of `alert`'s episode (account, fingerprint, start, labels: episode.ts): the executed
+   * actions of that very episode still verifying are `verified` (verify.ts). Returns how many; throws JournalError.
    */
-  async alertResolved(fingerprint: string, startsAt: string): Promise<number> {
-    if (this.#deps.store.unavailable !== undefined) return 0;
+  async alertResolved(alert: EpisodeAlert): Promise<number> {
+    if (this.#deps.store.unavailable !== undefined || alert.account !== this.#deps.account) return 0;
     await this.ready;
-    const ended = await this.#verifier.resolved(fingerprint, startsAt, this.#now());
+    const ended = await this.#verifier.resolved(alert, this.#now());
     if (ended.length > 0) this.#deps.onDecision?.();
     return ended.length;
   }

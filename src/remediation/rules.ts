@@ -8,6 +8,7 @@
  */
 import type { RemediationRule } from '../config/types.js';
 import { BadRequestError } from '../errors.js';
+import type { EpisodeAlert } from './episode.js';
 import { makeRequest } from './request.js';
 import type { ActionRequest } from './types.js';
 import type { WebhookAlert } from './webhook.js';
@@ -46,6 +47,27 @@ export function requestsFor(
     if (req) requests.push(req);
   });
   return requests;
+}
+
+/**
+ * The episodes a resolved `alert` ends, one per account its matching rules name (episode.ts): an account the
+ * alert does not name (with several configured) or that is not configured gives none — a resolution with no
+ * account of its own settles nothing.
+ */
+export function resolvedEpisodes(
+  alert: WebhookAlert,
+  rules: readonly RemediationRule[],
+  accounts: readonly string[],
+): EpisodeAlert[] {
+  const named = new Set<string>();
+  for (const rule of rules) {
+    if (!matches(rule, alert)) continue;
+    const value = alert.labels[rule.accountLabel];
+    const account = value ? value : accounts.length === 1 ? accounts[0]! : undefined;
+    if (account !== undefined && accounts.includes(account)) named.add(account);
+  }
+  const { fingerprint, startsAt, labels } = alert;
+  return [...named].map((account) => ({ account, fingerprint, startsAt, labels }));
 }
 
 /** The account an alert names under `rule`, or the only one configured when it names none. */

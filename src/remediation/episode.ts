@@ -1,0 +1,95 @@
+/**
+ * An alert episode (issue 49): one alert — its account, fingerprint, labels and `startsAt` — and what the
+ * daemon did about it. This module says what an episode is and what counts as its resolution; every path that
+ * asks "is this row's alert the one that resolved?" or "did it resolve?" asks here: the resolved webhook
+ * (engine.ts `alertResolved`), Alertmanager's alert list (verify.ts), the approvals and the ladder.
+ *
+ * Resolution needs evidence. An episode is resolved by:
+ * - a resolved delivery whose account, fingerprint, `startsAt` and labels all match the row's (`sameEpisode`):
+ *   a delivery with the fingerprint of one server's episode and the labels of another settles nothing;
+ * - Alertmanager no longer listing it, when and only when that is Alertmanager's own word that it ended
+ *   (`AbsenceEvidence`): the list and `/api/v2/status` were both read now (the status before and after the
+ *   list, the same start), this same Alertmanager process (its `uptime`, the time it started) listed the
+ *   episode at an earlier read, and it has been up for at least `remediation.alertmanager.resend_interval`.
+ *   Alertmanager keeps its alerts in memory only: a restarted one lists nothing until Prometheus sends its
+ *   firing alerts again (every resend interval), so its start time changes and every episode seen before it
+ *   must be seen again before its absence means anything. An Alertmanager that cannot be read, or whose status
+ *   cannot, proves nothing either. A replica that becomes leader has seen nothing yet: it waits to see the
+ *   episode listed (or for the resolved webhook, or the deadline).
+ */
+import type { AlertmanagerAlert, AlertmanagerStatus } from '../alertmanager/client.js';
+import type { JournalEntry } from '../store/rows.js';
+import { labelsJson } from '../store/rows.js';
+
+/** One firing episode's key: an alert's fingerprint and its start (ms, so that both spellings of the time agree). */
+export const episodeKey = (fingerprint: string, startsAt: string): string => `${fingerprint}@${Date.parse(startsAt)}`;
+
+/** The key of the episode `row` was made for, or undefined for a row of no alert. */
+export const keyOf = (row: JournalEntry): string | undefined =>
+  row.fingerprint !== null && row.startsAt !== null ? episodeKey(row.fingerprint, row.startsAt) : undefined;
+
+/** One alert as a delivery names it: what identifies its episode. */
+export interface EpisodeAlert {
+  account: string;
+  fingerprint: string;
+  startsAt: string;
+  labels: Readonly<Record<string, string>>;
+}
+
+/**
+ * Whether `row` was made for `alert`'s episode: the same account, fingerprint, start and labels (all of them,
+ * compared as the row recorded them, keys sorted). A row without recorded labels matches no delivery.
+ */
+export function sameEpisode(row: JournalEntry, alert: EpisodeAlert): boolean {
+  return (
+    row.account === alert.account &&
+    keyOf(row) === episodeKey(alert.fingerprint, alert.startsAt) &&
+    row.labels !== null &&
+    row.labels === labelsJson(alert.labels)
+  );
+}
+
+/** What Alertmanager was asked at one tick: its alerts and its status, each undefined when it could not be read. */
+export interface AlertmanagerReading {
+  alerts: readonly AlertmanagerAlert[] | undefined;
+  status: AlertmanagerStatus | undefined;
+}
+
+/** What a reading says of one episode. */
+export type ListedAs = 'listed' | 'ended' | 'no_evidence';
+
+/** The default of `remediation.alertmanager.resend_interval`, ms: Prometheus's default `resend-delay`. */
+export const DEFAULT_RESEND_INTERVAL_MS = 60_000;
+
+/**
+ * Reads Alertmanager's list as evidence (the rule in the module comment). Remembers, per episode, the start
+ * time of the Alertmanager that last listed it; in memory, per leader: a new leader starts having seen nothing.
+ */
+export class AbsenceEvidence {
+  /** episode key → the `startedAt` (ms) of the Alertmanager that listed it */
+  readonly #seen = new Map<string, number>();
+
+  /**
+   * What `reading`, taken at `now` (ms), says of each of `keys` (the episodes still verifying; the others are
+   * forgotten). `resendMs`: remediation.alertmanager.resend_interval.
+   */
+  judge(reading: AlertmanagerReading, keys: readonly string[], now: number, resendMs: number): Map<string, ListedAs> {
+    const wanted = new Set(keys);
+    for (const key of this.#seen.keys()) if (!wanted.has(key)) this.#seen.delete(key);
+    const verdicts = new Map<string, ListedAs>();
+    const { alerts, status } = reading;
+    if (alerts === undefined || status === undefined) {
+      for (const key of keys) verdicts.set(key, 'no_evidence');
+      return verdicts;
+    }
+    const listed = new Set(alerts.map((a) => episodeKey(a.fingerprint, a.startsAt)));
+    const upLongEnough = now - status.startedAt >= resendMs;
+    for (const key of keys) {
+      if (listed.has(key)) {
+        this.#seen.set(key, status.startedAt);
+        verdicts.set(key, 'listed');
+      } else verdicts.set(key, upLongEnough && this.#seen.get(key) === status.startedAt ? 'ended' : 'no_evidence');
+    }
+    return verdicts;
+  }
+}
