@@ -138,7 +138,7 @@ export async function runTestFile(file: TestFile): Promise<TestResult> {
         // As the webhook route: a resolved episode verifies the actions taken on it.
         if (alert.status === 'resolved')
           for (const episode of resolvedEpisodes(alert, config.remediation.rules, [ACCOUNT]))
-            await engine.alertResolved(episode);
+            await engine.alertResolved(episode, TEST_PRINCIPAL);
         for (const req of requestsFor(alert, i, config.remediation.rules, [ACCOUNT], TEST_PRINCIPAL))
           await engine.request(req);
       }

@@ -23,6 +23,7 @@ import {
   type Denial,
 } from './guards.js';
 import { type AlertReader, checkOutageGate, type OutageRead, readOutage } from './outage-gate.js';
+import { resolutionOf, resolvedAt } from './episode.js';
 import { requestDigest } from './outcome.js';
 import { makeRequest, requestRow } from './request.js';
 import { type ActionDecision, type ActionRequest, POWER_ACTIONS, type TargetDirectory, type Verdict } from './types.js';
@@ -112,6 +113,8 @@ const isPower = (req: ActionRequest) => POWER_ACTIONS.has(req.action);
 const isFirewallState = (req: ActionRequest) => req.action === 'firewall_state';
 /** A request as it is asked for: not a desired firewall change come due (its target was judged when asked). */
 const isAsked = (req: ActionRequest) => req.source !== 'pending';
+/** A request made for a firing alert's episode (a rule's, an approval of one, a ladder's step). */
+const ofFiringEpisode = (req: ActionRequest) => req.alert !== undefined && req.alert.status !== 'resolved';
 const deny = (denial: Denial | undefined, claim = false): Verdict | undefined =>
   denial && { decision: denial.decision, message: denial.message, claim };
 
@@ -127,6 +130,17 @@ const awaitApproval = ({ p }: GuardContext): Verdict | undefined =>
  * window), by the budget; a deferred change comes due later and walks the list again.
  */
 export const GUARDS: readonly Guard[] = [
+  {
+    // Nothing is sent for a resolved episode (episode.ts): an approval's execution, a ladder's next step, a
+    // firing delivery repeated after the resolution. First, so that a repeat reads `resolved`, not `duplicate`;
+    // nothing claimed (the delivery's key may be claimed already).
+    name: 'episode',
+    applies: ofFiringEpisode,
+    check: async ({ tx, p }) => {
+      const resolution = await resolutionOf(tx, p.entry);
+      return resolution && { decision: 'resolved', message: `${resolvedAt(resolution)}; nothing sent`, claim: false };
+    },
+  },
   {
     name: 'delivery',
     check: async ({ tx, p }) => deny(await checkDelivery(tx, p.req, p.digest, p.now)),

@@ -29,7 +29,14 @@ import { DesiredFirewallState } from './desired-firewall.js';
 import { type Execution, execute, SENDERS } from './execute.js';
 import { RemediationGauges } from './gauges.js';
 import { Housekeeping } from './housekeeping.js';
-import { DEFAULT_RESEND_INTERVAL_MS, type EpisodeAlert } from './episode.js';
+import {
+  DEFAULT_RESEND_INTERVAL_MS,
+  type EpisodeAlert,
+  resolutionOf,
+  resolutionRow,
+  resolvedAt,
+  sameEpisode,
+} from './episode.js';
 import { SilenceKeeper, type SilenceWriter } from './silences.js';
 import { type StatusReader, Verifier } from './verify.js';
 import { climb, escalationRow } from './ladder.js';
@@ -182,13 +189,15 @@ export class RemediationEngine {
     if (!result.send) return this.#record(req.action, result);
     if (req.action === 'firewall_state')
       return this.#firewall.apply((await store.desired(account, req.serverId, req.ip!))!, decided.id);
-    return this.#execute({
+    const executed = await this.#execute({
       id: decided.id,
       action: req.action,
       log: { principal: req.principal },
       call: () => SENDERS[req.action](this.#deps.client, req),
       message: (sent) => p.note(sent.message),
     });
+    if (req.verifyWithinMs !== undefined && executed.decision === 'executed') await this.#settleIfResolved(executed.id);
+    return executed;
   }
 
   /**
@@ -263,15 +272,61 @@ export class RemediationEngine {
   }
 
   /**
-   * The resolved delivery of `alert`'s episode (account, fingerprint, start, labels: episode.ts): the executed
-   * actions of that very episode still verifying are `verified` (verify.ts). Returns how many; throws JournalError.
+   * The resolved delivery of `alert`'s episode (account, fingerprint, start, labels: episode.ts), delivered by
+   * `principal`: when something of that very episode is being handled, the resolution is journaled (`resolved`),
+   * what awaits approval is withdrawn, what verifies is `verified` (verify.ts), and a call in flight is settled
+   * when it completes (`request`). Returns how many rows it ended; throws JournalError.
    */
-  async alertResolved(alert: EpisodeAlert): Promise<number> {
-    if (this.#deps.store.unavailable !== undefined || alert.account !== this.#deps.account) return 0;
+  async alertResolved(alert: EpisodeAlert, principal = 'alertmanager'): Promise<number> {
+    const { store, account, logger } = this.#deps;
+    if (store.unavailable !== undefined || alert.account !== account) return 0;
     await this.ready;
-    const ended = await this.#verifier.resolved(alert, this.#now());
-    if (ended.length > 0) this.#deps.onDecision?.();
-    return ended.length;
+    const now = this.#now();
+    const of = (rows: JournalEntry[]) => rows.filter((row) => sameEpisode(row, alert));
+    const awaiting = of(await store.awaitingApproval(account));
+    const inFlight = of(await store.list({ account, decision: 'executing', limit: 1000 }));
+    const verifying = of(await store.verifying(account));
+    const handled = [...awaiting, ...inFlight, ...verifying];
+    if (handled.length === 0) return 0;
+    // Journaled first, then the rows ended: a call completing meanwhile finds it (`request`), or is found verifying.
+    let resolution = await resolutionOf(store, handled[0]!);
+    if (resolution === undefined) {
+      const ids = (rows: JournalEntry[]) => rows.map((r) => r.id).join(', ');
+      const parts = [
+        awaiting.length > 0 ? `withdrew what awaited approval (journal entry ${ids(awaiting)})` : '',
+        inFlight.length > 0 ? `a call in flight (journal entry ${ids(inFlight)}) is verified when it completes` : '',
+        verifying.length > 0 ? `verified journal entry ${ids(verifying)}` : '',
+      ].filter((p) => p !== '');
+      const message = `its alert resolved (delivered by ${principal}): ${parts.join('; ')}; nothing more is sent for it`;
+      const id = await store.insert(resolutionRow(alert, handled, principal, now, message));
+      resolution = (await store.get(id))!;
+      await this.#record(resolution.action, { id, decision: 'resolved', message });
+    }
+    let ended = 0;
+    for (const row of awaiting) {
+      const message = `withdrawn: ${resolvedAt(resolution)}; nothing sent`;
+      if (!(await store.settleApproval(row.id, { decision: 'withdrawn', approver: null, at: now, message }))) continue;
+      ended++;
+      logger.info(
+        { journal_id: row.id, action: row.action, server_id: row.serverId, resolution: resolution.id },
+        'remediation request withdrawn: its alert resolved',
+      );
+      await this.#record(row.action, { id: row.id, decision: 'withdrawn', message });
+    }
+    ended += (await this.#verifier.resolved(alert, now)).length;
+    if (ended > 0) this.#deps.onDecision?.();
+    return ended;
+  }
+
+  /**
+   * After row `id`'s call completed: when it verifies and its episode resolved meanwhile (a resolved delivery
+   * during the call, journaled by `alertResolved`), it is `verified` now. Throws JournalError.
+   */
+  async #settleIfResolved(id: number): Promise<void> {
+    const row = await this.#deps.store.get(id);
+    if (row?.verification !== 'verifying') return;
+    const resolution = await resolutionOf(this.#deps.store, row);
+    if (resolution !== undefined && (await this.#verifier.settleResolved(row, this.#now()))) this.#deps.onDecision?.();
   }
 
   /** Applies the pending firewall changes that are due, and the housekeeping. Called by the ticker; safe to call directly. */
@@ -324,8 +379,12 @@ export class RemediationEngine {
     return cancelled;
   }
 
-  /** After `row` ended ineffective: its ladder's next step, or the episode escalated (ladder.ts). */
-  #climb(row: JournalEntry): Promise<unknown> {
+  /**
+   * After `row` ended ineffective: its ladder's next step, or the episode escalated (ladder.ts); nothing for an
+   * episode that resolved (episode.ts).
+   */
+  async #climb(row: JournalEntry): Promise<unknown> {
+    if ((await resolutionOf(this.#deps.store, row)) !== undefined) return undefined;
     return climb(
       {
         rules: () => this.#deps.config.rules,

@@ -16,10 +16,18 @@
  *   must be seen again before its absence means anything. An Alertmanager that cannot be read, or whose status
  *   cannot, proves nothing either. A replica that becomes leader has seen nothing yet: it waits to see the
  *   episode listed (or for the resolved webhook, or the deadline).
+ *
+ * A resolved episode ends what is pending for it (`resolutionRow`, engine.ts `alertResolved`): its resolution
+ * is journaled (decision `resolved`, naming the delivery's principal and time) whenever something of the
+ * episode is being handled; what awaits approval is withdrawn (a later approval is a 409 naming the
+ * resolution), what verifies is `verified`, and a call in flight is settled `verified` when it completes
+ * (`resolutionOf`, read after the row is completed). Every later request of the episode — an approval's
+ * execution, a ladder's next step, a delivery repeated out of order — is decided `resolved` by the `episode`
+ * guard (decide.ts): nothing is ever sent for a resolved episode.
  */
 import type { AlertmanagerAlert, AlertmanagerStatus } from '../alertmanager/client.js';
-import type { JournalEntry } from '../store/rows.js';
-import { labelsJson } from '../store/rows.js';
+import { type JournalEntry, journalRow, labelsJson, type NewEntry } from '../store/rows.js';
+import type { StateQueries } from '../store/store.js';
 
 /** One firing episode's key: an alert's fingerprint and its start (ms, so that both spellings of the time agree). */
 export const episodeKey = (fingerprint: string, startsAt: string): string => `${fingerprint}@${Date.parse(startsAt)}`;
@@ -93,3 +101,63 @@ export class AbsenceEvidence {
     return verdicts;
   }
 }
+
+/** The fields of a row that name its episode. */
+type EpisodeRow = Pick<JournalEntry, 'account' | 'serverId' | 'fingerprint' | 'startsAt'> & {
+  labels?: string | null | undefined;
+};
+
+/**
+ * The row that journaled the resolution of `row`'s episode (or a request of it decided `resolved` after), if
+ * any; read with `q` (a transaction's queries, or the store). Throws JournalError.
+ */
+export async function resolutionOf(q: StateQueries, row: EpisodeRow): Promise<JournalEntry | undefined> {
+  if (row.fingerprint === null || row.startsAt === null || row.labels === null || row.labels === undefined)
+    return undefined;
+  const since = Date.parse(row.startsAt);
+  const found = await q.list({
+    account: row.account,
+    serverId: row.serverId,
+    decision: 'resolved',
+    ...(Number.isNaN(since) ? {} : { since }),
+    limit: 100,
+  });
+  const key = episodeKey(row.fingerprint, row.startsAt);
+  return found.find((r) => keyOf(r) === key && r.labels === row.labels);
+}
+
+/**
+ * The row journaling that `alert`'s episode resolved at `now` (ms), delivered by `principal`, while `handled`
+ * (its rows awaiting approval, executing or verifying; the first names the server and action) were being
+ * handled: decision `resolved`, `message` saying what it ended.
+ */
+export function resolutionRow(
+  alert: EpisodeAlert,
+  handled: readonly JournalEntry[],
+  principal: string,
+  now: number,
+  message: string,
+): NewEntry {
+  const first = handled[0]!;
+  return journalRow({
+    account: alert.account,
+    createdAt: now,
+    source: 'alert',
+    action: first.action,
+    serverId: first.serverId,
+    alertname: first.alertname,
+    fingerprint: alert.fingerprint,
+    startsAt: alert.startsAt,
+    labels: labelsJson(alert.labels),
+    alertStatus: 'resolved',
+    principal,
+    ruleIndex: first.ruleIndex,
+    ruleDigest: first.ruleDigest,
+    decision: 'resolved',
+    message,
+  });
+}
+
+/** When an episode resolved, as a message names it: `its alert resolved at <RFC 3339> (journal entry N)`. */
+export const resolvedAt = (resolution: JournalEntry): string =>
+  `its alert resolved at ${new Date(resolution.createdAt).toISOString()} (journal entry ${resolution.id}, delivered by ${resolution.principal ?? 'Alertmanager'})`;

@@ -27,6 +27,7 @@ import {
   DEFAULT_RESEND_INTERVAL_MS,
   type EpisodeAlert,
   keyOf,
+  resolutionOf,
   sameEpisode,
 } from './episode.js';
 import type { AlertReader } from './outage-gate.js';
@@ -98,8 +99,13 @@ export class Verifier {
     const ended: Array<{ row: JournalEntry; outcome: VerificationOutcome }> = [];
     for (const row of rows) {
       const key = keyOf(row);
-      const resolved = key !== undefined && verdicts.get(key) === 'ended';
-      const outcome = resolved ? 'verified' : this.#atDeadline(row, now);
+      let resolved = key !== undefined && verdicts.get(key) === 'ended';
+      let outcome = resolved ? 'verified' : this.#atDeadline(row, now);
+      // Never ineffective when the episode's resolution was journaled (a resolved delivery during the call).
+      if (outcome === 'ineffective' && (await resolutionOf(store, row)) !== undefined) {
+        resolved = true;
+        outcome = 'verified';
+      }
       if (outcome && (await this.#settle(row, outcome, now, resolved ? 'alert' : 'attack')))
         ended.push({ row, outcome });
     }
@@ -127,6 +133,11 @@ export class Verifier {
     const ended: JournalEntry[] = [];
     for (const row of rows) if (await this.#settle(row, 'verified', now)) ended.push(row);
     return ended;
+  }
+
+  /** Ends `row`'s verification `verified` at `now` (ms): its episode's resolution was journaled. False when it was ended already. */
+  settleResolved(row: JournalEntry, now: number): Promise<boolean> {
+    return this.#settle(row, 'verified', now);
   }
 
   /**

@@ -100,9 +100,11 @@ for (const backend of backends()) {
       await deliver('resolved');
       h.clock.now += 60 * MIN;
       await h.engine.tick();
+      // The resolution is journaled (issue 49): nothing more is sent for the episode.
       expect(await rows()).toEqual([
         [0, 'executed', 'ineffective'],
         [1, 'executed', 'verified'],
+        [null, 'resolved', null],
       ]);
     });
 

@@ -51,7 +51,7 @@ export function alertmanagerRoutes(
         // that are verifying helped (remediation/episode.ts, remediation/verify.ts).
         if (alert.status === 'resolved')
           for (const episode of resolvedEpisodes(alert, rules, accounts))
-            await deps.engines.get(episode.account)!.alertResolved(episode);
+            await deps.engines.get(episode.account)!.alertResolved(episode, principal);
         for (const req of requests) {
           // requestsFor only names configured accounts.
           const result = await deps.engines.get(req.account)!.request(req);

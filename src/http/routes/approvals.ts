@@ -64,7 +64,8 @@ export function approvalRoutes(
       sent,
       decision: execution.decision,
     };
-    if (GUARD_DENIALS.includes(execution.decision)) {
+    // A resolved episode (remediation/episode.ts) is refused as a guard's denial is: nothing was sent.
+    if (GUARD_DENIALS.includes(execution.decision) || execution.decision === 'resolved') {
       const refused = new ApprovedNotSentError(
         `approved by ${approver}, but nothing was sent: journal entry ${execution.id} is ${execution.decision} (${execution.message}); the approval is spent, ask again once that allows it`,
       );
