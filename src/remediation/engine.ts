@@ -32,6 +32,7 @@ import { Housekeeping } from './housekeeping.js';
 import {
   DEFAULT_RESEND_INTERVAL_MS,
   type EpisodeAlert,
+  expiredStep,
   resolutionOf,
   resolutionRow,
   resolvedAt,
@@ -40,6 +41,7 @@ import {
 import { SilenceKeeper, type SilenceWriter } from './silences.js';
 import { type StatusReader, Verifier } from './verify.js';
 import { climb, escalationRow } from './ladder.js';
+import { makeRequest } from './request.js';
 import { askCircuitClose, closeCircuit, type OperatorDeps, readConsole } from './operator.js';
 import type { ActionDecision, ActionRequest, TargetDirectory } from './types.js';
 
@@ -170,6 +172,10 @@ export class RemediationEngine {
       throw new Error(`request for account ${req.account} given to the engine of account ${account}`);
     this.#requireUsable();
     await this.ready;
+    // A ladder stopped at a step that expired unapproved: the delivery asks for that step again (episode.ts).
+    const again = await expiredStep(store, req, this.#deps.config.rules);
+    if (again !== undefined)
+      return this.request(makeRequest({ kind: 'ladder', row: again.before, steps: again.steps }));
     const p = await prepare(req, this.#deps, this.#now);
     const decideTx = (tx: StateQueries) => decideIn(this.#deps, this.#firewall, p, tx);
     // One transaction checks and claims: a second request (or replica) for the same key waits for it. A claim

@@ -24,10 +24,18 @@
  * (`resolutionOf`, read after the row is completed). Every later request of the episode — an approval's
  * execution, a ladder's next step, a delivery repeated out of order — is decided `resolved` by the `episode`
  * guard (decide.ts): nothing is ever sent for a resolved episode.
+ *
+ * An expiry never swallows (`expiredStep`): a request that expired unapproved asks again on the next delivery
+ * of its still-firing alert — a plain rule's through its own delivery key (guards.ts `checkDelivery`), a
+ * ladder's later step as that step again (its delivery was claimed by the first step), so that a repeat is a
+ * `duplicate` only of a request still being handled.
  */
 import type { AlertmanagerAlert, AlertmanagerStatus } from '../alertmanager/client.js';
+import type { LadderStep, RemediationRule } from '../config/types.js';
 import { type JournalEntry, journalRow, labelsJson, type NewEntry } from '../store/rows.js';
 import type { StateQueries } from '../store/store.js';
+import { ruleDigest } from './request.js';
+import type { ActionRequest } from './types.js';
 
 /** One firing episode's key: an alert's fingerprint and its start (ms, so that both spellings of the time agree). */
 export const episodeKey = (fingerprint: string, startsAt: string): string => `${fingerprint}@${Date.parse(startsAt)}`;
@@ -161,3 +169,45 @@ export function resolutionRow(
 /** When an episode resolved, as a message names it: `its alert resolved at <RFC 3339> (journal entry N)`. */
 export const resolvedAt = (resolution: JournalEntry): string =>
   `its alert resolved at ${new Date(resolution.createdAt).toISOString()} (journal entry ${resolution.id}, delivered by ${resolution.principal ?? 'Alertmanager'})`;
+
+/**
+ * When `req` (a firing delivery's request of a ladder's first step) finds its episode's ladder stopped at a step
+ * that expired unapproved: the row of the step before it (ineffective) and the rule's steps, so that the engine
+ * asks for that step again (ladder.ts, keyed by that row: the expired claim is given up, guards.ts
+ * `checkDelivery`). Undefined otherwise — no ladder, nothing expired, or the rule changed since (its steps are
+ * not known as they were). Throws JournalError.
+ */
+export async function expiredStep(
+  q: StateQueries,
+  req: ActionRequest,
+  rules: readonly RemediationRule[],
+): Promise<{ before: JournalEntry; steps: readonly LadderStep[] } | undefined> {
+  const { alert, rule: made } = req;
+  if (req.ladderStep !== 0 || alert === undefined || alert.status !== 'firing' || made === undefined) return undefined;
+  if (alert.labels === undefined) return undefined;
+  const labels = labelsJson(alert.labels);
+  const since = Date.parse(alert.startsAt);
+  const rows = (
+    await q.list({
+      account: req.account,
+      serverId: req.serverId,
+      ...(Number.isNaN(since) ? {} : { since }),
+      limit: 200,
+    })
+  ).filter(
+    (r) =>
+      keyOf(r) === episodeKey(alert.fingerprint, alert.startsAt) &&
+      r.labels === labels &&
+      r.ruleDigest === made.digest &&
+      r.ladderStep !== null,
+  );
+  // Newest first: the ladder's latest step decides.
+  const latest = rows[0];
+  if (latest === undefined || latest.decision !== 'expired' || latest.ladderStep === null || latest.ladderStep === 0)
+    return undefined;
+  const step = latest.ladderStep;
+  const before = rows.find((r) => r.ladderStep === step - 1 && r.verification === 'ineffective');
+  const rule = rules.find((r) => r.steps !== undefined && ruleDigest(r) === made.digest);
+  if (before === undefined || rule === undefined) return undefined;
+  return { before, steps: rule.steps! };
+}
