@@ -23,7 +23,7 @@ import {
   type Denial,
 } from './guards.js';
 import { type AlertReader, checkOutageGate, type OutageRead, readOutage } from './outage-gate.js';
-import { resolutionOf, resolvedAt } from './episode.js';
+import { heldDenial, resolutionOf, resolvedAt } from './episode.js';
 import { requestDigest } from './outcome.js';
 import { makeRequest, requestRow } from './request.js';
 import { type ActionDecision, type ActionRequest, POWER_ACTIONS, type TargetDirectory, type Verdict } from './types.js';
@@ -144,6 +144,23 @@ export const GUARDS: readonly Guard[] = [
   {
     name: 'delivery',
     check: async ({ tx, p }) => deny(await checkDelivery(tx, p.req, p.digest, p.now)),
+  },
+  {
+    // An approver's denial holds for the same alert labels for the rule's cooldown, whatever the episode
+    // (episode.ts `heldDenial`); nothing claimed: a repeat after the cooldown asks again.
+    name: 'denial',
+    applies: ofFiringEpisode,
+    check: async ({ tx, p }) => {
+      const denied = await heldDenial(tx, p.req, p.now);
+      if (denied === undefined) return undefined;
+      const at = denied.completedAt ?? denied.createdAt;
+      const until = new Date(at + p.req.cooldownMs).toISOString();
+      return {
+        decision: 'denied_by_approver',
+        message: `denied by ${denied.approver} at ${new Date(at).toISOString()} for these alert labels (journal entry ${denied.id}); the denial holds until ${until} (the rule's cooldown); nothing sent`,
+        claim: false,
+      };
+    },
   },
   { name: 'target', applies: isAsked, check: ({ deps, p }) => deny(checkTarget(deps.targets, p.req)) },
   {

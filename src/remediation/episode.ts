@@ -211,3 +211,28 @@ export async function expiredStep(
   if (before === undefined || rule === undefined) return undefined;
   return { before, steps: rule.steps! };
 }
+
+/**
+ * A denial that still holds for `req` at `now` (ms): an approver denied a request of the same account, action
+ * and alert labels less than `req`'s cooldown ago — whatever the episode (an alert that resolves and fires again
+ * is a new episode with the same labels). Undefined for a request not made from a firing alert's labels, or an
+ * approval's execution. Throws JournalError.
+ */
+export async function heldDenial(q: StateQueries, req: ActionRequest, now: number): Promise<JournalEntry | undefined> {
+  const { alert } = req;
+  if (req.source !== 'alert' || req.approval !== undefined || alert?.labels === undefined) return undefined;
+  if (alert.status === 'resolved') return undefined;
+  const labels = labelsJson(alert.labels);
+  if (labels === null) return undefined;
+  const found = await q.list({
+    account: req.account,
+    serverId: req.serverId,
+    action: req.action,
+    decision: 'denied_by_approver',
+    limit: 100,
+  });
+  // Only a person's denial (an approver named), settled within the cooldown.
+  return found.find(
+    (r) => r.approver !== null && r.labels === labels && (r.completedAt ?? r.createdAt) > now - req.cooldownMs,
+  );
+}

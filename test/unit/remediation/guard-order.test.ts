@@ -39,8 +39,11 @@ const POWER_WALK = [
   'approval',
 ];
 
-/** An alert's request (and an approval of one, a ladder's step) first asks whether its episode resolved. */
-const ALERT_POWER_WALK = ['episode', ...POWER_WALK];
+/**
+ * An alert's request (a ladder's step too) first asks whether its episode resolved, and after its delivery
+ * whether an approver's denial of its labels still holds.
+ */
+const ALERT_POWER_WALK = ['episode', 'delivery', 'denial', ...POWER_WALK.slice(1)];
 
 const FIREWALL_WALK = [
   'delivery',
