@@ -21,7 +21,7 @@ import { loadConfig, parseDuration } from '../config/load.js';
 import type { Config } from '../config/types.js';
 import { BaremetalError, ConflictError } from '../errors.js';
 import { createLogger } from '../logger.js';
-import { requestsFor } from '../remediation/rules.js';
+import { requestsFor, resolvedEpisodes } from '../remediation/rules.js';
 import { openStore } from '../store/open.js';
 import { DEFAULT_POOL_LIMITS } from '../store/postgres/pool.js';
 import type { CircuitState, JournalEntry } from '../store/rows.js';
@@ -129,6 +129,18 @@ async function decideAgain(
   const out: Decided[] = [];
   const principal = d.rows[0]!.principal ?? REPLAY_PRINCIPAL;
   try {
+    // As the webhook route: a resolved delivery first ends its episode (remediation/episode.ts), journaled
+    // `resolved` when something of it was handled then too.
+    if (d.alert.status === 'resolved')
+      for (const episode of resolvedEpisodes(d.alert, config.remediation.rules, accounts)) {
+        const { resolution } = await engines.get(episode.account)!.engine.alertResolved(episode, principal);
+        if (resolution)
+          out.push({
+            outcome: { action: resolution.action, decision: 'resolved' },
+            account: episode.account,
+            id: resolution.id,
+          });
+      }
     for (const req of requestsFor(d.alert, 0, config.remediation.rules, accounts, principal)) {
       const r = await engines.get(req.account)!.engine.request(req);
       out.push({ outcome: { action: req.action, decision: r.decision }, account: req.account, id: r.id });

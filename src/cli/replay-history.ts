@@ -9,6 +9,7 @@
  * delivery was before the window). Rows of source `pending` (a deferred
  * firewall change applied) are left out: the replayed engine applies its own.
  */
+import { withdrawnByResolution } from '../remediation/episode.js';
 import type { Decision } from '../store/decisions.js';
 import type { JournalEntry } from '../store/rows.js';
 import type { AttackState, TargetDirectory } from '../remediation/types.js';
@@ -125,8 +126,9 @@ export function history(rows: readonly JournalEntry[]): { events: HistoryEvent[]
   const events: HistoryEvent[] = [];
   deliveries(alerts).forEach((delivery, index) => {
     events.push({ at: delivery.rows[0]!.createdAt, kind: 'delivery', delivery, index });
+    // A withdrawal by the episode's resolution is no person's: the replayed resolved delivery makes it again.
     for (const row of delivery.rows)
-      if ((HUMAN_SETTLEMENTS as readonly string[]).includes(row.decision))
+      if ((HUMAN_SETTLEMENTS as readonly string[]).includes(row.decision) && !withdrawnByResolution(row))
         events.push({ at: settledAt(row), kind: 'settlement', delivery, index, row });
   });
   for (const row of rows)

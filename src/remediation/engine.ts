@@ -281,11 +281,15 @@ export class RemediationEngine {
    * The resolved delivery of `alert`'s episode (account, fingerprint, start, labels: episode.ts), delivered by
    * `principal`: when something of that very episode is being handled, the resolution is journaled (`resolved`),
    * what awaits approval is withdrawn, what verifies is `verified` (verify.ts), and a call in flight is settled
-   * when it completes (`request`). Returns how many rows it ended; throws JournalError.
+   * when it completes (`request`). Returns how many rows it ended and the resolution's row when this call
+   * journaled it; throws JournalError.
    */
-  async alertResolved(alert: EpisodeAlert, principal = 'alertmanager'): Promise<number> {
+  async alertResolved(
+    alert: EpisodeAlert,
+    principal = 'alertmanager',
+  ): Promise<{ ended: number; resolution?: ActionDecision & { action: string } }> {
     const { store, account, logger } = this.#deps;
-    if (store.unavailable !== undefined || alert.account !== account) return 0;
+    if (store.unavailable !== undefined || alert.account !== account) return { ended: 0 };
     await this.ready;
     const now = this.#now();
     const of = (rows: JournalEntry[]) => rows.filter((row) => sameEpisode(row, alert));
@@ -293,9 +297,10 @@ export class RemediationEngine {
     const inFlight = of(await store.list({ account, decision: 'executing', limit: 1000 }));
     const verifying = of(await store.verifying(account));
     const handled = [...awaiting, ...inFlight, ...verifying];
-    if (handled.length === 0) return 0;
+    if (handled.length === 0) return { ended: 0 };
     // Journaled first, then the rows ended: a call completing meanwhile finds it (`request`), or is found verifying.
     let resolution = await resolutionOf(store, handled[0]!);
+    let journaled: (ActionDecision & { action: string }) | undefined;
     if (resolution === undefined) {
       const ids = (rows: JournalEntry[]) => rows.map((r) => r.id).join(', ');
       const parts = [
@@ -306,11 +311,13 @@ export class RemediationEngine {
       const message = `its alert resolved (delivered by ${principal}): ${parts.join('; ')}; nothing more is sent for it`;
       const id = await store.insert(resolutionRow(alert, handled, principal, now, message));
       resolution = (await store.get(id))!;
+      journaled = { id, decision: 'resolved', message, action: resolution.action };
       await this.#record(resolution.action, { id, decision: 'resolved', message });
     }
     let ended = 0;
     for (const row of awaiting) {
       const message = `withdrawn: ${resolvedAt(resolution)}; nothing sent`;
+      // resolvedAt begins "its alert resolved": the message begins WITHDRAWN_BY_RESOLUTION, as replay reads it.
       if (!(await store.settleApproval(row.id, { decision: 'withdrawn', approver: null, at: now, message }))) continue;
       ended++;
       logger.info(
@@ -321,7 +328,7 @@ export class RemediationEngine {
     }
     ended += (await this.#verifier.resolved(alert, now)).length;
     if (ended > 0) this.#deps.onDecision?.();
-    return ended;
+    return { ended, ...(journaled ? { resolution: journaled } : {}) };
   }
 
   /**

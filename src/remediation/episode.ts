@@ -166,6 +166,13 @@ export function resolutionRow(
   });
 }
 
+/** How the message of a row withdrawn by its episode's resolution begins (`remediation replay` tells it apart). */
+export const WITHDRAWN_BY_RESOLUTION = 'withdrawn: its alert resolved';
+
+/** Whether `row` was withdrawn by its episode's resolution, not by its requester. */
+export const withdrawnByResolution = (row: JournalEntry): boolean =>
+  row.decision === 'withdrawn' && row.message?.startsWith(WITHDRAWN_BY_RESOLUTION) === true;
+
 /** When an episode resolved, as a message names it: `its alert resolved at <RFC 3339> (journal entry N)`. */
 export const resolvedAt = (resolution: JournalEntry): string =>
   `its alert resolved at ${new Date(resolution.createdAt).toISOString()} (journal entry ${resolution.id}, delivered by ${resolution.principal ?? 'Alertmanager'})`;

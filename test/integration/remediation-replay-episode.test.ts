@@ -1,0 +1,71 @@
+/**
+ * `remediation replay` of a history with resolved episodes (issue 49), on both state-store backends: the
+ * resolution journaled `resolved`, and the request it withdrew, are replayed as what they were — the resolved
+ * delivery resolves the replayed episode again — so the same rules report no change.
+ */
+import { describe, expect, it } from 'vitest';
+import { replay } from '../../src/cli/remediation-replay.js';
+import { DEFAULT_SCHEDULES } from '../../src/config/schema.js';
+import type { Config, Principal, RemediationRule } from '../../src/config/types.js';
+import { engineHarness, remediationApp, rule } from '../helpers/remediation.js';
+import { backends } from '../helpers/store-backends.js';
+
+const TOKEN = 'alertmanager-token-0123456789abcdef';
+const PRINCIPALS: Principal[] = [{ name: 'alertmanager', bearerToken: TOKEN, roles: ['webhook'] }];
+const MIN = 60_000;
+const T0 = Date.UTC(2026, 10, 21, 12);
+const RULES: RemediationRule[] = [
+  rule({ alertname: 'ServerDown', action: 'powercycle', verifyWithinMs: 10 * MIN }),
+  rule({ alertname: 'Held', action: 'powercycle', requireApproval: true }),
+];
+
+for (const backend of backends()) {
+  describe.skipIf(backend.skip)(`remediation replay of resolved episodes (${backend.name})`, () => {
+    it('reports no change under the same rules', async () => {
+      const db = await backend.fresh();
+      const h = await engineHarness({ principals: PRINCIPALS, rules: RULES }, await db.open());
+      const app = remediationApp(h);
+      const deliver = async (minutes: number, status: 'firing' | 'resolved', alertname: string, serverId: string) => {
+        h.clock.now = T0 + minutes * MIN;
+        const labels = { alertname, server_id: serverId };
+        const startsAt = new Date(T0).toISOString();
+        const res = await app.inject({
+          method: 'POST',
+          url: '/api/v1/alertmanager',
+          headers: { authorization: `Bearer ${TOKEN}` },
+          payload: { version: '4', status, alerts: [{ status, labels, startsAt, fingerprint: `fp-${serverId}` }] },
+        });
+        expect(res.statusCode).toBe(200);
+      };
+      await deliver(0, 'firing', 'ServerDown', '100001');
+      await deliver(0.5, 'firing', 'Held', '100002');
+      await deliver(2, 'resolved', 'ServerDown', '100001');
+      await deliver(3, 'resolved', 'Held', '100002');
+      const rows = (await h.journal.list({ limit: 100 })).reverse();
+      expect(rows.map((r) => [r.serverId, r.decision, r.verification])).toEqual([
+        ['100001', 'executed', 'verified'],
+        ['100002', 'withdrawn', null],
+        ['100001', 'resolved', null],
+        ['100002', 'resolved', null],
+      ]);
+      const config = {
+        remediation: { ...h.config, rules: RULES },
+        schedules: { firewall: DEFAULT_SCHEDULES.firewall } as Config['schedules'],
+        accounts: [{ name: 'default' }] as Config['accounts'],
+      };
+      const report = await replay(config, {
+        rows,
+        circuits: new Map([['default', await h.journal.circuit('default')]]),
+        from: T0 - MIN,
+        to: T0 + 30 * MIN,
+      });
+      expect(report.deliveries.map((d) => [d.serverId, d.status, d.verdict])).toEqual([
+        ['100001', 'firing', 'same'],
+        ['100002', 'firing', 'same'],
+        ['100001', 'resolved', 'same'],
+        ['100002', 'resolved', 'same'],
+      ]);
+      expect(report.counts).toEqual({ same: 4, changed: 0, overturned: 0, notReplayable: 0 });
+    });
+  });
+}
