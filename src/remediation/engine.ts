@@ -29,15 +29,7 @@ import { DesiredFirewallState } from './desired-firewall.js';
 import { type Execution, execute, SENDERS } from './execute.js';
 import { RemediationGauges } from './gauges.js';
 import { Housekeeping } from './housekeeping.js';
-import {
-  DEFAULT_RESEND_INTERVAL_MS,
-  type EpisodeAlert,
-  expiredStep,
-  resolutionOf,
-  resolutionRow,
-  resolvedAt,
-  sameEpisode,
-} from './episode.js';
+import { DEFAULT_RESEND_INTERVAL_MS, type EpisodeAlert, Episodes } from './episode.js';
 import { SilenceKeeper, type SilenceWriter } from './silences.js';
 import { type StatusReader, Verifier } from './verify.js';
 import { climb, escalationRow } from './ladder.js';
@@ -96,6 +88,7 @@ export class RemediationEngine {
   readonly #gauges: RemediationGauges;
   readonly #verifier: Verifier;
   readonly #silences: SilenceKeeper;
+  readonly #episodes: Episodes;
   #timer: NodeJS.Timeout | undefined;
   #ticking: Promise<void> | undefined;
   /** aborts the tick in progress: checked before each pending change is sent (stop(), i.e. demotion) */
@@ -111,6 +104,13 @@ export class RemediationEngine {
       ...deps,
       resendIntervalMs: () => deps.config.alertmanager?.resendIntervalMs ?? DEFAULT_RESEND_INTERVAL_MS,
       onIneffective: (row) => this.#climb(row),
+    });
+    this.#episodes = new Episodes({
+      ...deps,
+      now: this.#now,
+      verifier: this.#verifier,
+      record: (action, result) => this.#record(action, result),
+      rules: () => deps.config.rules,
     });
     this.#silences = new SilenceKeeper({
       ...deps,
@@ -173,7 +173,7 @@ export class RemediationEngine {
     this.#requireUsable();
     await this.ready;
     // A ladder stopped at a step that expired unapproved: the delivery asks for that step again (episode.ts).
-    const again = await expiredStep(store, req, this.#deps.config.rules);
+    const again = await this.#episodes.expiredStep(req);
     if (again !== undefined)
       return this.request(makeRequest({ kind: 'ladder', row: again.before, steps: again.steps }));
     const p = await prepare(req, this.#deps, this.#now);
@@ -202,7 +202,8 @@ export class RemediationEngine {
       call: () => SENDERS[req.action](this.#deps.client, req),
       message: (sent) => p.note(sent.message),
     });
-    if (req.verifyWithinMs !== undefined && executed.decision === 'executed') await this.#settleIfResolved(executed.id);
+    if (req.verifyWithinMs !== undefined && executed.decision === 'executed')
+      await this.#episodes.afterCall(executed.id);
     return executed;
   }
 
@@ -288,58 +289,9 @@ export class RemediationEngine {
     alert: EpisodeAlert,
     principal = 'alertmanager',
   ): Promise<{ ended: number; resolution?: ActionDecision & { action: string } }> {
-    const { store, account, logger } = this.#deps;
-    if (store.unavailable !== undefined || alert.account !== account) return { ended: 0 };
+    if (this.#deps.store.unavailable !== undefined) return { ended: 0 };
     await this.ready;
-    const now = this.#now();
-    const of = (rows: JournalEntry[]) => rows.filter((row) => sameEpisode(row, alert));
-    const awaiting = of(await store.awaitingApproval(account));
-    const inFlight = of(await store.list({ account, decision: 'executing', limit: 1000 }));
-    const verifying = of(await store.verifying(account));
-    const handled = [...awaiting, ...inFlight, ...verifying];
-    if (handled.length === 0) return { ended: 0 };
-    // Journaled first, then the rows ended: a call completing meanwhile finds it (`request`), or is found verifying.
-    let resolution = await resolutionOf(store, handled[0]!);
-    let journaled: (ActionDecision & { action: string }) | undefined;
-    if (resolution === undefined) {
-      const ids = (rows: JournalEntry[]) => rows.map((r) => r.id).join(', ');
-      const parts = [
-        awaiting.length > 0 ? `withdrew what awaited approval (journal entry ${ids(awaiting)})` : '',
-        inFlight.length > 0 ? `a call in flight (journal entry ${ids(inFlight)}) is verified when it completes` : '',
-        verifying.length > 0 ? `verified journal entry ${ids(verifying)}` : '',
-      ].filter((p) => p !== '');
-      const message = `its alert resolved (delivered by ${principal}): ${parts.join('; ')}; nothing more is sent for it`;
-      const id = await store.insert(resolutionRow(alert, handled, principal, now, message));
-      resolution = (await store.get(id))!;
-      journaled = { id, decision: 'resolved', message, action: resolution.action };
-      await this.#record(resolution.action, { id, decision: 'resolved', message });
-    }
-    let ended = 0;
-    for (const row of awaiting) {
-      const message = `withdrawn: ${resolvedAt(resolution)}; nothing sent`;
-      // resolvedAt begins "its alert resolved": the message begins WITHDRAWN_BY_RESOLUTION, as replay reads it.
-      if (!(await store.settleApproval(row.id, { decision: 'withdrawn', approver: null, at: now, message }))) continue;
-      ended++;
-      logger.info(
-        { journal_id: row.id, action: row.action, server_id: row.serverId, resolution: resolution.id },
-        'remediation request withdrawn: its alert resolved',
-      );
-      await this.#record(row.action, { id: row.id, decision: 'withdrawn', message });
-    }
-    ended += (await this.#verifier.resolved(alert, now)).length;
-    if (ended > 0) this.#deps.onDecision?.();
-    return { ended, ...(journaled ? { resolution: journaled } : {}) };
-  }
-
-  /**
-   * After row `id`'s call completed: when it verifies and its episode resolved meanwhile (a resolved delivery
-   * during the call, journaled by `alertResolved`), it is `verified` now. Throws JournalError.
-   */
-  async #settleIfResolved(id: number): Promise<void> {
-    const row = await this.#deps.store.get(id);
-    if (row?.verification !== 'verifying') return;
-    const resolution = await resolutionOf(this.#deps.store, row);
-    if (resolution !== undefined && (await this.#verifier.settleResolved(row, this.#now()))) this.#deps.onDecision?.();
+    return this.#episodes.resolved(alert, principal);
   }
 
   /** Applies the pending firewall changes that are due, and the housekeeping. Called by the ticker; safe to call directly. */
@@ -397,7 +349,7 @@ export class RemediationEngine {
    * episode that resolved (episode.ts).
    */
   async #climb(row: JournalEntry): Promise<unknown> {
-    if ((await resolutionOf(this.#deps.store, row)) !== undefined) return undefined;
+    if (await this.#episodes.hasResolved(row)) return undefined;
     return climb(
       {
         rules: () => this.#deps.config.rules,

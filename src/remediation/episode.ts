@@ -30,12 +30,13 @@
  * ladder's later step as that step again (its delivery was claimed by the first step), so that a repeat is a
  * `duplicate` only of a request still being handled.
  */
+import type { Logger } from 'pino';
 import type { AlertmanagerAlert, AlertmanagerStatus } from '../alertmanager/client.js';
 import type { LadderStep, RemediationRule } from '../config/types.js';
 import { type JournalEntry, journalRow, labelsJson, type NewEntry } from '../store/rows.js';
 import type { StateQueries } from '../store/store.js';
 import { ruleDigest } from './request.js';
-import type { ActionRequest } from './types.js';
+import type { ActionDecision, ActionRequest } from './types.js';
 
 /** One firing episode's key: an alert's fingerprint and its start (ms, so that both spellings of the time agree). */
 export const episodeKey = (fingerprint: string, startsAt: string): string => `${fingerprint}@${Date.parse(startsAt)}`;
@@ -242,4 +243,112 @@ export async function heldDenial(q: StateQueries, req: ActionRequest, now: numbe
   return found.find(
     (r) => r.approver !== null && r.labels === labels && (r.completedAt ?? r.createdAt) > now - req.cooldownMs,
   );
+}
+
+export interface EpisodeDeps {
+  account: string;
+  store: StateQueries;
+  logger: Logger;
+  /** ms since epoch */
+  now: () => number;
+  /** today's rules (a reload may change them) */
+  rules: () => readonly RemediationRule[];
+  /** the verifier's side of an episode (verify.ts) */
+  verifier: {
+    resolved(alert: EpisodeAlert, now: number): Promise<JournalEntry[]>;
+    settleResolved(row: JournalEntry, now: number): Promise<boolean>;
+  };
+  /** counts a decision (metrics, gauges; the engine's) */
+  record: (action: string, result: ActionDecision) => Promise<ActionDecision>;
+  /** called when rows ended (the daemon re-renders the exposition) */
+  onDecision?: (() => void) | undefined;
+}
+
+/**
+ * The episode's transitions, for one account's engine (engine.ts composes it): a resolved delivery
+ * (`resolved`), a call that completed (`afterCall`), a ladder about to climb (`hasResolved`), a firing delivery
+ * of a ladder stopped at an expired step (`expiredStep`). Every path that changes an episode because of its
+ * alert goes through here.
+ */
+export class Episodes {
+  readonly #deps: EpisodeDeps;
+
+  constructor(deps: EpisodeDeps) {
+    this.#deps = deps;
+  }
+
+  /**
+   * The resolved delivery of `alert`'s episode (account, fingerprint, start, labels), delivered by `principal`:
+   * when something of that very episode is being handled, the resolution is journaled (`resolved`, once), what
+   * awaits approval is withdrawn, what verifies is `verified`, and a call in flight is settled when it completes
+   * (`afterCall`). Returns how many rows it ended and the resolution's row when this call journaled it. Throws
+   * JournalError.
+   */
+  async resolved(
+    alert: EpisodeAlert,
+    principal: string,
+  ): Promise<{ ended: number; resolution?: ActionDecision & { action: string } }> {
+    const { store, account, logger, verifier, record } = this.#deps;
+    if (alert.account !== account) return { ended: 0 };
+    const now = this.#deps.now();
+    const of = (rows: JournalEntry[]) => rows.filter((row) => sameEpisode(row, alert));
+    const awaiting = of(await store.awaitingApproval(account));
+    const inFlight = of(await store.list({ account, decision: 'executing', limit: 1000 }));
+    const verifying = of(await store.verifying(account));
+    const handled = [...awaiting, ...inFlight, ...verifying];
+    if (handled.length === 0) return { ended: 0 };
+    // Journaled first, then the rows ended: a call completing meanwhile finds it (`afterCall`), or is found verifying.
+    let resolution = await resolutionOf(store, handled[0]!);
+    let journaled: (ActionDecision & { action: string }) | undefined;
+    if (resolution === undefined) {
+      const ids = (rows: JournalEntry[]) => rows.map((r) => r.id).join(', ');
+      const parts = [
+        awaiting.length > 0 ? `withdrew what awaited approval (journal entry ${ids(awaiting)})` : '',
+        inFlight.length > 0 ? `a call in flight (journal entry ${ids(inFlight)}) is verified when it completes` : '',
+        verifying.length > 0 ? `verified journal entry ${ids(verifying)}` : '',
+      ].filter((p) => p !== '');
+      const message = `its alert resolved (delivered by ${principal}): ${parts.join('; ')}; nothing more is sent for it`;
+      const id = await store.insert(resolutionRow(alert, handled, principal, now, message));
+      resolution = (await store.get(id))!;
+      journaled = { id, decision: 'resolved', message, action: resolution.action };
+      await record(resolution.action, { id, decision: 'resolved', message });
+    }
+    let ended = 0;
+    for (const row of awaiting) {
+      // resolvedAt begins "its alert resolved": the message begins WITHDRAWN_BY_RESOLUTION, as replay reads it.
+      const message = `withdrawn: ${resolvedAt(resolution)}; nothing sent`;
+      if (!(await store.settleApproval(row.id, { decision: 'withdrawn', approver: null, at: now, message }))) continue;
+      ended++;
+      logger.info(
+        { journal_id: row.id, action: row.action, server_id: row.serverId, resolution: resolution.id },
+        'remediation request withdrawn: its alert resolved',
+      );
+      await record(row.action, { id: row.id, decision: 'withdrawn', message });
+    }
+    ended += (await verifier.resolved(alert, now)).length;
+    if (ended > 0) this.#deps.onDecision?.();
+    return { ended, ...(journaled ? { resolution: journaled } : {}) };
+  }
+
+  /**
+   * After row `id`'s call completed: when it verifies and its episode resolved meanwhile (a resolved delivery
+   * during the call), it is `verified` now. Throws JournalError.
+   */
+  async afterCall(id: number): Promise<void> {
+    const { store, verifier } = this.#deps;
+    const row = await store.get(id);
+    if (row?.verification !== 'verifying') return;
+    if ((await resolutionOf(store, row)) !== undefined && (await verifier.settleResolved(row, this.#deps.now())))
+      this.#deps.onDecision?.();
+  }
+
+  /** Whether `row`'s episode resolved (its resolution journaled): a ladder never climbs for it. Throws JournalError. */
+  async hasResolved(row: JournalEntry): Promise<boolean> {
+    return (await resolutionOf(this.#deps.store, row)) !== undefined;
+  }
+
+  /** `expiredStep` over today's rules. Throws JournalError. */
+  expiredStep(req: ActionRequest): ReturnType<typeof expiredStep> {
+    return expiredStep(this.#deps.store, req, this.#deps.rules());
+  }
 }
