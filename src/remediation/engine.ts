@@ -279,11 +279,10 @@ export class RemediationEngine {
   }
 
   /**
-   * The resolved delivery of `alert`'s episode (account, fingerprint, start, labels: episode.ts), delivered by
-   * `principal`: when something of that very episode is being handled, the resolution is journaled (`resolved`),
-   * what awaits approval is withdrawn, what verifies is `verified` (verify.ts), and a call in flight is settled
-   * when it completes (`request`). Returns how many rows it ended and the resolution's row when this call
-   * journaled it; throws JournalError.
+   * The resolved delivery of `alert`'s episode (account, fingerprint, start, labels: episode.ts `Episodes`),
+   * delivered by `principal`: the resolution is journaled (`resolved`, once), what awaits approval is withdrawn,
+   * what verifies is `verified` (verify.ts), and a call in flight is settled when it completes (`request`).
+   * Returns how many rows it ended and the resolution's row when this call journaled it; throws JournalError.
    */
   async alertResolved(
     alert: EpisodeAlert,

@@ -18,8 +18,8 @@
  *   episode listed (or for the resolved webhook, or the deadline).
  *
  * A resolved episode ends what is pending for it (`resolutionRow`, engine.ts `alertResolved`): its resolution
- * is journaled (decision `resolved`, naming the delivery's principal and time) whenever something of the
- * episode is being handled; what awaits approval is withdrawn (a later approval is a 409 naming the
+ * is journaled once (decision `resolved`, naming the delivery's principal and time) — also when nothing of the
+ * episode was asked for yet, so that a firing delivery of it arriving after (out of order) acts no more; what awaits approval is withdrawn (a later approval is a 409 naming the
  * resolution), what verifies is `verified`, and a call in flight is settled `verified` when it completes
  * (`resolutionOf`, read after the row is completed). Every later request of the episode — an approval's
  * execution, a ladder's next step, a delivery repeated out of order — is decided `resolved` by the `episode`
@@ -51,6 +51,11 @@ export interface EpisodeAlert {
   fingerprint: string;
   startsAt: string;
   labels: Readonly<Record<string, string>>;
+  /**
+   * What the first rule it matches would act on (its server label, action, position and digest): the
+   * resolution of an episode nothing was asked for yet is journaled under it; absent when the alert lacks the label
+   */
+  target?: { serverId: string; action: string; alertname: string; ruleIndex: number; ruleDigest: string };
 }
 
 /**
@@ -137,8 +142,9 @@ export async function resolutionOf(q: StateQueries, row: EpisodeRow): Promise<Jo
 
 /**
  * The row journaling that `alert`'s episode resolved at `now` (ms), delivered by `principal`, while `handled`
- * (its rows awaiting approval, executing or verifying; the first names the server and action) were being
- * handled: decision `resolved`, `message` saying what it ended.
+ * (its rows awaiting approval, executing or verifying; the first names the server and action, else the
+ * alert's `target`) were being handled: decision `resolved`, `message` saying what it ended. Undefined when
+ * neither names a server.
  */
 export function resolutionRow(
   alert: EpisodeAlert,
@@ -146,8 +152,9 @@ export function resolutionRow(
   principal: string,
   now: number,
   message: string,
-): NewEntry {
-  const first = handled[0]!;
+): NewEntry | undefined {
+  const first = handled[0] ?? (alert.target ? { ...alert.target } : undefined);
+  if (first === undefined) return undefined;
   return journalRow({
     account: alert.account,
     createdAt: now,
@@ -279,8 +286,8 @@ export class Episodes {
 
   /**
    * The resolved delivery of `alert`'s episode (account, fingerprint, start, labels), delivered by `principal`:
-   * when something of that very episode is being handled, the resolution is journaled (`resolved`, once), what
-   * awaits approval is withdrawn, what verifies is `verified`, and a call in flight is settled when it completes
+   * the resolution is journaled (`resolved`, once; also when nothing of it was pending, under the alert's
+   * `target`), what awaits approval is withdrawn, what verifies is `verified`, and a call in flight is settled when it completes
    * (`afterCall`). Returns how many rows it ended and the resolution's row when this call journaled it. Throws
    * JournalError.
    */
@@ -296,23 +303,31 @@ export class Episodes {
     const inFlight = of(await store.list({ account, decision: 'executing', limit: 1000 }));
     const verifying = of(await store.verifying(account));
     const handled = [...awaiting, ...inFlight, ...verifying];
-    if (handled.length === 0) return { ended: 0 };
+    const names = handled[0] ?? (alert.target && { account, ...alert.target, fingerprint: alert.fingerprint });
+    if (names === undefined) return { ended: 0 };
     // Journaled first, then the rows ended: a call completing meanwhile finds it (`afterCall`), or is found verifying.
-    let resolution = await resolutionOf(store, handled[0]!);
+    let resolution = await resolutionOf(store, {
+      ...names,
+      startsAt: alert.startsAt,
+      labels: labelsJson(alert.labels),
+    });
     let journaled: (ActionDecision & { action: string }) | undefined;
-    if (resolution === undefined) {
+    const entry = resolutionRow(alert, handled, principal, now, '');
+    if (resolution === undefined && entry !== undefined) {
       const ids = (rows: JournalEntry[]) => rows.map((r) => r.id).join(', ');
       const parts = [
         awaiting.length > 0 ? `withdrew what awaited approval (journal entry ${ids(awaiting)})` : '',
         inFlight.length > 0 ? `a call in flight (journal entry ${ids(inFlight)}) is verified when it completes` : '',
         verifying.length > 0 ? `verified journal entry ${ids(verifying)}` : '',
       ].filter((p) => p !== '');
-      const message = `its alert resolved (delivered by ${principal}): ${parts.join('; ')}; nothing more is sent for it`;
-      const id = await store.insert(resolutionRow(alert, handled, principal, now, message));
+      const what = parts.length > 0 ? parts.join('; ') : 'nothing of it was pending';
+      const message = `its alert resolved (delivered by ${principal}): ${what}; nothing more is sent for it`;
+      const id = await store.insert({ ...entry, message });
       resolution = (await store.get(id))!;
       journaled = { id, decision: 'resolved', message, action: resolution.action };
       await record(resolution.action, { id, decision: 'resolved', message });
     }
+    if (resolution === undefined) return { ended: 0 };
     let ended = 0;
     for (const row of awaiting) {
       // resolvedAt begins "its alert resolved": the message begins WITHDRAWN_BY_RESOLUTION, as replay reads it.

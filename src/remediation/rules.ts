@@ -9,7 +9,7 @@
 import type { RemediationRule } from '../config/types.js';
 import { BadRequestError } from '../errors.js';
 import type { EpisodeAlert } from './episode.js';
-import { makeRequest } from './request.js';
+import { makeRequest, ruleDigest } from './request.js';
 import type { ActionRequest } from './types.js';
 import type { WebhookAlert } from './webhook.js';
 
@@ -59,15 +59,26 @@ export function resolvedEpisodes(
   rules: readonly RemediationRule[],
   accounts: readonly string[],
 ): EpisodeAlert[] {
-  const named = new Set<string>();
-  for (const rule of rules) {
-    if (!matches(rule, alert)) continue;
+  const named = new Map<string, EpisodeAlert['target']>();
+  rules.forEach((rule, ruleIndex) => {
+    if (!matches(rule, alert)) return;
     const value = alert.labels[rule.accountLabel];
     const account = value ? value : accounts.length === 1 ? accounts[0]! : undefined;
-    if (account !== undefined && accounts.includes(account)) named.add(account);
-  }
+    if (account === undefined || !accounts.includes(account) || named.get(account) !== undefined) return;
+    const serverId = alert.labels[rule.serverIdLabel];
+    const target = serverId
+      ? { serverId, action: rule.action, alertname: rule.alertname, ruleIndex, ruleDigest: ruleDigest(rule) }
+      : undefined;
+    named.set(account, target);
+  });
   const { fingerprint, startsAt, labels } = alert;
-  return [...named].map((account) => ({ account, fingerprint, startsAt, labels }));
+  return [...named].map(([account, target]) => ({
+    account,
+    fingerprint,
+    startsAt,
+    labels,
+    ...(target ? { target } : {}),
+  }));
 }
 
 /** The account an alert names under `rule`, or the only one configured when it names none. */

@@ -79,7 +79,13 @@ for (const backend of backends()) {
       await deliver('resolved', '100003', 'fp-a');
       await engine.tick();
       expect(await journal.get(fired!.id)).toMatchObject({ verification: 'verifying' });
-      expect(await journal.list({ decision: 'resolved', limit: 10 })).toEqual([]);
+      // It is server 100003's episode that resolved: journaled for that server, nothing of it was pending.
+      expect((await journal.list({ decision: 'resolved', limit: 10 })).map((r) => [r.serverId, r.message])).toEqual([
+        [
+          '100003',
+          'its alert resolved (delivered by alertmanager): nothing of it was pending; nothing more is sent for it',
+        ],
+      ]);
       // Its own resolution does settle it.
       clock.now += MIN;
       await deliver('resolved', '100002', 'fp-a');
