@@ -43,7 +43,7 @@ export function completionTable(): Array<[string, string[]]> {
     ['', new Set(TOP)],
     ['completion', new Set(['bash'])],
     ['remediation', new Set(['test', 'replay'])],
-    ['remediation replay', new Set(['--config.file', '--since', '--output', '-o', '--help'])],
+    ['remediation replay', new Set(['--config.file', '--since', '--output', '-o', '--exit-code', '--help'])],
   ]);
   const add = (prefix: string[], words: readonly string[]) => {
     const key = prefix.join(' ');

@@ -1,5 +1,5 @@
 /**
- * `baremetal-exporter remediation replay --config.file NEW.yml [--since 7d] [-o json]`: the history the state
+ * `baremetal-exporter remediation replay --config.file NEW.yml [--since 7d] [-o json] [--exit-code]`: the history the state
  * store recorded (SQLite under NEW.yml's `state_dir`, or its PostgreSQL `database.url`) played again under
  * NEW.yml's remediation block, in the order it happened, by the real engine and guards on an in-memory journal
  * with a fake clock at each moment and a recorder in place of the API: no upstream call, nothing written to the
@@ -252,7 +252,10 @@ async function read(store: StateStore, accounts: string[], since: number, to: nu
   return { rows, circuits, from: since, to };
 }
 
-/** `remediation replay --config.file NEW.yml [--since 7d] [-o json]`; returns the exit code. */
+/**
+ * `remediation replay --config.file NEW.yml [--since 7d] [-o json] [--exit-code]`; returns the exit code: 0, or
+ * with `--exit-code` 1 when any delivery's decision changed or overturns a person's.
+ */
 export async function runRemediationReplay(
   args: string[],
   out: NodeJS.WritableStream = process.stdout,
@@ -265,6 +268,7 @@ export async function runRemediationReplay(
       config: { type: 'string' },
       since: { type: 'string' },
       output: { type: 'string', short: 'o' },
+      'exit-code': { type: 'boolean' },
     },
   });
   const file = values['config.file'] ?? values.config;
@@ -302,5 +306,7 @@ export async function runRemediationReplay(
   }
   const report = await replay(config, recorded);
   out.write(render(format, { data: report, table: reportText(report) }));
-  return 0;
+  // As `git diff --exit-code`: 1 when any decision changed (or overturns a person's), for a CI gate.
+  const changed = report.counts.changed + report.counts.overturned;
+  return values['exit-code'] === true && changed > 0 ? 1 : 0;
 }
