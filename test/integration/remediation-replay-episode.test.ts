@@ -1,12 +1,13 @@
 /**
  * `remediation replay` of a history with resolved episodes (issue 49), on both state-store backends: the
  * resolution journaled `resolved`, and the request it withdrew, are replayed as what they were — the resolved
- * delivery resolves the replayed episode again — so the same rules report no change.
+ * delivery resolves the replayed episode again — so the same rules report no change. The rows of an escalation
+ * ladder (a later step, the episode escalated) are no deliveries: the replayed engine climbs its own ladder.
  */
 import { describe, expect, it } from 'vitest';
 import { replay } from '../../src/cli/remediation-replay.js';
 import { DEFAULT_SCHEDULES } from '../../src/config/schema.js';
-import type { Config, Principal, RemediationRule } from '../../src/config/types.js';
+import type { Config, LadderStep, Principal, RemediationRule } from '../../src/config/types.js';
 import { engineHarness, remediationApp, rule } from '../helpers/remediation.js';
 import { backends } from '../helpers/store-backends.js';
 
@@ -66,6 +67,67 @@ for (const backend of backends()) {
         ['100002', 'resolved', 'same'],
       ]);
       expect(report.counts).toEqual({ same: 4, changed: 0, overturned: 0, notReplayable: 0 });
+    });
+
+    it('replays a ladder as what it was: its steps and escalation are not deliveries', async () => {
+      const step = (verifyMin: number): LadderStep => ({
+        action: 'powercycle',
+        verifyWithinMs: verifyMin * MIN,
+        requireApproval: false,
+        cooldownMs: MIN,
+      });
+      const rules = [
+        rule({
+          alertname: 'ServerDown',
+          action: 'powercycle',
+          verifyWithinMs: 10 * MIN,
+          cooldownMs: MIN,
+          steps: [step(10), step(20)],
+        }),
+      ];
+      const db = await backend.fresh();
+      const h = await engineHarness({ principals: PRINCIPALS, rules }, await db.open());
+      const app = remediationApp(h);
+      const labels = { alertname: 'ServerDown', server_id: '100001' };
+      h.clock.now = T0;
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/v1/alertmanager',
+        headers: { authorization: `Bearer ${TOKEN}` },
+        payload: {
+          version: '4',
+          status: 'firing',
+          alerts: [{ status: 'firing', labels, startsAt: new Date(T0).toISOString(), fingerprint: 'fp-l' }],
+        },
+      });
+      expect(res.statusCode).toBe(200);
+      h.clock.now += 11 * MIN;
+      await h.engine.tick();
+      h.clock.now += 21 * MIN;
+      await h.engine.tick();
+      const rows = (await h.journal.list({ limit: 100 })).reverse();
+      expect(rows.map((r) => [r.ladderStep, r.decision])).toEqual([
+        [0, 'executed'],
+        [1, 'executed'],
+        [1, 'escalated'],
+      ]);
+      const report = await replay(
+        {
+          remediation: { ...h.config, rules },
+          schedules: { firewall: DEFAULT_SCHEDULES.firewall } as Config['schedules'],
+          accounts: [{ name: 'default' }] as Config['accounts'],
+        },
+        {
+          rows,
+          circuits: new Map([['default', await h.journal.circuit('default')]]),
+          from: T0 - MIN,
+          to: T0 + 60 * MIN,
+        },
+      );
+      expect(report.deliveries.map((d) => [d.serverId, d.verdict, d.recorded.map((o) => o.decision)])).toEqual([
+        ['100001', 'same', ['executed']],
+      ]);
+      expect(report.counts).toEqual({ same: 1, changed: 0, overturned: 0, notReplayable: 0 });
     });
   });
 }
