@@ -22,6 +22,7 @@ import type { Config } from '../config/types.js';
 import { BaremetalError, ConflictError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import { requestsFor, resolvedEpisodes } from '../remediation/rules.js';
+import { gateReading, replayedAlertmanager } from './replay-gate.js';
 import { openStore } from '../store/open.js';
 import { DEFAULT_POOL_LIMITS } from '../store/postgres/pool.js';
 import type { CircuitState, JournalEntry } from '../store/rows.js';
@@ -62,6 +63,14 @@ interface Decided {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/** Whether `e` is the execution the approval recorded on `row` ran (as replay-history.ts `recordedOutcome` finds it). */
+const executedBy = (e: JournalEntry, row: JournalEntry) =>
+  e.account === row.account &&
+  e.action === row.action &&
+  e.serverId === row.serverId &&
+  e.approver === row.approver &&
+  e.approvedAt === row.approvedAt;
+
 /** The breaker of `account` as the store records it, at `from`: opened or closed before then. */
 async function seedCircuit(e: OfflineEngine, account: string, c: CircuitState | undefined, from: number) {
   const steps: Array<[number, () => Promise<unknown>]> = [];
@@ -80,6 +89,8 @@ export async function replay(
   const clock = { now: recorded.from };
   const accounts = config.accounts.map((a) => a.name);
   const engines = new Map<string, OfflineEngine>();
+  // With an outage gate, each decision reads what the gate read when it was recorded (replay-gate.ts).
+  const am = config.remediation.safety.blockWhileFiring.length > 0 ? replayedAlertmanager() : undefined;
   for (const account of accounts) {
     const rows = recorded.rows.filter((r) => r.account === account);
     const e = await offlineEngine(
@@ -87,6 +98,7 @@ export async function replay(
       account,
       journalDirectory(rows, () => clock.now),
       () => clock.now,
+      am,
     );
     engines.set(account, e);
     await seedCircuit(e, account, recorded.circuits.get(account), recorded.from);
@@ -102,9 +114,13 @@ export async function replay(
     for (const ev of events) {
       clock.now = ev.at;
       for (const e of engines.values()) await e.engine.tick();
-      if (ev.kind === 'delivery') decided.set(ev.index, await decideAgain(ev.delivery, config, engines, accounts));
-      else if (ev.kind === 'settlement') await settleAgain(ev, decided.get(ev.index), engines);
-      else await replayRow(ev.row, engines.get(ev.row.account), report);
+      if (ev.kind === 'delivery') {
+        if (am) am.reading = gateReading(ev.delivery.rows);
+        decided.set(ev.index, await decideAgain(ev.delivery, config, engines, accounts));
+      } else if (ev.kind === 'settlement') {
+        if (am) am.reading = gateReading(executions.filter((e) => executedBy(e, ev.row)));
+        await settleAgain(ev, decided.get(ev.index), engines);
+      } else await replayRow(ev.row, engines.get(ev.row.account), report);
     }
     clock.now = Math.max(clock.now, recorded.to);
     for (const e of engines.values()) await e.engine.tick();
