@@ -345,6 +345,32 @@ local alerting = [
           "description": "More than one replica of {{ $labels.job }} reports baremetal_leader 1{{ with $labels.account }} for account {{ . }}{{ end }} for 2 minutes: they do not share one database (or, with database.share_accounts, two share one replica_name), so each polls and each may act on the same alert.",
           "runbook_url": "https://github.com/baremetal-exporter/baremetal-exporter/blob/main/docs/runbook.md#baremetalsplitbrain"
         }
+      },
+      {
+        "alert": "BaremetalHaConfigMismatch",
+        "expr": "max by (job, instance, account, reason) (baremetal_ha_config_mismatch{job=\"baremetal\"}) == 1",
+        "for": "10m",
+        "labels": {
+          "severity": "critical"
+        },
+        "annotations": {
+          "summary": "baremetal-exporter {{ $labels.instance }} disagrees with the other replicas ({{ $labels.reason }})",
+          "description": "Replica {{ $labels.instance }} of {{ $labels.job }} has not shared the live replicas' terms for 10 minutes ({{ $labels.reason }}: mode is database.share_accounts, accounts the account names or base URLs, duplicate_name its database.replica_name held by another live process): it leads no account and its /readyz is not ready; its log says why once a minute.",
+          "runbook_url": "https://github.com/baremetal-exporter/baremetal-exporter/blob/main/docs/runbook.md#baremetalhaconfigmismatch"
+        }
+      },
+      {
+        "alert": "BaremetalHaAccountUnled",
+        "expr": "max without (instance, pod) (baremetal_ha_account_unled{job=\"baremetal\"}) == 1",
+        "for": "5m",
+        "labels": {
+          "severity": "critical"
+        },
+        "annotations": {
+          "summary": "No baremetal-exporter replica can lead account {{ $labels.account }}",
+          "description": "Account {{ $labels.account }} has been in the config of a live replica of {{ $labels.job }} for 5 minutes but in none of the replicas that agree on the membership's terms: nobody polls it nor applies its deferred firewall changes. Give every replica the same accounts.",
+          "runbook_url": "https://github.com/baremetal-exporter/baremetal-exporter/blob/main/docs/runbook.md#baremetalhaaccountunled"
+        }
       }
     ]
   }

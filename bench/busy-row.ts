@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import type { Row } from './options.ts';
-import { floorMb, shippedAllocator, spawnSmallSimulator } from './small-row.ts';
+import { bareNodeMb, floorMb, shippedAllocator, spawnSmallSimulator } from './small-row.ts';
 
 /** The busy account: its servers, how long it runs, and the part of the run before RSS is called steady. */
 export interface BusySize {
@@ -40,6 +40,8 @@ export interface BusyRun {
   steadyMb: number[];
   warmupSeconds: number;
   floorMb: number;
+  /** bare Node's RSS, MB, same flags and allocator, same run */
+  bareMb: number;
   /** poll → outcome → runs, from baremetal_poll_runs_total */
   runs: Record<string, Record<string, number>>;
   cpuMs: number;
@@ -128,6 +130,7 @@ async function run(
       runs[poll] = { ...runs[poll], [outcome]: Number(match[2]) };
     }
     const floor = await floorMb(flags, allocator.env);
+    const bare = await bareNodeMb(flags, allocator.env);
     return {
       allocator: allocator.name,
       servers: size.servers,
@@ -135,6 +138,7 @@ async function run(
       steadyMb,
       warmupSeconds: size.warmupSeconds,
       floorMb: floor,
+      bareMb: bare,
       runs,
       cpuMs,
     } satisfies BusyRun;
@@ -180,13 +184,16 @@ function runCounts(runs: BusyRun['runs']): { all: number; other: number; polls: 
   return { all, other, polls: polls.join(', '), others: others.length ? ` (${others.join(', ')})` : '' };
 }
 
-/** Steady maximum ÷ floor for each allocator measured; glibc's row is a comparison, not a goal. */
+/**
+ * Steady maximum ÷ floor for each allocator measured, and ÷ bare Node (issue 53: what a user pays, the
+ * dependencies' own cost included); glibc's rows are comparisons, not goals.
+ */
 export function busyRows(busy: { shipped: BusyRun; glibc?: BusyRun }): Row[] {
-  return [busy.shipped, ...(busy.glibc ? [busy.glibc] : [])].map((r) => {
+  return [busy.shipped, ...(busy.glibc ? [busy.glibc] : [])].flatMap((r) => {
     const max = Math.max(...r.steadyMb);
     const runs = runCounts(r.runs);
     const seconds = r.steadyMb.length / 2;
-    return {
+    const row: Row = {
       what: `busy small account RSS steady max ÷ floor (${r.allocator})`,
       measured: max / r.floorMb,
       unit: '× floor',
@@ -195,6 +202,16 @@ export function busyRows(busy: { shipped: BusyRun; glibc?: BusyRun }): Row[] {
       rule: '≤ 1.4 × floor',
       ...(r === busy.glibc ? { comparison: true as const } : {}),
     };
+    const bare: Row = {
+      what: `busy small account RSS steady max ÷ bare Node (${r.allocator})`,
+      measured: max / r.bareMb,
+      unit: '× bare Node',
+      reference: `${max.toFixed(0)} MB at most against bare Node's ${r.bareMb.toFixed(0)} MB (no import, idle 2 s, the daemon's flags and allocator, same run); the floor above imports every runtime dependency: ${r.floorMb.toFixed(0)} MB`,
+      target: 2.5,
+      rule: '≤ 2.5 × bare Node',
+      ...(r === busy.glibc ? { comparison: true as const } : {}),
+    };
+    return [row, bare];
   });
 }
 

@@ -18,7 +18,7 @@ export const SIZE_OPTIONS = {
 } as const;
 
 /**
- * `npm run bench -- --smoke` (and the bench smoke in `npm test`, test/integration/bench-smoke.test.ts): every
+ * `npm run bench -- --smoke` (and the bench smoke in `npm test`, test/smoke/bench-smoke.test.ts): every
  * row once at its smallest useful size, goals not judged — so that a row that throws fails the suite. The size
  * options it runs with; the other rows' sizes are in run.ts.
  */

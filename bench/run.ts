@@ -20,7 +20,7 @@
  *
  * `--smoke` runs every row once at its smallest size (SMOKE_SIZE in bench/options.ts and the sizes below) and
  * prints the table without judging a goal: it exits 0 unless a row throws. `npm test` runs it
- * (test/integration/bench-smoke.test.ts), so that a row that no longer runs fails the suite.
+ * (test/smoke/bench-smoke.test.ts), so that a row that no longer runs fails the suite.
  *
  * The "floor" is a bare undici loop making the same requests to the same simulator in the same run: what the
  * simulator, loopback and this machine allow. Goals are ratios to it (or to idle, or to a static buffer), so

@@ -64,6 +64,11 @@ export async function floorMb(flags: string[], env: NodeJS.ProcessEnv): Promise<
   return (await runLast<number>('bench/floor.mjs', flags, env)) / 2 ** 20;
 }
 
+/** Bare Node's RSS, MB, with these flags and environment (allocator), idle for 2 s: `floor.mjs --bare`. */
+export async function bareNodeMb(flags: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  return (await runLast<number>('bench/floor.mjs', flags, env, ['--bare'])) / 2 ** 20;
+}
+
 /** The small account: its servers (× 2 IPs) and the cycles of every poll measured. */
 export interface SmallSize {
   servers: number;

@@ -1,7 +1,7 @@
 /**
  * Renders the mixin: `node mixin/render.ts` (npm run mixin) writes the committed default files;
  * `node mixin/render.ts --config my.json --out dir` writes the same files for another selector into `dir`.
- * test/unit/mixin.test.ts checks the committed files equal a fresh rendering, byte for byte.
+ * test/integration/mixin.test.ts checks the committed files equal a fresh rendering, byte for byte.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';

@@ -434,7 +434,7 @@ sum by ${fleet('action', 'rule')} (${s(names.verifications)}) >= 3
       {
         alert: 'BaremetalSplitBrain',
         comment:
-          'Two leaders can only be two databases: replicas on different PostgreSQL databases, or on SQLite\n(always leader); with database.share_accounts (per account, the label kept) also two replicas with one\nreplica_name. Failover and handover never overlap for 2 minutes.',
+          'Two leaders can only be two databases: replicas on different PostgreSQL databases, or on SQLite\n(always leader); with database.share_accounts (per account, the label kept) also two replicas with one\nreplica_name of a version that does not refuse it. Failover and handover never overlap for 2 minutes.',
         expr: `sum ${replicas} (${s('baremetal_leader')}) > 1`,
         for: '2m',
         annotations: {
@@ -442,6 +442,36 @@ sum by ${fleet('action', 'rule')} (${s(names.verifications)}) >= 3
             '{{ $value }} baremetal-exporter replicas are the leader{{ with $labels.account }} of account {{ . }}{{ end }}',
           description:
             'More than one replica of {{ $labels.job }} reports baremetal_leader 1{{ with $labels.account }} for account {{ . }}{{ end }} for 2 minutes: they do not share one database (or, with database.share_accounts, two share one replica_name), so each polls and each may act on the same alert.',
+        },
+      },
+      'critical',
+    ),
+    alert(
+      {
+        alert: 'BaremetalHaConfigMismatch',
+        comment:
+          'Per replica (instance kept): the replica that disagrees is the one to fix. A rolling change of\ndatabase.share_accounts or of the accounts passes through it while replicas of the old config\nremain; 10 minutes leaves room for a roll, not for a forgotten file.',
+        expr: `max by ${by('reason')} (${s('baremetal_ha_config_mismatch')}) == 1`,
+        for: '10m',
+        annotations: {
+          summary: 'baremetal-exporter {{ $labels.instance }} disagrees with the other replicas ({{ $labels.reason }})',
+          description:
+            "Replica {{ $labels.instance }} of {{ $labels.job }} has not shared the live replicas' terms for 10 minutes ({{ $labels.reason }}: mode is database.share_accounts, accounts the account names or base URLs, duplicate_name its database.replica_name held by another live process): it leads no account and its /readyz is not ready; its log says why once a minute.",
+        },
+      },
+      'critical',
+    ),
+    alert(
+      {
+        alert: 'BaremetalHaAccountUnled',
+        comment:
+          'Every replica computes the same answer from the heartbeat rows: one series per account, whichever\nreplica reports it.',
+        expr: `max ${replicas} (${s('baremetal_ha_account_unled')}) == 1`,
+        for: '5m',
+        annotations: {
+          summary: 'No baremetal-exporter replica can lead account {{ $labels.account }}',
+          description:
+            "Account {{ $labels.account }} has been in the config of a live replica of {{ $labels.job }} for 5 minutes but in none of the replicas that agree on the membership's terms: nobody polls it nor applies its deferred firewall changes. Give every replica the same accounts.",
         },
       },
       'critical',

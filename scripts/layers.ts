@@ -2,7 +2,7 @@
  * The layers of src/, lowest first, as one ordered list: biome.json's `noRestrictedImports` overrides (one per
  * layer, refusing an import of any higher layer, type imports included) are generated from it.
  * `node scripts/layers.ts` (with node_modules/.bin on PATH, as npm scripts have it) rewrites those overrides in
- * biome.json and formats it; test/unit/docs/layers.test.ts fails ("run
+ * biome.json and formats it; test/integration/layers.test.ts fails ("run
  * node scripts/layers.ts") when biome.json differs from what this list implies, and plants a back-import to
  * prove the generated rules refuse it. Adding a layer is one line here, then the command.
  */

@@ -234,6 +234,19 @@ export class StaleLeaseError extends BaremetalError {
   }
 }
 
+/**
+ * A power call cannot be decided here yet: this replica does not lead the server's account, or it has not read
+ * the server's firewall history since it took the account, and only a leader that has read it knows whether the
+ * server is under attack (`remediation.safety.deny_power_when_attacked`). 503 with `Retry-After`, nothing
+ * journaled: Alertmanager retries the delivery, and once a leader has decided it the retry is a duplicate.
+ */
+export class NoLeaderError extends BaremetalError {
+  override readonly code = 'BM_ERR_NO_LEADER';
+  override readonly statusCode = 503;
+  /** seconds the client should wait before retrying (the `Retry-After` header): about a heartbeat and a poll */
+  readonly retryAfterSeconds = 5;
+}
+
 /** The daemon cannot decide yet (no server list read so far): 503, so Alertmanager retries. */
 export class NotReadyError extends BaremetalError {
   override readonly code = 'BM_ERR_NOT_READY';

@@ -60,6 +60,11 @@ export interface AlertmanagerSilence {
   state: string;
   createdBy: string;
   comment: string;
+  /**
+   * who last changed it, when Alertmanager says so (`updatedBy`: Alertmanager's v2 API has no such field today;
+   * read when present); undefined otherwise
+   */
+  updatedBy?: string;
 }
 
 /** `GET /api/v2/silences`: an array of silences. */
@@ -74,6 +79,7 @@ export function decodeSilences(json: unknown, what: string): AlertmanagerSilence
       state: stringOf(status.state, what, `${at}.status.state`),
       createdBy: stringOf(s.createdBy, what, `${at}.createdBy`),
       comment: stringOf(s.comment, what, `${at}.comment`),
+      ...(typeof s.updatedBy === 'string' && s.updatedBy !== '' ? { updatedBy: s.updatedBy } : {}),
     };
   });
 }

@@ -13,11 +13,16 @@ import {
   DAEMON_OPTIONS_HELP,
   DaemonClient,
   type DaemonFlags,
+  extendedOutput,
   outputOf,
   runDaemonCommand,
   usageError,
   valueOptions,
 } from './daemon-client.js';
+import { daemonSettings } from './cli-config.js';
+
+/** What `--verification` may name: a verification's states (store/rows.ts `Verification`). */
+const VERIFICATIONS: readonly string[] = ['verifying', 'verified', 'ineffective'];
 
 /** The most rows `GET /api/v1/actions` returns (its `limit`), the window `actions show` looks in. */
 const MAX_LIMIT = 1000;
@@ -33,7 +38,14 @@ interface Subcommand {
   optionsHelp: string[];
   /** whether it takes the journal entry's ID */
   id: boolean;
-  run(client: DaemonClient, id: string | undefined, flags: Flags, format: OutputFormat): Promise<string>;
+  /** `extended`: amtool's `-o extended`, every column and nothing cut */
+  run(
+    client: DaemonClient,
+    id: string | undefined,
+    flags: Flags,
+    format: OutputFormat,
+    extended: boolean,
+  ): Promise<string>;
 }
 
 const reasonOption = { reason: { type: 'string' } } as const;
@@ -43,8 +55,10 @@ interface Row {
   id: number;
   account: string;
   createdAt: string;
+  completedAt: string | null;
+  source: string;
   action: string;
-  serverId: string;
+  serverId: string | null;
   ip: string | null;
   value: string | null;
   decision: string;
@@ -52,23 +66,60 @@ interface Row {
   approver: string | null;
   reason: string | null;
   message: string | null;
+  verification: string | null;
 }
 
 const rowsOf = (body: unknown): Row[] => ((body as { actions?: Row[] } | undefined)?.actions ?? []) as Row[];
 
-/** `2026-11-27T00:31:44.123Z` → `2026-11-27 00:31:44Z`: a table cell people read. */
-const shortTime = (iso: string | null) => (iso ? iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '-');
+/** `2026-11-27T00:31:44.123Z` → `2026-11-27T00:31:44Z`: ISO-8601 still, to the second, for a table cell. */
+const shortTime = (iso: string | null) => (iso ? iso.replace(/\.\d+Z$/, 'Z') : '-');
 
-function rowsTable(rows: Row[]): string {
+function rowsTable(rows: Row[], extended: boolean): string {
+  const target = (r: Row) => [r.serverId, r.ip, r.value].filter((v) => v !== null && v !== '').join(' ') || '-';
+  if (extended)
+    return table(
+      [
+        'ID',
+        'CREATED',
+        'COMPLETED',
+        'ACCOUNT',
+        'SOURCE',
+        'TARGET',
+        'ACTION',
+        'DECISION',
+        'VERIFICATION',
+        'PRINCIPAL',
+        'APPROVER',
+        'REASON',
+        'MESSAGE',
+      ],
+      rows.map((r) => [
+        String(r.id),
+        shortTime(r.createdAt),
+        shortTime(r.completedAt),
+        r.account,
+        r.source,
+        target(r),
+        r.action,
+        r.decision,
+        r.verification ?? '-',
+        r.principal ?? '-',
+        r.approver ?? '-',
+        r.reason ?? '-',
+        r.message ?? '-',
+      ]),
+      { wide: true },
+    );
   return table(
-    ['ID', 'CREATED', 'ACCOUNT', 'TARGET', 'ACTION', 'DECISION', 'PRINCIPAL', 'APPROVER', 'REASON'],
+    ['ID', 'CREATED', 'ACCOUNT', 'TARGET', 'ACTION', 'DECISION', 'VERIFICATION', 'PRINCIPAL', 'APPROVER', 'REASON'],
     rows.map((r) => [
       String(r.id),
       shortTime(r.createdAt),
       r.account,
-      [r.serverId, r.ip, r.value].filter((v) => v !== null && v !== '').join(' '),
+      target(r),
       r.action,
       r.decision,
+      r.verification ?? '-',
       r.principal ?? '-',
       r.approver ?? '-',
       r.reason ?? '-',
@@ -76,9 +127,20 @@ function rowsTable(rows: Row[]): string {
   );
 }
 
-/** Every field of one row, one per line, nothing cut (a message is read in full here). */
+/**
+ * Every field of one row, one per line, nothing cut (a message is read in full here). Times in ISO-8601: a field
+ * the API gives in Unix milliseconds beside its ISO twin (`approvedAt` and `approvedAtIso`) is shown once, as
+ * the twin says it; `alertLabels` stands for the `labels` text.
+ */
 function rowDetail(row: Record<string, unknown>): string {
-  const entries = Object.entries(row).filter(([, v]) => v !== null && v !== undefined && v !== '');
+  const shown = { ...row };
+  for (const key of Object.keys(row))
+    if (key.endsWith('AtIso')) {
+      shown[key.slice(0, -3)] = row[key];
+      delete shown[key];
+    }
+  if (shown.alertLabels !== undefined) delete shown.labels;
+  const entries = Object.entries(shown).filter(([, v]) => v !== null && v !== undefined && v !== '');
   const width = Math.max(...entries.map(([k]) => k.length));
   return `${entries.map(([k, v]) => `${`${k}:`.padEnd(width + 1)} ${typeof v === 'string' ? v : JSON.stringify(v)}`).join('\n')}\n`;
 }
@@ -93,10 +155,11 @@ const reasonBody = (flags: Flags) => (typeof flags.reason === 'string' ? { reaso
 const SUBCOMMANDS: Record<string, Subcommand> = {
   list: {
     synopsis:
-      'list [--decision D] [--server ID] [--principal P] [--approver P] [--account A] [--action A] [--since 24h] [--limit N]',
+      'list [--decision D] [--verification V] [--server ID] [--principal P] [--approver P] [--account A] [--action A] [--since 24h] [--limit N] [-o extended]',
     summary: 'the journal, newest first (GET /api/v1/actions); every filter given must match',
     options: {
       decision: { type: 'string' },
+      verification: { type: 'string' },
       server: { type: 'string' },
       principal: { type: 'string' },
       approver: { type: 'string' },
@@ -107,19 +170,24 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
     },
     optionsHelp: [
       '--decision D     a decision (awaiting_approval, executed, denied_by_approver …) or executing',
+      '--verification V whether an executed action helped: verifying, verified or ineffective',
       '--server ID      the server id',
       '--principal P    who asked',
-      '--approver P     who approved or denied',
+      "--approver P     who approved or denied, or withdrew an alert's request",
       '--account A      the account',
       '--action A       the action (powercycle, poweron, poweroff, firewall_state …)',
       '--since D        rows created within this Prometheus duration back from now (24h, 1h30m; at most 365d)',
       `--limit N        at most N rows, 1 to ${MAX_LIMIT} (default 100)`,
+      '-o extended      every column (completion, source, message), nothing cut',
     ],
     id: false,
-    async run(client, _id, flags, format) {
+    async run(client, _id, flags, format, extended) {
       const limit = flags.limit as string | undefined;
       if (limit !== undefined && !(/^[1-9][0-9]{0,3}$/.test(limit) && Number(limit) <= MAX_LIMIT))
         throw usageError(`--limit: a whole number from 1 to ${MAX_LIMIT} (got ${JSON.stringify(limit)})`);
+      const verification = flags.verification as string | undefined;
+      if (verification !== undefined && !VERIFICATIONS.includes(verification))
+        throw usageError(`--verification: one of ${VERIFICATIONS.join(', ')} (got ${JSON.stringify(verification)})`);
       const since = flags.since as string | undefined;
       if (since !== undefined && parseDuration(since) === undefined)
         throw usageError(
@@ -127,6 +195,7 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
         );
       const reply = await client.get('/api/v1/actions', {
         decision: flags.decision as string | undefined,
+        verification: flags.verification as string | undefined,
         server_id: flags.server as string | undefined,
         principal: flags.principal as string | undefined,
         approver: flags.approver as string | undefined,
@@ -135,7 +204,7 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
         since,
         limit,
       });
-      return render(format, { data: reply.body, table: rowsTable(rowsOf(reply.body)) });
+      return render(format, { data: reply.body, table: rowsTable(rowsOf(reply.body), extended) });
     },
   },
   show: {
@@ -173,7 +242,7 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
   },
   withdraw: {
     synopsis: 'withdraw ID [--reason TEXT]',
-    summary: 'withdraw your own request awaiting approval; nothing is sent',
+    summary: "withdraw your own request awaiting approval, or an alert's in your accounts; nothing is sent",
     options: reasonOption,
     optionsHelp: ['--reason TEXT    why (at most 200 characters)'],
     id: true,
@@ -234,7 +303,8 @@ export async function runActions(
       });
       const flags = values as Flags;
       if (flags.help) return subHelp(command);
-      format = outputOf(flags);
+      const settings = await daemonSettings(flags, env);
+      format = outputOf(settings);
       const expected = command.id ? 1 : 0;
       if (positionals.length !== expected)
         throw usageError(
@@ -243,9 +313,9 @@ export async function runActions(
       const id = positionals[0];
       if (id !== undefined && !/^[1-9][0-9]{0,15}$/.test(id))
         throw usageError(`actions ${sub}: ID must be a journal entry's number (got ${JSON.stringify(id)})`);
-      const client = await DaemonClient.open(flags, env);
+      const client = await DaemonClient.open(settings);
       try {
-        return await command.run(client, id, flags, format);
+        return await command.run(client, id, flags, format, extendedOutput(settings));
       } finally {
         await client.close();
       }

@@ -1,15 +1,13 @@
 /**
  * `baremetal-exporter circuit status|close`: the remediation circuit breaker through the daemon's HTTP API.
- * `close` is `POST /api/v1/remediation/circuit/close`; `status` reads the gauge
- * `baremetal_remediation_circuit_open{account}` of the daemon's metrics, since the daemon has no endpoint of its
- * own for it (the leader refreshes the gauge every 10 s from the state store).
+ * `status` is `GET /api/v1/remediation/circuit` (the state store's breaker, as the engine consults it, for a
+ * reader or an operator), `close` is `POST /api/v1/remediation/circuit/close`.
  */
 import type { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
-import { CliExit } from './api/exit.js';
 import { type OutputFormat, render, table } from './api/output.js';
+import { daemonSettings } from './cli-config.js';
 import {
-  DAEMON_EXIT,
   DAEMON_OPTIONS,
   DAEMON_OPTIONS_HELP,
   DaemonClient,
@@ -20,22 +18,21 @@ import {
   valueOptions,
 } from './daemon-client.js';
 
-const GAUGE = 'baremetal_remediation_circuit_open';
-
 export const CIRCUIT_HELP = `Usage: baremetal-exporter circuit <command> [options]
 
 The remediation circuit breaker of each account, through the daemon's HTTP API. Commands:
-  status [--account A] [--web.telemetry-path PATH]
-      open or closed per account, from the daemon's ${GAUGE} (its metrics, default /metrics)
+  status [--account A]
+      open or closed per account, since when and why (GET /api/v1/remediation/circuit; a reader or an operator)
   close [--account A] --reason TEXT
       close the account's breaker (POST /api/v1/remediation/circuit/close); --account may be left out with one
-      account; --reason is required and journaled with the closing principal
+      account; --reason is required and journaled with the closing principal; from a principal with
+      require_approval it awaits a second operator's approval (actions approve ID)
 
 ${DAEMON_OPTIONS_HELP}
 `;
 
 const SUB_OPTIONS = {
-  status: { account: { type: 'string' }, 'web.telemetry-path': { type: 'string' } },
+  status: { account: { type: 'string' } },
   close: { account: { type: 'string' }, reason: { type: 'string' } },
 } as const;
 
@@ -46,36 +43,30 @@ export const CIRCUIT_VALUE_OPTIONS = valueOptions({ ...DAEMON_OPTIONS, ...SUB_OP
 export const circuitOptions = (sub: string): string[] =>
   Object.keys({ ...DAEMON_OPTIONS, ...(SUB_OPTIONS[sub as keyof typeof SUB_OPTIONS] ?? {}) }).map((o) => `--${o}`);
 
-/** Each account's breaker as the exposition says it: `{account, open}`, in the order exposed. */
-export function breakersOf(exposition: string): Array<{ account: string; open: boolean }> {
-  const breakers = [];
-  const line = new RegExp(`^${GAUGE}\\{(?:[^}]*,)?account="((?:[^"\\\\]|\\\\.)*)"[^}]*\\}\\s+(\\S+)`);
-  for (const text of exposition.split('\n')) {
-    const m = line.exec(text);
-    if (m) breakers.push({ account: m[1]!.replace(/\\(.)/g, '$1'), open: Number(m[2]) === 1 });
-  }
-  return breakers;
+/** One account's breaker as `GET /api/v1/remediation/circuit` answers it (times ISO-8601). */
+interface Breaker {
+  account: string;
+  open: boolean;
+  openedAt: string | null;
+  closedAt: string | null;
+  message: string | null;
 }
 
-type Flags = DaemonFlags & { account?: string; reason?: string; 'web.telemetry-path'?: string };
+type Flags = DaemonFlags & { account?: string; reason?: string };
 
 async function status(client: DaemonClient, flags: Flags, format: OutputFormat): Promise<string> {
-  const path = flags['web.telemetry-path'] ?? '/metrics';
-  if (!path.startsWith('/'))
-    throw usageError(`--web.telemetry-path: must start with "/" (got ${JSON.stringify(path)})`);
-  const reply = await client.call('GET', path);
-  const all = breakersOf(reply.text);
-  const breakers = flags.account === undefined ? all : all.filter((b) => b.account === flags.account);
-  if (breakers.length === 0)
-    throw new CliExit(
-      DAEMON_EXIT.refused,
-      `the daemon's ${path} has no ${GAUGE}${flags.account === undefined ? '' : ` for account ${flags.account}`}: remediation is off there, or it is a replica that does not lead`,
-    );
+  const reply = await client.get('/api/v1/remediation/circuit', { account: flags.account });
+  const breakers = ((reply.body as { breakers?: Breaker[] } | undefined)?.breakers ?? []) as Breaker[];
   return render(format, {
-    data: { breakers },
+    data: reply.body,
     table: table(
-      ['ACCOUNT', 'BREAKER'],
-      breakers.map((b) => [b.account, b.open ? 'open (power actions denied)' : 'closed']),
+      ['ACCOUNT', 'BREAKER', 'SINCE', 'WHY'],
+      breakers.map((b) => [
+        b.account,
+        b.open ? 'open (power actions denied)' : 'closed',
+        (b.open ? b.openedAt : b.closedAt) ?? '-',
+        b.message ?? '-',
+      ]),
     ),
   });
 }
@@ -114,10 +105,11 @@ export async function runCircuit(
         strict: true,
       });
       if (values.help) return CIRCUIT_HELP;
-      format = outputOf(values);
+      const settings = await daemonSettings(values, env);
+      format = outputOf(settings);
       if (positionals.length > 0)
         throw usageError(`circuit ${sub}: takes no arguments (got ${JSON.stringify(positionals[0])})`);
-      const client = await DaemonClient.open(values, env);
+      const client = await DaemonClient.open(settings);
       try {
         return await (sub === 'status' ? status : close)(client, values as Flags, format);
       } finally {

@@ -18,21 +18,16 @@ import { CIRCUIT_SUBCOMMANDS, CIRCUIT_VALUE_OPTIONS, circuitOptions } from './ci
 import { LEAVES } from './api/commands.js';
 import { EXIT, usage, oneLine, exitCodeOf } from './api/exit.js';
 import { OUTPUT_FORMATS } from './api/output.js';
+import { asksHelp, COMMANDS } from './commands.js';
 
-/** The top-level commands of the command line (cli/main.ts). */
-const TOP = [
-  'run',
-  'check-config',
-  'demo',
-  'simulate',
-  'api',
-  'remediation',
-  'actions',
-  'circuit',
-  'completion',
-  '--help',
-  '--version',
-];
+/** The top-level words: the commands main.ts dispatches over, and its own flags. */
+const TOP = [...COMMANDS, '--help', '--version'];
+
+/** `completion --help`. */
+export const COMPLETION_HELP = `Usage: baremetal-exporter completion bash
+
+Prints a bash completion script generated from the command tree. Install: source <(baremetal-exporter completion bash)
+`;
 
 /**
  * Words offered after a prefix of non-option words (longest prefix wins): every command word and option the
@@ -41,8 +36,9 @@ const TOP = [
 export function completionTable(): Array<[string, string[]]> {
   const entries = new Map<string, Set<string>>([
     ['', new Set(TOP)],
-    ['completion', new Set(['bash'])],
-    ['remediation', new Set(['test', 'replay'])],
+    ['completion', new Set(['bash', '--help'])],
+    ['remediation', new Set(['test', 'replay', '--help'])],
+    ['remediation test', new Set(['--help'])],
     ['remediation replay', new Set(['--config.file', '--since', '--output', '-o', '--exit-code', '--help'])],
   ]);
   const add = (prefix: string[], words: readonly string[]) => {
@@ -132,6 +128,10 @@ export async function runCompletion(
   io: { stdout: Writable; stderr: Writable } = process,
 ): Promise<number> {
   try {
+    if (asksHelp(args)) {
+      io.stdout.write(COMPLETION_HELP);
+      return EXIT.ok;
+    }
     if (args.length !== 1 || args[0] !== 'bash')
       throw usage('completion: the supported shell is bash: "baremetal-exporter completion bash"');
     io.stdout.write(bashCompletion());

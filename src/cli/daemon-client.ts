@@ -9,8 +9,10 @@ import type { Writable } from 'node:stream';
 import type { ParseArgsOptionsConfig } from 'node:util';
 import { Agent, request } from 'undici';
 import { readBoundedText, readProblem } from '../read-bounded-file.js';
+import { createScrubber, type Scrubber } from '../scrub.js';
 import { CliExit, oneLine } from './api/exit.js';
 import { OUTPUT_FORMATS, type OutputFormat, render } from './api/output.js';
+import { CLI_ENV, type DaemonSettings, type Setting, TOKEN_ENV } from './cli-config.js';
 
 /** 0 done, 1 refused by the daemon (4xx/5xx), 2 usage error or connection failure. */
 export const DAEMON_EXIT = { ok: 0, refused: 1, usage: 2 } as const;
@@ -21,8 +23,6 @@ export const usageError = (message: string) => new CliExit(DAEMON_EXIT.usage, me
  * The local listener: `web.listen_address` defaults to `0.0.0.0:9877` (config/schema.ts), reached on loopback.
  */
 export const DEFAULT_DAEMON_URL = 'http://127.0.0.1:9877';
-/** The environment variable holding the bearer token when `--token.file` is not given. */
-export const TOKEN_ENV = 'BAREMETAL_TOKEN';
 /** A call's deadline, connection to the last byte of the reply, ms. */
 export const REQUEST_TIMEOUT_MS = 15_000;
 /** The largest reply read, bytes (a journal page of 1000 rows, or a large /metrics). */
@@ -48,13 +48,16 @@ export function valueOptions(config: ParseArgsOptionsConfig): string[] {
 
 /** Their help lines, for every command's `--help` and the usage. */
 export const DAEMON_OPTIONS_HELP = `Options of every command:
-  --daemon.url URL        the daemon (default ${DEFAULT_DAEMON_URL}, the local listener)
-  --token.file FILE       the principal's bearer token (default: the environment variable ${TOKEN_ENV})
+  --daemon.url URL        the daemon (env ${CLI_ENV['daemon.url']}; default ${DEFAULT_DAEMON_URL}, the local listener)
+  --token.file FILE       the principal's bearer token (env ${CLI_ENV['token.file']}, or the token itself in ${TOKEN_ENV})
   --tls.ca-file FILE      CA certificates (PEM) to verify an https daemon
   --tls.cert-file FILE    client certificate (PEM), with --tls.key-file
   --tls.key-file FILE     client key (PEM)
-  -o, --output FORMAT     table (default), json or yaml
+  -o, --output FORMAT     table (default), extended (every column, nothing cut), json or yaml (env ${CLI_ENV.output})
   -h, --help              show this help
+A flag not given is read from its environment variable, else from the CLI config file
+($XDG_CONFIG_HOME or ~/.config, then baremetal-exporter/cli.yml; its keys are the flags' names:
+daemon.url, token.file, output, tls.ca-file, tls.cert-file, tls.key-file), as amtool does.
 Exit codes: 0 done, 1 refused by the daemon (its message printed), 2 usage error or the daemon unreachable.`;
 
 /** The parsed values of DAEMON_OPTIONS. */
@@ -67,13 +70,24 @@ export interface DaemonFlags {
   output?: string | undefined;
 }
 
-/** The output format of `-o`, or a usage error. */
-export function outputOf(flags: DaemonFlags): OutputFormat {
-  const format = flags.output ?? 'table';
-  if (!(OUTPUT_FORMATS as readonly string[]).includes(format))
-    throw usageError(`--output: must be one of ${OUTPUT_FORMATS.join(', ')} (got ${JSON.stringify(format)})`);
-  return format as OutputFormat;
+/** What `-o` may say to a daemon command: the api command's formats, and amtool's `extended` (a wider table). */
+export const DAEMON_OUTPUT_FORMATS = [...OUTPUT_FORMATS, 'extended'] as const;
+
+/**
+ * The output format of `-o` (or its environment variable or config key), or a usage error naming where it came
+ * from. `extended` is a table (`extendedOutput` says which: every column, nothing cut).
+ */
+export function outputOf(settings: DaemonSettings): OutputFormat {
+  const format = settings.output?.value ?? 'table';
+  if (!(DAEMON_OUTPUT_FORMATS as readonly string[]).includes(format))
+    throw usageError(
+      `${settings.output?.source ?? '--output'}: must be one of ${DAEMON_OUTPUT_FORMATS.join(', ')} (got ${JSON.stringify(format)})`,
+    );
+  return format === 'extended' ? 'table' : (format as OutputFormat);
 }
+
+/** Whether the settings ask for amtool's `-o extended`: the wide table. */
+export const extendedOutput = (settings: DaemonSettings) => settings.output?.value === 'extended';
 
 /** A reply of the daemon: its status and its body parsed as JSON (or the text, when it is not JSON). */
 export interface DaemonReply {
@@ -101,19 +115,19 @@ interface FlagFiles {
   key?: string;
 }
 
-/** The text of the file `flag` names, or a usage error naming the flag and the file. */
-async function readFlagFile(flag: string, file: string, kind: 'secret' | 'pem'): Promise<string> {
+/** The text of the file a setting names, or a usage error naming where the setting came from and the file. */
+async function readFlagFile(setting: Setting, kind: 'secret' | 'pem'): Promise<string> {
   try {
-    return await readBoundedText(file, kind);
+    return await readBoundedText(setting.value, kind);
   } catch (error) {
-    throw usageError(`${flag}: cannot read ${file} (${readProblem(error)})`);
+    throw usageError(`${setting.source}: cannot read ${setting.value} (${readProblem(error)})`);
   }
 }
 
-/** Reads every file the flags name, before the client is built. */
-async function readFlagFiles(flags: DaemonFlags): Promise<FlagFiles> {
+/** Reads every file the settings name, before the client is built. */
+async function readFlagFiles(flags: DaemonSettings): Promise<FlagFiles> {
   const read = async (flag: 'token.file' | 'tls.ca-file' | 'tls.cert-file' | 'tls.key-file', kind: 'secret' | 'pem') =>
-    flags[flag] === undefined ? undefined : readFlagFile(`--${flag}`, flags[flag], kind);
+    flags[flag] === undefined ? undefined : readFlagFile(flags[flag], kind);
   const [token, ca, cert, key] = await Promise.all([
     read('token.file', 'secret'),
     read('tls.ca-file', 'pem'),
@@ -128,28 +142,30 @@ async function readFlagFiles(flags: DaemonFlags): Promise<FlagFiles> {
   };
 }
 
-/** The daemon's base URL, or a usage error: http or https, no credentials in it. */
-function baseUrl(text: string): URL {
+/** The daemon's base URL, or a usage error naming where it came from: http or https, no credentials in it. */
+function baseUrl(setting: Setting): URL {
+  const where = setting.source;
   let url: URL;
   try {
-    url = new URL(text);
+    url = new URL(setting.value);
   } catch {
     // Not echoed: a text that does not parse may still hold a password.
-    throw usageError('--daemon.url: not a URL');
+    throw usageError(`${where}: not a URL`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw usageError(`--daemon.url: must be http:// or https:// (got ${url.protocol})`);
+    throw usageError(`${where}: must be http:// or https:// (got ${url.protocol})`);
   if (url.username || url.password)
-    throw usageError('--daemon.url: must not carry credentials; give the token with --token.file');
-  if (url.search || url.hash) throw usageError('--daemon.url: must not have a query or a fragment');
+    throw usageError(`${where}: must not carry credentials; give the token with --token.file`);
+  if (url.search || url.hash) throw usageError(`${where}: must not have a query or a fragment`);
   return url;
 }
 
-/** The bearer token: `--token.file`, else the environment variable TOKEN_ENV, else none. */
-function tokenOf(flags: DaemonFlags, files: FlagFiles, env: NodeJS.ProcessEnv): string | undefined {
+/** The bearer token: from the token file the settings name, else the token TOKEN_ENV holds, else none. */
+function tokenOf(flags: DaemonSettings, files: FlagFiles): string | undefined {
   const file = flags['token.file'];
-  const token = file !== undefined ? files.token?.trim() : env[TOKEN_ENV]?.trim();
-  if (token === '') throw usageError(file !== undefined ? `--token.file: ${file} is empty` : `${TOKEN_ENV} is empty`);
+  const token = file !== undefined ? files.token?.trim() : flags.token?.value.trim();
+  if (token === '')
+    throw usageError(file !== undefined ? `${file.source}: ${file.value} is empty` : `${TOKEN_ENV} is empty`);
   // A header cannot carry a line break or a control character; say so without echoing the token.
   if (token !== undefined && !/^[\x21-\x7e]+$/.test(token))
     throw usageError('the token holds spaces or characters a header cannot carry');
@@ -157,7 +173,7 @@ function tokenOf(flags: DaemonFlags, files: FlagFiles, env: NodeJS.ProcessEnv): 
 }
 
 /** The undici agent: deadlines, and the TLS files for an https daemon. */
-function agentOf(url: URL, flags: DaemonFlags, files: FlagFiles): Agent {
+function agentOf(url: URL, flags: DaemonSettings, files: FlagFiles): Agent {
   const ca = flags['tls.ca-file'];
   const cert = flags['tls.cert-file'];
   const key = flags['tls.key-file'];
@@ -192,16 +208,22 @@ export class DaemonClient {
   readonly #url: URL;
   readonly #token: string | undefined;
   readonly #agent: Agent;
+  /** what every reply's text goes through before it is parsed or printed: the caller's token never comes back */
+  readonly #scrub: Scrubber;
 
-  private constructor(flags: DaemonFlags, files: FlagFiles, env: NodeJS.ProcessEnv) {
-    this.#url = baseUrl(flags['daemon.url'] ?? DEFAULT_DAEMON_URL);
-    this.#token = tokenOf(flags, files, env);
-    this.#agent = agentOf(this.#url, flags, files);
+  private constructor(settings: DaemonSettings, files: FlagFiles) {
+    this.#url = baseUrl(settings['daemon.url'] ?? { value: DEFAULT_DAEMON_URL, source: '--daemon.url' });
+    this.#token = tokenOf(settings, files);
+    this.#agent = agentOf(this.#url, settings, files);
+    this.#scrub = createScrubber(this.#token === undefined ? [] : [this.#token]);
   }
 
-  /** A client for the flags: its files (token, TLS) read first. Throws a usage error (exit 2). */
-  static async open(flags: DaemonFlags, env: NodeJS.ProcessEnv = process.env): Promise<DaemonClient> {
-    return new DaemonClient(flags, await readFlagFiles(flags), env);
+  /**
+   * A client for the settings (cli-config.ts's daemonSettings: flag, environment, config file): its files (token,
+   * TLS) read first. Throws a usage error (exit 2).
+   */
+  static async open(settings: DaemonSettings): Promise<DaemonClient> {
+    return new DaemonClient(settings, await readFlagFiles(settings));
   }
 
   /** `GET path` (with `query`, undefined values left out); throws DaemonRefusal for a non-2xx reply. */
@@ -242,7 +264,8 @@ export class DaemonClient {
         },
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
       });
-      const text = await boundedText(res.body, where);
+      // Scrubbed before it is parsed (scrub.ts): a reply that echoes the token prints [REDACTED] in its place.
+      const text = this.#scrub(await boundedText(res.body, where));
       let parsed: unknown;
       try {
         parsed = JSON.parse(text);

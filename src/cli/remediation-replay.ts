@@ -208,7 +208,7 @@ async function replayRow(row: JournalEntry, e: OfflineEngine | undefined, report
     source: row.source,
     principal: row.principal,
     action: row.action,
-    serverId: row.serverId,
+    serverId: row.serverId === '' ? null : row.serverId,
     decision: row.decision,
   });
 }
@@ -243,8 +243,8 @@ async function compare(
             ...n.outcome,
             settlement: {
               decision: settled,
-              by: settled === 'withdrawn' ? row!.principal : row!.approver,
-              at: row!.approvedAt ?? row!.completedAt ?? row!.createdAt,
+              by: settled === 'withdrawn' ? (row!.approver ?? row!.principal) : row!.approver,
+              at: iso(row!.approvedAt ?? row!.completedAt ?? row!.createdAt),
             },
           }
         : n.outcome,

@@ -20,7 +20,8 @@ import { webhookSchema, type WebhookBody } from '../remediation/webhook.js';
 /** A malformed test file (exit 2): names the file and the line. */
 export class TestFileError extends BaremetalError {}
 
-const duration = Type.String({ pattern: '^[0-9]+(ms|s|m|h|d)$' });
+// Any duration in Prometheus's format (`8m1s`, `1h30m`), as the config takes it: checked by `ms`, which names it.
+const duration = Type.String({ minLength: 1 });
 const row = Type.Object(
   {
     action: Type.Optional(Type.String()),
@@ -63,7 +64,7 @@ const step = strictObject({
   approve: Type.Optional(strictObject({ by: principal, ...awaiting })),
   /** another operator denies it */
   deny: Type.Optional(strictObject({ by: principal, ...awaiting })),
-  /** its requester withdraws it (`by` defaults to the requester) */
+  /** its requester withdraws it, or an operator (`by`, required for an alert's request) an alert's */
   withdraw: Type.Optional(strictObject({ by: Type.Optional(principal), ...awaiting })),
   /** time passes until every awaiting request is past remediation.approval_timeout */
   expire: Type.Optional(Type.Literal(true)),
@@ -249,8 +250,11 @@ function placeOf(pointer: string): string {
 
 /** A time of the timeline: 0 (`0s`) or a duration, ms. */
 function ms(text: string, pointer: string, fail: (pointer: string, message: string) => never): number {
-  if (/^0(ms|s|m|h|d)$/.test(text)) return 0;
-  return parseDuration(text) ?? fail(pointer, `not a duration: ${JSON.stringify(text)}`);
+  if (/^0(ms|s|m|h|d|w|y)$/.test(text)) return 0;
+  return (
+    parseDuration(text) ??
+    fail(pointer, `not a duration in Prometheus's format such as 8m or 1h30m: ${JSON.stringify(text)}`)
+  );
 }
 
 /** The remediation block under test: the file's own, or the one of its `config_file` (relative to the file). */

@@ -2,11 +2,12 @@
  * The operator steps of `remediation test` (the human path): approve, deny, withdraw, expire and close the
  * breaker, driving the offline engine the way the daemon's routes do (http/routes/approvals.ts, actions.ts):
  * the same engine methods, and the same four-eyes checks before them — an approver other than the requester,
- * a withdrawal by the requester only. Settling a request needs no `remediation.auth` here: principals are
+ * a withdrawal by the requester or, for an alert's request, by an operator (remediation/withdrawal.ts). Settling a request needs no `remediation.auth` here: principals are
  * names, and whether one may approve an action is the daemon's matter (check-config, the routes).
  */
 import { BaremetalError } from '../errors.js';
 import type { RemediationEngine } from '../remediation/engine.js';
+import { withdrawalRefusal } from '../remediation/withdrawal.js';
 import type { JournalEntry } from '../store/rows.js';
 import type { StateStore } from '../store/store.js';
 import type { TestStep } from './remediation-test-file.js';
@@ -41,11 +42,15 @@ export async function operatorStep(step: TestStep, deps: StepDeps): Promise<void
     await engine.deny(row, step.deny.by, step.deny.reason);
   } else if (step.withdraw) {
     const row = await awaitingRow(step.withdraw, 'withdraw', deps);
-    const by = step.withdraw.by ?? row.principal ?? '';
-    if (row.principal !== by)
+    // An alert's requester is Alertmanager's webhook principal, no operator: the daemon refuses it (403), so
+    // its request is withdrawn by an operator the step names.
+    if (row.source === 'alert' && (step.withdraw.by === undefined || step.withdraw.by === row.principal))
       throw new StepRefused(
-        `principal ${by} did not ask for journal entry ${row.id}: only its requester may withdraw it`,
+        `journal entry ${row.id} is an alert's request: an operator withdraws it (name one with by:), not ${row.principal ?? 'its webhook principal'}, which has no operator role`,
       );
+    const by = step.withdraw.by ?? row.principal ?? '';
+    const refusal = withdrawalRefusal(row, by);
+    if (refusal !== undefined) throw new StepRefused(refusal);
     await engine.withdraw(row, by, step.withdraw.reason);
   } else if (step.close_breaker) {
     await engine.closeCircuit(step.close_breaker.by, step.close_breaker.reason);

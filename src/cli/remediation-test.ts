@@ -9,6 +9,7 @@
  * missing or malformed.
  */
 import { createHash } from 'node:crypto';
+import { parseArgs } from 'node:util';
 import { buildConfig } from '../config/load.js';
 import type { RemediationRule } from '../config/types.js';
 import type { AlertmanagerAlert, AlertmanagerSilence, NewSilence } from '../alertmanager/client.js';
@@ -229,10 +230,12 @@ function compareCalls(where: string, expected: ExpectedCall[], made: Array<Recor
 
 /** `remediation test FILE…`: the exit code (0 pass, 1 a mismatch, 2 a malformed file). */
 export async function runRemediationTest(
-  files: string[],
+  args: string[],
   out: NodeJS.WritableStream = process.stdout,
   err: NodeJS.WritableStream = process.stderr,
 ): Promise<number> {
+  // Strict: an option (`--verbose`) is a usage error, not a file name.
+  const files = parseArgs({ args, allowPositionals: true, options: {} }).positionals;
   if (files.length === 0) throw new BaremetalError('remediation test: at least one FILE expected');
   let code = 0;
   for (const path of files) {

@@ -3,6 +3,7 @@
  * remediation rules tested before they act, and recorded deliveries decided again under new rules.
  */
 import { BaremetalError } from '../errors.js';
+import { asksHelp } from './commands.js';
 
 /** `remediation test --help`. */
 export const REMEDIATION_TEST_HELP = `Usage: baremetal-exporter remediation test FILE…
@@ -28,12 +29,23 @@ Prints each delivery's outcome then and now, and flags a person's decision the n
   --exit-code                           exit 1 when any decision changed or is overturned (as git diff --exit-code)
 `;
 
-const isHelp = (args: string[]) => args.some((a) => a === '--help' || a === '-h');
+/** `remediation --help`: both subcommands. */
+export const REMEDIATION_HELP = `Usage: baremetal-exporter remediation test FILE… | replay --config.file NEW.yml [--since 7d] [-o json]
+
+  test FILE…        run remediation rule tests offline (remediation test --help)
+  replay …          the recorded history decided again under new rules (remediation replay --help)
+`;
+
+const isHelp = asksHelp;
 
 /** Runs a `remediation` subcommand; returns the exit code. Throws BaremetalError (exit 2) for a wrong one. */
 export async function runRemediation(args: string[], out: NodeJS.WritableStream = process.stdout): Promise<number> {
   const [sub, ...rest] = args;
   switch (sub) {
+    case '--help':
+    case '-h':
+    case 'help':
+      return help(out, REMEDIATION_HELP);
     case 'test':
       if (isHelp(rest)) return help(out, REMEDIATION_TEST_HELP);
       return (await import('./remediation-test.js')).runRemediationTest(rest);

@@ -32,7 +32,8 @@ export const HUMAN_SETTLEMENTS: readonly Settlement[] = ['approved', 'denied_by_
 export interface Outcome {
   action: string;
   decision: Decision | 'executing';
-  settlement?: { decision: Settlement; by: string | null; at: number };
+  /** `at`: when it was settled, ISO-8601 (as every time of the report) */
+  settlement?: { decision: Settlement; by: string | null; at: string };
   /** the decision of the approved request's execution; absent when none is known */
   execution?: Decision | 'executing';
 }
@@ -83,7 +84,8 @@ const settledAt = (r: JournalEntry): number => r.approvedAt ?? r.completedAt ?? 
 export function recordedOutcome(r: JournalEntry, executions: readonly JournalEntry[]): Outcome {
   if (!SETTLEMENTS.includes(r.decision)) return { action: r.action, decision: r.decision };
   const decision = r.decision as Settlement;
-  const by = decision === 'withdrawn' ? r.principal : r.approver;
+  // A withdrawal names its operator as approver when it was not the requester's (an alert's request).
+  const by = decision === 'withdrawn' ? (r.approver ?? r.principal) : r.approver;
   const ran =
     decision === 'approved'
       ? executions.find(
@@ -98,7 +100,7 @@ export function recordedOutcome(r: JournalEntry, executions: readonly JournalEnt
   return {
     action: r.action,
     decision: 'awaiting_approval',
-    settlement: { decision, by, at: settledAt(r) },
+    settlement: { decision, by, at: new Date(settledAt(r)).toISOString() },
     ...(ran ? { execution: ran.decision } : {}),
   };
 }

@@ -41,7 +41,8 @@ export interface ReplayedOperatorRow {
   source: string;
   principal: string | null;
   action: string;
-  serverId: string;
+  /** null for a row of no server (a breaker's close): no empty-string ids */
+  serverId: string | null;
   decision: string;
 }
 

@@ -19,7 +19,15 @@ import { ownedIps } from './ownership.js';
  * (remediation's `TargetDirectory.attackState`).
  */
 export type AttackState =
-  | { known: false; reason: string }
+  | {
+      known: false;
+      reason: string;
+      /**
+       * true when a leader that has read the history will know (this replica does not lead the account, or has
+       * not read the history since it took it): the decision waits (503, retried) instead of being a denial
+       */
+      undecided?: true;
+    }
   | {
       known: true;
       /** ms since epoch (the collector clock) the history was read (firewall.ts `historyReadAt`) */
@@ -108,7 +116,8 @@ export class AccountState {
       return { known: false, reason: 'the firewall collector is off (collectors.firewall: false)' };
     const ref = { serviceType: 'dedicated' as const, serviceId: serverId };
     const readAt = historyReadAt(this.firewallState, ref);
-    if (readAt === undefined) return { known: false, reason: 'its firewall history has not been read yet' };
+    if (readAt === undefined)
+      return { known: false, reason: 'its firewall history has not been read yet', undecided: true };
     if (this.firewallState.services.get(FirewallSeriesState.key(ref))?.up === false)
       return {
         known: false,

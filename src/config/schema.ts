@@ -116,7 +116,8 @@ const credentials = (what: string) =>
 /**
  * What a remediation principal may call (docs/remediation.md, "Who may do what"): `webhook` the Alertmanager
  * receiver (`POST /api/v1/alertmanager`, which acts only as the rules say), `operator` the action endpoints
- * and the console download, `reader` the journal (`GET /api/v1/actions`).
+ * and the console download (and everything a reader may), `reader` the journal (`GET /api/v1/actions`), the
+ * breakers' state and, behind web.auth, the status page's details.
  */
 export const ROLES = ['webhook', 'operator', 'reader'] as const;
 export type Role = (typeof ROLES)[number];
@@ -506,7 +507,9 @@ export const configFileSchema = strict({
           key_file: path("PEM key of the daemon's own port; reloaded on change and SIGHUP"),
         }),
       ),
-      auth: credentials('`/`, `/metrics` and `/graphs` (none: open)'),
+      auth: credentials(
+        "`/`, `/metrics` and `/graphs` (none: open), as Prometheus's scrape credential: the status page's details stay a reader's or operator's (remediation.auth)",
+      ),
       auth_limits: strict(
         {
           in_flight_per_address: Type.Integer({
@@ -559,7 +562,7 @@ export const configFileSchema = strict({
       share_accounts: Type.Boolean({
         default: false,
         description:
-          'with PostgreSQL: share the accounts out among the live replicas, each account led by one replica under a lease with an epoch (see High availability), instead of one leader polling every account',
+          'with PostgreSQL: share the accounts out among the live replicas, each account led by one replica under a lease with an epoch (see High availability), instead of one leader polling every account. Set it, and the accounts, the same on every replica: a replica whose setting or accounts differ from those of the oldest live replica leads nothing until they agree (see High availability, When replicas disagree)',
       }),
       replica_name: Type.Optional(
         Type.String({
@@ -567,7 +570,7 @@ export const configFileSchema = strict({
           maxLength: 253,
           pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$',
           description:
-            "this replica's name among those sharing the database (`share_accounts`), unique and stable across its restarts (a StatefulSet pod's name); default: the host name",
+            "this replica's name among those sharing the database (`share_accounts`), unique and stable across its restarts (a StatefulSet pod's name); a process whose name a live replica of another boot holds refuses to lead; default: the host name",
         }),
       ),
     },

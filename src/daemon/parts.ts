@@ -54,6 +54,7 @@ export function servedParts(
       accounts,
       leads,
       electionProblem: replication.problem,
+      disagreement: replication.disagreement,
       store,
       firewallPolled: () => config.collectors.firewall,
     }),
@@ -84,7 +85,14 @@ export function servedParts(
 export function exposeMetrics(
   registry: Registry,
   metrics: Metrics,
-  o: { now: () => number; leading: () => boolean; led: () => ReadonlySet<string> | undefined; store: StateStore },
+  o: {
+    now: () => number;
+    leading: () => boolean;
+    led: () => ReadonlySet<string> | undefined;
+    store: StateStore;
+    /** the configured account names (baremetal_leader{account} with the accounts shared) */
+    accounts: readonly string[];
+  },
 ): ExpositionCache {
   const leaderOnly = leaderOnlyNames(metrics);
   return new ExpositionCache({
@@ -96,6 +104,11 @@ export function exposeMetrics(
     beforeRender: (ms) => {
       metrics.renderedAt.set(ms / 1000);
       metrics.journalUp.set(o.store.healthy() ? 1 : 0);
+      // With the accounts shared, baremetal_leader{account} is what this replica leads as it renders (its
+      // leases' trust, read synchronously), like the account series the rendering keeps: a process woken from
+      // a freeze past its leases does not report the leadership it had.
+      const led = o.led();
+      if (led) for (const account of o.accounts) metrics.leader.set({ account }, led.has(account) ? 1 : 0);
     },
   });
 }
@@ -142,7 +155,12 @@ export async function startEngines(
         logger: accounts.size > 1 ? logger.child({ account: name }) : logger,
         // A follower checks targets against the list the leader published.
         targets: shared
-          ? leaderOrSnapshot(runtime.state, shared.directory.snapshot(name), () => replication.leads(name))
+          ? leaderOrSnapshot(
+              runtime.state,
+              shared.directory.snapshot(name),
+              () => replication.leads(name),
+              () => replication.ledSince(name),
+            )
           : runtime.state,
         config: config.remediation,
         alertmanager: d.alertmanager,

@@ -14,6 +14,8 @@ export interface ReadinessSources {
   leads: (account: string) => boolean;
   /** the election's problem, with replicas: the shared database does not answer */
   electionProblem: () => string | undefined;
+  /** with replicas: why this one disagrees with the live replicas (ha/terms.ts), leading nothing */
+  disagreement?: () => string | undefined;
   store: Pick<StateStore, 'problem' | 'healthy' | 'kind'>;
   /** false while `collectors.firewall` switches the firewall poll off: it is not waited for */
   firewallPolled: () => boolean;
@@ -38,6 +40,9 @@ export function readinessOf(s: ReadinessSources): () => string[] {
     // /readyz is open to anyone: a database's problem names the part only (host, port, user and database are
     // in the log line that reported it).
     if (s.electionProblem() !== undefined) reasons.push(`the shared database does not answer: ${DATABASE_UNREACHABLE}`);
+    // Names replicas and account names only (never a URL): what an operator needs to fix the config.
+    const disagreement = s.disagreement?.();
+    if (disagreement !== undefined) reasons.push(disagreement);
     const detail = s.store.problem ?? (s.store.healthy() ? undefined : 'it does not answer');
     const problem = detail !== undefined && s.store.kind === 'postgres' ? `state ${DATABASE_UNREACHABLE}` : detail;
     if (problem !== undefined) reasons.push(`the journal is unavailable (remediation disabled): ${problem}`);

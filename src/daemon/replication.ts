@@ -12,6 +12,11 @@ import type { Config } from '../config/types.js';
 import { startRole, type Duties, type ElectionTimings, type Role } from '../ha/role.js';
 import { startSharedRole, type AccountDuties, type ShareTimings } from '../ha/shared-role.js';
 import { SHARES_DEFAULTS } from '../ha/shares.js';
+import { Agreement } from '../ha/agreement.js';
+import { termsOf } from '../ha/terms.js';
+import { TermsWatch } from '../ha/terms-watch.js';
+import { hostname } from 'node:os';
+import { randomUUID } from 'node:crypto';
 import { databaseScrubber, reasonOf } from '../config/database-url.js';
 import type { Metrics } from '../metrics/definitions.js';
 import type { RemediationEngine } from '../remediation/engine.js';
@@ -41,11 +46,26 @@ export class Replication {
   /** true while this replica leads `account` (with one leader: while it leads) */
   readonly leads = (account: string): boolean => this.#role?.leads(account) ?? this.#database.kind === 'sqlite';
 
+  /** each account's start of this replica's latest term, ms since epoch (the collector clock) */
+  readonly #ledSince = new Map<string, number>();
+
+  /** this replica's current term of `account` began at `at` (ms since epoch, the collector clock) */
+  began(account: string, at: number): void {
+    this.#ledSince.set(account, at);
+  }
+
+  /** when this replica's current term of `account` began; undefined while it does not lead it */
+  readonly ledSince = (account: string): number | undefined =>
+    this.leads(account) ? this.#ledSince.get(account) : undefined;
+
   /** with shared accounts, the accounts this replica leads now; undefined with one leader for all */
   readonly led = (): ReadonlySet<string> | undefined => this.#role?.led?.();
 
   /** the election's problem: the shared database does not answer */
   readonly problem = (): string | undefined => this.#role?.problem;
+
+  /** why this replica disagrees with the live replicas (ha/terms.ts) and leads nothing, if it does */
+  readonly disagreement = (): string | undefined => this.#role?.disagreement;
 
   /** the leader publishes `account`'s server list after each servers and firewall run that did not fail */
   published(runtime: Pick<AccountRuntime, 'name' | 'state'>, job: JobName, outcome: string): void {
@@ -67,20 +87,29 @@ export class Replication {
    */
   elect(
     duties: { all: Duties; account: AccountDuties },
-    deps: { metrics: Pick<Metrics, 'leader'>; onChange: () => void; accounts: readonly string[] },
+    deps: {
+      metrics: Pick<Metrics, 'leader' | 'haConfigMismatch' | 'haAccountUnled'>;
+      onChange: () => void;
+      /** the configured accounts: their names and base URLs (the terms this replica publishes, ha/terms.ts) */
+      upstreams: ReadonlyArray<{ name: string; baseUrl: string }>;
+    },
     timings: ElectionTimings & { shares?: ShareTimings } = {},
   ): Role {
     const { shares: shareTimings, ...election } = timings;
     const database = this.#database;
     const shared = this.shared;
+    const { upstreams, ...roleDeps } = deps;
+    const accounts = upstreams.map((a) => a.name);
+    // Heartbeat rows of both modes live as long: every replica judges the others' liveness with its own lease.
+    const leaseMs = shareTimings?.leaseMs ?? SHARES_DEFAULTS.leaseMs;
     if (database.kind === 'postgres' && database.shares && shared) {
-      const leaseMs = shareTimings?.leaseMs ?? SHARES_DEFAULTS.leaseMs;
       const role = startSharedRole(
         {
-          ...deps,
+          ...roleDeps,
+          accounts,
           logger: this.#logger,
           duties: duties.account,
-          coordination: shared.shares(database.shares.replica, leaseMs),
+          coordination: shared.shares(database.shares.replica, leaseMs, termsOf('shared', upstreams)),
           reason: (error) => reasonOf(databaseScrubber(database.url), error),
         },
         shareTimings,
@@ -92,7 +121,35 @@ export class Replication {
         return term && { replica, epoch: term.epoch };
       });
       this.#role = role;
-    } else this.#role = startRole(database, { logger: this.#logger, ...deps, duties: duties.all }, election);
+    } else if (database.kind === 'postgres' && shared) {
+      // One leader for every account: its heartbeat row is named after the host and this boot (names need not
+      // be unique in this mode), so that sharing replicas see it and it sees them (ha/terms.ts).
+      const agreement = new Agreement({ logger: this.#logger, metrics: deps.metrics, onChange: deps.onChange });
+      const membership = shared.membership(
+        `${hostname()}/${randomUUID().slice(0, 8)}`,
+        leaseMs,
+        termsOf('single', upstreams),
+      );
+      let agreed: () => void = () => {};
+      const terms = new TermsWatch({
+        membership,
+        agreement,
+        onAgreed: () => agreed(),
+        logger: this.#logger,
+        tickMs: Math.min(election.heartbeatMs ?? SHARES_DEFAULTS.tickMs, SHARES_DEFAULTS.tickMs),
+        reason: (error) => reasonOf(databaseScrubber(database.url), error),
+      });
+      this.#role = startRole(
+        database,
+        {
+          logger: this.#logger,
+          ...roleDeps,
+          duties: duties.all,
+          watch: { terms, disagreement: () => agreement.problem, onAgreed: (f) => (agreed = f) },
+        },
+        election,
+      );
+    } else this.#role = startRole(database, { logger: this.#logger, ...roleDeps, duties: duties.all }, election);
     return this.#role;
   }
 }
@@ -111,6 +168,8 @@ export interface PollingDutiesDeps {
   remediationTickMs?: number;
   /** the daemon is stopping: the initial polls start nothing more */
   stopping: () => boolean;
+  /** ms since epoch, the collector clock (default Date.now) */
+  now?: () => number;
 }
 
 /**
@@ -135,6 +194,8 @@ export function pollingDuties(d: PollingDutiesDeps): {
   };
   /** starts an account's polls (its event ids reloaded first) and tickers; resolves to its initial polls */
   const begin = (account: AccountRuntime): Promise<void> => {
+    // Before its first poll: a firewall history read in an earlier term is no evidence in this one.
+    d.replication.began(account.name, (d.now ?? Date.now)());
     const gone = () => d.stopping() || !d.replication.leads(account.name);
     const term = d.initialPolls === false ? Promise.resolve() : initialPolls(account, gone);
     terms.set(account.name, term);

@@ -1,7 +1,7 @@
 /**
  * Builds the daemon's dependencies from a Config and starts it: registry and metrics, upstream client,
  * graph store, poll jobs and their schedule, the exposition cache and the HTTP app (the builders of each part
- * in parts.ts). The `run` and `demo` commands (cli/main.ts) call this; integration tests call it too, with an
+ * in parts.ts). The `run` and `demo` commands (cli/program.ts) call this; integration tests call it too, with an
  * injected logger and clock.
  */
 import type { FastifyInstance } from 'fastify';
@@ -139,7 +139,13 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
   const { shared, leading, led } = replication;
   // Followers read the leader's server list once the schema is there.
   if (shared) void store.opened.then((open) => open && shared.directory.start());
-  const exposition = exposeMetrics(registry, metrics, { now, leading, led, store });
+  const exposition = exposeMetrics(registry, metrics, {
+    now,
+    leading,
+    led,
+    store,
+    accounts: config.accounts.map((a) => a.name),
+  });
   const accounts = await startAccounts(config, {
     metrics,
     logger,
@@ -220,13 +226,18 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     replication,
     store,
     logger,
+    now,
     ...pick(options, ['initialPolls', 'schedule', 'remediationTickMs']),
     stopping: () => stopping,
   });
   // A role change shows in /metrics at once (baremetal_leader).
   const role = replication.elect(
     duties,
-    { metrics, onChange: () => exposition.renderSoon(), accounts: [...accounts.keys()] },
+    {
+      metrics,
+      onChange: () => exposition.renderSoon(),
+      upstreams: config.accounts.map((a) => ({ name: a.name, baseUrl: a.upstream.baseUrl })),
+    },
     options.ha,
   );
   return {

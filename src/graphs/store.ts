@@ -11,9 +11,9 @@ import { createHash } from 'node:crypto';
 import { access, mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import sharp from 'sharp';
 import { GRAPH_SCALES, GRAPH_TYPES, type GraphScale, type GraphType } from '../config/api-terms.js';
 import { BoundedFileError, readBoundedFile, readProblem } from '../read-bounded-file.js';
+import { pngSize } from './png.js';
 
 /** What a graph store copies its changes to (the leader's, with PostgreSQL). */
 export interface GraphMirror {
@@ -208,7 +208,7 @@ export class GraphStore {
         try {
           const png = await this.#read(file);
           if (png === undefined) continue;
-          const { width = 0, height = 0 } = await sharp(png).metadata();
+          const { width, height } = pngSize(png);
           const { mtimeMs } = await stat(file);
           const key = { serverId, type: match[1] as GraphType, scale: match[2] as GraphScale };
           if (!(GRAPH_SCALES as readonly string[]).includes(key.scale)) continue;

@@ -39,7 +39,15 @@ export interface LeaderElectorOptions {
   sessionTimeoutMs?: number;
   /** `application_name` of the connection, as `pg_stat_activity` shows it */
   applicationName?: string;
+  /**
+   * false while this replica may not lead (it disagrees with the live replicas, ha/terms.ts): it does not try for
+   * the lock, and a leader steps down at its next heartbeat (demoted, then the lock released); default always
+   */
+  mayLead?: () => boolean;
 }
+
+/** The reason onDemoted is given when `mayLead` turned false. */
+export const DISAGREES = 'this replica disagrees with the live replicas';
 
 /** The reason onDemoted is given by `stop()` (a graceful shutdown, not a fault). */
 export const STOPPING = 'this replica is stopping';
@@ -56,6 +64,7 @@ export class LeaderElector {
   /** role changes run in order: a demotion's work has ended before the next election's starts */
   #transitions: Promise<void> = Promise.resolve();
   #problem: string | undefined = 'the database has not answered yet';
+  #attempted = false;
   /** the problem last logged, so that a database that stays down is logged once, not every retry */
   #logged: string | undefined;
 
@@ -67,6 +76,16 @@ export class LeaderElector {
   /** True while this replica holds the lock (between onElected and onDemoted). */
   get leader(): boolean {
     return this.#leader;
+  }
+
+  /** True once an attempt to take the lock has been made while `mayLead` allowed it (readiness). */
+  get attempted(): boolean {
+    return this.#attempted;
+  }
+
+  /** The next attempt comes at once rather than after `retryMs` (`mayLead` just turned true). */
+  nudge(): void {
+    if (!this.#leader) this.#ticker.postpone(0);
   }
 
   /** Why the database does not answer (readiness), or undefined when the last attempt or heartbeat reached it. */
@@ -98,7 +117,13 @@ export class LeaderElector {
   async #tick(): Promise<number> {
     const client = this.#client;
     try {
-      if (!this.#leader) await this.#attempt();
+      const may = this.#options.mayLead?.() ?? true;
+      if (!this.#leader) {
+        if (may) {
+          await this.#attempt();
+          this.#attempted = true;
+        }
+      } else if (client && !may) await this.#stepDown(client);
       else if (client) await this.#query(client, 'SELECT 1');
       // Not reached: losing the connection demotes at once (#lost).
       else throw new Error('the connection was lost');
@@ -108,6 +133,14 @@ export class LeaderElector {
       this.#lost(this.#client, this.#describe(error));
     }
     return this.#leader ? this.#options.heartbeatMs : this.#options.retryMs;
+  }
+
+  /** A leader that may no longer lead: its duties end, then the lock is released for a replica that may. */
+  async #stepDown(client: pg.Client): Promise<void> {
+    this.#options.logger.warn({ database: this.#options.redactedUrl }, `stepping down as leader: ${DISAGREES}`);
+    this.#demote(DISAGREES);
+    await this.#transitions;
+    await this.#query(client, 'SELECT pg_advisory_unlock($1)', [ADVISORY_LOCKS.leader]);
   }
 
   /** Connects when needed and tries to take the lock; on success this replica leads. */

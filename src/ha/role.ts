@@ -8,6 +8,10 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/types.js';
 import type { Metrics } from '../metrics/definitions.js';
 import { LeaderElector, STOPPING, type LeaderElectorOptions } from './leader.js';
+import type { TermsWatch } from './terms-watch.js';
+
+/** Readiness while a replica has not yet compared its terms with the live replicas (its first heartbeats). */
+export const NOT_YET_JOINED = 'this replica has not yet compared its terms with the live replicas';
 
 /** What leading means for the daemon. */
 export interface Duties {
@@ -29,13 +33,27 @@ export interface Role {
   led?(): ReadonlySet<string>;
   /** why the shared database does not answer the election (readiness); always undefined with SQLite */
   readonly problem: string | undefined;
+  /** why this replica disagrees with the live replicas and leads nothing (readiness, ha/terms.ts); undefined with SQLite */
+  readonly disagreement?: string | undefined;
   /** stops leading (the duties end first), then lets another replica take over */
   stop(): Promise<void>;
 }
 
 export function startRole(
   database: Config['database'],
-  deps: { logger: Logger; metrics: Pick<Metrics, 'leader'>; duties: Duties; onChange: () => void },
+  deps: {
+    logger: Logger;
+    metrics: Pick<Metrics, 'leader'>;
+    duties: Duties;
+    onChange: () => void;
+    /** with PostgreSQL: this replica's heartbeat row and judgement; it tries for the lock only while it agrees */
+    watch?: {
+      terms: TermsWatch;
+      disagreement: () => string | undefined;
+      /** registers what to do when the replica comes to agree */
+      onAgreed: (f: () => void) => void;
+    };
+  },
   timings: ElectionTimings = {},
 ): Role {
   const { metrics, duties, onChange, logger } = deps;
@@ -56,6 +74,7 @@ export function startRole(
     redactedUrl: database.redactedUrl,
     logger,
     ...timings,
+    ...(deps.watch ? { mayLead: () => deps.watch!.terms.agrees } : {}),
     onElected: async () => {
       leading = true;
       set(true);
@@ -70,7 +89,9 @@ export function startRole(
         logger.warn({ reason }, 'following: polls and deferred firewall changes stopped; webhooks and /metrics go on');
     },
   });
+  deps.watch?.terms.start();
   elector.start();
+  deps.watch?.onAgreed(() => elector.nudge());
   return {
     get leading() {
       return leading;
@@ -79,8 +100,15 @@ export function startRole(
     get problem() {
       return elector.problem;
     },
+    get disagreement() {
+      const watch = deps.watch;
+      if (!watch) return undefined;
+      // Until it has agreed and tried for the lock once, it cannot tell whether it will lead: not ready yet.
+      return watch.disagreement() ?? (watch.terms.agrees && elector.attempted ? undefined : NOT_YET_JOINED);
+    },
     stop: async () => {
       await elector.stop();
+      await deps.watch?.terms.stop();
       await duties.stop();
     },
   };

@@ -9,6 +9,8 @@ import type { Logger } from 'pino';
 import type { Metrics } from '../metrics/definitions.js';
 import type { AccountLeases } from '../store/postgres/leases.js';
 import type { Membership } from '../store/postgres/membership.js';
+import { Agreement } from './agreement.js';
+import { NOT_YET_JOINED } from './role.js';
 import { AccountShares, HANDED_OVER, type AccountSharesOptions } from './shares.js';
 
 /** What leading one account means for the daemon. */
@@ -24,7 +26,7 @@ export type ShareTimings = Pick<AccountSharesOptions, 'leaseMs' | 'tickMs' | 'ma
 
 export interface SharedRoleDeps {
   logger: Logger;
-  metrics: Pick<Metrics, 'leader'>;
+  metrics: Pick<Metrics, 'leader' | 'haConfigMismatch' | 'haAccountUnled'>;
   accounts: readonly string[];
   duties: AccountDuties;
   /** a role changed (the exposition renders soon) */
@@ -42,11 +44,13 @@ export function startSharedRole(deps: SharedRoleDeps, timings: ShareTimings = {}
     onChange();
   };
   for (const account of deps.accounts) set(account, false);
+  const agreement = new Agreement({ logger, metrics, onChange });
   const shares = new AccountShares({
     ...deps.coordination,
     accounts: deps.accounts,
     logger,
     reason: deps.reason,
+    onJudged: (judgement) => agreement.judged(judgement),
     ...timings,
     onGained: async ({ account }) => {
       set(account, true);
@@ -68,6 +72,10 @@ export function startSharedRole(deps: SharedRoleDeps, timings: ShareTimings = {}
     led: () => new Set(shares.led()),
     get problem() {
       return shares.problem;
+    },
+    get disagreement() {
+      // Until it has agreed and claimed its share once, it cannot tell which accounts it leads: not ready yet.
+      return agreement.problem ?? (shares.joined ? undefined : NOT_YET_JOINED);
     },
     /** test hooks (a paused process): see AccountShares.pauseHeartbeat */
     shares,

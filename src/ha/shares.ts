@@ -1,7 +1,9 @@
 /**
  * Leadership per account: every `tickMs` this replica refreshes its heartbeat (store/postgres/membership.ts),
- * computes from the live replicas which accounts are its share (assignment.ts: every replica computes the
- * same), and then, account by account, claims the lease of an account that became its share, renews the lease
+ * judges whether it agrees with the live replicas' terms (terms.ts: while it disagrees it leads nothing and
+ * hands over what it led), computes from the agreeing live replicas which accounts are its share
+ * (assignment.ts: every replica computes the same; nothing is claimed at the first heartbeat, so that replicas
+ * starting together see each other first), and then, account by account, claims the lease of an account that became its share, renews the lease
  * of one it leads, and hands over one that is no longer its share (its duties end first, then the lease is
  * released, so the next leader claims it at its next tick and the two never act together).
  *
@@ -16,6 +18,7 @@ import type { Logger } from 'pino';
 import type { AccountLeases } from '../store/postgres/leases.js';
 import type { Membership } from '../store/postgres/membership.js';
 import { assignAccounts } from './assignment.js';
+import { judge, type Judgement } from './terms.js';
 import { Ticker } from './ticker.js';
 
 /** This replica leads `account` under the lease `epoch` (bigint as text). */
@@ -25,7 +28,7 @@ export interface AccountTerm {
 }
 
 export interface AccountSharesOptions {
-  membership: Pick<Membership, 'replica' | 'beat' | 'leave'>;
+  membership: Pick<Membership, 'replica' | 'bootId' | 'terms' | 'members' | 'leave'>;
   leases: Pick<AccountLeases, 'claim' | 'renew' | 'release'>;
   /** the configured accounts */
   accounts: readonly string[];
@@ -40,6 +43,8 @@ export interface AccountSharesOptions {
   tickMs?: number;
   /** a lease is trusted until this long before it would expire, ms (default 2000) */
   marginMs?: number;
+  /** what each heartbeat's judgement of the membership found (ha/agreement.ts reports it) */
+  onJudged?: (judgement: Judgement) => void;
   /** the message of a database error, scrubbed of the URL's secrets (default: the error's message) */
   reason?: (error: unknown) => string;
 }
@@ -67,6 +72,12 @@ export class AccountShares {
     return this.#o.tickMs;
   });
   #problem: string | undefined = 'the database has not answered yet';
+  /**
+   * heartbeats written since the start or the last failed one: the first only makes this replica seen (one
+   * replica starting, or coming back after an outage, with another sees it next)
+   */
+  #beats = 0;
+  #joined = false;
 
   constructor(options: AccountSharesOptions) {
     this.#o = { ...SHARES_DEFAULTS, ...options };
@@ -93,6 +104,11 @@ export class AccountShares {
   /** The accounts this replica leads now, in config order. */
   led(): string[] {
     return this.#o.accounts.filter((account) => this.leads(account));
+  }
+
+  /** True once this replica has agreed with the live replicas and claimed its share once (readiness). */
+  get joined(): boolean {
+    return this.#joined;
   }
 
   /** Why the database does not answer (readiness), or undefined when the last heartbeat reached it. */
@@ -132,19 +148,39 @@ export class AccountShares {
     // First of all: a lease that ran out while this replica could not renew it (paused, slow database).
     for (const [account, held] of this.#held)
       if (performance.now() >= held.trustedUntil) this.#lose(account, 'its lease ran out before it was renewed');
-    let live: string[];
+    let beat: Awaited<ReturnType<Membership['members']>>;
     try {
-      live = await this.#o.membership.beat();
+      beat = await this.#o.membership.members();
       this.#problem = undefined;
     } catch (error) {
       this.#problem = this.#reason(error);
       for (const account of this.#held.keys()) this.#lose(account, `the heartbeat failed: ${this.#problem}`);
+      // After an outage the others' rows may have expired: the first replica back would see itself alone and
+      // claim every account. It claims again only at its second heartbeat, once the others (who retry every
+      // tick too) could beat again.
+      this.#beats = 0;
       return;
     }
-    const assignment = assignAccounts(this.#o.accounts, live);
+    const { membership } = this.#o;
+    const judgement = judge(
+      { replica: membership.replica, bootId: membership.bootId, terms: membership.terms },
+      beat.live,
+      beat.singleLeaderLocked,
+    );
+    this.#o.onJudged?.(judgement);
+    if (judgement.mismatch) {
+      // Leads nothing while it disagrees: every account is handed over (its duties end, its lease released).
+      const why = `this replica disagrees with the live replicas (${judgement.mismatch.reason})`;
+      await Promise.all([...this.#held.keys()].map((account) => this.#handOver(account, why)));
+      return;
+    }
+    // Replicas that start together: each claims its share only once it could see the others' first heartbeats.
+    if (++this.#beats < 2) return;
+    const assignment = assignAccounts(this.#o.accounts, judgement.members);
     await Promise.all(
       this.#o.accounts.map((account) => this.#settle(account, assignment.get(account) === this.replica)),
     );
+    this.#joined = true;
   }
 
   /** Makes `account`'s lease agree with the assignment: claim, renew or hand over. */

@@ -6,18 +6,18 @@
  * (open unless `web.auth` is set), and the remediation routes (always behind `remediation.auth`).
  */
 import { STATUS_CODES } from 'node:http';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { AttackLog } from '../collectors/attacks.js';
 import type { ReloadResult } from '../config/reload.js';
-import type { AuthLimits, Config } from '../config/types.js';
+import type { AuthLimits, Config, Principal } from '../config/types.js';
 import { AuthBusyError, BaremetalError, INTERNAL_ERROR_CODE } from '../errors.js';
 import { localGraphs, type GraphSource } from '../graphs/source.js';
 import type { GraphStore } from '../graphs/store.js';
-import { authEnabled, createAuthCheck, type AuthConfig } from './auth.js';
+import { type AuthCheckOptions, authEnabled, createAuthCheck, type AuthConfig } from './auth.js';
 import { AddressAllowance } from './auth-allowance.js';
 import { BcryptPool, type PasswordVerifier } from './bcrypt-pool.js';
-import { createPrincipalCheck, remediationPrincipals } from './principals.js';
+import { createPrincipalCheck, READ_ROLES, remediationPrincipals } from './principals.js';
 import { applyServerLimits, serverLimitOptions } from './server-limits.js';
 import { actionRoutes } from './routes/actions.js';
 import { approvalRoutes } from './routes/approvals.js';
@@ -50,8 +50,8 @@ export interface AppDeps {
   /** reasons the daemon is not ready (empty = ready); default: always ready */
   readiness?: Readiness;
   /**
-   * the status page's data; without it `/` is not served. `actions` is false when the page is open (no
-   * web.auth): remediation decisions are then left out, not only hidden
+   * the status page's data; without it `/` is not served. `actions` is false unless a reader or operator
+   * (remediation.auth) asks behind web.auth: remediation decisions are then left out, not only hidden
    */
   statusView?: (options: { actions: boolean }) => Promise<StatusView>;
   /** the latest attack events per account, served as `GET /api/v1/attacks`; without it the route is not served */
@@ -152,25 +152,36 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   if (headers) app.addHook('onSend', async (_request, reply) => void reply.headers(headers()));
   healthRoutes(app, { readiness: deps.readiness ?? (() => []) });
 
+  // The people who read: remediation principals with a reader's or an operator's role. Behind web.auth they
+  // are let in with their own credential besides web.auth's (Prometheus's scrape credential), and only they see
+  // the status page's details: one credential per person, and the scrape credential reads nothing else.
+  const readers = deps.remediation
+    ? remediationPrincipals(deps.remediation.config).filter((p) => p.roles.some((r) => READ_ROLES.includes(r)))
+    : [];
   void app.register(async (scope) => {
     const webAuth = deps.webAuth;
     const currentAuth = typeof webAuth === 'function' ? webAuth : () => webAuth;
+    /** The principal each request of this scope was let in as (a reader or operator); absent for web.auth's. */
+    const viewers = new WeakMap<FastifyRequest, Principal>();
     if (webAuth) {
       // Rebuilt when the credentials are replaced (a web-config reload), so the check's cache is per set.
       let checked: AuthConfig | undefined;
-      let check: ReturnType<typeof createAuthCheck> | undefined;
-      scope.addHook('onRequest', (request) => {
+      let check: ((request: FastifyRequest) => Promise<Principal | undefined>) | undefined;
+      scope.addHook('onRequest', async (request) => {
         const auth = currentAuth()!;
-        if (auth !== checked || !check) [checked, check] = [auth, createAuthCheck(auth, 'allow', authOptions)];
-        return check(request);
+        if (auth !== checked || !check) [checked, check] = [auth, readerOrWebCheck(auth, readers, authOptions)];
+        const principal = await check(request);
+        if (principal) viewers.set(request, principal);
       });
     }
-    // With no web.auth the page is open to anyone who reaches the port: it leaves the journal out.
-    const actions = () => {
+    // With no web.auth the page is open to anyone who reaches the port: it leaves the journal out. Behind it, the
+    // details are a reader's or an operator's.
+    const actions = (request: FastifyRequest) => {
       const auth = currentAuth();
-      return auth !== undefined && authEnabled(auth);
+      return auth !== undefined && authEnabled(auth) && viewers.has(request);
     };
-    if (deps.statusView) statusPageRoutes(scope, { statusView: () => deps.statusView!({ actions: actions() }) });
+    if (deps.statusView)
+      statusPageRoutes(scope, { statusView: (request) => deps.statusView!({ actions: actions(request) }) });
     metricsRoutes(scope, { exposition: deps.exposition, ...(deps.telemetryPath ? { path: deps.telemetryPath } : {}) });
     graphRoutes(scope, { graphs: deps.graphSource ?? localGraphs(deps.graphStores), maxWidth: deps.graphMaxWidth });
     if (deps.attacks) attackRoutes(scope, { attacks: deps.attacks });
@@ -196,6 +207,47 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     });
   }
   return app;
+}
+
+/**
+ * The check of the read-only scope behind web.auth: web.auth's credentials (Prometheus's scrape credential) or a
+ * reader's or operator's own (remediation.auth), in one check (one bcrypt queue, one allowance). Resolves to the
+ * principal for a reader's or operator's credential, undefined for web.auth's; 401 for anything else. A basic-auth
+ * user named in both is web.auth's.
+ */
+function readerOrWebCheck(
+  web: AuthConfig,
+  readers: readonly Principal[],
+  options: AuthCheckOptions,
+): (request: FastifyRequest) => Promise<Principal | undefined> {
+  const byToken = readers.filter((p) => p.bearerToken !== undefined);
+  const byUser = new Map(
+    readers.flatMap((p) =>
+      p.basicAuthHash === undefined || Object.hasOwn(web.basicAuthUsers, p.name) ? [] : ([[p.name, p]] as const),
+    ),
+  );
+  const check = createAuthCheck(
+    {
+      bearerTokens: [...web.bearerTokens, ...byToken.map((p) => p.bearerToken!)],
+      basicAuthUsers: {
+        ...Object.fromEntries([...byUser].map(([name, p]) => [name, p.basicAuthHash!])),
+        ...web.basicAuthUsers,
+      },
+    },
+    'allow',
+    options,
+  );
+  return async (request) => {
+    // With web.auth empty (no credentials), the scope is open, as before: the readers' do not close it.
+    if (!authEnabled(web)) return undefined;
+    const credential = await check(request);
+    if (credential === undefined) return undefined;
+    if ('token' in credential)
+      return credential.token < web.bearerTokens.length
+        ? undefined
+        : byToken[credential.token - web.bearerTokens.length];
+    return byUser.get(credential.user);
+  };
 }
 
 /**

@@ -13,8 +13,11 @@ import { createAuthCheck, type AuthCheckOptions, type AuthConfig } from './auth.
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** the role a principal needs for this remediation route (principals.ts); none: refused to everyone */
-    role?: Role;
+    /**
+     * the role a principal needs for this remediation route (principals.ts), or the roles any one of which will
+     * do; none: refused to everyone
+     */
+    role?: Role | readonly Role[];
   }
 }
 
@@ -23,7 +26,13 @@ declare module 'fastify' {
  * `app.post(url, { ...routeRole('operator'), schema }, handler)`. A route of the remediation scope without one
  * is refused to everyone.
  */
-export const routeRole = (role: Role) => ({ config: { role } });
+export const routeRole = (role: Role | readonly Role[]) => ({ config: { role } });
+
+/**
+ * The roles that may read (the journal, one entry, the breakers' state, the status page's details): a reader's,
+ * and an operator's, so that one credential serves a person for everything an operator uses.
+ */
+export const READ_ROLES: readonly Role[] = ['reader', 'operator'];
 
 /**
  * Every principal of `remediation`: the configured ones, then the deprecated form's, each with every role:
@@ -78,8 +87,9 @@ export function createPrincipalCheck(
     const route = `${request.method} ${request.routeOptions.url ?? ''}`;
     const role = request.routeOptions.config.role;
     if (role === undefined) throw new ForbiddenError(`principal ${principal.name}: ${route} is open to no role`);
-    if (!principal.roles.includes(role))
-      throw new ForbiddenError(`principal ${principal.name} lacks the role ${role} (${route})`);
+    const roles: readonly Role[] = typeof role === 'string' ? [role] : role;
+    if (!roles.some((r) => principal.roles.includes(r)))
+      throw new ForbiddenError(`principal ${principal.name} lacks the role ${roles.join(' or ')} (${route})`);
     callers.set(request, principal);
   };
 }

@@ -280,6 +280,18 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['account'] as const,
       registers,
     }),
+    haConfigMismatch: new Gauge({
+      name: 'baremetal_ha_config_mismatch',
+      help: "1 while this replica disagrees with the live replicas sharing its PostgreSQL database, by reason: mode (database.share_accounts differs from the oldest live replica's), accounts (its account names or base URLs differ), duplicate_name (a live process of another boot holds its replica_name); 0 for the other reasons. While it disagrees it leads no account and /readyz is not ready (BaremetalHaConfigMismatch). No sample with SQLite (one process).",
+      labelNames: ['reason'] as const,
+      registers,
+    }),
+    haAccountUnled: new Gauge({
+      name: 'baremetal_ha_account_unled',
+      help: "1 while the account is in some live replica's config but in none of the replicas that agree on the membership's terms, so no replica can lead it (BaremetalHaAccountUnled); 0 once that changed. Computed the same on every replica from the heartbeat rows. No sample with SQLite (one process).",
+      labelNames: ['account'] as const,
+      registers,
+    }),
     actionPending: new Gauge({
       name: 'baremetal_action_pending',
       help: `Remediation changes waiting to be applied (firewall state inside its hold or 2-minute window). ${CACHED}`,

@@ -111,6 +111,8 @@ export class ExpositionCache {
   /** per format, the newest rendering whose gzipped body is ready: its number and that body */
   readonly #gzipped = new Map<ExpositionFormat, { seq: number; body: Buffer }>();
   #dirty = true;
+  /** the accounts whose series the current rendering includes (`accountSeries.led()` then, as a key) */
+  #renderedLed: string | undefined;
   #rendering: Promise<Exposition> | undefined;
   #soon: NodeJS.Timeout | undefined;
   #timer: NodeJS.Timeout | undefined;
@@ -184,7 +186,8 @@ export class ExpositionCache {
     this.#created.now = now / 1000;
     const led = accountSeries?.led();
     /** the accounts whose series are included, as a cache key ('' for all) */
-    const ledKey = led ? `:${[...led].sort().join(',')}` : '';
+    const ledKey = ledKeyOf(led);
+    this.#renderedLed = ledKey;
     for (const metric of registry.getMetricsAsArray()) {
       if (include && !include(metric.name)) continue;
       const withCreated = created?.has(metric.name) ? this.#created : undefined;
@@ -206,9 +209,20 @@ export class ExpositionCache {
     return bodies.finish();
   }
 
-  /** The last rendering; renders once if there is none yet. */
+  /**
+   * The last rendering; renders once if there is none yet, or when the accounts this replica leads are no
+   * longer those it was rendered for (a process woken from a freeze past its leases answers what it leads now,
+   * not what it led before: issue 50).
+   */
   async get(): Promise<Exposition> {
-    return this.#current ?? this.render();
+    if (this.#current && !this.#ledChanged()) return this.#current;
+    return this.render();
+  }
+
+  /** True when `accountSeries.led()` is no longer what the current rendering was made for. */
+  #ledChanged(): boolean {
+    const { accountSeries } = this.#options;
+    return accountSeries !== undefined && ledKeyOf(accountSeries.led()) !== this.#renderedLed;
   }
 
   /**
@@ -221,8 +235,8 @@ export class ExpositionCache {
    */
   async gzipped(format: ExpositionFormat): Promise<Buffer> {
     const held = this.#gzipped.get(format);
-    if (held) return held.body;
-    const current = this.#current ?? (await this.render());
+    if (held && !this.#ledChanged()) return held.body;
+    const current = this.#current && !this.#ledChanged() ? this.#current : await this.render();
     this.#gzipFormats.add(format);
     return this.#compress(current, this.#currentSeq, format);
   }
@@ -233,4 +247,9 @@ export class ExpositionCache {
     if ((this.#gzipped.get(format)?.seq ?? 0) < seq) this.#gzipped.set(format, { seq, body });
     return body;
   }
+}
+
+/** The accounts whose series are included, as a cache key ('' for all). */
+function ledKeyOf(led: ReadonlySet<string> | undefined): string {
+  return led ? `:${[...led].sort().join(',')}` : '';
 }

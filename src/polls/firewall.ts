@@ -25,6 +25,7 @@ import {
 } from './poll.js';
 import { RoundRobin, runCapacity } from './round-robin.js';
 import { yieldToLoop } from '../slices.js';
+import { StaleLeaseError } from '../errors.js';
 
 type FirewallJob = 'firewall' | 'firewall_under_attack';
 
@@ -212,10 +213,18 @@ async function saveLedger(context: PollContext, services: ServiceRef[]): Promise
     await ledger.save(ids);
     state.savedIds = ids;
   } catch (error) {
-    logger.warn(
-      { err: error },
-      'cannot write the attack event ids to the state directory: after a restart, events still reported count again',
-    );
+    // With the accounts shared among replicas the database refused a write under a lease no longer current:
+    // another replica leads the account now and counts from the ids it read (not a fault of the store).
+    if (error instanceof StaleLeaseError)
+      logger.warn(
+        { err: error },
+        'not saving the attack event ids: this replica no longer holds the account’s lease (the database refused the write); its leader keeps them',
+      );
+    else
+      logger.warn(
+        { err: error },
+        'cannot save the attack event ids (state directory or database): after a restart, events still reported count again',
+      );
   }
 }
 

@@ -119,16 +119,21 @@ export class Approvals {
   }
 
   /**
-   * Its requester `principal` (checked by the caller: the row's principal) withdraws `row`, with an optional
-   * reason (in the message): journaled `withdrawn`, nothing sent. Throws ConflictError, JournalError.
+   * `principal` withdraws `row` (who may is checked by the caller, remediation/withdrawal.ts: its requester, or an
+   * operator for an alert's request), with an optional reason (in the message): journaled `withdrawn`, nothing
+   * sent; an operator other than the requester is journaled as the row's `approver`, the one who settled it.
+   * Throws ConflictError, JournalError.
    */
   async withdraw(row: JournalEntry, principal: string, reason?: string): Promise<ActionDecision> {
     const at = this.#deps.now();
     const message = `withdrawn by ${principal}${reason ? `: ${reason}` : ''}; nothing sent`;
-    await this.#settle(row, { decision: 'withdrawn', approver: null, at, message });
+    const approver = principal === row.principal ? null : principal;
+    await this.#settle(row, { decision: 'withdrawn', approver, at, message });
     this.#deps.logger.info(
-      { journal_id: row.id, action: row.action, principal },
-      'remediation request withdrawn by its requester',
+      { journal_id: row.id, action: row.action, principal, requester: row.principal },
+      approver === null
+        ? 'remediation request withdrawn by its requester'
+        : 'remediation request withdrawn by an operator',
     );
     return this.#deps.record(row.action, { id: row.id, decision: 'withdrawn', message });
   }

@@ -6,7 +6,7 @@
  */
 import { STALE_AFTER_FIREWALL_PERIODS } from '../collectors/firewall.js';
 import { breakerLimit, type RemediationSafety } from '../config/types.js';
-import { IdempotencyMismatchError } from '../errors.js';
+import { IdempotencyMismatchError, NoLeaderError } from '../errors.js';
 import type { CircuitState, DesiredFirewall } from '../store/rows.js';
 import type { StateQueries } from '../store/store.js';
 import type { Decision } from '../store/decisions.js';
@@ -107,7 +107,8 @@ const iso = (ms: number) => new Date(ms).toISOString();
  * the server has an attack event within `attackWindowMs` before `now`, or when its attack state is unknown
  * (no state from the directory, the firewall collector off, its history failed, or read longer ago than
  * STALE_AFTER_FIREWALL_PERIODS × `firewallPeriodMs`, the period of `schedules.firewall`). The message names
- * the IP and its last event's time, or why the state is unknown.
+ * the IP and its last event's time, or why the state is unknown. Throws NoLeaderError (no decision) when the
+ * state is unknown only here: a leader that has read the history will know (AttackState `undecided`).
  */
 export function checkAttack(
   targets: TargetDirectory,
@@ -123,6 +124,11 @@ export function checkAttack(
   });
   const state = targets.attackState?.(req.serverId);
   if (state === undefined) return unknown('no attack data in this process');
+  // A leader will know: no decision yet, nothing journaled (the transaction rolls back), 503 for a retry.
+  if (!state.known && state.undecided)
+    throw new NoLeaderError(
+      `attack state of server ${req.serverId} not known here yet: ${state.reason}; retry later (remediation.safety.deny_power_when_attacked)`,
+    );
   if (!state.known) return unknown(state.reason);
   const staleAfter = STALE_AFTER_FIREWALL_PERIODS * firewallPeriodMs;
   if (now - state.readAt > staleAfter)

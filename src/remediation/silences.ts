@@ -8,8 +8,10 @@
  *
  * Reconciled, not tracked: the leader's tick compares the rows being handled (the journal, shared by the
  * replicas) with the silences Alertmanager holds (found by their comment), creates what is missing and expires
- * what is no longer wanted. Nothing is stored besides: a failover, a restart or a silence someone expired by
- * hand converges on the next run. An Alertmanager that cannot be reached leaves things as they are (the client
+ * what is no longer wanted. Nothing is stored besides: a failover or a restart converges on the next run. A
+ * silence someone expired by hand (amtool silence expire) stays expired for its journal entry: its expired
+ * silence in Alertmanager says so (for Alertmanager's retention of expired silences, 5 days by default), and the
+ * keeper logs once who took it over (the silence's `updatedBy` when Alertmanager gives one, else "someone"). An Alertmanager that cannot be reached leaves things as they are (the client
  * logs it once and counts it): the silences end on their own at their end time.
  */
 import type { Logger } from 'pino';
@@ -55,6 +57,8 @@ export class SilenceKeeper {
   #ranAt = -Infinity;
   /** the last run found silences of ours (or has not run): the next one must look, even with nothing handled */
   #mayHaveSilences = true;
+  /** the journal entries whose silence someone expired by hand, already logged (in memory: a restart logs again) */
+  readonly #takenOver = new Set<number>();
 
   constructor(deps: SilenceDeps) {
     this.#deps = deps;
@@ -74,12 +78,14 @@ export class SilenceKeeper {
     );
     if (handled.length === 0 && !this.#mayHaveSilences) return;
     try {
-      const ours = (await alertmanager.silences())
+      const all = await alertmanager.silences();
+      const ours = all
         .filter((s) => s.state !== 'expired')
         .flatMap((s) => {
           const entry = entryOf(s);
           return entry && entry.account === account ? [{ id: s.id, entry: entry.id }] : [];
         });
+      const expired = all.filter((s) => s.state === 'expired' && entryOf(s)?.account === account);
       const wanted = new Map(handled.map((row) => [row.id, row]));
       for (const s of ours)
         if (!wanted.delete(s.entry)) {
@@ -91,6 +97,21 @@ export class SilenceKeeper {
           row.decision === 'awaiting_approval' ? row.createdAt + this.#deps.approvalTimeoutMs() : deadlineOf(row);
         if (end <= now) continue;
         const until = `${row.decision === 'awaiting_approval' ? 'awaiting approval' : 'verifying'} until ${new Date(end).toISOString()}`;
+        // Still handled and before its end, yet its silence is expired: someone expired it by hand (the keeper
+        // expires only the silences of rows no longer handled). This row's own silence (its whole comment, with
+        // its end), not one of an older journal's entry of the same number.
+        const taken = expired.find((x) => x.comment === comment(row, until));
+        if (taken) {
+          if (!this.#takenOver.has(row.id)) {
+            this.#takenOver.add(row.id);
+            const by = taken.updatedBy ?? 'someone';
+            logger.warn(
+              { journal_id: row.id, silence_id: taken.id, by },
+              `the silence of a request still handled was expired by ${by}: not created again for this journal entry, the alert pages`,
+            );
+          }
+          continue;
+        }
         const labels = JSON.parse(row.labels!) as Record<string, string>;
         const id = await alertmanager.createSilence({
           matchers: Object.entries(labels).map(([name, value]) => ({ name, value, isRegex: false, isEqual: true })),

@@ -4,11 +4,16 @@
  */
 import type { TargetDirectory } from './types.js';
 
-/** The engine's directory: the account's state while this replica leads and has read a server list, else the snapshot. */
+/**
+ * The engine's directory: the account's state while this replica leads and has read a server list, else the
+ * snapshot. `ledSince()`: ms since epoch (the collector clock) this replica's current term of the account began
+ * (undefined while it does not lead it); a history read before it is no evidence (another replica led between).
+ */
 export function leaderOrSnapshot(
   state: TargetDirectory,
   snapshot: TargetDirectory,
   leading: () => boolean,
+  ledSince: () => number | undefined = () => undefined,
 ): TargetDirectory {
   const current = () => (leading() && state.serversKnown ? state : snapshot);
   return {
@@ -19,13 +24,24 @@ export function leaderOrSnapshot(
     ownsIp: (serverId, ip) => current().ownsIp(serverId, ip),
     outOfScope: (serverId) => current().outOfScope?.(serverId) ?? false,
     serversInScope: () => current().serversInScope?.() ?? 0,
-    // A follower's snapshot holds no attack data: its power requests are denied as unknown, unclaimed, and the
-    // leader (which the webhook reaches too) decides.
-    attackState: (serverId) =>
-      current().attackState?.(serverId) ?? {
+    // A follower's snapshot holds no attack data: its power requests wait (503, nothing journaled) and the
+    // leader (which the webhook reaches too) decides; the retry of a delivery it decided is a duplicate.
+    attackState: (serverId) => {
+      const known = current().attackState?.(serverId) ?? {
         known: false,
-        reason:
-          'this replica does not lead: only the leader polls the firewall histories; the leader decides on the same delivery (send power calls to the leader, or force them)',
-      },
+        reason: leading()
+          ? 'this replica leads the account but has not read its server list yet'
+          : 'this replica does not lead the account: only its leader polls the firewall histories; the leader decides on the same delivery (send power calls to the leader, retry, or force them)',
+        undecided: true,
+      };
+      const since = ledSince();
+      if (known.known && since !== undefined && known.readAt < since)
+        return {
+          known: false,
+          reason: 'its firewall history has not been read since this replica took the account',
+          undecided: true,
+        };
+      return known;
+    },
   };
 }

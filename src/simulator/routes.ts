@@ -3,9 +3,11 @@
  * answering from the simulated state (state.ts) and with the contract's error shape (§7) for bad input.
  */
 import type { FastifyReply } from 'fastify';
-import validator from 'validator';
+import isFQDNModule from 'validator/lib/isFQDN.js';
 import { renderGraph } from './graphs.js';
 import { LOCATIONS, OPERATING_SYSTEMS, type SimService, type SimulatorState } from './state.js';
+
+const isFQDN = isFQDNModule.default; // validator's per-function module: a CommonJS default
 
 export type Params = Record<string, string>;
 export type Handler = (params: Params, reply: FastifyReply) => unknown;
@@ -91,7 +93,7 @@ export function routes(state: SimulatorState, seed: number): Record<string, Hand
     },
     '/api/v1/dedicated/dns': (p, reply) => {
       if (!ipOf(p, reply)) return reply;
-      if (p.type !== 'ptr' || !validator.isFQDN(p.content ?? '')) return fail(reply, 400, 'Invalid PTR content.');
+      if (p.type !== 'ptr' || !isFQDN(p.content ?? '')) return fail(reply, 400, 'Invalid PTR content.');
       return { success: true, message: 'PTR record updated.' };
     },
     '/api/v1/dedicated/firewall': history('dedicated', 'server_id'),

@@ -148,7 +148,10 @@ export function journalRow(fields: RowFields): NewEntry {
 /** How an `awaiting_approval` row is settled: approved, denied, expired or withdrawn, by whom, why and when (ms). */
 export interface ApprovalSettlement {
   decision: 'approved' | 'denied_by_approver' | 'expired' | 'withdrawn';
-  /** null for `expired` and `withdrawn` (the row's principal withdrew it) */
+  /**
+   * null for `expired`, and for `withdrawn` by the row's principal; for an alert's request `withdrawn` by an
+   * operator, that operator (who settled it)
+   */
   approver: string | null;
   /** the approver's or denier's reason, journaled as `approverReason`; absent for none (and for `expired`) */
   reason?: string;
@@ -158,14 +161,14 @@ export interface ApprovalSettlement {
 
 /**
  * The values a settlement writes, in the order of both backends' UPDATE (decision, approver, approver_reason,
- * approved_at, completed_at, message): an expired or withdrawn row gets no approver, no reason and no approval
- * time (a withdrawal's reason is in its message).
+ * approved_at, completed_at, message): an expired or withdrawn row gets no reason and no approval time (a
+ * withdrawal's reason is in its message), and an approver only when an operator withdrew an alert's request.
  */
 export const settlementValues = (s: ApprovalSettlement) => {
   const expired = s.decision === 'expired' || s.decision === 'withdrawn';
   return [
     s.decision,
-    expired ? null : s.approver,
+    s.decision === 'expired' ? null : s.approver,
     expired ? null : (s.reason ?? null),
     expired ? null : s.at,
     s.at,
@@ -185,6 +188,8 @@ export interface ListFilter {
   approver?: string;
   /** rows created at or after this time (ms) */
   since?: number;
+  /** the verification's state: `verifying` (an executed row with a deadline and no outcome yet), `verified` or `ineffective` */
+  verification?: Verification;
   limit: number;
 }
 

@@ -6,10 +6,12 @@
  * only a reply that cannot be read at all is an InvalidReplyError — for that one call only.
  */
 import { createHash } from 'node:crypto';
-import validator from 'validator';
+import isBase64Module from 'validator/lib/isBase64.js';
 import { ApiError, InvalidReplyError, type UpstreamContext } from '../errors.js';
 import type { Scrubber } from '../scrub.js';
 import { excerpt, isObject, type Json, pick, text } from './decode-json.js';
+
+const isBase64 = isBase64Module.default; // validator's per-function module: a CommonJS default
 
 /** One firewall (DDoS) event of a history reply. */
 export interface FirewallEvent {
@@ -73,8 +75,7 @@ export function decodeGraph(reply: unknown, ctx: UpstreamContext): Buffer {
   }
   // Some encoders send a data: URL; accept it.
   const data = reply.base64.replace(/^data:[^,]*,/, '').replace(/\s+/g, '');
-  if (data === '' || !validator.isBase64(data))
-    throw new InvalidReplyError(ctx, '"base64" is not base64', excerpt(data));
+  if (data === '' || !isBase64(data)) throw new InvalidReplyError(ctx, '"base64" is not base64', excerpt(data));
   return Buffer.from(data, 'base64');
 }
 

@@ -3,8 +3,12 @@
  * Every list here is quoted from the API contract, §2 and §4.
  */
 import { execFile } from 'node:child_process';
-import validator from 'validator';
+import isIPModule from 'validator/lib/isIP.js';
+import isFQDNModule from 'validator/lib/isFQDN.js';
 import { InvalidParameterError } from '../errors.js';
+
+const isIP = isIPModule.default; // validator's per-function module: a CommonJS default
+const isFQDN = isFQDNModule.default; // validator's per-function module: a CommonJS default
 
 /** Throws InvalidParameterError unless `value` is a non-empty identifier (no whitespace, ≤ 128 chars). */
 export function requireId(operation: string, name: string, value: string): string {
@@ -36,7 +40,7 @@ export function requireOneOf<T extends string>(
 
 /** Throws InvalidParameterError unless `value` is an IPv4 or IPv6 address. */
 export function requireIp(operation: string, value: string): string {
-  if (typeof value !== 'string' || !validator.isIP(value)) {
+  if (typeof value !== 'string' || !isIP(value)) {
     throw new InvalidParameterError(operation, 'ip', `must be an IPv4 or IPv6 address (got ${JSON.stringify(value)})`);
   }
   return value;
@@ -45,7 +49,7 @@ export function requireIp(operation: string, value: string): string {
 /** Throws InvalidParameterError unless `value` is a fully qualified hostname (contract §4, Reverse DNS). */
 export function requireHostname(operation: string, value: string): string {
   const name = typeof value === 'string' ? value.replace(/\.$/, '') : '';
-  if (!validator.isFQDN(name, { require_tld: true, allow_underscores: false, allow_trailing_dot: false })) {
+  if (!isFQDN(name, { require_tld: true, allow_underscores: false, allow_trailing_dot: false })) {
     throw new InvalidParameterError(
       operation,
       'content',

@@ -112,7 +112,9 @@ describe.skipIf(browserBinary.skip)('the status page in a real headless Chromium
     expect((await page.goto(`${daemon.url}/`, { waitUntil: 'load' }))?.status()).toBe(200);
     expect(await page.locator('#awaiting-count').textContent()).toBe('1');
     expect(await page.locator('#open-breakers').textContent()).toBe('1');
-    expect(await page.locator('#pending').textContent()).toContain('(details when web.auth is set)');
+    expect(await page.locator('#pending').textContent()).toContain(
+      '(details for a reader or operator when web.auth is set)',
+    );
     expect(await page.locator('[data-awaiting], [data-breaker], #awaiting').count()).toBe(0);
     expect(await page.content()).not.toContain('secret-ish detail');
     expect(problems).toEqual([]);
@@ -181,7 +183,16 @@ describe.skipIf(browserBinary.skip)('the pending section behind web.auth, in a r
     expect((await closed.goto(`${daemon.url}/`))?.status()).toBe(401);
     await closed.close();
 
-    const context = await browser.newContext({ extraHTTPHeaders: { authorization: `Bearer ${PAGE_TOKEN}` } });
+    // The scrape credential of web.auth: the counts, none of the details (issue 51: it reads nothing else).
+    const scrape = await browser.newContext({ extraHTTPHeaders: { authorization: `Bearer ${PAGE_TOKEN}` } });
+    const counted = await scrape.newPage();
+    expect((await counted.goto(`${daemon.url}/`, { waitUntil: 'load' }))?.status()).toBe(200);
+    expect(await counted.locator('#pending').textContent()).toContain('(details for a reader or operator');
+    expect(await counted.locator(`#awaiting tr[data-awaiting="${id}"]`).count()).toBe(0);
+    await scrape.close();
+
+    // An operator's own credential: the details.
+    const context = await browser.newContext({ extraHTTPHeaders: { authorization: `Bearer ${tokenOf('bob')}` } });
     const page = await context.newPage();
     const problems = problemsOf(page);
     expect((await page.goto(`${daemon.url}/`, { waitUntil: 'load' }))?.status()).toBe(200);
@@ -195,7 +206,7 @@ describe.skipIf(browserBinary.skip)('the pending section behind web.auth, in a r
     );
     expect(await page.locator('#awaiting-count').textContent()).toBe('1');
     expect(await page.locator('#open-breakers').textContent()).toBe('1');
-    expect(await page.locator('#pending').textContent()).not.toContain('details when web.auth');
+    expect(await page.locator('#pending').textContent()).not.toContain('details for a reader or operator');
     expect(problems).toEqual([]);
     await context.close();
   });

@@ -33,11 +33,80 @@ export function postgresBinDir(): string {
 }
 
 /**
- * Starts a fresh cluster with `initdb` and `pg_ctl` in a temp dir, on a free loopback port, password auth
- * (scram) for the user `bmx`, database `bmx`. As root it runs them as the `postgres` user (initdb refuses
- * root). Synchronous: call it from `beforeAll`, and `stop()` from `afterAll`.
+ * The environment variable through which the test run's one shared cluster reaches every test worker:
+ * `{"port":…,"password":…}` (JSON), set by `test/postgres-setup.ts` for the whole run.
  */
-export async function startPostgres(bin: string): Promise<TestPostgres> {
+export const SHARED_POSTGRES_ENV = 'BAREMETAL_TEST_POSTGRES';
+
+/** Where the shared cluster is, read from {@link SHARED_POSTGRES_ENV}; undefined when the run has none. */
+function sharedCluster(): { port: number; password: string } | undefined {
+  const raw = process.env[SHARED_POSTGRES_ENV];
+  if (raw === undefined || raw === '') return undefined;
+  const parsed = JSON.parse(raw) as { port?: unknown; password?: unknown };
+  if (typeof parsed.port !== 'number' || typeof parsed.password !== 'string')
+    throw new Error(`${SHARED_POSTGRES_ENV} must be {"port":<number>,"password":<string>}`);
+  return { port: parsed.port, password: parsed.password };
+}
+
+let views = 0;
+
+/**
+ * A view of the run's shared cluster in the shape of a cluster of one's own: `url` is a database made for this
+ * view, `createDatabase(name)` makes `<name>_<view>` (so two files asking for the same name stay apart), and
+ * `stop()` drops what the view made. Advisory locks, `pg_stat_activity` rows and sessions of other views share
+ * the server: tests that look at them filter on `datname = current_database()`. It cannot be restarted.
+ */
+function sharedView(bin: string, cluster: { port: number; password: string }): TestPostgres {
+  const { port, password } = cluster;
+  const view = `v${process.pid}_${++views}_${Math.random().toString(36).slice(2, 8)}`;
+  const psql = (sql: string) =>
+    execFileSync(join(bin, 'psql'), ['-h', '127.0.0.1', '-p', String(port), '-U', 'bmx', '-d', 'postgres', '-c', sql], {
+      env: { ...process.env, PGPASSWORD: password },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: 30_000,
+    });
+  const made: string[] = [];
+  const create = (name: string) => {
+    if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`bad database name ${name}`);
+    const full = `${name}_${view}`.slice(0, 63);
+    psql(`CREATE DATABASE ${full}`);
+    made.push(full);
+    return `postgres://bmx:${password}@127.0.0.1:${port}/${full}`;
+  };
+  const url = create('bmx');
+  let stopped = false;
+  return {
+    url,
+    password,
+    port,
+    createDatabase: create,
+    restart() {
+      throw new Error(
+        'the test run shares one PostgreSQL cluster, which no file may restart: start one of your own with startPostgres(bin, { own: true })',
+      );
+    },
+    stop() {
+      if (stopped) return;
+      stopped = true;
+      for (const name of made.splice(0)) {
+        try {
+          psql(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+        } catch {}
+      }
+    },
+  };
+}
+
+/**
+ * A PostgreSQL cluster for a test file: a view of the run's shared cluster when the run has one
+ * ({@link SHARED_POSTGRES_ENV}, one `initdb` per run), else — or with `own: true`, for a file that restarts or
+ * stops its server — a fresh cluster of its own: `initdb` and `pg_ctl` in a temp dir, on a free loopback port,
+ * password auth (scram) for the user `bmx`, database `bmx`. As root it runs them as the `postgres` user (initdb
+ * refuses root). Call it from `beforeAll`, and `stop()` from `afterAll`.
+ */
+export async function startPostgres(bin: string, options: { own?: boolean } = {}): Promise<TestPostgres> {
+  const shared = options.own ? undefined : sharedCluster();
+  if (shared !== undefined) return sharedView(bin, shared);
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'bmx-pg-'));
   const data = join(dir, 'data');

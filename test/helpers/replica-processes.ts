@@ -49,6 +49,18 @@ export interface ReplicaProcessesOptions {
   config?: Record<string, unknown>;
 }
 
+/** What one replica's config changes from the suite's (the tests of replicas that disagree, ha-terms.test.ts). */
+export interface ReplicaOverrides {
+  /** its `database.replica_name` (default REPLICAS[replica]) */
+  name?: string;
+  /** its accounts (default the suite's) */
+  accounts?: readonly string[];
+  /** `database.share_accounts` (default true) */
+  shareAccounts?: boolean;
+  /** wait for /readyz 200 (default); false: for /metrics 200 only (a replica that disagrees is never ready) */
+  ready?: boolean;
+}
+
 export class ReplicaProcesses {
   readonly started: ReplicaProcess[] = [];
   readonly #o: ReplicaProcessesOptions;
@@ -61,31 +73,43 @@ export class ReplicaProcesses {
     writeFileSync(this.#urlFile, options.url);
   }
 
-  /** Starts replica `replica` (REPLICAS[replica]) and resolves once its /readyz says 200. */
-  async start(replica: number): Promise<ReplicaProcess> {
+  /**
+   * Starts replica `replica` (REPLICAS[replica], its keys keyId `replica`) and resolves once its /readyz says 200
+   * (or its /metrics, with `overrides.ready` false).
+   */
+  async start(replica: number, overrides: ReplicaOverrides = {}): Promise<ReplicaProcess> {
     const { sims, keyOf } = this.#o;
     const port = await freePort();
-    const configFile = join(this.#dir, `r${replica}.yml`);
+    const configFile = join(this.#dir, `r${replica}-${this.started.length}.yml`);
     const config = {
       web: { listen_address: `127.0.0.1:${port}` },
       state_dir: tempDir(),
       log_level: 'info',
-      accounts: (this.#o.accounts ?? ACCOUNTS).map((name) => ({
+      accounts: (overrides.accounts ?? this.#o.accounts ?? ACCOUNTS).map((name) => ({
         name,
         base_url: sims.get(name)!.url,
         api_key: keyOf(name, replica),
         ...this.#o.account,
       })),
-      database: { url_file: this.#urlFile, share_accounts: true, replica_name: REPLICAS[replica] },
+      database: {
+        url_file: this.#urlFile,
+        share_accounts: overrides.shareAccounts ?? true,
+        ...(overrides.shareAccounts === false ? {} : { replica_name: overrides.name ?? REPLICAS[replica] }),
+      },
       ...this.#o.config,
     };
     writeFileSync(configFile, JSON.stringify(config));
     const run = spawnCli(['run', `--config.file=${configFile}`]);
     const started = { replica, port, run };
     this.started.push(started);
+    const path = overrides.ready === false ? '/metrics' : '/readyz';
     await eventually(
-      `r${replica} to be ready:\n${run.output()}`,
-      async () => ((await request(`http://127.0.0.1:${port}/readyz`)).statusCode === 200 ? true : undefined),
+      `r${replica} to answer ${path} with 200:\n${run.output()}`,
+      async () => {
+        const { statusCode, body } = await request(`http://127.0.0.1:${port}${path}`);
+        await body.dump();
+        return statusCode === 200 ? true : undefined;
+      },
       60_000,
       100,
     );
@@ -125,7 +149,7 @@ export interface ReplicaSuite {
   sims: Map<string, Simulator>;
   /**
    * Starts the six simulators (with the keys of `keyOf`), a database `name` and the replicas' launcher, and a
-   * client on that database for the test's own queries.
+   * client on that database for the test's own queries; the fleet a previous call started is torn down first.
    */
   start(
     name: string,
@@ -142,15 +166,22 @@ export function replicaSuite(): ReplicaSuite {
   const found = requirePostgres();
   let server: TestPostgres | undefined;
   const sims = new Map<string, Simulator>();
+  // A file may start several fleets (one per test): each is torn down when the next starts, the last after all.
   let replicas: ReplicaProcesses | undefined;
   let db: pg.Client | undefined;
+  const stop = async () => {
+    await replicas?.killAll();
+    await db?.end();
+    await Promise.all([...sims.values()].map((s) => s.close()));
+    sims.clear();
+    replicas = undefined;
+    db = undefined;
+  };
   beforeAll(async () => {
     if (!found.skip) server = await startPostgres(found.bin);
   }, 120_000);
   afterAll(async () => {
-    await replicas?.killAll();
-    await db?.end();
-    await Promise.all([...sims.values()].map((s) => s.close()));
+    await stop();
     server?.stop();
   });
   return {
@@ -158,6 +189,7 @@ export function replicaSuite(): ReplicaSuite {
     server: () => server!,
     sims,
     start: async (name, keyOf, options) => {
+      await stop();
       await startAccountSimulators(sims, keyOf);
       const url = server!.createDatabase(name);
       replicas = new ReplicaProcesses({ url, sims, keyOf, ...options });

@@ -96,9 +96,11 @@ describe('actions and circuit against a daemon with principals', () => {
     const listed = await d.cli('bob', ['actions', 'list', '--decision', 'awaiting_approval']);
     expect(listed).toMatchObject({ code: 0, stderr: '' });
     const [header, ...rows] = listed.stdout.trimEnd().split('\n');
-    expect(header).toMatch(/^ID\s+CREATED\s+ACCOUNT\s+TARGET\s+ACTION\s+DECISION\s+PRINCIPAL\s+APPROVER\s+REASON$/);
+    expect(header).toMatch(
+      /^ID\s+CREATED\s+ACCOUNT\s+TARGET\s+ACTION\s+DECISION\s+VERIFICATION\s+PRINCIPAL\s+APPROVER\s+REASON$/,
+    );
     expect(rows.find((r) => r.startsWith(`${asked.id} `))).toMatch(
-      /default\s+100001\s+powercycle\s+awaiting_approval\s+alice\s+-\s+hung$/,
+      /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\s+default\s+100001\s+powercycle\s+awaiting_approval\s+-\s+alice\s+-\s+hung$/,
     );
     const json = await d.cli('bob', ['actions', 'list', '--principal', 'alice', '--server', '100001', '-o', 'json']);
     expect(json.code).toBe(0);
@@ -261,15 +263,27 @@ describe('circuit against a daemon whose breaker opens on a 2nd server', () => {
     const { h, cli } = await daemonWith({ circuit_breaker: { max_servers: 1, max_fraction: 0 } });
     const waiting = await powercycle(h, 'alice', '100003');
     expect(waiting.decision).toBe('awaiting_approval');
-    expect((await cli('bob', ['circuit', 'status'])).stdout).toMatch(/^default\s+closed$/m);
+    expect((await cli('bob', ['circuit', 'status'])).stdout).toMatch(/^default\s+closed\s+-\s+-$/m);
     // Alice's request, awaiting approval, is the one server the window allows: a second one opens the breaker.
     expect((await powercycle(h, 'bob', '100001')).decision).toBe('denied_circuit_open');
 
-    // /metrics is a cached rendering, re-rendered within a second of a decision: render it now, as that would.
-    await h.daemon.exposition.render();
+    // Read from the daemon's API (the state store), at once: no gauge refreshed later, no /metrics scraped.
     const open = await cli('bob', ['circuit', 'status', '-o', 'json']);
     expect(open.code).toBe(0);
-    expect(JSON.parse(open.stdout)).toEqual({ breakers: [{ account: 'default', open: true }] });
+    expect(JSON.parse(open.stdout)).toEqual({
+      breakers: [
+        {
+          account: 'default',
+          open: true,
+          openedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+          closedAt: null,
+          message: expect.any(String),
+        },
+      ],
+    });
+    // A reader reads it too; the table says since when.
+    const asReader = await cli('audit', ['circuit', 'status']);
+    expect(asReader.stdout).toMatch(/^default\s+open \(power actions denied\)\s+\d{4}-\d\d-\d\dT/m);
 
     const approved = await cli('bob', ['actions', 'approve', String(waiting.id), '-o', 'json']);
     expect(approved.code).toBe(1);
@@ -281,8 +295,7 @@ describe('circuit against a daemon whose breaker opens on a 2nd server', () => {
     const closed = await cli('bob', ['circuit', 'close', '--account', 'default', '--reason', 'checked the rack']);
     expect(closed).toMatchObject({ code: 0, stderr: '' });
     expect(closed.stdout).toMatch(/^account default: .+ \(journal entry \d+\)\n$/);
-    await h.daemon.exposition.render();
-    expect((await cli('bob', ['circuit', 'status'])).stdout).toMatch(/^default\s+closed$/m);
+    expect((await cli('bob', ['circuit', 'status'])).stdout).toMatch(/^default\s+closed\s+\d{4}-\d\d-\d\dT/m);
     const [row] = await h.daemon.store.list({ action: 'circuit_close', limit: 1 });
     expect(row).toMatchObject({ decision: 'circuit_closed', principal: 'bob', reason: 'checked the rack' });
   });

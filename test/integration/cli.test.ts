@@ -279,11 +279,16 @@ describe('run', () => {
 });
 
 describe('demo', () => {
-  it('serves metrics and a graph, and never prints the API key in logs, replies or /metrics', async () => {
+  it('serves metrics and a graph on --port, its simulator on --simulator.port, and never prints the API key in logs, replies or /metrics', async () => {
     const key = 'demo-leak-check-4b1d8e6f0a';
     const port = await freePort();
+    const simulatorPort = await freePort();
     const dir = tempDir();
-    const demo = spawnCli(['demo', '--port', String(port)], { BAREMETAL_API_KEY: key }, dir);
+    const demo = spawnCli(
+      ['demo', '--port', String(port), '--simulator.port', String(simulatorPort)],
+      { BAREMETAL_API_KEY: key },
+      dir,
+    );
     stopChild = () => demo.child.kill('SIGKILL');
     await eventually(`the demo banner (${demo.output()})`, async () =>
       demo.output().includes('Ctrl-C stops.') ? true : undefined,
@@ -302,6 +307,9 @@ describe('demo', () => {
       replies.push(`${res.statusCode} ${await res.body.text()}`);
     }
     expect(replies[0]).toMatch(/^200 [\s\S]*baremetal_servers\{account="default"\} 12\n/);
+    // The simulator listens where the flag said, and the banner says so.
+    expect(demo.output()).toContain(`simulator (API):  http://127.0.0.1:${simulatorPort}`);
+    expect((await request(`http://127.0.0.1:${simulatorPort}/`)).statusCode).toBeGreaterThan(0);
     expect(
       (await request(`http://127.0.0.1:${port}/graphs/dedicated/100001/port_bits/day.png`)).headers['content-type'],
     ).toBe('image/png');

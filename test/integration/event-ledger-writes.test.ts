@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { StaleLeaseError } from '../../src/errors.js';
 import { accountOf, startHarness } from '../helpers/daemon.js';
 
 const KEY = 'integration-key-3b7e91a4';
@@ -37,5 +38,36 @@ describe('the attack event ledger', () => {
       undefined,
       ['dedicated/100002'],
     ]);
+  });
+});
+
+describe('a ledger write that fails', () => {
+  it.each([
+    {
+      name: 'refused under a stale lease: logged as that, not as a state directory fault',
+      error: () => new StaleLeaseError('default', '3'),
+      logged: 'not saving the attack event ids: this replica no longer holds the account’s lease',
+    },
+    {
+      name: 'failing otherwise: logged as a fault of the store',
+      error: () => new Error('EACCES: permission denied'),
+      logged: 'cannot save the attack event ids (state directory or database)',
+    },
+  ])('$name', async ({ error, logged }) => {
+    const { daemon, sim, log } = await startHarness({
+      key: KEY,
+      simulator: { servers: 2, colocations: 0, transits: 0, attackRate: 0, seed: 3 },
+      daemon: { initialPolls: false },
+    });
+    const account = accountOf(daemon, 'default');
+    account.ledger.save = async () => {
+      throw error();
+    };
+    expect(await account.polls.run('servers')).toBe('success');
+    sim.state.injectEvents('dedicated', '100001', [{ id: 'x', ip: '198.51.100.9' }]);
+    expect(await account.polls.run('firewall')).toBe('success');
+    const lines = log.lines.filter((l) => l.includes('attack event ids'));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(logged);
   });
 });

@@ -1,8 +1,11 @@
 /**
  * Silence while handled (issue 41), against Debian's Alertmanager: a request made from an alert that awaits
  * approval or is verifying gets a silence for the alert's labels (createdBy baremetal-exporter, its comment
- * naming the journal entry), expired once the request is no longer handled — verified, ineffective, withdrawn.
+ * naming the journal entry), expired once the request is no longer handled — verified, ineffective, withdrawn;
+ * a silence someone expires with `amtool silence expire` stays expired for its entry (issue 51).
  */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AlertmanagerClient } from '../../src/alertmanager/client.js';
@@ -14,6 +17,7 @@ import type { LadderStep, Principal } from '../../src/config/types.js';
 import { engineHarness, powerRequest, remediationApp, rule } from '../helpers/remediation.js';
 
 const binary = requireBinary('/usr/bin/prometheus-alertmanager', 'prometheus-alertmanager');
+const amtool = requireBinary('/usr/bin/amtool', 'prometheus-alertmanager');
 const MIN = 60_000;
 const TOKEN = 'alertmanager-token-0123456789abcdef';
 const PRINCIPALS: Principal[] = [{ name: 'alertmanager', bearerToken: TOKEN, roles: ['webhook'] }];
@@ -186,4 +190,49 @@ describe.skipIf(binary.skip)("silences while handled, against Debian's Alertmana
     expect(await silencesOfStep(second.id)).toEqual(['expired']);
     expect(h.sim.callsTo('/api/v1/dedicated/powercycle')).toHaveLength(2);
   });
+  it.skipIf(amtool.skip)(
+    'leaves a silence expired by hand with amtool expired for its entry, and says so once',
+    async () => {
+      const SERVER = '100003';
+      // The ineffective test silenced this server under the same journal id (each test has its own journal).
+      const earlier = new Set((await client.silences()).map((x) => x.id));
+      const mine = async (id: number) =>
+        (await client.silences())
+          .filter((x) => !earlier.has(x.id) && x.comment.includes(`journal entry ${id} `))
+          .map((x) => x.state);
+      const { labels, listed } = await fire(SERVER);
+      const { h, tick } = await harness();
+      const alert = { alertname: 'ServerDown', fingerprint: listed.fingerprint, startsAt: listed.startsAt, labels };
+      const decided = await h.engine.request(
+        powerRequest({ serverId: SERVER, source: 'alert', idempotencyKey: 'k4', verifyWithinMs: 10 * MIN, alert }),
+      );
+      expect(decided.decision).toBe('executed');
+      await tick();
+      expect(await mine(decided.id)).toEqual(['active']);
+      const silence = (await client.silences()).find((x) => !earlier.has(x.id) && x.state === 'active')!;
+      // An on-call person takes it over: amtool, as they would.
+      await promisify(execFile)(
+        amtool.skip ? 'amtool' : amtool.path,
+        ['silence', 'expire', `--alertmanager.url=${am.url}`, silence.id],
+        {
+          timeout: 15_000,
+        },
+      );
+      expect(await mine(decided.id)).toEqual(['expired']);
+      // Still verifying, yet the daemon does not silence it again, run after run.
+      await tick();
+      await tick();
+      expect((await h.journal.get(decided.id))?.verification).toBe('verifying');
+      expect(await mine(decided.id)).toEqual(['expired']);
+      const said = h.log.lines.filter((l) => l.includes('was expired by someone'));
+      expect(said).toHaveLength(1);
+      expect(JSON.parse(said[0]!)).toMatchObject({ journal_id: decided.id, silence_id: silence.id, by: 'someone' });
+      // The alert is no longer muted: it pages.
+      await eventually('the alert to be unmuted', async () =>
+        (await client.alerts()).some((a) => a.labels.server_id === SERVER && a.silencedBy.length === 0)
+          ? true
+          : undefined,
+      );
+    },
+  );
 });

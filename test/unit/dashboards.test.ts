@@ -39,7 +39,7 @@ const MEANINGFUL = [
 ];
 
 // Grafana's own schema: the sources are typed as @grafana/schema's Dashboard (tsc checks mixin/ through this
-// import), and test/unit/mixin.test.ts proves each committed JSON is exactly their rendering.
+// import), and test/integration/mixin.test.ts proves each committed JSON is exactly their rendering.
 const typed: GrafanaDashboard[] = sources(defaultConfig).map((d) => d.dashboard);
 
 describe.each(dashboards())('dashboard $file', ({ file, dashboard }) => {

@@ -28,9 +28,10 @@ const cell = (value: string) => {
   return flat.length > MAX_CELL ? `${flat.slice(0, MAX_CELL - 1)}…` : flat;
 };
 
-/** Columns aligned with two spaces; `headers` in capitals by convention. */
-export function table(headers: string[], rows: string[][]): string {
-  const cells = [headers, ...rows.map((r) => r.map(cell))];
+/** Columns aligned with two spaces; `headers` in capitals by convention. `wide`: no cell cut (`-o extended`). */
+export function table(headers: string[], rows: string[][], options: { wide?: boolean } = {}): string {
+  const fit = options.wide ? (value: string) => value.replace(/\s+/g, ' ') : cell;
+  const cells = [headers, ...rows.map((r) => r.map(fit))];
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
   return `${cells.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')).join('\n')}\n`;
 }

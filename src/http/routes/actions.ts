@@ -19,9 +19,12 @@ import type { StateStore } from '../../store/store.js';
 import type { RemediationEngine } from '../../remediation/engine.js';
 import { makeRequest } from '../../remediation/request.js';
 import { BadRequestError, NotFoundError } from '../../errors.js';
-import type { JournalEntry } from '../../store/rows.js';
+import type { JournalEntry, Verification } from '../../store/rows.js';
+
+/** What `?verification=` may name: a verification's states (store/rows.ts `Verification`). */
+const VERIFICATION_STATES = ['verifying', 'verified', 'ineffective'] as const satisfies readonly Verification[];
 import { DECISIONS } from '../../store/decisions.js';
-import { callerOf, requireScope, routeRole } from '../principals.js';
+import { callerOf, READ_ROLES, requireScope, routeRole } from '../principals.js';
 import { accountSchema, configuredAccount, idSchema, queryInteger, queryIntegerSchema } from '../schemas.js';
 
 const ip = Type.Unsafe<string>({ type: 'string', anyOf: [{ format: 'ipv4' }, { format: 'ipv6' }] });
@@ -83,14 +86,40 @@ const shorten = (text: string) => (text.length > 24 ? `${text.slice(0, 24)}…` 
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-/** A journal entry as the API answers it: times ISO-8601 (`approvedAt` stays ms, as scripts read it). */
+/** An alert's labels as a JSON object, from the JSON text a row keeps; null when it keeps none (or not JSON). */
+function labelsObject(text: string | null): Record<string, string> | null {
+  if (text === null) return null;
+  try {
+    const value: unknown = JSON.parse(text);
+    return value !== null && typeof value === 'object' && !Array.isArray(value)
+      ? (value as Record<string, string>)
+      : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A journal entry as the API answers it. Times: ISO-8601 (UTC, milliseconds), except `approvedAt` and
+ * `verifiedAt`, which stay Unix milliseconds as scripts read them, each with its ISO-8601 twin (`approvedAtIso`,
+ * `verifiedAtIso`). `labels` stays the JSON text it always was; `alertLabels` is the same as a JSON object. An id
+ * a row does not have (`serverId` of a breaker's close) is null, never "".
+ */
 const entryReply = (e: JournalEntry) => ({
   ...e,
+  serverId: e.serverId === '' ? null : e.serverId,
   createdAt: iso(e.createdAt),
   completedAt: iso(e.completedAt),
-  // `approvedAt` stays milliseconds, as scripts read it; `approvedAtIso` is the same time as the others are.
   approvedAtIso: iso(e.approvedAt),
+  verifiedAtIso: iso(e.verifiedAt),
+  alertLabels: labelsObject(e.labels),
 });
+
+/** An engine's decision as a reply has it: `send` is the engine's own flag; a reply says `sent`, once. */
+export function decisionReply<T extends object>(decision: T): Omit<T, 'send'> {
+  const { send: _send, ...rest } = decision as T & { send?: unknown };
+  return rest;
+}
 
 /**
  * The engine of the account `name` (a body's `account`, a `?account=`), or BadRequestError naming `field`:
@@ -145,7 +174,7 @@ export function actionRoutes(
             ...(key ? { idempotencyKey: key } : {}),
           }),
         );
-        return { action, account, server_id: body.server_id, ip: body.ip ?? null, ...result };
+        return { action, account, server_id: body.server_id, ip: body.ip ?? null, ...decisionReply(result) };
       },
     );
   }
@@ -159,12 +188,13 @@ export function actionRoutes(
       decision?: string;
       approver?: string;
       since?: string;
+      verification?: Verification;
       limit?: string;
     };
   }>(
     '/api/v1/actions',
     {
-      ...routeRole('reader'),
+      ...routeRole(READ_ROLES),
       schema: {
         querystring: {
           type: 'object',
@@ -182,13 +212,14 @@ export function actionRoutes(
             decision: { type: 'string' },
             approver: { type: 'string' },
             since: { type: 'string' },
+            verification: { enum: [...VERIFICATION_STATES] },
             limit: queryIntegerSchema,
           },
         },
       },
     },
     async (request) => {
-      const { account, server_id, action, principal } = request.query;
+      const { account, server_id, action, principal, verification } = request.query;
       const decision = queryDecision(request.query.decision);
       const approver = queryApprover(request.query.approver);
       const since = querySince(request.query.since);
@@ -203,6 +234,7 @@ export function actionRoutes(
         ...(decision ? { decision } : {}),
         ...(approver ? { approver } : {}),
         ...(since !== undefined ? { since: Date.now() - since } : {}),
+        ...(verification ? { verification } : {}),
         limit,
       });
       return { actions: entries.map(entryReply) };
@@ -213,7 +245,7 @@ export function actionRoutes(
   app.get<{ Params: { id: string } }>(
     '/api/v1/actions/:id',
     {
-      ...routeRole('reader'),
+      ...routeRole(READ_ROLES),
       schema: { params: { type: 'object', properties: { id: { type: 'string', pattern: '^[1-9][0-9]{0,15}$' } } } },
     },
     async (request) => {

@@ -11,12 +11,14 @@
  * reads it as done; otherwise a 200.
  *
  * `POST /api/v1/actions/{id}/withdraw` (optional `{"reason"}`): the requester itself withdraws its awaiting
- * request (`withdrawn`, nothing sent); anyone else is a 403, a row no longer awaiting a 409.
+ * request, or any operator of its account an alert's (`withdrawn`, nothing sent, the withdrawing operator
+ * journaled as the row's `approver` and in its message; remediation/withdrawal.ts); anyone else is a 403, a row
+ * no longer awaiting a 409.
  */
 import { STATUS_CODES } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { ApprovedNotSentError, ForbiddenError, NotFoundError } from '../../errors.js';
+import { ApprovedNotSentError, ConflictError, ForbiddenError, NotFoundError } from '../../errors.js';
 import { strictObject } from '../../json-schema.js';
 import type { RemediationEngine } from '../../remediation/engine.js';
 import { GUARD_DENIALS, SENT } from '../../store/decisions.js';
@@ -24,7 +26,22 @@ import type { JournalEntry } from '../../store/rows.js';
 import type { StateStore } from '../../store/store.js';
 import type { PrincipalAction } from '../../config/schema.js';
 import { callerOf, requireAccount, requireScope, routeRole } from '../principals.js';
-import { engineOf } from './actions.js';
+import { withdrawalRefusal } from '../../remediation/withdrawal.js';
+import { decisionReply, engineOf } from './actions.js';
+
+/**
+ * A 409 saying what `row` is when it awaits no approval (executed, denied, withdrawn, expired, an alert's row that
+ * never awaited …): approving an executed row is not "expired: nobody approved it".
+ */
+function settled(row: JournalEntry): void {
+  if (row.decision === 'awaiting_approval') return;
+  const by = row.approver ? ` (by ${row.approver})` : '';
+  // A withdrawal says why: its requester's reason, or the resolution of its alert (remediation/episode.ts).
+  const why = row.decision === 'withdrawn' && row.message ? ` (${row.message})` : '';
+  throw new ConflictError(
+    `journal entry ${row.id} is ${row.decision}${by}${why}, not awaiting approval: there is nothing to settle (${row.source} ${row.action}${row.serverId ? ` of ${row.serverId}` : ''})`,
+  );
+}
 
 const params = { type: 'object', properties: { id: { type: 'string', pattern: '^[1-9][0-9]{0,15}$' } } } as const;
 const body = Type.Optional(strictObject({ reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) }));
@@ -40,6 +57,7 @@ export function approvalRoutes(
     const approver = callerOf(request);
     const row: JournalEntry | undefined = await deps.store.get(Number(request.params.id));
     if (!row) throw new NotFoundError(`no journal entry ${request.params.id}`);
+    settled(row);
     const { engine } = engineOf(deps.engines, row.account, 'params/id');
     // A close of the breaker is no action of an operator's `actions`: its account is what bounds it.
     if (row.action === 'circuit_close') requireAccount(approver, row.account);
@@ -53,7 +71,8 @@ export function approvalRoutes(
   const options = { ...routeRole('operator'), schema: { params, body } };
   app.post<Route>('/api/v1/actions/:id/approve', options, async (request, reply) => {
     const { row, engine, approver } = await settle(request);
-    const { ruleChanged, ...execution } = await engine.approve(row, approver, request.body?.reason);
+    const { ruleChanged, ...decided } = await engine.approve(row, approver, request.body?.reason);
+    const execution = decisionReply(decided);
     const sent = SENT.includes(execution.decision);
     const answer = {
       approved: row.id,
@@ -86,18 +105,19 @@ export function approvalRoutes(
   });
   app.post<Route>('/api/v1/actions/:id/deny', options, async (request) => {
     const { row, engine, approver } = await settle(request);
-    return { denied: row.id, approver, ...(await engine.deny(row, approver, request.body?.reason)) };
+    return { denied: row.id, approver, ...decisionReply(await engine.deny(row, approver, request.body?.reason)) };
   });
   app.post<Route>('/api/v1/actions/:id/withdraw', options, async (request) => {
     const caller = callerOf(request);
     const row: JournalEntry | undefined = await deps.store.get(Number(request.params.id));
     if (!row) throw new NotFoundError(`no journal entry ${request.params.id}`);
+    settled(row);
     const { engine } = engineOf(deps.engines, row.account, 'params/id');
-    if (row.principal !== caller.name)
-      throw new ForbiddenError(
-        `principal ${caller.name} did not ask for journal entry ${row.id}: only its requester (${row.principal ?? 'unknown'}) may withdraw it; an operator denies it instead`,
-      );
+    const refusal = withdrawalRefusal(row, caller.name);
+    if (refusal !== undefined) throw new ForbiddenError(refusal);
+    // Someone else's (an alert's) request: an operator of its account.
+    if (row.principal !== caller.name) requireAccount(caller, row.account);
     const result = await engine.withdraw(row, caller.name, request.body?.reason);
-    return { withdrawn: row.id, principal: caller.name, ...result };
+    return { withdrawn: row.id, principal: caller.name, ...decisionReply(result) };
   });
 }

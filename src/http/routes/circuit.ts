@@ -1,4 +1,9 @@
 /**
+ * `GET /api/v1/remediation/circuit[?account=]`: each account's breaker as the state store holds it now (open or
+ * closed, since when, why), for a reader or an operator within its `accounts`; the same store the engine
+ * consults, so it says "open" from the moment the breaker opened (the gauge of /metrics is refreshed every 10 s),
+ * on any replica.
+ *
  * `POST /api/v1/remediation/circuit/close` with `{"account": "…"}` (left out with one account): closes the
  * account's circuit breaker (remediation.safety.circuit_breaker), journaled under the closing operator's
  * principal (with the optional `"reason"`); power actions are allowed again and the breaker counts servers from
@@ -10,7 +15,8 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { RemediationEngine } from '../../remediation/engine.js';
 import { strictObject } from '../../json-schema.js';
-import { callerOf, requireAccount, routeRole } from '../principals.js';
+import type { StateStore } from '../../store/store.js';
+import { callerOf, READ_ROLES, requireAccount, routeRole } from '../principals.js';
 import { accountSchema, configuredAccount } from '../schemas.js';
 
 const closeBody = strictObject({
@@ -18,7 +24,57 @@ const closeBody = strictObject({
   reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
 });
 
-export function circuitRoutes(app: FastifyInstance, deps: { engines: ReadonlyMap<string, RemediationEngine> }): void {
+/** An epoch-ms time as ISO-8601, null kept. */
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/** One account's breaker as `GET /api/v1/remediation/circuit` answers it (times ISO-8601, UTC). */
+export interface BreakerReply {
+  account: string;
+  open: boolean;
+  /** when it opened; null while closed */
+  openedAt: string | null;
+  /** when an operator last closed it; null when never */
+  closedAt: string | null;
+  /** why it opened; null while closed */
+  message: string | null;
+}
+
+export function circuitRoutes(
+  app: FastifyInstance,
+  deps: { engines: ReadonlyMap<string, RemediationEngine>; store: Pick<StateStore, 'circuit'> },
+): void {
+  app.get<{ Querystring: { account?: string } }>(
+    '/api/v1/remediation/circuit',
+    {
+      ...routeRole(READ_ROLES),
+      schema: { querystring: { type: 'object', additionalProperties: false, properties: { account: accountSchema } } },
+    },
+    async (request) => {
+      const principal = callerOf(request);
+      const asked = request.query.account;
+      // One account asked for: 400 when unknown, 403 outside the principal's accounts; else every one it may see.
+      if (asked !== undefined) {
+        configuredAccount(deps.engines, asked, 'querystring/account');
+        requireAccount(principal, asked);
+      }
+      const accounts = [...deps.engines.keys()].filter(
+        (a) => (asked === undefined || a === asked) && (!principal.accounts || principal.accounts.includes(a)),
+      );
+      const breakers: BreakerReply[] = [];
+      for (const account of accounts) {
+        const state = await deps.store.circuit(account);
+        breakers.push({
+          account,
+          open: state.openedAt !== null,
+          openedAt: iso(state.openedAt),
+          closedAt: iso(state.closedAt),
+          message: state.openedAt === null ? null : state.message,
+        });
+      }
+      return { breakers };
+    },
+  );
+
   app.post<{ Body: { account?: string; reason?: string } }>(
     '/api/v1/remediation/circuit/close',
     { ...routeRole('operator'), schema: { body: closeBody } },

@@ -3,14 +3,14 @@
  * health, the last run of each poll, the servers under attack (all of them, up to MAX_ATTACKED_ROWS) with the
  * counts, the quiet servers a page of QUIET_PAGE_ROWS at a time (`?page=N`), the latest graph
  * thumbnails (resized by sharp through `/graphs/…?width=`), how many requests await approval and how many
- * circuit breakers are open (to anyone), and — only behind web.auth — a banner per open circuit breaker, the
+ * circuit breakers are open (to anyone), and — only to a reader or operator of remediation.auth behind web.auth — a banner per open circuit breaker, the
  * requests awaiting approval (at most MAX_AWAITING_ROWS) and the last remediation decisions. It refreshes itself
  * every 30 seconds. Every value is HTML-escaped; a strict CSP
  * forbids scripts. Its size is bounded at any fleet size (issue 22: every server listed made 2.8 MB at 10,000
  * servers, re-rendered on every refresh).
  */
 import escapeHtml from 'escape-html';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GraphSummary } from '../../graphs/source.js';
 import type { JournalEntry } from '../../store/rows.js';
 import { queryInteger, queryIntegerSchema } from '../schemas.js';
@@ -62,7 +62,7 @@ export interface StatusView {
   services: Array<{ account?: string; serviceType: string; serviceId: string; ips: StatusIp[] }>;
   /** the images `/graphs` serves (the first few) */
   graphs: GraphSummary[];
-  /** the latest remediation decisions; undefined when the page is open to anyone (no web.auth) */
+  /** the latest remediation decisions; undefined unless a reader or operator asks behind web.auth */
   actions: JournalEntry[] | undefined;
   /** the requests awaiting approval, oldest first; undefined as `actions` */
   awaiting?: Array<{
@@ -91,7 +91,8 @@ export interface StatusView {
 }
 
 /** Shown instead of the decisions on an open page. */
-export const HIDDEN_ACTIONS = 'remediation decisions are shown when web.auth is set';
+export const HIDDEN_ACTIONS =
+  'remediation decisions are shown to a reader or operator (remediation.auth) when web.auth is set';
 
 const e = (value: unknown) => escapeHtml(String(value ?? ''));
 const time = (ms: number | undefined) =>
@@ -171,7 +172,10 @@ function breakerBanners(view: StatusView): string {
 function pendingCountsLine(view: StatusView): string {
   const c = view.pendingCounts;
   if (c === undefined) return '';
-  const hidden = view.actions === undefined ? ' <span class="muted">(details when web.auth is set)</span>' : '';
+  const hidden =
+    view.actions === undefined
+      ? ' <span class="muted">(details for a reader or operator when web.auth is set)</span>'
+      : '';
   return `<p id="pending">Requests awaiting approval: <strong id="awaiting-count">${e(c.awaiting)}</strong> · open circuit breakers: <strong id="open-breakers" class="${c.openBreakers > 0 ? 'bad' : 'ok'}">${e(c.openBreakers)}</strong>${hidden}</p>`;
 }
 
@@ -256,7 +260,10 @@ ${view.actions.map((a) => `<tr><td>${e(time(a.createdAt))}</td><td>${e(a.source)
 </body></html>`;
 }
 
-export function statusPageRoutes(app: FastifyInstance, deps: { statusView: () => Promise<StatusView> }): void {
+export function statusPageRoutes(
+  app: FastifyInstance,
+  deps: { statusView: (request: FastifyRequest) => Promise<StatusView> },
+): void {
   const schema = {
     querystring: { type: 'object', additionalProperties: false, properties: { page: queryIntegerSchema } },
   };
@@ -273,6 +280,6 @@ export function statusPageRoutes(app: FastifyInstance, deps: { statusView: () =>
       .header('x-frame-options', 'DENY')
       .header('referrer-policy', 'no-referrer')
       .header('cache-control', 'no-store')
-      .send(renderStatusPage(await deps.statusView(), page));
+      .send(renderStatusPage(await deps.statusView(request), page));
   });
 }

@@ -2,7 +2,7 @@
  * The PostgreSQL schema, one list per component, applied at open by `migrateAll` (each under the migrations
  * advisory lock, pool.ts `migrate`): `journal` (the remediation journal, delivery keys, desired firewall state,
  * attack-event ids) and `ha` (what the leader publishes for the other replicas: the server directory and the
- * graph images; the replicas' membership). The component names are stored in `schema_migrations` and never change. Append only: a
+ * graph images; the replicas' membership, its terms and the accounts' leases). The component names are stored in `schema_migrations` and never change. Append only: a
  * released migration is never edited; a new one is added at the end of its component's list.
  */
 import type pg from 'pg';
@@ -147,6 +147,13 @@ export const MIGRATIONS: Readonly<Record<'journal' | 'ha', readonly Migration[]>
      epoch BIGINT NOT NULL,
      expires_at TIMESTAMPTZ NOT NULL
    ) WITH (fillfactor = 50, autovacuum_vacuum_threshold = 20, autovacuum_vacuum_scale_factor = 0);`,
+    // 5: the terms each replica shares the database on (ha/terms.ts): its boot identity (a name held by a live
+    // process of another boot is refused), the leadership model, the account names and a digest of the
+    // accounts (names and base URLs). started_at becomes the time this boot first beat. NULL from older versions.
+    `ALTER TABLE ha_replicas ADD COLUMN boot_id TEXT;
+   ALTER TABLE ha_replicas ADD COLUMN mode TEXT;
+   ALTER TABLE ha_replicas ADD COLUMN accounts TEXT[];
+   ALTER TABLE ha_replicas ADD COLUMN accounts_digest TEXT;`,
   ],
 };
 

@@ -194,7 +194,9 @@ export class PgQueries implements StateQueries {
       `SELECT * FROM actions WHERE ($1::text IS NULL OR account = $1) AND ($2::text IS NULL OR server_id = $2)
          AND ($3::text IS NULL OR action = $3) AND ($5::text IS NULL OR principal = $5)
          AND ($6::text IS NULL OR decision = $6) AND ($7::text IS NULL OR approver = $7)
-         AND ($8::bigint IS NULL OR created_at >= $8) ORDER BY id DESC LIMIT $4`,
+         AND ($8::bigint IS NULL OR created_at >= $8) AND ($9::text IS NULL OR
+           coalesce(verification, CASE WHEN decision = 'executed' AND verify_within_ms IS NOT NULL THEN 'verifying' END) = $9)
+         ORDER BY id DESC LIMIT $4`,
       [
         filter.account ?? null,
         filter.serverId ?? null,
@@ -204,6 +206,7 @@ export class PgQueries implements StateQueries {
         filter.decision ?? null,
         filter.approver ?? null,
         filter.since ?? null,
+        filter.verification ?? null,
       ],
     );
     return rows.map(toEntry);

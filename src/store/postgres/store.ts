@@ -21,6 +21,7 @@ import { SharedDirectory } from './directory.js';
 import { SharedGraphs } from './graphs.js';
 import { AccountLeases, type AccountWrite, checkLease, type LeaseTerm } from './leases.js';
 import { Membership } from './membership.js';
+import type { Terms } from './membership.js';
 import { migrateAll } from './migrations.js';
 import { ACCOUNT_LOCK_KEY, openPool, type PoolLimits } from './pool.js';
 import { DATABASE_UNREACHABLE, databaseScrubber, reasonOf } from '../../config/database-url.js';
@@ -52,8 +53,13 @@ export interface PostgresStore extends StateStore {
   readonly shared: {
     directory: SharedDirectory;
     graphs: SharedGraphs;
-    /** this replica's heartbeat and the accounts' leases (`database.share_accounts`), over the same pool */
-    shares(replica: string, leaseMs: number): { membership: Membership; leases: AccountLeases };
+    /**
+     * this replica's heartbeat, publishing `terms` (ha/terms.ts), and the accounts' leases
+     * (`database.share_accounts`), over the same pool
+     */
+    shares(replica: string, leaseMs: number, terms: Terms): { membership: Membership; leases: AccountLeases };
+    /** this replica's heartbeat alone, publishing `terms` (the single-leader mode), over the same pool */
+    membership(replica: string, leaseMs: number, terms: Terms): Membership;
     /**
      * From now on every write a leader makes for an account (its attack-event ids, its server list, its graph
      * images) carries the lease `term(account)` returns and is refused (StaleLeaseError) unless it is the
@@ -259,13 +265,14 @@ export async function openPostgresStore(o: PostgresStoreOptions): Promise<Postgr
     shared: {
       directory,
       graphs: new SharedGraphs(c.pool, o.accounts, o.logger, message, write),
-      shares: (replica, lease) => {
+      shares: (replica, lease, terms) => {
         leaseMs = lease;
         return {
-          membership: new Membership({ pool: c.pool, replica, leaseMs: lease }),
+          membership: new Membership({ pool: c.pool, replica, leaseMs: lease, terms }),
           leases: new AccountLeases({ pool: c.pool, replica, leaseMs: lease }),
         };
       },
+      membership: (replica, lease, terms) => new Membership({ pool: c.pool, replica, leaseMs: lease, terms }),
       fence: (term) => {
         fence = term;
       },

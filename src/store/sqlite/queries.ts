@@ -203,6 +203,7 @@ export class SqliteQueries extends SqliteDesiredQueries {
             `SELECT * FROM actions WHERE (? IS NULL OR account = ?) AND (? IS NULL OR server_id = ?) AND (? IS NULL OR action = ?)
                AND (? IS NULL OR principal = ?) AND (? IS NULL OR decision = ?) AND (? IS NULL OR approver = ?)
                AND (? IS NULL OR created_at >= ?)
+               AND (? IS NULL OR coalesce(verification, CASE WHEN decision = 'executed' AND verify_within_ms IS NOT NULL THEN 'verifying' END) = ?)
              ORDER BY id DESC LIMIT ?`,
           )
           .all(
@@ -220,6 +221,8 @@ export class SqliteQueries extends SqliteDesiredQueries {
             filter.approver ?? null,
             filter.since ?? null,
             filter.since ?? null,
+            filter.verification ?? null,
+            filter.verification ?? null,
             filter.limit,
           ) as Row[]
       ).map(toEntry),

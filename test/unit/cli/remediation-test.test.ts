@@ -99,10 +99,10 @@ describe('remediation test', () => {
       diff: 'at 6m: journal rows differ',
     },
     {
-      name: 'a withdrawal by someone else',
-      from: '    withdraw: { reason: "the host came back" }',
-      to: '    withdraw: { by: bob }',
-      diff: 'at 9m: refused: principal bob did not ask for journal entry 4: only its requester may withdraw it',
+      name: "an alert's request withdrawn by its webhook principal",
+      from: '    withdraw: { by: bob, reason: "the host came back" }',
+      to: '    withdraw: { by: alertmanager }',
+      diff: "at 9m: refused: journal entry 4 is an alert's request: an operator withdraws it (name one with by:), not alertmanager",
     },
     {
       name: 'an expiry expected before the timeout',
@@ -223,7 +223,7 @@ describe('remediation test', () => {
       name: 'a time that is no duration',
       text: 'remediation: {}\nservers:\n  - { id: "1" }\ntimeline:\n  - at: soon\n',
       line: 5,
-      message: 'step 1: at: must match pattern',
+      message: 'not a duration in Prometheus\'s format such as 8m or 1h30m: "soon"',
     },
     {
       name: 'neither remediation nor config_file',

@@ -65,7 +65,11 @@ describe('AccountState: what the polls learned, as the readers ask it', () => {
 
   it('gives a server attack state: unknown before a read and after a failed poll, else the newest event per IP', async () => {
     const { state, metrics, read, now } = await stateOf();
-    expect(state.attackState('1')).toEqual({ known: false, reason: 'its firewall history has not been read yet' });
+    expect(state.attackState('1')).toEqual({
+      known: false,
+      reason: 'its firewall history has not been read yet',
+      undecided: true,
+    });
     read('1', [event('e1', '192.0.2.1')]);
     expect(state.attackState('1')).toEqual({
       known: true,

@@ -26,6 +26,7 @@ const NOT_REPOSITORY_FILES = new Map([
   ['my-mixin.json', "the operator's own file in an example"],
   ['my.json', "the operator's own file in an example"],
   ['NEW.yml', "the operator's new config in remediation replay's usage"],
+  ['baremetal-exporter/cli.yml', "the CLI's config file in the user's config directory (cli/cli-config.ts)"],
   ['rendered/baremetal.rules.yml', "the operator's own output folder in an example"],
   ['rendered/prometheusrule.yaml', "the operator's own output folder in an example"],
   ['baremetal.rules.json', 'rendered by the operator from the mixin'],

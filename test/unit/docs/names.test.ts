@@ -1,11 +1,15 @@
 /**
- * Every command, flag, endpoint and query filter the pages name exists: a page that names `actions lst`,
+ * Every command, flag, endpoint, query filter and JSON field the pages name exists, and the alert and
+ * recording-rule tables and the runbook match the product (issue 51): a page that names `actions lst`,
  * `--sinse`, `GET /api/v1/action` or `?aprover=` sends a reader to nothing (issue 40, point 10). Read from the
  * code of README.md and docs/*.md (inline spans and fenced blocks) and checked against what the program
  * itself knows: the command words and options of shell completion (cli/completion.ts, over every command) and
  * the flags of the top-level usage (cli/usage.ts); the routes of the daemon's app (`hasRoute`) and, for the
  * hosting API's own paths, of the simulator (its executable contract); a filter against the endpoint itself
- * (a query parameter the route's schema does not have is a 400 naming it).
+ * (a query parameter the route's schema does not have is a 400 naming it); a JSON field against the keys of the
+ * API's real replies (a seeded journal, the breakers, an operator's action) and of `remediation replay`'s report
+ * types; the alert table and the recording rules of docs/dashboards-and-alerts.md against the rendered mixin;
+ * each runbook section that names an operator endpoint also names the command that calls it.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,6 +17,10 @@ import { fileURLToPath } from 'node:url';
 import Fastify from 'fastify';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { defaultConfig } from '../../../mixin/config.ts';
+import { renderRules } from '../../../mixin/render.ts';
+import { journalRow } from '../../../src/store/rows.js';
 import { ACTIONS_VALUE_OPTIONS } from '../../../src/cli/actions.js';
 import { OPTIONS } from '../../../src/cli/api/main.js';
 import { CIRCUIT_VALUE_OPTIONS } from '../../../src/cli/circuit.js';
@@ -257,29 +265,34 @@ const READER = 'reader-token-0123456789abcdef';
 // An operator too: the console route is an operator's; a filter is judged before any handler acts.
 const PRINCIPALS: Principal[] = [{ name: 'reader', bearerToken: READER, roles: ['reader', 'operator'] }];
 
+/** The daemon's app over an engine harness: the pages' endpoints, filters and fields are checked against it. */
+function docsApp(h: Awaited<ReturnType<typeof engineHarness>>): ReturnType<typeof buildApp> {
+  return buildApp({
+    logger: captureLogger().logger,
+    exposition: new ExpositionCache({ registry: new Registry() }),
+    graphStores: new Map([['default', new GraphStore(tempDir(), 'default')]]),
+    graphMaxWidth: 2000,
+    statusView: async () => {
+      throw new Error('not read by this test');
+    },
+    attacks: new Map(),
+    discovery: () => new Map(),
+    reload: async () => ({ ok: true, needsRestart: [] }),
+    remediation: {
+      engines: new Map([['default', h.engine]]),
+      store: h.journal,
+      metrics: h.metrics,
+      config: h.config,
+    },
+  });
+}
+
 describe('the endpoints and filters the pages name', () => {
   let app: ReturnType<typeof buildApp>;
   let simulator: ReturnType<typeof Fastify>;
   beforeAll(async () => {
     const h = await engineHarness({ principals: PRINCIPALS });
-    app = buildApp({
-      logger: captureLogger().logger,
-      exposition: new ExpositionCache({ registry: new Registry() }),
-      graphStores: new Map([['default', new GraphStore(tempDir(), 'default')]]),
-      graphMaxWidth: 2000,
-      statusView: async () => {
-        throw new Error('not read by this test');
-      },
-      attacks: new Map(),
-      discovery: () => new Map(),
-      reload: async () => ({ ok: true, needsRestart: [] }),
-      remediation: {
-        engines: new Map([['default', h.engine]]),
-        store: h.journal,
-        metrics: h.metrics,
-        config: h.config,
-      },
-    });
+    app = docsApp(h);
     await app.ready();
     // The hosting API's paths, as the simulator serves them (api-command.md names some).
     simulator = Fastify();
@@ -352,5 +365,186 @@ describe('the endpoints and filters the pages name', () => {
       if (!taken) wrong.push(`${where}: ?${name}=`);
     }
     expect(wrong).toEqual([]);
+  });
+});
+
+// ---- JSON fields -------------------------------------------------------------------------------------------
+
+/** Every key of `value`, at any depth. */
+function keysOf(value: unknown, into = new Set<string>()): Set<string> {
+  if (Array.isArray(value)) for (const v of value) keysOf(v, into);
+  else if (value !== null && typeof value === 'object')
+    for (const [k, v] of Object.entries(value)) {
+      into.add(k);
+      keysOf(v, into);
+    }
+  return into;
+}
+
+/** The fields `remediation replay`'s report declares (its JSON is these types, cli/replay-report.ts, replay-history.ts). */
+const REPORT_FIELDS = new Set(
+  ['src/cli/replay-report.ts', 'src/cli/replay-history.ts'].flatMap((file) =>
+    [...readFileSync(join(root, file), 'utf8').matchAll(/^\s+(?:readonly\s+)?([a-z]\w*)\??:/gm)].map((m) => m[1]!),
+  ),
+);
+
+/** Pages whose camelCase code spans are JSON fields of the API's replies or of the replay report. */
+const FIELD_PAGES = new Set(['docs/remediation.md', 'docs/runbook.md']);
+const camel = (snake: string) => snake.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+/** The config's keys, every segment of the reference's first column (docs/configuration.md, generated from the schema). */
+const CONFIG_KEYS = new Set(
+  readFileSync(join(root, 'docs/configuration.md'), 'utf8')
+    .split('\n')
+    .flatMap((l) => (/^\| `([^`]+)`/.exec(l)?.[1] ?? '').split(/[.[\]]+/))
+    .filter((k) => k !== ''),
+);
+
+describe('the JSON fields the pages name', () => {
+  let harness: Awaited<ReturnType<typeof engineHarness>>;
+  let sharedApp: ReturnType<typeof buildApp>;
+  beforeAll(async () => {
+    harness = await engineHarness({ principals: PRINCIPALS });
+    sharedApp = docsApp(harness);
+    await sharedApp.ready();
+  });
+  afterAll(async () => {
+    await sharedApp?.close();
+  });
+
+  /** The keys of the API's real replies: a seeded journal (an alert's row, a breaker close), the breakers, an action. */
+  const replyFields = async () => {
+    const h = harness;
+    const auth = { authorization: `Bearer ${READER}` };
+    const id = await h.journal.insert(
+      journalRow({
+        account: 'default',
+        createdAt: h.clock.now,
+        source: 'alert',
+        action: 'powercycle',
+        serverId: '100001',
+        principal: 'alertmanager',
+        decision: 'executed',
+        labels: '{"alertname":"BaremetalServerUnreachable"}',
+        alertname: 'BaremetalServerUnreachable',
+        fingerprint: 'f1',
+        startsAt: '2026-11-21T11:59:00Z',
+        verifyWithinMs: 60_000,
+      }),
+    );
+    await h.journal.settleVerification(id, 'verified', h.clock.now);
+    const fields = new Set<string>();
+    const acted = await sharedApp.inject({
+      method: 'POST',
+      url: '/api/v1/actions/powercycle',
+      headers: auth,
+      payload: { server_id: '100001', reason: 'docs' },
+    });
+    keysOf(acted.json(), fields);
+    for (const url of ['/api/v1/actions', `/api/v1/actions/${id}`, '/api/v1/remediation/circuit'])
+      keysOf((await sharedApp.inject({ url, headers: auth })).json(), fields);
+    return fields;
+  };
+
+  it('each camelCase field of the remediation pages is a field of a reply or of the replay report', async () => {
+    const fields = await replyFields();
+    expect(fields).toContain('verifiedAtIso');
+    const wrong = CODE.filter((c) => FIELD_PAGES.has(c.where.split(':')[0]!))
+      .filter((c) => /^[a-z]+(?:[A-Z][a-z]*)+$/.test(c.text))
+      .filter((c) => !fields.has(c.text) && !REPORT_FIELDS.has(c.text))
+      .map((c) => `${c.where}: \`${c.text}\` is no field of the API's replies or of the replay report`);
+    expect(wrong).toEqual([]);
+  });
+
+  it('no page spells a reply field in snake_case (`verified_at` for `verifiedAt`)', async () => {
+    const fields = await replyFields();
+    const wrong = CODE.filter((c) => /^[a-z]+(?:_[a-z]+)+$/.test(c.text))
+      .filter((c) => fields.has(camel(c.text)) && !fields.has(c.text) && !CONFIG_KEYS.has(c.text))
+      .map((c) => `${c.where}: \`${c.text}\`: the API says \`${camel(c.text)}\``);
+    expect(wrong).toEqual([]);
+    // Planted: the spelling the issue found is refused.
+    expect(fields.has(camel('verified_at')) && !fields.has('verified_at') && !CONFIG_KEYS.has('verified_at')).toBe(
+      true,
+    );
+    expect(CONFIG_KEYS).toContain('require_owned_ip');
+  });
+});
+
+// ---- the alert table and the recording rules against the rendered mixin ---------------------------------
+
+describe('docs/dashboards-and-alerts.md against the rendered mixin', () => {
+  const rules = (
+    parseYaml(renderRules(defaultConfig)) as {
+      groups: Array<{ rules: Array<{ alert?: string; record?: string; labels?: { severity?: string } }> }>;
+    }
+  ).groups.flatMap((g) => g.rules);
+  const page = readFileSync(join(root, 'docs/dashboards-and-alerts.md'), 'utf8');
+  /** The alert table's rows: each alert named (`A` / `B` rows name two) with its severity. */
+  const table = page
+    .split('\n')
+    .filter((l) => /^\| `Baremetal\w+`/.test(l))
+    .flatMap((l) => {
+      const [names, severity] = l.split('|').slice(1, 3);
+      return [...names!.matchAll(/`(\w+)`/g)].map((m) => ({ alert: m[1]!, severity: severity!.trim() }));
+    });
+
+  it('lists every alert with its severity, and no other', () => {
+    const rendered = rules
+      .filter((r) => r.alert)
+      .map((r) => ({ alert: r.alert!, severity: r.labels?.severity ?? '' }))
+      .sort((a, b) => a.alert.localeCompare(b.alert));
+    expect([...table].sort((a, b) => a.alert.localeCompare(b.alert))).toEqual(rendered);
+  });
+
+  it('names every recording rule, and no other', () => {
+    const named = new Set([...page.matchAll(/`(baremetal:[\w:]+)`/g)].map((m) => m[1]!));
+    const rendered = new Set(rules.flatMap((r) => (r.record ? [r.record] : [])));
+    expect(rendered.size).toBeGreaterThan(0);
+    expect([...named].sort()).toEqual([...rendered].sort());
+  });
+});
+
+// ---- the runbook's commands -------------------------------------------------------------------------------
+
+/** An operator endpoint, and the command of the command line that calls it (actions.ts, circuit.ts). */
+const COMMAND_OF: Array<{ endpoint: RegExp; command: string }> = [
+  { endpoint: /POST \/api\/v1\/remediation\/circuit\/close/, command: 'baremetal-exporter circuit close' },
+  { endpoint: /POST \/api\/v1\/actions\/(\{id\}|ID|:id)\/approve/, command: 'baremetal-exporter actions approve' },
+  { endpoint: /\/deny\b/, command: 'baremetal-exporter actions deny' },
+  { endpoint: /POST \/api\/v1\/actions\/(\{id\}|ID|:id)\/withdraw/, command: 'baremetal-exporter actions withdraw' },
+];
+
+describe("the runbook's commands", () => {
+  const sections = readFileSync(join(root, 'docs/runbook.md'), 'utf8')
+    .split(/^## /m)
+    .slice(1)
+    .map((text) => ({ alert: text.split('\n')[0]!.trim(), text }));
+
+  it('the commands it maps exist', () => {
+    for (const { command } of COMMAND_OF) {
+      const path = command.split(' ').slice(1);
+      expect(words(path.slice(0, -1))).toContain(path.at(-1));
+    }
+  });
+
+  it('each section that names an operator endpoint also names the command that calls it', () => {
+    const wrong = sections.flatMap(({ alert, text }) =>
+      COMMAND_OF.filter(({ endpoint, command }) => endpoint.test(text) && !text.includes(command)).map(
+        ({ command }) => `${alert}: names the endpoint, not \`${command}\``,
+      ),
+    );
+    expect(wrong).toEqual([]);
+  });
+
+  it("has the section each alert's runbook_url points at", () => {
+    const urls = (
+      parseYaml(renderRules(defaultConfig)) as {
+        groups: Array<{ rules: Array<{ alert?: string; annotations?: { runbook_url?: string } }> }>;
+      }
+    ).groups
+      .flatMap((g) => g.rules)
+      .flatMap((r) => (r.alert ? [{ alert: r.alert, anchor: r.annotations?.runbook_url?.split('#')[1] }] : []));
+    expect(urls.length).toBeGreaterThan(0);
+    const anchors = new Set(sections.map((s) => s.alert.toLowerCase()));
+    expect(urls.filter((u) => !anchors.has(u.anchor ?? ''))).toEqual([]);
   });
 });

@@ -110,6 +110,9 @@ describe('graph image check', () => {
 describe('graph decoding limits', () => {
   it('turns off the libvips operation cache and runs one libvips thread per image, and still checks images', async () => {
     limitGraphDecoding();
+    // The limits apply when the graph code loads sharp (an image that is not a PNG), or at once if it has.
+    const jpeg = await sharp(solid(8, 8)).jpeg().toBuffer();
+    expect(await checkImage(jpeg)).toMatchObject({ width: 8, height: 8, sourceFormat: 'jpeg' });
     expect(sharp.cache()).toMatchObject({ memory: { max: 0 }, files: { max: 0 }, items: { max: 0 } });
     expect(sharp.concurrency()).toBe(1);
     const png = await pngOf(32, 16);

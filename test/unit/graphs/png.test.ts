@@ -6,7 +6,7 @@
 import { crc32, deflateSync } from 'node:zlib';
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
-import { checkPng, release } from '../../../src/graphs/png.js';
+import { checkPng, pngSize, release } from '../../../src/graphs/png.js';
 
 describe('release', () => {
   it('frees a buffer that owns all its memory', () => {
@@ -83,3 +83,31 @@ function splitIdat(width: number, height: number, pixels: Buffer): Buffer {
     chunk('IEND', Buffer.alloc(0)),
   ]);
 }
+
+describe('pngSize: the size from IHDR alone, for files the store wrote itself', () => {
+  it('reads the width and height sharp wrote', async () => {
+    const png = await sharp({ create: { width: 31, height: 7, channels: 3, background: '#000' } })
+      .png()
+      .toBuffer();
+    expect(pngSize(png)).toEqual({ width: 31, height: 7 });
+  });
+
+  it.each([
+    { name: 'not a PNG', bytes: () => Buffer.from('GIF89a0000000000000000000000000000'), error: /no PNG signature/ },
+    { name: 'cut inside IHDR', bytes: (png: Buffer) => png.subarray(0, 20), error: /truncated before the end of IHDR/ },
+    {
+      name: 'a flipped bit in the width',
+      bytes: (png: Buffer) => {
+        const copy = Buffer.from(png);
+        copy[19]! ^= 1;
+        return copy;
+      },
+      error: /bad CRC in IHDR/,
+    },
+  ])('refuses $name', async ({ bytes, error }) => {
+    const png = await sharp({ create: { width: 4, height: 4, channels: 3, background: '#000' } })
+      .png()
+      .toBuffer();
+    expect(() => pngSize(bytes(png))).toThrow(error);
+  });
+});

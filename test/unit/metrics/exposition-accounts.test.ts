@@ -8,6 +8,9 @@ import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { createMetrics, leaderOnlyNames } from '../../../src/metrics/definitions.js';
 import { ExpositionCache } from '../../../src/metrics/exposition-cache.js';
+import { exposeMetrics } from '../../../src/daemon/parts.js';
+import type { StateStore } from '../../../src/store/store.js';
+import { gunzipSync } from 'node:zlib';
 
 describe('exposition per account', () => {
   it.each([
@@ -33,6 +36,47 @@ describe('exposition per account', () => {
     const text = (await cache.render()).bytes('text').toString();
     expect(accountsOf(text, 'baremetal_servers')).toEqual(['b']);
     expect(accountsOf(text, 'baremetal_firewall_attack_events_last_hour')).toEqual(['b']);
+  });
+});
+
+describe('a replica whose leases ran out while it was frozen', () => {
+  it('answers a scrape with what it leads now, not the rendering cached before (plain and gzipped)', async () => {
+    let led = new Set(['a', 'b']);
+    const { cache } = await render(() => led);
+    expect(accountsOf((await cache.get()).bytes('text').toString(), 'baremetal_servers')).toEqual(['a', 'b']);
+    await cache.gzipped('text');
+    // No timer ran (the process was frozen): the leases' trust ran out, read synchronously at the scrape.
+    led = new Set(['b']);
+    expect(accountsOf((await cache.get()).bytes('text').toString(), 'baremetal_servers')).toEqual(['b']);
+    led = new Set();
+    const zipped = gunzipSync(await cache.gzipped('text')).toString();
+    expect(accountsOf(zipped, 'baremetal_servers')).toEqual([]);
+  });
+
+  it('baremetal_leader{account} follows the same reading at each rendering (exposeMetrics)', async () => {
+    const registry = new Registry();
+    const metrics = createMetrics(registry, { defaultMetrics: false, version: '9.9.9' });
+    let led = new Set(['a']);
+    const store = { healthy: () => true } as unknown as StateStore;
+    const cache = exposeMetrics(registry, metrics, {
+      now: () => 1_700_000_000_000,
+      leading: () => led.size > 0,
+      led: () => led,
+      store,
+      accounts: ['a', 'b'],
+    });
+    const leaders = async () =>
+      [
+        ...(await cache.get())
+          .bytes('text')
+          .toString()
+          .matchAll(/^baremetal_leader\{account="(\w+)"\} 1$/gm),
+      ].map((m) => m[1]);
+    expect(await leaders()).toEqual(['a']);
+    // the gauge was last set to 1 by the role (a transition that has not run yet after a freeze)
+    metrics.leader.set({ account: 'a' }, 1);
+    led = new Set(['b']);
+    expect(await leaders()).toEqual(['b']);
   });
 });
 

@@ -1,6 +1,7 @@
 /** The attack guard and the breaker's limit as pure functions: each case with its exact decision and message. */
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_SAFETY } from '../../../src/config/types.js';
+import { NoLeaderError } from '../../../src/errors.js';
 import { breakerLimit, checkAttack, checkCircuitOpen } from '../../../src/remediation/guards.js';
 import { Journal } from '../../../src/store/sqlite/journal.js';
 import { sqliteStore } from '../../../src/store/sqlite/store.js';
@@ -58,6 +59,25 @@ describe('checkAttack', () => {
   ])('$name', ({ state, message }) => {
     const denial = checkAttack(directory(state), powerRequest(), DEFAULT_SAFETY, NOW, MIN);
     expect(denial).toEqual(message === undefined ? undefined : { decision: 'denied_under_attack', message });
+  });
+
+  it('decides nothing while only a leader would know (undecided): NoLeaderError, 503 with Retry-After', () => {
+    const waiting = directory({ known: false, reason: 'its firewall history has not been read yet', undecided: true });
+    const call = () => checkAttack(waiting, powerRequest(), DEFAULT_SAFETY, NOW, MIN);
+    expect(call).toThrow(NoLeaderError);
+    expect(call).toThrow(
+      'attack state of server 100001 not known here yet: its firewall history has not been read yet; retry later',
+    );
+    try {
+      call();
+    } catch (error) {
+      expect(error).toMatchObject({ statusCode: 503, code: 'BM_ERR_NO_LEADER', retryAfterSeconds: 5 });
+    }
+    // forced, or the guard off: it does not need the attack state
+    expect(checkAttack(waiting, powerRequest({ force: true }), DEFAULT_SAFETY, NOW, MIN)).toBeUndefined();
+    expect(checkAttack(waiting, powerRequest(), { ...DEFAULT_SAFETY, denyPowerWhenAttacked: false }, NOW, MIN)).toBe(
+      undefined,
+    );
   });
 
   it('lets a forced operator call and a switched-off guard through', () => {

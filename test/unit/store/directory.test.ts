@@ -90,6 +90,50 @@ describe('leaderOrSnapshot', () => {
   });
 });
 
+describe('leaderOrSnapshot: the attack state', () => {
+  const read = { known: true as const, readAt: 1_000, lastEventAt: new Map<string, number>() };
+  const withAttacks = { ...directory({ p: ['198.18.0.1'] }), serversKnown: true, attackState: () => read };
+  const snapshot = directory({ p: ['198.18.0.1'] });
+  it('a follower does not know it, and says a leader will (undecided)', () => {
+    const state = leaderOrSnapshot(withAttacks, snapshot, () => false).attackState!('p');
+    expect(state).toMatchObject({ known: false, undecided: true });
+    expect(state.known === false && state.reason).toContain('this replica does not lead the account');
+  });
+  it('a leader knows it once read in its current term, not from a read of an earlier term', () => {
+    expect(
+      leaderOrSnapshot(
+        withAttacks,
+        snapshot,
+        () => true,
+        () => 1_000,
+      ).attackState!('p'),
+    ).toBe(read);
+    expect(
+      leaderOrSnapshot(
+        withAttacks,
+        snapshot,
+        () => true,
+        () => 1_001,
+      ).attackState!('p'),
+    ).toEqual({
+      known: false,
+      reason: 'its firewall history has not been read since this replica took the account',
+      undecided: true,
+    });
+  });
+  it('a final unknown (the collector off) stays final', () => {
+    const off = { known: false as const, reason: 'the firewall collector is off (collectors.firewall: false)' };
+    expect(
+      leaderOrSnapshot(
+        { ...withAttacks, attackState: () => off },
+        snapshot,
+        () => true,
+        () => 0,
+      ).attackState!('p'),
+    ).toBe(off);
+  });
+});
+
 describe('directoryServers', () => {
   it("publishes each server's record IPs and the IPs seen in its firewall history: the IPs ownedIps gives the leader", () => {
     const { metrics } = freshMetrics();

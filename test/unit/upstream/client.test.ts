@@ -1,5 +1,4 @@
 import { createServer, type Server } from 'node:http';
-import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { Agent, MockAgent } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -13,14 +12,12 @@ import {
   UpstreamCancelledError,
   UpstreamConnectionError,
   UpstreamTimeoutError,
-  UpstreamTlsError,
 } from '../../../src/errors.js';
 import { checkBaseUrl } from '../../../src/config/base-url.js';
 import { UpstreamClient } from '../../../src/upstream/client.js';
 import type { RequestEvent } from '../../../src/upstream/request.js';
 import { listServers, powerCycle } from '../../../src/upstream/dedicated.js';
 import { getDedicatedFirewallHistory, setFirewallState } from '../../../src/upstream/firewall.js';
-import { makeTestPki } from '../../helpers/certs.js';
 
 const BASE = 'https://api.provider.test';
 const KEY = 'sk-test-0123456789abcdef';
@@ -497,25 +494,5 @@ describe('against real sockets', () => {
     await Promise.all([pictures, firewall]);
     expect(paths.slice(3).sort()).toEqual(['/graph-3', '/graph-4']);
     await dispatcher.close();
-  });
-
-  it('rejects a certificate from an unknown CA, and accepts it with the CA file', async () => {
-    const pki = makeTestPki();
-    server = createTlsServer({ key: pki.key, cert: pki.cert }, (_req, res) => {
-      res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify([{ server_id: '7' }]));
-    });
-    server.listen(0, '127.0.0.1');
-    await new Promise((r) => server!.once('listening', r));
-    const { port } = server.address() as AddressInfo;
-    const options = { baseUrl: `https://127.0.0.1:${port}`, apiKey: KEY, timeoutMs: 2000, concurrency: 1, retries: 0 };
-    const untrusting = new UpstreamClient(options);
-    const error = await listServers(untrusting).catch((e: unknown) => e);
-    await untrusting.close();
-    expect(error).toBeInstanceOf(UpstreamTlsError);
-    expect((error as Error).message).toContain('TLS failure');
-    const trusting = new UpstreamClient({ ...options, ca: pki.ca });
-    expect((await listServers(trusting)).servers[0]?.serverId).toBe('7');
-    await trusting.close();
   });
 });

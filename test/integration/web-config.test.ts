@@ -1,8 +1,8 @@
 import bcrypt from 'bcryptjs';
 import { describe, expect, it } from 'vitest';
-import { configProblems } from '../../helpers/config-problems.js';
-import { parseWebConfig, type WebConfig } from '../../../src/http/web-config.js';
-import { makeTestPki } from '../../helpers/certs.js';
+import { configProblems } from '../helpers/config-problems.js';
+import { parseWebConfig, type WebConfig } from '../../src/http/web-config.js';
+import { makeTestPki } from '../helpers/certs.js';
 
 const pki = makeTestPki();
 const other = makeTestPki();

@@ -1,7 +1,7 @@
 /** The bash completion script, generated from the command tree, run in a real bash. */
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { bashCompletion } from '../../../src/cli/completion.js';
+import { bashCompletion } from '../../src/cli/completion.js';
 
 /** COMPREPLY for the command line `words` (the last word is the one being completed). */
 function complete(words: string[]): string[] {

@@ -1,22 +1,15 @@
 import { MockAgent } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { InvalidParameterError } from '../../../src/errors.js';
-import { UpstreamClient } from '../../../src/upstream/client.js';
-import {
-  getConsole,
-  getGraph,
-  getServer,
-  powerOff,
-  provision,
-  setReverseDns,
-} from '../../../src/upstream/dedicated.js';
+import { InvalidParameterError } from '../../src/errors.js';
+import { UpstreamClient } from '../../src/upstream/client.js';
+import { getConsole, getGraph, getServer, powerOff, provision, setReverseDns } from '../../src/upstream/dedicated.js';
 import {
   getColocationFirewallHistory,
   getTransitFirewallHistory,
   setFirewallSensitivity,
   setFirewallState,
-} from '../../../src/upstream/firewall.js';
-import { setCancellation } from '../../../src/upstream/reseller.js';
+} from '../../src/upstream/firewall.js';
+import { setCancellation } from '../../src/upstream/reseller.js';
 
 const BASE = 'https://api.provider.test';
 let agent: MockAgent;

@@ -1,10 +1,12 @@
 /**
  * A requester withdraws its own request while it awaits approval, on both state-store backends: journaled
- * `withdrawn` under its principal, nothing sent, no longer counted as awaiting; nobody else may withdraw it.
+ * `withdrawn` under its principal, nothing sent, no longer counted as awaiting; nobody else may withdraw an
+ * operator's request. An alert's request is withdrawn by any operator of its account (issue 51), journaled with
+ * that operator as the one who settled it.
  */
 import { describe, expect, it } from 'vitest';
 import type { Principal } from '../../src/config/types.js';
-import { engineHarness, remediationApp } from '../helpers/remediation.js';
+import { engineHarness, remediationApp, rule, unreachableAlert } from '../helpers/remediation.js';
 import { backends } from '../helpers/store-backends.js';
 
 const token = (name: string) => `${name}-token-0123456789abcdef`;
@@ -13,6 +15,8 @@ const PRINCIPALS: Principal[] = [
   { name: 'alice', bearerToken: token('alice'), roles: ['operator', 'reader'], requireApproval: true },
   { name: 'bob', bearerToken: token('bob'), roles: ['operator'] },
   { name: 'audit', bearerToken: token('audit'), roles: ['reader'] },
+  { name: 'alertmanager', bearerToken: token('alertmanager'), roles: ['webhook'] },
+  { name: 'eu-ops', bearerToken: token('eu-ops'), roles: ['operator'], accounts: ['eu'] },
 ];
 const POWERCYCLE = '/api/v1/dedicated/powercycle';
 const MIN = 60_000;
@@ -21,7 +25,13 @@ for (const backend of backends()) {
   describe.skipIf(backend.skip)(`withdrawing a request awaiting approval (${backend.name})`, () => {
     async function setup() {
       const db = await backend.fresh();
-      const h = await engineHarness({ principals: PRINCIPALS }, await db.open());
+      const h = await engineHarness(
+        {
+          principals: PRINCIPALS,
+          rules: [rule({ alertname: 'BaremetalServerUnreachable', action: 'powercycle', requireApproval: true })],
+        },
+        await db.open(),
+      );
       const app = remediationApp(h);
       const ask = async () =>
         (
@@ -36,7 +46,20 @@ for (const backend of backends()) {
         app.inject({ method: 'POST', url: `/api/v1/actions/${id}/${verb}`, headers: bearer(who), payload });
       const awaiting = async () =>
         (await h.metrics.actionAwaitingApproval.get()).values.find((v) => v.labels.action === 'powercycle')?.value;
-      return { ...h, app, ask, call, awaiting };
+      /** Alertmanager's request for server 100002, awaiting approval under the rule; its journal id. */
+      const alert = async () => {
+        const res = await app.inject({
+          method: 'POST',
+          url: '/api/v1/alertmanager',
+          headers: bearer('alertmanager'),
+          payload: unreachableAlert(new Date(h.clock.now - MIN).toISOString()),
+        });
+        expect(res.statusCode).toBe(200);
+        const [row] = await h.journal.list({ decision: 'awaiting_approval', limit: 1 });
+        expect(row).toMatchObject({ source: 'alert', principal: 'alertmanager' });
+        return row!.id;
+      };
+      return { ...h, app, ask, alert, call, awaiting };
     }
 
     it('journals withdrawn under the requester; nothing sent, nothing left to approve', async () => {
@@ -82,6 +105,33 @@ for (const backend of backends()) {
       expect(res.statusCode).toBe(status);
       expect(res.json().message).toContain(message);
       expect(await journal.get(id)).toMatchObject({ decision: 'awaiting_approval' });
+    });
+
+    it("lets any operator of the account withdraw an alert's request, journaled as the one who settled it", async () => {
+      const { alert, call, journal, sim } = await setup();
+      const id = await alert();
+      // Alertmanager's own credential is no operator's; an operator of another account may not either.
+      const webhook = await call('withdraw', id, 'alertmanager');
+      expect(webhook.statusCode).toBe(403);
+      expect(webhook.json().message).toContain('lacks the role operator');
+      const elsewhere = await call('withdraw', id, 'eu-ops');
+      expect(elsewhere.statusCode).toBe(403);
+      expect(elsewhere.json().message).toContain('may not act on account default');
+      expect(await journal.get(id)).toMatchObject({ decision: 'awaiting_approval' });
+
+      const res = await call('withdraw', id, 'bob', { reason: 'the host came back' });
+      expect(res.statusCode).toBe(200);
+      expect(res.json()).toMatchObject({ withdrawn: id, principal: 'bob', decision: 'withdrawn' });
+      expect(await journal.get(id)).toMatchObject({
+        decision: 'withdrawn',
+        principal: 'alertmanager',
+        approver: 'bob',
+        approvedAt: null,
+        message: 'withdrawn by bob: the host came back; nothing sent',
+      });
+      // Filtered as what bob settled.
+      expect((await journal.list({ approver: 'bob', limit: 10 })).map((r) => r.id)).toEqual([id]);
+      expect(sim.callsTo(POWERCYCLE)).toHaveLength(0);
     });
 
     it('is a 404 for an unknown row and a 409 once the request expired', async () => {

@@ -84,7 +84,7 @@ describe.skipIf(found.skip)('leader election (Debian postgresql on loopback)', (
     expect(leaders).toHaveLength(1);
     const holders = await sql(
       `SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-       WHERE l.locktype = 'advisory' AND l.granted`,
+       WHERE l.locktype = 'advisory' AND l.granted AND a.datname = current_database()`,
     );
     expect(holders.map((h) => h.application_name)).toEqual([leaders[0] === a ? 'bmx-a' : 'bmx-b']);
   });
@@ -97,7 +97,10 @@ describe.skipIf(found.skip)('leader election (Debian postgresql on loopback)', (
     {
       name: "the leader's backend is terminated: it demotes itself and the other takes over",
       end: async (_leader: LeaderElector, app: string) => {
-        await sql('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [app]);
+        await sql(
+          'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()',
+          [app],
+        );
       },
     },
   ])('$name', async ({ end }) => {
@@ -120,7 +123,10 @@ describe.skipIf(found.skip)('leader election (Debian postgresql on loopback)', (
     await eventually('a leader', async () => (leader.e.leader ? true : undefined));
     const follower = elector('bmx-f');
     await settled(leader, follower);
-    await sql('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', ['bmx-e']);
+    await sql(
+      'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()',
+      ['bmx-e'],
+    );
     await eventually('the follower to take over', async () => (follower.e.leader ? true : undefined));
     // The old leader is connected again, as a follower.
     await eventually('the old leader to reconnect', async () =>

@@ -23,6 +23,12 @@ import {
   TOKEN,
 } from '../helpers/remediation.js';
 import { backends } from '../helpers/store-backends.js';
+import { buildApp } from '../../src/http/app.js';
+import type { StatusView } from '../../src/http/routes/status-page.js';
+import type { JournalEntry } from '../../src/store/rows.js';
+import { GraphStore } from '../../src/graphs/store.js';
+import { ExpositionCache } from '../../src/metrics/exposition-cache.js';
+import { captureLogger } from '../helpers/logger.js';
 
 const PASSWORD = 'alice-password-0123';
 const token = (name: string) => `${name}-token-0123456789abcdef`;
@@ -73,6 +79,7 @@ const ROUTES = {
   },
   console: { method: 'GET', url: '/api/v1/servers/100001/console.jnlp' },
   journal: { method: 'GET', url: '/api/v1/actions' },
+  circuit: { method: 'GET', url: '/api/v1/remediation/circuit' },
   'circuit-close': { method: 'POST', url: '/api/v1/remediation/circuit/close', payload: {} },
 } as const;
 
@@ -96,15 +103,18 @@ for (const backend of backends()) {
         'firewall-state': 403,
         console: 403,
         journal: 403,
+        circuit: 403,
         'circuit-close': 403,
       },
+      // An operator reads what it acts on (issue 51: one credential per person).
       {
         who: 'ops',
         webhook: 403,
         powercycle: 200,
         'firewall-state': 200,
         console: 200,
-        journal: 403,
+        journal: 200,
+        circuit: 200,
         'circuit-close': 200,
       },
       {
@@ -114,6 +124,7 @@ for (const backend of backends()) {
         'firewall-state': 403,
         console: 403,
         journal: 200,
+        circuit: 200,
         'circuit-close': 403,
       },
     ] as const)('role × route: $who', async (row) => {
@@ -126,7 +137,12 @@ for (const backend of backends()) {
         const res = await app.inject({ ...route, headers: bearer(row.who) } as InjectOptions);
         expect(res.statusCode, `${row.who} ${name}: ${res.body}`).toBe(row[name]);
         if (row[name] === 403) {
-          const role = name === 'webhook' ? 'webhook' : name === 'journal' ? 'reader' : 'operator';
+          const role =
+            name === 'webhook'
+              ? 'webhook'
+              : name === 'journal' || name === 'circuit'
+                ? 'reader or operator'
+                : 'operator';
           expect(res.json()).toMatchObject({ code: 'BM_ERR_FORBIDDEN' });
           expect(res.json().message).toContain(`principal ${row.who} lacks the role ${role}`);
           // Refused before anything is decided: no row, no upstream call.
@@ -309,7 +325,9 @@ describe('principals in the configuration file', () => {
     expect(h.log.lines.filter((l) => l.includes('deprecated'))).toEqual([]);
     const journal = await h.daemon.app.inject({ url: '/api/v1/actions', headers: bearer('alertmanager') });
     expect(journal.statusCode).toBe(403);
-    expect(journal.json().message).toBe('principal alertmanager lacks the role reader (GET /api/v1/actions)');
+    expect(journal.json().message).toBe(
+      'principal alertmanager lacks the role reader or operator (GET /api/v1/actions)',
+    );
     const webhook = await h.daemon.app.inject({
       method: 'POST',
       url: '/api/v1/alertmanager',
@@ -317,5 +335,131 @@ describe('principals in the configuration file', () => {
       payload: webhookPayload,
     });
     expect(webhook.statusCode).toBe(200);
+  });
+});
+
+/**
+ * One identity per person (issue 51): behind web.auth, an operator's (or reader's) own credential reads the
+ * status page with its details, /metrics and the breaker's state; web.auth's credential, Prometheus's scrape
+ * credential, reads /metrics and the page's counts and nothing else; Alertmanager's webhook credential is not let in.
+ */
+describe('one identity per person', () => {
+  const SCRAPE = 'scrape-token-0123456789abcdef';
+  async function setup() {
+    const h = await engineHarness({ principals: PRINCIPALS });
+    const asked: boolean[] = [];
+    const app = buildApp({
+      logger: captureLogger().logger,
+      exposition: new ExpositionCache({ registry: h.registry }),
+      graphStores: new Map([['default', new GraphStore(tempDir(), 'default')]]),
+      graphMaxWidth: 2000,
+      webAuth: { bearerTokens: [SCRAPE], basicAuthUsers: {} },
+      statusView: async ({ actions }) => {
+        asked.push(actions);
+        return statusView(actions);
+      },
+      remediation: {
+        engines: new Map([['default', h.engine]]),
+        store: h.journal,
+        metrics: h.metrics,
+        config: h.config,
+      },
+    });
+    return { ...h, app, asked };
+  }
+  /** A status view with one decision when `actions`, as status-view.ts builds it for the page. */
+  const statusView = (actions: boolean): StatusView => ({
+    version: '1.2.3',
+    apiUp: 1,
+    polls: [],
+    servers: [],
+    services: [],
+    graphs: [],
+    now: Date.UTC(2026, 10, 21, 12),
+    actions: actions
+      ? ([
+          {
+            createdAt: Date.UTC(2026, 10, 21, 12),
+            source: 'operator',
+            principal: 'ops',
+            action: 'powercycle',
+            value: null,
+            serverId: '100001',
+            ip: null,
+            decision: 'executed',
+            message: 'a decision only a person may read',
+            reason: null,
+          },
+        ] as unknown as JournalEntry[])
+      : undefined,
+  });
+
+  it('an operator reads the status page with its details, /metrics and the breaker', async () => {
+    const { app, asked } = await setup();
+    for (const who of ['ops', 'audit']) {
+      const page = await app.inject({ url: '/', headers: bearer(who) });
+      expect(page.statusCode).toBe(200);
+      expect(page.body).toContain('a decision only a person may read');
+      expect((await app.inject({ url: '/metrics', headers: bearer(who) })).statusCode).toBe(200);
+      const circuit = await app.inject({ url: '/api/v1/remediation/circuit', headers: bearer(who) });
+      expect(circuit.statusCode).toBe(200);
+    }
+    // By basic auth too (alice, an operator with a password).
+    expect((await app.inject({ url: '/', headers: basic('alice', PASSWORD) })).body).toContain(
+      'a decision only a person may read',
+    );
+    expect(asked).toEqual([true, true, true]);
+  });
+
+  it("reads the breaker's state from the store the moment it opens, not a gauge refreshed later", async () => {
+    const { app, journal } = await setup();
+    const read = async () =>
+      (await app.inject({ url: '/api/v1/remediation/circuit?account=default', headers: bearer('ops') })).json();
+    expect(await read()).toEqual({
+      breakers: [{ account: 'default', open: false, openedAt: null, closedAt: null, message: null }],
+    });
+    await journal.openCircuit('default', Date.UTC(2026, 10, 21, 12, 5), '3 servers power-cycled within 1h');
+    expect(await read()).toEqual({
+      breakers: [
+        {
+          account: 'default',
+          open: true,
+          openedAt: '2026-11-21T12:05:00.000Z',
+          closedAt: null,
+          message: '3 servers power-cycled within 1h',
+        },
+      ],
+    });
+    // Outside its accounts: 403; an unknown account: 400; an operator of another account sees none of this one.
+    const other = await app.inject({ url: '/api/v1/remediation/circuit?account=default', headers: bearer('eu-only') });
+    expect(other.statusCode).toBe(403);
+    expect((await app.inject({ url: '/api/v1/remediation/circuit', headers: bearer('eu-only') })).json()).toEqual({
+      breakers: [],
+    });
+    const unknown = await app.inject({ url: '/api/v1/remediation/circuit?account=nope', headers: bearer('ops') });
+    expect(unknown.statusCode).toBe(400);
+  });
+
+  it('the scrape credential reads /metrics and the counts, and can do nothing else', async () => {
+    const { app, asked, journal, sim } = await setup();
+    const headers = { authorization: `Bearer ${SCRAPE}` };
+    expect((await app.inject({ url: '/metrics', headers })).statusCode).toBe(200);
+    const page = await app.inject({ url: '/', headers });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).not.toContain('a decision only a person may read');
+    expect(asked).toEqual([false]);
+    for (const route of Object.values(ROUTES)) {
+      const res = await app.inject({ ...route, headers } as InjectOptions);
+      expect(res.statusCode, `${route.method} ${route.url}`).toBe(401);
+    }
+    expect(await journal.list({ limit: 10 })).toEqual([]);
+    expect(sim.calls).toEqual([]);
+  });
+
+  it("Alertmanager's webhook credential is not let into the read-only routes", async () => {
+    const { app, asked } = await setup();
+    expect((await app.inject({ url: '/', headers: bearer('alertmanager') })).statusCode).toBe(401);
+    expect((await app.inject({ url: '/metrics', headers: bearer('alertmanager') })).statusCode).toBe(401);
+    expect(asked).toEqual([]);
   });
 });

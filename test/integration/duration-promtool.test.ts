@@ -7,9 +7,9 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseDuration, prometheusDurationMs } from '../../../src/config/formats.js';
-import { requireBinary } from '../../helpers/binaries.js';
-import { tempDir } from '../../helpers/tmp.js';
+import { parseDuration, prometheusDurationMs } from '../../src/config/formats.js';
+import { requireBinary } from '../helpers/binaries.js';
+import { tempDir } from '../helpers/tmp.js';
 
 const S = 1000;
 const M = 60 * S;

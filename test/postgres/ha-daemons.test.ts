@@ -138,21 +138,24 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
     const known = [...accountOf(leader, 'default').state.inventory.keys()][0]!;
     // The follower never polled: its engine answers from the shared directory.
     expect(accountOf(follower, 'default').state.serversKnown).toBe(false);
+    // Until the follower has read the leader's server list it answers 503 too (BM_ERR_NOT_READY).
     const res = await eventually('the follower to know the servers', async () => {
       const r = await powercycle(follower, known);
-      return r.statusCode === 200 ? r : undefined;
+      return r.json().code === 'BM_ERR_NO_LEADER' ? r : undefined;
     });
     const cases = [
       { name: 'a listed server', res },
       { name: 'an unknown server', res: await powercycle(follower, '999999') },
     ];
     // A listed server passes the target check; the follower has no attack data (only the leader polls the
-    // firewall histories), so the power guard denies it as unknown and the leader decides.
+    // firewall histories), so the power guard decides nothing (503, retried) and the leader decides.
     expect(cases.map((c) => ({ name: c.name, status: c.res.statusCode, decision: c.res.json().decision }))).toEqual([
-      { name: 'a listed server', status: 200, decision: 'denied_under_attack' },
+      { name: 'a listed server', status: 503, decision: undefined },
       { name: 'an unknown server', status: 200, decision: 'denied_unknown_target' },
     ]);
-    expect(res.json().message).toContain('this replica does not lead');
+    expect(res.json().code).toBe('BM_ERR_NO_LEADER');
+    expect(res.headers['retry-after']).toBe('5');
+    expect(res.json().message).toContain('this replica does not lead the account');
     expect((await powercycle(leader, known)).json().decision).toBe('dry_run');
   });
 
@@ -180,7 +183,7 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     await admin.query(
-      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'baremetal-exporter-leader'",
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'baremetal-exporter-leader' AND datname = current_database()",
     );
     await admin.end();
     await eventually('the second term to poll the firewall', async () =>
@@ -285,7 +288,7 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
       const { rows } = await client
         .query<{ name: string; count: string }>(
           `SELECT application_name AS name, count(*)::text AS count FROM pg_stat_activity
-           WHERE application_name LIKE 'baremetal-exporter%' GROUP BY application_name`,
+           WHERE application_name LIKE 'baremetal-exporter%' AND datname = current_database() GROUP BY application_name`,
         )
         .finally(() => client.end());
       const count = Object.fromEntries(rows.map((r) => [r.name, Number(r.count)]));

@@ -13,6 +13,7 @@ import type { StoredGraph } from '../../src/graphs/store.js';
 import type { PostgresStore } from '../../src/store/postgres/store.js';
 import { eventually } from '../helpers/processes.js';
 import { backends } from '../helpers/store-backends.js';
+import { termsOf } from '../../src/ha/terms.js';
 
 const postgres = backends().find((b) => b.name === 'postgres')!;
 const clients: pg.Client[] = [];
@@ -86,7 +87,7 @@ describe.skipIf(postgres.skip)('graph images fenced by the account lease (databa
     const leaseMs = 1_000;
     const leadAs = async (store: PostgresStore, replica: string) => {
       const epoch = await eventually(`${replica} to claim the lease`, () =>
-        store.shared.shares(replica, leaseMs).leases.claim('default'),
+        store.shared.shares(replica, leaseMs, termsOf('shared', [])).leases.claim('default'),
       );
       store.shared.fence((account) => (account === 'default' ? { replica, epoch } : undefined));
       return epoch;

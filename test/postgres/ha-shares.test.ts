@@ -10,6 +10,7 @@ import { StaleLeaseError } from '../../src/errors.js';
 import { AccountShares, type AccountTerm } from '../../src/ha/shares.js';
 import { AccountLeases } from '../../src/store/postgres/leases.js';
 import { Membership } from '../../src/store/postgres/membership.js';
+import { termsOf } from '../../src/ha/terms.js';
 import { migrateAll } from '../../src/store/postgres/migrations.js';
 import { openPool } from '../../src/store/postgres/pool.js';
 import { captureLogger } from '../helpers/logger.js';
@@ -27,7 +28,7 @@ describe.skipIf(found.skip)('leadership per account (Debian postgresql on loopba
   const running: AccountShares[] = [];
   beforeAll(async () => {
     if (found.skip) return;
-    server = await startPostgres(found.bin);
+    server = await startPostgres(found.bin, { own: true }); // it restarts the server
   }, 120_000);
   afterEach(async () => {
     await Promise.all(running.splice(0).map((r) => r.stop()));
@@ -45,7 +46,15 @@ describe.skipIf(found.skip)('leadership per account (Debian postgresql on loopba
     const replica = (name: string, accounts = ACCOUNTS) => {
       const leases = new AccountLeases({ pool, replica: name, leaseMs: TIMINGS.leaseMs });
       const shares = new AccountShares({
-        membership: new Membership({ pool, replica: name, leaseMs: TIMINGS.leaseMs }),
+        membership: new Membership({
+          pool,
+          replica: name,
+          leaseMs: TIMINGS.leaseMs,
+          terms: termsOf(
+            'shared',
+            accounts.map((a) => ({ name: a, baseUrl: `http://${a}.invalid` })),
+          ),
+        }),
         leases,
         accounts,
         logger: captureLogger('debug').logger,

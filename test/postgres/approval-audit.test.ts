@@ -268,7 +268,7 @@ for (const backend of backends()) {
       expect(open.pendingCounts).toEqual({ awaiting: 2, openBreakers: 1 });
       const openHtml = renderStatusPage(open);
       expect(openHtml).toContain(
-        '<p id="pending">Requests awaiting approval: <strong id="awaiting-count">2</strong> · open circuit breakers: <strong id="open-breakers" class="bad">1</strong> <span class="muted">(details when web.auth is set)</span></p>',
+        '<p id="pending">Requests awaiting approval: <strong id="awaiting-count">2</strong> · open circuit breakers: <strong id="open-breakers" class="bad">1</strong> <span class="muted">(details for a reader or operator when web.auth is set)</span></p>',
       );
       expect(openHtml).not.toMatch(
         /data-awaiting|data-breaker|Circuit breaker of account|opened &lt;by|<h2>Requests awaiting/,

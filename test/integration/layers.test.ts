@@ -3,10 +3,10 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { isLayerOverride, LAYERS, layerOverrides } from '../../../scripts/layers.ts';
-import { tempDir } from '../../helpers/tmp.js';
+import { isLayerOverride, LAYERS, layerOverrides } from '../../scripts/layers.ts';
+import { tempDir } from '../helpers/tmp.js';
 
-const root = fileURLToPath(new URL('../../../', import.meta.url));
+const root = fileURLToPath(new URL('../../', import.meta.url));
 const biomeJson = JSON.parse(readFileSync(join(root, 'biome.json'), 'utf8')) as { overrides: object[] };
 const biome = join(root, 'node_modules', '.bin', 'biome');
 

@@ -22,6 +22,7 @@ const ROWS = [
   'small account RSS ÷ floor',
   'small account RSS, last cycle',
   'busy small account RSS steady max ÷ floor',
+  'busy small account RSS steady max ÷ bare Node',
   'graph check CPU per image',
   'RSS after a graphs poll',
   '/metrics p50, wrong-Basic flood, basic user',

@@ -120,7 +120,8 @@ for (const backend of backends()) {
       expect(report.operatorRows.map((r) => [r.source, r.principal, r.action, r.serverId, r.decision])).toEqual([
         ['alert', 'alertmanager', 'powercycle', '100001', 'executed'],
         ['operator', 'bob', 'powercycle', '100003', 'executed'],
-        ['operator', 'bob', 'circuit_close', '', 'circuit_closed'],
+        // No empty-string id (issue 51): a breaker's close names no server.
+        ['operator', 'bob', 'circuit_close', null, 'circuit_closed'],
       ]);
       expect(report.counts).toEqual({ same: 3, changed: 0, overturned: 0, notReplayable: 0 });
     });
