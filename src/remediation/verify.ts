@@ -80,9 +80,10 @@ export class Verifier {
   }
 
   /**
-   * The leader's tick at `now` (ms): the rows whose alert Alertmanager no longer lists are `verified`, those
-   * past their deadline `ineffective`; at most every VERIFY_EVERY_MS. Alertmanager unreadable: only the
-   * deadline (the client logs it once). Returns the rows it ended.
+   * The leader's tick at `now` (ms): the rows whose episode Alertmanager ended, by the evidence rule of
+   * episode.ts `AbsenceEvidence` (not its absence alone), are `verified`; those past their deadline
+   * `ineffective`, unless their resolution was journaled (then `verified`); at most every VERIFY_EVERY_MS.
+   * Alertmanager unreadable: no evidence, only the deadline (the client logs it once). Returns the rows it ended.
    */
   async run(now: number): Promise<Array<{ row: JournalEntry; outcome: VerificationOutcome }>> {
     const { store, account } = this.#deps;
