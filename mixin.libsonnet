@@ -160,6 +160,7 @@ local alerting = [
       {
         "alert": "BaremetalIpUnderAttack",
         "expr": "label_replace(max without (instance, pod) (baremetal_firewall_attack_events_last_hour{job=\"baremetal\",service_type=\"dedicated\"}) > 0, \"server_id\", \"$1\", \"service_id\", \"(.+)\")",
+        "keep_firing_for": "2m",
         "labels": {
           "severity": "critical"
         },
@@ -209,6 +210,7 @@ local alerting = [
         "alert": "BaremetalServerUnreachable",
         "expr": "(probe_success{job=\"blackbox-icmp\"} == 0)\n  * on (instance) group_left (account, server_id, hostname)\nmax by (instance, account, server_id, hostname) (label_replace(baremetal_server_info{job=\"baremetal\"}, \"instance\", \"$1\", \"ip\", \"(.+)\"))\n",
         "for": "5m",
+        "keep_firing_for": "2m",
         "labels": {
           "severity": "critical"
         },

@@ -16,9 +16,11 @@ const HEADER = (what: string) =>
 
 /** Rules in Prometheus's key order, the comment kept aside. */
 function plain(rule: Rule): Omit<Rule, 'comment'> {
-  const { record, alert, expr, for: duration, labels, annotations } = rule;
+  const { record, alert, expr, for: duration, keep_firing_for, labels, annotations } = rule;
   return Object.fromEntries(
-    Object.entries({ record, alert, expr, for: duration, labels, annotations }).filter(([, v]) => v !== undefined),
+    Object.entries({ record, alert, expr, for: duration, keep_firing_for, labels, annotations }).filter(
+      ([, v]) => v !== undefined,
+    ),
   ) as Omit<Rule, 'comment'>;
 }
 

@@ -10,12 +10,22 @@
  */
 import type { MixinConfig } from './config.ts';
 
+/**
+ * `keep_firing_for` of the alerts that drive remediation (BaremetalServerUnreachable, BaremetalIpUnderAttack):
+ * they join or read the exporter's own series, which go stale the moment a scrape fails; a restart of the
+ * exporter (a gap of a minute or so) must not resolve them and fire them again as a new alert episode, with
+ * a new `startsAt` (docs/remediation.md "The alert episode"). A real resolution is seen this much later.
+ */
+export const REMEDIATION_KEEP_FIRING_FOR = '2m';
+
 /** One rule as Prometheus loads it, plus an optional comment rendered above it (the why, not the what). */
 export interface Rule {
   record?: string;
   alert?: string;
   expr: string;
   for?: string;
+  /** how long an alert keeps firing once its expression is empty (Prometheus 2.42 and later) */
+  keep_firing_for?: string;
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
   comment?: string;
@@ -208,8 +218,9 @@ sum by ${by()} (rate(${s('baremetal_api_requests_total')}[${w}]))
       {
         alert: 'BaremetalIpUnderAttack',
         comment:
-          'The label server_id is what the remediation rule reads; the hour-scale history is already a\nsustained signal, so no "for". Without the replica labels: the alert keeps its fingerprint on failover.',
+          'The label server_id is what the remediation rule reads; the hour-scale history is already a\nsustained signal, so no "for". Without the replica labels: the alert keeps its fingerprint on failover.\nkeep_firing_for: it drives remediation, and a short gap in the exporter\'s series (a restart) must not\nresolve it and fire it again as a new episode.',
         expr: `label_replace(${one('baremetal_firewall_attack_events_last_hour', 'service_type="dedicated"')} > 0, "server_id", "$1", "service_id", "(.+)")`,
+        keep_firing_for: REMEDIATION_KEEP_FIRING_FOR,
         annotations: {
           summary: 'IP {{ $labels.ip }} of server {{ $labels.server_id }} is under attack',
           description: '{{ $value }} firewall (DDoS) events for {{ $labels.ip }} in the last hour.',
@@ -273,6 +284,7 @@ and on ${fleet()} (${s('baremetal_servers')} > 0)
 max by (instance, account, server_id, hostname) (label_replace(${s('baremetal_server_info')}, "instance", "$1", "ip", "(.+)"))
 `,
           for: '5m',
+          keep_firing_for: REMEDIATION_KEEP_FIRING_FOR,
           annotations: {
             summary: 'Server {{ $labels.server_id }} ({{ $labels.hostname }}) does not answer probes',
             description:

@@ -13,18 +13,27 @@ import type { Logger } from 'pino';
 import { Agent, type Dispatcher, request } from 'undici';
 import type { AlertmanagerConfig } from '../config/types.js';
 import { AlertmanagerError } from '../errors.js';
+import { createScrubber, type Scrubber, scrubbedExcerpt } from '../scrub.js';
 import {
   decodeAlerts,
   decodeSilenceId,
+  decodeStatus,
   decodeSilences,
   type AlertmanagerAlert,
   type AlertmanagerSilence,
+  type AlertmanagerStatus,
 } from './decode.js';
 
-export type { AlertmanagerAlert, AlertmanagerSilence } from './decode.js';
+export type { AlertmanagerAlert, AlertmanagerSilence, AlertmanagerStatus } from './decode.js';
 
 /** The operations, as `baremetal_alertmanager_requests_total{operation}` names them. */
-export const ALERTMANAGER_OPERATIONS = ['get_alerts', 'get_silences', 'create_silence', 'expire_silence'] as const;
+export const ALERTMANAGER_OPERATIONS = [
+  'get_alerts',
+  'get_status',
+  'get_silences',
+  'create_silence',
+  'expire_silence',
+] as const;
 export type AlertmanagerOperation = (typeof ALERTMANAGER_OPERATIONS)[number];
 
 /** One matcher of a silence, as API v2 spells it. */
@@ -62,6 +71,11 @@ export class AlertmanagerClient {
   readonly #ownsDispatcher: boolean;
   readonly #onOutcome: AlertmanagerClientOptions['onOutcome'];
   readonly #authorization: string | undefined;
+  /**
+   * Scrubs the credentials from every text taken from Alertmanager (or a proxy in front of it: a 401 page may
+   * echo the token) before it is part of an error, which the outage gate journals and answers and the log keeps.
+   */
+  readonly #scrub: Scrubber;
   /** the last request failed: logged once until one succeeds */
   #failing = false;
 
@@ -77,12 +91,28 @@ export class AlertmanagerClient {
       : config.basicAuth
         ? `Basic ${Buffer.from(`${config.basicAuth.username}:${config.basicAuth.password}`).toString('base64')}`
         : undefined;
+    const secrets = [
+      config.authorization?.credentials,
+      config.basicAuth?.password,
+      this.#authorization,
+      this.#authorization?.split(' ').slice(1).join(' '),
+      safeUrlPassword(config.url),
+    ];
+    this.#scrub = createScrubber(secrets.filter((s): s is string => s !== undefined && s.length > 0));
   }
 
   /** Every alert Alertmanager holds that has not resolved (active, silenced, inhibited). Throws AlertmanagerError. */
   async alerts(): Promise<AlertmanagerAlert[]> {
     const path = '/api/v2/alerts?active=true&silenced=true&inhibited=true&unprocessed=true';
     return this.#call('get_alerts', 'GET', path, undefined, decodeAlerts);
+  }
+
+  /**
+   * When this Alertmanager process started (`GET /api/v2/status`, its `uptime`): it holds no alert from before
+   * then until Prometheus sends them again. Throws AlertmanagerError.
+   */
+  async status(): Promise<AlertmanagerStatus> {
+    return this.#call('get_status', 'GET', '/api/v2/status', undefined, decodeStatus);
   }
 
   /** Every silence Alertmanager holds (active, pending, expired). Throws AlertmanagerError. */
@@ -120,14 +150,15 @@ export class AlertmanagerClient {
     const what = `[${method}] "${path.split('?')[0]}"`;
     try {
       const text = await this.#send(method, path, body, what);
-      const result = decode(text === '' ? undefined : parseJson(text, what), what);
+      const result = decode(text === '' ? undefined : parseJson(text, what, this.#scrub), what);
       this.#settled(operation, true);
       return result;
     } catch (error) {
+      // Every message holds text Alertmanager sent (a reply's excerpt, a field it got wrong): scrubbed here, once.
       const failure =
         error instanceof AlertmanagerError
-          ? error
-          : new AlertmanagerError(`Alertmanager ${what}: ${reason(error)}`, { cause: error });
+          ? new AlertmanagerError(this.#scrub(error.message))
+          : new AlertmanagerError(this.#scrub(`Alertmanager ${what}: ${reason(error)}`));
       this.#settled(operation, false, failure);
       throw failure;
     }
@@ -151,7 +182,9 @@ export class AlertmanagerClient {
     });
     const text = await readCapped(res.body as AsyncIterable<Buffer>, maxResponseBytes, what);
     if (res.statusCode < 200 || res.statusCode >= 300)
-      throw new AlertmanagerError(`Alertmanager ${what}: ${res.statusCode} ${text.slice(0, 200).trim()}`);
+      throw new AlertmanagerError(
+        `Alertmanager ${what}: ${res.statusCode} ${scrubbedExcerpt(this.#scrub, text, 200).trim()}`,
+      );
     return text;
   }
 
@@ -198,11 +231,11 @@ async function readCapped(body: AsyncIterable<Buffer>, maxBytes: number, what: s
   return Buffer.concat(chunks, size).toString('utf8');
 }
 
-function parseJson(text: string, what: string): unknown {
+function parseJson(text: string, what: string, scrub: Scrubber): unknown {
   try {
     return JSON.parse(text);
   } catch {
-    throw new AlertmanagerError(`Alertmanager ${what}: reply is not JSON: ${text.slice(0, 200)}`);
+    throw new AlertmanagerError(`Alertmanager ${what}: reply is not JSON: ${scrubbedExcerpt(scrub, text, 200)}`);
   }
 }
 
@@ -215,4 +248,14 @@ function reason(error: unknown): string {
     return typeof code === 'string' ? `${code}: ${error.message}` : error.message;
   }
   return String(error);
+}
+
+/** The password in `url`'s user info, if any (it may come back in a transport error). */
+function safeUrlPassword(url: string): string | undefined {
+  try {
+    const password = decodeURIComponent(new URL(url).password);
+    return password === '' ? undefined : password;
+  } catch {
+    return undefined;
+  }
 }

@@ -89,3 +89,18 @@ export function decodeSilenceId(json: unknown, what: string): string {
   if (!isObject(json)) fail(what, 'not an object');
   return stringOf(json.silenceID, what, 'silenceID');
 }
+
+/** What `GET /api/v2/status` says that the daemon reads: when this Alertmanager process started. */
+export interface AlertmanagerStatus {
+  /** ms since epoch: Alertmanager's `uptime` (the time it started; it holds no alert from before then) */
+  startedAt: number;
+}
+
+/** `GET /api/v2/status`: `{uptime, …}`, `uptime` an RFC 3339 time. */
+export function decodeStatus(json: unknown, what: string): AlertmanagerStatus {
+  if (!isObject(json)) fail(what, 'not an object');
+  const uptime = stringOf(json.uptime, what, 'uptime');
+  const startedAt = Date.parse(uptime);
+  if (Number.isNaN(startedAt)) fail(what, `uptime is not a time: ${JSON.stringify(uptime.slice(0, 40))}`);
+  return { startedAt };
+}

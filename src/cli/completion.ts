@@ -39,7 +39,7 @@ export function completionTable(): Array<[string, string[]]> {
     ['completion', new Set(['bash', '--help'])],
     ['remediation', new Set(['test', 'replay', '--help'])],
     ['remediation test', new Set(['--help'])],
-    ['remediation replay', new Set(['--config.file', '--since', '--output', '-o', '--help'])],
+    ['remediation replay', new Set(['--config.file', '--since', '--output', '-o', '--exit-code', '--help'])],
   ]);
   const add = (prefix: string[], words: readonly string[]) => {
     const key = prefix.join(' ');

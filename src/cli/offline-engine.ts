@@ -8,7 +8,7 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import type { Config } from '../config/types.js';
 import { createMetrics, forAccount } from '../metrics/definitions.js';
-import { RemediationEngine } from '../remediation/engine.js';
+import { type EngineDeps, RemediationEngine } from '../remediation/engine.js';
 import type { TargetDirectory } from '../remediation/types.js';
 import { schedulePeriodMs } from '../polls/poll.js';
 import { Journal } from '../store/sqlite/journal.js';
@@ -45,6 +45,8 @@ export async function offlineEngine(
   account: string,
   targets: TargetDirectory,
   now: () => number,
+  /** the Alertmanager the engine reads and silences (a test file's stated alerts); absent: none */
+  alertmanager?: EngineDeps['alertmanager'],
 ): Promise<OfflineEngine> {
   const store = sqliteStore(Journal.open(':memory:'), ':memory:', tmpdir());
   const client = new RecorderClient();
@@ -58,6 +60,7 @@ export async function offlineEngine(
     config: config.remediation,
     firewallPeriodMs: () => schedulePeriodMs(config.schedules.firewall),
     now,
+    ...(alertmanager ? { alertmanager } : {}),
   });
   await engine.ready;
   return {

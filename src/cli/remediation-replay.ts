@@ -1,5 +1,5 @@
 /**
- * `baremetal-exporter remediation replay --config.file NEW.yml [--since 7d] [-o json]`: the history the state
+ * `baremetal-exporter remediation replay --config.file NEW.yml [--since 7d] [-o json] [--exit-code]`: the history the state
  * store recorded (SQLite under NEW.yml's `state_dir`, or its PostgreSQL `database.url`) played again under
  * NEW.yml's remediation block, in the order it happened, by the real engine and guards on an in-memory journal
  * with a fake clock at each moment and a recorder in place of the API: no upstream call, nothing written to the
@@ -21,7 +21,8 @@ import { loadConfig, parseDuration } from '../config/load.js';
 import type { Config } from '../config/types.js';
 import { BaremetalError, ConflictError } from '../errors.js';
 import { createLogger } from '../logger.js';
-import { requestsFor } from '../remediation/rules.js';
+import { requestsFor, resolvedEpisodes } from '../remediation/rules.js';
+import { gateReading, replayedAlertmanager } from './replay-gate.js';
 import { openStore } from '../store/open.js';
 import { DEFAULT_POOL_LIMITS } from '../store/postgres/pool.js';
 import type { CircuitState, JournalEntry } from '../store/rows.js';
@@ -62,6 +63,14 @@ interface Decided {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/** Whether `e` is the execution the approval recorded on `row` ran (as replay-history.ts `recordedOutcome` finds it). */
+const executedBy = (e: JournalEntry, row: JournalEntry) =>
+  e.account === row.account &&
+  e.action === row.action &&
+  e.serverId === row.serverId &&
+  e.approver === row.approver &&
+  e.approvedAt === row.approvedAt;
+
 /** The breaker of `account` as the store records it, at `from`: opened or closed before then. */
 async function seedCircuit(e: OfflineEngine, account: string, c: CircuitState | undefined, from: number) {
   const steps: Array<[number, () => Promise<unknown>]> = [];
@@ -80,6 +89,8 @@ export async function replay(
   const clock = { now: recorded.from };
   const accounts = config.accounts.map((a) => a.name);
   const engines = new Map<string, OfflineEngine>();
+  // With an outage gate, each decision reads what the gate read when it was recorded (replay-gate.ts).
+  const am = config.remediation.safety.blockWhileFiring.length > 0 ? replayedAlertmanager() : undefined;
   for (const account of accounts) {
     const rows = recorded.rows.filter((r) => r.account === account);
     const e = await offlineEngine(
@@ -87,6 +98,7 @@ export async function replay(
       account,
       journalDirectory(rows, () => clock.now),
       () => clock.now,
+      am,
     );
     engines.set(account, e);
     await seedCircuit(e, account, recorded.circuits.get(account), recorded.from);
@@ -102,9 +114,13 @@ export async function replay(
     for (const ev of events) {
       clock.now = ev.at;
       for (const e of engines.values()) await e.engine.tick();
-      if (ev.kind === 'delivery') decided.set(ev.index, await decideAgain(ev.delivery, config, engines, accounts));
-      else if (ev.kind === 'settlement') await settleAgain(ev, decided.get(ev.index), engines);
-      else await replayRow(ev.row, engines.get(ev.row.account), report);
+      if (ev.kind === 'delivery') {
+        if (am) am.reading = gateReading(ev.delivery.rows);
+        decided.set(ev.index, await decideAgain(ev.delivery, config, engines, accounts));
+      } else if (ev.kind === 'settlement') {
+        if (am) am.reading = gateReading(executions.filter((e) => executedBy(e, ev.row)));
+        await settleAgain(ev, decided.get(ev.index), engines);
+      } else await replayRow(ev.row, engines.get(ev.row.account), report);
     }
     clock.now = Math.max(clock.now, recorded.to);
     for (const e of engines.values()) await e.engine.tick();
@@ -129,6 +145,18 @@ async function decideAgain(
   const out: Decided[] = [];
   const principal = d.rows[0]!.principal ?? REPLAY_PRINCIPAL;
   try {
+    // As the webhook route: a resolved delivery first ends its episode (remediation/episode.ts), journaled
+    // `resolved` when something of it was handled then too.
+    if (d.alert.status === 'resolved')
+      for (const episode of resolvedEpisodes(d.alert, config.remediation.rules, accounts)) {
+        const { resolution } = await engines.get(episode.account)!.engine.alertResolved(episode, principal);
+        if (resolution)
+          out.push({
+            outcome: { action: resolution.action, decision: 'resolved' },
+            account: episode.account,
+            id: resolution.id,
+          });
+      }
     for (const req of requestsFor(d.alert, 0, config.remediation.rules, accounts, principal)) {
       const r = await engines.get(req.account)!.engine.request(req);
       out.push({ outcome: { action: req.action, decision: r.decision }, account: req.account, id: r.id });
@@ -240,7 +268,10 @@ async function read(store: StateStore, accounts: string[], since: number, to: nu
   return { rows, circuits, from: since, to };
 }
 
-/** `remediation replay --config.file NEW.yml [--since 7d] [-o json]`; returns the exit code. */
+/**
+ * `remediation replay --config.file NEW.yml [--since 7d] [-o json] [--exit-code]`; returns the exit code: 0, or
+ * with `--exit-code` 1 when any delivery's decision changed or overturns a person's.
+ */
 export async function runRemediationReplay(
   args: string[],
   out: NodeJS.WritableStream = process.stdout,
@@ -253,6 +284,7 @@ export async function runRemediationReplay(
       config: { type: 'string' },
       since: { type: 'string' },
       output: { type: 'string', short: 'o' },
+      'exit-code': { type: 'boolean' },
     },
   });
   const file = values['config.file'] ?? values.config;
@@ -290,5 +322,7 @@ export async function runRemediationReplay(
   }
   const report = await replay(config, recorded);
   out.write(render(format, { data: report, table: reportText(report) }));
-  return 0;
+  // As `git diff --exit-code`: 1 when any decision changed (or overturns a person's), for a CI gate.
+  const changed = report.counts.changed + report.counts.overturned;
+  return values['exit-code'] === true && changed > 0 ? 1 : 0;
 }

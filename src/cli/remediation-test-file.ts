@@ -3,7 +3,7 @@
  * `remediation:` block under test (or `config_file:`, whose `remediation` and `schedules` are read), an initial
  * world (servers with their IPs, attack events per IP at their times) and a timeline of Alertmanager
  * deliveries and operator steps (approve, deny, withdraw, expire, close_breaker), each with the journal rows it
- * must produce. Parsed with the `yaml` package and validated with
+ * must produce, and the alerts Alertmanager holds from a step on (`alertmanager:`, for the outage gate). Parsed with the `yaml` package and validated with
  * Ajv; a malformed file is a TestFileError naming the file and the line. A file that cannot be read, is larger
  * than the config file's cap, expands more than MAX_ALIASES aliases or nests deeper than MAX_DEPTH is one too.
  */
@@ -70,6 +70,16 @@ const step = strictObject({
   expire: Type.Optional(Type.Literal(true)),
   /** an operator closes the account's circuit breaker */
   close_breaker: Type.Optional(strictObject({ by: principal, reason: Type.Optional(Type.String()) })),
+  /**
+   * The alerts Alertmanager holds from this step on (as promtool's `input_series` states the series), read by
+   * the outage gate (`block_while_firing`) and the verifier; `[]` none. Before a step states it, the test has no
+   * Alertmanager: the gate denies power actions as unknown.
+   */
+  alertmanager: Type.Optional(
+    Type.Array(strictObject({ alertname: Type.String({ minLength: 1 }), labels: stringMap({ default: {} }) }), {
+      maxItems: 1000,
+    }),
+  ),
   /** the operator step is refused with a message containing this */
   error: Type.Optional(Type.String({ minLength: 1 })),
   expect: Type.Array(row, { default: [] }),

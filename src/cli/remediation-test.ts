@@ -12,10 +12,11 @@ import { createHash } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { buildConfig } from '../config/load.js';
 import type { RemediationRule } from '../config/types.js';
-import { BaremetalError, ConflictError } from '../errors.js';
+import type { AlertmanagerAlert, AlertmanagerSilence, NewSilence } from '../alertmanager/client.js';
+import { AlertmanagerError, BaremetalError, ConflictError } from '../errors.js';
 import { offlineEngine } from './offline-engine.js';
 import { expiryTime, operatorStep, StepRefused } from './remediation-test-steps.js';
-import { matches, requestsFor } from '../remediation/rules.js';
+import { matches, requestsFor, resolvedEpisodes } from '../remediation/rules.js';
 import type { AttackState, TargetDirectory } from '../remediation/types.js';
 import type { WebhookAlert, WebhookBody } from '../remediation/webhook.js';
 import type { JournalEntry } from '../store/rows.js';
@@ -101,11 +102,13 @@ export async function runTestFile(file: TestFile): Promise<TestResult> {
     {},
   );
   const clock = { now: START };
+  const alertmanager = file.timeline.some((s) => s.alertmanager !== undefined) ? statedAlertmanager(START) : undefined;
   const { engine, store, client, close } = await offlineEngine(
     config,
     ACCOUNT,
     worldDirectory(file, () => clock.now),
     () => clock.now,
+    alertmanager,
   );
   const failures: string[] = [];
   const episodes = new Map<string, string>();
@@ -121,6 +124,7 @@ export async function runTestFile(file: TestFile): Promise<TestResult> {
         failures.push(`${where}: before ${new Date(clock.now).toISOString()}, where the expiry moved the clock`);
       else clock.now = START + step.atMs;
       if (step.expire) clock.now = await expiryTime(deps, config.remediation.approvalTimeoutMs, clock.now);
+      if (step.alertmanager !== undefined) alertmanager!.state(step.alertmanager, clock.now);
       // Requests awaiting approval and actions verifying: the step may settle them (approval, time, resolution).
       const awaiting = [...(await store.awaitingApproval(ACCOUNT)), ...(await store.verifying(ACCOUNT))];
       await engine.tick();
@@ -137,7 +141,9 @@ export async function runTestFile(file: TestFile): Promise<TestResult> {
       delivered.push(...alerts);
       for (const [i, alert] of alerts.entries()) {
         // As the webhook route: a resolved episode verifies the actions taken on it.
-        if (alert.status === 'resolved') await engine.alertResolved(alert.fingerprint, alert.startsAt);
+        if (alert.status === 'resolved')
+          for (const episode of resolvedEpisodes(alert, config.remediation.rules, [ACCOUNT]))
+            await engine.alertResolved(episode, TEST_PRINCIPAL);
         for (const req of requestsFor(alert, i, config.remediation.rules, [ACCOUNT], TEST_PRINCIPAL))
           await engine.request(req);
       }
@@ -249,4 +255,48 @@ export async function runRemediationTest(
     }
   }
   return code;
+}
+
+/**
+ * The Alertmanager of a test file that states its alerts (`alertmanager:` on a step): it holds the alerts the
+ * latest such step listed (none stated yet: it cannot be read, as a daemon without one), up since the test
+ * began; the silences written to it are kept and listed.
+ */
+function statedAlertmanager(startedAt: number) {
+  let held: AlertmanagerAlert[] | undefined;
+  const silences = new Map<string, AlertmanagerSilence>();
+  return {
+    /** From now on Alertmanager holds `alerts` (active, firing since `now`). */
+    state(alerts: ReadonlyArray<{ alertname: string; labels: Record<string, string> }>, now: number): void {
+      held = alerts.map((a) => {
+        const labels = { ...a.labels, alertname: a.alertname };
+        // As toAlert spells it: the same alert has the same fingerprint in a delivery and in Alertmanager.
+        const fingerprint = createHash('sha256')
+          .update(JSON.stringify(Object.entries(labels).sort()))
+          .digest('hex')
+          .slice(0, 16);
+        const startsAt = held?.find((h) => h.fingerprint === fingerprint)?.startsAt ?? new Date(now).toISOString();
+        return { fingerprint, labels, startsAt, state: 'active', silencedBy: [] };
+      });
+    },
+    async alerts(): Promise<AlertmanagerAlert[]> {
+      if (held === undefined) throw new AlertmanagerError('no alerts stated yet (alertmanager: on a step)');
+      return held;
+    },
+    async status() {
+      return { startedAt };
+    },
+    async silences() {
+      return [...silences.values()];
+    },
+    async createSilence(silence: NewSilence) {
+      const id = `silence-${silences.size + 1}`;
+      silences.set(id, { id, state: 'active', createdBy: silence.createdBy, comment: silence.comment });
+      return id;
+    },
+    async expireSilence(id: string) {
+      const s = silences.get(id);
+      if (s) silences.set(id, { ...s, state: 'expired' });
+    },
+  };
 }

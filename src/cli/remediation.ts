@@ -1,5 +1,5 @@
 /**
- * `baremetal-exporter remediation test FILE…` and `remediation replay --config.file NEW.yml [--since 7d] [-o json]`: the
+ * `baremetal-exporter remediation test FILE…` and `remediation replay --config.file NEW.yml [--since 7d] [-o json] [--exit-code]`: the
  * remediation rules tested before they act, and recorded deliveries decided again under new rules.
  */
 import { BaremetalError } from '../errors.js';
@@ -16,7 +16,7 @@ Exit 0 when every file passes, 1 with a diff when one does not, 2 when one is mi
 `;
 
 /** `remediation replay --help`. */
-export const REMEDIATION_REPLAY_HELP = `Usage: baremetal-exporter remediation replay --config.file NEW.yml [--since 7d] [-o json]
+export const REMEDIATION_REPLAY_HELP = `Usage: baremetal-exporter remediation replay --config.file NEW.yml [--since 7d] [-o json] [--exit-code]
 
 Plays again the history the state store recorded within --since (default 7d) under NEW.yml's remediation
 block, offline (no API call, no journal write): each alert delivery decided again, the approvals, denials and
@@ -26,6 +26,7 @@ Prints each delivery's outcome then and now, and flags a person's decision the n
   --config.file FILE (alias --config)   the configuration whose remediation block is replayed
   --since DURATION                      how far back to read the recorded history (default 7d)
   -o, --output table|json|yaml          lines for people (default), or one JSON or YAML document
+  --exit-code                           exit 1 when any decision changed or is overturned (as git diff --exit-code)
 `;
 
 /** `remediation --help`: both subcommands. */

@@ -7,8 +7,10 @@
  * The row an approval wrote when it ran the approved request (its `approver` named, a decision of its own) is no
  * delivery: it is the approval's outcome, shown on the delivery it settled (replayed as recorded when that
  * delivery was before the window). Rows of source `pending` (a deferred
- * firewall change applied) are left out: the replayed engine applies its own.
+ * firewall change applied) are left out: the replayed engine applies its own; so are the rows of the escalation
+ * ladder (a later step, the episode escalated): the replayed engine climbs its own.
  */
+import { withdrawnByResolution } from '../remediation/episode.js';
 import type { Decision } from '../store/decisions.js';
 import type { JournalEntry } from '../store/rows.js';
 import type { AttackState, TargetDirectory } from '../remediation/types.js';
@@ -48,6 +50,14 @@ export type HistoryEvent =
  */
 export const isApprovalExecution = (r: JournalEntry): boolean =>
   r.approver !== null && r.decision !== 'awaiting_approval' && !SETTLEMENTS.includes(r.decision);
+
+/**
+ * A row the escalation ladder wrote (a later step, or the episode escalated after the last one): no delivery —
+ * the replayed engine climbs its own ladder as the verifications it replays end (remediation/ladder.ts).
+ */
+export const madeByLadder = (r: JournalEntry): boolean =>
+  r.ladderStep !== null &&
+  (r.ladderStep > 0 || (r.decision === 'escalated' && r.message?.startsWith('the ladder of') === true));
 
 /** The decisions in which the request went ahead: sent, decided in dry run, or made desired firewall state. */
 const WENT_AHEAD: readonly string[] = ['executed', 'failed', 'unknown', 'executing', 'dry_run', 'deferred'];
@@ -123,12 +133,13 @@ function deliveries(rows: JournalEntry[]): Delivery[] {
 /** The timeline of `rows` (oldest first), and the approvals' executions the deliveries' outcomes name. */
 export function history(rows: readonly JournalEntry[]): { events: HistoryEvent[]; executions: JournalEntry[] } {
   const executions = rows.filter(isApprovalExecution);
-  const alerts = rows.filter((r) => r.source === 'alert' && !isApprovalExecution(r));
+  const alerts = rows.filter((r) => r.source === 'alert' && !isApprovalExecution(r) && !madeByLadder(r));
   const events: HistoryEvent[] = [];
   deliveries(alerts).forEach((delivery, index) => {
     events.push({ at: delivery.rows[0]!.createdAt, kind: 'delivery', delivery, index });
+    // A withdrawal by the episode's resolution is no person's: the replayed resolved delivery makes it again.
     for (const row of delivery.rows)
-      if ((HUMAN_SETTLEMENTS as readonly string[]).includes(row.decision))
+      if ((HUMAN_SETTLEMENTS as readonly string[]).includes(row.decision) && !withdrawnByResolution(row))
         events.push({ at: settledAt(row), kind: 'settlement', delivery, index, row });
   });
   for (const row of rows)

@@ -18,7 +18,7 @@ Usage:
   baremetal-exporter remediation test FILE…   run remediation rule tests (world, timeline of alerts and operator
                                               steps, expected decisions; remediation test --help); exit 1 with
                                               a diff on a mismatch, 2 for a missing or malformed file
-  baremetal-exporter remediation replay --config.file NEW.yml [--since 7d] [-o json]
+  baremetal-exporter remediation replay --config.file NEW.yml [--since 7d] [-o json] [--exit-code]
                                               the recorded deliveries, approvals and operator rows played
                                               again under NEW.yml's remediation block (no API call, no journal
                                               write); a person's decision it would overturn is flagged

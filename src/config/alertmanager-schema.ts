@@ -25,6 +25,13 @@ export const alertmanagerSchema = strict(
       duration: '10s',
       description: 'duration of one request, connection to the last byte of the reply',
     }),
+    resend_interval: Type.String({
+      default: '1m',
+      unit: 'duration',
+      duration: '1m',
+      description:
+        "how often Prometheus sends a firing alert again (the larger of its `--rules.alert.resend-delay` and the rule's evaluation interval): an Alertmanager up for less than this may not hold every firing alert yet, so its alert list is no evidence that an alert resolved",
+    }),
     max_response_bytes: Type.Integer({
       minimum: 1024,
       maximum: 256 * 1024 * 1024,

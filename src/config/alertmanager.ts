@@ -61,6 +61,7 @@ export function readAlertmanager(
   return {
     url,
     timeoutMs: durationMs(checks.text(`${AT}.timeout`)!),
+    resendIntervalMs: durationMs(checks.text(`${AT}.resend_interval`)!),
     maxResponseBytes: checks.value(`${AT}.max_response_bytes`) as number,
     silenceWhileHandled: checks.value(`${AT}.silence_while_handled`) !== false,
     ...(credentials !== undefined

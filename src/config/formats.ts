@@ -2,8 +2,9 @@
  * The config schema's formats, as Ajv keywords (config/schema.ts tags a key with one; config/load.ts compiles the
  * schema with them): a failed format is an Ajv error like any other, one `key: message` line.
  *
- * - `duration: "10s"` (the example the message gives) or `{example, zero: true}` ("0" and "0s" also allowed):
- *   a positive duration in Prometheus's format ("250ms", "10s", "1h30m", `prometheusDurationMs`);
+ * - `duration: "10s"` (the example the message gives) or `{example, zero: true}` ("0" and "0s" also allowed)
+ *   or `{example, max}` (at most `max`): a positive duration in Prometheus's format ("250ms", "10s", "1h30m",
+ *   `prometheusDurationMs`), at most about 292y as Prometheus reads them;
  * - `cron: true`: a node-cron expression, seconds field allowed;
  * - `listenAddress: true`: `host:port` or `[::1]:port`, port 0…65535;
  * - `bcrypt: "key"` (the user is the key of the map the hash is a value of) or `"name"` (the user is the
@@ -20,14 +21,27 @@ import cron from 'node-cron';
 const PROMETHEUS_DURATION = /^(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?(?:(\d+)ms)?$/;
 const UNIT_MS = [365 * 86_400_000, 7 * 86_400_000, 86_400_000, 3_600_000, 60_000, 1000, 1] as const;
 
-/** `text` in Prometheus's duration format (PROMETHEUS_DURATION), in ms; undefined when it is none. */
+/**
+ * The longest duration Prometheus reads, ms: its durations are int64 nanoseconds, so `model.ParseDuration` refuses
+ * anything past 2^63 - 1 ns (about 292 years) as out of range.
+ */
+export const MAX_PROMETHEUS_DURATION_MS = Math.floor((2 ** 63 - 1) / 1e6);
+
+/**
+ * `text` in Prometheus's duration format (PROMETHEUS_DURATION), in ms; undefined when it is none, or longer
+ * than Prometheus allows (MAX_PROMETHEUS_DURATION_MS, about 292y).
+ */
 export function prometheusDurationMs(text: string): number | undefined {
   if (text === '0') return 0;
   const match = text === '' ? null : PROMETHEUS_DURATION.exec(text);
   if (!match) return undefined;
   const total = UNIT_MS.reduce((sum, unit, i) => sum + Number(match[i + 1] ?? 0) * unit, 0);
-  return Number.isSafeInteger(total) ? total : undefined;
+  return Number.isSafeInteger(total) && total <= MAX_PROMETHEUS_DURATION_MS ? total : undefined;
 }
+
+/** Whether `text` has the duration format but is longer than Prometheus allows (about 292y). */
+const tooLong = (text: string): boolean =>
+  PROMETHEUS_DURATION.test(text) && text !== '' && prometheusDurationMs(text) === undefined;
 
 /** Parses a positive duration in Prometheus's format ("10s", "1h30m", "250ms") into ms; undefined otherwise. */
 export function parseDuration(text: string): number | undefined {
@@ -81,13 +95,29 @@ export function bcryptCostProblem(user: string, hash: string): string | undefine
   return undefined;
 }
 
-/** `duration`'s schema value: the example its message gives, and whether "0"/"0s" (no delay) is allowed. */
-export type DurationFormat = string | { example: string; zero: true };
+/**
+ * `duration`'s schema value: the example its message gives, whether "0"/"0s" (no delay) is allowed, and the
+ * longest value the key takes (`max`, a duration; where a longer one makes no sense: remediation.approval_timeout,
+ * a rule's or step's verify_within).
+ */
+export type DurationFormat = string | { example: string; zero?: true; max?: string };
 
-/** The duration `text` stands for, in ms, under `format`; undefined when it is none. */
+/** The duration `text` stands for, in ms, under `format`; undefined when it is none (or beyond `max`). */
 export function durationMs(format: DurationFormat, text: string): number | undefined {
-  if (typeof format === 'object' && (text === '0' || text === '0s')) return 0;
-  return parseDuration(text);
+  if (typeof format === 'object' && format.zero === true && (text === '0' || text === '0s')) return 0;
+  const ms = parseDuration(text);
+  if (ms === undefined || typeof format !== 'object' || format.max === undefined) return ms;
+  return ms <= parseDuration(format.max)! ? ms : undefined;
+}
+
+/** Why `text` is no duration under `format`, as the config's problem line says it; undefined when it is one. */
+export function durationProblem(format: DurationFormat, text: string): string | undefined {
+  if (durationMs(format, text) !== undefined) return undefined;
+  const got = `(got ${JSON.stringify(text)})`;
+  if (tooLong(text)) return `must be at most about 292y, the longest duration Prometheus reads ${got}`;
+  if (typeof format === 'object' && format.max !== undefined && parseDuration(text) !== undefined)
+    return `must be at most ${format.max} ${got}`;
+  return `must be a duration such as "${typeof format === 'object' ? format.example : format}" ${got}`;
 }
 
 /**
@@ -114,11 +144,7 @@ function stringKeyword<S>(
 
 /** The keywords, for `new Ajv({keywords})`. */
 export const FORMAT_KEYWORDS: FuncKeywordDefinition[] = [
-  stringKeyword<DurationFormat>('duration', ['string', 'object'], (format, text) =>
-    durationMs(format, text) === undefined
-      ? `must be a duration such as "${typeof format === 'object' ? format.example : format}" (got ${JSON.stringify(text)})`
-      : undefined,
-  ),
+  stringKeyword<DurationFormat>('duration', ['string', 'object'], (format, text) => durationProblem(format, text)),
   stringKeyword<true>('cron', 'boolean', (_, text) =>
     cron.validate(text) ? undefined : `must be a cron expression, seconds allowed (got ${JSON.stringify(text)})`,
   ),

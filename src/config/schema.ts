@@ -21,6 +21,17 @@ import { alertmanagerSchema, blockWhileFiringSchema } from './alertmanager-schem
 import { GRAPH_SCALES, GRAPH_TYPES, SENSITIVITIES } from './api-terms.js';
 
 /**
+ * The longest `remediation.approval_timeout`: a request older than a week is no longer the situation it was
+ * asked in (and its alert is silenced while it awaits).
+ */
+export const MAX_APPROVAL_TIMEOUT = '7d';
+/**
+ * The longest `verify_within` (a rule's or a ladder step's): the alert is silenced until the deadline, and a
+ * verification that takes longer than a day says nothing about the action.
+ */
+export const MAX_VERIFY_WITHIN = '1d';
+
+/**
  * Each poll's `schedules` key: its default (node-cron, six fields: seconds first) and the cron's description.
  * One entry per poll of src/polls/index.ts `POLLS` (config is the lowest layer: it cannot read the polls, so a
  * poll's config key is declared here, and a compile-time check there ties both lists). `firewall_under_attack`
@@ -196,8 +207,8 @@ export const ruleSchema = strict({
         action: oneOf(['powercycle', 'poweron', 'poweroff'] as const, { description: 'the power action of this step' }),
         verify_within: Type.String({
           unit: 'duration',
-          duration: '10m',
-          description: 'duration after the call within which the alert must resolve, else the next step runs',
+          duration: { example: '10m', max: MAX_VERIFY_WITHIN },
+          description: `duration after the call within which the alert must resolve, else the next step runs; at most ${MAX_VERIFY_WITHIN}`,
         }),
         require_approval: Type.Boolean({
           default: false,
@@ -261,9 +272,8 @@ export const ruleSchema = strict({
   verify_within: Type.Optional(
     Type.String({
       unit: 'duration',
-      duration: '10m',
-      description:
-        'duration after the call within which the alert must resolve — `verified` — else the action was `ineffective`; a firewall action (on firing) is also `verified` when its IP had no attack event from the call to this deadline; default none: not verified',
+      duration: { example: '10m', max: MAX_VERIFY_WITHIN },
+      description: `duration after the call within which the alert must resolve — \`verified\` — else the action was \`ineffective\`; a firewall action (on firing) is also \`verified\` when its IP had no attack event from the call to this deadline; at most ${MAX_VERIFY_WITHIN} (its alert is silenced that long); default none: not verified`,
     }),
   ),
 });
@@ -672,8 +682,8 @@ export const configFileSchema = strict({
       approval_timeout: Type.String({
         default: '15m',
         unit: 'duration',
-        duration: '15m',
-        description: 'duration after which a request awaiting approval (require_approval) expires, nothing sent',
+        duration: { example: '15m', max: MAX_APPROVAL_TIMEOUT },
+        description: `duration after which a request awaiting approval (require_approval) expires, nothing sent; at most ${MAX_APPROVAL_TIMEOUT}`,
       }),
       max_alerts: Type.Integer({
         minimum: 1,

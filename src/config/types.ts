@@ -151,6 +151,11 @@ export interface AlertmanagerConfig {
   /** without a trailing slash */
   url: string;
   timeoutMs: number;
+  /**
+   * how often Prometheus sends a firing alert again, ms (`resend_interval`, default a minute): an Alertmanager up
+   * for less is no evidence of a resolution (remediation/episode.ts)
+   */
+  resendIntervalMs?: number;
   maxResponseBytes: number;
   /** silence the alert a request handles while it awaits approval or is verifying (remediation/silences.ts) */
   silenceWhileHandled: boolean;

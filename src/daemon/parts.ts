@@ -16,7 +16,7 @@ import { createdNames, leaderOnlyNames, type Metrics } from '../metrics/definiti
 import { ExpositionCache } from '../metrics/exposition-cache.js';
 import { schedulePeriodMs } from '../polls/poll.js';
 import { RemediationEngine } from '../remediation/engine.js';
-import type { AlertReader } from '../remediation/outage-gate.js';
+import type { StatusReader } from '../remediation/verify.js';
 import type { SilenceWriter } from '../remediation/silences.js';
 import { leaderOrSnapshot } from '../remediation/targets.js';
 import type { OpenedStore } from '../store/open.js';
@@ -139,7 +139,7 @@ export async function startEngines(
     now: () => number;
     exposition: ExpositionCache;
     /** the one Alertmanager client (remediation.alertmanager), read by the outage gate */
-    alertmanager?: (AlertReader & SilenceWriter) | undefined;
+    alertmanager?: (StatusReader & SilenceWriter) | undefined;
   },
 ): Promise<Map<string, RemediationEngine>> {
   const { accounts, store, replication, logger } = d;

@@ -168,8 +168,10 @@ export class Approvals {
     }
     if (!(await store.settleApproval(row.id, settlement))) {
       const now = await store.get(row.id);
+      // A withdrawal says why: its requester's reason, or the resolution of its alert (episode.ts).
+      const why = now?.decision === 'withdrawn' && now.message ? ` (${now.message})` : '';
       throw new ConflictError(
-        `journal entry ${row.id} is ${now?.decision ?? 'gone'}${now?.approver ? ` (by ${now.approver})` : ''}, no longer awaiting approval`,
+        `journal entry ${row.id} is ${now?.decision ?? 'gone'}${now?.approver ? ` (by ${now.approver})` : ''}${why}, no longer awaiting approval`,
       );
     }
   }

@@ -23,6 +23,7 @@ import {
   type Denial,
 } from './guards.js';
 import { type AlertReader, checkOutageGate, type OutageRead, readOutage } from './outage-gate.js';
+import { heldDenial, resolutionOf, resolvedAt } from './episode.js';
 import { requestDigest } from './outcome.js';
 import { makeRequest, requestRow } from './request.js';
 import { type ActionDecision, type ActionRequest, POWER_ACTIONS, type TargetDirectory, type Verdict } from './types.js';
@@ -112,6 +113,8 @@ const isPower = (req: ActionRequest) => POWER_ACTIONS.has(req.action);
 const isFirewallState = (req: ActionRequest) => req.action === 'firewall_state';
 /** A request as it is asked for: not a desired firewall change come due (its target was judged when asked). */
 const isAsked = (req: ActionRequest) => req.source !== 'pending';
+/** A request made for a firing alert's episode (a rule's, an approval of one, a ladder's step). */
+const ofFiringEpisode = (req: ActionRequest) => req.alert !== undefined && req.alert.status !== 'resolved';
 const deny = (denial: Denial | undefined, claim = false): Verdict | undefined =>
   denial && { decision: denial.decision, message: denial.message, claim };
 
@@ -128,8 +131,36 @@ const awaitApproval = ({ p }: GuardContext): Verdict | undefined =>
  */
 export const GUARDS: readonly Guard[] = [
   {
+    // Nothing is sent for a resolved episode (episode.ts): an approval's execution, a ladder's next step, a
+    // firing delivery repeated after the resolution. First, so that a repeat reads `resolved`, not `duplicate`;
+    // nothing claimed (the delivery's key may be claimed already).
+    name: 'episode',
+    applies: ofFiringEpisode,
+    check: async ({ tx, p }) => {
+      const resolution = await resolutionOf(tx, p.entry);
+      return resolution && { decision: 'resolved', message: `${resolvedAt(resolution)}; nothing sent`, claim: false };
+    },
+  },
+  {
     name: 'delivery',
     check: async ({ tx, p }) => deny(await checkDelivery(tx, p.req, p.digest, p.now)),
+  },
+  {
+    // An approver's denial holds for the same alert labels for the rule's cooldown, whatever the episode
+    // (episode.ts `heldDenial`); nothing claimed: a repeat after the cooldown asks again.
+    name: 'denial',
+    applies: ofFiringEpisode,
+    check: async ({ tx, p }) => {
+      const denied = await heldDenial(tx, p.req, p.now);
+      if (denied === undefined) return undefined;
+      const at = denied.completedAt ?? denied.createdAt;
+      const until = new Date(at + p.req.cooldownMs).toISOString();
+      return {
+        decision: 'denied_by_approver',
+        message: `denied by ${denied.approver} at ${new Date(at).toISOString()} for these alert labels (journal entry ${denied.id}); the denial holds until ${until} (the rule's cooldown); nothing sent`,
+        claim: false,
+      };
+    },
   },
   { name: 'target', applies: isAsked, check: ({ deps, p }) => deny(checkTarget(deps.targets, p.req)) },
   {

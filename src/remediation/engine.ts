@@ -29,10 +29,11 @@ import { DesiredFirewallState } from './desired-firewall.js';
 import { type Execution, execute, SENDERS } from './execute.js';
 import { RemediationGauges } from './gauges.js';
 import { Housekeeping } from './housekeeping.js';
-import type { AlertReader } from './outage-gate.js';
+import { DEFAULT_RESEND_INTERVAL_MS, type EpisodeAlert, Episodes } from './episode.js';
 import { SilenceKeeper, type SilenceWriter } from './silences.js';
-import { Verifier } from './verify.js';
+import { type StatusReader, Verifier } from './verify.js';
 import { climb, escalationRow } from './ladder.js';
+import { makeRequest } from './request.js';
 import { askCircuitClose, closeCircuit, type OperatorDeps, readConsole } from './operator.js';
 import type { ActionDecision, ActionRequest, TargetDirectory } from './types.js';
 
@@ -59,7 +60,7 @@ export interface EngineDeps {
    * Alertmanager (remediation.alertmanager): the outage gate and verification read its alerts, the silences
    * are written to it (remediation/silences.ts); absent: none configured
    */
-  alertmanager?: (AlertReader & SilenceWriter) | undefined;
+  alertmanager?: (StatusReader & SilenceWriter) | undefined;
   /** the guards every decision walks (default decide.ts GUARDS; a test plants a recording copy) */
   guards?: readonly Guard[];
   /**
@@ -87,6 +88,7 @@ export class RemediationEngine {
   readonly #gauges: RemediationGauges;
   readonly #verifier: Verifier;
   readonly #silences: SilenceKeeper;
+  readonly #episodes: Episodes;
   #timer: NodeJS.Timeout | undefined;
   #ticking: Promise<void> | undefined;
   /** aborts the tick in progress: checked before each pending change is sent (stop(), i.e. demotion) */
@@ -98,7 +100,18 @@ export class RemediationEngine {
     this.#deps = deps;
     this.#now = deps.now ?? Date.now;
     this.#housekeeping = new Housekeeping(deps);
-    this.#verifier = new Verifier({ ...deps, onIneffective: (row) => this.#climb(row) });
+    this.#verifier = new Verifier({
+      ...deps,
+      resendIntervalMs: () => deps.config.alertmanager?.resendIntervalMs ?? DEFAULT_RESEND_INTERVAL_MS,
+      onIneffective: (row) => this.#climb(row),
+    });
+    this.#episodes = new Episodes({
+      ...deps,
+      now: this.#now,
+      verifier: this.#verifier,
+      record: (action, result) => this.#record(action, result),
+      rules: () => deps.config.rules,
+    });
     this.#silences = new SilenceKeeper({
       ...deps,
       alertmanager: deps.config.alertmanager?.silenceWhileHandled === false ? undefined : deps.alertmanager,
@@ -159,6 +172,10 @@ export class RemediationEngine {
       throw new Error(`request for account ${req.account} given to the engine of account ${account}`);
     this.#requireUsable();
     await this.ready;
+    // A ladder stopped at a step that expired unapproved: the delivery asks for that step again (episode.ts).
+    const again = await this.#episodes.expiredStep(req);
+    if (again !== undefined)
+      return this.request(makeRequest({ kind: 'ladder', row: again.before, steps: again.steps }));
     const p = await prepare(req, this.#deps, this.#now);
     const decideTx = (tx: StateQueries) => decideIn(this.#deps, this.#firewall, p, tx);
     // One transaction checks and claims: a second request (or replica) for the same key waits for it. A claim
@@ -178,13 +195,16 @@ export class RemediationEngine {
     if (!result.send) return this.#record(req.action, result);
     if (req.action === 'firewall_state')
       return this.#firewall.apply((await store.desired(account, req.serverId, req.ip!))!, decided.id);
-    return this.#execute({
+    const executed = await this.#execute({
       id: decided.id,
       action: req.action,
       log: { principal: req.principal },
       call: () => SENDERS[req.action](this.#deps.client, req),
       message: (sent) => p.note(sent.message),
     });
+    if (req.verifyWithinMs !== undefined && executed.decision === 'executed')
+      await this.#episodes.afterCall(executed.id);
+    return executed;
   }
 
   /**
@@ -259,15 +279,18 @@ export class RemediationEngine {
   }
 
   /**
-   * The resolved webhook of an alert's episode (`fingerprint`, `startsAt`): its executed actions still verifying
-   * are `verified` (verify.ts). Returns how many; throws JournalError.
+   * The resolved delivery of `alert`'s episode (account, fingerprint, start, labels: episode.ts `Episodes`),
+   * delivered by `principal`: the resolution is journaled (`resolved`, once), what awaits approval is withdrawn,
+   * what verifies is `verified` (verify.ts), and a call in flight is settled when it completes (`request`).
+   * Returns how many rows it ended and the resolution's row when this call journaled it; throws JournalError.
    */
-  async alertResolved(fingerprint: string, startsAt: string): Promise<number> {
-    if (this.#deps.store.unavailable !== undefined) return 0;
+  async alertResolved(
+    alert: EpisodeAlert,
+    principal = 'alertmanager',
+  ): Promise<{ ended: number; resolution?: ActionDecision & { action: string } }> {
+    if (this.#deps.store.unavailable !== undefined) return { ended: 0 };
     await this.ready;
-    const ended = await this.#verifier.resolved(fingerprint, startsAt, this.#now());
-    if (ended.length > 0) this.#deps.onDecision?.();
-    return ended.length;
+    return this.#episodes.resolved(alert, principal);
   }
 
   /** Applies the pending firewall changes that are due, and the housekeeping. Called by the ticker; safe to call directly. */
@@ -320,8 +343,12 @@ export class RemediationEngine {
     return cancelled;
   }
 
-  /** After `row` ended ineffective: its ladder's next step, or the episode escalated (ladder.ts). */
-  #climb(row: JournalEntry): Promise<unknown> {
+  /**
+   * After `row` ended ineffective: its ladder's next step, or the episode escalated (ladder.ts); nothing for an
+   * episode that resolved (episode.ts).
+   */
+  async #climb(row: JournalEntry): Promise<unknown> {
+    if (await this.#episodes.hasResolved(row)) return undefined;
     return climb(
       {
         rules: () => this.#deps.config.rules,

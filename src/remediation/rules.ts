@@ -8,7 +8,8 @@
  */
 import type { RemediationRule } from '../config/types.js';
 import { BadRequestError } from '../errors.js';
-import { makeRequest } from './request.js';
+import type { EpisodeAlert } from './episode.js';
+import { makeRequest, ruleDigest } from './request.js';
 import type { ActionRequest } from './types.js';
 import type { WebhookAlert } from './webhook.js';
 
@@ -46,6 +47,38 @@ export function requestsFor(
     if (req) requests.push(req);
   });
   return requests;
+}
+
+/**
+ * The episodes a resolved `alert` ends, one per account its matching rules name (episode.ts): an account the
+ * alert does not name (with several configured) or that is not configured gives none — a resolution with no
+ * account of its own settles nothing.
+ */
+export function resolvedEpisodes(
+  alert: WebhookAlert,
+  rules: readonly RemediationRule[],
+  accounts: readonly string[],
+): EpisodeAlert[] {
+  const named = new Map<string, EpisodeAlert['target']>();
+  rules.forEach((rule, ruleIndex) => {
+    if (!matches(rule, alert)) return;
+    const value = alert.labels[rule.accountLabel];
+    const account = value ? value : accounts.length === 1 ? accounts[0]! : undefined;
+    if (account === undefined || !accounts.includes(account) || named.get(account) !== undefined) return;
+    const serverId = alert.labels[rule.serverIdLabel];
+    const target = serverId
+      ? { serverId, action: rule.action, alertname: rule.alertname, ruleIndex, ruleDigest: ruleDigest(rule) }
+      : undefined;
+    named.set(account, target);
+  });
+  const { fingerprint, startsAt, labels } = alert;
+  return [...named].map(([account, target]) => ({
+    account,
+    fingerprint,
+    startsAt,
+    labels,
+    ...(target ? { target } : {}),
+  }));
 }
 
 /** The account an alert names under `rule`, or the only one configured when it names none. */

@@ -4,10 +4,12 @@
  * or until `verify_within` after the call has passed with it still firing: `ineffective`. The journal row keeps
  * the outcome and its time, in the store every replica shares.
  *
- * Two signals, either enough: the resolved webhook (`resolved`, on whichever replica Alertmanager reaches) and,
- * where `remediation.alertmanager` is set, Alertmanager's own list (`GET /api/v2/alerts`, read by the leader's
- * tick): an alert no longer listed in that episode has resolved. The API matters because a silence mutes the
- * daemon's own receiver too: a resolved notification it suppressed never arrives. The deadline is checked by the
+ * Two signals, either enough: the resolved webhook (`resolved`, on whichever replica Alertmanager reaches; only
+ * of the very episode: episode.ts `sameEpisode`) and, where `remediation.alertmanager` is set, Alertmanager's
+ * own list (`GET /api/v2/alerts` with `GET /api/v2/status`, read by the leader's tick), as episode.ts
+ * `AbsenceEvidence` reads it: absence alone is no evidence (a restarted Alertmanager lists nothing for a while).
+ * The API matters because a silence mutes the daemon's own receiver too: a resolved notification it suppressed
+ * never arrives. The deadline is checked by the
  * leader's tick only (`run`), so a failover or a handover resumes it from the journal; ending a verification is
  * one conditional UPDATE (`settleVerification`): of the webhook and a tick ending it at once, one wins.
  *
@@ -15,10 +17,19 @@
  * on its IP since the call — `verified` though the alert still fires; an event — `ineffective`.
  */
 import type { Logger } from 'pino';
-import type { AlertmanagerAlert } from '../alertmanager/client.js';
+import type { AlertmanagerAlert, AlertmanagerStatus } from '../alertmanager/client.js';
 import type { Metrics } from '../metrics/definitions.js';
 import type { JournalEntry } from '../store/rows.js';
 import type { StateQueries } from '../store/store.js';
+import {
+  AbsenceEvidence,
+  type AlertmanagerReading,
+  DEFAULT_RESEND_INTERVAL_MS,
+  type EpisodeAlert,
+  keyOf,
+  resolutionOf,
+  sameEpisode,
+} from './episode.js';
 import type { AlertReader } from './outage-gate.js';
 import type { TargetDirectory } from './types.js';
 import { attackSignal, attackVerified } from './verify-attack.js';
@@ -32,8 +43,10 @@ export interface VerifierDeps {
   store: StateQueries;
   metrics: Metrics;
   logger: Logger;
-  /** Alertmanager's alerts (absent: only the resolved webhook and the deadline) */
-  alertmanager?: AlertReader | undefined;
+  /** Alertmanager's alerts and status (absent: only the resolved webhook and the deadline) */
+  alertmanager?: StatusReader | undefined;
+  /** remediation.alertmanager.resend_interval, ms (read per tick: a reload may change it) */
+  resendIntervalMs?: (() => number) | undefined;
   /** the account's inventory: its attack state is a firewall action's second signal (verify-attack.ts) */
   targets?: TargetDirectory | undefined;
   /** the period of `schedules.firewall`, ms (how long an unread history is waited for); default a minute */
@@ -42,12 +55,11 @@ export interface VerifierDeps {
   onIneffective?: (row: JournalEntry) => Promise<unknown>;
 }
 
-/** One firing episode: an alert's fingerprint and its start (ms, so that both spellings of the time agree). */
-const episode = (fingerprint: string, startsAt: string): string => `${fingerprint}@${Date.parse(startsAt)}`;
-
-/** Whether `row` is the action taken on that episode. */
-const causedBy = (row: JournalEntry, key: string): boolean =>
-  row.fingerprint !== null && row.startsAt !== null && episode(row.fingerprint, row.startsAt) === key;
+/** What the verifier reads of Alertmanager: its alerts, and when it started (alertmanager/client.ts implements it). */
+export interface StatusReader extends AlertReader {
+  /** throws AlertmanagerError */
+  status(): Promise<AlertmanagerStatus>;
+}
 
 /** When `row`'s verification ends unresolved, ms: `verify_within` after its call completed. */
 export const deadlineOf = (row: JournalEntry): number => (row.completedAt ?? row.createdAt) + (row.verifyWithinMs ?? 0);
@@ -61,15 +73,17 @@ export const VERIFY_EVERY_MS = 10_000;
 export class Verifier {
   readonly #deps: VerifierDeps;
   #ranAt = -Infinity;
+  readonly #evidence = new AbsenceEvidence();
 
   constructor(deps: VerifierDeps) {
     this.#deps = deps;
   }
 
   /**
-   * The leader's tick at `now` (ms): the rows whose alert Alertmanager no longer lists are `verified`, those
-   * past their deadline `ineffective`; at most every VERIFY_EVERY_MS. Alertmanager unreadable: only the
-   * deadline (the client logs it once). Returns the rows it ended.
+   * The leader's tick at `now` (ms): the rows whose episode Alertmanager ended, by the evidence rule of
+   * episode.ts `AbsenceEvidence` (not its absence alone), are `verified`; those past their deadline
+   * `ineffective`, unless their resolution was journaled (then `verified`); at most every VERIFY_EVERY_MS.
+   * Alertmanager unreadable: no evidence, only the deadline (the client logs it once). Returns the rows it ended.
    */
   async run(now: number): Promise<Array<{ row: JournalEntry; outcome: VerificationOutcome }>> {
     const { store, account } = this.#deps;
@@ -77,12 +91,22 @@ export class Verifier {
     this.#ranAt = now;
     const rows = await store.verifying(account);
     if (rows.length === 0) return [];
-    const listed = await this.#listed();
+    const keys = rows.flatMap((row) => keyOf(row) ?? []);
+    const reading = await this.#read();
+    const verdicts =
+      reading === undefined
+        ? new Map<string, string>()
+        : this.#evidence.judge(reading, keys, now, this.#deps.resendIntervalMs?.() ?? DEFAULT_RESEND_INTERVAL_MS);
     const ended: Array<{ row: JournalEntry; outcome: VerificationOutcome }> = [];
     for (const row of rows) {
-      const key = row.fingerprint !== null && row.startsAt !== null ? episode(row.fingerprint, row.startsAt) : '';
-      const resolved = listed !== undefined && !listed.has(key);
-      const outcome = resolved ? 'verified' : this.#atDeadline(row, now);
+      const key = keyOf(row);
+      let resolved = key !== undefined && verdicts.get(key) === 'ended';
+      let outcome = resolved ? 'verified' : this.#atDeadline(row, now);
+      // Never ineffective when the episode's resolution was journaled (a resolved delivery during the call).
+      if (outcome === 'ineffective' && (await resolutionOf(store, row)) !== undefined) {
+        resolved = true;
+        outcome = 'verified';
+      }
       if (outcome && (await this.#settle(row, outcome, now, resolved ? 'alert' : 'attack')))
         ended.push({ row, outcome });
     }
@@ -101,28 +125,36 @@ export class Verifier {
   }
 
   /**
-   * The resolved webhook of the episode (`fingerprint`, `startsAt`) at `now` (ms): the actions taken on it that
-   * are still verifying are `verified`. Returns the rows it ended.
+   * The resolved delivery of `alert`'s episode at `now` (ms): the actions taken on that very episode (account,
+   * fingerprint, start and labels: episode.ts `sameEpisode`) that are still verifying are `verified`. Returns
+   * the rows it ended.
    */
-  async resolved(fingerprint: string, startsAt: string, now: number): Promise<JournalEntry[]> {
-    const key = episode(fingerprint, startsAt);
-    const rows = (await this.#deps.store.verifying(this.#deps.account)).filter((row) => causedBy(row, key));
+  async resolved(alert: EpisodeAlert, now: number): Promise<JournalEntry[]> {
+    const rows = (await this.#deps.store.verifying(this.#deps.account)).filter((row) => sameEpisode(row, alert));
     const ended: JournalEntry[] = [];
     for (const row of rows) if (await this.#settle(row, 'verified', now)) ended.push(row);
     return ended;
   }
 
-  /** The episodes Alertmanager holds (firing, silenced or inhibited), or undefined when it is not read. */
-  async #listed(): Promise<Set<string> | undefined> {
+  /** Ends `row`'s verification `verified` at `now` (ms): its episode's resolution was journaled. False when it was ended already. */
+  settleResolved(row: JournalEntry, now: number): Promise<boolean> {
+    return this.#settle(row, 'verified', now);
+  }
+
+  /**
+   * Alertmanager's alerts (firing, silenced or inhibited) and status, each undefined when it could not be read
+   * (the client logged and counted it); undefined when no Alertmanager is configured.
+   */
+  async #read(): Promise<AlertmanagerReading | undefined> {
     const { alertmanager } = this.#deps;
     if (alertmanager === undefined) return undefined;
-    let alerts: AlertmanagerAlert[];
-    try {
-      alerts = await alertmanager.alerts();
-    } catch {
-      return undefined;
-    }
-    return new Set(alerts.map((a) => episode(a.fingerprint, a.startsAt)));
+    // The status before and after the list: a restart in between would pass an old list for the new process's.
+    const status = () => alertmanager.status().catch((): AlertmanagerStatus | undefined => undefined);
+    const before = await status();
+    const alerts = await alertmanager.alerts().catch((): AlertmanagerAlert[] | undefined => undefined);
+    const after = await status();
+    const same = before !== undefined && after !== undefined && before.startedAt === after.startedAt;
+    return { alerts, status: same ? after : undefined };
   }
 
   /**

@@ -29,6 +29,8 @@ export const DECISION_MEANINGS = {
   expired: 'no operator approved or denied it within remediation.approval_timeout; nothing was sent',
   withdrawn:
     'its requester withdrew it while it awaited approval (POST /api/v1/actions/{id}/withdraw); nothing was sent',
+  resolved:
+    'its alert episode resolved (a resolved delivery of the same account, fingerprint, start and labels, journaled once), or this request is of an episode that had: what awaited approval is withdrawn, nothing is sent for it any more',
   failed: 'the API said no, or the request never left',
   unknown: 'the API may have acted without saying so (timeout, connection lost or crash mid-call)',
 } as const;

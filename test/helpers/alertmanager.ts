@@ -7,15 +7,15 @@ import { tempDir } from './tmp.js';
 import { eventually, freePort, startProcess } from './processes.js';
 
 /**
- * Starts an unclustered Alertmanager on a free loopback port whose `route` (YAML, indented two spaces)
- * sends to a receiver `baremetal`: the daemon's webhook with bearer auth from `tokenFile`. Resolves when
- * it answers /-/ready.
+ * Starts an unclustered Alertmanager on a free loopback port (or `port`: the same one again, after a restart)
+ * whose `route` (YAML, indented two spaces) sends to a receiver `baremetal`: the daemon's webhook with bearer
+ * auth from `tokenFile`. Resolves when it answers /-/ready.
  */
 export async function startAlertmanager(
   binary: string,
-  options: { dir: string; name: string; webhookUrl: string; tokenFile: string; route: string },
+  options: { dir: string; name: string; webhookUrl: string; tokenFile: string; route: string; port?: number },
 ) {
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const file = join(options.dir, `${options.name}.yml`);
   writeFileSync(
     file,
@@ -57,13 +57,14 @@ export async function startQuietAlertmanager(
 ) {
   const dir = tempDir(prefix, 'all');
   writeFileSync(join(dir, 'token'), 'unused-token-0123456789\n');
-  const am = await startAlertmanager(binary, {
+  const options = {
     dir,
     name: 'am',
     webhookUrl: 'http://127.0.0.1:9/unused',
     tokenFile: join(dir, 'token'),
     route: '  receiver: ignore',
-  });
+  };
+  const am = await startAlertmanager(binary, options);
   const client = new AlertmanagerClient({
     config: {
       url: am.url,
@@ -75,5 +76,13 @@ export async function startQuietAlertmanager(
     logger: captureLogger().logger,
     ...(onOutcome ? { onOutcome } : {}),
   });
-  return { am, client };
+  /**
+   * Stops this Alertmanager and starts it again on the same port and storage: its silences survive, its alerts
+   * do not (Alertmanager keeps them in memory only). Returns the new process (the caller stops it).
+   */
+  const restart = async (current: { stop: () => Promise<void> }) => {
+    await current.stop();
+    return startAlertmanager(binary, { ...options, port: am.port });
+  };
+  return { am, client, restart };
 }

@@ -32,9 +32,16 @@ const VALID = [
   { text: '1h30m', ms: 90 * M },
   { text: '90s', ms: 90 * S },
   { text: '1y2w3d4h5m6s7ms', ms: 365 * D + 14 * D + 3 * D + 4 * H + 5 * M + 6 * S + 7 },
+  // The longest Prometheus reads: int64 nanoseconds end a little after 292 years (issue 49).
+  { text: '292y', ms: 292 * 365 * D },
+  { text: '106751d', ms: 106_751 * D },
 ];
 
-const INVALID = ['', '1.5h', '5 minutes', '3 minutes', '-1s', '1m1h', '1h1h', '5', ' 5m', '5M', '1e3ms', '5y8'];
+const INVALID = [
+  ...['', '1.5h', '5 minutes', '3 minutes', '-1s', '1m1h', '1h1h', '5', ' 5m', '5M', '1e3ms', '5y8'],
+  // Beyond int64 nanoseconds, "duration out of range" for Prometheus (issue 49).
+  ...['293y', '106752d', '5000y', '280000y', '99999999h'],
+];
 
 describe("Prometheus's duration format", () => {
   it.each(VALID)('$text is $ms ms', ({ text, ms }) => {

@@ -89,7 +89,12 @@ describe.skipIf(binary.skip)("silences while handled, against Debian's Alertmana
     // Reconciled, not repeated: another run keeps the one silence.
     await tick();
     expect(await silencesOf(decided.id, SERVER)).toEqual(['active']);
-    await h.engine.alertResolved(listed.fingerprint, listed.startsAt);
+    await h.engine.alertResolved({
+      account: 'default',
+      fingerprint: listed.fingerprint,
+      startsAt: listed.startsAt,
+      labels,
+    });
     await tick();
     expect(await silencesOf(decided.id, SERVER)).toEqual(['expired']);
   });

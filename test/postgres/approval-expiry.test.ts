@@ -33,7 +33,7 @@ for (const backend of backends()) {
       );
       const app = remediationApp(h);
       /** Alertmanager delivers the same firing alert (one episode: same fingerprint and startsAt). */
-      const deliver = async () => {
+      const deliver = async (startsAt = STARTS_AT) => {
         const res = await app.inject({
           method: 'POST',
           url: '/api/v1/alertmanager',
@@ -45,7 +45,7 @@ for (const backend of backends()) {
               {
                 status: 'firing',
                 labels: { alertname: 'BaremetalServerUnreachable', server_id: '100002' },
-                startsAt: STARTS_AT,
+                startsAt,
                 fingerprint: 'fp-1',
               },
             ],
@@ -125,6 +125,25 @@ for (const backend of backends()) {
         decision: 'duplicate',
         message: `already acted on this delivery (journal entry ${first.id})`,
       });
+      expect(sim.callsTo(POWERCYCLE)).toHaveLength(0);
+    });
+
+    it("holds a denial for the alert's labels for the rule's cooldown, whatever the episode (issue 49)", async () => {
+      const { deliver, settle, sim, clock, journal } = await setup();
+      const first = await deliver();
+      expect((await settle('deny', first.id, { reason: 'maintenance' })).statusCode).toBe(200);
+      const deniedAt = clock.now;
+      // The alert resolved and fires again: a new episode (a new startsAt), the same labels, inside the cooldown.
+      clock.now += 10 * MIN;
+      const again = await deliver('2026-11-21T12:05:00Z');
+      expect(again).toMatchObject({
+        decision: 'denied_by_approver',
+        message: `denied by bob at ${new Date(deniedAt).toISOString()} for these alert labels (journal entry ${first.id}); the denial holds until ${new Date(deniedAt + 30 * MIN).toISOString()} (the rule's cooldown); nothing sent`,
+      });
+      expect(await journal.get(again.id)).toMatchObject({ approver: null });
+      // Past the rule's cooldown (30m) the same episode's repeat asks again: nothing was claimed.
+      clock.now += 21 * MIN;
+      expect(await deliver('2026-11-21T12:05:00Z')).toMatchObject({ decision: 'awaiting_approval' });
       expect(sim.callsTo(POWERCYCLE)).toHaveLength(0);
     });
 

@@ -100,10 +100,41 @@ for (const backend of backends()) {
       await deliver('resolved');
       h.clock.now += 60 * MIN;
       await h.engine.tick();
+      // The resolution is journaled (issue 49): nothing more is sent for the episode.
       expect(await rows()).toEqual([
         [0, 'executed', 'ineffective'],
         [1, 'executed', 'verified'],
+        [null, 'resolved', null],
       ]);
+    });
+
+    it('asks for a step that expired unapproved again on the next delivery, as a plain rule does', async () => {
+      const { h, deliver, rows } = await setup([step(10, 30), { ...step(20, 5), requireApproval: true }]);
+      expect((await deliver('firing'))[0]!.decision).toBe('executed');
+      h.clock.now += 11 * MIN;
+      await h.engine.tick();
+      // approval_timeout is 15 minutes in the harness: the second step expires.
+      h.clock.now += 16 * MIN;
+      await h.engine.tick();
+      expect(await rows()).toEqual([
+        [0, 'executed', 'ineffective'],
+        [1, 'expired', null],
+      ]);
+      // Alertmanager repeats the still-firing alert: the second step is asked for again, not swallowed.
+      const again = (await deliver('firing'))[0]!;
+      expect(again.decision).toBe('awaiting_approval');
+      const row = await h.journal.get(again.id);
+      expect(row).toMatchObject({ ladderStep: 1, action: 'powercycle' });
+      expect(row!.reason).toMatch(/^step 2 of 2: step 1 \(powercycle, journal entry \d+\) was ineffective$/);
+      // A repeat while it awaits approval is a duplicate: that request is still being handled.
+      expect((await deliver('firing'))[0]!.decision).toBe('duplicate');
+      expect(await rows()).toEqual([
+        [0, 'executed', 'ineffective'],
+        [1, 'expired', null],
+        [1, 'awaiting_approval', null],
+        [0, 'duplicate', null],
+      ]);
+      expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(1);
     });
 
     it('stops with the decision of a guard that denies a step', async () => {

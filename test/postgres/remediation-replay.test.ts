@@ -89,6 +89,21 @@ describe.each([
       },
     });
     expect(await runRemediationReplay(['--config.file', file, '--since', '1d'], sink)).toBe(0);
+    // As git diff --exit-code: the changed decisions make it exit 1.
+    const quiet = new Writable({ write: (_chunk, _encoding, done) => done() });
+    expect(await runRemediationReplay(['--config.file', file, '--since', '1d', '--exit-code'], quiet)).toBe(1);
+    // The rules that made the history: no change, exit 0 (the legacy row is not replayable, no change either).
+    const same = join(tempDir(), 'same.yml');
+    writeFileSync(
+      same,
+      JSON.stringify({
+        upstream: { base_url: h.sim.url, api_key: 'k' },
+        state_dir: h.stateDir,
+        ...(url ? { database: { url } } : {}),
+        remediation: { dry_run: false, rules: [{ ...RULE, action: 'powercycle' }] },
+      }),
+    );
+    expect(await runRemediationReplay(['--config.file', same, '--since', '1d', '--exit-code'], quiet)).toBe(0);
     const lines = out.trim().split('\n');
     expect(lines.slice(0, 3).map((l) => l.replace(/^\S+ /, ''))).toEqual([
       'BaremetalServerUnreachable firing server 100001: then powercycle: executed; now poweroff: executed  (changed)',

@@ -10,7 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import type { RemediationRule } from '../../config/types.js';
 import { BadRequestError } from '../../errors.js';
 import type { RemediationEngine } from '../../remediation/engine.js';
-import { matches, requestsFor } from '../../remediation/rules.js';
+import { matches, requestsFor, resolvedEpisodes } from '../../remediation/rules.js';
 import { webhookSchema, type WebhookBody } from '../../remediation/webhook.js';
 import type { Metrics } from '../../metrics/definitions.js';
 import { callerOf, routeRole } from '../principals.js';
@@ -47,9 +47,11 @@ export function alertmanagerRoutes(
       for (const { alert, requests } of perAlert) {
         const matched = rules.some((rule) => matches(rule, alert));
         deps.metrics.alertsReceived.inc({ status: alert.status, matched: String(matched) });
-        // The episode resolved: the actions taken on it that are verifying helped (remediation/verify.ts).
-        if (alert.status === 'resolved' && matched)
-          for (const engine of deps.engines.values()) await engine.alertResolved(alert.fingerprint, alert.startsAt);
+        // The episode resolved: the actions taken on that very episode (account, fingerprint, start, labels)
+        // that are verifying helped (remediation/episode.ts, remediation/verify.ts).
+        if (alert.status === 'resolved')
+          for (const episode of resolvedEpisodes(alert, rules, accounts))
+            await deps.engines.get(episode.account)!.alertResolved(episode, principal);
         for (const req of requests) {
           // requestsFor only names configured accounts.
           const result = await deps.engines.get(req.account)!.request(req);

@@ -36,8 +36,10 @@ import { decisionReply, engineOf } from './actions.js';
 function settled(row: JournalEntry): void {
   if (row.decision === 'awaiting_approval') return;
   const by = row.approver ? ` (by ${row.approver})` : '';
+  // A withdrawal says why: its requester's reason, or the resolution of its alert (remediation/episode.ts).
+  const why = row.decision === 'withdrawn' && row.message ? ` (${row.message})` : '';
   throw new ConflictError(
-    `journal entry ${row.id} is ${row.decision}${by}, not awaiting approval: there is nothing to settle (${row.source} ${row.action}${row.serverId ? ` of ${row.serverId}` : ''})`,
+    `journal entry ${row.id} is ${row.decision}${by}${why}, not awaiting approval: there is nothing to settle (${row.source} ${row.action}${row.serverId ? ` of ${row.serverId}` : ''})`,
   );
 }
 
@@ -81,7 +83,8 @@ export function approvalRoutes(
       sent,
       decision: execution.decision,
     };
-    if (GUARD_DENIALS.includes(execution.decision)) {
+    // A resolved episode (remediation/episode.ts) is refused as a guard's denial is: nothing was sent.
+    if (GUARD_DENIALS.includes(execution.decision) || execution.decision === 'resolved') {
       const refused = new ApprovedNotSentError(
         `approved by ${approver}, but nothing was sent: journal entry ${execution.id} is ${execution.decision} (${execution.message}); the approval is spent, ask again once that allows it`,
       );

@@ -64,6 +64,18 @@ describe('AlertmanagerClient', () => {
     expect(outcomes).toEqual(['get_alerts:true']);
   });
 
+  it("reads when Alertmanager started from /api/v2/status's uptime, and refuses one that is no time", async () => {
+    const pool = agent.get(URL);
+    pool
+      .intercept({ path: '/api/v2/status' })
+      .reply(200, { uptime: '2026-11-28T10:00:00.123Z', cluster: { status: 'disabled' } });
+    pool.intercept({ path: '/api/v2/status' }).reply(200, { uptime: 'yesterday' });
+    const { c, outcomes } = client();
+    expect(await c.status()).toEqual({ startedAt: Date.parse('2026-11-28T10:00:00.123Z') });
+    await expect(c.status()).rejects.toThrow(/uptime is not a time: "yesterday"/);
+    expect(outcomes).toEqual(['get_status:true', 'get_status:false']);
+  });
+
   it('creates a silence with its times in RFC 3339 and expires it', async () => {
     let posted: unknown;
     agent

@@ -16,6 +16,7 @@ import { tempDir } from '../../helpers/tmp.js';
 const EXAMPLE = fileURLToPath(new URL('../../../examples/remediation-tests.yml', import.meta.url));
 const HUMAN_PATH = fileURLToPath(new URL('../../fixtures/remediation-tests/human-path.yml', import.meta.url));
 const LADDER = fileURLToPath(new URL('../../fixtures/remediation-tests/ladder.yml', import.meta.url));
+const GATE = fileURLToPath(new URL('../../fixtures/remediation-tests/outage-gate.yml', import.meta.url));
 const REPLICA = fileURLToPath(new URL('../../../examples/ha/replica-a.yml', import.meta.url));
 
 /** Runs the command on `files`; returns its exit code and what it wrote. */
@@ -57,6 +58,16 @@ describe('remediation test', () => {
 
   it('passes on a ladder: a step that helps, one that does not, then escalated', async () => {
     expect(await run(LADDER)).toEqual({ code: 0, out: `${LADDER}: SUCCESS\n`, err: '' });
+  });
+
+  it('runs a config with an outage gate against the alerts the file says Alertmanager holds (issue 49)', async () => {
+    expect(await run(GATE)).toEqual({ code: 0, out: `${GATE}: SUCCESS\n`, err: '' });
+    // Without the stated alerts the test has no Alertmanager: the gate denies as unknown, and says so.
+    const path = join(tempDir(), 'no-alertmanager.yml');
+    writeFileSync(path, readFileSync(GATE, 'utf8').replace(/^ {4}alertmanager: .*\n/gm, ''));
+    const { code, out } = await run(path);
+    expect(code).toBe(1);
+    expect(out).toMatch(/"decision":"denied_blocked","message":"whether an outage alert fires is unknown/);
   });
 
   it('fails a ladder whose step is expected to help when it did not', async () => {

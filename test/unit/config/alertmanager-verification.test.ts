@@ -32,6 +32,7 @@ describe('remediation.alertmanager', () => {
     ).toEqual({
       url: 'http://127.0.0.1:9093/am',
       timeoutMs: 10_000,
+      resendIntervalMs: 60_000,
       maxResponseBytes: 8 * 1024 * 1024,
       silenceWhileHandled: true,
       authorization: { type: 'Bearer', credentials: 'am-token-0123456789' },

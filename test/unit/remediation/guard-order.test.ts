@@ -39,6 +39,12 @@ const POWER_WALK = [
   'approval',
 ];
 
+/**
+ * An alert's request (a ladder's step too) first asks whether its episode resolved, and after its delivery
+ * whether an approver's denial of its labels still holds.
+ */
+const ALERT_POWER_WALK = ['episode', 'delivery', 'denial', ...POWER_WALK.slice(1)];
+
 const FIREWALL_WALK = [
   'delivery',
   'target',
@@ -62,7 +68,7 @@ describe('every path walks GUARDS in its order', () => {
         alert: { alertname: 'BaremetalServerUnreachable', fingerprint: 'fp', startsAt: '2026-11-21T11:59:00Z' },
       }),
     );
-    expect([alert.decision, walked.splice(0)]).toEqual(['executed', POWER_WALK]);
+    expect([alert.decision, walked.splice(0)]).toEqual(['executed', ALERT_POWER_WALK]);
     const operator = await h.engine.request(powerRequest({ serverId: '100002', action: 'poweroff' }));
     expect([operator.decision, walked.splice(0)]).toEqual(['executed', POWER_WALK]);
     const asked = await h.engine.request(powerRequest({ serverId: '100003', requireApproval: true }));

@@ -1,0 +1,85 @@
+/**
+ * What the outage gate (`remediation.safety.block_while_firing`) read when a recorded request was decided, as
+ * far as the journal says it, for `remediation replay` (issue 49): replay has no Alertmanager to ask, and the
+ * Alertmanager of then is not the one of now. A power row denied `denied_blocked` names the alert that blocked
+ * it (`power actions are blocked while Name{label="value", …} fires`); a power row decided by a guard after the
+ * gate (the breaker, the cooldown, the cap, dry run, the budget, an approval, the call) passed it: nothing
+ * blocking fired. Any other row says nothing of the gate: unknown, as a daemon that cannot read Alertmanager.
+ */
+import type { AlertmanagerAlert, AlertmanagerSilence } from '../alertmanager/client.js';
+import { AlertmanagerError } from '../errors.js';
+import type { Decision } from '../store/decisions.js';
+import type { JournalEntry } from '../store/rows.js';
+import { POWER_ACTIONS } from '../remediation/types.js';
+
+/** The gate's reading for one decision: the alerts it saw, or why they are not known. */
+export type GateReading = { alerts: AlertmanagerAlert[] } | { unknown: string };
+
+/** Decisions made by a guard after the outage gate (remediation/decide.ts GUARDS), or by the call: the gate let it pass. */
+const PAST_THE_GATE: readonly (Decision | 'executing')[] = [
+  'denied_circuit_open',
+  'cooldown',
+  'escalated',
+  'dry_run',
+  'denied_budget',
+  'awaiting_approval',
+  'approved',
+  'denied_by_approver',
+  'expired',
+  'withdrawn',
+  'executed',
+  'failed',
+  'unknown',
+  'executing',
+];
+
+const BLOCKED = /^power actions are blocked while ([^{\s]+)\{(.*?)\} fires/;
+const LABEL = /([A-Za-z_][A-Za-z0-9_]*)=("(?:[^"\\]|\\.)*")/g;
+
+/** The gate's reading behind `rows` (one delivery's rows, or an approval's execution). */
+export function gateReading(rows: readonly JournalEntry[]): GateReading {
+  for (const row of rows) {
+    if (!(POWER_ACTIONS as ReadonlySet<string>).has(row.action)) continue;
+    if (row.decision === 'denied_blocked') {
+      const m = BLOCKED.exec(row.message ?? '');
+      if (!m) return { unknown: `journal entry ${row.id} was denied as Alertmanager could not be read` };
+      const labels: Record<string, string> = { alertname: m[1]! };
+      for (const [, name, value] of m[2]!.matchAll(LABEL)) labels[name!] = JSON.parse(value!) as string;
+      const alert = { fingerprint: `journal-${row.id}`, labels, startsAt: new Date(row.createdAt).toISOString() };
+      return { alerts: [{ ...alert, state: 'active', silencedBy: [] }] };
+    }
+    if ((PAST_THE_GATE as readonly string[]).includes(row.decision)) return { alerts: [] };
+  }
+  return { unknown: 'the recorded decision did not read Alertmanager' };
+}
+
+/**
+ * The Alertmanager a replay reads: it answers what `reading` holds (set before each replayed decision), is up
+ * since the epoch, and keeps the silences written to it in memory.
+ */
+export function replayedAlertmanager() {
+  const silences = new Map<string, AlertmanagerSilence>();
+  const am = {
+    reading: { unknown: 'nothing replayed yet' } as GateReading,
+    async alerts(): Promise<AlertmanagerAlert[]> {
+      if ('unknown' in am.reading) throw new AlertmanagerError(`replayed: ${am.reading.unknown}`);
+      return am.reading.alerts;
+    },
+    async status() {
+      return { startedAt: 0 };
+    },
+    async silences() {
+      return [...silences.values()];
+    },
+    async createSilence(silence: { createdBy: string; comment: string }) {
+      const id = `replayed-${silences.size + 1}`;
+      silences.set(id, { id, state: 'active', createdBy: silence.createdBy, comment: silence.comment });
+      return id;
+    },
+    async expireSilence(id: string) {
+      const s = silences.get(id);
+      if (s) silences.set(id, { ...s, state: 'expired' });
+    },
+  };
+  return am;
+}

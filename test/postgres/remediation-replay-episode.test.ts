@@ -1,0 +1,224 @@
+/**
+ * `remediation replay` of a history with resolved episodes (issue 49), on both state-store backends: the
+ * resolution journaled `resolved`, and the request it withdrew, are replayed as what they were — the resolved
+ * delivery resolves the replayed episode again — so the same rules report no change. The rows of an escalation
+ * ladder (a later step, the episode escalated) are no deliveries: the replayed engine climbs its own ladder.
+ * With an outage gate, each decision reads again what the gate read then (its blocking alert, or none): the
+ * recorded decisions, an approval's execution among them, replay the same.
+ */
+import { describe, expect, it } from 'vitest';
+import type { AlertmanagerAlert } from '../../src/alertmanager/client.js';
+import { replay } from '../../src/cli/remediation-replay.js';
+import { type LabelMatcher, parseMatcher } from '../../src/config/matchers.js';
+import { DEFAULT_SCHEDULES } from '../../src/config/schema.js';
+import type { Config, LadderStep, Principal, RemediationRule } from '../../src/config/types.js';
+import { engineHarness, remediationApp, rule, SAFETY_WITHOUT_ATTACK_GUARD } from '../helpers/remediation.js';
+import { backends } from '../helpers/store-backends.js';
+
+const TOKEN = 'alertmanager-token-0123456789abcdef';
+const PRINCIPALS: Principal[] = [{ name: 'alertmanager', bearerToken: TOKEN, roles: ['webhook'] }];
+const MIN = 60_000;
+const T0 = Date.UTC(2026, 10, 21, 12);
+const RULES: RemediationRule[] = [
+  rule({ alertname: 'ServerDown', action: 'powercycle', verifyWithinMs: 10 * MIN }),
+  rule({ alertname: 'Held', action: 'powercycle', requireApproval: true }),
+];
+
+for (const backend of backends()) {
+  describe.skipIf(backend.skip)(`remediation replay of resolved episodes (${backend.name})`, () => {
+    it('reports no change under the same rules', async () => {
+      const db = await backend.fresh();
+      const h = await engineHarness({ principals: PRINCIPALS, rules: RULES }, await db.open());
+      const app = remediationApp(h);
+      const deliver = async (minutes: number, status: 'firing' | 'resolved', alertname: string, serverId: string) => {
+        h.clock.now = T0 + minutes * MIN;
+        const labels = { alertname, server_id: serverId };
+        const startsAt = new Date(T0).toISOString();
+        const res = await app.inject({
+          method: 'POST',
+          url: '/api/v1/alertmanager',
+          headers: { authorization: `Bearer ${TOKEN}` },
+          payload: { version: '4', status, alerts: [{ status, labels, startsAt, fingerprint: `fp-${serverId}` }] },
+        });
+        expect(res.statusCode).toBe(200);
+      };
+      await deliver(0, 'firing', 'ServerDown', '100001');
+      await deliver(0.5, 'firing', 'Held', '100002');
+      await deliver(2, 'resolved', 'ServerDown', '100001');
+      await deliver(3, 'resolved', 'Held', '100002');
+      const rows = (await h.journal.list({ limit: 100 })).reverse();
+      expect(rows.map((r) => [r.serverId, r.decision, r.verification])).toEqual([
+        ['100001', 'executed', 'verified'],
+        ['100002', 'withdrawn', null],
+        ['100001', 'resolved', null],
+        ['100002', 'resolved', null],
+      ]);
+      const config = {
+        remediation: { ...h.config, rules: RULES },
+        schedules: { firewall: DEFAULT_SCHEDULES.firewall } as Config['schedules'],
+        accounts: [{ name: 'default' }] as Config['accounts'],
+      };
+      const report = await replay(config, {
+        rows,
+        circuits: new Map([['default', await h.journal.circuit('default')]]),
+        from: T0 - MIN,
+        to: T0 + 30 * MIN,
+      });
+      expect(report.deliveries.map((d) => [d.serverId, d.status, d.verdict])).toEqual([
+        ['100001', 'firing', 'same'],
+        ['100002', 'firing', 'same'],
+        ['100001', 'resolved', 'same'],
+        ['100002', 'resolved', 'same'],
+      ]);
+      expect(report.counts).toEqual({ same: 4, changed: 0, overturned: 0, notReplayable: 0 });
+    });
+
+    it('replays a ladder as what it was: its steps and escalation are not deliveries', async () => {
+      const step = (verifyMin: number): LadderStep => ({
+        action: 'powercycle',
+        verifyWithinMs: verifyMin * MIN,
+        requireApproval: false,
+        cooldownMs: MIN,
+      });
+      const rules = [
+        rule({
+          alertname: 'ServerDown',
+          action: 'powercycle',
+          verifyWithinMs: 10 * MIN,
+          cooldownMs: MIN,
+          steps: [step(10), step(20)],
+        }),
+      ];
+      const db = await backend.fresh();
+      const h = await engineHarness({ principals: PRINCIPALS, rules }, await db.open());
+      const app = remediationApp(h);
+      const labels = { alertname: 'ServerDown', server_id: '100001' };
+      h.clock.now = T0;
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/v1/alertmanager',
+        headers: { authorization: `Bearer ${TOKEN}` },
+        payload: {
+          version: '4',
+          status: 'firing',
+          alerts: [{ status: 'firing', labels, startsAt: new Date(T0).toISOString(), fingerprint: 'fp-l' }],
+        },
+      });
+      expect(res.statusCode).toBe(200);
+      h.clock.now += 11 * MIN;
+      await h.engine.tick();
+      h.clock.now += 21 * MIN;
+      await h.engine.tick();
+      const rows = (await h.journal.list({ limit: 100 })).reverse();
+      expect(rows.map((r) => [r.ladderStep, r.decision])).toEqual([
+        [0, 'executed'],
+        [1, 'executed'],
+        [1, 'escalated'],
+      ]);
+      const report = await replay(
+        {
+          remediation: { ...h.config, rules },
+          schedules: { firewall: DEFAULT_SCHEDULES.firewall } as Config['schedules'],
+          accounts: [{ name: 'default' }] as Config['accounts'],
+        },
+        {
+          rows,
+          circuits: new Map([['default', await h.journal.circuit('default')]]),
+          from: T0 - MIN,
+          to: T0 + 60 * MIN,
+        },
+      );
+      expect(report.deliveries.map((d) => [d.serverId, d.verdict, d.recorded.map((o) => o.decision)])).toEqual([
+        ['100001', 'same', ['executed']],
+      ]);
+      expect(report.counts).toEqual({ same: 1, changed: 0, overturned: 0, notReplayable: 0 });
+    });
+
+    it('replays what the outage gate read: the blocking alert, or none', async () => {
+      const held: AlertmanagerAlert[] = [];
+      const am = {
+        alerts: async () => [...held],
+        status: async () => ({ startedAt: 0 }),
+        silences: async () => [],
+        createSilence: async () => 'silence',
+        expireSilence: async () => {},
+      };
+      const gate = [parseMatcher('alertname = "DatacenterOutage"') as LabelMatcher];
+      const rules = [
+        rule({ alertname: 'ServerDown', action: 'powercycle' }),
+        rule({ alertname: 'Held', action: 'powercycle', requireApproval: true }),
+      ];
+      const principals: Principal[] = [
+        ...PRINCIPALS,
+        { name: 'bob', bearerToken: 'bob-token-0123456789abcdef', roles: ['operator'] },
+      ];
+      const db = await backend.fresh();
+      const h = await engineHarness(
+        { principals, rules, safety: { ...SAFETY_WITHOUT_ATTACK_GUARD, blockWhileFiring: gate } },
+        await db.open(),
+        2000,
+        { alertmanager: am },
+      );
+      const app = remediationApp(h);
+      const deliver = async (minutes: number, alertname: string, serverId: string) => {
+        h.clock.now = T0 + minutes * MIN;
+        const labels = { alertname, server_id: serverId };
+        const res = await app.inject({
+          method: 'POST',
+          url: '/api/v1/alertmanager',
+          headers: { authorization: `Bearer ${TOKEN}` },
+          payload: {
+            version: '4',
+            status: 'firing',
+            alerts: [
+              { status: 'firing', labels, startsAt: new Date(h.clock.now).toISOString(), fingerprint: `fp-${minutes}` },
+            ],
+          },
+        });
+        expect(res.statusCode).toBe(200);
+        return res.json().results[0] as { id: number; decision: string };
+      };
+      expect((await deliver(0, 'ServerDown', '100001')).decision).toBe('executed');
+      held.push({
+        fingerprint: 'o',
+        labels: { alertname: 'DatacenterOutage', dc: 'fra1' },
+        startsAt: new Date(T0).toISOString(),
+        state: 'active',
+        silencedBy: [],
+      });
+      expect((await deliver(1, 'ServerDown', '100002')).decision).toBe('denied_blocked');
+      held.length = 0;
+      const asked = await deliver(2, 'Held', '100003');
+      h.clock.now = T0 + 3 * MIN;
+      const approved = await app.inject({
+        method: 'POST',
+        url: `/api/v1/actions/${asked.id}/approve`,
+        headers: { authorization: 'Bearer bob-token-0123456789abcdef' },
+        payload: {},
+      });
+      expect(approved.json().execution.decision).toBe('executed');
+      const rows = (await h.journal.list({ limit: 100 })).reverse();
+      const report = await replay(
+        {
+          remediation: { ...h.config, rules },
+          schedules: { firewall: DEFAULT_SCHEDULES.firewall } as Config['schedules'],
+          accounts: [{ name: 'default' }] as Config['accounts'],
+        },
+        {
+          rows,
+          circuits: new Map([['default', await h.journal.circuit('default')]]),
+          from: T0 - MIN,
+          to: T0 + 30 * MIN,
+        },
+      );
+      expect(
+        report.deliveries.map((d) => [d.serverId, d.verdict, d.replayed?.map((o) => o.execution ?? o.decision)]),
+      ).toEqual([
+        ['100001', 'same', ['executed']],
+        ['100002', 'same', ['denied_blocked']],
+        ['100003', 'same', ['executed']],
+      ]);
+      expect(report.counts).toEqual({ same: 3, changed: 0, overturned: 0, notReplayable: 0 });
+    });
+  });
+}
