@@ -39,8 +39,9 @@ export default defineConfig({
     projects: [
       // Unit files share their worker's modules (no process, no global state of ours): 4× less CPU than isolation.
       tier('unit', 0, [], { setupFiles: ['test/setup/unit-guard.ts'], isolate: false }),
-      tier('integration', 1, [BUILD]),
-      tier('postgres', 2, [BUILD, POSTGRES]),
+      // Their files mostly wait (on daemons, leases, processes): a third worker uses the idle core time.
+      tier('integration', 1, [BUILD], { maxWorkers: 3 }),
+      tier('postgres', 2, [BUILD, POSTGRES], { maxWorkers: 3 }),
       tier('e2e', 3, [BUILD, POSTGRES]),
       tier('smoke', 4, [BUILD, POSTGRES]),
     ],
