@@ -21,11 +21,14 @@ import { ConflictError } from '../errors.js';
 import { GUARD_DENIALS } from '../store/decisions.js';
 import type { ApprovalSettlement, JournalEntry } from '../store/rows.js';
 import type { StateStore } from '../store/store.js';
+import { requireDecidable } from './guards.js';
 import { makeRequest, ruleChange } from './request.js';
-import type { ActionDecision, ActionRequest } from './types.js';
+import type { ActionDecision, ActionRequest, TargetDirectory } from './types.js';
 
 export interface ApprovalDeps {
   account: string;
+  /** the account's inventory: the attack state an execution needs decided before the row is settled */
+  targets: TargetDirectory;
   store: StateStore;
   config: Config['remediation'];
   logger: Logger;
@@ -55,7 +58,7 @@ export class Approvals {
 
   /**
    * `approver` approves `row` (checked by the caller: another operator, within its accounts and actions), with
-   * an optional reason (journaled `approverReason` on the row and its execution): returns the execution's decision. Throws ConflictError (already settled, or expired), JournalError.
+   * an optional reason (journaled `approverReason` on the row and its execution): returns the execution's decision. Throws ConflictError (already settled, or expired), JournalError, NoLeaderError (the attack state of a power action is not decided here yet: nothing settled, ask again).
    */
   async approve(row: JournalEntry, approver: string, reason?: string): Promise<ApprovalResult> {
     const at = this.#deps.now();
@@ -63,6 +66,9 @@ export class Approvals {
     // Made before settling: a row that cannot be run as it was made stays awaiting (a 409, nothing settled).
     const req = makeRequest({ kind: 'approval', row, approver, at, ...(reason !== undefined ? { reason } : {}) });
     const changed = ruleChange(row, this.#deps.config.rules);
+    // Nor is one settled that the engine cannot decide here yet (NoLeaderError, 503): the approval is kept for
+    // a retry, on this replica once it has read the history or on the account's leader.
+    requireDecidable(this.#deps.targets, req, this.#deps.config.safety);
     const why = reason !== undefined ? { reason } : {};
     await this.#settle(row, { decision: 'approved', approver, ...why, at, message: `approved by ${approver}` });
     let result: ActionDecision;
