@@ -54,9 +54,11 @@ export class Agreement {
   #judgedMismatch(mismatch: Mismatch | undefined, now: number): void {
     const before = this.#mismatch;
     this.#mismatch = mismatch;
-    if (before?.reason !== mismatch?.reason) {
+    // A name held by a previous boot's expiring row (`waiting`) is no mismatch of the configuration: no gauge.
+    const gauged = (m: Mismatch | undefined) => (m?.waiting ? undefined : m?.reason);
+    if (gauged(before) !== gauged(mismatch)) {
       for (const reason of MISMATCH_REASONS)
-        this.#d.metrics.haConfigMismatch.set({ reason }, reason === mismatch?.reason ? 1 : 0);
+        this.#d.metrics.haConfigMismatch.set({ reason }, reason === gauged(mismatch) ? 1 : 0);
       this.#d.onChange();
     }
     if (!mismatch) {
@@ -67,6 +69,13 @@ export class Agreement {
     }
     if (before?.message === mismatch.message && now - this.#mismatchLoggedAt < REPEAT_LOG_MS) return;
     this.#mismatchLoggedAt = now;
+    if (mismatch.waiting) {
+      this.#d.logger.warn(
+        { reason: mismatch.reason },
+        `this replica leads no account yet (it serves /metrics; /readyz says not ready): ${mismatch.message}`,
+      );
+      return;
+    }
     this.#d.logger.error(
       { reason: mismatch.reason },
       `this replica disagrees with the live replicas and leads no account (it serves /metrics; /readyz says not ready): ${mismatch.message}`,

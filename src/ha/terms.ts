@@ -28,6 +28,12 @@ export interface Mismatch {
   reason: MismatchReason;
   /** one sentence for the log and /readyz: names replicas and account names, never a URL */
   message: string;
+  /**
+   * `duplicate_name` only: the name's row has missed its heartbeats (older than two ticks), most likely a
+   * previous process of this replica killed and restarted faster than the lease: this one waits for the row to
+   * expire (a warning, not a configuration mismatch: baremetal_ha_config_mismatch stays 0)
+   */
+  waiting?: true;
 }
 
 export interface Judgement {
@@ -60,6 +66,8 @@ export function judge(
   self: { replica: string; bootId: string; terms: Terms },
   live: readonly Member[],
   singleLeaderLocked = false,
+  /** the heartbeat's period, ms: a holder of this replica's name silent for more than two is waited for */
+  tickMs?: number,
 ): Judgement {
   const unled = unledAccounts(live);
   const refuse = (reason: MismatchReason, message: string): Judgement => ({
@@ -68,6 +76,17 @@ export function judge(
     unled,
   });
   const holder = live.find((m) => m.replica === self.replica && m.bootId !== self.bootId);
+  // Two ticks, not one: a live holder's heartbeat is up to a tick old plus the time its statement took.
+  if (holder && tickMs !== undefined && (holder.heartbeatAgeMs ?? 0) > 2 * tickMs)
+    return {
+      mismatch: {
+        reason: 'duplicate_name',
+        message: `the replica name ${self.replica} is still held by the row of another process (boot ${holder.bootId ?? 'unknown'}) whose heartbeat stopped: most likely this replica's previous process, killed and restarted within the lease; waiting for that row to expire (at most one lease) before taking a share. If it does not expire, a process with this name is alive but frozen: give each replica its own database.replica_name`,
+        waiting: true,
+      },
+      members: [],
+      unled,
+    };
   if (holder)
     return refuse(
       'duplicate_name',
