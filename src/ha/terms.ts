@@ -98,7 +98,7 @@ export function judge(
     if (theirs.mode !== self.terms.mode)
       return refuse(
         'mode',
-        `the live replica ${reference.replica} runs ${describeMode(theirs.mode)} and this one ${describeMode(self.terms.mode)}: set database.share_accounts the same on every replica`,
+        `the reference replica ${reference.replica} (the oldest live one: its terms are the membership's) runs ${describeMode(theirs.mode)} and this one ${describeMode(self.terms.mode)}: set database.share_accounts the same on every replica (the reference is not necessarily the right one: compare every replica's row in ha_replicas)`,
       );
     if (theirs.digest !== self.terms.digest)
       return refuse('accounts', `${accountDifference(self.terms.accounts, theirs.accounts, reference.replica)}`);
@@ -153,7 +153,7 @@ function accountDifference(mine: readonly string[], theirs: readonly string[], r
   const what = parts.length
     ? parts.join('; ')
     : 'the account names are the same but at least one account has another base_url';
-  return `this replica's accounts differ from those of the live replica ${replica} (${what}): give every replica the same accounts`;
+  return `this replica's accounts differ from those of the reference replica ${replica} (the oldest live one: its terms are the membership's) (${what}): give every replica the same accounts (the reference is not necessarily the right one: compare every replica's row in ha_replicas)`;
 }
 
 const describeMode = (mode: HaMode) =>

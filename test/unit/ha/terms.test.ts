@@ -115,6 +115,18 @@ describe('judge', () => {
     expect(beating.mismatch?.message).toContain('already uses the replica name r0');
   });
 
+  it('names the reference replica, which after a restart of the oldest may be the misconfigured one', () => {
+    const five = termsOf('shared', SIX.slice(0, 5));
+    // r1 lacks a6 and is younger: it refuses, naming r0 as the reference
+    const before = judge(self('r1', five), [member('r0', 1), member('r1', 2, five)]);
+    expect(before.mismatch?.message).toContain('the reference replica r0 (the oldest live one');
+    // r0 restarts: the misconfigured r1 is now the oldest, and r0 (right) is the one refused, naming r1
+    const after = judge(self('r0'), [member('r0', 3), member('r1', 2, five)]);
+    expect(after.mismatch?.reason).toBe('accounts');
+    expect(after.mismatch?.message).toContain('the reference replica r1 (the oldest live one');
+    expect(after.mismatch?.message).toContain("compare every replica's row in ha_replicas");
+  });
+
   it('once the older terms have left, the restarted replicas agree (a rolling change converges)', () => {
     const five = termsOf('shared', SIX.slice(0, 5));
     // r0 and r1 restarted with the new terms, r2 still on the old ones and the oldest
