@@ -9,7 +9,9 @@
  * moment (target, attack, breaker, cap, cooldown, budget, dry run, and whatever guards are added there later;
  * a request forced past the attack guard stays forced), and the execution is
  * claimed under the delivery key `approval:<row id>`, so it acts at most once. The awaiting row names the
- * execution's row in its message.
+ * execution's row in its message. A power call whose attack state cannot be decided here yet (NoLeaderError) is
+ * checked before settling and, should the account be lost in between, the row is put back (a conditional
+ * UPDATE): either way it stays awaiting, the approval not spent.
  *
  * What is approved is the request as it was journaled (request.ts `makeRequest`): the rule it was made under,
  * its labels, cooldown, hold, require_owned_ip and force as recorded, never a rule looked up again. When that
@@ -17,7 +19,7 @@
  */
 import type { Logger } from 'pino';
 import type { Config } from '../config/types.js';
-import { ConflictError } from '../errors.js';
+import { ConflictError, NoLeaderError } from '../errors.js';
 import { GUARD_DENIALS } from '../store/decisions.js';
 import type { ApprovalSettlement, JournalEntry } from '../store/rows.js';
 import type { StateStore } from '../store/store.js';
@@ -75,6 +77,9 @@ export class Approvals {
     try {
       result = await this.#deps.request(req);
     } catch (error) {
+      // Undecidable after all (the account lost between the check above and the decision; its transaction rolled
+      // back): the row awaits again, the approval kept for a retry.
+      if (error instanceof NoLeaderError && (await this.#reopen(row, approver, at))) throw error;
       // No decision was made (journal or server list unavailable): the row says so; the request must be asked again.
       const message = `approved by ${approver}; not decided: ${(error as Error).message}; ask again`;
       await this.#deps.store.complete(row.id, { decision: 'approved', message, at }).catch(() => undefined);
@@ -161,6 +166,17 @@ export class Approvals {
       await this.#deps.record(row.action, { id: row.id, decision: 'expired', message });
     }
     return expired;
+  }
+
+  /** `row`, approved by `approver` at `at`, awaits approval again; false when that could not be written. */
+  async #reopen(row: JournalEntry, approver: string, at: number): Promise<boolean> {
+    const reopened = await this.#deps.store.reopenApproval(row, approver, at).catch(() => false);
+    if (reopened)
+      this.#deps.logger.info(
+        { journal_id: row.id, action: row.action, approver },
+        'remediation approval not decided here yet (no leader that has read the attack state): awaiting approval again',
+      );
+    return reopened;
   }
 
   /** Settles an awaiting row once; an expired one is settled `expired`. Throws ConflictError. */

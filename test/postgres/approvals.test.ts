@@ -210,7 +210,14 @@ for (const backend of backends()) {
       // The attack guard on (the default); the attack state is known when the alert asks, then undecided here
       // (this replica lost the account, or its new leader has not read the history yet), then known again.
       const decided: AttackState = { known: true, readAt: Date.UTC(2026, 10, 21, 12), lastEventAt: new Map() };
+      const undecided: AttackState = {
+        known: false,
+        reason: 'this replica does not lead the account',
+        undecided: true,
+      };
       let attack: AttackState = decided;
+      /** the next read is decided, every later one undecided: the account lost between the check and the decision */
+      let loseAfterNextRead = false;
       let sim: Simulator | undefined;
       const db = await backend.fresh();
       const h = await engineHarness(
@@ -226,7 +233,11 @@ for (const backend of backends()) {
             serversKnown: true,
             hasServer: (id) => sim?.state.servers.has(id) ?? false,
             ownsIp: () => false,
-            attackState: () => attack,
+            attackState: () => {
+              const now = attack;
+              if (loseAfterNextRead) [attack, loseAfterNextRead] = [undecided, false];
+              return now;
+            },
           },
         },
       );
@@ -244,12 +255,23 @@ for (const backend of backends()) {
       const [asked] = (await alert()).json().results;
       expect(asked).toMatchObject({ decision: 'awaiting_approval' });
 
-      attack = { known: false, reason: 'this replica does not lead the account', undecided: true };
+      const awaiting = await h.journal.get(asked.id);
+      attack = undecided;
       const early = await approve(asked.id);
       expect(early.statusCode).toBe(503);
       expect(early.json()).toMatchObject({ code: 'BM_ERR_NO_LEADER' });
       expect(early.headers['retry-after']).toBe('5');
-      expect(await h.journal.get(asked.id)).toMatchObject({ decision: 'awaiting_approval', approver: null });
+      expect(await h.journal.get(asked.id)).toEqual(awaiting);
+      expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(0);
+
+      // Decidable when the approval checks, no longer when the engine decides: the row awaits again as it was.
+      attack = decided;
+      loseAfterNextRead = true;
+      h.clock.now += 1000;
+      const raced = await approve(asked.id);
+      expect(raced.statusCode).toBe(503);
+      expect(raced.json()).toMatchObject({ code: 'BM_ERR_NO_LEADER' });
+      expect(await h.journal.get(asked.id)).toEqual(awaiting);
       expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(0);
 
       attack = decided;
