@@ -37,6 +37,7 @@ export class Agreement {
 
   /** The mismatch in force, for `/readyz`: undefined while this replica agrees. */
   get problem(): string | undefined {
+    if (this.#mismatch?.waiting) return `this replica leads no account yet: ${this.#mismatch.message}`;
     return this.#mismatch && `this replica disagrees with the live replicas: ${this.#mismatch.message}`;
   }
 

@@ -166,7 +166,7 @@ describe('Agreement', () => {
     };
     agreement.judged({ mismatch: waiting, members: [], unled: [] });
     expect(await gauge()).toEqual({ mode: 0, accounts: 0, duplicate_name: 0 });
-    expect(agreement.problem).toContain('waiting for that row to expire');
+    expect(agreement.problem).toBe('this replica leads no account yet: waiting for that row to expire');
     const [line] = lines.map((l) => JSON.parse(l) as { level: number; msg: string });
     expect(line).toMatchObject({ level: 'warn', msg: expect.stringContaining('leads no account yet') });
     const duplicate = { reason: 'duplicate_name' as const, message: 'another live process already uses the name' };
