@@ -450,7 +450,7 @@ sum by ${fleet('action', 'rule')} (${s(names.verifications)}) >= 3
       {
         alert: 'BaremetalHaConfigMismatch',
         comment:
-          'Per replica (instance kept): the replica that disagrees is the one to fix. A rolling change of\ndatabase.share_accounts or of the accounts passes through it while replicas of the old config\nremain; 10 minutes leaves room for a roll, not for a forgotten file.',
+          'Per replica (instance kept): the replica that disagrees with the oldest live one (named in its log\nline). Usually the one to fix, but not when the misconfigured replica became the oldest (the\nreplicas older than it restarted): compare the rows of ha_replicas. A rolling change of\ndatabase.share_accounts or of the accounts passes through it while replicas of the old config\nremain; 10 minutes leaves room for a roll, not for a forgotten file.',
         expr: `max by ${by('reason')} (${s('baremetal_ha_config_mismatch')}) == 1`,
         for: '10m',
         annotations: {

@@ -235,8 +235,8 @@ export class StaleLeaseError extends BaremetalError {
 }
 
 /**
- * A power call cannot be decided here yet: this replica does not lead the server's account, or it has not read
- * the server's firewall history since it took the account, and only a leader that has read it knows whether the
+ * A power call cannot be decided here yet: this replica does not lead the server's account, or it has not polled
+ * the server's firewall history since it took the account (or since it started), and only a leader that has read it knows whether the
  * server is under attack (`remediation.safety.deny_power_when_attacked`). 503 with `Retry-After`, nothing
  * journaled: Alertmanager retries the delivery, and once a leader has decided it the retry is a duplicate.
  */

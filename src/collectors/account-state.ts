@@ -27,6 +27,11 @@ export type AttackState =
        * not read the history since it took it): the decision waits (503, retried) instead of being a denial
        */
       undecided?: true;
+      /**
+       * ms since epoch (the collector clock) of the failed poll that leaves a history never read unknown: a
+       * term that began after it has not polled the server yet, and waits (remediation/targets.ts)
+       */
+      failedAt?: number;
     }
   | {
       known: true;
@@ -109,13 +114,23 @@ export class AccountState {
 
   /**
    * The server's attack state for the power guard: unknown when the firewall collector is off, or its history
-   * was never read or failed at its latest poll; else when it was read and the newest event per IP.
+   * was never polled (`undecided`: its first poll will tell) or failed at its latest poll (a denial, also when
+   * it was never read successfully); else when it was read and the newest event per IP.
    */
   attackState(serverId: string): AttackState {
     if (this.#config.collectors?.firewall === false)
       return { known: false, reason: 'the firewall collector is off (collectors.firewall: false)' };
     const ref = { serviceType: 'dedicated' as const, serviceId: serverId };
     const readAt = historyReadAt(this.firewallState, ref);
+    // Never polled: the first poll will tell (undecided). Polled and failed: denied like a failed latest poll,
+    // not left waiting for a read that may never succeed.
+    const failedAt = this.firewallState.failedBeforeRead.get(FirewallSeriesState.key(ref));
+    if (readAt === undefined && failedAt !== undefined)
+      return {
+        known: false,
+        reason: `the latest poll of its firewall history failed (at ${new Date(failedAt).toISOString()}; never read successfully by this process)`,
+        failedAt,
+      };
     if (readAt === undefined)
       return { known: false, reason: 'its firewall history has not been read yet', undecided: true };
     if (this.firewallState.services.get(FirewallSeriesState.key(ref))?.up === false)

@@ -81,6 +81,13 @@ export class FirewallSeriesState {
    * a service's first history counts only the events not among them. Emptied as services are polled or removed.
    */
   readonly restored = new Map<string, Set<string>>();
+  /**
+   * Ms (collector clock) of the latest failed poll of each service whose history this process has not read
+   * successfully yet (it has no series entry): the power guard denies on it ("the latest poll failed") where
+   * a history never polled waits (collectors/account-state.ts `attackState`). Emptied as services are read or
+   * removed.
+   */
+  readonly failedBeforeRead = new Map<string, number>();
   static key(ref: ServiceRef): string {
     return `${ref.serviceType}/${ref.serviceId}`;
   }
@@ -219,6 +226,7 @@ export function collectFirewallHistory(
   }
   if (!previous?.up) metrics.firewallHistoryUp.set({ service_type: ref.serviceType, service_id: ref.serviceId }, 1);
   const lastSuccess = setLastSuccess(metrics, ref, previous?.lastSuccess, context.now);
+  state.failedBeforeRead.delete(key);
   state.services.set(key, {
     counts,
     lastEventAt,
@@ -232,13 +240,23 @@ export function collectFirewallHistory(
 }
 
 /**
- * A failed poll of one service: history_up 0; its event series keep the values of the poll before, plus
- * the events that poll held back for the series it created (they have been exposed at 0 for a poll).
+ * A failed poll of one service at `now` (ms, the collector clock): history_up 0; its event series keep the
+ * values of the poll before, plus the events that poll held back for the series it created (they have been
+ * exposed at 0 for a poll). A service never read successfully gets its failure recorded (`failedBeforeRead`).
  */
-export function collectFirewallFailure(state: FirewallSeriesState, metrics: Metrics, ref: ServiceRef): void {
+export function collectFirewallFailure(
+  state: FirewallSeriesState,
+  metrics: Metrics,
+  ref: ServiceRef,
+  now: number,
+): void {
   metrics.firewallHistoryUp.set({ service_type: ref.serviceType, service_id: ref.serviceId }, 0);
-  const series = state.services.get(FirewallSeriesState.key(ref));
-  if (!series) return;
+  const key = FirewallSeriesState.key(ref);
+  const series = state.services.get(key);
+  if (!series) {
+    state.failedBeforeRead.set(key, now);
+    return;
+  }
   series.up = false;
   for (const [ip, held] of series.pending) metrics.attackEventsTotal.inc(labels(ref, ip), held);
   series.pending = NONE;
@@ -255,4 +273,5 @@ export function removeFirewallService(state: FirewallSeriesState, metrics: Metri
   metrics.firewallHistoryLastSuccess.remove({ service_type: ref.serviceType, service_id: ref.serviceId });
   state.services.delete(key);
   state.restored.delete(key);
+  state.failedBeforeRead.delete(key);
 }

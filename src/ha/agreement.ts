@@ -37,6 +37,7 @@ export class Agreement {
 
   /** The mismatch in force, for `/readyz`: undefined while this replica agrees. */
   get problem(): string | undefined {
+    if (this.#mismatch?.waiting) return `this replica leads no account yet: ${this.#mismatch.message}`;
     return this.#mismatch && `this replica disagrees with the live replicas: ${this.#mismatch.message}`;
   }
 
@@ -54,9 +55,11 @@ export class Agreement {
   #judgedMismatch(mismatch: Mismatch | undefined, now: number): void {
     const before = this.#mismatch;
     this.#mismatch = mismatch;
-    if (before?.reason !== mismatch?.reason) {
+    // A name held by a previous boot's expiring row (`waiting`) is no mismatch of the configuration: no gauge.
+    const gauged = (m: Mismatch | undefined) => (m?.waiting ? undefined : m?.reason);
+    if (gauged(before) !== gauged(mismatch)) {
       for (const reason of MISMATCH_REASONS)
-        this.#d.metrics.haConfigMismatch.set({ reason }, reason === mismatch?.reason ? 1 : 0);
+        this.#d.metrics.haConfigMismatch.set({ reason }, reason === gauged(mismatch) ? 1 : 0);
       this.#d.onChange();
     }
     if (!mismatch) {
@@ -67,6 +70,13 @@ export class Agreement {
     }
     if (before?.message === mismatch.message && now - this.#mismatchLoggedAt < REPEAT_LOG_MS) return;
     this.#mismatchLoggedAt = now;
+    if (mismatch.waiting) {
+      this.#d.logger.warn(
+        { reason: mismatch.reason },
+        `this replica leads no account yet (it serves /metrics; /readyz says not ready): ${mismatch.message}`,
+      );
+      return;
+    }
     this.#d.logger.error(
       { reason: mismatch.reason },
       `this replica disagrees with the live replicas and leads no account (it serves /metrics; /readyz says not ready): ${mismatch.message}`,

@@ -166,6 +166,7 @@ export class AccountShares {
       { replica: membership.replica, bootId: membership.bootId, terms: membership.terms },
       beat.live,
       beat.singleLeaderLocked,
+      this.#o.tickMs,
     );
     this.#o.onJudged?.(judgement);
     if (judgement.mismatch) {

@@ -66,6 +66,7 @@ export class TermsWatch {
         { replica: membership.replica, bootId: membership.bootId, terms: membership.terms },
         beat.live,
         false,
+        this.#o.tickMs,
       );
       this.#o.agreement.judged(judgement);
       const before = this.#agrees;

@@ -28,6 +28,12 @@ export interface Mismatch {
   reason: MismatchReason;
   /** one sentence for the log and /readyz: names replicas and account names, never a URL */
   message: string;
+  /**
+   * `duplicate_name` only: the name's row has missed its heartbeats (older than two ticks), most likely a
+   * previous process of this replica killed and restarted faster than the lease: this one waits for the row to
+   * expire (a warning, not a configuration mismatch: baremetal_ha_config_mismatch stays 0)
+   */
+  waiting?: true;
 }
 
 export interface Judgement {
@@ -60,6 +66,8 @@ export function judge(
   self: { replica: string; bootId: string; terms: Terms },
   live: readonly Member[],
   singleLeaderLocked = false,
+  /** the heartbeat's period, ms: a holder of this replica's name silent for more than two is waited for */
+  tickMs?: number,
 ): Judgement {
   const unled = unledAccounts(live);
   const refuse = (reason: MismatchReason, message: string): Judgement => ({
@@ -68,6 +76,17 @@ export function judge(
     unled,
   });
   const holder = live.find((m) => m.replica === self.replica && m.bootId !== self.bootId);
+  // Two ticks, not one: a live holder's heartbeat is up to a tick old plus the time its statement took.
+  if (holder && tickMs !== undefined && (holder.heartbeatAgeMs ?? 0) > 2 * tickMs)
+    return {
+      mismatch: {
+        reason: 'duplicate_name',
+        message: `the replica name ${self.replica} is still held by the row of another process (boot ${holder.bootId ?? 'unknown'}) whose heartbeat stopped: most likely this replica's previous process, killed and restarted within the lease; waiting for that row to expire (at most one lease) before taking a share. If it does not expire, a process with this name is alive but frozen: give each replica its own database.replica_name`,
+        waiting: true,
+      },
+      members: [],
+      unled,
+    };
   if (holder)
     return refuse(
       'duplicate_name',
@@ -79,7 +98,7 @@ export function judge(
     if (theirs.mode !== self.terms.mode)
       return refuse(
         'mode',
-        `the live replica ${reference.replica} runs ${describeMode(theirs.mode)} and this one ${describeMode(self.terms.mode)}: set database.share_accounts the same on every replica`,
+        `the reference replica ${reference.replica} (the oldest live one: its terms are the membership's) runs ${describeMode(theirs.mode)} and this one ${describeMode(self.terms.mode)}: set database.share_accounts the same on every replica (the reference is not necessarily the right one: compare every replica's row in ha_replicas)`,
       );
     if (theirs.digest !== self.terms.digest)
       return refuse('accounts', `${accountDifference(self.terms.accounts, theirs.accounts, reference.replica)}`);
@@ -134,7 +153,7 @@ function accountDifference(mine: readonly string[], theirs: readonly string[], r
   const what = parts.length
     ? parts.join('; ')
     : 'the account names are the same but at least one account has another base_url';
-  return `this replica's accounts differ from those of the live replica ${replica} (${what}): give every replica the same accounts`;
+  return `this replica's accounts differ from those of the reference replica ${replica} (the oldest live one: its terms are the membership's) (${what}): give every replica the same accounts (the reference is not necessarily the right one: compare every replica's row in ha_replicas)`;
 }
 
 const describeMode = (mode: HaMode) =>

@@ -109,10 +109,14 @@ export class ExpositionCache {
   /** the formats a scraper has asked for gzipped: each new rendering is compressed in them at once */
   readonly #gzipFormats = new Set<ExpositionFormat>();
   /** per format, the newest rendering whose gzipped body is ready: its number and that body */
-  readonly #gzipped = new Map<ExpositionFormat, { seq: number; body: Buffer }>();
+  readonly #gzipped = new Map<ExpositionFormat, { seq: number; led: string; body: Buffer }>();
   #dirty = true;
-  /** the accounts whose series the current rendering includes (`accountSeries.led()` then, as a key) */
-  #renderedLed: string | undefined;
+  /**
+   * the accounts whose series #current includes (`accountSeries.led()` when it was rendered, as a key): set with
+   * #current when a rendering completes, never at its start, so that a scrape during a rendering compares
+   * against what it would be served
+   */
+  #currentLed: string | undefined;
   #rendering: Promise<Exposition> | undefined;
   #soon: NodeJS.Timeout | undefined;
   #timer: NodeJS.Timeout | undefined;
@@ -162,11 +166,13 @@ export class ExpositionCache {
       this.#dirty = false;
       const now = (this.#options.now ?? Date.now)();
       this.#options.beforeRender?.(now);
-      const bodies = await this.#renderBodies(now);
+      const { bodies, ledKey } = await this.#renderBodies(now);
       const seq = this.#currentSeq + 1;
       this.#current = exposition(bodies, now);
       this.#currentSeq = seq;
-      for (const format of this.#gzipFormats) void this.#compress(this.#current, seq, format).catch(() => undefined);
+      this.#currentLed = ledKey;
+      for (const format of this.#gzipFormats)
+        void this.#compress(this.#current, seq, ledKey, format).catch(() => undefined);
       return this.#current;
     })().finally(() => {
       this.#rendering = undefined;
@@ -179,7 +185,7 @@ export class ExpositionCache {
    * SLICE_MS with a yield between them (also inside a metric of many series), so a scrape or a poll reply waits
    * for one slice at most. Same bytes as registry.metrics().
    */
-  async #renderBodies(now: number): Promise<Record<ExpositionFormat, readonly Buffer[]>> {
+  async #renderBodies(now: number): Promise<{ bodies: Record<ExpositionFormat, readonly Buffer[]>; ledKey: string }> {
     const { registry, include, created, accountSeries } = this.#options;
     const slices = new Slices();
     const bodies = new ExpositionBodies();
@@ -187,7 +193,6 @@ export class ExpositionCache {
     const led = accountSeries?.led();
     /** the accounts whose series are included, as a cache key ('' for all) */
     const ledKey = ledKeyOf(led);
-    this.#renderedLed = ledKey;
     for (const metric of registry.getMetricsAsArray()) {
       if (include && !include(metric.name)) continue;
       const withCreated = created?.has(metric.name) ? this.#created : undefined;
@@ -206,23 +211,32 @@ export class ExpositionCache {
       bodies.add(rendered);
       await slices.next();
     }
-    return bodies.finish();
+    return { bodies: bodies.finish(), ledKey };
   }
 
   /**
    * The last rendering; renders once if there is none yet, or when the accounts this replica leads are no
    * longer those it was rendered for (a process woken from a freeze past its leases answers what it leads now,
-   * not what it led before: issue 50).
+   * not what it led before: issue 50). A rendering in progress is awaited, and the accounts checked again once it
+   * completes: it may have started before they changed.
    */
   async get(): Promise<Exposition> {
-    if (this.#current && !this.#ledChanged()) return this.#current;
-    return this.render();
+    // Bounded: accounts that change at every rendering get the latest one rendered after the third change.
+    for (let tries = 0; tries < 3; tries++) {
+      if (this.#current && !this.#ledChanged()) return this.#current;
+      await this.render();
+    }
+    return this.#current ?? this.render();
   }
 
   /** True when `accountSeries.led()` is no longer what the current rendering was made for. */
   #ledChanged(): boolean {
-    const { accountSeries } = this.#options;
-    return accountSeries !== undefined && ledKeyOf(accountSeries.led()) !== this.#renderedLed;
+    return this.#ledKey() !== this.#currentLed;
+  }
+
+  /** The accounts a rendering made now would include, as a key ('' for all). */
+  #ledKey(): string {
+    return ledKeyOf(this.#options.accountSeries?.led());
   }
 
   /**
@@ -235,16 +249,19 @@ export class ExpositionCache {
    */
   async gzipped(format: ExpositionFormat): Promise<Buffer> {
     const held = this.#gzipped.get(format);
-    if (held && !this.#ledChanged()) return held.body;
-    const current = this.#current && !this.#ledChanged() ? this.#current : await this.render();
+    if (held && held.led === this.#ledKey()) return held.body;
+    const current = await this.get();
     this.#gzipFormats.add(format);
-    return this.#compress(current, this.#currentSeq, format);
+    return this.#compress(current, this.#currentSeq, this.#currentLed ?? '', format);
   }
 
-  /** Compresses rendering number `seq` in `format` (once: Exposition.gzipped keeps it) and holds it if newest. */
-  async #compress(exposition: Exposition, seq: number, format: ExpositionFormat): Promise<Buffer> {
+  /**
+   * Compresses rendering number `seq` (of the accounts `led`, as a key) in `format` (once: Exposition.gzipped
+   * keeps it) and holds it if newest.
+   */
+  async #compress(exposition: Exposition, seq: number, led: string, format: ExpositionFormat): Promise<Buffer> {
     const body = await exposition.gzipped(format);
-    if ((this.#gzipped.get(format)?.seq ?? 0) < seq) this.#gzipped.set(format, { seq, body });
+    if ((this.#gzipped.get(format)?.seq ?? 0) < seq) this.#gzipped.set(format, { seq, led, body });
     return body;
   }
 }

@@ -109,10 +109,10 @@ async function pollFirewall(context: PollContext, signal: AbortSignal, job: Fire
       // and heads the next run like the items never started.
       round.cancelled(ref, sent.has(ref));
       if (!sent.has(ref)) return;
-      collectFirewallFailure(state.firewallState, metrics, ref);
+      collectFirewallFailure(state.firewallState, metrics, ref, context.now());
       logger.warn(fields, 'firewall history poll cancelled');
     } else {
-      collectFirewallFailure(state.firewallState, metrics, ref);
+      collectFirewallFailure(state.firewallState, metrics, ref, context.now());
       round.covered(ref);
       logger.warn({ ...fields, err: error }, 'firewall history poll failed');
     }

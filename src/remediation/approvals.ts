@@ -9,7 +9,9 @@
  * moment (target, attack, breaker, cap, cooldown, budget, dry run, and whatever guards are added there later;
  * a request forced past the attack guard stays forced), and the execution is
  * claimed under the delivery key `approval:<row id>`, so it acts at most once. The awaiting row names the
- * execution's row in its message.
+ * execution's row in its message. A power call whose attack state cannot be decided here yet (NoLeaderError) is
+ * checked before settling and, should the account be lost in between, the row is put back (a conditional
+ * UPDATE): either way it stays awaiting, the approval not spent.
  *
  * What is approved is the request as it was journaled (request.ts `makeRequest`): the rule it was made under,
  * its labels, cooldown, hold, require_owned_ip and force as recorded, never a rule looked up again. When that
@@ -17,15 +19,18 @@
  */
 import type { Logger } from 'pino';
 import type { Config } from '../config/types.js';
-import { ConflictError } from '../errors.js';
+import { ConflictError, NoLeaderError } from '../errors.js';
 import { GUARD_DENIALS } from '../store/decisions.js';
 import type { ApprovalSettlement, JournalEntry } from '../store/rows.js';
 import type { StateStore } from '../store/store.js';
+import { requireDecidable } from './guards.js';
 import { makeRequest, ruleChange } from './request.js';
-import type { ActionDecision, ActionRequest } from './types.js';
+import type { ActionDecision, ActionRequest, TargetDirectory } from './types.js';
 
 export interface ApprovalDeps {
   account: string;
+  /** the account's inventory: the attack state an execution needs decided before the row is settled */
+  targets: TargetDirectory;
   store: StateStore;
   config: Config['remediation'];
   logger: Logger;
@@ -55,7 +60,7 @@ export class Approvals {
 
   /**
    * `approver` approves `row` (checked by the caller: another operator, within its accounts and actions), with
-   * an optional reason (journaled `approverReason` on the row and its execution): returns the execution's decision. Throws ConflictError (already settled, or expired), JournalError.
+   * an optional reason (journaled `approverReason` on the row and its execution): returns the execution's decision. Throws ConflictError (already settled, or expired), JournalError, NoLeaderError (the attack state of a power action is not decided here yet: nothing settled, ask again).
    */
   async approve(row: JournalEntry, approver: string, reason?: string): Promise<ApprovalResult> {
     const at = this.#deps.now();
@@ -63,12 +68,18 @@ export class Approvals {
     // Made before settling: a row that cannot be run as it was made stays awaiting (a 409, nothing settled).
     const req = makeRequest({ kind: 'approval', row, approver, at, ...(reason !== undefined ? { reason } : {}) });
     const changed = ruleChange(row, this.#deps.config.rules);
+    // Nor is one settled that the engine cannot decide here yet (NoLeaderError, 503): the approval is kept for
+    // a retry, on this replica once it has read the history or on the account's leader.
+    requireDecidable(this.#deps.targets, req, this.#deps.config.safety);
     const why = reason !== undefined ? { reason } : {};
     await this.#settle(row, { decision: 'approved', approver, ...why, at, message: `approved by ${approver}` });
     let result: ActionDecision;
     try {
       result = await this.#deps.request(req);
     } catch (error) {
+      // Undecidable after all (the account lost between the check above and the decision; its transaction rolled
+      // back): the row awaits again, the approval kept for a retry.
+      if (error instanceof NoLeaderError && (await this.#reopen(row, approver, at))) throw error;
       // No decision was made (journal or server list unavailable): the row says so; the request must be asked again.
       const message = `approved by ${approver}; not decided: ${(error as Error).message}; ask again`;
       await this.#deps.store.complete(row.id, { decision: 'approved', message, at }).catch(() => undefined);
@@ -155,6 +166,17 @@ export class Approvals {
       await this.#deps.record(row.action, { id: row.id, decision: 'expired', message });
     }
     return expired;
+  }
+
+  /** `row`, approved by `approver` at `at`, awaits approval again; false when that could not be written. */
+  async #reopen(row: JournalEntry, approver: string, at: number): Promise<boolean> {
+    const reopened = await this.#deps.store.reopenApproval(row, approver, at).catch(() => false);
+    if (reopened)
+      this.#deps.logger.info(
+        { journal_id: row.id, action: row.action, approver },
+        'remediation approval not decided here yet (no leader that has read the attack state): awaiting approval again',
+      );
+    return reopened;
   }
 
   /** Settles an awaiting row once; an expired one is settled `expired`. Throws ConflictError. */

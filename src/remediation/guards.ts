@@ -10,7 +10,7 @@ import { IdempotencyMismatchError, NoLeaderError } from '../errors.js';
 import type { CircuitState, DesiredFirewall } from '../store/rows.js';
 import type { StateQueries } from '../store/store.js';
 import type { Decision } from '../store/decisions.js';
-import type { ActionRequest, TargetDirectory } from './types.js';
+import { type ActionRequest, POWER_ACTIONS, type TargetDirectory } from './types.js';
 
 /** A request stopped by a guard. */
 export interface Denial {
@@ -125,10 +125,7 @@ export function checkAttack(
   const state = targets.attackState?.(req.serverId);
   if (state === undefined) return unknown('no attack data in this process');
   // A leader will know: no decision yet, nothing journaled (the transaction rolls back), 503 for a retry.
-  if (!state.known && state.undecided)
-    throw new NoLeaderError(
-      `attack state of server ${req.serverId} not known here yet: ${state.reason}; retry later (remediation.safety.deny_power_when_attacked)`,
-    );
+  requireDecidable(targets, req, safety);
   if (!state.known) return unknown(state.reason);
   const staleAfter = STALE_AFTER_FIREWALL_PERIODS * firewallPeriodMs;
   if (now - state.readAt > staleAfter)
@@ -144,6 +141,24 @@ export function checkAttack(
     decision: 'denied_under_attack',
     message: `server ${req.serverId} is under attack: IP ${ip} had its last attack event at ${iso(at)}, within ${safety.attackWindowMs / 1000}s${others}`,
   };
+}
+
+/**
+ * Throws NoLeaderError when checkAttack could not decide on `req` here yet (a power action, the attack guard on
+ * and not forced, the server's attack state `undecided`): what an approval checks before it settles its row
+ * (approvals.ts), so that an approval the engine cannot decide yet is not spent.
+ */
+export function requireDecidable(
+  targets: TargetDirectory,
+  req: Pick<ActionRequest, 'action' | 'serverId' | 'force'>,
+  safety: RemediationSafety,
+): void {
+  if (!safety.denyPowerWhenAttacked || req.force || !POWER_ACTIONS.has(req.action)) return;
+  const state = targets.attackState?.(req.serverId);
+  if (state !== undefined && !state.known && state.undecided)
+    throw new NoLeaderError(
+      `attack state of server ${req.serverId} not known here yet: ${state.reason}; retry later (remediation.safety.deny_power_when_attacked)`,
+    );
 }
 
 // The limit is the config's (check-config warns when it can never be exceeded): one formula, in config/.

@@ -35,6 +35,12 @@ export function leaderOrSnapshot(
         undecided: true,
       };
       const since = ledSince();
+      if (!known.known && known.failedAt !== undefined && since !== undefined && known.failedAt < since)
+        return {
+          known: false,
+          reason: 'its firewall history has not been polled since this replica took the account',
+          undecided: true,
+        };
       if (known.known && since !== undefined && known.readAt < since)
         return {
           known: false,

@@ -76,6 +76,17 @@ export interface StateQueries {
    * (another approver or replica settled it first: the database decides, once).
    */
   settleApproval(id: number, settlement: ApprovalSettlement): Promise<boolean>;
+  /**
+   * Puts row `row.id` back to `awaiting_approval`, its message and completion time as they were (`row`), if it
+   * is still `approved` by `approver` at `approvedAt` (ms) with nothing decided since: an approval whose
+   * execution could not be decided (NoLeaderError, its transaction rolled back) is not spent. False when the
+   * row is not so (the database decides, once).
+   */
+  reopenApproval(
+    row: Pick<JournalEntry, 'id' | 'message' | 'completedAt'>,
+    approver: string,
+    approvedAt: number,
+  ): Promise<boolean>;
   /** The rows of `account` awaiting approval, oldest first (at most 1000). */
   awaitingApproval(account: string): Promise<JournalEntry[]>;
   /** The executed rows of `account` still verifying (a `verify_within` and no outcome), oldest first (at most 1000). */
@@ -140,6 +151,7 @@ export const QUERY_METHODS = [
   'closeCircuit',
   'get',
   'settleApproval',
+  'reopenApproval',
   'awaitingApproval',
   'verifying',
   'settleVerification',

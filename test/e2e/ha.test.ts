@@ -249,13 +249,16 @@ describe.skipIf(alertmanager.skip || postgres.skip)('two replicas on one Postgre
     const startsAt = new Date().toISOString();
     const first = await leader();
     // A delivery the follower sees before the leader's claim cannot be decided there (only the leader polls the
-    // firewall histories): 503, nothing journaled, and retried as Alertmanager does until it is decided.
+    // firewall histories): 503, nothing journaled, and retried as Alertmanager does until it is decided — for a
+    // minute at most, as an Alertmanager keeps retrying within a group interval (ha-webhook.test.ts `untilDecided`).
     const deliver = async (r: Replica) => {
-      for (;;) {
-        const reply = await webhook(r, { labels, startsAt });
+      let reply: Awaited<ReturnType<typeof webhook>> | undefined;
+      for (let attempt = 0; attempt < 300; attempt++) {
+        reply = await webhook(r, { labels, startsAt });
         if (reply.status !== 503) return { replica: r, ...reply };
         await new Promise((resolve) => setTimeout(resolve, 200));
       }
+      throw new Error(`${r.name} answered 503 for a minute: ${JSON.stringify(reply?.body)}`);
     };
     const replies = await Promise.all(Array.from({ length: 50 }, (_, i) => deliver(replicas[i % 2]!)));
     expect(replies.map((r) => r.status)).toEqual(Array(50).fill(200));

@@ -5,13 +5,22 @@
  * approving at once act once.
  */
 import { describe, expect, it } from 'vitest';
+import type { AttackState } from '../../src/collectors/account-state.js';
 import { type Config, DEFAULT_SAFETY, type Principal } from '../../src/config/types.js';
 import { ConflictError } from '../../src/errors.js';
 import { RemediationEngine } from '../../src/remediation/engine.js';
+import type { Simulator } from '../../src/simulator/server.js';
 import { UpstreamClient } from '../../src/upstream/client.js';
 import { captureLogger } from '../helpers/logger.js';
 import { freshMetrics } from '../helpers/metrics.js';
-import { engineHarness, FIREWALL_PERIOD_MS, remediationApp, rule, simulatorTargets } from '../helpers/remediation.js';
+import {
+  engineHarness,
+  FIREWALL_PERIOD_MS,
+  remediationApp,
+  rule,
+  simulatorTargets,
+  unreachableAlert,
+} from '../helpers/remediation.js';
 import { backends } from '../helpers/store-backends.js';
 
 const token = (name: string) => `${name}-token-0123456789abcdef`;
@@ -195,6 +204,84 @@ for (const backend of backends()) {
       const approved = await settle('approve', result.id, 'bob');
       expect(approved.json().execution).toMatchObject({ decision: 'executed' });
       expect(sim.callsTo(POWERCYCLE, { server_id: '100002' })).toHaveLength(1);
+    });
+
+    it('keeps an approval the engine cannot decide yet (503, still awaiting), then acts on it once decidable', async () => {
+      // The attack guard on (the default); the attack state is known when the alert asks, then undecided here
+      // (this replica lost the account, or its new leader has not read the history yet), then known again.
+      const decided: AttackState = { known: true, readAt: Date.UTC(2026, 10, 21, 12), lastEventAt: new Map() };
+      const undecided: AttackState = {
+        known: false,
+        reason: 'this replica does not lead the account',
+        undecided: true,
+      };
+      let attack: AttackState = decided;
+      /** the next read is decided, every later one undecided: the account lost between the check and the decision */
+      let loseAfterNextRead = false;
+      let sim: Simulator | undefined;
+      const db = await backend.fresh();
+      const h = await engineHarness(
+        {
+          principals: PRINCIPALS,
+          rules: [rule({ alertname: 'BaremetalServerUnreachable', action: 'powercycle', requireApproval: true })],
+          safety: DEFAULT_SAFETY,
+        },
+        await db.open(),
+        2000,
+        {
+          targets: {
+            serversKnown: true,
+            hasServer: (id) => sim?.state.servers.has(id) ?? false,
+            ownsIp: () => false,
+            attackState: () => {
+              const now = attack;
+              if (loseAfterNextRead) [attack, loseAfterNextRead] = [undecided, false];
+              return now;
+            },
+          },
+        },
+      );
+      sim = h.sim;
+      const app = remediationApp(h);
+      const alert = () =>
+        app.inject({
+          method: 'POST',
+          url: '/api/v1/alertmanager',
+          headers: bearer('alertmanager'),
+          payload: unreachableAlert('2026-11-21T11:59:00Z', 'f2', '100002'),
+        });
+      const approve = (id: number) =>
+        app.inject({ method: 'POST', url: `/api/v1/actions/${id}/approve`, headers: bearer('bob'), payload: {} });
+      const [asked] = (await alert()).json().results;
+      expect(asked).toMatchObject({ decision: 'awaiting_approval' });
+
+      const awaiting = await h.journal.get(asked.id);
+      attack = undecided;
+      const early = await approve(asked.id);
+      expect(early.statusCode).toBe(503);
+      expect(early.json()).toMatchObject({ code: 'BM_ERR_NO_LEADER' });
+      expect(early.headers['retry-after']).toBe('5');
+      expect(await h.journal.get(asked.id)).toEqual(awaiting);
+      expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(0);
+
+      // Decidable when the approval checks, no longer when the engine decides: the row awaits again as it was.
+      attack = decided;
+      loseAfterNextRead = true;
+      h.clock.now += 1000;
+      const raced = await approve(asked.id);
+      expect(raced.statusCode).toBe(503);
+      expect(raced.json()).toMatchObject({ code: 'BM_ERR_NO_LEADER' });
+      expect(await h.journal.get(asked.id)).toEqual(awaiting);
+      expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(0);
+
+      attack = decided;
+      const later = await approve(asked.id);
+      expect(later.statusCode).toBe(200);
+      expect(later.json()).toMatchObject({ approved: asked.id, execution: { decision: 'executed' } });
+      expect(await h.journal.get(asked.id)).toMatchObject({ decision: 'approved', approver: 'bob' });
+      // The alert delivered again is the one already acted on; the power call ran once.
+      expect((await alert()).json().results[0]).toMatchObject({ decision: 'duplicate' });
+      expect(h.sim.callsTo(POWERCYCLE, { server_id: '100002' })).toHaveLength(1);
     });
 
     it('acts once when two replicas approve the same request at once', async () => {

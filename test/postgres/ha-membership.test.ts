@@ -63,6 +63,17 @@ describe.skipIf(found.skip)('replica membership (Debian postgresql on loopback)'
     expect(judge({ replica: 'twin', bootId: 'boot-2', terms: TERMS }, refused.live).mismatch?.reason).toBe(
       'duplicate_name',
     );
+    // How long ago the holder beat, in database time: a killed process's row ages, and is waited for.
+    const held = refused.live.find((m) => m.replica === 'twin')!;
+    expect(held.heartbeatAgeMs).toBeGreaterThanOrEqual(0);
+    await pool.query("UPDATE ha_replicas SET heartbeat_at = now() - interval '5 seconds' WHERE replica = 'twin'");
+    const aged = (await second.members()).live.find((m) => m.replica === 'twin')!;
+    expect(aged).toMatchObject({ bootId: 'boot-1' });
+    expect(aged.heartbeatAgeMs).toBeGreaterThanOrEqual(5_000);
+    expect(judge({ replica: 'twin', bootId: 'boot-2', terms: TERMS }, [aged], false, 2_000).mismatch).toMatchObject({
+      reason: 'duplicate_name',
+      waiting: true,
+    });
     expect(judge({ replica: 'twin', bootId: 'boot-1', terms: TERMS }, (await first.members()).live).mismatch).toBe(
       undefined,
     );

@@ -33,6 +33,8 @@ export interface Member {
   bootId: string | null;
   /** when this boot of the replica first beat, ms since the epoch (database time) */
   startedAt: number;
+  /** how long ago its heartbeat was written, ms (database time; 0 for the row this heartbeat wrote) */
+  heartbeatAgeMs?: number;
   terms: Terms | undefined;
 }
 
@@ -72,6 +74,7 @@ interface MemberRow {
   mode: string | null;
   accounts: string[] | null;
   accounts_digest: string | null;
+  age_ms: string;
 }
 
 export class Membership {
@@ -102,7 +105,8 @@ export class Membership {
     const { replica, bootId, terms, leaseMs } = this.#o;
     const live = 'now() - make_interval(secs => $2::float8 / 1000)';
     const columns = `replica, boot_id, (extract(epoch FROM started_at) * 1000)::bigint::text AS started_ms, mode,
-                     accounts, accounts_digest`;
+                     accounts, accounts_digest,
+                     (extract(epoch FROM now() - heartbeat_at) * 1000)::bigint::text AS age_ms`;
     const { rows } = await this.#o.pool.query<MemberRow & { locked: boolean }>(
       `WITH beat AS (
          INSERT INTO ha_replicas (replica, heartbeat_at, started_at, boot_id, mode, accounts, accounts_digest)
@@ -165,5 +169,11 @@ function member(row: MemberRow): Member {
     mode !== undefined && row.accounts !== null && row.accounts_digest !== null
       ? { mode, accounts: row.accounts, digest: row.accounts_digest }
       : undefined;
-  return { replica: row.replica, bootId: row.boot_id, startedAt: Number(row.started_ms), terms };
+  return {
+    replica: row.replica,
+    bootId: row.boot_id,
+    startedAt: Number(row.started_ms),
+    heartbeatAgeMs: Number(row.age_ms),
+    terms,
+  };
 }

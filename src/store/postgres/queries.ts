@@ -164,6 +164,19 @@ export class PgQueries implements StateQueries {
     return result.rowCount === 1;
   }
 
+  async reopenApproval(
+    row: Pick<JournalEntry, 'id' | 'message' | 'completedAt'>,
+    approver: string,
+    approvedAt: number,
+  ): Promise<boolean> {
+    const result = await this.#run(
+      `UPDATE actions SET decision = 'awaiting_approval', approver = NULL, approver_reason = NULL, approved_at = NULL,
+         completed_at = $1, message = $2 WHERE id = $3 AND decision = 'approved' AND approver = $4 AND approved_at = $5`,
+      [row.completedAt, row.message, row.id, approver, approvedAt],
+    );
+    return result.rowCount === 1;
+  }
+
   async awaitingApproval(account: string): Promise<JournalEntry[]> {
     const { rows } = await this.#run(
       "SELECT * FROM actions WHERE account = $1 AND decision = 'awaiting_approval' ORDER BY id LIMIT 1000",

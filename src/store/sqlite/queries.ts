@@ -162,6 +162,22 @@ export class SqliteQueries extends SqliteDesiredQueries {
     );
   }
 
+  /** Row `row.id` back to awaiting approval if still approved by `approver` at `approvedAt` (store.ts). */
+  reopenApproval(
+    row: Pick<JournalEntry, 'id' | 'message' | 'completedAt'>,
+    approver: string,
+    approvedAt: number,
+  ): boolean {
+    return this.sql.write(
+      (db) =>
+        db
+          .prepare(
+            "UPDATE actions SET decision = 'awaiting_approval', approver = NULL, approver_reason = NULL, approved_at = NULL, completed_at = ?, message = ? WHERE id = ? AND decision = 'approved' AND approver = ? AND approved_at = ?",
+          )
+          .run(row.completedAt, row.message, row.id, approver, approvedAt).changes === 1,
+    );
+  }
+
   /** The rows of `account` awaiting approval, oldest first (at most 1000). */
   awaitingApproval(account: string): JournalEntry[] {
     return this.sql.read((db) =>

@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_SCHEDULES } from '../../../src/config/schema.js';
+import { DEFAULT_SAFETY } from '../../../src/config/types.js';
+import { NoLeaderError } from '../../../src/errors.js';
+import { checkAttack } from '../../../src/remediation/guards.js';
+import type { ActionRequest } from '../../../src/remediation/types.js';
 import { AccountState, type AccountStateConfig } from '../../../src/collectors/account-state.js';
 import { collectFirewallFailure, collectFirewallHistory } from '../../../src/collectors/firewall.js';
 import { collectServerList } from '../../../src/collectors/inventory.js';
@@ -77,10 +81,32 @@ describe('AccountState: what the polls learned, as the readers ask it', () => {
       lastEventAt: new Map([['192.0.2.1', 1000]]),
     });
     now.ms = 5000;
-    collectFirewallFailure(state.firewallState, metrics, ref('1'));
+    collectFirewallFailure(state.firewallState, metrics, ref('1'), now.ms);
     const failed = state.attackState('1');
     expect(failed.known).toBe(false);
     expect(!failed.known && failed.reason).toMatch(/latest poll of its firewall history failed/);
+  });
+
+  it('denies a server whose first poll failed (not undecided: a retry would wait forever), until a read', async () => {
+    const { state, metrics, read, now } = await stateOf();
+    now.ms = 3000;
+    collectFirewallFailure(state.firewallState, metrics, ref('2'), now.ms);
+    expect(state.attackState('2')).toEqual({
+      known: false,
+      reason:
+        'the latest poll of its firewall history failed (at 1970-01-01T00:00:03.000Z; never read successfully by this process)',
+      failedAt: 3000,
+    });
+    // The power guard denies on it (a decision, journaled), where a never-polled server waits (503).
+    const req = { action: 'powercycle', serverId: '2', force: false } as ActionRequest;
+    const denial = checkAttack(state, req, DEFAULT_SAFETY, now.ms, 60_000);
+    expect(denial).toMatchObject({ decision: 'denied_under_attack' });
+    expect(denial?.message).toContain('the latest poll of its firewall history failed');
+    expect(() => checkAttack(state, { ...req, serverId: '1' }, DEFAULT_SAFETY, now.ms, 60_000)).toThrow(NoLeaderError);
+    now.ms = 4000;
+    read('2', []);
+    expect(state.attackState('2')).toEqual({ known: true, readAt: 4000, lastEventAt: new Map() });
+    expect(checkAttack(state, req, DEFAULT_SAFETY, now.ms, 60_000)).toBeUndefined();
   });
 
   it('says nothing of attacks or coverage with the firewall collector off', async () => {

@@ -104,7 +104,7 @@ describe('firewall collector', () => {
     const { registry, metrics } = freshMetrics();
     const state = new FirewallSeriesState();
     collectFirewallHistory(state, metrics, server, [ev('a', '192.0.2.1')], ctx());
-    collectFirewallFailure(state, metrics, server);
+    collectFirewallFailure(state, metrics, server, 0);
     expect(
       await seriesValue(registry, 'baremetal_firewall_history_up', { service_type: 'dedicated', service_id: '1' }),
     ).toBe(0);
@@ -137,7 +137,7 @@ describe('firewall collector', () => {
       expect(collectFirewallHistory(state, metrics, ref, three, ctx(known, 1000))).toBe(3);
       expect(await seriesValue(registry, TOTAL, l(ref, '198.51.100.7'))).toBe(0);
       expect(await seriesValue(registry, 'baremetal_firewall_attack_events_last_hour', l(ref, '198.51.100.7'))).toBe(3);
-      if (next === 'failure') collectFirewallFailure(state, metrics, ref);
+      if (next === 'failure') collectFirewallFailure(state, metrics, ref, 0);
       else expect(collectFirewallHistory(state, metrics, ref, three, ctx(known, 2000))).toBe(0);
       expect(await seriesValue(registry, TOTAL, l(ref, '198.51.100.7'))).toBe(3);
       // Held back once only: a third poll adds nothing more.

@@ -97,6 +97,36 @@ describe('judge', () => {
     expect(j.mismatch?.message).toContain('the-other-boot');
   });
 
+  it("a name held by a row whose heartbeat stopped is waited for (a killed process's row), a beating one refused", () => {
+    const TICK = 2_000;
+    const holder = (heartbeatAgeMs: number): Member => ({
+      ...member('r0', 5, shared, 'the-dead-boot'),
+      heartbeatAgeMs,
+    });
+    const stale = judge(self('r0'), [holder(2 * TICK + 1), member('r1', 2)], false, TICK);
+    expect(stale.mismatch).toMatchObject({ reason: 'duplicate_name', waiting: true });
+    expect(stale.mismatch?.message).toContain('waiting for that row to expire');
+    expect(stale.mismatch?.message).toContain('the-dead-boot');
+    expect(stale.members).toEqual([]);
+    // Beating (within two ticks: a tick late plus its statement's time): another live process, refused.
+    const beating = judge(self('r0'), [holder(TICK + 500), member('r1', 2)], false, TICK);
+    expect(beating.mismatch?.reason).toBe('duplicate_name');
+    expect(beating.mismatch?.waiting).toBeUndefined();
+    expect(beating.mismatch?.message).toContain('already uses the replica name r0');
+  });
+
+  it('names the reference replica, which after a restart of the oldest may be the misconfigured one', () => {
+    const five = termsOf('shared', SIX.slice(0, 5));
+    // r1 lacks a6 and is younger: it refuses, naming r0 as the reference
+    const before = judge(self('r1', five), [member('r0', 1), member('r1', 2, five)]);
+    expect(before.mismatch?.message).toContain('the reference replica r0 (the oldest live one');
+    // r0 restarts: the misconfigured r1 is now the oldest, and r0 (right) is the one refused, naming r1
+    const after = judge(self('r0'), [member('r0', 3), member('r1', 2, five)]);
+    expect(after.mismatch?.reason).toBe('accounts');
+    expect(after.mismatch?.message).toContain('the reference replica r1 (the oldest live one');
+    expect(after.mismatch?.message).toContain("compare every replica's row in ha_replicas");
+  });
+
   it('once the older terms have left, the restarted replicas agree (a rolling change converges)', () => {
     const five = termsOf('shared', SIX.slice(0, 5));
     // r0 and r1 restarted with the new terms, r2 still on the old ones and the oldest
@@ -122,6 +152,29 @@ describe('judge', () => {
 });
 
 describe('Agreement', () => {
+  it("waiting for a previous boot's row to expire: a warning, no gauge; a live duplicate then an error and the gauge", async () => {
+    const registry = new Registry();
+    const metrics = createMetrics(registry, { defaultMetrics: false, version: 'test' });
+    const { logger, lines } = captureLogger('info');
+    const agreement = new Agreement({ logger, metrics, onChange: () => undefined, now: () => 0 });
+    const gauge = async () =>
+      Object.fromEntries((await metrics.haConfigMismatch.get()).values.map((v) => [String(v.labels.reason), v.value]));
+    const waiting = {
+      reason: 'duplicate_name' as const,
+      message: 'waiting for that row to expire',
+      waiting: true as const,
+    };
+    agreement.judged({ mismatch: waiting, members: [], unled: [] });
+    expect(await gauge()).toEqual({ mode: 0, accounts: 0, duplicate_name: 0 });
+    expect(agreement.problem).toBe('this replica leads no account yet: waiting for that row to expire');
+    const [line] = lines.map((l) => JSON.parse(l) as { level: number; msg: string });
+    expect(line).toMatchObject({ level: 'warn', msg: expect.stringContaining('leads no account yet') });
+    const duplicate = { reason: 'duplicate_name' as const, message: 'another live process already uses the name' };
+    agreement.judged({ mismatch: duplicate, members: [], unled: [] });
+    expect(await gauge()).toEqual({ mode: 0, accounts: 0, duplicate_name: 1 });
+    expect(JSON.parse(lines.at(-1)!)).toMatchObject({ level: 'error', msg: expect.stringContaining('disagrees') });
+  });
+
   it('sets the gauge by reason, logs at once and then once a minute, clears on agreement', async () => {
     const registry = new Registry();
     const metrics = createMetrics(registry, { defaultMetrics: false, version: 'test' });

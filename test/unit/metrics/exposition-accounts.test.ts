@@ -53,6 +53,32 @@ describe('a replica whose leases ran out while it was frozen', () => {
     expect(accountsOf(zipped, 'baremetal_servers')).toEqual([]);
   });
 
+  it('a scrape during a rendering started after the wake waits for it, not the rendering before the freeze', async () => {
+    let led = new Set(['a', 'b']);
+    const { cache } = await render(() => led);
+    led = new Set(['b']);
+    // The wake's re-render is in progress (started, not completed) when the scrape arrives.
+    const inFlight = cache.render();
+    const scraped = cache.get();
+    const zipped = cache.gzipped('text');
+    expect(accountsOf((await scraped).bytes('text').toString(), 'baremetal_servers')).toEqual(['b']);
+    expect(accountsOf(gunzipSync(await zipped).toString(), 'baremetal_servers')).toEqual(['b']);
+    expect(await scraped).toBe(await inFlight);
+  });
+
+  it('a scrape during a rendering started before the accounts changed gets one rendered after', async () => {
+    let led = new Set(['a', 'b']);
+    const { cache } = await render(() => led);
+    await cache.gzipped('text');
+    const inFlight = cache.render();
+    led = new Set(['a']);
+    const scraped = cache.get();
+    const zipped = cache.gzipped('text');
+    expect(accountsOf((await inFlight).bytes('text').toString(), 'baremetal_servers')).toEqual(['a', 'b']);
+    expect(accountsOf((await scraped).bytes('text').toString(), 'baremetal_servers')).toEqual(['a']);
+    expect(accountsOf(gunzipSync(await zipped).toString(), 'baremetal_servers')).toEqual(['a']);
+  });
+
   it('baremetal_leader{account} follows the same reading at each rendering (exposeMetrics)', async () => {
     const registry = new Registry();
     const metrics = createMetrics(registry, { defaultMetrics: false, version: '9.9.9' });

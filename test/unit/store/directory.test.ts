@@ -121,6 +121,26 @@ describe('leaderOrSnapshot: the attack state', () => {
       undecided: true,
     });
   });
+  it('a failed first poll denies in the term it was made in, and waits in a term that began after it', () => {
+    const failed = {
+      known: false as const,
+      reason: 'the latest poll of its firewall history failed (at …; never read successfully by this process)',
+      failedAt: 2_000,
+    };
+    const lead = (since: number) =>
+      leaderOrSnapshot(
+        { ...withAttacks, attackState: () => failed },
+        snapshot,
+        () => true,
+        () => since,
+      ).attackState!('p');
+    expect(lead(2_000)).toBe(failed);
+    expect(lead(2_001)).toEqual({
+      known: false,
+      reason: 'its firewall history has not been polled since this replica took the account',
+      undecided: true,
+    });
+  });
   it('a final unknown (the collector off) stays final', () => {
     const off = { known: false as const, reason: 'the firewall collector is off (collectors.firewall: false)' };
     expect(
