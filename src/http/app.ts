@@ -28,6 +28,7 @@ import { graphRoutes } from './routes/graphs.js';
 import { healthRoutes, type Readiness } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { statusPageRoutes, type StatusView } from './routes/status-page.js';
+import type { StatusViewOptions } from './status-view.js';
 import type { StateStore } from '../store/store.js';
 import type { Metrics } from '../metrics/definitions.js';
 import type { ExpositionCache } from '../metrics/exposition-cache.js';
@@ -51,9 +52,10 @@ export interface AppDeps {
   readiness?: Readiness;
   /**
    * the status page's data; without it `/` is not served. `actions` is false unless a reader or operator
-   * (remediation.auth) asks behind web.auth: remediation decisions are then left out, not only hidden
+   * (remediation.auth) asks behind web.auth: remediation decisions are then left out, not only hidden; `accounts`
+   * are that principal's, when it has them (status-view.ts: its details are of those accounts only)
    */
-  statusView?: (options: { actions: boolean }) => Promise<StatusView>;
+  statusView?: (options: StatusViewOptions) => Promise<StatusView>;
   /** the latest attack events per account, served as `GET /api/v1/attacks`; without it the route is not served */
   attacks?: ReadonlyMap<string, AttackLog>;
   /** each account's in-scope servers, served as `GET /api/v1/discovery` (Prometheus HTTP SD); without it the route is not served */
@@ -175,13 +177,14 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       });
     }
     // With no web.auth the page is open to anyone who reaches the port: it leaves the journal out. Behind it, the
-    // details are a reader's or an operator's.
-    const actions = (request: FastifyRequest) => {
+    // details are a reader's or an operator's, of its `accounts` only when it has them.
+    const viewOptions = (request: FastifyRequest): StatusViewOptions => {
       const auth = currentAuth();
-      return auth !== undefined && authEnabled(auth) && viewers.has(request);
+      const viewer = auth !== undefined && authEnabled(auth) ? viewers.get(request) : undefined;
+      if (viewer === undefined) return { actions: false };
+      return { actions: true, ...(viewer.accounts ? { accounts: viewer.accounts } : {}) };
     };
-    if (deps.statusView)
-      statusPageRoutes(scope, { statusView: (request) => deps.statusView!({ actions: actions(request) }) });
+    if (deps.statusView) statusPageRoutes(scope, { statusView: (request) => deps.statusView!(viewOptions(request)) });
     metricsRoutes(scope, { exposition: deps.exposition, ...(deps.telemetryPath ? { path: deps.telemetryPath } : {}) });
     graphRoutes(scope, { graphs: deps.graphSource ?? localGraphs(deps.graphStores), maxWidth: deps.graphMaxWidth });
     if (deps.attacks) attackRoutes(scope, { attacks: deps.attacks });
