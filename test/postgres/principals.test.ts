@@ -333,6 +333,35 @@ for (const backend of backends()) {
       expect(await ids('/api/v1/actions?account=default', 'audit')).toEqual([other]);
     });
 
+    it('tells an operator outside its accounts nothing of a settled row it tries to approve, deny or withdraw', async () => {
+      const { app, row, sim } = await twoAccounts();
+      const settled = await row('default', 'executed');
+      const awaiting = await row('default', 'awaiting_approval', '100002');
+      for (const id of [settled, awaiting])
+        for (const verb of ['approve', 'deny', 'withdraw']) {
+          const res = await app.inject({
+            method: 'POST',
+            url: `/api/v1/actions/${id}/${verb}`,
+            headers: bearer('eu-only'),
+            payload: {},
+          });
+          expect(res.statusCode, `${verb} ${id}: ${res.body}`).toBe(403);
+          expect(res.json().message).toBe('principal eu-only may not act on account default (its accounts: eu)');
+          expect(res.body).not.toMatch(/executed|bob|100001|100002|powercycle/);
+        }
+      // Within its account it is told what the row is (409).
+      const own = await row('eu', 'executed');
+      const conflict = await app.inject({
+        method: 'POST',
+        url: `/api/v1/actions/${own}/approve`,
+        headers: bearer('eu-only'),
+        payload: {},
+      });
+      expect(conflict.statusCode).toBe(409);
+      expect(conflict.json().message).toContain(`journal entry ${own} is executed (by bob)`);
+      expect(sim.calls).toEqual([]);
+    });
+
     it('journals who asked and why, and filters the journal by principal', async () => {
       const { app, journal } = await setup();
       const asked = await app.inject({
