@@ -2,8 +2,10 @@
  * buildApp(deps) → a fastify instance with every route of the daemon. It never listens itself, so tests
  * drive it with `app.inject()`. Every error reply is JSON: `{statusCode, code, error, message}`.
  *
- * Three scopes: health probes (always open), the read-only routes — status page, /metrics (or --web.telemetry-path), /graphs, /api/v1/attacks, /api/v1/discovery —
- * (open unless `web.auth` is set), and the remediation routes (always behind `remediation.auth`).
+ * Four scopes: health probes (always open), the read-only routes — status page, /metrics (or --web.telemetry-path), /graphs, /api/v1/attacks, /api/v1/discovery —
+ * (open unless `web.auth` is set; behind it, web.auth's credentials or a reader's or operator's), `POST /-/reload`
+ * (open unless `web.auth` is set; behind it, web.auth's credentials only), and the remediation routes (always
+ * behind `remediation.auth`).
  */
 import { STATUS_CODES } from 'node:http';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
@@ -71,7 +73,7 @@ export interface AppDeps {
   };
   /** where the exposition is served (`--web.telemetry-path`, checked by `validateTelemetryPath`); default `/metrics` */
   telemetryPath?: string;
-  /** `POST /-/reload` (`--web.enable-lifecycle`), behind web.auth; without it the route is not served */
+  /** `POST /-/reload` (`--web.enable-lifecycle`), behind web.auth's own credentials only; without it the route is not served */
   reload?: () => Promise<ReloadResult>;
   /** serve HTTPS with these node https options (PEM contents, client certificates, versions) */
   https?: { key: string | Buffer; cert: string | Buffer } & Record<string, unknown>;
@@ -189,8 +191,9 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     graphRoutes(scope, { graphs: deps.graphSource ?? localGraphs(deps.graphStores), maxWidth: deps.graphMaxWidth });
     if (deps.attacks) attackRoutes(scope, { attacks: deps.attacks });
     if (deps.discovery) discoveryRoutes(scope, { discovery: deps.discovery });
-    if (deps.reload) reloadRoute(scope, deps.reload);
   });
+
+  if (deps.reload) reloadRoute(app, deps.reload, deps.webAuth, authOptions);
 
   const remediation = deps.remediation;
   if (remediation) {
@@ -257,18 +260,40 @@ function readerOrWebCheck(
  * `POST /-/reload`, as Prometheus has it: 200 when the new configuration is in force (naming the keys that
  * need a restart), 400 with the problems when the new file is invalid, 500 when it could not be reloaded;
  * either way the previous configuration stays in force.
+ *
+ * In its own scope: it changes the daemon, so behind web.auth it takes web.auth's own credentials only (the
+ * administrator's, as Prometheus's --web.enable-lifecycle sits behind its web config), never a reader's or an
+ * operator's (remediation.auth), which only read. Open, like the read-only routes, when web.auth is unset.
  */
-function reloadRoute(app: FastifyInstance, reload: () => Promise<ReloadResult>): void {
-  app.post('/-/reload', async (_request, reply) => {
-    const result = await reload();
-    if (result.ok) return { status: 'success', needs_restart: result.needsRestart };
-    const status = result.invalid ? 400 : 500;
-    return reply.code(status).send({
-      statusCode: status,
-      code: 'BM_ERR_CONFIG',
-      error: STATUS_CODES[status],
-      message: 'configuration reload failed; the previous configuration stays in force',
-      problems: result.problems,
+function reloadRoute(
+  app: FastifyInstance,
+  reload: () => Promise<ReloadResult>,
+  webAuth: AppDeps['webAuth'],
+  options: AuthCheckOptions,
+): void {
+  void app.register(async (scope) => {
+    if (webAuth) {
+      const currentAuth = typeof webAuth === 'function' ? webAuth : () => webAuth;
+      // Rebuilt when the credentials are replaced (a web-config reload), as the read-only scope's.
+      let checked: AuthConfig | undefined;
+      let check: ReturnType<typeof createAuthCheck> | undefined;
+      scope.addHook('onRequest', async (request) => {
+        const auth = currentAuth();
+        if (auth !== checked || !check) [checked, check] = [auth, createAuthCheck(auth, 'allow', options)];
+        await check(request);
+      });
+    }
+    scope.post('/-/reload', async (_request, reply) => {
+      const result = await reload();
+      if (result.ok) return { status: 'success', needs_restart: result.needsRestart };
+      const status = result.invalid ? 400 : 500;
+      return reply.code(status).send({
+        statusCode: status,
+        code: 'BM_ERR_CONFIG',
+        error: STATUS_CODES[status],
+        message: 'configuration reload failed; the previous configuration stays in force',
+        problems: result.problems,
+      });
     });
   });
 }

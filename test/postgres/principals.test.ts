@@ -522,6 +522,7 @@ describe('one identity per person', () => {
     const h = await engineHarness({ principals: PRINCIPALS });
     const asked: boolean[] = [];
     const options: StatusViewOptions[] = [];
+    const reloads: number[] = [];
     const app = buildApp({
       logger: captureLogger().logger,
       exposition: new ExpositionCache({ registry: h.registry }),
@@ -533,6 +534,11 @@ describe('one identity per person', () => {
         options.push(given);
         return statusView(given.actions);
       },
+      // --web.enable-lifecycle
+      reload: async () => {
+        reloads.push(h.clock.now);
+        return { ok: true, needsRestart: [] };
+      },
       remediation: {
         engines: new Map([['default', h.engine]]),
         store: h.journal,
@@ -540,7 +546,7 @@ describe('one identity per person', () => {
         config: h.config,
       },
     });
-    return { ...h, app, asked, options };
+    return { ...h, app, asked, options, reloads };
   }
   /** A status view with one decision when `actions`, as status-view.ts builds it for the page. */
   const statusView = (actions: boolean): StatusView => ({
@@ -598,6 +604,25 @@ describe('one identity per person', () => {
       { actions: true },
       { actions: true, accounts: ['default'] },
     ]);
+  });
+
+  it("reloads the configuration for web.auth's own credential only, not a reader's or an operator's", async () => {
+    const { app, reloads } = await setup();
+    const reload = (headers: Record<string, string>) => app.inject({ method: 'POST', url: '/-/reload', headers });
+    // A person's credential, the deprecated shared token (every role), none.
+    const refused = [bearer('ops'), bearer('audit'), bearer('eu-only'), basic('alice', PASSWORD)];
+    for (const headers of [...refused, { authorization: `Bearer ${TOKEN}` }, {}]) {
+      const res = await reload(headers);
+      expect(res.statusCode, `${JSON.stringify(headers)}: ${res.body}`).toBe(401);
+      expect(res.json()).toMatchObject({ code: 'BM_ERR_UNAUTHORIZED' });
+    }
+    // The same credentials still read.
+    for (const headers of refused) expect((await app.inject({ url: '/metrics', headers })).statusCode).toBe(200);
+    expect(reloads).toEqual([]);
+    const done = await reload({ authorization: `Bearer ${SCRAPE}` });
+    expect(done.statusCode).toBe(200);
+    expect(done.json()).toEqual({ status: 'success', needs_restart: [] });
+    expect(reloads).toHaveLength(1);
   });
 
   it("reads the breaker's state from the store the moment it opens, not a gauge refreshed later", async () => {
