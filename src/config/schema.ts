@@ -152,7 +152,8 @@ const principalSchema = strict({
     Type.Array(Type.String({ minLength: 1 }), {
       minItems: 1,
       uniqueItems: true,
-      description: 'the accounts an operator may act on (default: all)',
+      description:
+        "the accounts it may act on and read (the journal, the breakers, the status page's details; default: all)",
     }),
   ),
   actions: Type.Optional(

@@ -2,8 +2,10 @@
  * buildApp(deps) → a fastify instance with every route of the daemon. It never listens itself, so tests
  * drive it with `app.inject()`. Every error reply is JSON: `{statusCode, code, error, message}`.
  *
- * Three scopes: health probes (always open), the read-only routes — status page, /metrics (or --web.telemetry-path), /graphs, /api/v1/attacks, /api/v1/discovery —
- * (open unless `web.auth` is set), and the remediation routes (always behind `remediation.auth`).
+ * Four scopes: health probes (always open), the read-only routes — status page, /metrics (or --web.telemetry-path), /graphs, /api/v1/attacks, /api/v1/discovery —
+ * (open unless `web.auth` is set; behind it, web.auth's credentials or a reader's or operator's), `POST /-/reload`
+ * (open unless `web.auth` is set; behind it, web.auth's credentials only), and the remediation routes (always
+ * behind `remediation.auth`).
  */
 import { STATUS_CODES } from 'node:http';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
@@ -28,6 +30,7 @@ import { graphRoutes } from './routes/graphs.js';
 import { healthRoutes, type Readiness } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { statusPageRoutes, type StatusView } from './routes/status-page.js';
+import type { StatusViewOptions } from './status-view.js';
 import type { StateStore } from '../store/store.js';
 import type { Metrics } from '../metrics/definitions.js';
 import type { ExpositionCache } from '../metrics/exposition-cache.js';
@@ -51,9 +54,10 @@ export interface AppDeps {
   readiness?: Readiness;
   /**
    * the status page's data; without it `/` is not served. `actions` is false unless a reader or operator
-   * (remediation.auth) asks behind web.auth: remediation decisions are then left out, not only hidden
+   * (remediation.auth) asks behind web.auth: remediation decisions are then left out, not only hidden; `accounts`
+   * are that principal's, when it has them (status-view.ts: its details are of those accounts only)
    */
-  statusView?: (options: { actions: boolean }) => Promise<StatusView>;
+  statusView?: (options: StatusViewOptions) => Promise<StatusView>;
   /** the latest attack events per account, served as `GET /api/v1/attacks`; without it the route is not served */
   attacks?: ReadonlyMap<string, AttackLog>;
   /** each account's in-scope servers, served as `GET /api/v1/discovery` (Prometheus HTTP SD); without it the route is not served */
@@ -69,7 +73,7 @@ export interface AppDeps {
   };
   /** where the exposition is served (`--web.telemetry-path`, checked by `validateTelemetryPath`); default `/metrics` */
   telemetryPath?: string;
-  /** `POST /-/reload` (`--web.enable-lifecycle`), behind web.auth; without it the route is not served */
+  /** `POST /-/reload` (`--web.enable-lifecycle`), behind web.auth's own credentials only; without it the route is not served */
   reload?: () => Promise<ReloadResult>;
   /** serve HTTPS with these node https options (PEM contents, client certificates, versions) */
   https?: { key: string | Buffer; cert: string | Buffer } & Record<string, unknown>;
@@ -175,19 +179,21 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       });
     }
     // With no web.auth the page is open to anyone who reaches the port: it leaves the journal out. Behind it, the
-    // details are a reader's or an operator's.
-    const actions = (request: FastifyRequest) => {
+    // details are a reader's or an operator's, of its `accounts` only when it has them.
+    const viewOptions = (request: FastifyRequest): StatusViewOptions => {
       const auth = currentAuth();
-      return auth !== undefined && authEnabled(auth) && viewers.has(request);
+      const viewer = auth !== undefined && authEnabled(auth) ? viewers.get(request) : undefined;
+      if (viewer === undefined) return { actions: false };
+      return { actions: true, ...(viewer.accounts ? { accounts: viewer.accounts } : {}) };
     };
-    if (deps.statusView)
-      statusPageRoutes(scope, { statusView: (request) => deps.statusView!({ actions: actions(request) }) });
+    if (deps.statusView) statusPageRoutes(scope, { statusView: (request) => deps.statusView!(viewOptions(request)) });
     metricsRoutes(scope, { exposition: deps.exposition, ...(deps.telemetryPath ? { path: deps.telemetryPath } : {}) });
     graphRoutes(scope, { graphs: deps.graphSource ?? localGraphs(deps.graphStores), maxWidth: deps.graphMaxWidth });
     if (deps.attacks) attackRoutes(scope, { attacks: deps.attacks });
     if (deps.discovery) discoveryRoutes(scope, { discovery: deps.discovery });
-    if (deps.reload) reloadRoute(scope, deps.reload);
   });
+
+  if (deps.reload) reloadRoute(app, deps.reload, deps.webAuth, authOptions);
 
   const remediation = deps.remediation;
   if (remediation) {
@@ -254,18 +260,40 @@ function readerOrWebCheck(
  * `POST /-/reload`, as Prometheus has it: 200 when the new configuration is in force (naming the keys that
  * need a restart), 400 with the problems when the new file is invalid, 500 when it could not be reloaded;
  * either way the previous configuration stays in force.
+ *
+ * In its own scope: it changes the daemon, so behind web.auth it takes web.auth's own credentials only (the
+ * administrator's, as Prometheus's --web.enable-lifecycle sits behind its web config), never a reader's or an
+ * operator's (remediation.auth), which only read. Open, like the read-only routes, when web.auth is unset.
  */
-function reloadRoute(app: FastifyInstance, reload: () => Promise<ReloadResult>): void {
-  app.post('/-/reload', async (_request, reply) => {
-    const result = await reload();
-    if (result.ok) return { status: 'success', needs_restart: result.needsRestart };
-    const status = result.invalid ? 400 : 500;
-    return reply.code(status).send({
-      statusCode: status,
-      code: 'BM_ERR_CONFIG',
-      error: STATUS_CODES[status],
-      message: 'configuration reload failed; the previous configuration stays in force',
-      problems: result.problems,
+function reloadRoute(
+  app: FastifyInstance,
+  reload: () => Promise<ReloadResult>,
+  webAuth: AppDeps['webAuth'],
+  options: AuthCheckOptions,
+): void {
+  void app.register(async (scope) => {
+    if (webAuth) {
+      const currentAuth = typeof webAuth === 'function' ? webAuth : () => webAuth;
+      // Rebuilt when the credentials are replaced (a web-config reload), as the read-only scope's.
+      let checked: AuthConfig | undefined;
+      let check: ReturnType<typeof createAuthCheck> | undefined;
+      scope.addHook('onRequest', async (request) => {
+        const auth = currentAuth();
+        if (auth !== checked || !check) [checked, check] = [auth, createAuthCheck(auth, 'allow', options)];
+        await check(request);
+      });
+    }
+    scope.post('/-/reload', async (_request, reply) => {
+      const result = await reload();
+      if (result.ok) return { status: 'success', needs_restart: result.needsRestart };
+      const status = result.invalid ? 400 : 500;
+      return reply.code(status).send({
+        statusCode: status,
+        code: 'BM_ERR_CONFIG',
+        error: STATUS_CODES[status],
+        message: 'configuration reload failed; the previous configuration stays in force',
+        problems: result.problems,
+      });
     });
   });
 }

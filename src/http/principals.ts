@@ -2,13 +2,15 @@
  * Who calls a remediation route, and whether it may: each request's credentials (auth.ts) name one principal
  * (`remediation.auth.principals`, or one of the deprecated shared credentials, each a principal with every
  * role); the route needs one role, declared where it is registered (`config: { role }`, `routeRole`); an operator's `accounts` and `actions` bound what it may
- * touch. A request that is not allowed is a 403 naming the principal and what it lacks, before anything is
+ * touch, and a reader's or operator's `accounts` what it may read (`listWithin`, `requireAccount`). A request that is not allowed is a 403 naming the principal and what it lacks, before anything is
  * decided or journaled.
  */
 import type { FastifyRequest } from 'fastify';
 import { ROLES, type PrincipalAction, type Role } from '../config/schema.js';
 import type { Config, Principal } from '../config/types.js';
 import { ForbiddenError } from '../errors.js';
+import type { JournalEntry, ListFilter } from '../store/rows.js';
+import type { StateStore } from '../store/store.js';
 import { createAuthCheck, type AuthCheckOptions, type AuthConfig } from './auth.js';
 
 declare module 'fastify' {
@@ -112,4 +114,24 @@ export function requireAccount(principal: Principal, account: string): void {
     throw new ForbiddenError(
       `principal ${principal.name} may not act on account ${account} (its accounts: ${principal.accounts.join(', ')})`,
     );
+}
+
+/**
+ * `store.list(filter)` bounded to `accounts` (a principal's `accounts`; undefined: every account): newest first,
+ * `filter.limit` rows at most, as `list` answers. With `filter.account` outside `accounts`, no row (the route
+ * refuses that with `requireAccount` first). One query per account: the newest `limit` of each hold the newest
+ * `limit` of all.
+ */
+export async function listWithin(
+  store: Pick<StateStore, 'list'>,
+  filter: ListFilter,
+  accounts: readonly string[] | undefined,
+): Promise<JournalEntry[]> {
+  if (accounts === undefined) return store.list(filter);
+  const within = [...new Set(accounts)].filter((a) => filter.account === undefined || a === filter.account);
+  const lists = await Promise.all(within.map((account) => store.list({ ...filter, account })));
+  return lists
+    .flat()
+    .sort((a, b) => b.id - a.id)
+    .slice(0, filter.limit);
 }

@@ -9,6 +9,7 @@ import { FirewallSeriesState, type ServiceRef } from '../collectors/firewall.js'
 import type { GraphSource } from '../graphs/source.js';
 import type { Metrics } from '../metrics/definitions.js';
 import type { StateStore } from '../store/store.js';
+import { listWithin } from './principals.js';
 import type { StatusView } from './routes/status-page.js';
 
 /** What the page reads of one account. */
@@ -77,10 +78,17 @@ async function pendingWork(
 }
 
 /**
- * `actions: false` (an open page) leaves the journal's rows out: only the requests awaiting approval and the
- * breakers are read, to be counted.
+ * What the page shows of remediation: `actions: false` (an open page, or web.auth's own credential) leaves the
+ * journal's rows out: only the requests awaiting approval and the breakers are read, to be counted. `accounts`:
+ * the viewer's (a principal's `accounts`); its details (decisions, requests awaiting approval, open breakers) are
+ * of those accounts only, its counts of every account as anyone sees them; absent: every account.
  */
-export function statusViewOf(s: StatusSources): (options: { actions: boolean }) => Promise<StatusView> {
+export interface StatusViewOptions {
+  actions: boolean;
+  accounts?: readonly string[];
+}
+
+export function statusViewOf(s: StatusSources): (options: StatusViewOptions) => Promise<StatusView> {
   return async (options) => {
     const runtimes = [...s.accounts];
     // The registry's apiUp holds every account's series: the page shows the worst.
@@ -112,7 +120,7 @@ export function statusViewOf(s: StatusSources): (options: { actions: boolean }) 
     let pending: Awaited<ReturnType<typeof pendingWork>> | undefined;
     try {
       pending = await pendingWork(s);
-      if (options.actions) actions = await s.store.list({ limit: 10 });
+      if (options.actions) actions = await listWithin(s.store, { limit: 10 }, options.accounts);
     } catch {
       // The page still shows the rest when the journal is unavailable (/readyz says so).
       if (options.actions) actions ??= [];
@@ -120,6 +128,11 @@ export function statusViewOf(s: StatusSources): (options: { actions: boolean }) 
     const pendingCounts = pending && {
       awaiting: pending.awaiting.length,
       openBreakers: pending.openBreakers.length,
+    };
+    const viewable = (account: string) => options.accounts === undefined || options.accounts.includes(account);
+    const details = pending && {
+      awaiting: pending.awaiting.filter((a) => viewable(a.account)),
+      openBreakers: pending.openBreakers.filter((b) => viewable(b.account)),
     };
     return {
       version: s.version,
@@ -177,7 +190,8 @@ export function statusViewOf(s: StatusSources): (options: { actions: boolean }) 
       graphs: (await s.graphs.list()).slice(0, s.maxGraphs ?? 24),
       actions,
       // The details only behind web.auth; the counts to anyone.
-      ...(options.actions && pending ? pending : {}),
+      ...(options.actions && details ? details : {}),
+      ...(options.actions && options.accounts ? { detailsOf: options.accounts } : {}),
       ...(pendingCounts ? { pendingCounts } : {}),
       now: s.now(),
     };

@@ -365,6 +365,38 @@ describe('run: configuration reload', () => {
     if (status === 200) expect(JSON.parse(res.body)).toEqual({ status: 'success', needs_restart: [] });
   });
 
+  it("with --web.enable-lifecycle behind web.auth, POST /-/reload takes web.auth's credential, not a remediation one", async () => {
+    const scrape = 'scrape-token-0123456789abcdef';
+    const file = join(tempDir(), 'scrape-token');
+    writeFileSync(file, scrape);
+    const { port, run } = await startRun({ auth: { bearer_token_files: [file] } }, {}, [], () => [
+      '--web.enable-lifecycle',
+    ]);
+    const post = (token: string) =>
+      request(`http://127.0.0.1:${port}/-/reload`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}` },
+      }).then(
+        async (r) => ({ status: r.statusCode, body: await r.body.text() }),
+        () => undefined,
+      );
+    // The remediation credential (the deprecated shared token: every role, reader and operator included) reads,
+    // and may not reload.
+    const refused = await eventually(`listening (${run.output()})`, () => post(TOKEN));
+    expect(refused.status).toBe(401);
+    const metrics = await request(`http://127.0.0.1:${port}/metrics`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    expect(metrics.statusCode).toBe(200);
+    await metrics.body.dump();
+    const done = await post(scrape);
+    expect(done?.status).toBe(200);
+    expect(JSON.parse(done!.body)).toEqual({ status: 'success', needs_restart: [] });
+    await eventually('the reload logged', async () =>
+      run.output().includes('configuration reloaded') ? true : undefined,
+    );
+  });
+
   it('SIGHUP reloads the file: a valid one is applied, an invalid one is refused (metric 0)', async () => {
     const { dir, port, run } = await startRun();
     const file = join(dir, 'config.yml');

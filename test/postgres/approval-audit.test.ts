@@ -262,6 +262,20 @@ for (const backend of backends()) {
       expect(html).toMatch(
         /id="awaiting-count">2<\/strong> · open circuit breakers: <strong id="open-breakers" class="bad">1</,
       );
+      // A viewer bounded to its accounts sees the details of those only, the counts of every account as anyone.
+      const mine = await statusView({ actions: true, accounts: ['default'] });
+      expect([mine.awaiting, mine.openBreakers, mine.actions]).toEqual([
+        shown.awaiting,
+        shown.openBreakers,
+        shown.actions,
+      ]);
+      const eu = await statusView({ actions: true, accounts: ['eu'] });
+      expect([eu.awaiting, eu.openBreakers, eu.actions]).toEqual([[], [], []]);
+      expect(eu.pendingCounts).toEqual({ awaiting: 2, openBreakers: 1 });
+      const euHtml = renderStatusPage(eu);
+      expect(euHtml).toContain('<span class="muted" id="details-of">(details of your accounts only: eu)</span>');
+      expect(euHtml).not.toMatch(/data-awaiting|data-breaker|Circuit breaker of account|opened &lt;by|hung/);
+      expect(shown.actions!.length).toBeGreaterThan(0);
       // An open page counts them, and shows none of the details.
       const open = await statusView({ actions: false });
       expect([open.awaiting, open.openBreakers]).toEqual([undefined, undefined]);

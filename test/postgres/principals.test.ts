@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import bcrypt from 'bcryptjs';
 import type { InjectOptions } from 'fastify';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import type { Principal } from '../../src/config/types.js';
 import { MIGRATIONS as POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { migrate, openPool } from '../../src/store/postgres/pool.js';
@@ -16,16 +16,21 @@ import { tempDir } from '../helpers/tmp.js';
 import { startHarness } from '../helpers/daemon.js';
 import {
   engineHarness,
+  FIREWALL_PERIOD_MS,
   openTestStore,
   POWERCYCLE_REMEDIATION,
   remediationApp,
   rule,
+  simulatorTargets,
   TOKEN,
 } from '../helpers/remediation.js';
+import { freshMetrics } from '../helpers/metrics.js';
+import { RemediationEngine } from '../../src/remediation/engine.js';
 import { backends } from '../helpers/store-backends.js';
 import { buildApp } from '../../src/http/app.js';
 import type { StatusView } from '../../src/http/routes/status-page.js';
-import type { JournalEntry } from '../../src/store/rows.js';
+import type { StatusViewOptions } from '../../src/http/status-view.js';
+import { journalRow, type JournalEntry } from '../../src/store/rows.js';
 import { GraphStore } from '../../src/graphs/store.js';
 import { ExpositionCache } from '../../src/metrics/exposition-cache.js';
 import { captureLogger } from '../helpers/logger.js';
@@ -49,6 +54,7 @@ const PRINCIPALS: Principal[] = [
     actions: ['firewall_state'],
   },
   { name: 'eu-only', bearerToken: token('eu-only'), roles: ['operator'], accounts: ['eu'] },
+  { name: 'eu-audit', bearerToken: token('eu-audit'), roles: ['reader'], accounts: ['eu'] },
 ];
 
 const webhookPayload = {
@@ -103,6 +109,7 @@ for (const backend of backends()) {
         'firewall-state': 403,
         console: 403,
         journal: 403,
+        entry: 403,
         circuit: 403,
         'circuit-close': 403,
       },
@@ -114,6 +121,7 @@ for (const backend of backends()) {
         'firewall-state': 200,
         console: 200,
         journal: 200,
+        entry: 200,
         circuit: 200,
         'circuit-close': 200,
       },
@@ -124,13 +132,55 @@ for (const backend of backends()) {
         'firewall-state': 403,
         console: 403,
         journal: 200,
+        entry: 200,
         circuit: 200,
         'circuit-close': 403,
       },
+      // Bounded to account eu: it reads the journal and the breakers of eu only (none here), and the entry of
+      // account default is a 403, as acting on it is.
+      {
+        who: 'eu-only',
+        webhook: 403,
+        powercycle: 403,
+        'firewall-state': 403,
+        console: 403,
+        journal: 200,
+        entry: 403,
+        circuit: 200,
+        'circuit-close': 403,
+        outside: ['powercycle', 'firewall-state', 'console', 'entry', 'circuit-close'],
+      },
+      {
+        who: 'eu-audit',
+        webhook: 403,
+        powercycle: 403,
+        'firewall-state': 403,
+        console: 403,
+        journal: 200,
+        entry: 403,
+        circuit: 200,
+        'circuit-close': 403,
+        outside: ['entry'],
+      },
     ] as const)('role × route: $who', async (row) => {
       const { app, journal, sim } = await setup();
-      for (const [name, route] of Object.entries(ROUTES) as Array<
-        [keyof typeof ROUTES, (typeof ROUTES)[keyof typeof ROUTES]]
+      // A decision of account default, for the journal and its entry.
+      const seeded = await journal.insert(
+        journalRow({
+          account: 'default',
+          createdAt: Date.UTC(2026, 10, 21, 11),
+          source: 'operator',
+          action: 'poweroff',
+          serverId: '100003',
+          decision: 'executed',
+          principal: 'ops',
+          message: 'a decision of account default',
+        }),
+      );
+      const routes = { ...ROUTES, entry: { method: 'GET', url: `/api/v1/actions/${seeded}` } } as const;
+      const outside: readonly string[] = 'outside' in row ? row.outside : [];
+      for (const [name, route] of Object.entries(routes) as Array<
+        [keyof typeof routes, (typeof routes)[keyof typeof routes]]
       >) {
         const rowsBefore = (await journal.list({ limit: 100 })).length;
         const callsBefore = sim.calls.length;
@@ -140,15 +190,30 @@ for (const backend of backends()) {
           const role =
             name === 'webhook'
               ? 'webhook'
-              : name === 'journal' || name === 'circuit'
+              : name === 'journal' || name === 'circuit' || name === 'entry'
                 ? 'reader or operator'
                 : 'operator';
           expect(res.json()).toMatchObject({ code: 'BM_ERR_FORBIDDEN' });
-          expect(res.json().message).toContain(`principal ${row.who} lacks the role ${role}`);
+          expect(res.json().message).toContain(
+            outside.includes(name)
+              ? `principal ${row.who} may not act on account default (its accounts: eu)`
+              : `principal ${row.who} lacks the role ${role}`,
+          );
+          expect(res.body).not.toContain('a decision of account default');
           // Refused before anything is decided: no row, no upstream call.
           expect((await journal.list({ limit: 100 })).length).toBe(rowsBefore);
           expect(sim.calls.length).toBe(callsBefore);
         }
+        // What a reader of the journal sees of account default: everything, or nothing when bounded to eu.
+        if (name === 'journal' && res.statusCode === 200)
+          expect(
+            res.json().actions.some((a: { id: number }) => a.id === seeded),
+            row.who,
+          ).toBe(outside.length === 0);
+        if (name === 'circuit' && res.statusCode === 200)
+          expect(res.json().breakers.map((b: { account: string }) => b.account)).toEqual(
+            outside.length === 0 ? ['default'] : [],
+          );
       }
     });
 
@@ -187,6 +252,114 @@ for (const backend of backends()) {
       const allowed = await app.inject({ ...ROUTES['firewall-state'], headers: basic('alice', PASSWORD) });
       expect(allowed.statusCode).toBe(200);
       expect(allowed.json().decision).toBe('executed');
+    });
+
+    /** Two accounts over one journal: the harness's `default`, and `eu` with its own engine. */
+    async function twoAccounts() {
+      const h = await setup();
+      const eu = new RemediationEngine({
+        account: 'eu',
+        store: h.journal,
+        client: h.client,
+        metrics: freshMetrics().metrics,
+        logger: captureLogger().logger,
+        targets: simulatorTargets(h.sim),
+        config: h.config,
+        now: () => h.clock.now,
+        firewallPeriodMs: FIREWALL_PERIOD_MS,
+      });
+      onTestFinished(() => eu.stop());
+      await eu.ready;
+      const app = buildApp({
+        logger: captureLogger().logger,
+        exposition: new ExpositionCache({ registry: h.registry }),
+        graphStores: new Map([['default', new GraphStore(tempDir(), 'default')]]),
+        graphMaxWidth: 2000,
+        remediation: {
+          engines: new Map([
+            ['default', h.engine],
+            ['eu', eu],
+          ]),
+          store: h.journal,
+          metrics: h.metrics,
+          config: h.config,
+        },
+      });
+      /** A row of `account`, as `decision`; its id. */
+      const row = (account: string, decision: 'executed' | 'awaiting_approval', serverId = '100001') =>
+        h.journal.insert(
+          journalRow({
+            account,
+            createdAt: h.clock.now,
+            source: 'operator',
+            action: 'powercycle',
+            serverId,
+            decision,
+            principal: 'ops',
+            message: `${decision} in ${account}`,
+            ...(decision === 'executed' ? { approver: 'bob' } : {}),
+          }),
+        );
+      const get = (url: string, who: string) => app.inject({ url, headers: bearer(who) });
+      return { ...h, app, row, get };
+    }
+
+    it("reads only its accounts' journal: the list leaves the others' rows out, and their entries are a 403", async () => {
+      const { row, get } = await twoAccounts();
+      const euOld = await row('eu', 'executed', '100001');
+      const euNew = await row('eu', 'executed', '100002');
+      const other = await row('default', 'executed', '100003');
+      const ids = async (url: string, who: string) => {
+        const res = await get(url, who);
+        expect(res.statusCode, res.body).toBe(200);
+        return res.json().actions.map((a: { id: number }) => a.id);
+      };
+      for (const who of ['eu-only', 'eu-audit']) {
+        expect(await ids('/api/v1/actions', who)).toEqual([euNew, euOld]);
+        // The newest of its accounts, though a newer row of another account exists.
+        expect(await ids('/api/v1/actions?limit=1', who)).toEqual([euNew]);
+        expect(await ids('/api/v1/actions?account=eu', who)).toEqual([euNew, euOld]);
+        const asked = await get('/api/v1/actions?account=default', who);
+        expect(asked.statusCode).toBe(403);
+        expect(asked.json().message).toBe(`principal ${who} may not act on account default (its accounts: eu)`);
+        expect((await get(`/api/v1/actions/${euNew}`, who)).json()).toMatchObject({ id: euNew, account: 'eu' });
+        const entry = await get(`/api/v1/actions/${other}`, who);
+        expect(entry.statusCode).toBe(403);
+        expect(entry.json().message).toBe(`principal ${who} may not act on account default (its accounts: eu)`);
+        expect(entry.body).not.toMatch(/executed|100003|powercycle/);
+      }
+      // Without `accounts`, every account.
+      expect(await ids('/api/v1/actions', 'ops')).toEqual([other, euNew, euOld]);
+      expect(await ids('/api/v1/actions?account=default', 'audit')).toEqual([other]);
+    });
+
+    it('tells an operator outside its accounts nothing of a settled row it tries to approve, deny or withdraw', async () => {
+      const { app, row, sim } = await twoAccounts();
+      const settled = await row('default', 'executed');
+      const awaiting = await row('default', 'awaiting_approval', '100002');
+      for (const id of [settled, awaiting])
+        for (const verb of ['approve', 'deny', 'withdraw']) {
+          const res = await app.inject({
+            method: 'POST',
+            url: `/api/v1/actions/${id}/${verb}`,
+            headers: bearer('eu-only'),
+            payload: {},
+          });
+          expect(res.statusCode, `${verb} ${id}: ${res.body}`).toBe(403);
+          expect(res.json().message).toBe('principal eu-only may not act on account default (its accounts: eu)');
+          expect(res.body).not.toMatch(/executed|bob|100001|100002|powercycle/);
+        }
+      // Within its account it is told what the row is (409).
+      const own = await row('eu', 'executed');
+      const conflict = await app.inject({
+        method: 'POST',
+        url: `/api/v1/actions/${own}/approve`,
+        headers: bearer('eu-only'),
+        payload: {},
+      });
+      expect(conflict.statusCode).toBe(409);
+      expect(conflict.json().message).toContain(`journal entry ${own} is executed (by bob)`);
+      expect(sim.calls).toEqual([]);
     });
 
     it('journals who asked and why, and filters the journal by principal', async () => {
@@ -348,15 +521,23 @@ describe('one identity per person', () => {
   async function setup() {
     const h = await engineHarness({ principals: PRINCIPALS });
     const asked: boolean[] = [];
+    const options: StatusViewOptions[] = [];
+    const reloads: number[] = [];
     const app = buildApp({
       logger: captureLogger().logger,
       exposition: new ExpositionCache({ registry: h.registry }),
       graphStores: new Map([['default', new GraphStore(tempDir(), 'default')]]),
       graphMaxWidth: 2000,
       webAuth: { bearerTokens: [SCRAPE], basicAuthUsers: {} },
-      statusView: async ({ actions }) => {
-        asked.push(actions);
-        return statusView(actions);
+      statusView: async (given) => {
+        asked.push(given.actions);
+        options.push(given);
+        return statusView(given.actions);
+      },
+      // --web.enable-lifecycle
+      reload: async () => {
+        reloads.push(h.clock.now);
+        return { ok: true, needsRestart: [] };
       },
       remediation: {
         engines: new Map([['default', h.engine]]),
@@ -365,7 +546,7 @@ describe('one identity per person', () => {
         config: h.config,
       },
     });
-    return { ...h, app, asked };
+    return { ...h, app, asked, options, reloads };
   }
   /** A status view with one decision when `actions`, as status-view.ts builds it for the page. */
   const statusView = (actions: boolean): StatusView => ({
@@ -409,6 +590,39 @@ describe('one identity per person', () => {
       'a decision only a person may read',
     );
     expect(asked).toEqual([true, true, true]);
+  });
+
+  it("gives the status page the viewer's accounts: its details are of those accounts only", async () => {
+    const { app, options } = await setup();
+    for (const who of ['eu-only', 'eu-audit', 'ops']) {
+      expect((await app.inject({ url: '/', headers: bearer(who) })).statusCode).toBe(200);
+    }
+    expect((await app.inject({ url: '/', headers: basic('alice', PASSWORD) })).statusCode).toBe(200);
+    expect(options).toEqual([
+      { actions: true, accounts: ['eu'] },
+      { actions: true, accounts: ['eu'] },
+      { actions: true },
+      { actions: true, accounts: ['default'] },
+    ]);
+  });
+
+  it("reloads the configuration for web.auth's own credential only, not a reader's or an operator's", async () => {
+    const { app, reloads } = await setup();
+    const reload = (headers: Record<string, string>) => app.inject({ method: 'POST', url: '/-/reload', headers });
+    // A person's credential, the deprecated shared token (every role), none.
+    const refused = [bearer('ops'), bearer('audit'), bearer('eu-only'), basic('alice', PASSWORD)];
+    for (const headers of [...refused, { authorization: `Bearer ${TOKEN}` }, {}]) {
+      const res = await reload(headers);
+      expect(res.statusCode, `${JSON.stringify(headers)}: ${res.body}`).toBe(401);
+      expect(res.json()).toMatchObject({ code: 'BM_ERR_UNAUTHORIZED' });
+    }
+    // The same credentials still read.
+    for (const headers of refused) expect((await app.inject({ url: '/metrics', headers })).statusCode).toBe(200);
+    expect(reloads).toEqual([]);
+    const done = await reload({ authorization: `Bearer ${SCRAPE}` });
+    expect(done.statusCode).toBe(200);
+    expect(done.json()).toEqual({ status: 'success', needs_restart: [] });
+    expect(reloads).toHaveLength(1);
   });
 
   it("reads the breaker's state from the store the moment it opens, not a gauge refreshed later", async () => {

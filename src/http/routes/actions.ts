@@ -8,6 +8,8 @@
  * body is refused (422). Every endpoint answers 503 while the journal is unavailable.
  * A target is (account, server_id): the bodies take `account` (the console `?account=`), which may be left
  * out when one account is configured; missing with several, or unknown, it is a 400 and nothing acts.
+ * A principal with `accounts` reads the journal of those accounts only: the list leaves the others' rows out,
+ * and `?account=` or an entry of another account is a 403, as acting on it is.
  */
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static, type TSchema } from 'typebox';
@@ -24,7 +26,7 @@ import type { JournalEntry, Verification } from '../../store/rows.js';
 /** What `?verification=` may name: a verification's states (store/rows.ts `Verification`). */
 const VERIFICATION_STATES = ['verifying', 'verified', 'ineffective'] as const satisfies readonly Verification[];
 import { DECISIONS } from '../../store/decisions.js';
-import { callerOf, READ_ROLES, requireScope, routeRole } from '../principals.js';
+import { callerOf, listWithin, READ_ROLES, requireAccount, requireScope, routeRole } from '../principals.js';
 import { accountSchema, configuredAccount, idSchema, queryInteger, queryIntegerSchema } from '../schemas.js';
 
 const ip = Type.Unsafe<string>({ type: 'string', anyOf: [{ format: 'ipv4' }, { format: 'ipv6' }] });
@@ -179,6 +181,44 @@ export function actionRoutes(
     );
   }
 
+  journalRoutes(app, deps);
+
+  app.get<{ Params: { server_id: string }; Querystring: { account?: string } }>(
+    '/api/v1/servers/:server_id/console.jnlp',
+    {
+      ...routeRole('operator'),
+      schema: {
+        params: { type: 'object', properties: { server_id: idSchema } },
+        querystring: { type: 'object', additionalProperties: false, properties: { account: accountSchema } },
+      },
+    },
+    async (request, reply) => {
+      const { server_id } = request.params;
+      const { account, engine } = engineOf(deps.engines, request.query.account, 'querystring/account');
+      const principal = callerOf(request);
+      requireScope(principal, account, 'console');
+      // Checked against the account's server list (404 unknown, 503 before the first list) and journaled.
+      const jnlp = await engine.console(server_id, principal.name);
+      return reply
+        .type('application/octet-stream')
+        .header(
+          'content-disposition',
+          `attachment; filename="console-${server_id.replace(/[^A-Za-z0-9._-]/g, '_')}.jnlp"`,
+        )
+        .header('cache-control', 'no-store')
+        .send(jnlp);
+    },
+  );
+}
+
+/**
+ * `GET /api/v1/actions` (the journal, filtered) and `GET /api/v1/actions/:id` (one entry), for a reader or an
+ * operator, within its `accounts`.
+ */
+function journalRoutes(
+  app: FastifyInstance,
+  deps: { engines: ReadonlyMap<string, RemediationEngine>; store: StateStore },
+): void {
   app.get<{
     Querystring: {
       account?: string;
@@ -223,25 +263,36 @@ export function actionRoutes(
       const decision = queryDecision(request.query.decision);
       const approver = queryApprover(request.query.approver);
       const since = querySince(request.query.since);
-      // An unknown account is a 400, as on the POST endpoints, not an empty list that looks like "no actions".
-      if (account !== undefined) engineOf(deps.engines, account, 'querystring/account');
+      const caller = callerOf(request);
+      // An unknown account is a 400, as on the POST endpoints, not an empty list that looks like "no actions";
+      // one outside the caller's accounts a 403, as on every route.
+      if (account !== undefined) {
+        engineOf(deps.engines, account, 'querystring/account');
+        requireAccount(caller, account);
+      }
       const limit = queryInteger('limit', request.query.limit, { min: 1, max: 1000 }) ?? 100;
-      const entries = await deps.store.list({
-        ...(account ? { account } : {}),
-        ...(server_id ? { serverId: server_id } : {}),
-        ...(action ? { action } : {}),
-        ...(principal ? { principal } : {}),
-        ...(decision ? { decision } : {}),
-        ...(approver ? { approver } : {}),
-        ...(since !== undefined ? { since: Date.now() - since } : {}),
-        ...(verification ? { verification } : {}),
-        limit,
-      });
+      // Without `?account=`: the rows of every account the caller may read (its `accounts`, when given).
+      const entries = await listWithin(
+        deps.store,
+        {
+          ...(account ? { account } : {}),
+          ...(server_id ? { serverId: server_id } : {}),
+          ...(action ? { action } : {}),
+          ...(principal ? { principal } : {}),
+          ...(decision ? { decision } : {}),
+          ...(approver ? { approver } : {}),
+          ...(since !== undefined ? { since: Date.now() - since } : {}),
+          ...(verification ? { verification } : {}),
+          limit,
+        },
+        caller.accounts,
+      );
       return { actions: entries.map(entryReply) };
     },
   );
 
-  // One entry by its id, as the list shows it: 404 for none.
+  // One entry by its id, as the list shows it: 404 for none; 403 for one of an account outside the caller's
+  // `accounts` (as approve, deny and withdraw answer it), which says nothing of the row but its account.
   app.get<{ Params: { id: string } }>(
     '/api/v1/actions/:id',
     {
@@ -251,34 +302,8 @@ export function actionRoutes(
     async (request) => {
       const entry = await deps.store.get(Number(request.params.id));
       if (!entry) throw new NotFoundError(`no journal entry ${request.params.id}`);
+      requireAccount(callerOf(request), entry.account);
       return entryReply(entry);
-    },
-  );
-
-  app.get<{ Params: { server_id: string }; Querystring: { account?: string } }>(
-    '/api/v1/servers/:server_id/console.jnlp',
-    {
-      ...routeRole('operator'),
-      schema: {
-        params: { type: 'object', properties: { server_id: idSchema } },
-        querystring: { type: 'object', additionalProperties: false, properties: { account: accountSchema } },
-      },
-    },
-    async (request, reply) => {
-      const { server_id } = request.params;
-      const { account, engine } = engineOf(deps.engines, request.query.account, 'querystring/account');
-      const principal = callerOf(request);
-      requireScope(principal, account, 'console');
-      // Checked against the account's server list (404 unknown, 503 before the first list) and journaled.
-      const jnlp = await engine.console(server_id, principal.name);
-      return reply
-        .type('application/octet-stream')
-        .header(
-          'content-disposition',
-          `attachment; filename="console-${server_id.replace(/[^A-Za-z0-9._-]/g, '_')}.jnlp"`,
-        )
-        .header('cache-control', 'no-store')
-        .send(jnlp);
     },
   );
 }

@@ -3,7 +3,8 @@
  * operator settles a request journaled `awaiting_approval` (require_approval on its rule or principal). The
  * approver must be an operator other than the requester (four eyes: the requester is a 403) and within its
  * accounts and actions; an unknown row is a 404, one no longer awaiting (settled by someone else, another
- * replica, or expired) a 409.
+ * replica, or expired) a 409, told only to an operator within the row's account and actions (anyone else gets
+ * the 403 of its scope first, which names the row's account and nothing else of it).
  *
  * An approval's reply says at the top level whether anything was sent (`sent`, the execution's `decision`, a
  * `message`): when a guard denied the execution (breaker open, cooldown …) it is a 409
@@ -57,11 +58,12 @@ export function approvalRoutes(
     const approver = callerOf(request);
     const row: JournalEntry | undefined = await deps.store.get(Number(request.params.id));
     if (!row) throw new NotFoundError(`no journal entry ${request.params.id}`);
-    settled(row);
     const { engine } = engineOf(deps.engines, row.account, 'params/id');
-    // A close of the breaker is no action of an operator's `actions`: its account is what bounds it.
+    // A close of the breaker is no action of an operator's `actions`: its account is what bounds it. Checked
+    // before what the row is, so that an operator outside its scope learns nothing of the row's decision.
     if (row.action === 'circuit_close') requireAccount(approver, row.account);
     else requireScope(approver, row.account, row.action as PrincipalAction);
+    settled(row);
     if (row.principal === approver.name)
       throw new ForbiddenError(
         `principal ${approver.name} asked for journal entry ${row.id}: another operator must approve or deny it`,
@@ -111,12 +113,13 @@ export function approvalRoutes(
     const caller = callerOf(request);
     const row: JournalEntry | undefined = await deps.store.get(Number(request.params.id));
     if (!row) throw new NotFoundError(`no journal entry ${request.params.id}`);
-    settled(row);
     const { engine } = engineOf(deps.engines, row.account, 'params/id');
+    // Someone else's (an alert's) request: an operator of its account. Checked first, so that an operator
+    // outside it learns nothing of the row (its requester, its decision).
+    if (row.principal !== caller.name) requireAccount(caller, row.account);
     const refusal = withdrawalRefusal(row, caller.name);
     if (refusal !== undefined) throw new ForbiddenError(refusal);
-    // Someone else's (an alert's) request: an operator of its account.
-    if (row.principal !== caller.name) requireAccount(caller, row.account);
+    settled(row);
     const result = await engine.withdraw(row, caller.name, request.body?.reason);
     return { withdrawn: row.id, principal: caller.name, ...decisionReply(result) };
   });

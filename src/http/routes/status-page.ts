@@ -86,6 +86,8 @@ export interface StatusView {
    * web.auth); undefined when the journal could not be read
    */
   pendingCounts?: { awaiting: number; openBreakers: number };
+  /** the accounts the details (`actions`, `awaiting`, `openBreakers`) are limited to (the viewer's); absent: all */
+  detailsOf?: readonly string[];
   /** ms since epoch */
   now: number;
 }
@@ -175,7 +177,9 @@ function pendingCountsLine(view: StatusView): string {
   const hidden =
     view.actions === undefined
       ? ' <span class="muted">(details for a reader or operator when web.auth is set)</span>'
-      : '';
+      : view.detailsOf
+        ? ` <span class="muted" id="details-of">(details of your accounts only: ${e(view.detailsOf.join(', ') || 'none')})</span>`
+        : '';
   return `<p id="pending">Requests awaiting approval: <strong id="awaiting-count">${e(c.awaiting)}</strong> · open circuit breakers: <strong id="open-breakers" class="${c.openBreakers > 0 ? 'bad' : 'ok'}">${e(c.openBreakers)}</strong>${hidden}</p>`;
 }
 
