@@ -4,7 +4,8 @@
  * replica whose heartbeat stops past its lease loses its accounts, and its writes under the old epoch are refused by the
  * database (fencing).
  */
-import type pg from 'pg';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { StaleLeaseError } from '../../src/errors.js';
 import { AccountShares, type AccountTerm } from '../../src/ha/shares.js';
@@ -28,7 +29,7 @@ describe.skipIf(found.skip)('leadership per account (Debian postgresql on loopba
   const running: AccountShares[] = [];
   beforeAll(async () => {
     if (found.skip) return;
-    server = await startPostgres(found.bin, { own: true }); // it restarts the server
+    server = await startPostgres(found.bin);
   }, 120_000);
   afterEach(async () => {
     await Promise.all(running.splice(0).map((r) => r.stop()));
@@ -36,9 +37,35 @@ describe.skipIf(found.skip)('leadership per account (Debian postgresql on loopba
   });
   afterAll(() => server?.stop());
 
+  /** The database of the latest fleet. */
+  let url = '';
+
+  /**
+   * What a restart of PostgreSQL does to the fleet's database, done on the run's shared cluster (which no file may
+   * restart): every session ended as a shutdown ends it (57P01, `pg_terminate_backend`), and new sessions refused
+   * for `refuseMs` (`ALLOW_CONNECTIONS false`, which binds superusers too), then allowed again. Returns how many
+   * sessions it ended.
+   */
+  async function restartAsSeen(refuseMs = 1_000): Promise<number> {
+    const db = new URL(url).pathname.slice(1);
+    const admin = new pg.Client({ connectionString: url.replace(/\/[^/]+$/, '/postgres') });
+    await admin.connect();
+    try {
+      await admin.query(`ALTER DATABASE ${db} ALLOW_CONNECTIONS false`);
+      const ended = await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [
+        db,
+      ]);
+      await sleep(refuseMs);
+      return ended.rowCount ?? 0;
+    } finally {
+      await admin.query(`ALTER DATABASE ${db} ALLOW_CONNECTIONS true`).finally(() => admin.end());
+    }
+  }
+
   /** A fresh database per test, and what each replica's duties do: `acting` holds who acts for each account. */
   async function fleet() {
-    pool = openPool(server.createDatabase(`ha_shares_${++database}`), () => {}, { connectTimeoutMs: 30_000 });
+    url = server.createDatabase(`ha_shares_${++database}`);
+    pool = openPool(url, () => {}, { connectTimeoutMs: 30_000 });
     await migrateAll(pool);
     const acting = new Map<string, Set<string>>(ACCOUNTS.map((a) => [a, new Set()]));
     /** an account acted on by two replicas at once, as the duties saw it */
@@ -176,7 +203,7 @@ describe.skipIf(found.skip)('leadership per account (Debian postgresql on loopba
     const f = await fleet();
     const replicas = ['r0', 'r1', 'r2'].map((n) => f.replica(n));
     await f.settled(replicas, [2, 2, 2]);
-    server.restart();
+    expect(await restartAsSeen()).toBeGreaterThanOrEqual(3); // at least each replica's session
     // Past two leases after the restart, a live lease is one claimed or renewed since (on new sessions).
     const restartedAt = Date.now();
     await eventually('two leases to pass', async () =>

@@ -14,7 +14,8 @@ async function currentDatabase(url: string): Promise<string> {
 }
 
 describe.skipIf(found.skip).each([
-  { kind: 'a cluster of its own', own: true, named: (name: string) => name },
+  // A cluster of its own (`own: true`, what the bench uses) is what test/setup/postgres.ts starts for the run:
+  // every run goes through that path once, and no file starts a second cluster.
   // The run's one cluster (test/setup/postgres.ts): a view makes databases named after the asked name.
   {
     kind: "a view of the run's shared cluster",
