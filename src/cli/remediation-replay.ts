@@ -24,7 +24,7 @@ import { createLogger } from '../logger.js';
 import { requestsFor, resolvedEpisodes } from '../remediation/rules.js';
 import { gateReading, replayedAlertmanager } from './replay-gate.js';
 import { openStore } from '../store/open.js';
-import { DEFAULT_POOL_LIMITS } from '../store/postgres/pool.js';
+import { DEFAULT_POOL_LIMITS } from '../store/postgres/bounds.js';
 import type { CircuitState, JournalEntry } from '../store/rows.js';
 import type { StateStore } from '../store/store.js';
 import { OUTPUT_FORMATS, type OutputFormat, render } from './api/output.js';

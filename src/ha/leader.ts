@@ -12,9 +12,9 @@
  *
  * The connection URL carries the password: logs name the redacted URL, and every error text is scrubbed.
  */
-import pg from 'pg';
+import type pg from 'pg';
 import type { Logger } from 'pino';
-import { ADVISORY_LOCKS } from '../store/postgres/pool.js';
+import { ADVISORY_LOCKS } from '../store/postgres/bounds.js';
 import type { Scrubber } from '../scrub.js';
 import { databaseScrubber, reasonOf } from '../config/database-url.js';
 import { Ticker } from './ticker.js';
@@ -172,7 +172,9 @@ export class LeaderElector {
   }
 
   async #connect(): Promise<pg.Client> {
-    const client = new pg.Client({
+    // node-postgres is loaded by the first election, not by importing this module (a SQLite daemon never elects).
+    const { default: postgres } = await import('pg');
+    const client = new postgres.Client({
       connectionString: this.#options.url,
       connectionTimeoutMillis: this.#options.timeoutMs,
       keepAlive: true,

@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config/types.js';
-import { openPostgresStore, type PostgresStore, type PostgresStoreOptions } from './postgres/store.js';
+import type { PostgresStore, PostgresStoreOptions } from './postgres/store.js';
 import { openSqliteStore, type SqliteStore } from './sqlite/store.js';
 
 export interface OpenStoreOptions {
@@ -28,6 +28,8 @@ export async function openStore(
   const db = config.database;
   if (db.kind === 'sqlite') return openSqliteStore(join(config.stateDir, 'journal.db'), config.stateDir, o.refuse);
   o.logger.info({ database: db.redactedUrl }, 'state database: PostgreSQL');
+  // node-postgres and the backend's modules are loaded only with a PostgreSQL database (issue 53).
+  const { openPostgresStore } = await import('./postgres/store.js');
   return openPostgresStore({
     url: db.url,
     redactedUrl: db.redactedUrl,

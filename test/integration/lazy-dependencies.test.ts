@@ -29,7 +29,7 @@ function packages(log: string): string[] {
   }
 }
 
-describe('sharp (libvips) is loaded when an image needs converting or resizing', () => {
+describe('sharp (libvips) when an image needs converting or resizing, node-postgres with a PostgreSQL database', () => {
   it('a daemon serving PNG graphs as they came never loads it; the first ?width= loads it and resizes', async () => {
     const log = join(tempDir(), 'packages.log');
     writeFileSync(log, '');
@@ -48,6 +48,8 @@ describe('sharp (libvips) is loaded when an image needs converting or resizing',
     const loaded = packages(log);
     expect(loaded).toContain('fastify'); // the hook records what the daemon loads
     expect(loaded).not.toContain('sharp');
+    // On SQLite (the harness's default) node-postgres is never loaded; the postgres tier's daemons load it.
+    expect(loaded).not.toContain('pg');
 
     const resized = await request(`${graph}?width=20`);
     expect(resized.statusCode).toBe(200);

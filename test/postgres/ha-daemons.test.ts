@@ -10,7 +10,7 @@ import sharp from 'sharp';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon/start.js';
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
-import { DEFAULT_POOL_LIMITS } from '../../src/store/postgres/pool.js';
+import { DEFAULT_POOL_LIMITS } from '../../src/store/postgres/bounds.js';
 import { accountOf, startHarness } from '../helpers/daemon.js';
 import { seriesValue } from '../helpers/metrics.js';
 import { requirePostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';

@@ -9,7 +9,8 @@ import { accountsOf, assignAccounts } from '../../src/ha/assignment.js';
 import { Membership } from '../../src/store/postgres/membership.js';
 import { judge, termsOf } from '../../src/ha/terms.js';
 import { migrateAll } from '../../src/store/postgres/migrations.js';
-import { ADVISORY_LOCKS, openPool } from '../../src/store/postgres/pool.js';
+import { ADVISORY_LOCKS } from '../../src/store/postgres/bounds.js';
+import { openPool } from '../../src/store/postgres/pool.js';
 import { requirePostgres, startPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { eventually } from '../helpers/processes.js';
 

@@ -11,7 +11,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { buildConfig, loadConfig } from '../../config/load.js';
 import type { Config } from '../../config/types.js';
-import { DEFAULT_POOL_LIMITS } from '../../store/postgres/pool.js';
+import { DEFAULT_POOL_LIMITS } from '../../store/postgres/bounds.js';
 import { openStore } from '../../store/open.js';
 import type { StateStore } from '../../store/store.js';
 import { ID_PATTERN } from '../../http/schemas.js';

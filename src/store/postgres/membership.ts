@@ -12,7 +12,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { ADVISORY_LOCKS } from './pool.js';
+import { ADVISORY_LOCKS } from './bounds.js';
 
 /** The leadership model: one leader per account (`database.share_accounts`) or one for every account. */
 export type HaMode = 'shared' | 'single';

@@ -4,43 +4,11 @@
  * together never apply one migration twice. Each part of the daemon keeps its own migration list under its
  * own name (`journal`, `ha`): their versions are counted apart, in one table.
  *
- * Advisory lock ids used by the daemon are listed here, one place, so that no two parts pick the same.
+ * Its advisory lock ids and pool limits are in bounds.ts, apart, so that what only needs them (the leader
+ * election, the CLI's defaults) does not load node-postgres.
  */
 import pg from 'pg';
-
-/** Session-level advisory lock ids (bigint; these are arbitrary constants, stable across versions). */
-export const ADVISORY_LOCKS = {
-  /** held while migrations are applied */
-  migrations: 0x6d78_0001n,
-  /** held by the leader for as long as it leads (session level, on its own connection) */
-  leader: 0x6d78_0002n,
-} as const;
-
-/**
- * The transaction-level advisory lock key of an account's decisions (`$1`: the account name), taken with
- * `pg_advisory_xact_lock` by every guard decision: derived from the name, in the same bigint space as the ids
- * above (a collision with them is a 2^-64 chance and would only make a decision wait).
- */
-export const ACCOUNT_LOCK_KEY = "hashtextextended('bmx:' || $1, 0)";
-
-/** Bounds of every connection: how long to wait for a connection and for a statement, in ms. */
-export interface PoolLimits {
-  /** connections at most */
-  max: number;
-  /** giving up on connecting after, ms */
-  connectTimeoutMs: number;
-  /** a statement running longer is cancelled by the server (statement_timeout), ms */
-  statementTimeoutMs: number;
-  /** an idle connection is closed after, ms */
-  idleTimeoutMs: number;
-}
-
-export const DEFAULT_POOL_LIMITS: PoolLimits = {
-  max: 10,
-  connectTimeoutMs: 5_000,
-  statementTimeoutMs: 10_000,
-  idleTimeoutMs: 30_000,
-};
+import { ADVISORY_LOCKS, DEFAULT_POOL_LIMITS, type PoolLimits } from './bounds.js';
 
 /**
  * A node-postgres pool on `url` with `limits`. An idle connection's error (the server restarted, the network

@@ -23,7 +23,8 @@ import { AccountLeases, type AccountWrite, checkLease, type LeaseTerm } from './
 import { Membership } from './membership.js';
 import type { Terms } from './membership.js';
 import { migrateAll } from './migrations.js';
-import { ACCOUNT_LOCK_KEY, openPool, type PoolLimits } from './pool.js';
+import { ACCOUNT_LOCK_KEY, type PoolLimits } from './bounds.js';
+import { openPool } from './pool.js';
 import { DATABASE_UNREACHABLE, databaseScrubber, reasonOf } from '../../config/database-url.js';
 import { JournalError } from '../../errors.js';
 import { PostgresEventLedger } from './event-ledger.js';
