@@ -48,6 +48,9 @@ export function gateReading(rows: readonly JournalEntry[]): GateReading {
       const alert = { fingerprint: `journal-${row.id}`, labels, startsAt: new Date(row.createdAt).toISOString() };
       return { alerts: [{ ...alert, state: 'active', silencedBy: [] }] };
     }
+    // The denial guard (an approver's denial held for the labels) decides before the gate, with no approver on
+    // the row: such a row says nothing of the gate.
+    if (row.decision === 'denied_by_approver' && row.approver === null) continue;
     if ((PAST_THE_GATE as readonly string[]).includes(row.decision)) return { alerts: [] };
   }
   return { unknown: 'the recorded decision did not read Alertmanager' };

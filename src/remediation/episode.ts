@@ -128,14 +128,8 @@ type EpisodeRow = Pick<JournalEntry, 'account' | 'serverId' | 'fingerprint' | 's
 export async function resolutionOf(q: StateQueries, row: EpisodeRow): Promise<JournalEntry | undefined> {
   if (row.fingerprint === null || row.startsAt === null || row.labels === null || row.labels === undefined)
     return undefined;
-  const since = Date.parse(row.startsAt);
-  const found = await q.list({
-    account: row.account,
-    serverId: row.serverId,
-    decision: 'resolved',
-    ...(Number.isNaN(since) ? {} : { since }),
-    limit: 100,
-  });
+  // No `since`: the rows' createdAt is the daemon's clock, startsAt Prometheus's; the key and labels decide.
+  const found = await q.list({ account: row.account, serverId: row.serverId, decision: 'resolved', limit: 100 });
   const key = episodeKey(row.fingerprint, row.startsAt);
   return found.find((r) => keyOf(r) === key && r.labels === row.labels);
 }
@@ -201,7 +195,8 @@ export async function expiredStep(
   if (req.ladderStep !== 0 || alert === undefined || alert.status !== 'firing' || made === undefined) return undefined;
   if (alert.labels === undefined) return undefined;
   const labels = labelsJson(alert.labels);
-  const since = Date.parse(alert.startsAt);
+  // A day's margin: createdAt is the daemon's clock, startsAt Prometheus's (the key and labels decide).
+  const since = Date.parse(alert.startsAt) - 86_400_000;
   const rows = (
     await q.list({
       account: req.account,
@@ -216,8 +211,8 @@ export async function expiredStep(
       r.ruleDigest === made.digest &&
       r.ladderStep !== null,
   );
-  // Newest first: the ladder's latest step decides.
-  const latest = rows[0];
+  // Newest first: the ladder's latest step decides; a repeat delivery's `duplicate` row is no step.
+  const latest = rows.find((r) => r.decision !== 'duplicate');
   if (latest === undefined || latest.decision !== 'expired' || latest.ladderStep === null || latest.ladderStep === 0)
     return undefined;
   const step = latest.ladderStep;

@@ -46,7 +46,12 @@ for (const backend of backends()) {
       const h = await engineHarness({ principals: PRINCIPALS, rules }, await db.open(), clientTimeoutMs);
       const app = remediationApp(h);
       /** Alertmanager delivers ServerDown of `serverId` (fingerprint `fp`, one start): its results. */
-      const deliver = async (status: 'firing' | 'resolved', serverId = '100002', fingerprint = 'fp-a') => {
+      const deliver = async (
+        status: 'firing' | 'resolved',
+        serverId = '100002',
+        fingerprint = 'fp-a',
+        startsAt = STARTS_AT,
+      ) => {
         const res = await app.inject({
           method: 'POST',
           url: '/api/v1/alertmanager',
@@ -54,9 +59,7 @@ for (const backend of backends()) {
           payload: {
             version: '4',
             status,
-            alerts: [
-              { status, labels: { alertname: 'ServerDown', server_id: serverId }, startsAt: STARTS_AT, fingerprint },
-            ],
+            alerts: [{ status, labels: { alertname: 'ServerDown', server_id: serverId }, startsAt, fingerprint }],
           },
         });
         expect(res.statusCode).toBe(200);
@@ -146,6 +149,19 @@ for (const backend of backends()) {
         [0, 'executed', 'verified'],
         [null, 'resolved', null],
       ]);
+    });
+
+    it("finds the resolution whatever Prometheus's clock says: startsAt hours ahead of the daemon's", async () => {
+      const { deliver, sim, clock } = await setup([
+        rule({ alertname: 'ServerDown', action: 'powercycle', requireApproval: true, verifyWithinMs: 10 * MIN }),
+      ]);
+      // Prometheus's clock 3 hours ahead: every row of the episode is created "before" its startsAt.
+      const ahead = new Date(clock.now + 180 * MIN).toISOString();
+      expect((await deliver('firing', '100002', 'fp-skew', ahead))[0]).toMatchObject({ decision: 'awaiting_approval' });
+      await deliver('resolved', '100002', 'fp-skew', ahead);
+      clock.now += MIN;
+      expect((await deliver('firing', '100002', 'fp-skew', ahead))[0]).toMatchObject({ decision: 'resolved' });
+      expect(sim.callsTo(POWERCYCLE)).toHaveLength(0);
     });
 
     it('never climbs a ladder for a resolved episode: its next step awaiting approval is withdrawn', async () => {

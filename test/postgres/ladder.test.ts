@@ -134,6 +134,11 @@ for (const backend of backends()) {
         [1, 'awaiting_approval', null],
         [0, 'duplicate', null],
       ]);
+      // The re-asked step expires too, after that repeat: the next delivery asks again (the repeat's
+      // `duplicate` row is no step of the ladder, so it does not hide the expiry).
+      h.clock.now += 16 * MIN;
+      await h.engine.tick();
+      expect((await deliver('firing'))[0]!.decision).toBe('awaiting_approval');
       expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(1);
     });
 

@@ -40,4 +40,15 @@ describe('gateReading', () => {
       unknown: 'the recorded decision did not read Alertmanager',
     });
   });
+
+  it.each([
+    { name: 'by an approver (the approval ran past the gate)', approver: 'alice', reading: { alerts: [] } },
+    {
+      name: 'by the denial guard, before the gate (no approver on the row)',
+      approver: null,
+      reading: { unknown: 'the recorded decision did not read Alertmanager' },
+    },
+  ])('a power row denied $name', ({ approver, reading }) => {
+    expect(gateReading([row({ decision: 'denied_by_approver', approver })])).toEqual(reading);
+  });
 });
