@@ -187,7 +187,18 @@ for (const backend of backends()) {
         state: 'active',
         silencedBy: [],
       });
-      expect((await deliver(1, 'ServerDown', '100002')).decision).toBe('denied_blocked');
+      const blockedRow = await deliver(1, 'ServerDown', '100002');
+      expect(blockedRow.decision).toBe('denied_blocked');
+      // The journal API gives the reading as an object, beside the other fields.
+      const shown = await app.inject({
+        url: `/api/v1/actions/${blockedRow.id}`,
+        headers: { authorization: 'Bearer bob-token-0123456789abcdef' },
+      });
+      expect(shown.statusCode).toBe(200);
+      expect(shown.json()).toMatchObject({
+        decision: 'denied_blocked',
+        gate: { read: 'blocked', alert: { alertname: 'DatacenterOutage', fingerprint: 'o' }, more: 0 },
+      });
       held.length = 0;
       const asked = await deliver(2, 'Held', '100003');
       h.clock.now = T0 + 3 * MIN;
