@@ -1,7 +1,9 @@
 /**
  * What the outage gate (`remediation.safety.block_while_firing`) read when a recorded request was decided, as
  * far as the journal says it, for `remediation replay` (issue 49): replay has no Alertmanager to ask, and the
- * Alertmanager of then is not the one of now. A power row denied `denied_blocked` names the alert that blocked
+ * Alertmanager of then is not the one of now. A row the gate ran for records what it read (its `gate`:
+ * store/rows.ts GateRead), and replay reads that again. For rows written before the column existed, the reading
+ * is inferred from the decision: a power row denied `denied_blocked` names the alert that blocked
  * it (`power actions are blocked while Name{label="value", …} fires`); a power row decided by a guard after the
  * gate (the breaker, the cooldown, the cap, dry run, the budget, an approval, the call) passed it: nothing
  * blocking fired. Any other row says nothing of the gate: unknown, as a daemon that cannot read Alertmanager.
@@ -9,7 +11,7 @@
 import type { AlertmanagerAlert, AlertmanagerSilence } from '../alertmanager/client.js';
 import { AlertmanagerError } from '../errors.js';
 import type { Decision } from '../store/decisions.js';
-import type { JournalEntry } from '../store/rows.js';
+import type { GateRead, JournalEntry } from '../store/rows.js';
 import { POWER_ACTIONS } from '../remediation/types.js';
 
 /** The gate's reading for one decision: the alerts it saw, or why they are not known. */
@@ -36,10 +38,24 @@ const PAST_THE_GATE: readonly (Decision | 'executing')[] = [
 const BLOCKED = /^power actions are blocked while ([^{\s]+)\{(.*?)\} fires/;
 const LABEL = /([A-Za-z_][A-Za-z0-9_]*)=("(?:[^"\\]|\\.)*")/g;
 
-/** The gate's reading behind `rows` (one delivery's rows, or an approval's execution). */
+/** A recorded GateRead as the replayed Alertmanager answers it (row `id` recorded it). */
+function recorded(gate: GateRead, row: JournalEntry): GateReading {
+  if (gate.read === 'none_firing') return { alerts: [] };
+  if (gate.read === 'unknown') return { unknown: gate.reason };
+  // Labels beyond the row's bound were not kept: the alert's name alone (a gate matching on others then lets it pass).
+  const labels = gate.alert.labels ?? (gate.alert.alertname === null ? {} : { alertname: gate.alert.alertname });
+  const alert = { fingerprint: gate.alert.fingerprint, labels, startsAt: new Date(row.createdAt).toISOString() };
+  return { alerts: [{ ...alert, state: 'active', silencedBy: [] }] };
+}
+
+/**
+ * The gate's reading behind `rows` (one delivery's rows, or an approval's execution): the first power row's
+ * recorded `gate`, else inferred from its decision (rows written before the column existed).
+ */
 export function gateReading(rows: readonly JournalEntry[]): GateReading {
   for (const row of rows) {
     if (!(POWER_ACTIONS as ReadonlySet<string>).has(row.action)) continue;
+    if (row.gate !== null) return recorded(row.gate, row);
     if (row.decision === 'denied_blocked') {
       const m = BLOCKED.exec(row.message ?? '');
       if (!m) return { unknown: `journal entry ${row.id} was denied as Alertmanager could not be read` };

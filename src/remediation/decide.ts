@@ -8,7 +8,7 @@
  */
 import type { Logger } from 'pino';
 import type { Config } from '../config/types.js';
-import type { DesiredFirewall, NewEntry } from '../store/rows.js';
+import type { DesiredFirewall, GateRead, NewEntry } from '../store/rows.js';
 import type { StateQueries } from '../store/store.js';
 import type { Decision } from '../store/decisions.js';
 import { BUDGET_RETRY_MS, type DesiredFirewallState, dueAtWhy } from './desired-firewall.js';
@@ -97,6 +97,8 @@ export interface GuardContext {
   desired?: DesiredFirewall;
   /** the latest `until` a guard deferred a firewall change to: the guards after it do not judge it now */
   deferral?: { until: number; why: string };
+  /** what the outage gate read, once its guard ran: the row decided then records it (its `gate`) */
+  gate?: GateRead;
 }
 
 export type { Verdict };
@@ -171,8 +173,14 @@ export const GUARDS: readonly Guard[] = [
   {
     name: 'outage_gate',
     applies: isPower,
-    // Reads what `prepare` read before the transaction: no I/O inside it.
-    check: ({ deps, p }) => deny(checkOutageGate(p.outage, deps.config.safety.blockWhileFiring, p.req.serverId)),
+    // Reads what `prepare` read before the transaction: no I/O inside it. What it read is kept for the row,
+    // whichever guard decides it (the gate's denial, a later guard, the call).
+    check: (ctx) => {
+      const checked = checkOutageGate(ctx.p.outage, ctx.deps.config.safety.blockWhileFiring, ctx.p.req.serverId);
+      if (checked === undefined) return undefined;
+      ctx.gate = checked.read;
+      return deny(checked.denial);
+    },
   },
   {
     name: 'circuit_breaker',
@@ -313,15 +321,16 @@ async function walk(
   due?: DesiredFirewall,
 ): Promise<(Decided & { desiredRecorded: boolean; escalatedAfter?: number | undefined }) | undefined> {
   const { req, now, digest } = p;
+  const ctx: GuardContext = { deps, p, tx, firewall, ...(due ? { desired: due } : {}) };
   const decide = async (decision: Decision | 'executing', message: string, claim: boolean): Promise<Decided> => {
-    const id = await tx.insert({ ...p.entry, decision, message: p.note(message) });
+    const gate = ctx.gate === undefined ? {} : { gate: ctx.gate };
+    const id = await tx.insert({ ...p.entry, decision, message: p.note(message), ...gate });
     if (claim && req.idempotencyKey !== undefined && !(await tx.claimDelivery(req.idempotencyKey, digest, id, now)))
       throw new ClaimConflict();
     return decision === 'executing'
       ? { id, decision: 'executed', message: '', send: true }
       : { id, decision, message, send: false };
   };
-  const ctx: GuardContext = { deps, p, tx, firewall, ...(due ? { desired: due } : {}) };
   const recorded = () => ctx.desired !== undefined && due === undefined;
   for (const guard of deps.guards ?? GUARDS) {
     if (guard.applies && !guard.applies(req)) continue;

@@ -180,6 +180,12 @@ export const resolvedAt = (resolution: JournalEntry): string =>
   `its alert resolved at ${new Date(resolution.createdAt).toISOString()} (journal entry ${resolution.id}, delivered by ${resolution.principal ?? 'Alertmanager'})`;
 
 /**
+ * The evidence a verification settled on when its episode's resolution was journaled (JournalEntry
+ * `verificationEvidence`): `a resolved delivery: its alert resolved at T (journal entry N, delivered by P)`.
+ */
+export const resolvedEvidence = (resolution: JournalEntry): string => `a resolved delivery: ${resolvedAt(resolution)}`;
+
+/**
  * When `req` (a firing delivery's request of a ladder's first step) finds its episode's ladder stopped at a step
  * that expired unapproved: the row of the step before it (ineffective) and the rule's steps, so that the engine
  * asks for that step again (ladder.ts, keyed by that row: the expired claim is given up, guards.ts
@@ -257,8 +263,8 @@ export interface EpisodeDeps {
   rules: () => readonly RemediationRule[];
   /** the verifier's side of an episode (verify.ts) */
   verifier: {
-    resolved(alert: EpisodeAlert, now: number): Promise<JournalEntry[]>;
-    settleResolved(row: JournalEntry, now: number): Promise<boolean>;
+    resolved(alert: EpisodeAlert, now: number, evidence: string): Promise<JournalEntry[]>;
+    settleResolved(row: JournalEntry, now: number, evidence: string): Promise<boolean>;
   };
   /** counts a decision (metrics, gauges; the engine's) */
   record: (action: string, result: ActionDecision) => Promise<ActionDecision>;
@@ -335,7 +341,7 @@ export class Episodes {
       );
       await record(row.action, { id: row.id, decision: 'withdrawn', message });
     }
-    ended += (await verifier.resolved(alert, now)).length;
+    ended += (await verifier.resolved(alert, now, resolvedEvidence(resolution))).length;
     if (ended > 0) this.#deps.onDecision?.();
     return { ended, ...(journaled ? { resolution: journaled } : {}) };
   }
@@ -348,7 +354,11 @@ export class Episodes {
     const { store, verifier } = this.#deps;
     const row = await store.get(id);
     if (row?.verification !== 'verifying') return;
-    if ((await resolutionOf(store, row)) !== undefined && (await verifier.settleResolved(row, this.#deps.now())))
+    const resolution = await resolutionOf(store, row);
+    if (
+      resolution !== undefined &&
+      (await verifier.settleResolved(row, this.#deps.now(), resolvedEvidence(resolution)))
+    )
       this.#deps.onDecision?.();
   }
 

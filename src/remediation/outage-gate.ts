@@ -10,6 +10,7 @@
  */
 import type { AlertmanagerAlert } from '../alertmanager/client.js';
 import { type LabelMatcher, matchesAll, showMatcher } from '../config/matchers.js';
+import { type GateRead, labelsJson, MAX_GATE_REASON } from '../store/rows.js';
 import type { Denial } from './guards.js';
 
 /** What the gate reads of Alertmanager (alertmanager/client.ts implements it). */
@@ -55,28 +56,52 @@ export async function readOutage(
   }
 }
 
+/** The longest fingerprint a recorded reading keeps (Alertmanager's are 16 hex digits), characters. */
+const MAX_FINGERPRINT = 128;
+
+/** `text` cut to `max` characters, `…` marking a cut. */
+const bounded = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
+
 /**
- * The gate's denial of a power action on `serverId`, or undefined when no gate is configured (`gate` empty) or
- * no alert `read` before the decision matches it. No I/O: the guard runs inside the decision's transaction. A
- * gate configured but nothing read (a reload added it between the read and the decision) is unknown: denied.
+ * What the gate read for a decision on `serverId` (`read`, journaled as the row's `gate`: store/rows.ts
+ * GateRead) and its denial of the power action (undefined when no alert read before the decision matches it);
+ * undefined when no gate is configured (`gate` empty): nothing read, nothing recorded. No I/O: the guard runs
+ * inside the decision's transaction. A gate configured but nothing read (a reload added it between the read and
+ * the decision) is unknown: denied. The alerts come from the Alertmanager client, which scrubbed its reply.
  */
 export function checkOutageGate(
   read: OutageRead | undefined,
   gate: readonly LabelMatcher[],
   serverId: string,
-): Denial | undefined {
+): { read: GateRead; denial?: Denial } | undefined {
   if (gate.length === 0) return undefined;
-  const unknown = (why: string): Denial => ({
-    decision: 'denied_blocked',
-    message: `whether an outage alert fires is unknown: ${why}; power actions need it (${KEY})`,
+  const unknown = (why: string) => ({
+    read: { read: 'unknown', reason: bounded(why, MAX_GATE_REASON) } as const,
+    denial: {
+      decision: 'denied_blocked',
+      message: `whether an outage alert fires is unknown: ${why}; power actions need it (${KEY})`,
+    } as const,
   });
   if (read === undefined) return unknown('Alertmanager was not read before this decision');
   if ('unknown' in read) return unknown(read.unknown);
   const blocking = read.alerts.filter((a) => matchesAll(gate, a.labels));
-  if (blocking.length === 0) return undefined;
+  if (blocking.length === 0) return { read: { read: 'none_firing' } };
+  const first = blocking[0]!;
+  const labels = labelsJson(first.labels);
   const others = blocking.length > 1 ? ` (and ${blocking.length - 1} more)` : '';
   return {
-    decision: 'denied_blocked',
-    message: `power actions are blocked while ${shown(blocking[0]!)} fires${others} (${KEY}: ${gate.map(showMatcher).join(', ')}); nothing sent to server ${serverId}`,
+    read: {
+      read: 'blocked',
+      alert: {
+        alertname: first.labels.alertname === undefined ? null : bounded(first.labels.alertname, MAX_FINGERPRINT),
+        fingerprint: bounded(first.fingerprint, MAX_FINGERPRINT),
+        labels: labels === null ? null : (JSON.parse(labels) as Record<string, string>),
+      },
+      more: blocking.length - 1,
+    },
+    denial: {
+      decision: 'denied_blocked',
+      message: `power actions are blocked while ${shown(first)} fires${others} (${KEY}: ${gate.map(showMatcher).join(', ')}); nothing sent to server ${serverId}`,
+    },
   };
 }

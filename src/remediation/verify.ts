@@ -28,6 +28,7 @@ import {
   type EpisodeAlert,
   keyOf,
   resolutionOf,
+  resolvedEvidence,
   sameEpisode,
 } from './episode.js';
 import type { AlertReader } from './outage-gate.js';
@@ -70,6 +71,11 @@ export const deadlineOf = (row: JournalEntry): number => (row.completedAt ?? row
  */
 export const VERIFY_EVERY_MS = 10_000;
 
+/** The longest evidence sentence a row keeps (JournalEntry `verificationEvidence`), characters. */
+export const MAX_EVIDENCE = 1000;
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
 export class Verifier {
   readonly #deps: VerifierDeps;
   #ranAt = -Infinity;
@@ -93,24 +99,40 @@ export class Verifier {
     if (rows.length === 0) return [];
     const keys = rows.flatMap((row) => keyOf(row) ?? []);
     const reading = await this.#read();
+    const resendMs = this.#deps.resendIntervalMs?.() ?? DEFAULT_RESEND_INTERVAL_MS;
     const verdicts =
-      reading === undefined
-        ? new Map<string, string>()
-        : this.#evidence.judge(reading, keys, now, this.#deps.resendIntervalMs?.() ?? DEFAULT_RESEND_INTERVAL_MS);
+      reading === undefined ? new Map<string, string>() : this.#evidence.judge(reading, keys, now, resendMs);
+    // `ended` is only ever judged with a status read (episode.ts AbsenceEvidence): it names the instance.
+    const listEvidence = () =>
+      `Alertmanager (started ${iso(reading?.status?.startedAt ?? 0)}) listed it, then no longer at ${iso(now)}, up for longer than the resend interval (${resendMs / 1000}s)`;
     const ended: Array<{ row: JournalEntry; outcome: VerificationOutcome }> = [];
     for (const row of rows) {
       const key = keyOf(row);
-      let resolved = key !== undefined && verdicts.get(key) === 'ended';
-      let outcome = resolved ? 'verified' : this.#atDeadline(row, now);
+      const listedEnded = key !== undefined && verdicts.get(key) === 'ended';
+      let outcome = listedEnded ? 'verified' : this.#atDeadline(row, now);
+      let evidence = listedEnded ? listEvidence() : outcome && this.#deadlineEvidence(row, outcome);
+      let signal: 'alert' | 'attack' = listedEnded ? 'alert' : 'attack';
       // Never ineffective when the episode's resolution was journaled (a resolved delivery during the call).
-      if (outcome === 'ineffective' && (await resolutionOf(store, row)) !== undefined) {
-        resolved = true;
+      const resolution = outcome === 'ineffective' ? await resolutionOf(store, row) : undefined;
+      if (resolution !== undefined) {
         outcome = 'verified';
+        evidence = resolvedEvidence(resolution);
+        signal = 'alert';
       }
-      if (outcome && (await this.#settle(row, outcome, now, resolved ? 'alert' : 'attack')))
+      if (outcome && evidence && (await this.#settle(row, outcome, now, evidence, signal)))
         ended.push({ row, outcome });
     }
     return ended;
+  }
+
+  /** The evidence of `outcome`, reached at or past `row`'s deadline without its alert known resolved. */
+  #deadlineEvidence(row: JournalEntry, outcome: VerificationOutcome): string {
+    const deadline = `its deadline ${iso(deadlineOf(row))} (verify_within ${(row.verifyWithinMs ?? 0) / 1000}s)`;
+    if (outcome === 'verified')
+      return `the attack data: no attack event on its IP from the call to ${deadline}, its alert still firing`;
+    return attackVerified(row)
+      ? `its alert not known resolved at ${deadline}, and the attack data showed an attack event on its IP after the call or could not be read`
+      : `its alert not known resolved at ${deadline}`;
   }
 
   /**
@@ -129,16 +151,19 @@ export class Verifier {
    * fingerprint, start and labels: episode.ts `sameEpisode`) that are still verifying are `verified`. Returns
    * the rows it ended.
    */
-  async resolved(alert: EpisodeAlert, now: number): Promise<JournalEntry[]> {
+  async resolved(alert: EpisodeAlert, now: number, evidence: string): Promise<JournalEntry[]> {
     const rows = (await this.#deps.store.verifying(this.#deps.account)).filter((row) => sameEpisode(row, alert));
     const ended: JournalEntry[] = [];
-    for (const row of rows) if (await this.#settle(row, 'verified', now)) ended.push(row);
+    for (const row of rows) if (await this.#settle(row, 'verified', now, evidence)) ended.push(row);
     return ended;
   }
 
-  /** Ends `row`'s verification `verified` at `now` (ms): its episode's resolution was journaled. False when it was ended already. */
-  settleResolved(row: JournalEntry, now: number): Promise<boolean> {
-    return this.#settle(row, 'verified', now);
+  /**
+   * Ends `row`'s verification `verified` at `now` (ms): its episode's resolution was journaled (`evidence` names
+   * it, episode.ts `resolvedEvidence`). False when it was ended already.
+   */
+  settleResolved(row: JournalEntry, now: number, evidence: string): Promise<boolean> {
+    return this.#settle(row, 'verified', now, evidence);
   }
 
   /**
@@ -158,21 +183,23 @@ export class Verifier {
   }
 
   /**
-   * Ends `row`'s verification (once: false when another replica or the webhook did), counted and logged.
-   * `signal`: what verified it — its alert resolved (the recovery time observed), or the attack data (the
+   * Ends `row`'s verification (once: false when another replica or the webhook did), counted and logged;
+   * `evidence` (a sentence, at most MAX_EVIDENCE characters kept) is journaled with it. `signal`: what verified it — its alert resolved (the recovery time observed), or the attack data (the
    * quiet window ended at the deadline; the alert has not resolved, so no recovery time).
    */
   async #settle(
     row: JournalEntry,
     outcome: VerificationOutcome,
     now: number,
+    evidence: string,
     signal: 'alert' | 'attack' = 'alert',
   ): Promise<boolean> {
     const { store, metrics, logger } = this.#deps;
     // An ineffective action is so at its deadline, even when the tick that sees it runs later; an attack-quiet
     // one is verified as of its deadline, the end of its quiet window.
     const at = outcome === 'ineffective' || signal === 'attack' ? Math.min(now, deadlineOf(row)) : now;
-    if (!(await store.settleVerification(row.id, outcome, at))) return false;
+    const kept = evidence.length <= MAX_EVIDENCE ? evidence : `${evidence.slice(0, MAX_EVIDENCE - 1)}…`;
+    if (!(await store.settleVerification(row.id, outcome, at, kept))) return false;
     const rule = row.alertname ?? '';
     metrics.remediationVerifications.inc({ action: row.action, rule, outcome });
     const calledAt = row.completedAt ?? row.createdAt;

@@ -86,6 +86,75 @@ export interface JournalEntry {
   verification: Verification | null;
   /** when the verification ended (ms): the alert's resolution, or the deadline; null while verifying */
   verifiedAt: number | null;
+  /**
+   * What the verification settled on, a sentence (remediation/verify.ts): the resolved delivery's row (`its alert
+   * resolved at T (journal entry N, delivered by P)`), Alertmanager's list (the instance's start and when it no
+   * longer listed the episode), the deadline, or the attack data; null while verifying, for rows not verified,
+   * and for rows settled before it was kept
+   */
+  verificationEvidence: string | null;
+  /**
+   * What the outage gate (`remediation.safety.block_while_firing`, remediation/outage-gate.ts) read when it ran
+   * for this row's decision: `remediation replay` reads it again instead of asking an Alertmanager. Null when the
+   * gate did not run for the row (no gate configured, not a power action, a guard before it decided) and for
+   * rows written before it was kept.
+   */
+  gate: GateRead | null;
+}
+
+/**
+ * What the outage gate read for one decision, as a journal row keeps it (JSON text in the `gate` column):
+ * no alert matching the gate fired (`none_firing`); the first alert that did (`blocked`: its name, Alertmanager's
+ * fingerprint, its labels as `labelsJson` bounds them, null beyond; `more`, how many others matched); or why
+ * Alertmanager's alerts were not known (`unknown`: the reason, scrubbed where it was read, at most
+ * MAX_GATE_REASON characters). Everything in it comes from Alertmanager through its scrubbing client.
+ */
+export type GateRead =
+  | { read: 'none_firing' }
+  | {
+      read: 'blocked';
+      alert: { alertname: string | null; fingerprint: string; labels: Record<string, string> | null };
+      more: number;
+    }
+  | { read: 'unknown'; reason: string };
+
+/** The longest reason a `gate` of `unknown` keeps, characters (cut beyond, with `…`). */
+export const MAX_GATE_REASON = 1000;
+
+/** A GateRead as the `gate` column holds it (JSON text). */
+export const gateJson = (gate: GateRead): string => JSON.stringify(gate);
+
+/**
+ * The `gate` column read back: a GateRead, or null for NULL and for a text that is not one (never thrown: a row
+ * is always readable; replay then infers the reading as for rows written before the column existed).
+ */
+export function parseGate(text: unknown): GateRead | null {
+  if (typeof text !== 'string') return null;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (value === null || typeof value !== 'object') return null;
+  const v = value as Record<string, unknown>;
+  if (v.read === 'none_firing') return { read: 'none_firing' };
+  if (v.read === 'unknown' && typeof v.reason === 'string') return { read: 'unknown', reason: v.reason };
+  if (v.read !== 'blocked' || v.alert === null || typeof v.alert !== 'object') return null;
+  const a = v.alert as Record<string, unknown>;
+  if (typeof a.fingerprint !== 'string' || (a.alertname !== null && typeof a.alertname !== 'string')) return null;
+  const labels =
+    a.labels !== null &&
+    typeof a.labels === 'object' &&
+    !Array.isArray(a.labels) &&
+    Object.values(a.labels as object).every((x) => typeof x === 'string')
+      ? (a.labels as Record<string, string>)
+      : null;
+  return {
+    read: 'blocked',
+    alert: { alertname: (a.alertname as string | null) ?? null, fingerprint: a.fingerprint, labels },
+    more: typeof v.more === 'number' && Number.isSafeInteger(v.more) && v.more >= 0 ? v.more : 0,
+  };
 }
 
 /** A verification's outcome, and the state before it (VERIFICATION_OUTCOMES in remediation/verify.ts). */
@@ -117,6 +186,8 @@ export type NewEntry = Omit<
   | 'forced'
   | 'verification'
   | 'verifiedAt'
+  | 'verificationEvidence'
+  | 'gate'
   | (typeof RECORDED_FIELDS)[number]
 > & {
   message?: string | null;
@@ -127,6 +198,8 @@ export type NewEntry = Omit<
   labels?: string | null;
   alertStatus?: 'firing' | 'resolved' | null;
   forced?: boolean;
+  /** what the outage gate read, when it ran for this row's decision */
+  gate?: GateRead | null;
 } & Partial<Pick<JournalEntry, (typeof RECORDED_FIELDS)[number]>>;
 
 /** What a row must say; the alert's identity, IP and value default to none (an operator's or the CLI's row). */
@@ -332,6 +405,8 @@ export const toEntry = (r: Row): JournalEntry => ({
     (r.verification as Verification | null | undefined) ??
     (r.decision === 'executed' && r.verify_within_ms != null ? 'verifying' : null),
   verifiedAt: r.verified_at == null ? null : Number(r.verified_at),
+  verificationEvidence: (r.verification_evidence as string | null | undefined) ?? null,
+  gate: parseGate(r.gate),
 });
 
 export const toDesired = (r: Row): DesiredFirewall => ({
@@ -378,11 +453,12 @@ export const entryValues = (e: NewEntry) => [
   e.approverReason ?? null,
   e.verifyWithinMs ?? null,
   e.ladderStep ?? null,
+  e.gate == null ? null : gateJson(e.gate),
 ];
 
 /** The columns of `entryValues`, in its order: the INSERT of both backends names them. */
 export const ENTRY_COLUMNS =
-  'account, created_at, source, action, server_id, ip, value, alertname, fingerprint, starts_at, decision, message, principal, reason, approver, approved_at, labels, alert_status, forced, rule_index, rule_digest, cooldown_ms, hold_ms, require_owned_ip, approver_reason, verify_within_ms, ladder_step';
+  'account, created_at, source, action, server_id, ip, value, alertname, fingerprint, starts_at, decision, message, principal, reason, approver, approved_at, labels, alert_status, forced, rule_index, rule_digest, cooldown_ms, hold_ms, require_owned_ip, approver_reason, verify_within_ms, ladder_step, gate';
 
 /** The values of a desired state, in the column order of the upsert both backends write. */
 export const desiredValues = (d: DesiredFirewall) => [

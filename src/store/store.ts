@@ -93,9 +93,10 @@ export interface StateQueries {
   verifying(account: string): Promise<JournalEntry[]>;
   /**
    * Ends the verification of row `id` with `outcome` at `at` (ms) if it is still verifying; false when it is
-   * not (another replica, or the resolved webhook, ended it first: the database decides, once).
+   * not (another replica, or the resolved webhook, ended it first: the database decides, once). `evidence`: what
+   * it settled on, a sentence (JournalEntry `verificationEvidence`).
    */
-  settleVerification(id: number, outcome: 'verified' | 'ineffective', at: number): Promise<boolean>;
+  settleVerification(id: number, outcome: 'verified' | 'ineffective', at: number, evidence: string): Promise<boolean>;
   /** Newest first, optionally for one account, server, action, principal, decision, approver and/or since a time; `limit` rows at most. */
   list(filter: ListFilter): Promise<JournalEntry[]>;
   /**

@@ -203,6 +203,8 @@ describe('what actions prints, for people and scripts', () => {
     verifiedAtIso: new Date(Date.UTC(2026, 10, 21, 12, 15)).toISOString(),
     labels: '{"alertname":"BaremetalServerUnreachable"}',
     alertLabels: { alertname: 'BaremetalServerUnreachable' },
+    verificationEvidence: 'its alert not known resolved at its deadline 2026-11-21T12:15:00.000Z (verify_within 900s)',
+    gate: { read: 'none_firing' },
   };
   let server: Server;
   let url: string;
@@ -254,6 +256,11 @@ describe('what actions prints, for people and scripts', () => {
     expect(res.stdout).toMatch(/^approvedAt:\s+2026-11-21T11:59:00\.000Z$/m);
     expect(res.stdout).toMatch(/^verifiedAt:\s+2026-11-21T12:15:00\.000Z$/m);
     expect(res.stdout).toMatch(/^alertLabels:\s+\{"alertname":"BaremetalServerUnreachable"\}$/m);
+    // What the outage gate read and what the verification settled on, beside the other fields.
+    expect(res.stdout).toMatch(/^gate:\s+\{"read":"none_firing"\}$/m);
+    expect(res.stdout).toMatch(
+      /^verificationEvidence:\s+its alert not known resolved at its deadline 2026-11-21T12:15:00\.000Z \(verify_within 900s\)$/m,
+    );
     expect(res.stdout).not.toMatch(/AtIso|^labels:/m);
     expect(res.stdout).not.toMatch(/\b1\d{12}\b/);
   });

@@ -52,6 +52,8 @@ describe.skipIf(binary.skip)("the outage gate against Debian's Alertmanager", ()
     const decided = await h.engine.request(powerRequest());
     expect(decided.decision).toBe('executed');
     expect(h.sim.callsTo('/api/v1/dedicated/powercycle')).toHaveLength(1);
+    // The row records what the gate read: no matching alert fired (the ams1 one does not match).
+    expect((await h.journal.get(decided.id))?.gate).toEqual({ read: 'none_firing' });
   });
 
   it('denies power actions while a matching alert is in Alertmanager, silenced or not, and acts once it resolved', async () => {
@@ -64,7 +66,16 @@ describe.skipIf(binary.skip)("the outage gate against Debian's Alertmanager", ()
     expect(denied.message).toContain(
       'power actions are blocked while DatacenterOutage{dc="fra1", severity="critical"} fires (remediation.safety.block_while_firing: alertname="DatacenterOutage", dc=~"fra.*")',
     );
-    expect((await h.journal.get(denied.id))?.decision).toBe('denied_blocked');
+    // The row records the blocking alert as Alertmanager listed it: its fingerprint and labels.
+    const listed = (await client.alerts()).find((a) => a.labels.dc === 'fra1')!;
+    expect(await h.journal.get(denied.id)).toMatchObject({
+      decision: 'denied_blocked',
+      gate: {
+        read: 'blocked',
+        alert: { alertname: 'DatacenterOutage', fingerprint: listed.fingerprint, labels: outage.labels },
+        more: 0,
+      },
+    });
     // A silence mutes notifications, not the outage: still blocked.
     const silence = await client.createSilence({
       matchers: [{ name: 'alertname', value: 'DatacenterOutage', isRegex: false, isEqual: true }],
@@ -96,9 +107,16 @@ describe.skipIf(binary.skip)("the outage gate against Debian's Alertmanager", ()
       /^whether an outage alert fires is unknown: Alertmanager cannot be read \(Alertmanager \[GET\] "\/api\/v2\/alerts": .*ECONNREFUSED.*\); power actions need it \(remediation\.safety\.block_while_firing\)$/,
     );
     expect(gated.sim.callsTo('/api/v1/dedicated/powercycle')).toHaveLength(0);
+    expect((await gated.journal.get(denied.id))?.gate).toMatchObject({
+      read: 'unknown',
+      reason: expect.stringMatching(/^Alertmanager cannot be read \(.*ECONNREFUSED/),
+    });
     const readsBefore = reads.length;
     const ungated = await harness([]);
-    expect((await ungated.engine.request(powerRequest())).decision).toBe('executed');
+    const sent = await ungated.engine.request(powerRequest());
+    expect(sent.decision).toBe('executed');
+    // No gate configured: nothing read, nothing recorded.
+    expect((await ungated.journal.get(sent.id))?.gate).toBeNull();
     expect(reads.length).toBe(readsBefore);
   });
 });

@@ -81,7 +81,8 @@ for (const backend of backends()) {
       const verified = await journal.insert(row('100001'));
       const verifying = await journal.insert(row('100002'));
       const plain = await journal.insert({ ...row('100003'), verifyWithinMs: null });
-      expect(await journal.settleVerification(verified, 'verified', clock.now - 5 * MIN)).toBe(true);
+      const evidence = 'a resolved delivery: its alert resolved at 2026-11-21T11:55:00.000Z (journal entry 9)';
+      expect(await journal.settleVerification(verified, 'verified', clock.now - 5 * MIN, evidence)).toBe(true);
       const ids = async (v: string) =>
         (await get(`/api/v1/actions?verification=${v}`)).actions.map((a: { id: number }) => a.id);
       expect(await ids('verified')).toEqual([verified]);
@@ -93,6 +94,7 @@ for (const backend of backends()) {
         verification: 'verified',
         verifiedAt: clock.now - 5 * MIN,
         verifiedAtIso: new Date(clock.now - 5 * MIN).toISOString(),
+        verificationEvidence: evidence,
       });
     });
 

@@ -3,8 +3,9 @@
  * resolution journaled `resolved`, and the request it withdrew, are replayed as what they were — the resolved
  * delivery resolves the replayed episode again — so the same rules report no change. The rows of an escalation
  * ladder (a later step, the episode escalated) are no deliveries: the replayed engine climbs its own ladder.
- * With an outage gate, each decision reads again what the gate read then (its blocking alert, or none): the
- * recorded decisions, an approval's execution among them, replay the same.
+ * With an outage gate, each decision records what the gate read (its blocking alert, or none) and replay reads
+ * that again: the recorded decisions, an approval's execution among them, replay the same; a recorded reading
+ * changed replays changed.
  */
 import { describe, expect, it } from 'vitest';
 import type { AlertmanagerAlert } from '../../src/alertmanager/client.js';
@@ -186,7 +187,18 @@ for (const backend of backends()) {
         state: 'active',
         silencedBy: [],
       });
-      expect((await deliver(1, 'ServerDown', '100002')).decision).toBe('denied_blocked');
+      const blockedRow = await deliver(1, 'ServerDown', '100002');
+      expect(blockedRow.decision).toBe('denied_blocked');
+      // The journal API gives the reading as an object, beside the other fields.
+      const shown = await app.inject({
+        url: `/api/v1/actions/${blockedRow.id}`,
+        headers: { authorization: 'Bearer bob-token-0123456789abcdef' },
+      });
+      expect(shown.statusCode).toBe(200);
+      expect(shown.json()).toMatchObject({
+        decision: 'denied_blocked',
+        gate: { read: 'blocked', alert: { alertname: 'DatacenterOutage', fingerprint: 'o' }, more: 0 },
+      });
       held.length = 0;
       const asked = await deliver(2, 'Held', '100003');
       h.clock.now = T0 + 3 * MIN;
@@ -198,19 +210,42 @@ for (const backend of backends()) {
       });
       expect(approved.json().execution.decision).toBe('executed');
       const rows = (await h.journal.list({ limit: 100 })).reverse();
-      const report = await replay(
-        {
-          remediation: { ...h.config, rules },
-          schedules: { firewall: DEFAULT_SCHEDULES.firewall } as Config['schedules'],
-          accounts: [{ name: 'default' }] as Config['accounts'],
-        },
-        {
-          rows,
-          circuits: new Map([['default', await h.journal.circuit('default')]]),
-          from: T0 - MIN,
-          to: T0 + 30 * MIN,
-        },
-      );
+      // Each row the gate ran for records what it read: none firing, or the blocking alert.
+      const none = { read: 'none_firing' };
+      expect(rows.map((r) => [r.serverId, r.decision, r.gate])).toEqual([
+        ['100001', 'executed', none],
+        [
+          '100002',
+          'denied_blocked',
+          {
+            read: 'blocked',
+            alert: {
+              alertname: 'DatacenterOutage',
+              fingerprint: 'o',
+              labels: { alertname: 'DatacenterOutage', dc: 'fra1' },
+            },
+            more: 0,
+          },
+        ],
+        ['100003', 'approved', none],
+        ['100003', 'executed', none],
+      ]);
+      const circuit = await h.journal.circuit('default');
+      const again = (history: typeof rows) =>
+        replay(
+          {
+            remediation: { ...h.config, rules },
+            schedules: { firewall: DEFAULT_SCHEDULES.firewall } as Config['schedules'],
+            accounts: [{ name: 'default' }] as Config['accounts'],
+          },
+          {
+            rows: history,
+            circuits: new Map([['default', circuit]]),
+            from: T0 - MIN,
+            to: T0 + 30 * MIN,
+          },
+        );
+      const report = await again(rows);
       expect(
         report.deliveries.map((d) => [d.serverId, d.verdict, d.replayed?.map((o) => o.execution ?? o.decision)]),
       ).toEqual([
@@ -219,6 +254,14 @@ for (const backend of backends()) {
         ['100003', 'same', ['executed']],
       ]);
       expect(report.counts).toEqual({ same: 3, changed: 0, overturned: 0, notReplayable: 0 });
+      // Replay reads the recorded reading, not the decision: the first row recorded as blocked replays blocked.
+      const blocked = rows[1]!.gate;
+      const changed = await again(rows.map((r, i) => (i === 0 ? { ...r, gate: blocked } : r)));
+      expect(changed.deliveries.map((d) => [d.serverId, d.verdict, d.replayed?.map((o) => o.decision)])).toEqual([
+        ['100001', 'changed', ['denied_blocked']],
+        ['100002', 'same', ['denied_blocked']],
+        ['100003', 'same', ['awaiting_approval']],
+      ]);
     });
   });
 }

@@ -67,6 +67,16 @@ describe.each(backends())('the state store on $name', (backend) => {
         cooldownMs: 21_600_000,
         holdMs: 300_000,
         requireOwnedIp: false,
+        // What the outage gate read (JSON text in the row, an object read back).
+        gate: {
+          read: 'blocked',
+          alert: {
+            alertname: 'DatacenterOutage',
+            fingerprint: '0a1b',
+            labels: { alertname: 'DatacenterOutage', dc: 'fra1' },
+          },
+          more: 1,
+        },
       }),
     );
     const c = await store.insert(row(NOW + 2, { action: 'firewall_state', ip: '198.18.0.1', value: '1' }));
@@ -91,6 +101,8 @@ describe.each(backends())('the state store on $name', (backend) => {
       ladderStep: null,
       verification: null,
       verifiedAt: null,
+      verificationEvidence: null,
+      gate: null,
     });
     expect(await store.get(999_999)).toBeUndefined();
     expect((await store.list({ limit: 10 })).map((e) => e.id)).toEqual([c, b, a]);
@@ -108,6 +120,15 @@ describe.each(backends())('the state store on $name', (backend) => {
         forced: true,
         ruleIndex: 1,
         ruleDigest: '0123456789abcdef',
+        gate: {
+          read: 'blocked',
+          alert: {
+            alertname: 'DatacenterOutage',
+            fingerprint: '0a1b',
+            labels: { alertname: 'DatacenterOutage', dc: 'fra1' },
+          },
+          more: 1,
+        },
         cooldownMs: 21_600_000,
         holdMs: 300_000,
         requireOwnedIp: false,

@@ -78,7 +78,13 @@ for (const backend of backends()) {
         );
         h.clock.now += LATER;
         await h.engine.tick();
-        expect(await h.journal.get(id)).toMatchObject({ verification: 'verified', verifiedAt: h.clock.now });
+        // The row names the evidence: this Alertmanager (its start) listed the episode, then no longer did.
+        const { startedAt } = await client.status();
+        expect(await h.journal.get(id)).toMatchObject({
+          verification: 'verified',
+          verifiedAt: h.clock.now,
+          verificationEvidence: `Alertmanager (started ${new Date(startedAt).toISOString()}) listed it, then no longer at ${new Date(h.clock.now).toISOString()}, up for longer than the resend interval (${DEFAULT_RESEND_INTERVAL_MS / 1000}s)`,
+        });
       });
 
       it('stays verifying when Alertmanager restarted and lost its alerts', async () => {

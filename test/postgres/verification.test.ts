@@ -60,9 +60,12 @@ for (const backend of backends()) {
       await h.engine.tick();
       expect((await h.journal.get(executed!.id))?.verification).toBe('verifying');
       await deliver('resolved');
+      // The row names what it settled on: the resolved delivery, by the row that journaled it.
+      const [resolution] = await h.journal.list({ decision: 'resolved', limit: 10 });
       expect(await h.journal.get(executed!.id)).toMatchObject({
         verification: 'verified',
         verifiedAt: calledAt + 3 * MIN,
+        verificationEvidence: `a resolved delivery: its alert resolved at ${new Date(calledAt + 3 * MIN).toISOString()} (journal entry ${resolution!.id}, delivered by alertmanager)`,
       });
       expect(await verifications('verified')).toBe(1);
       const exposition = await h.registry.getSingleMetricAsString('baremetal_remediation_recovery_seconds');
@@ -92,6 +95,7 @@ for (const backend of backends()) {
       expect(await h.journal.get(executed!.id)).toMatchObject({
         verification: 'ineffective',
         verifiedAt: calledAt + 10 * MIN,
+        verificationEvidence: `its alert not known resolved at its deadline ${new Date(calledAt + 10 * MIN).toISOString()} (verify_within 600s)`,
       });
       expect(await verifications('ineffective')).toBe(1);
       // A late resolution does not turn it around.

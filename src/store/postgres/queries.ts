@@ -193,11 +193,16 @@ export class PgQueries implements StateQueries {
     return rows.map(toEntry);
   }
 
-  async settleVerification(id: number, outcome: 'verified' | 'ineffective', at: number): Promise<boolean> {
+  async settleVerification(
+    id: number,
+    outcome: 'verified' | 'ineffective',
+    at: number,
+    evidence: string,
+  ): Promise<boolean> {
     // One UPDATE: of the webhook and a replica's tick ending it at once, exactly one sees it verifying.
     const result = await this.#run(
-      `UPDATE actions SET verification = $1, verified_at = $2 WHERE id = $3 AND ${VERIFYING_SQL}`,
-      [outcome, at, id],
+      `UPDATE actions SET verification = $1, verified_at = $2, verification_evidence = $3 WHERE id = $4 AND ${VERIFYING_SQL}`,
+      [outcome, at, evidence, id],
     );
     return result.rowCount === 1;
   }

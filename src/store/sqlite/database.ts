@@ -118,6 +118,10 @@ export const MIGRATIONS = [
    ALTER TABLE actions ADD COLUMN ladder_step INTEGER;
    CREATE INDEX actions_verifying ON actions (account, id)
      WHERE decision = 'executed' AND verify_within_ms IS NOT NULL AND verification IS NULL;`,
+  // 11: what the outage gate read for a decision (JSON; issue 49) and the evidence a verification settled on, so
+  // that `remediation replay` reads them again instead of asking an Alertmanager. Older rows keep NULL.
+  `ALTER TABLE actions ADD COLUMN gate TEXT;
+   ALTER TABLE actions ADD COLUMN verification_evidence TEXT;`,
 ];
 
 /**

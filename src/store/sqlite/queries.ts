@@ -201,12 +201,14 @@ export class SqliteQueries extends SqliteDesiredQueries {
   }
 
   /** Ends row `id`'s verification if it is still verifying; false when it is not. */
-  settleVerification(id: number, outcome: 'verified' | 'ineffective', at: number): boolean {
+  settleVerification(id: number, outcome: 'verified' | 'ineffective', at: number, evidence: string): boolean {
     return this.sql.write(
       (db) =>
         db
-          .prepare(`UPDATE actions SET verification = ?, verified_at = ? WHERE id = ? AND ${VERIFYING_SQL}`)
-          .run(outcome, at, id).changes === 1,
+          .prepare(
+            `UPDATE actions SET verification = ?, verified_at = ?, verification_evidence = ? WHERE id = ? AND ${VERIFYING_SQL}`,
+          )
+          .run(outcome, at, evidence, id).changes === 1,
     );
   }
 

@@ -431,7 +431,7 @@ describe('the JSON fields the pages name', () => {
         verifyWithinMs: 60_000,
       }),
     );
-    await h.journal.settleVerification(id, 'verified', h.clock.now);
+    await h.journal.settleVerification(id, 'verified', h.clock.now, 'a resolved delivery (docs)');
     const fields = new Set<string>();
     const acted = await sharedApp.inject({
       method: 'POST',

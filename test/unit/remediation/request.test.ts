@@ -35,6 +35,8 @@ function rowOf(req: ActionRequest): JournalEntry {
     ladderStep: null,
     verification: null,
     verifiedAt: null,
+    verificationEvidence: null,
+    gate: null,
     ...entry,
     decision: 'awaiting_approval',
   };
