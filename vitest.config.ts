@@ -1,8 +1,9 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * The suite in tiers (vitest projects), run one tier after another (`groupOrder`) so that the fast ones fail
- * first and each tier's duration is its own (printed by test/setup/tier-durations.ts):
+ * The suite in tiers (vitest projects), run one group after another (`groupOrder`) so that the fast ones fail
+ * first and each tier's duration is its own (printed by test/setup/tier-durations.ts); e2e and smoke share the
+ * last group, side by side:
  * - `unit`: test/unit/, no process, no socket but to an in-process server, no binary, no build (enforced by
  *   test/setup/unit-guard.ts) — `npm run test:unit`, the inner loop;
  * - `integration`: test/integration/, the daemon and the CLI as processes, the simulator, faults;
@@ -42,8 +43,10 @@ export default defineConfig({
       // Their files mostly wait (on daemons, leases, processes): a third worker uses the idle core time.
       tier('integration', 1, [BUILD], { maxWorkers: 3 }),
       tier('postgres', 2, [BUILD, POSTGRES], { maxWorkers: 3 }),
-      tier('e2e', 3, [BUILD, POSTGRES]),
-      tier('smoke', 4, [BUILD, POSTGRES]),
+      // e2e and smoke run side by side (one group): the bench smoke is one long file that mostly waits on
+      // replicas and cycles, beside which the e2e files take the other workers.
+      tier('e2e', 3, [BUILD, POSTGRES], { maxWorkers: 3 }),
+      tier('smoke', 3, [BUILD, POSTGRES], { maxWorkers: 3 }),
     ],
   },
 });

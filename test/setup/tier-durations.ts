@@ -1,8 +1,8 @@
 /**
  * Vitest reporter: the wall-clock duration of each tier (vitest project) and its test counts, printed after the
- * run as one line per tier, e.g. `tier unit: 38.2 s, 92 files, 1502 passed, 0 failed, 1 skipped`. The tiers run
- * one after another (`sequence.groupOrder` in vitest.config.ts), so each line is that tier's own time: from its
- * first file's start to its last file's end.
+ * run as one line per tier, e.g. `tier unit: 38.2 s, 92 files, 1502 passed, 0 failed, 1 skipped`: from its
+ * first file's start to its last file's end. The tiers run one group after another (`sequence.groupOrder` in
+ * vitest.config.ts), so each line is that tier's own time, except e2e and smoke, which share a group and overlap.
  */
 import type { Reporter, TestModule } from 'vitest/node';
 
