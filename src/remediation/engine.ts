@@ -104,6 +104,7 @@ export class RemediationEngine {
       ...deps,
       resendIntervalMs: () => deps.config.alertmanager?.resendIntervalMs ?? DEFAULT_RESEND_INTERVAL_MS,
       onIneffective: (row) => this.#climb(row),
+      onEnded: (alert) => this.#episodes.resolved(alert, 'alertmanager (alert list)'),
     });
     this.#episodes = new Episodes({
       ...deps,

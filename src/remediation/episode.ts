@@ -45,6 +45,22 @@ export const episodeKey = (fingerprint: string, startsAt: string): string => `${
 export const keyOf = (row: JournalEntry): string | undefined =>
   row.fingerprint !== null && row.startsAt !== null ? episodeKey(row.fingerprint, row.startsAt) : undefined;
 
+/**
+ * The alert of the episode `row` was made for, as a resolved delivery of it would name it (account,
+ * fingerprint, start and recorded labels); undefined for a row of no alert or without recorded labels.
+ */
+export function alertOf(row: JournalEntry): EpisodeAlert | undefined {
+  if (row.fingerprint === null || row.startsAt === null || row.labels === null) return undefined;
+  const labels: unknown = JSON.parse(row.labels);
+  if (typeof labels !== 'object' || labels === null) return undefined;
+  return {
+    account: row.account,
+    fingerprint: row.fingerprint,
+    startsAt: row.startsAt,
+    labels: labels as Record<string, string>,
+  };
+}
+
 /** One alert as a delivery names it: what identifies its episode. */
 export interface EpisodeAlert {
   account: string;

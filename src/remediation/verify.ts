@@ -24,6 +24,7 @@ import type { StateQueries } from '../store/store.js';
 import {
   AbsenceEvidence,
   type AlertmanagerReading,
+  alertOf,
   DEFAULT_RESEND_INTERVAL_MS,
   type EpisodeAlert,
   keyOf,
@@ -51,6 +52,11 @@ export interface VerifierDeps {
   targets?: TargetDirectory | undefined;
   /** the period of `schedules.firewall`, ms (how long an unread history is waited for); default a minute */
   firewallPeriodMs?: (() => number) | undefined;
+  /**
+   * called for each episode Alertmanager's list ended (a row of it awaiting approval or verifying): the engine
+   * resolves it as a resolved delivery would (episode.ts `Episodes.resolved`: journaled, withdrawn, verified)
+   */
+  onEnded?: (alert: EpisodeAlert) => Promise<unknown>;
   /** called once a row ended ineffective (the engine climbs its ladder, ladder.ts) */
   onIneffective?: (row: JournalEntry) => Promise<unknown>;
 }
@@ -90,13 +96,28 @@ export class Verifier {
     if (now - this.#ranAt < VERIFY_EVERY_MS) return [];
     this.#ranAt = now;
     const rows = await store.verifying(account);
-    if (rows.length === 0) return [];
-    const keys = rows.flatMap((row) => keyOf(row) ?? []);
+    // A request awaiting approval is silenced on its alert's labels (silences.ts): its resolved notification
+    // never comes, so Alertmanager's list is the only word that its episode ended.
+    const { onEnded } = this.#deps;
+    const awaiting = onEnded === undefined ? [] : await store.awaitingApproval(account);
+    if (rows.length === 0 && awaiting.length === 0) return [];
+    const keys = [...new Set([...rows, ...awaiting].flatMap((row) => keyOf(row) ?? []))];
     const reading = await this.#read();
     const verdicts =
       reading === undefined
         ? new Map<string, string>()
         : this.#evidence.judge(reading, keys, now, this.#deps.resendIntervalMs?.() ?? DEFAULT_RESEND_INTERVAL_MS);
+    // An episode Alertmanager ended is resolved as a resolved delivery resolves it: journaled, what awaits
+    // approval withdrawn, what verifies verified (each episode once).
+    const resolvedEpisodes = new Set<string>();
+    for (const row of [...awaiting, ...rows]) {
+      const key = keyOf(row);
+      const alert = alertOf(row);
+      if (onEnded === undefined || key === undefined || alert === undefined || verdicts.get(key) !== 'ended') continue;
+      if (resolvedEpisodes.has(`${key} ${row.labels}`)) continue;
+      resolvedEpisodes.add(`${key} ${row.labels}`);
+      await onEnded(alert);
+    }
     const ended: Array<{ row: JournalEntry; outcome: VerificationOutcome }> = [];
     for (const row of rows) {
       const key = keyOf(row);

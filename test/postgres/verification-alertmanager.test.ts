@@ -79,6 +79,10 @@ for (const backend of backends()) {
         h.clock.now += LATER;
         await h.engine.tick();
         expect(await h.journal.get(id)).toMatchObject({ verification: 'verified', verifiedAt: h.clock.now });
+        // Resolved as a resolved delivery resolves it: journaled, naming Alertmanager's list.
+        expect(await h.journal.list({ decision: 'resolved', limit: 10 })).toMatchObject([
+          { principal: 'alertmanager (alert list)', fingerprint: listed.fingerprint, serverId: '100001' },
+        ]);
       });
 
       it('stays verifying when Alertmanager restarted and lost its alerts', async () => {
