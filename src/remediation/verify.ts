@@ -35,8 +35,12 @@ import type { AlertReader } from './outage-gate.js';
 import type { TargetDirectory } from './types.js';
 import { attackSignal, attackVerified } from './verify-attack.js';
 
-/** The outcomes a verification ends in (`outcome` of `baremetal_remediation_verifications_total`). */
-export const VERIFICATION_OUTCOMES = ['verified', 'ineffective'] as const;
+/**
+ * The outcomes a verification ends in (`outcome` of `baremetal_remediation_verifications_total`): `unknown` when
+ * Alertmanager gave no evidence either way until the deadline (unreadable, or restarted less than a resend
+ * interval before each read): not ineffective, so no ladder climbs on it; the alert pages once the silence ends.
+ */
+export const VERIFICATION_OUTCOMES = ['verified', 'ineffective', 'unknown'] as const;
 export type VerificationOutcome = (typeof VERIFICATION_OUTCOMES)[number];
 
 export interface VerifierDeps {
@@ -122,9 +126,11 @@ export class Verifier {
     for (const row of rows) {
       const key = keyOf(row);
       let resolved = key !== undefined && verdicts.get(key) === 'ended';
-      let outcome = resolved ? 'verified' : this.#atDeadline(row, now);
+      let outcome = resolved
+        ? 'verified'
+        : this.#atDeadline(row, now, key === undefined ? undefined : verdicts.get(key));
       // Never ineffective when the episode's resolution was journaled (a resolved delivery during the call).
-      if (outcome === 'ineffective' && (await resolutionOf(store, row)) !== undefined) {
+      if ((outcome === 'ineffective' || outcome === 'unknown') && (await resolutionOf(store, row)) !== undefined) {
         resolved = true;
         outcome = 'verified';
       }
@@ -136,12 +142,14 @@ export class Verifier {
 
   /**
    * `row`'s outcome with its alert still firing (or not known resolved) at `now`: none before its deadline; at
-   * or past it, a power action's is `ineffective`, a firewall action's what the attack data says (verify-attack.ts).
+   * or past it, a power action's is `ineffective` — `unknown` when Alertmanager's reading at this tick
+   * (`verdict`) gave no evidence either way: nothing says it still fires, so no ladder climbs on it — a
+   * firewall action's what the attack data says (verify-attack.ts).
    */
-  #atDeadline(row: JournalEntry, now: number): VerificationOutcome | undefined {
+  #atDeadline(row: JournalEntry, now: number, verdict: string | undefined): VerificationOutcome | undefined {
     const deadline = deadlineOf(row);
     if (now < deadline) return undefined;
-    if (!attackVerified(row)) return 'ineffective';
+    if (!attackVerified(row)) return verdict === 'no_evidence' ? 'unknown' : 'ineffective';
     return attackSignal(this.#deps.targets, row, deadline, now, this.#deps.firewallPeriodMs?.() ?? 60_000);
   }
 
@@ -192,7 +200,7 @@ export class Verifier {
     const { store, metrics, logger } = this.#deps;
     // An ineffective action is so at its deadline, even when the tick that sees it runs later; an attack-quiet
     // one is verified as of its deadline, the end of its quiet window.
-    const at = outcome === 'ineffective' || signal === 'attack' ? Math.min(now, deadlineOf(row)) : now;
+    const at = outcome !== 'verified' || signal === 'attack' ? Math.min(now, deadlineOf(row)) : now;
     if (!(await store.settleVerification(row.id, outcome, at))) return false;
     const rule = row.alertname ?? '';
     metrics.remediationVerifications.inc({ action: row.action, rule, outcome });
@@ -206,6 +214,11 @@ export class Verifier {
     else if (outcome === 'verified') {
       metrics.remediationRecovery.observe({ action: row.action }, (at - calledAt) / 1000);
       logger.info({ ...fields, recovery_s: (at - calledAt) / 1000 }, 'remediation verified: its alert resolved');
+    } else if (outcome === 'unknown') {
+      logger.error(
+        { ...fields, verify_within_s: (row.verifyWithinMs ?? 0) / 1000 },
+        'remediation verification unknown: Alertmanager gave no evidence either way by verify_within (unreadable or just restarted); no ladder step, the alert pages',
+      );
     } else {
       logger.warn(
         { ...fields, verify_within_s: (row.verifyWithinMs ?? 0) / 1000 },

@@ -95,7 +95,7 @@ export interface StateQueries {
    * Ends the verification of row `id` with `outcome` at `at` (ms) if it is still verifying; false when it is
    * not (another replica, or the resolved webhook, ended it first: the database decides, once).
    */
-  settleVerification(id: number, outcome: 'verified' | 'ineffective', at: number): Promise<boolean>;
+  settleVerification(id: number, outcome: 'verified' | 'ineffective' | 'unknown', at: number): Promise<boolean>;
   /** Newest first, optionally for one account, server, action, principal, decision, approver and/or since a time; `limit` rows at most. */
   list(filter: ListFilter): Promise<JournalEntry[]>;
   /**

@@ -8,19 +8,28 @@
  */
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AlertmanagerClient } from '../../src/alertmanager/client.js';
+import { AlertmanagerClient } from '../../src/alertmanager/client.js';
+import type { LadderStep } from '../../src/config/types.js';
 import { DEFAULT_RESEND_INTERVAL_MS } from '../../src/remediation/episode.js';
 import { VERIFY_EVERY_MS } from '../../src/remediation/verify.js';
 import { startQuietAlertmanager } from '../helpers/alertmanager.js';
 import { requireBinary } from '../helpers/binaries.js';
+import { captureLogger } from '../helpers/logger.js';
 import { eventually } from '../helpers/processes.js';
-import { engineHarness, powerRequest } from '../helpers/remediation.js';
+import { engineHarness, powerRequest, remediationApp, rule } from '../helpers/remediation.js';
 import { backends } from '../helpers/store-backends.js';
 
 const binary = requireBinary('/usr/bin/prometheus-alertmanager', 'prometheus-alertmanager');
 /** Long enough for the leader's tick to read again and for Alertmanager to be up a resend interval. */
 const LATER = Math.max(VERIFY_EVERY_MS, DEFAULT_RESEND_INTERVAL_MS);
 const POWERCYCLE = '/api/v1/dedicated/powercycle';
+const MIN = 60_000;
+const step = (verifyMin: number): LadderStep => ({
+  action: 'powercycle',
+  verifyWithinMs: verifyMin * MIN,
+  requireApproval: false,
+  cooldownMs: 5 * MIN,
+});
 
 for (const backend of backends()) {
   describe.skipIf(binary.skip || backend.skip)(`an episode ended in Alertmanager's list (${backend.name})`, () => {
@@ -86,6 +95,70 @@ for (const backend of backends()) {
       expect(row?.decision).toBe('withdrawn');
       await expect(h.engine.approve(row!, 'bob')).rejects.toThrow(/its alert resolved at/);
       expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(0);
+    });
+
+    it('ends a verification unknown, not ineffective, when Alertmanager was unreadable until the deadline: no ladder step', async () => {
+      const down = new AlertmanagerClient({
+        config: {
+          url: 'http://127.0.0.1:9',
+          timeoutMs: 2000,
+          maxResponseBytes: 1 << 20,
+          silenceWhileHandled: false,
+          tls: { insecureSkipVerify: false },
+        },
+        logger: captureLogger().logger,
+      });
+      try {
+        const steps = [step(10), step(20)];
+        const db = await backend.fresh();
+        const h = await engineHarness(
+          {
+            bearerTokens: ['alertmanager-token-0123456789abcdef'],
+            rules: [
+              rule({
+                alertname: 'ServerDown',
+                action: 'powercycle',
+                verifyWithinMs: 10 * MIN,
+                cooldownMs: 5 * MIN,
+                steps,
+              }),
+            ],
+          },
+          await db.open(),
+          2000,
+          { alertmanager: down },
+        );
+        const app = remediationApp(h);
+        const res = await app.inject({
+          method: 'POST',
+          url: '/api/v1/alertmanager',
+          headers: { authorization: 'Bearer alertmanager-token-0123456789abcdef' },
+          payload: {
+            version: '4',
+            status: 'firing',
+            alerts: [
+              {
+                status: 'firing',
+                labels: { alertname: 'ServerDown', server_id: '100002' },
+                startsAt: '2026-11-21T11:58:00Z',
+                fingerprint: 'fp-a',
+              },
+            ],
+          },
+        });
+        expect(res.statusCode).toBe(200);
+        const [fired] = res.json().results as Array<{ id: number; decision: string }>;
+        expect(fired).toMatchObject({ decision: 'executed' });
+        h.clock.now += 11 * MIN;
+        await h.engine.tick();
+        h.clock.now += 60 * MIN;
+        await h.engine.tick();
+        expect(await h.journal.get(fired!.id)).toMatchObject({ decision: 'executed', verification: 'unknown' });
+        expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(1);
+        expect((await h.journal.list({ limit: 10 })).map((r) => r.id)).toEqual([fired!.id]);
+      } finally {
+        await down.close();
+      }
     });
   });
 }

@@ -193,7 +193,7 @@ export class PgQueries implements StateQueries {
     return rows.map(toEntry);
   }
 
-  async settleVerification(id: number, outcome: 'verified' | 'ineffective', at: number): Promise<boolean> {
+  async settleVerification(id: number, outcome: 'verified' | 'ineffective' | 'unknown', at: number): Promise<boolean> {
     // One UPDATE: of the webhook and a replica's tick ending it at once, exactly one sees it verifying.
     const result = await this.#run(
       `UPDATE actions SET verification = $1, verified_at = $2 WHERE id = $3 AND ${VERIFYING_SQL}`,
