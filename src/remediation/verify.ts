@@ -103,7 +103,8 @@ export class Verifier {
     // A request awaiting approval is silenced on its alert's labels (silences.ts): its resolved notification
     // never comes, so Alertmanager's list is the only word that its episode ended.
     const { onEnded } = this.#deps;
-    const awaiting = onEnded === undefined ? [] : await store.awaitingApproval(account);
+    const awaiting =
+      onEnded === undefined || this.#deps.alertmanager === undefined ? [] : await store.awaitingApproval(account);
     if (rows.length === 0 && awaiting.length === 0) return [];
     const keys = [...new Set([...rows, ...awaiting].flatMap((row) => keyOf(row) ?? []))];
     const reading = await this.#read();
