@@ -296,6 +296,18 @@ local alerting = [
         }
       },
       {
+        "alert": "BaremetalRemediationVerificationUnknown",
+        "expr": "increase(baremetal_remediation_verifications_total{job=\"baremetal\",outcome=\"unknown\"}[1h]) > 0",
+        "labels": {
+          "severity": "critical"
+        },
+        "annotations": {
+          "summary": "Whether a {{ $labels.action }} for {{ $labels.rule }} helped is unknown",
+          "description": "In the last hour a verification of account {{ $labels.account }} ended unknown: at its deadline Alertmanager gave no evidence either way (unreadable, or restarted less than remediation.alertmanager.resend_interval before). No ladder step was taken; a person must look at the server (GET /api/v1/actions?verification=unknown).",
+          "runbook_url": "https://github.com/baremetal-exporter/baremetal-exporter/blob/main/docs/runbook.md#baremetalremediationverificationunknown"
+        }
+      },
+      {
         "alert": "BaremetalActionAwaitingApproval",
         "expr": "max without (instance, pod) (baremetal_action_awaiting_approval{job=\"baremetal\"}) > 0",
         "for": "1m",

@@ -390,6 +390,20 @@ sum by ${fleet('action', 'rule')} (${s(names.verifications)}) >= 3
     ),
     alert(
       {
+        alert: 'BaremetalRemediationVerificationUnknown',
+        comment:
+          'Per replica: only the leader ends a verification, and counts it once. One ended unknown just before a\nrestart is counted at the next start, where a new series shows no increase; the journal keeps it.',
+        expr: `increase(${s('baremetal_remediation_verifications_total', 'outcome="unknown"')}[1h]) > 0`,
+        annotations: {
+          summary: 'Whether a {{ $labels.action }} for {{ $labels.rule }} helped is unknown',
+          description:
+            'In the last hour a verification of account {{ $labels.account }} ended unknown: at its deadline Alertmanager gave no evidence either way (unreadable, or restarted less than remediation.alertmanager.resend_interval before). No ladder step was taken; a person must look at the server (GET /api/v1/actions?verification=unknown).',
+        },
+      },
+      'critical',
+    ),
+    alert(
+      {
         alert: 'BaremetalActionAwaitingApproval',
         expr: `${one('baremetal_action_awaiting_approval')} > 0`,
         for: '1m',

@@ -22,7 +22,7 @@ import {
 import { daemonSettings } from './cli-config.js';
 
 /** What `--verification` may name: a verification's states (store/rows.ts `Verification`). */
-const VERIFICATIONS: readonly string[] = ['verifying', 'verified', 'ineffective'];
+const VERIFICATIONS: readonly string[] = ['verifying', 'verified', 'ineffective', 'unknown'];
 
 /** The most rows `GET /api/v1/actions` returns (its `limit`), the window `actions show` looks in. */
 const MAX_LIMIT = 1000;

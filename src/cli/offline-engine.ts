@@ -47,6 +47,8 @@ export async function offlineEngine(
   now: () => number,
   /** the Alertmanager the engine reads and silences (a test file's stated alerts); absent: none */
   alertmanager?: EngineDeps['alertmanager'],
+  /** false: `alertmanager` is the outage gate's only, not evidence for the verifier (a replay) */
+  verifyByAlertList = true,
 ): Promise<OfflineEngine> {
   const store = sqliteStore(Journal.open(':memory:'), ':memory:', tmpdir());
   const client = new RecorderClient();
@@ -61,6 +63,7 @@ export async function offlineEngine(
     firewallPeriodMs: () => schedulePeriodMs(config.schedules.firewall),
     now,
     ...(alertmanager ? { alertmanager } : {}),
+    verifyByAlertList,
   });
   await engine.ready;
   return {

@@ -99,6 +99,8 @@ export async function replay(
       journalDirectory(rows, () => clock.now),
       () => clock.now,
       am,
+      // It answers what the gate read, not which episodes Alertmanager listed: no evidence for the verifier.
+      false,
     );
     engines.set(account, e);
     await seedCircuit(e, account, recorded.circuits.get(account), recorded.from);

@@ -258,7 +258,7 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
     }),
     remediationVerifications: new Counter({
       name: 'baremetal_remediation_verifications_total',
-      help: "Verified remediation actions (a rule's verify_within) by action, rule (its alertname) and outcome: verified (the alert that caused it resolved within verify_within; for a firewall action also: no attack event on its IP from the call to the deadline), ineffective (still firing at the deadline). Counted by the replica that ended the verification, and read back from the journal when the engine starts (a restart does not zero it).",
+      help: "Verified remediation actions (a rule's verify_within) by action, rule (its alertname) and outcome: verified (the alert that caused it resolved within verify_within; for a firewall action also: no attack event on its IP from the call to the deadline), ineffective (still firing at the deadline), unknown (at the deadline Alertmanager gave no evidence either way: unreadable or just restarted; no ladder step). Counted by the replica that ended the verification, and read back from the journal when the engine starts (a restart does not zero it).",
       labelNames: ['account', 'action', 'rule', 'outcome'] as const,
       registers,
     }),

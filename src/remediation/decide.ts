@@ -23,7 +23,7 @@ import {
   type Denial,
 } from './guards.js';
 import { type AlertReader, checkOutageGate, type OutageRead, readOutage } from './outage-gate.js';
-import { heldDenial, resolutionOf, resolvedAt } from './episode.js';
+import { DEFAULT_RESEND_INTERVAL_MS, heldDenial, resolutionOf, resolvedAt } from './episode.js';
 import { requestDigest } from './outcome.js';
 import { makeRequest, requestRow } from './request.js';
 import { type ActionDecision, type ActionRequest, POWER_ACTIONS, type TargetDirectory, type Verdict } from './types.js';
@@ -80,7 +80,13 @@ export function pending(req: ActionRequest, config: Config['remediation'], now: 
  * transaction (on SQLite every decision waits for the one in progress). `now` is taken after the read.
  */
 export async function prepare(req: ActionRequest, deps: GuardDeps, now: () => number): Promise<Pending> {
-  const outage = await readOutage(deps.alertmanager, deps.config.safety.blockWhileFiring, isPower(req));
+  const outage = await readOutage(
+    deps.alertmanager,
+    deps.config.safety.blockWhileFiring,
+    isPower(req),
+    now,
+    deps.config.alertmanager?.resendIntervalMs ?? DEFAULT_RESEND_INTERVAL_MS,
+  );
   return { ...pending(req, deps.config, now()), ...(outage ? { outage } : {}) };
 }
 

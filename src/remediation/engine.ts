@@ -61,6 +61,11 @@ export interface EngineDeps {
    * are written to it (remediation/silences.ts); absent: none configured
    */
   alertmanager?: (StatusReader & SilenceWriter) | undefined;
+  /**
+   * false: the verifier does not read `alertmanager`'s list as evidence (a replay's Alertmanager answers only
+   * what the outage gate read, not which episodes are listed); default true
+   */
+  verifyByAlertList?: boolean;
   /** the guards every decision walks (default decide.ts GUARDS; a test plants a recording copy) */
   guards?: readonly Guard[];
   /**
@@ -102,8 +107,10 @@ export class RemediationEngine {
     this.#housekeeping = new Housekeeping(deps);
     this.#verifier = new Verifier({
       ...deps,
+      alertmanager: deps.verifyByAlertList === false ? undefined : deps.alertmanager,
       resendIntervalMs: () => deps.config.alertmanager?.resendIntervalMs ?? DEFAULT_RESEND_INTERVAL_MS,
       onIneffective: (row) => this.#climb(row),
+      onEnded: (alert) => this.#episodes.resolved(alert, 'alertmanager (alert list)'),
     });
     this.#episodes = new Episodes({
       ...deps,

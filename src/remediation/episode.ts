@@ -9,13 +9,12 @@
  *   a delivery with the fingerprint of one server's episode and the labels of another settles nothing;
  * - Alertmanager no longer listing it, when and only when that is Alertmanager's own word that it ended
  *   (`AbsenceEvidence`): the list and `/api/v2/status` were both read now (the status before and after the
- *   list, the same start), this same Alertmanager process (its `uptime`, the time it started) listed the
- *   episode at an earlier read, and it has been up for at least `remediation.alertmanager.resend_interval`.
- *   Alertmanager keeps its alerts in memory only: a restarted one lists nothing until Prometheus sends its
- *   firing alerts again (every resend interval), so its start time changes and every episode seen before it
- *   must be seen again before its absence means anything. An Alertmanager that cannot be read, or whose status
- *   cannot, proves nothing either. A replica that becomes leader has seen nothing yet: it waits to see the
- *   episode listed (or for the resolved webhook, or the deadline).
+ *   list, the same start), and the Alertmanager process read (its `uptime`, the time it started) has been up
+ *   for at least `remediation.alertmanager.resend_interval` — whoever saw the episode before, this leader or
+ *   another, this process or an earlier one. Alertmanager keeps its alerts in memory only: a restarted one
+ *   lists nothing until Prometheus sends its firing alerts again (every resend interval), so one younger than
+ *   that proves nothing; one up for longer has been sent every alert still firing, so an episode it does not
+ *   list has ended. An Alertmanager that cannot be read, or whose status cannot, proves nothing either.
  *
  * A resolved episode ends what is pending for it (`resolutionRow`, engine.ts `alertResolved`): its resolution
  * is journaled once (decision `resolved`, naming the delivery's principal and time) — also when nothing of the
@@ -44,6 +43,22 @@ export const episodeKey = (fingerprint: string, startsAt: string): string => `${
 /** The key of the episode `row` was made for, or undefined for a row of no alert. */
 export const keyOf = (row: JournalEntry): string | undefined =>
   row.fingerprint !== null && row.startsAt !== null ? episodeKey(row.fingerprint, row.startsAt) : undefined;
+
+/**
+ * The alert of the episode `row` was made for, as a resolved delivery of it would name it (account,
+ * fingerprint, start and recorded labels); undefined for a row of no alert or without recorded labels.
+ */
+export function alertOf(row: JournalEntry): EpisodeAlert | undefined {
+  if (row.fingerprint === null || row.startsAt === null || row.labels === null) return undefined;
+  const labels: unknown = JSON.parse(row.labels);
+  if (typeof labels !== 'object' || labels === null) return undefined;
+  return {
+    account: row.account,
+    fingerprint: row.fingerprint,
+    startsAt: row.startsAt,
+    labels: labels as Record<string, string>,
+  };
+}
 
 /** One alert as a delivery names it: what identifies its episode. */
 export interface EpisodeAlert {
@@ -84,20 +99,15 @@ export type ListedAs = 'listed' | 'ended' | 'no_evidence';
 export const DEFAULT_RESEND_INTERVAL_MS = 60_000;
 
 /**
- * Reads Alertmanager's list as evidence (the rule in the module comment). Remembers, per episode, the start
- * time of the Alertmanager that last listed it; in memory, per leader: a new leader starts having seen nothing.
+ * Reads Alertmanager's list as evidence (the rule in the module comment). Nothing is remembered between
+ * readings: a restarted daemon or a new leader judges as the old one would.
  */
 export class AbsenceEvidence {
-  /** episode key → the `startedAt` (ms) of the Alertmanager that listed it */
-  readonly #seen = new Map<string, number>();
-
   /**
-   * What `reading`, taken at `now` (ms), says of each of `keys` (the episodes still verifying; the others are
-   * forgotten). `resendMs`: remediation.alertmanager.resend_interval.
+   * What `reading`, taken at `now` (ms), says of each of `keys` (the episodes awaiting approval or verifying).
+   * `resendMs`: remediation.alertmanager.resend_interval.
    */
   judge(reading: AlertmanagerReading, keys: readonly string[], now: number, resendMs: number): Map<string, ListedAs> {
-    const wanted = new Set(keys);
-    for (const key of this.#seen.keys()) if (!wanted.has(key)) this.#seen.delete(key);
     const verdicts = new Map<string, ListedAs>();
     const { alerts, status } = reading;
     if (alerts === undefined || status === undefined) {
@@ -107,10 +117,8 @@ export class AbsenceEvidence {
     const listed = new Set(alerts.map((a) => episodeKey(a.fingerprint, a.startsAt)));
     const upLongEnough = now - status.startedAt >= resendMs;
     for (const key of keys) {
-      if (listed.has(key)) {
-        this.#seen.set(key, status.startedAt);
-        verdicts.set(key, 'listed');
-      } else verdicts.set(key, upLongEnough && this.#seen.get(key) === status.startedAt ? 'ended' : 'no_evidence');
+      if (listed.has(key)) verdicts.set(key, 'listed');
+      else verdicts.set(key, upLongEnough ? 'ended' : 'no_evidence');
     }
     return verdicts;
   }

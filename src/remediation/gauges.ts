@@ -8,6 +8,7 @@ import type { Metrics } from '../metrics/definitions.js';
 import type { StateStore } from '../store/store.js';
 import { budgetLeft } from './guards.js';
 import { POWER_ACTIONS } from './types.js';
+import { VERIFICATION_OUTCOMES } from './verify.js';
 import { verifiedByAttack } from './verify-attack.js';
 
 /** What the gauges read and set: the engine's dependencies (engine.ts `EngineDeps`) they need. */
@@ -83,7 +84,7 @@ export class RemediationGauges {
     for (const rule of config.rules) {
       const verified = [rule, ...(rule.steps ?? [])].filter((r) => r.verifyWithinMs !== undefined);
       for (const { action } of verified) {
-        for (const outcome of ['verified', 'ineffective'] as const)
+        for (const outcome of VERIFICATION_OUTCOMES)
           metrics.remediationVerifications.inc({ action, rule: rule.alertname, outcome }, 0);
         if (atStart) metrics.remediationRecovery.zero({ action });
       }

@@ -5,10 +5,13 @@
  * message naming the blocking alert. Alertmanager is read at each decision, not from a cache: an outage that
  * began a second ago blocks — read just before the decision's transaction, never inside it (`readOutage`). When it cannot be read (no client, refused, timed out, a reply of another shape)
  * the action is denied too, as the attack guard denies on an unknown attack state: the gate exists because
- * acting during an outage is worse than not acting. The delivery is not claimed: the same alert acts after
+ * acting during an outage is worse than not acting. So is an Alertmanager younger than
+ * `remediation.alertmanager.resend_interval` (its `/api/v2/status`, read before and after the list): it keeps
+ * alerts in memory only, and a restarted one lists nothing until Prometheus sends its firing alerts again —
+ * an empty list then says nothing of an outage. The delivery is not claimed: the same alert acts after
  * the outage (a repeat of it, Alertmanager's `repeat_interval`).
  */
-import type { AlertmanagerAlert } from '../alertmanager/client.js';
+import type { AlertmanagerAlert, AlertmanagerStatus } from '../alertmanager/client.js';
 import { type LabelMatcher, matchesAll, showMatcher } from '../config/matchers.js';
 import { type GateRead, labelsJson, MAX_GATE_REASON } from '../store/rows.js';
 import type { Denial } from './guards.js';
@@ -17,6 +20,8 @@ import type { Denial } from './guards.js';
 export interface AlertReader {
   /** every alert Alertmanager holds that has not resolved; throws AlertmanagerError */
   alerts(): Promise<AlertmanagerAlert[]>;
+  /** when this Alertmanager process started; throws AlertmanagerError */
+  status(): Promise<AlertmanagerStatus>;
 }
 
 const KEY = 'remediation.safety.block_while_firing';
@@ -40,17 +45,29 @@ export type OutageRead = { alerts: readonly AlertmanagerAlert[] } | { unknown: s
 
 /**
  * Alertmanager's alerts for the gate's decision on `req`, or undefined when the gate does not apply: no gate
- * configured (`gate` empty) or not a power action (`power` false). Never throws: a read that fails is `unknown`.
+ * configured (`gate` empty) or not a power action (`power` false). Never throws: a read that fails is `unknown`,
+ * and so is one of an Alertmanager that started less than `resendMs` (remediation.alertmanager.resend_interval)
+ * before `now()` (ms, taken after the read) or restarted while it was read.
  */
 export async function readOutage(
   reader: AlertReader | undefined,
   gate: readonly LabelMatcher[],
   power: boolean,
+  now: () => number,
+  resendMs: number,
 ): Promise<OutageRead | undefined> {
   if (gate.length === 0 || !power) return undefined;
   if (reader === undefined) return { unknown: 'no Alertmanager in this process (remediation.alertmanager)' };
   try {
-    return { alerts: await reader.alerts() };
+    const before = await reader.status();
+    const alerts = await reader.alerts();
+    const after = await reader.status();
+    if (before.startedAt !== after.startedAt) return { unknown: 'Alertmanager restarted while it was read' };
+    if (now() - after.startedAt < resendMs)
+      return {
+        unknown: `Alertmanager started at ${new Date(after.startedAt).toISOString()}, less than remediation.alertmanager.resend_interval (${resendMs / 1000}s) ago: it may not list every firing alert yet`,
+      };
+    return { alerts };
   } catch (error) {
     return { unknown: `Alertmanager cannot be read (${error instanceof Error ? error.message : String(error)})` };
   }

@@ -24,6 +24,7 @@ import type { StateQueries } from '../store/store.js';
 import {
   AbsenceEvidence,
   type AlertmanagerReading,
+  alertOf,
   DEFAULT_RESEND_INTERVAL_MS,
   type EpisodeAlert,
   keyOf,
@@ -35,8 +36,12 @@ import type { AlertReader } from './outage-gate.js';
 import type { TargetDirectory } from './types.js';
 import { attackSignal, attackVerified } from './verify-attack.js';
 
-/** The outcomes a verification ends in (`outcome` of `baremetal_remediation_verifications_total`). */
-export const VERIFICATION_OUTCOMES = ['verified', 'ineffective'] as const;
+/**
+ * The outcomes a verification ends in (`outcome` of `baremetal_remediation_verifications_total`): `unknown` when
+ * Alertmanager gave no evidence either way until the deadline (unreadable, or restarted less than a resend
+ * interval before each read): not ineffective, so no ladder climbs on it; the alert pages once the silence ends.
+ */
+export const VERIFICATION_OUTCOMES = ['verified', 'ineffective', 'unknown'] as const;
 export type VerificationOutcome = (typeof VERIFICATION_OUTCOMES)[number];
 
 export interface VerifierDeps {
@@ -52,6 +57,11 @@ export interface VerifierDeps {
   targets?: TargetDirectory | undefined;
   /** the period of `schedules.firewall`, ms (how long an unread history is waited for); default a minute */
   firewallPeriodMs?: (() => number) | undefined;
+  /**
+   * called for each episode Alertmanager's list ended (a row of it awaiting approval or verifying): the engine
+   * resolves it as a resolved delivery would (episode.ts `Episodes.resolved`: journaled, withdrawn, verified)
+   */
+  onEnded?: (alert: EpisodeAlert) => Promise<unknown>;
   /** called once a row ended ineffective (the engine climbs its ladder, ladder.ts) */
   onIneffective?: (row: JournalEntry) => Promise<unknown>;
 }
@@ -96,24 +106,44 @@ export class Verifier {
     if (now - this.#ranAt < VERIFY_EVERY_MS) return [];
     this.#ranAt = now;
     const rows = await store.verifying(account);
-    if (rows.length === 0) return [];
-    const keys = rows.flatMap((row) => keyOf(row) ?? []);
+    // A request awaiting approval is silenced on its alert's labels (silences.ts): its resolved notification
+    // never comes, so Alertmanager's list is the only word that its episode ended.
+    const { onEnded } = this.#deps;
+    const awaiting =
+      onEnded === undefined || this.#deps.alertmanager === undefined ? [] : await store.awaitingApproval(account);
+    if (rows.length === 0 && awaiting.length === 0) return [];
+    const keys = [...new Set([...rows, ...awaiting].flatMap((row) => keyOf(row) ?? []))];
     const reading = await this.#read();
     const resendMs = this.#deps.resendIntervalMs?.() ?? DEFAULT_RESEND_INTERVAL_MS;
     const verdicts =
       reading === undefined ? new Map<string, string>() : this.#evidence.judge(reading, keys, now, resendMs);
     // `ended` is only ever judged with a status read (episode.ts AbsenceEvidence): it names the instance.
     const listEvidence = () =>
-      `Alertmanager (started ${iso(reading?.status?.startedAt ?? 0)}) listed it, then no longer at ${iso(now)}, up for longer than the resend interval (${resendMs / 1000}s)`;
+      `Alertmanager (started ${iso(reading?.status?.startedAt ?? 0)}, up for longer than the resend interval, ${resendMs / 1000}s) no longer listed it at ${iso(now)}`;
+    // An episode Alertmanager ended is resolved as a resolved delivery resolves it: journaled, what awaits
+    // approval withdrawn, what verifies verified (each episode once).
+    const resolvedEpisodes = new Set<string>();
+    for (const row of [...awaiting, ...rows]) {
+      const key = keyOf(row);
+      const alert = alertOf(row);
+      if (onEnded === undefined || key === undefined || alert === undefined || verdicts.get(key) !== 'ended') continue;
+      if (resolvedEpisodes.has(`${key} ${row.labels}`)) continue;
+      resolvedEpisodes.add(`${key} ${row.labels}`);
+      await onEnded(alert);
+    }
     const ended: Array<{ row: JournalEntry; outcome: VerificationOutcome }> = [];
     for (const row of rows) {
       const key = keyOf(row);
       const listedEnded = key !== undefined && verdicts.get(key) === 'ended';
-      let outcome = listedEnded ? 'verified' : this.#atDeadline(row, now);
+      let outcome = listedEnded
+        ? 'verified'
+        : this.#atDeadline(row, now, key === undefined ? undefined : verdicts.get(key));
       let evidence = listedEnded ? listEvidence() : outcome && this.#deadlineEvidence(row, outcome);
       let signal: 'alert' | 'attack' = listedEnded ? 'alert' : 'attack';
-      // Never ineffective when the episode's resolution was journaled (a resolved delivery during the call).
-      const resolution = outcome === 'ineffective' ? await resolutionOf(store, row) : undefined;
+      // Never ineffective (nor unknown) when the episode's resolution was journaled (a resolved delivery during
+      // the call, or the alert list's resolution just above).
+      const resolution =
+        outcome === 'ineffective' || outcome === 'unknown' ? await resolutionOf(store, row) : undefined;
       if (resolution !== undefined) {
         outcome = 'verified';
         evidence = resolvedEvidence(resolution);
@@ -130,6 +160,8 @@ export class Verifier {
     const deadline = `its deadline ${iso(deadlineOf(row))} (verify_within ${(row.verifyWithinMs ?? 0) / 1000}s)`;
     if (outcome === 'verified')
       return `the attack data: no attack event on its IP from the call to ${deadline}, its alert still firing`;
+    if (outcome === 'unknown')
+      return `no evidence either way by ${deadline}: Alertmanager could not be read, or not long enough after its start to tell`;
     return attackVerified(row)
       ? `its alert not known resolved at ${deadline}, and the attack data showed an attack event on its IP after the call or could not be read`
       : `its alert not known resolved at ${deadline}`;
@@ -137,12 +169,14 @@ export class Verifier {
 
   /**
    * `row`'s outcome with its alert still firing (or not known resolved) at `now`: none before its deadline; at
-   * or past it, a power action's is `ineffective`, a firewall action's what the attack data says (verify-attack.ts).
+   * or past it, a power action's is `ineffective` — `unknown` when Alertmanager's reading at this tick
+   * (`verdict`) gave no evidence either way: nothing says it still fires, so no ladder climbs on it — a
+   * firewall action's what the attack data says (verify-attack.ts).
    */
-  #atDeadline(row: JournalEntry, now: number): VerificationOutcome | undefined {
+  #atDeadline(row: JournalEntry, now: number, verdict: string | undefined): VerificationOutcome | undefined {
     const deadline = deadlineOf(row);
     if (now < deadline) return undefined;
-    if (!attackVerified(row)) return 'ineffective';
+    if (!attackVerified(row)) return verdict === 'no_evidence' ? 'unknown' : 'ineffective';
     return attackSignal(this.#deps.targets, row, deadline, now, this.#deps.firewallPeriodMs?.() ?? 60_000);
   }
 
@@ -197,7 +231,7 @@ export class Verifier {
     const { store, metrics, logger } = this.#deps;
     // An ineffective action is so at its deadline, even when the tick that sees it runs later; an attack-quiet
     // one is verified as of its deadline, the end of its quiet window.
-    const at = outcome === 'ineffective' || signal === 'attack' ? Math.min(now, deadlineOf(row)) : now;
+    const at = outcome !== 'verified' || signal === 'attack' ? Math.min(now, deadlineOf(row)) : now;
     const kept = evidence.length <= MAX_EVIDENCE ? evidence : `${evidence.slice(0, MAX_EVIDENCE - 1)}…`;
     if (!(await store.settleVerification(row.id, outcome, at, kept))) return false;
     const rule = row.alertname ?? '';
@@ -212,6 +246,11 @@ export class Verifier {
     else if (outcome === 'verified') {
       metrics.remediationRecovery.observe({ action: row.action }, (at - calledAt) / 1000);
       logger.info({ ...fields, recovery_s: (at - calledAt) / 1000 }, 'remediation verified: its alert resolved');
+    } else if (outcome === 'unknown') {
+      logger.error(
+        { ...fields, verify_within_s: (row.verifyWithinMs ?? 0) / 1000 },
+        'remediation verification unknown: Alertmanager gave no evidence either way by verify_within (unreadable or just restarted); no ladder step, the alert pages',
+      );
     } else {
       logger.warn(
         { ...fields, verify_within_s: (row.verifyWithinMs ?? 0) / 1000 },

@@ -158,7 +158,7 @@ export function parseGate(text: unknown): GateRead | null {
 }
 
 /** A verification's outcome, and the state before it (VERIFICATION_OUTCOMES in remediation/verify.ts). */
-export type Verification = 'verifying' | 'verified' | 'ineffective';
+export type Verification = 'verifying' | 'verified' | 'ineffective' | 'unknown';
 
 /** The parameters a request row records (JournalEntry), null where it has none. */
 export const RECORDED_FIELDS = [
@@ -321,7 +321,7 @@ export const VERIFYING_SQL = "decision = 'executed' AND verify_within_ms IS NOT 
 export interface VerificationRecord {
   action: string;
   rule: string;
-  outcome: 'verified' | 'ineffective';
+  outcome: 'verified' | 'ineffective' | 'unknown';
   calledAt: number;
   verifiedAt: number;
   verifyWithinMs: number;
@@ -329,7 +329,7 @@ export interface VerificationRecord {
 
 /** The columns both backends select for a VerificationRecord (`verificationRecord` reads them). */
 export const VERIFICATION_RECORD_SQL =
-  "SELECT action, alertname, verification, coalesce(completed_at, created_at) AS called_at, verified_at, verify_within_ms FROM actions WHERE verification IN ('verified', 'ineffective') AND account = ";
+  "SELECT action, alertname, verification, coalesce(completed_at, created_at) AS called_at, verified_at, verify_within_ms FROM actions WHERE verification IN ('verified', 'ineffective', 'unknown') AND account = ";
 
 /** A row of VERIFICATION_RECORD_SQL. */
 export const verificationRecord = (r: Row): VerificationRecord => ({

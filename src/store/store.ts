@@ -96,7 +96,12 @@ export interface StateQueries {
    * not (another replica, or the resolved webhook, ended it first: the database decides, once). `evidence`: what
    * it settled on, a sentence (JournalEntry `verificationEvidence`).
    */
-  settleVerification(id: number, outcome: 'verified' | 'ineffective', at: number, evidence: string): Promise<boolean>;
+  settleVerification(
+    id: number,
+    outcome: 'verified' | 'ineffective' | 'unknown',
+    at: number,
+    evidence: string,
+  ): Promise<boolean>;
   /** Newest first, optionally for one account, server, action, principal, decision, approver and/or since a time; `limit` rows at most. */
   list(filter: ListFilter): Promise<JournalEntry[]>;
   /**

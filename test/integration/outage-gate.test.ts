@@ -4,6 +4,7 @@ import { request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AlertmanagerClient } from '../../src/alertmanager/client.js';
 import { type LabelMatcher, parseMatcher } from '../../src/config/matchers.js';
+import { DEFAULT_RESEND_INTERVAL_MS } from '../../src/remediation/episode.js';
 import { startQuietAlertmanager } from '../helpers/alertmanager.js';
 import { requireBinary } from '../helpers/binaries.js';
 import { eventually } from '../helpers/processes.js';
@@ -31,10 +32,17 @@ describe.skipIf(binary.skip)("the outage gate against Debian's Alertmanager", ()
       return until(names) ? true : undefined;
     });
   };
-  const harness = (gate: LabelMatcher[]) =>
-    engineHarness({ safety: { ...SAFETY_WITHOUT_ATTACK_GUARD, blockWhileFiring: gate } }, ':memory:', 2000, {
-      alertmanager: client,
-    });
+  /** An engine whose clock is a resend interval past Alertmanager's start (real time): its list can be trusted. */
+  const harness = async (gate: LabelMatcher[]) => {
+    const h = await engineHarness(
+      { safety: { ...SAFETY_WITHOUT_ATTACK_GUARD, blockWhileFiring: gate } },
+      ':memory:',
+      2000,
+      { alertmanager: client },
+    );
+    h.clock.now = Date.now() + DEFAULT_RESEND_INTERVAL_MS;
+    return h;
+  };
 
   beforeAll(async () => {
     ({ am, client } = await startQuietAlertmanager(binary.skip ? '' : binary.path, 'bmx-am-gate-', (_operation, ok) =>
@@ -98,13 +106,29 @@ describe.skipIf(binary.skip)("the outage gate against Debian's Alertmanager", ()
     expect(h.sim.callsTo('/api/v1/dedicated/powercycle')).toHaveLength(1);
   });
 
+  it("denies as unknown within a resend interval of Alertmanager's start, an outage or not", async () => {
+    const h = await harness(GATE);
+    // Alertmanager started seconds ago: a restarted one lists nothing until Prometheus sends its alerts again.
+    const { startedAt } = await client.status();
+    h.clock.now = startedAt + DEFAULT_RESEND_INTERVAL_MS - 1000;
+    const denied = await h.engine.request(powerRequest());
+    expect(denied.decision).toBe('denied_blocked');
+    expect(denied.message).toBe(
+      `whether an outage alert fires is unknown: Alertmanager started at ${new Date(startedAt).toISOString()}, less than remediation.alertmanager.resend_interval (60s) ago: it may not list every firing alert yet; power actions need it (remediation.safety.block_while_firing)`,
+    );
+    expect(h.sim.callsTo('/api/v1/dedicated/powercycle')).toHaveLength(0);
+    // A resend interval after its start, the same request (not claimed) acts: no outage listed.
+    h.clock.now = startedAt + DEFAULT_RESEND_INTERVAL_MS;
+    expect((await h.engine.request(powerRequest())).decision).toBe('executed');
+  });
+
   it('denies as unknown once Alertmanager is stopped; without a gate nothing reads it and the action is sent', async () => {
     await am.stop();
     const gated = await harness(GATE);
     const denied = await gated.engine.request(powerRequest());
     expect(denied.decision).toBe('denied_blocked');
     expect(denied.message).toMatch(
-      /^whether an outage alert fires is unknown: Alertmanager cannot be read \(Alertmanager \[GET\] "\/api\/v2\/alerts": .*ECONNREFUSED.*\); power actions need it \(remediation\.safety\.block_while_firing\)$/,
+      /^whether an outage alert fires is unknown: Alertmanager cannot be read \(Alertmanager \[GET\] "\/api\/v2\/status": .*ECONNREFUSED.*\); power actions need it \(remediation\.safety\.block_while_firing\)$/,
     );
     expect(gated.sim.callsTo('/api/v1/dedicated/powercycle')).toHaveLength(0);
     expect((await gated.journal.get(denied.id))?.gate).toMatchObject({
@@ -134,7 +158,9 @@ describe('the outage gate reads Alertmanager before the decision, never inside i
     const asked: string[] = [];
     const server = createServer((req, res) => {
       asked.push(`${req.method} ${req.url}`);
-      void held.then(() => res.writeHead(200, { 'content-type': 'application/json' }).end('[]'));
+      // Up since long before the decision (its status), no alert (its list).
+      const body = req.url === '/api/v2/status' ? JSON.stringify({ uptime: '2020-01-01T00:00:00Z' }) : '[]';
+      void held.then(() => res.writeHead(200, { 'content-type': 'application/json' }).end(body));
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     closing.push(() => new Promise((resolve) => server.close(resolve)));
@@ -162,7 +188,7 @@ describe('the outage gate reads Alertmanager before the decision, never inside i
     // Its reply held: a firewall change (which the gate does not read for) is decided, sent and journaled.
     const other = await h.engine.request(firewallRequest('1'));
     expect(other.decision).toBe('executed');
-    expect(asked.map((line) => line.split('?')[0])).toEqual(['GET /api/v2/alerts']);
+    expect(asked.map((line) => line.split('?')[0])).toEqual(['GET /api/v2/status']);
     release();
     const decided = await gated;
     // Decided on Alertmanager's answer (no outage), not on a timed-out read, and journaled after the other.

@@ -78,25 +78,46 @@ for (const backend of backends()) {
         );
         h.clock.now += LATER;
         await h.engine.tick();
-        // The row names the evidence: this Alertmanager (its start) listed the episode, then no longer did.
-        const { startedAt } = await client.status();
-        expect(await h.journal.get(id)).toMatchObject({
-          verification: 'verified',
-          verifiedAt: h.clock.now,
-          verificationEvidence: `Alertmanager (started ${new Date(startedAt).toISOString()}) listed it, then no longer at ${new Date(h.clock.now).toISOString()}, up for longer than the resend interval (${DEFAULT_RESEND_INTERVAL_MS / 1000}s)`,
-        });
+        expect(await h.journal.get(id)).toMatchObject({ verification: 'verified', verifiedAt: h.clock.now });
+        // Resolved as a resolved delivery resolves it: journaled, naming Alertmanager's list.
+        const resolutions = await h.journal.list({ decision: 'resolved', limit: 10 });
+        expect(resolutions).toMatchObject([
+          { principal: 'alertmanager (alert list)', fingerprint: listed.fingerprint, serverId: '100001' },
+        ]);
+        // The row names its evidence: that resolution, by Alertmanager's list.
+        expect((await h.journal.get(id))?.verificationEvidence).toContain(
+          `journal entry ${resolutions[0]!.id}, delivered by alertmanager (alert list)`,
+        );
       });
 
-      it('stays verifying when Alertmanager restarted and lost its alerts', async () => {
-        const { h, id, listed } = await verifying('100003');
+      it('stays verifying while a restarted Alertmanager is younger than a resend interval', async () => {
+        const { h, id, labels, listed } = await verifying('100003');
         am = await restart(am);
         expect((await client.alerts()).some((a) => a.fingerprint === listed.fingerprint)).toBe(false);
-        h.clock.now += LATER;
-        await h.engine.tick();
-        // Later still, the restarted Alertmanager up longer than a resend interval: it never listed the episode.
-        h.clock.now += LATER;
+        h.clock.now += VERIFY_EVERY_MS;
         await h.engine.tick();
         expect(await h.journal.get(id)).toMatchObject({ decision: 'executed', verification: 'verifying' });
+        // Prometheus sends the still-firing alert again (its own start): listed, still verifying after a resend interval.
+        await post({ labels, startsAt: listed.startsAt });
+        h.clock.now += 2 * LATER;
+        await h.engine.tick();
+        expect(await h.journal.get(id)).toMatchObject({ decision: 'executed', verification: 'verifying' });
+      });
+
+      it('verified once a restarted Alertmanager, up a resend interval, does not list it: no one need have seen it', async () => {
+        const { h, id, listed } = await verifying('100004');
+        am = await restart(am);
+        // This Alertmanager never listed the episode (nor would a new leader's tick have seen it listed).
+        h.clock.now += VERIFY_EVERY_MS;
+        await h.engine.tick();
+        expect(await h.journal.get(id)).toMatchObject({ verification: 'verifying' });
+        // Prometheus would have sent it again within a resend interval had it still fired: it resolved meanwhile.
+        h.clock.now += 2 * LATER;
+        await h.engine.tick();
+        expect(await h.journal.get(id)).toMatchObject({ verification: 'verified', verifiedAt: h.clock.now });
+        expect(await h.journal.list({ decision: 'resolved', limit: 10 })).toMatchObject([
+          { principal: 'alertmanager (alert list)', fingerprint: listed.fingerprint },
+        ]);
       });
 
       it('stays verifying while Alertmanager cannot be read', async () => {
@@ -115,6 +136,10 @@ for (const backend of backends()) {
           h.clock.now += LATER;
           await h.engine.tick();
           expect(await h.journal.get(id)).toMatchObject({ decision: 'executed', verification: 'verifying' });
+          // Unreadable until the deadline: it could not tell, so not ineffective.
+          h.clock.now += 600_000;
+          await h.engine.tick();
+          expect(await h.journal.get(id)).toMatchObject({ decision: 'executed', verification: 'unknown' });
         } finally {
           await down.close();
         }

@@ -24,7 +24,12 @@ import { BadRequestError, NotFoundError } from '../../errors.js';
 import type { JournalEntry, Verification } from '../../store/rows.js';
 
 /** What `?verification=` may name: a verification's states (store/rows.ts `Verification`). */
-const VERIFICATION_STATES = ['verifying', 'verified', 'ineffective'] as const satisfies readonly Verification[];
+const VERIFICATION_STATES = [
+  'verifying',
+  'verified',
+  'ineffective',
+  'unknown',
+] as const satisfies readonly Verification[];
 import { DECISIONS } from '../../store/decisions.js';
 import { callerOf, listWithin, READ_ROLES, requireAccount, requireScope, routeRole } from '../principals.js';
 import { accountSchema, configuredAccount, idSchema, queryInteger, queryIntegerSchema } from '../schemas.js';

@@ -195,7 +195,7 @@ export class PgQueries implements StateQueries {
 
   async settleVerification(
     id: number,
-    outcome: 'verified' | 'ineffective',
+    outcome: 'verified' | 'ineffective' | 'unknown',
     at: number,
     evidence: string,
   ): Promise<boolean> {

@@ -201,7 +201,12 @@ export class SqliteQueries extends SqliteDesiredQueries {
   }
 
   /** Ends row `id`'s verification if it is still verifying; false when it is not. */
-  settleVerification(id: number, outcome: 'verified' | 'ineffective', at: number, evidence: string): boolean {
+  settleVerification(
+    id: number,
+    outcome: 'verified' | 'ineffective' | 'unknown',
+    at: number,
+    evidence: string,
+  ): boolean {
     return this.sql.write(
       (db) =>
         db
