@@ -240,11 +240,19 @@ describe.skipIf(alertmanager.skip)("an alert episode as Debian's Alertmanager de
     // Still firing past its verify_within (2s): ineffective, and step 2 waits for an approval that never comes.
     const asked = await rowWhere('EpisodeLadder', 'step 2 asked', (e) => e.ladderStep === 1);
     expect(asked.decision).toBe('awaiting_approval');
-    await rowWhere('EpisodeLadder', 'step 2 expired', (e) => e.id === asked.id && e.decision === 'expired');
+    const expired = await rowWhere(
+      'EpisodeLadder',
+      'step 2 expired',
+      (e) => e.id === asked.id && e.decision === 'expired',
+    );
+    expect(expired.completedAt).not.toBeNull();
     // Alertmanager repeats the still-firing alert every 2s: the repeat asks for step 2 again.
     const again = await rowWhere('EpisodeLadder', 'step 2 asked again', (e) => e.ladderStep === 1 && e.id > asked.id);
     expect(again).toMatchObject({ decision: 'awaiting_approval', action: 'powercycle' });
     expect(again.reason).toMatch(/^step 2 of 2: step 1 \(powercycle, journal entry \d+\) was ineffective$/);
+    // The first delivery journaled after the expiry is that ask: none was swallowed as a duplicate.
+    const afterExpiry = (await rowsOf('EpisodeLadder')).filter((e) => e.createdAt > expired.completedAt!);
+    expect(afterExpiry[0]?.id).toBe(again.id);
     expect(await daemon.store.get(first.id)).toMatchObject({ verification: 'ineffective' });
     expect(calls('100005')).toHaveLength(1);
   });
