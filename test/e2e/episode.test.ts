@@ -15,6 +15,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon/start.js';
 import type { Simulator } from '../../src/simulator/server.js';
+import { VERIFY_EVERY_MS } from '../../src/remediation/verify.js';
 import type { JournalEntry } from '../../src/store/rows.js';
 import { startAlertmanager } from '../helpers/alertmanager.js';
 import { requireBinary } from '../helpers/binaries.js';
@@ -205,9 +206,14 @@ for (const backend of backends())
         } finally {
           sim.setFaults({});
         }
-        // Past step 1's verify_within (3s), one whole tick: nothing climbs.
-        const deadline = Date.now() + 3500;
-        await eventually('step 1 to be past its verify_within', async () => (Date.now() > deadline ? true : undefined));
+        // Past step 1's verify_within (3s) and a whole verification pass after it (the leader's tick checks the
+        // verifying rows every VERIFY_EVERY_MS), then one more tick: nothing climbs.
+        const deadline = Date.now() + 3000 + VERIFY_EVERY_MS + 500;
+        await eventually(
+          'a verification pass after step 1 is past its verify_within',
+          async () => (Date.now() > deadline ? true : undefined),
+          deadline - Date.now() + WAIT_MS,
+        );
         await accountOf(daemon, 'default').engine.tick();
         const rows = await rowsOf('EpisodeCall');
         expect(rows.filter((e) => e.ladderStep === 1)).toEqual([]);
