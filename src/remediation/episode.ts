@@ -223,7 +223,9 @@ export async function expiredStep(
       keyOf(r) === episodeKey(alert.fingerprint, alert.startsAt) &&
       r.labels === labels &&
       r.ruleDigest === made.digest &&
-      r.ladderStep !== null,
+      r.ladderStep !== null &&
+      // A repeat journaled `duplicate` (Alertmanager repeats the firing alert while a step waits) is no step.
+      r.decision !== 'duplicate',
   );
   // Newest first: the ladder's latest step decides; a repeat delivery's `duplicate` row is no step.
   const latest = rows.find((r) => r.decision !== 'duplicate');
