@@ -227,8 +227,8 @@ export async function expiredStep(
       // A repeat journaled `duplicate` (Alertmanager repeats the firing alert while a step waits) is no step.
       r.decision !== 'duplicate',
   );
-  // Newest first: the ladder's latest step decides; a repeat delivery's `duplicate` row is no step.
-  const latest = rows.find((r) => r.decision !== 'duplicate');
+  // Newest first: the ladder's latest step decides.
+  const latest = rows[0];
   if (latest === undefined || latest.decision !== 'expired' || latest.ladderStep === null || latest.ladderStep === 0)
     return undefined;
   const step = latest.ladderStep;
