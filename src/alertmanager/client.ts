@@ -96,7 +96,7 @@ export class AlertmanagerClient {
       config.basicAuth?.password,
       this.#authorization,
       this.#authorization?.split(' ').slice(1).join(' '),
-      safeUrlPassword(config.url),
+      // No URL password: config/alertmanager.ts refuses credentials in the URL.
     ];
     this.#scrub = createScrubber(secrets.filter((s): s is string => s !== undefined && s.length > 0));
   }
@@ -248,14 +248,4 @@ function reason(error: unknown): string {
     return typeof code === 'string' ? `${code}: ${error.message}` : error.message;
   }
   return String(error);
-}
-
-/** The password in `url`'s user info, if any (it may come back in a transport error). */
-function safeUrlPassword(url: string): string | undefined {
-  try {
-    const password = decodeURIComponent(new URL(url).password);
-    return password === '' ? undefined : password;
-  } catch {
-    return undefined;
-  }
 }

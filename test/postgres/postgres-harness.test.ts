@@ -13,41 +13,40 @@ async function currentDatabase(url: string): Promise<string> {
   return rows[0]!.db;
 }
 
-describe.skipIf(found.skip).each([
-  // A cluster of its own (`own: true`, what the bench uses) is what test/setup/postgres.ts starts for the run:
-  // every run goes through that path once, and no file starts a second cluster.
-  // The run's one cluster (test/setup/postgres.ts): a view makes databases named after the asked name.
-  {
-    kind: "a view of the run's shared cluster",
-    own: false,
-    named: (name: string) => expect.stringMatching(`^${name}_v`),
+// The run's one cluster (test/setup/postgres.ts), seen through a view: databases named after the asked name. A
+// cluster of its own (`own: true`, what the bench uses) is what test/setup/postgres.ts itself starts for the run:
+// every run goes through that path once, and no file starts a second cluster.
+const named = (name: string) => expect.stringMatching(`^${name}_v`);
+
+describe.skipIf(found.skip)(
+  "the PostgreSQL test harness (Debian postgresql on loopback): a view of the run's shared cluster",
+  () => {
+    let server: TestPostgres;
+    beforeAll(async () => {
+      if (found.skip) return;
+      server = await startPostgres(found.bin);
+    }, 120_000);
+    afterAll(() => server?.stop());
+
+    it('serves its database over TCP with the password it chose', async () => {
+      const client = new pg.Client({ connectionString: server.url });
+      await client.connect();
+      const { rows } = await client.query<{ db: string; n: number }>('SELECT current_database() AS db, 1 + 1 AS n');
+      await client.end();
+      expect(rows).toEqual([{ db: named('bmx'), n: 2 }]);
+    });
+
+    it('refuses a wrong password (scram auth is on)', async () => {
+      const client = new pg.Client({ connectionString: server.url.replace(server.password, 'wrong-password') });
+      await expect(client.connect()).rejects.toThrow(/password authentication failed/);
+      await client.end().catch(() => {});
+    });
+
+    it('creates a separate database on request', async () => {
+      expect(await currentDatabase(server.createDatabase('harness_extra'))).toEqual(named('harness_extra'));
+    });
   },
-])('the PostgreSQL test harness (Debian postgresql on loopback): $kind', ({ own, named }) => {
-  let server: TestPostgres;
-  beforeAll(async () => {
-    if (found.skip) return;
-    server = await startPostgres(found.bin, { own });
-  }, 120_000);
-  afterAll(() => server?.stop());
-
-  it('serves its database over TCP with the password it chose', async () => {
-    const client = new pg.Client({ connectionString: server.url });
-    await client.connect();
-    const { rows } = await client.query<{ db: string; n: number }>('SELECT current_database() AS db, 1 + 1 AS n');
-    await client.end();
-    expect(rows).toEqual([{ db: named('bmx'), n: 2 }]);
-  });
-
-  it('refuses a wrong password (scram auth is on)', async () => {
-    const client = new pg.Client({ connectionString: server.url.replace(server.password, 'wrong-password') });
-    await expect(client.connect()).rejects.toThrow(/password authentication failed/);
-    await client.end().catch(() => {});
-  });
-
-  it('creates a separate database on request', async () => {
-    expect(await currentDatabase(server.createDatabase('harness_extra'))).toEqual(named('harness_extra'));
-  });
-});
+);
 
 describe.skipIf(found.skip)("the run's shared cluster", () => {
   it('is the one the run started: every view is on its port, no initdb of its own', async () => {
