@@ -203,7 +203,8 @@ describe.skipIf(found.skip)('leadership per account (Debian postgresql on loopba
     const f = await fleet();
     const replicas = ['r0', 'r1', 'r2'].map((n) => f.replica(n));
     await f.settled(replicas, [2, 2, 2]);
-    expect(await restartAsSeen()).toBeGreaterThanOrEqual(3); // at least each replica's session
+    // The replicas share the fleet's one pool: however many sessions it held then, at least one was ended.
+    expect(await restartAsSeen()).toBeGreaterThanOrEqual(1);
     // Past two leases after the restart, a live lease is one claimed or renewed since (on new sessions).
     const restartedAt = Date.now();
     await eventually('two leases to pass', async () =>
