@@ -29,6 +29,7 @@ import { watchApiKeyFiles } from './api-key-files.js';
 import { pollingDuties, Replication } from './replication.js';
 import { listen, webDeps } from '../http/web-server.js';
 import { createMetrics, type Metrics } from '../metrics/definitions.js';
+import { bindStateFamilies } from '../collectors/families.js';
 import type { ExpositionCache } from '../metrics/exposition-cache.js';
 import { VERSION } from '../version.js';
 
@@ -167,6 +168,10 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     leads: replication.leads,
     ...(config.database.kind === 'postgres' && config.database.shares ? { holdsLease: replication.leads } : {}),
   });
+  // The polled families' series are the accounts' state, walked at each rendering (collectors/families.ts).
+  bindStateFamilies(metrics, () =>
+    [...accounts.values()].map(({ name, state, graphStore }) => ({ name, state, graphs: graphStore })),
+  );
   const alertmanager = alertmanagerClient(config, metrics, logger);
   const engines = await startEngines(config, { accounts, store, replication, logger, now, exposition, alertmanager });
   const web = await webDeps(config, options.webConfig);

@@ -58,9 +58,6 @@ export const firewallPoll = {
   name: 'firewall',
   defaultSchedule: DEFAULT_SCHEDULES.firewall,
   run: (context, signal) => pollFirewall(context, signal, 'firewall'),
-  switchedOff: (context) => {
-    firewallOff(context);
-  },
 } satisfies PollDefinition;
 
 /** A job of its own only when its schedule differs from `firewall`'s (otherwise `firewall` polls every service). */
@@ -73,8 +70,10 @@ export const firewallUnderAttackPoll = {
 
 async function pollFirewall(context: PollContext, signal: AbortSignal, job: FirewallJob): Promise<WorkResult> {
   const { client, metrics, logger, config, state } = context;
-  if (config.collectors?.firewall === false) return firewallOff(context);
+  // Switched off: no request; its series are not rendered (collectors/families.ts).
+  if (config.collectors?.firewall === false) return { items: 0, failed: 0 };
   const round = memoryOf(state).rounds[job];
+  forgetUnlisted(state);
   const services = state.servicesOf(job);
   const slice = round.next(services, firewallCapacity(context, job));
   state.noteUnread(state.services());
@@ -109,10 +108,10 @@ async function pollFirewall(context: PollContext, signal: AbortSignal, job: Fire
       // and heads the next run like the items never started.
       round.cancelled(ref, sent.has(ref));
       if (!sent.has(ref)) return;
-      collectFirewallFailure(state.firewallState, metrics, ref, context.now());
+      collectFirewallFailure(state.firewallState, ref, context.now());
       logger.warn(fields, 'firewall history poll cancelled');
     } else {
-      collectFirewallFailure(state.firewallState, metrics, ref, context.now());
+      collectFirewallFailure(state.firewallState, ref, context.now());
       round.covered(ref);
       logger.warn({ ...fields, err: error }, 'firewall history poll failed');
     }
@@ -122,7 +121,7 @@ async function pollFirewall(context: PollContext, signal: AbortSignal, job: Fire
   await yieldToLoop();
   metrics.pollItemsPending.set({ poll: job }, round.pending(services));
   await yieldToLoop();
-  metrics.firewallOldestReadAge.set((state.oldestRead()?.ageMs ?? 0) / 1000);
+  state.oldestReadAgeSeconds = (state.oldestRead()?.ageMs ?? 0) / 1000;
   await yieldToLoop();
   await saveLedger(context, state.services());
   return result;
@@ -181,18 +180,20 @@ export function warnBudget(context: PollContext): void {
   else logger.warn(fields, message);
 }
 
-/** `collectors.firewall: false`: no request; the firewall series there were (before a reload) are removed. */
-function firewallOff(context: PollContext): WorkResult {
-  const { metrics, state } = context;
-  metrics.firewallOldestReadAge.remove({});
-  for (const key of [...state.firewallState.services.keys()]) {
+/**
+ * Forgets the firewall state of services no longer polled (a colocation or transit id a reload removed; a
+ * server leaves with the server list): memory only, their series are not rendered already.
+ */
+function forgetUnlisted(state: AccountState): void {
+  const listed = new Set([...state.serviceKeys()].map(([, , key]) => key));
+  for (const key of [...state.firewallState.services.keys(), ...state.firewallState.failedBeforeRead.keys()]) {
+    if (listed.has(key)) continue;
     const [serviceType, ...id] = key.split('/');
-    removeFirewallService(state.firewallState, metrics, {
+    removeFirewallService(state.firewallState, {
       serviceType: serviceType as ServiceRef['serviceType'],
       serviceId: id.join('/'),
     });
   }
-  return { items: 0, failed: 0 };
 }
 
 /**
