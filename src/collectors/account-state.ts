@@ -107,16 +107,20 @@ export class AccountState {
   }
 
   /**
-   * The services whose firewall history is polled, as `services()` gives them, with their key in the
-   * firewall state: their attack and history series are rendered in this order (collectors/families.ts).
+   * The ids of the services whose firewall history is polled, by type, in the order `services()` gives them:
+   * their attack and history series are rendered in this order (collectors/families.ts), without a ServiceRef
+   * per service.
    */
-  *serviceKeys(): Iterable<[ServiceRef['serviceType'], string, string]> {
-    for (const id of this.inventory.keys()) yield ['dedicated', id, `dedicated/${id}`];
-    for (const id of this.#config.services.colocationIds) yield ['colocation', id, `colocation/${id}`];
-    for (const id of this.#config.services.transitIds) yield ['transit', id, `transit/${id}`];
+  serviceIds(): Array<[ServiceRef['serviceType'], Iterable<string>]> {
+    const { colocationIds, transitIds } = this.#config.services;
+    return [
+      ['dedicated', this.inventory.keys()],
+      ['colocation', colocationIds],
+      ['transit', transitIds],
+    ];
   }
 
-  /** What `serviceKeys` walks, as values that change when it does (a rendering's version). */
+  /** What `serviceIds` gives, as values that change when it does (a rendering's version). */
   servicesVersion(): unknown[] {
     return [this.inventory, this.#config.services.colocationIds, this.#config.services.transitIds];
   }

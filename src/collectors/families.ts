@@ -10,7 +10,8 @@ import type { HeldGraph } from '../graphs/store.js';
 import type { Metrics, StateFamilyKey } from '../metrics/definitions.js';
 import type { Emit, FamilySource, KeepAccount } from '../metrics/state-family.js';
 import type { AccountState } from './account-state.js';
-import type { ServiceSeries } from './firewall.js';
+import type { ServerRecord } from '../upstream/decode-servers.js';
+import type { FirewallSeriesState, ServiceSeries } from './firewall.js';
 import { memoryBytes } from './inventory.js';
 
 /** One account as the families read it. */
@@ -27,18 +28,45 @@ interface FamilyOfState {
   collect(account: FamilyAccount, emit: Emit): Iterable<void>;
 }
 
-/** The firewall series of each service in scope: its state, or none yet (never read, or forgotten). */
-function* services(state: AccountState): Iterable<[string, string, ServiceSeries | undefined, string]> {
+/** Items (servers, services, images) emitted between two yields, where the rendering may give the loop a turn. */
+const ITEMS_PER_YIELD = 256;
+
+/**
+ * Calls `each` with the type, id and firewall series state (undefined: none yet) of every service in scope, in
+ * `services()` order, when the firewall poll is on; yields every ITEMS_PER_YIELD services.
+ */
+function* eachService(
+  state: AccountState,
+  each: (type: string, id: string, series: ServiceSeries | undefined, key: string) => void,
+): Iterable<void> {
   if (!state.collectorOn('firewall')) return;
-  for (const [type, id, key] of state.serviceKeys()) yield [type, id, state.firewallState.services.get(key), key];
+  const services = state.firewallState.services;
+  let i = 0;
+  for (const [type, ids] of state.serviceIds())
+    for (const id of ids) {
+      const key = `${type}/${id}`;
+      each(type, id, services.get(key), key);
+      if (++i % ITEMS_PER_YIELD === 0) yield;
+    }
 }
 
-/** What the attack and history_up families read: the services in scope and their series state. */
-const firewallSeries = ({ state }: FamilyAccount) => [
-  state.collectorOn('firewall'),
-  state.firewallState.changes.series,
-  ...state.servicesVersion(),
-];
+/** Calls `each` with every server of the inventory, in its order; yields every ITEMS_PER_YIELD servers. */
+function* eachServer(state: AccountState, each: (server: ServerRecord) => void): Iterable<void> {
+  let i = 0;
+  for (const server of state.inventory.values()) {
+    each(server);
+    if (++i % ITEMS_PER_YIELD === 0) yield;
+  }
+}
+
+/** What a firewall family reads: the services in scope and one of the firewall state's change counts. */
+const firewallVersion =
+  (part: keyof FirewallSeriesState['changes']) =>
+  ({ state }: FamilyAccount) => [
+    state.collectorOn('firewall'),
+    state.firewallState.changes[part],
+    ...state.servicesVersion(),
+  ];
 
 const ms = (at: number) => at / 1000;
 
@@ -46,85 +74,62 @@ const ms = (at: number) => at / 1000;
 export const FAMILIES: Record<StateFamilyKey, FamilyOfState> = {
   serverInfo: {
     version: ({ state }) => [state.inventory],
-    *collect({ name, state }, emit) {
-      for (const s of state.inventory.values()) {
-        emit([name, s.serverId, s.hostname, s.ip, s.os, s.processor, s.memory, s.location, s.status], 1);
-        yield;
-      }
-    },
+    collect: ({ name, state }, emit) =>
+      eachServer(state, (s) =>
+        emit([name, s.serverId, s.hostname, s.ip, s.os, s.processor, s.memory, s.location, s.status], 1),
+      ),
   },
   serverMemory: {
     version: ({ state }) => [state.inventory],
-    *collect({ name, state }, emit) {
-      for (const s of state.inventory.values()) {
+    collect: ({ name, state }, emit) =>
+      eachServer(state, (s) => {
         const bytes = memoryBytes(s.memory);
         if (bytes !== undefined) emit([name, s.serverId], bytes);
-        yield;
-      }
-    },
+      }),
   },
   serverIps: {
     version: ({ state }) => [state.inventory],
-    *collect({ name, state }, emit) {
-      for (const s of state.inventory.values()) {
-        emit([name, s.serverId], s.ips.length);
-        yield;
-      }
-    },
+    collect: ({ name, state }, emit) => eachServer(state, (s) => emit([name, s.serverId], s.ips.length)),
   },
   serverCancellation: {
     version: ({ state }) => [state.inventory],
-    *collect({ name, state }, emit) {
-      for (const s of state.inventory.values()) {
+    collect: ({ name, state }, emit) =>
+      eachServer(state, (s) => {
         if (s.cancellation) emit([name, s.serverId, s.cancellation], 1);
-        yield;
-      }
-    },
+      }),
   },
   attackEvents: {
-    version: firewallSeries,
-    *collect({ name, state }, emit) {
-      for (const [type, id, series] of services(state)) {
-        for (const [ip, count] of series?.counts ?? []) emit([name, type, id, ip], count);
-        yield;
-      }
-    },
+    version: firewallVersion('attacks'),
+    collect: ({ name, state }, emit) =>
+      eachService(state, (type, id, series) => {
+        if (series) for (const [ip, count] of series.counts) emit([name, type, id, ip], count);
+      }),
   },
   attackEventsTotal: {
-    version: firewallSeries,
-    *collect({ name, state }, emit) {
-      for (const [type, id, series] of services(state)) {
-        if (!series) continue;
+    version: firewallVersion('attacks'),
+    collect: ({ name, state }, emit) =>
+      eachService(state, (type, id, series) => {
+        if (!series) return;
         for (const ip of series.counts.keys())
           emit([name, type, id, ip], series.totals.get(ip) ?? 0, ms(series.created.get(ip) ?? series.since));
-        yield;
-      }
-    },
+      }),
   },
   firewallHistoryUp: {
-    version: (account) => [...firewallSeries(account), account.state.firewallState.failedBeforeRead.size],
-    *collect({ name, state }, emit) {
-      for (const [type, id, series, key] of services(state)) {
+    version: firewallVersion('up'),
+    collect: ({ name, state }, emit) =>
+      eachService(state, (type, id, series, key) => {
         // A service whose polls have all failed so far is down too.
         if (series) emit([name, type, id], series.up ? 1 : 0);
         else if (state.firewallState.failedBeforeRead.has(key)) emit([name, type, id], 0);
-        yield;
-      }
-    },
+      }),
   },
   firewallHistoryLastSuccess: {
-    version: ({ state }) => [
-      state.collectorOn('firewall'),
-      state.firewallState.changes.series,
-      state.firewallState.changes.reads,
-      ...state.servicesVersion(),
-    ],
-    *collect({ name, state }, emit) {
-      for (const [type, id, series] of services(state)) {
+    // A service read the first time or forgotten changes `up` too, not always `reads` (a forgotten one).
+    version: (account) => [...firewallVersion('reads')(account), account.state.firewallState.changes.up],
+    collect: ({ name, state }, emit) =>
+      eachService(state, (type, id, series) => {
         if (series) emit([name, type, id], ms(series.readAt));
-        yield;
-      }
-    },
+      }),
   },
   firewallOldestReadAge: {
     version: ({ state }) => [state.collectorOn('firewall'), state.oldestReadAgeSeconds],
@@ -138,9 +143,10 @@ export const FAMILIES: Record<StateFamilyKey, FamilyOfState> = {
     version: ({ state, graphs }) => [state.collectorOn('graphs'), graphs.changes],
     *collect({ name, state, graphs }, emit) {
       if (!state.collectorOn('graphs')) return;
+      let i = 0;
       for (const graph of graphs.fetched()) {
         emit([name, graph.serverId, graph.type, graph.scale], ms(graph.updatedAt));
-        yield;
+        if (++i % ITEMS_PER_YIELD === 0) yield;
       }
     },
   },

@@ -85,11 +85,12 @@ export function historyReadAt(state: FirewallSeriesState, ref: ServiceRef): numb
 export class FirewallSeriesState {
   readonly services = new Map<string, ServiceSeries>();
   /**
-   * Changes of what the attack and history_up series say (an IP, a count, a total, up, a service added or
-   * removed) and of when each history was read (`readAt`): the rendering reuses a family's bytes while its
-   * count is unchanged. Bumped by the collector's functions below, the only writers.
+   * Changes of what the series say, by what they read: `attacks` the attack families (an IP exposed or not, a
+   * count, a total), `up` history_up (a service's up, a service read or failed the first time or forgotten),
+   * `reads` when each history was last read. The rendering reuses a family's bytes while its counts are
+   * unchanged. Bumped by the collector's functions below, the only writers.
    */
-  readonly changes = { series: 0, reads: 0 };
+  readonly changes = { attacks: 0, up: 0, reads: 0 };
   /**
    * Event ids of services not yet polled by this process, as the previous one left them (the store's EventLedger):
    * a service's first history counts only the events not among them. Emptied as services are polled or removed.
@@ -226,7 +227,8 @@ export function collectFirewallHistory(
       const at = previous.counts.has(ip) ? previous.created.get(ip) : context.now;
       if (at !== undefined) created.set(ip, at);
     }
-  state.failedBeforeRead.delete(key);
+  if (state.failedBeforeRead.delete(key) || !previous?.up) state.changes.up++;
+  if (!previous || !sameMap(previous.counts, counts) || !sameMap(previous.totals, totals)) state.changes.attacks++;
   state.services.set(key, {
     counts,
     totals: totals.size > 0 ? totals : NONE,
@@ -238,9 +240,19 @@ export function collectFirewallHistory(
     seenIds: seenIds.size > 0 ? seenIds : NO_IDS,
     pending: pending ?? NONE,
   });
-  state.changes.series++;
   state.changes.reads++;
   return fresh.length;
+}
+
+/** The same keys in the same order with the same values. */
+function sameMap(a: ReadonlyMap<string, number>, b: ReadonlyMap<string, number>): boolean {
+  if (a.size !== b.size) return false;
+  const other = b.entries();
+  for (const [key, value] of a) {
+    const next = other.next().value;
+    if (next?.[0] !== key || next[1] !== value) return false;
+  }
+  return true;
 }
 
 /**
@@ -251,13 +263,15 @@ export function collectFirewallHistory(
 export function collectFirewallFailure(state: FirewallSeriesState, ref: ServiceRef, now: number): void {
   const key = FirewallSeriesState.key(ref);
   const series = state.services.get(key);
-  state.changes.series++;
   if (!series) {
+    if (!state.failedBeforeRead.has(key)) state.changes.up++;
     state.failedBeforeRead.set(key, now);
     return;
   }
+  if (series.up) state.changes.up++;
   series.up = false;
   if (series.pending.size === 0) return;
+  state.changes.attacks++;
   const totals = new Map(series.totals);
   for (const [ip, held] of series.pending) totals.set(ip, (totals.get(ip) ?? 0) + held);
   series.totals = totals;
@@ -268,6 +282,9 @@ export function collectFirewallFailure(state: FirewallSeriesState, ref: ServiceR
 export function removeFirewallService(state: FirewallSeriesState, ref: ServiceRef): void {
   const key = FirewallSeriesState.key(ref);
   const held = state.services.delete(key);
-  if (state.failedBeforeRead.delete(key) || held) state.changes.series++;
+  if (state.failedBeforeRead.delete(key) || held) {
+    state.changes.attacks++;
+    state.changes.up++;
+  }
   state.restored.delete(key);
 }

@@ -30,21 +30,52 @@ export function memoryBytes(memory: string): number | undefined {
   return unit === undefined ? undefined : Math.round(Number(match[1]) * unit);
 }
 
+/** The fields of a record its series show (`baremetal_server_*`), besides the number of its IPs. */
+const SHOWN = [
+  'serverId',
+  'hostname',
+  'ip',
+  'os',
+  'processor',
+  'memory',
+  'location',
+  'status',
+  'cancellation',
+] as const;
+
+/** The list gives the same series as `previous`: the same servers in the same order, with the same shown fields. */
+function sameSeries(previous: Inventory, servers: readonly ServerRecord[]): boolean {
+  if (previous.size !== servers.length) return false;
+  let i = 0;
+  for (const old of previous.values()) {
+    const server = servers[i++]!;
+    for (const field of SHOWN) if (old[field] !== server[field]) return false;
+    if (old.ips.length !== server.ips.length) return false;
+  }
+  return true;
+}
+
 /**
  * Makes the inventory of a server list (in the list's order: the exposition's) and sets the list's gauges.
  * Returns the new inventory and the ids of servers that were in `previous` but are gone now. The server series
- * are rendered from the inventory (collectors/families.ts): a server gone from it has none.
+ * are rendered from the inventory (collectors/families.ts), which reuses their bytes while it is the same Map:
+ * a list whose series would be the same as `previous`'s (most of them) updates `previous` in place, with the
+ * new records, and returns it.
  */
 export function collectServerList(
   list: ServerList,
   previous: Inventory,
   metrics: Pick<Metrics, 'servers' | 'serverRecordsSkipped'>,
 ): { inventory: Inventory; removed: string[] } {
+  metrics.servers.set(list.servers.length);
+  metrics.serverRecordsSkipped.set(list.skipped);
+  if (sameSeries(previous, list.servers)) {
+    for (const server of list.servers) previous.set(server.serverId, server);
+    return { inventory: previous, removed: [] };
+  }
   const inventory: Inventory = new Map();
   for (const server of list.servers) inventory.set(server.serverId, server);
   const removed: string[] = [];
   for (const id of previous.keys()) if (!inventory.has(id)) removed.push(id);
-  metrics.servers.set(list.servers.length);
-  metrics.serverRecordsSkipped.set(list.skipped);
   return { inventory, removed };
 }

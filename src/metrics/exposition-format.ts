@@ -40,6 +40,10 @@ function escapeLabelValue(value: unknown): unknown {
   if (typeof value !== 'string' || !NEEDS_ESCAPE.test(value)) return value;
   return escapeString(value).replace(/"/g, '\\"');
 }
+/** A label value as prom-client escapes a string. */
+function escapeText(value: string): string {
+  return NEEDS_ESCAPE.test(value) ? escapeString(value).replace(/"/g, '\\"') : value;
+}
 function formatLabels(labels: Record<string, unknown>, exclude?: Record<string, unknown>): string[] {
   const formatted: string[] = [];
   for (const name of Object.keys(labels))
@@ -183,14 +187,15 @@ async function renderStateFamily(
   const text: Buffer[] = [Buffer.from(`# HELP ${name} ${help}\n# TYPE ${name} ${family.type}`)];
   const openMetrics: Buffer[] = [Buffer.from(`# HELP ${familyName} ${help}\n# TYPE ${familyName} ${family.type}`)];
   const apart = omSample !== name || created !== undefined;
-  const labelNames = family.labelNames.map((label) => `${label}="`);
+  // What goes before each label value: `{name="`, then `",name="`; `"}` after the last.
+  const before = family.labelNames.map((label, i) => `${i === 0 ? '{' : '",'}${label}="`);
+  const after = before.length > 0 ? '"}' : '';
   let pending = '';
   let omPending = '';
   const emit = (values: readonly string[], value: number, createdSeconds?: number) => {
     let labels = '';
-    for (let i = 0; i < labelNames.length; i++)
-      labels += `${i === 0 ? '{' : ','}${labelNames[i]}${escapeLabelValue(values[i])}"`;
-    if (labels) labels += '}';
+    for (let i = 0; i < before.length; i++) labels += before[i]! + escapeText(values[i]!);
+    labels += after;
     const sample = valueText(value);
     pending += `\n${name}${labels} ${sample}`;
     if (apart) {
@@ -209,10 +214,10 @@ async function renderStateFamily(
       omPending = '';
     }
   };
-  let i = 0;
+  // The source yields every few hundred samples' items: a chunk may be due, and a turn of the loop.
   for (const _ of family.source?.collect(emit, keep) ?? []) {
     flush(false);
-    if (++i % CLOCK_EVERY === 0) await slices.next();
+    await slices.next();
   }
   flush(true);
   return { text, openMetrics };

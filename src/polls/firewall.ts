@@ -185,7 +185,7 @@ export function warnBudget(context: PollContext): void {
  * server leaves with the server list): memory only, their series are not rendered already.
  */
 function forgetUnlisted(state: AccountState): void {
-  const listed = new Set([...state.serviceKeys()].map(([, , key]) => key));
+  const listed = new Set(state.services().map(FirewallSeriesState.key));
   for (const key of [...state.firewallState.services.keys(), ...state.firewallState.failedBeforeRead.keys()]) {
     if (listed.has(key)) continue;
     const [serviceType, ...id] = key.split('/');
