@@ -35,6 +35,8 @@ interface FirewallMemory {
   rounds: Record<FirewallJob, RoundRobin<ServiceRef>>;
   /** the start-up warning about the budget was logged */
   budgetWarned: boolean;
+  /** the services in scope when the firewall state was last pruned of the others (AccountState.servicesVersion) */
+  prunedFor: unknown[];
 }
 
 const memories = new WeakMap<AccountState, FirewallMemory>();
@@ -48,6 +50,7 @@ function memoryOf(state: AccountState): FirewallMemory {
         firewall_under_attack: new RoundRobin<ServiceRef>(FirewallSeriesState.key),
       },
       budgetWarned: false,
+      prunedFor: [],
     };
     memories.set(state, memory);
   }
@@ -73,7 +76,7 @@ async function pollFirewall(context: PollContext, signal: AbortSignal, job: Fire
   // Switched off: no request; its series are not rendered (collectors/families.ts).
   if (config.collectors?.firewall === false) return { items: 0, failed: 0 };
   const round = memoryOf(state).rounds[job];
-  forgetUnlisted(state);
+  forgetUnlisted(state, memoryOf(state));
   const services = state.servicesOf(job);
   const slice = round.next(services, firewallCapacity(context, job));
   state.noteUnread(state.services());
@@ -184,7 +187,11 @@ export function warnBudget(context: PollContext): void {
  * Forgets the firewall state of services no longer polled (a colocation or transit id a reload removed; a
  * server leaves with the server list): memory only, their series are not rendered already.
  */
-function forgetUnlisted(state: AccountState): void {
+function forgetUnlisted(state: AccountState, memory: FirewallMemory): void {
+  // Only when the services in scope changed: not a set of every key at each run.
+  const version = state.servicesVersion();
+  if (version.length === memory.prunedFor.length && version.every((v, i) => v === memory.prunedFor[i])) return;
+  memory.prunedFor = version;
   const listed = new Set(state.services().map(FirewallSeriesState.key));
   for (const key of [...state.firewallState.services.keys(), ...state.firewallState.failedBeforeRead.keys()]) {
     if (listed.has(key)) continue;
