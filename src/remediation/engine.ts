@@ -62,10 +62,13 @@ export interface EngineDeps {
    */
   alertmanager?: (StatusReader & SilenceWriter) | undefined;
   /**
-   * false: the verifier does not read `alertmanager`'s list as evidence (a replay's Alertmanager answers only
-   * what the outage gate read, not which episodes are listed); default true
+   * The Alertmanager whose list and status the verifier reads as evidence, when it is not `alertmanager`: a
+   * replay's (cli/replay-gate.ts `replayedAlertList`), whose gate Alertmanager answers only what the outage gate
+   * read; default `alertmanager`
    */
-  verifyByAlertList?: boolean;
+  alertList?: StatusReader | undefined;
+  /** how often the verifier runs at most, ms (default verify.ts VERIFY_EVERY_MS; a replay's runs at each tick) */
+  verifyEveryMs?: number | undefined;
   /** the guards every decision walks (default decide.ts GUARDS; a test plants a recording copy) */
   guards?: readonly Guard[];
   /**
@@ -107,7 +110,8 @@ export class RemediationEngine {
     this.#housekeeping = new Housekeeping(deps);
     this.#verifier = new Verifier({
       ...deps,
-      alertmanager: deps.verifyByAlertList === false ? undefined : deps.alertmanager,
+      alertmanager: deps.alertList ?? deps.alertmanager,
+      everyMs: deps.verifyEveryMs,
       resendIntervalMs: () => deps.config.alertmanager?.resendIntervalMs ?? DEFAULT_RESEND_INTERVAL_MS,
       onIneffective: (row) => this.#climb(row),
       onEnded: (alert) => this.#episodes.resolved(alert, 'alertmanager (alert list)'),

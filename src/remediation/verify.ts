@@ -55,6 +55,8 @@ export interface VerifierDeps {
   resendIntervalMs?: (() => number) | undefined;
   /** the account's inventory: its attack state is a firewall action's second signal (verify-attack.ts) */
   targets?: TargetDirectory | undefined;
+  /** how often `run` reads at most, ms; default VERIFY_EVERY_MS */
+  everyMs?: number | undefined;
   /** the period of `schedules.firewall`, ms (how long an unread history is waited for); default a minute */
   firewallPeriodMs?: (() => number) | undefined;
   /**
@@ -98,12 +100,12 @@ export class Verifier {
   /**
    * The leader's tick at `now` (ms): the rows whose episode Alertmanager ended, by the evidence rule of
    * episode.ts `AbsenceEvidence` (not its absence alone), are `verified`; those past their deadline
-   * `ineffective`, unless their resolution was journaled (then `verified`); at most every VERIFY_EVERY_MS.
+   * `ineffective`, unless their resolution was journaled (then `verified`); at most every `everyMs`.
    * Alertmanager unreadable: no evidence, only the deadline (the client logs it once). Returns the rows it ended.
    */
   async run(now: number): Promise<Array<{ row: JournalEntry; outcome: VerificationOutcome }>> {
     const { store, account } = this.#deps;
-    if (now - this.#ranAt < VERIFY_EVERY_MS) return [];
+    if (now - this.#ranAt < (this.#deps.everyMs ?? VERIFY_EVERY_MS)) return [];
     this.#ranAt = now;
     const rows = await store.verifying(account);
     // A request awaiting approval is silenced on its alert's labels (silences.ts): its resolved notification
