@@ -12,7 +12,7 @@
  */
 import { withdrawnByResolution } from '../remediation/episode.js';
 import type { Decision } from '../store/decisions.js';
-import type { JournalEntry, Verification } from '../store/rows.js';
+import { type JournalEntry, keptLabels, type Verification } from '../store/rows.js';
 import type { AttackState, TargetDirectory } from '../remediation/types.js';
 import type { WebhookAlert } from '../remediation/webhook.js';
 
@@ -148,7 +148,8 @@ function deliveries(rows: JournalEntry[]): Delivery[] {
       out.at(-1)!.rows.push(row);
       continue;
     }
-    const labels = row.labels === null ? undefined : (JSON.parse(row.labels) as Record<string, string>);
+    // Labels kept as their digest (longer than the row keeps) cannot be decided again: not replayable.
+    const labels = keptLabels(row.labels);
     const alert =
       labels && row.alertStatus && row.fingerprint && row.startsAt && typeof labels.alertname === 'string'
         ? ({ status: row.alertStatus, labels, fingerprint: row.fingerprint, startsAt: row.startsAt } as WebhookAlert)
