@@ -32,7 +32,7 @@ import { Housekeeping } from './housekeeping.js';
 import { DEFAULT_RESEND_INTERVAL_MS, type EpisodeAlert, Episodes } from './episode.js';
 import { SilenceKeeper, type SilenceWriter } from './silences.js';
 import { type StatusReader, Verifier } from './verify.js';
-import { climb, escalationRow } from './ladder.js';
+import { escalationRow, nextStep } from './ladder.js';
 import { makeRequest } from './request.js';
 import { askCircuitClose, closeCircuit, type OperatorDeps, readConsole } from './operator.js';
 import type { ActionDecision, ActionRequest, TargetDirectory } from './types.js';
@@ -113,8 +113,6 @@ export class RemediationEngine {
       alertmanager: deps.alertList ?? deps.alertmanager,
       everyMs: deps.verifyEveryMs,
       resendIntervalMs: () => deps.config.alertmanager?.resendIntervalMs ?? DEFAULT_RESEND_INTERVAL_MS,
-      onIneffective: (row) => this.#climb(row),
-      onEnded: (alert) => this.#episodes.resolved(alert, 'alertmanager (alert list)'),
     });
     this.#episodes = new Episodes({
       ...deps,
@@ -138,7 +136,6 @@ export class RemediationEngine {
     this.#approvals = new Approvals({
       ...deps,
       now: this.#now,
-      request: (req) => this.request(req),
       closeCircuit: (principal, reason, approval) => closeCircuit(this.#actionDeps(), principal, reason, approval),
       record: (action, result) => this.#record(action, result),
     });
@@ -176,18 +173,17 @@ export class RemediationEngine {
   }
 
   /** Decides on one request; executes it when every guard allows. Throws JournalError, NotReadyError, IdempotencyMismatchError. */
-  async request(req: ActionRequest): Promise<ActionDecision> {
+  async request(asked: ActionRequest): Promise<ActionDecision> {
     const { account, store } = this.#deps;
     // The route picks the engine by the request's account; a mismatch is a bug, never a guess.
-    if (req.account !== account)
-      throw new Error(`request for account ${req.account} given to the engine of account ${account}`);
+    if (asked.account !== account)
+      throw new Error(`request for account ${asked.account} given to the engine of account ${account}`);
     this.#requireUsable();
     await this.ready;
-    if (req.alert?.labels !== undefined) this.#warnLabelsTooLong(req.alert);
+    if (asked.alert?.labels !== undefined) this.#warnLabelsTooLong(asked.alert);
     // A ladder stopped at a step that expired unapproved: the delivery asks for that step again (episode.ts).
-    const again = await this.#episodes.expiredStep(req);
-    if (again !== undefined)
-      return this.request(makeRequest({ kind: 'ladder', row: again.before, steps: again.steps }));
+    const again = await this.#episodes.expiredStep(asked);
+    const req = again === undefined ? asked : makeRequest({ kind: 'ladder', row: again.before, steps: again.steps });
     const p = await prepare(req, this.#deps, this.#now);
     const decideTx = (tx: StateQueries) => decideIn(this.#deps, this.#firewall, p, tx);
     // One transaction checks and claims: a second request (or replica) for the same key waits for it. A claim
@@ -274,7 +270,16 @@ export class RemediationEngine {
   async approve(row: JournalEntry, approver: string, reason?: string): Promise<ApprovalResult> {
     this.#requireUsable();
     await this.ready;
-    return this.#approvals.approve(row, approver, reason);
+    // The approval's transition settles the row; its request is decided here, as every request is.
+    const approved = await this.#approvals.approve(row, approver, reason);
+    if ('closed' in approved) return approved.closed;
+    let result: ActionDecision;
+    try {
+      result = await this.request(approved.execute.req);
+    } catch (error) {
+      return this.#approvals.notDecided(approved.execute, error);
+    }
+    return this.#approvals.executed(approved.execute, result);
   }
 
   async deny(row: JournalEntry, approver: string, reason?: string): Promise<ActionDecision> {
@@ -335,9 +340,7 @@ export class RemediationEngine {
       })
       .then(() => (abort.signal.aborted ? undefined : this.#housekeeping.run(this.#now())))
       .then(() => (abort.signal.aborted ? undefined : this.#approvals.expire()))
-      .then(async () => {
-        if (!abort.signal.aborted && (await this.#verifier.run(this.#now())).length > 0) this.#deps.onDecision?.();
-      })
+      .then(() => (abort.signal.aborted ? undefined : this.#verify(this.#now())))
       .then(() => (abort.signal.aborted ? undefined : this.#silences.reconcile(this.#now())))
       .then(() => {
         if (this.#tickFailing) this.#deps.logger.info('applying pending firewall changes works again');
@@ -370,26 +373,45 @@ export class RemediationEngine {
   }
 
   /**
+   * The verifications at `now` (ms), in one direction: the verifier judges what Alertmanager's list says
+   * (verify.ts `judge`); the episodes it ended are resolved as a resolved delivery resolves them (episode.ts);
+   * the verifier settles the rows (`settle`); each `ineffective` one climbs its ladder (ladder.ts `nextStep`:
+   * the next step decided here through every guard, or the episode escalated), never for an episode that
+   * resolved. Throws JournalError.
+   */
+  async #verify(now: number): Promise<void> {
+    const judged = await this.#verifier.judge(now);
+    if (judged === undefined) return;
+    for (const alert of judged.ended) await this.#episodes.resolved(alert, 'alertmanager (alert list)');
+    const ended = await this.#verifier.settle(judged, now);
+    for (const { row, outcome } of ended) {
+      if (outcome !== 'ineffective') continue;
+      // The outcome is journaled whatever comes next: a next step that cannot be asked for now is logged.
+      await this.#climb(row).catch((error: unknown) =>
+        this.#deps.logger.error(
+          { err: error, journal_id: row.id },
+          'the next step of the escalation ladder could not be asked for',
+        ),
+      );
+    }
+    if (ended.length > 0) this.#deps.onDecision?.();
+  }
+
+  /**
    * After `row` ended ineffective: its ladder's next step, or the episode escalated (ladder.ts); nothing for an
    * episode that resolved (episode.ts).
    */
   async #climb(row: JournalEntry): Promise<unknown> {
     if (await this.#episodes.hasResolved(row)) return undefined;
-    return climb(
-      {
-        rules: () => this.#deps.config.rules,
-        request: (req) => this.request(req),
-        escalate: async (from, message) => {
-          const id = await this.#deps.store.insert(escalationRow(from, this.#now(), message));
-          this.#deps.logger.warn(
-            { action: from.action, server_id: from.serverId, id },
-            `remediation escalated: ${message}`,
-          );
-          await this.#record(from.action, { id, decision: 'escalated', message });
-        },
-      },
-      row,
+    const next = nextStep(this.#deps.config.rules, row);
+    if (next === undefined) return undefined;
+    if ('request' in next) return this.request(next.request);
+    const id = await this.#deps.store.insert(escalationRow(row, this.#now(), next.escalate));
+    this.#deps.logger.warn(
+      { action: row.action, server_id: row.serverId, id },
+      `remediation escalated: ${next.escalate}`,
     );
+    return this.#record(row.action, { id, decision: 'escalated', message: next.escalate });
   }
 
   /** Throws when no decision can be made: the journal is unavailable, or no server list was read yet. */
