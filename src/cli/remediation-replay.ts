@@ -261,8 +261,12 @@ async function decideAgain(
           });
       }
     for (const req of requestsFor(d.alert, 0, config.remediation.rules, accounts, principal)) {
-      const r = await engines.get(req.account)!.engine.request(req);
-      out.push({ outcome: { action: req.action, decision: r.decision }, account: req.account, id: r.id });
+      const { engine, store } = engines.get(req.account)!;
+      const r = await engine.request(req);
+      // The row's action: a ladder's step asked again after it expired is that step's
+      // (remediation/episode.ts `expiredStep`).
+      const action = (await store.get(r.id))?.action ?? req.action;
+      out.push({ outcome: { action, decision: r.decision }, account: req.account, id: r.id });
     }
   } catch (error) {
     return { refused: (error as Error).message };

@@ -8,7 +8,8 @@
  * delivery: it is the approval's outcome, shown on the delivery it settled (replayed as recorded when that
  * delivery was before the window). Rows of source `pending` (a deferred
  * firewall change applied) are left out: the replayed engine applies its own; so are the rows of the escalation
- * ladder (a later step, the episode escalated): the replayed engine climbs its own.
+ * ladder (a later step, the episode escalated): the replayed engine climbs its own, and replay compares the two
+ * (`ladderRows`). A later step asked again by a firing delivery after it expired (`reaskedStep`) is a delivery.
  */
 import { withdrawnByResolution } from '../remediation/episode.js';
 import type { Decision } from '../store/decisions.js';
@@ -68,9 +69,32 @@ export const madeByLadder = (r: JournalEntry): boolean =>
   r.ladderStep !== null &&
   (r.ladderStep > 0 || (r.decision === 'escalated' && r.message?.startsWith('the ladder of') === true));
 
-/** The rows the escalation ladder wrote (its later steps, the escalation), an approval's execution left out. */
+/** Whether `a` and `b` are rows of one episode (account, fingerprint, start, labels) and one ladder step. */
+const sameEpisodeStep = (a: JournalEntry, b: JournalEntry) =>
+  a.account === b.account &&
+  a.fingerprint === b.fingerprint &&
+  a.startsAt === b.startsAt &&
+  a.labels === b.labels &&
+  a.ladderStep === b.ladderStep;
+
+/**
+ * Whether `r` is a later step asked again by a firing delivery after that step expired unapproved
+ * (remediation/episode.ts `expiredStep`): a delivery's row, not the ladder's climb — replayed as that delivery. `rows`: the journal,
+ * oldest first.
+ */
+export const reaskedStep = (r: JournalEntry, rows: readonly JournalEntry[]): boolean =>
+  r.ladderStep !== null &&
+  r.ladderStep > 0 &&
+  r.decision !== 'escalated' &&
+  !isApprovalExecution(r) &&
+  rows.some((x) => x.id < r.id && x.decision === 'expired' && sameEpisodeStep(x, r));
+
+/**
+ * The rows the escalation ladder wrote (its later steps, the escalation), an approval's execution and a step
+ * asked again by a delivery left out. `rows`: the journal, oldest first.
+ */
 export const ladderRows = (rows: readonly JournalEntry[]): JournalEntry[] =>
-  rows.filter((r) => madeByLadder(r) && !isApprovalExecution(r));
+  rows.filter((r) => madeByLadder(r) && !isApprovalExecution(r) && !reaskedStep(r, rows));
 
 /** Whether `r` is `row`'s ladder's next row: the same episode (account, fingerprint, start, labels), one step on. */
 export const nextStepOf = (r: JournalEntry, row: JournalEntry): boolean =>
@@ -162,7 +186,9 @@ function deliveries(rows: JournalEntry[]): Delivery[] {
 /** The timeline of `rows` (oldest first), and the approvals' executions the deliveries' outcomes name. */
 export function history(rows: readonly JournalEntry[]): { events: HistoryEvent[]; executions: JournalEntry[] } {
   const executions = rows.filter(isApprovalExecution);
-  const alerts = rows.filter((r) => r.source === 'alert' && !isApprovalExecution(r) && !madeByLadder(r));
+  const alerts = rows.filter(
+    (r) => r.source === 'alert' && !isApprovalExecution(r) && (!madeByLadder(r) || reaskedStep(r, rows)),
+  );
   const events: HistoryEvent[] = [];
   deliveries(alerts).forEach((delivery, index) => {
     events.push({ at: delivery.rows[0]!.createdAt, kind: 'delivery', delivery, index });

@@ -12,10 +12,12 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import type { AlertmanagerAlert } from '../../src/alertmanager/client.js';
-import { runRemediationReplay } from '../../src/cli/remediation-replay.js';
+import { replay, runRemediationReplay } from '../../src/cli/remediation-replay.js';
+import { outcomesText } from '../../src/cli/replay-report.js';
 import { loadConfig } from '../../src/config/load.js';
-import type { Principal } from '../../src/config/types.js';
-import { engineHarness, openTestStore, remediationApp } from '../helpers/remediation.js';
+import { DEFAULT_SCHEDULES } from '../../src/config/schema.js';
+import type { Config, LadderStep, Principal } from '../../src/config/types.js';
+import { engineHarness, openTestStore, remediationApp, rule } from '../helpers/remediation.js';
 import { backends } from '../helpers/store-backends.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -180,6 +182,77 @@ for (const backend of backends()) {
         `ServerDown ladder step 2 server 100001 (journal ${rows[5]!.id}): then poweroff: executed (verified); now powercycle: executed (verified)  (changed)`,
       );
       expect(out).toContain('1 ladder rows: 0 same, 1 changed');
+    });
+
+    it('replays a ladder step asked again after it expired as that delivery: no change', async () => {
+      const db = await backend.fresh();
+      const steps: LadderStep[] = [
+        { action: 'powercycle', verifyWithinMs: 10 * MIN, requireApproval: false, cooldownMs: MIN },
+        { action: 'poweroff', verifyWithinMs: 20 * MIN, requireApproval: true, cooldownMs: MIN },
+      ];
+      const rules = [
+        rule({ alertname: 'ServerDown', action: 'powercycle', verifyWithinMs: 10 * MIN, cooldownMs: MIN, steps }),
+      ];
+      const h = await engineHarness({ principals: PRINCIPALS, rules }, await db.open());
+      const app = remediationApp(h);
+      const labels = { alertname: 'ServerDown', server_id: '100001' };
+      const deliver = async (minutes: number) => {
+        h.clock.now = T0 + minutes * MIN;
+        const res = await app.inject({
+          method: 'POST',
+          url: '/api/v1/alertmanager',
+          headers: { authorization: `Bearer ${TOKEN}` },
+          payload: {
+            version: '4',
+            status: 'firing',
+            alerts: [{ status: 'firing', labels, startsAt: new Date(T0).toISOString(), fingerprint: 'fp-x' }],
+          },
+        });
+        expect(res.statusCode).toBe(200);
+        return res.json().results.map((r: { decision: string }) => r.decision);
+      };
+      expect(await deliver(0)).toEqual(['executed']);
+      // Step 1 ineffective: step 2 awaits approval, nobody approves it, it expires.
+      h.clock.now = T0 + 11 * MIN;
+      await h.engine.tick();
+      h.clock.now = T0 + 30 * MIN;
+      await h.engine.tick();
+      // Alertmanager repeats the still-firing alert: step 2 is asked again.
+      expect(await deliver(31)).toEqual(['awaiting_approval']);
+      const rows = (await h.journal.list({ limit: 100 })).reverse();
+      expect(rows.map((r) => [r.ladderStep, r.decision])).toEqual([
+        [0, 'executed'],
+        [1, 'expired'],
+        [1, 'awaiting_approval'],
+      ]);
+      const report = await replay(
+        {
+          remediation: { ...h.config, rules },
+          schedules: { firewall: DEFAULT_SCHEDULES.firewall } as Config['schedules'],
+          accounts: [{ name: 'default' }] as Config['accounts'],
+        },
+        {
+          rows,
+          circuits: new Map([['default', await h.journal.circuit('default')]]),
+          from: T0 - MIN,
+          to: T0 + 32 * MIN,
+        },
+      );
+      expect(
+        report.deliveries.map((d) => [d.verdict, outcomesText(d.recorded), outcomesText(d.replayed ?? [])]),
+      ).toEqual([
+        ['same', 'powercycle: executed (ineffective)', 'powercycle: executed (ineffective)'],
+        ['same', 'poweroff: awaiting_approval', 'poweroff: awaiting_approval'],
+      ]);
+      expect(
+        report.ladder.map((l) => [
+          l.step,
+          l.verdict,
+          outcomesText(l.recorded ? [l.recorded] : []),
+          outcomesText(l.replayed ? [l.replayed] : []),
+        ]),
+      ).toEqual([[1, 'same', 'poweroff: awaiting_approval → expired', 'poweroff: awaiting_approval → expired']]);
+      expect(report.ladderCounts).toEqual({ same: 1, changed: 0 });
     });
   });
 }
