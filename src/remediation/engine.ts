@@ -131,7 +131,6 @@ export class RemediationEngine {
       ...deps,
       now: this.#now,
       record: (action, result, failedAt) => this.#record(action, result, failedAt),
-      decideDue: (d, now, tx) => decideDue(deps, this.#firewall, d, now, tx),
     });
     this.#approvals = new Approvals({
       ...deps,
@@ -331,7 +330,7 @@ export class RemediationEngine {
     const abort = new AbortController();
     this.#tickAbort = abort;
     this.#ticking = this.ready
-      .then(() => this.#firewall.applyDue(abort.signal))
+      .then(() => this.#applyDue(abort.signal))
       // The ticker runs every second; with nothing due it costs one indexed query and no gauge update.
       .then(async (due) => {
         if (due > 0) await this.#gauges.refresh();
@@ -370,6 +369,36 @@ export class RemediationEngine {
     const cancelled = await this.#firewall.cancelWithoutRule();
     if (cancelled > 0) await this.#gauges.refresh();
     return cancelled;
+  }
+
+  /**
+   * Applies the pending firewall changes due now, one after the other, each decided in one transaction by the
+   * guards (decide.ts `decideDue`, with desired firewall state as every decision has it) and then sent
+   * (desired-firewall.ts `apply`) or counted. Returns how many were due (in dry run, how many were journaled
+   * held). Once `signal` is aborted (the replica stopped leading) no further change is decided or sent.
+   */
+  async #applyDue(signal: AbortSignal): Promise<number> {
+    const { account, store } = this.#deps;
+    const now = this.#now();
+    const { due, count } = await this.#firewall.listDue(now);
+    for (const listed of due) {
+      if (signal.aborted) break;
+      // the leader's write: with shared accounts, refused unless this replica still holds the account's lease
+      const step = await store.transaction(
+        account,
+        async (tx) => {
+          const d = await this.#firewall.stillDue(listed, now, tx);
+          if (d === undefined) return undefined;
+          const decided = await decideDue(this.#deps, this.#firewall, d, now, tx);
+          return decided && { d, ...decided };
+        },
+        { leader: true },
+      );
+      if (step?.send) await this.#firewall.apply(step.d, step.id);
+      else if (step)
+        await this.#record('firewall_state', { id: step.id, decision: step.decision, message: step.message });
+    }
+    return count;
   }
 
   /**
