@@ -47,8 +47,11 @@ export async function offlineEngine(
   now: () => number,
   /** the Alertmanager the engine reads and silences (a test file's stated alerts); absent: none */
   alertmanager?: EngineDeps['alertmanager'],
-  /** false: `alertmanager` is the outage gate's only, not evidence for the verifier (a replay) */
-  verifyByAlertList = true,
+  /**
+   * a replay's verifier: the Alertmanager it reads as evidence instead of `alertmanager` (which then answers
+   * the outage gate only), and how often it runs at most (ms)
+   */
+  verifier?: { alertList: NonNullable<EngineDeps['alertList']>; everyMs: number },
 ): Promise<OfflineEngine> {
   const store = sqliteStore(Journal.open(':memory:'), ':memory:', tmpdir());
   const client = new RecorderClient();
@@ -63,7 +66,7 @@ export async function offlineEngine(
     firewallPeriodMs: () => schedulePeriodMs(config.schedules.firewall),
     now,
     ...(alertmanager ? { alertmanager } : {}),
-    verifyByAlertList,
+    ...(verifier ? { alertList: verifier.alertList, verifyEveryMs: verifier.everyMs } : {}),
   });
   await engine.ready;
   return {

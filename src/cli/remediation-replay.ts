@@ -22,7 +22,7 @@ import type { Config } from '../config/types.js';
 import { BaremetalError, ConflictError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import { requestsFor, resolvedEpisodes } from '../remediation/rules.js';
-import { gateReading, replayedAlertmanager } from './replay-gate.js';
+import { gateReading, replayedAlertList, replayedAlertmanager } from './replay-gate.js';
 import { openStore } from '../store/open.js';
 import { DEFAULT_POOL_LIMITS } from '../store/postgres/bounds.js';
 import type { CircuitState, JournalEntry } from '../store/rows.js';
@@ -33,12 +33,21 @@ import {
   type Delivery,
   type HistoryEvent,
   history,
+  isApprovalExecution,
   journalDirectory,
+  ladderRows,
   type Outcome,
   recordedOutcome,
   type Settlement,
 } from './replay-history.js';
-import { outcomesText, overturned, type ReplayedDelivery, type ReplayReport, reportText } from './replay-report.js';
+import {
+  outcomesText,
+  overturned,
+  type ReplayedDelivery,
+  type ReplayedLadderRow,
+  type ReplayReport,
+  reportText,
+} from './replay-report.js';
 
 /** Rows read at most (the newest within `--since`). */
 const MAX_ROWS = 200_000;
@@ -59,6 +68,8 @@ interface Decided {
   outcome: Outcome;
   account: string;
   id: number;
+  /** the row of its approval's execution, when it was approved again */
+  executionId?: number;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -91,6 +102,8 @@ export async function replay(
   const engines = new Map<string, OfflineEngine>();
   // With an outage gate, each decision reads what the gate read when it was recorded (replay-gate.ts).
   const am = config.remediation.safety.blockWhileFiring.length > 0 ? replayedAlertmanager() : undefined;
+  // The verifier reads the recorded evidence (replay-gate.ts `replayedAlertList`), at every replayed moment.
+  const list = replayedAlertList(recorded.rows);
   for (const account of accounts) {
     const rows = recorded.rows.filter((r) => r.account === account);
     const e = await offlineEngine(
@@ -99,8 +112,7 @@ export async function replay(
       journalDirectory(rows, () => clock.now),
       () => clock.now,
       am,
-      // It answers what the gate read, not which episodes Alertmanager listed: no evidence for the verifier.
-      false,
+      { alertList: list, everyMs: 0 },
     );
     engines.set(account, e);
     await seedCircuit(e, account, recorded.circuits.get(account), recorded.from);
@@ -110,30 +122,119 @@ export async function replay(
   const report: ReplayReport = {
     deliveries: [],
     operatorRows: [],
+    ladder: [],
     counts: { same: 0, changed: 0, overturned: 0, notReplayable: 0 },
+    ladderCounts: { same: 0, changed: 0 },
   };
   try {
     for (const ev of events) {
       clock.now = ev.at;
+      if (ev.kind === 'deadline') {
+        // The verifier settles it on what was recorded: `unknown` reads no Alertmanager status; a ladder that
+        // climbs decides its next step on the gate reading that step's row recorded.
+        if (am) am.reading = gateReading(ev.next);
+        list.noEvidence = ev.row.verification === 'unknown';
+      }
       for (const e of engines.values()) await e.engine.tick();
-      if (ev.kind === 'delivery') {
+      list.noEvidence = false;
+      if (ev.kind === 'step_settlement') {
+        if (am) am.reading = gateReading(executions.filter((e) => executedBy(e, ev.row)));
+        await settleStep(ev.row, engines.get(ev.row.account));
+      } else if (ev.kind === 'delivery') {
         if (am) am.reading = gateReading(ev.delivery.rows);
         decided.set(ev.index, await decideAgain(ev.delivery, config, engines, accounts));
       } else if (ev.kind === 'settlement') {
         if (am) am.reading = gateReading(executions.filter((e) => executedBy(e, ev.row)));
         await settleAgain(ev, decided.get(ev.index), engines);
-      } else await replayRow(ev.row, engines.get(ev.row.account), report);
+      } else if (ev.kind === 'operator') await replayRow(ev.row, engines.get(ev.row.account), report);
     }
     clock.now = Math.max(clock.now, recorded.to);
     for (const e of engines.values()) await e.engine.tick();
     for (const ev of events)
       if (ev.kind === 'delivery')
         report.deliveries.push(await compare(ev.delivery, decided.get(ev.index), executions, engines));
+    report.ladder = await compareLadders(recorded.rows, engines);
   } finally {
     for (const e of engines.values()) await e.close();
   }
   for (const d of report.deliveries) report.counts[d.verdict === 'not_replayable' ? 'notReplayable' : d.verdict]++;
+  for (const l of report.ladder) report.ladderCounts[l.verdict]++;
   return report;
+}
+
+/** The replayed ladder row of the episode and step of `then` (a recorded ladder row), when one was written. */
+const sameStep = (r: JournalEntry, then: JournalEntry) =>
+  r.account === then.account &&
+  r.fingerprint === then.fingerprint &&
+  r.startsAt === then.startsAt &&
+  r.labels === then.labels &&
+  r.ladderStep === then.ladderStep &&
+  (r.decision === 'escalated') === (then.decision === 'escalated');
+
+/**
+ * A person's settlement of a ladder step that awaited approval, applied again to the replayed step of the same
+ * episode when it awaits too (the replayed ladder climbed as the recorded one did).
+ */
+async function settleStep(then: JournalEntry, e: OfflineEngine | undefined): Promise<void> {
+  if (!e) return;
+  const row = (await e.store.awaitingApproval(then.account)).find((r) => sameStep(r, then) && r.action === then.action);
+  if (row === undefined) return;
+  try {
+    if (then.decision === 'approved')
+      await e.engine.approve(row, then.approver ?? REPLAY_PRINCIPAL, then.approverReason ?? undefined);
+    else if (then.decision === 'denied_by_approver')
+      await e.engine.deny(row, then.approver ?? REPLAY_PRINCIPAL, then.approverReason ?? undefined);
+    else await e.engine.withdraw(row, row.principal ?? REPLAY_PRINCIPAL);
+  } catch (error) {
+    if (!(error instanceof ConflictError)) throw error;
+  }
+}
+
+/**
+ * The ladders as they climbed then and now: each recorded later step and escalation beside the replayed row of
+ * the same episode and step (its decision, settlement, execution and verification), and each replayed one that
+ * was not recorded. Not deliveries: a ladder's rows are what its verifications made of the deliveries.
+ */
+async function compareLadders(
+  rows: readonly JournalEntry[],
+  engines: Map<string, OfflineEngine>,
+): Promise<ReplayedLadderRow[]> {
+  const then = ladderRows(rows);
+  const thenExecutions = rows.filter(isApprovalExecution);
+  const now: JournalEntry[] = [];
+  const nowExecutions: JournalEntry[] = [];
+  for (const e of engines.values()) {
+    const all = await e.store.list({ limit: MAX_ROWS });
+    now.push(...ladderRows(all));
+    nowExecutions.push(...all.filter(isApprovalExecution));
+  }
+  const out: ReplayedLadderRow[] = [];
+  const matched = new Set<JournalEntry>();
+  const entry = (r: JournalEntry) => ({
+    at: iso(r.createdAt),
+    account: r.account,
+    alertname: r.alertname,
+    serverId: r.serverId,
+    step: r.ladderStep!,
+    escalated: r.decision === 'escalated',
+  });
+  for (const r of then) {
+    const n = now.find((x) => !matched.has(x) && sameStep(x, r));
+    if (n) matched.add(n);
+    const recordedO = recordedOutcome(r, thenExecutions);
+    const replayedO = n ? recordedOutcome(n, nowExecutions) : undefined;
+    const same = replayedO !== undefined && outcomesText([recordedO]) === outcomesText([replayedO]);
+    out.push({
+      ...entry(r),
+      journalId: r.id,
+      recorded: recordedO,
+      ...(replayedO ? { replayed: replayedO } : {}),
+      verdict: same ? 'same' : 'changed',
+    });
+  }
+  for (const n of now)
+    if (!matched.has(n)) out.push({ ...entry(n), replayed: recordedOutcome(n, nowExecutions), verdict: 'changed' });
+  return out;
 }
 
 /** One delivery decided again under the new rules. */
@@ -160,8 +261,12 @@ async function decideAgain(
           });
       }
     for (const req of requestsFor(d.alert, 0, config.remediation.rules, accounts, principal)) {
-      const r = await engines.get(req.account)!.engine.request(req);
-      out.push({ outcome: { action: req.action, decision: r.decision }, account: req.account, id: r.id });
+      const { engine, store } = engines.get(req.account)!;
+      const r = await engine.request(req);
+      // The row's action: a ladder's step asked again after it expired is that step's
+      // (remediation/episode.ts `expiredStep`).
+      const action = (await store.get(r.id))?.action ?? req.action;
+      out.push({ outcome: { action, decision: r.decision }, account: req.account, id: r.id });
     }
   } catch (error) {
     return { refused: (error as Error).message };
@@ -186,6 +291,7 @@ async function settleAgain(
       if (then.decision === 'approved') {
         const ran = await engine.approve(row, then.approver ?? REPLAY_PRINCIPAL, then.approverReason ?? undefined);
         d.outcome.execution = ran.decision;
+        d.executionId = ran.id;
       } else if (then.decision === 'denied_by_approver')
         await engine.deny(row, then.approver ?? REPLAY_PRINCIPAL, then.approverReason ?? undefined);
       else await engine.withdraw(row, row.principal ?? REPLAY_PRINCIPAL);
@@ -237,19 +343,24 @@ async function compare(
   if (!Array.isArray(now)) return { ...base, replayed: [], refused: now.refused, verdict: 'changed' };
   const outcomes: Outcome[] = [];
   for (const n of now) {
-    const row = n.outcome.decision === 'awaiting_approval' ? await engines.get(n.account)!.store.get(n.id) : undefined;
+    const { store } = engines.get(n.account)!;
+    const row = n.outcome.decision === 'awaiting_approval' ? await store.get(n.id) : undefined;
     const settled = row && row.decision !== 'awaiting_approval' ? (row.decision as Settlement) : undefined;
+    // How what it sent was verified, as the replayed verifier settled it on the recorded evidence.
+    const sent = n.outcome.decision === 'awaiting_approval' ? n.executionId : n.id;
+    const verification = sent === undefined ? undefined : (await store.get(sent))?.verification;
+    const outcome = verification ? { ...n.outcome, verification } : n.outcome;
     outcomes.push(
       settled
         ? {
-            ...n.outcome,
+            ...outcome,
             settlement: {
               decision: settled,
               by: settled === 'withdrawn' ? (row!.approver ?? row!.principal) : row!.approver,
               at: iso(row!.approvedAt ?? row!.completedAt ?? row!.createdAt),
             },
           }
-        : n.outcome,
+        : outcome,
     );
   }
   const human = overturned(base.recorded, outcomes);
@@ -272,7 +383,7 @@ async function read(store: StateStore, accounts: string[], since: number, to: nu
 
 /**
  * `remediation replay --config.file NEW.yml [--since 7d] [-o json] [--exit-code]`; returns the exit code: 0, or
- * with `--exit-code` 1 when any delivery's decision changed or overturns a person's.
+ * with `--exit-code` 1 when any delivery's decision or ladder row changed or overturns a person's.
  */
 export async function runRemediationReplay(
   args: string[],
@@ -324,7 +435,7 @@ export async function runRemediationReplay(
   }
   const report = await replay(config, recorded);
   out.write(render(format, { data: report, table: reportText(report) }));
-  // As `git diff --exit-code`: 1 when any decision changed (or overturns a person's), for a CI gate.
-  const changed = report.counts.changed + report.counts.overturned;
+  // As `git diff --exit-code`: 1 when any decision changed (or overturns a person's), a ladder's included.
+  const changed = report.counts.changed + report.counts.overturned + report.ladderCounts.changed;
   return values['exit-code'] === true && changed > 0 ? 1 : 0;
 }

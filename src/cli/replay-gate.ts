@@ -102,3 +102,40 @@ export function replayedAlertmanager() {
   };
   return am;
 }
+
+/**
+ * The Alertmanager a replay's verifier reads (remediation/verify.ts), so that each replayed verification settles
+ * on the evidence its recorded row settled on: it lists every episode of the history as still firing, and is up
+ * since the epoch. An episode that Alertmanager's list ended was journaled as a resolution (decision `resolved`,
+ * delivered by `alertmanager (alert list)`), which replay delivers again at its moment: that, not this list, ends
+ * it. A verification recorded `unknown` (no evidence either way at its deadline) is replayed with `noEvidence` set
+ * for that moment's tick: the status cannot be read, as then. Past its deadline, a verification still listed is
+ * `ineffective`, as it was recorded.
+ */
+export function replayedAlertList(rows: readonly JournalEntry[]) {
+  const episodes = new Map<string, AlertmanagerAlert>();
+  for (const r of rows) {
+    if (r.fingerprint === null || r.startsAt === null || r.labels === null) continue;
+    const labels = JSON.parse(r.labels) as Record<string, string>;
+    episodes.set(`${r.fingerprint}@${r.startsAt}`, {
+      fingerprint: r.fingerprint,
+      labels,
+      startsAt: r.startsAt,
+      state: 'active',
+      silencedBy: [],
+    });
+  }
+  const list = {
+    /** set for the tick of a moment a verification was recorded `unknown` */
+    noEvidence: false,
+    async alerts(): Promise<AlertmanagerAlert[]> {
+      return [...episodes.values()];
+    },
+    async status() {
+      if (list.noEvidence)
+        throw new AlertmanagerError('replayed: the recorded verification had no evidence either way');
+      return { startedAt: 0 };
+    },
+  };
+  return list;
+}

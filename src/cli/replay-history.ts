@@ -8,11 +8,12 @@
  * delivery: it is the approval's outcome, shown on the delivery it settled (replayed as recorded when that
  * delivery was before the window). Rows of source `pending` (a deferred
  * firewall change applied) are left out: the replayed engine applies its own; so are the rows of the escalation
- * ladder (a later step, the episode escalated): the replayed engine climbs its own.
+ * ladder (a later step, the episode escalated): the replayed engine climbs its own, and replay compares the two
+ * (`ladderRows`). A later step asked again by a firing delivery after it expired (`reaskedStep`) is a delivery.
  */
 import { withdrawnByResolution } from '../remediation/episode.js';
 import type { Decision } from '../store/decisions.js';
-import type { JournalEntry } from '../store/rows.js';
+import { type JournalEntry, keptLabels, type Verification } from '../store/rows.js';
 import type { AttackState, TargetDirectory } from '../remediation/types.js';
 import type { WebhookAlert } from '../remediation/webhook.js';
 
@@ -36,13 +37,22 @@ export interface Outcome {
   settlement?: { decision: Settlement; by: string | null; at: string };
   /** the decision of the approved request's execution; absent when none is known */
   execution?: Decision | 'executing';
+  /**
+   * how the verification of what it sent ended (store/rows.ts `verification`): its own row's, or its approval's
+   * execution's; absent when it was not verified
+   */
+  verification?: Verification;
 }
 
 /** One entry of the timeline, oldest first. */
 export type HistoryEvent =
   | { at: number; kind: 'delivery'; delivery: Delivery; index: number }
   | { at: number; kind: 'settlement'; delivery: Delivery; index: number; row: JournalEntry }
-  | { at: number; kind: 'operator'; row: JournalEntry };
+  | { at: number; kind: 'operator'; row: JournalEntry }
+  /** a verification ended at its deadline (`row`, `ineffective` or `unknown`): the verifier runs at that moment */
+  | { at: number; kind: 'deadline'; row: JournalEntry; next: JournalEntry[] }
+  /** a person settled a ladder step that awaited approval (`row`) */
+  | { at: number; kind: 'step_settlement'; row: JournalEntry };
 
 /**
  * The row an approval wrote when it ran the request it approved: it names an approver and has a decision of its
@@ -59,6 +69,43 @@ export const madeByLadder = (r: JournalEntry): boolean =>
   r.ladderStep !== null &&
   (r.ladderStep > 0 || (r.decision === 'escalated' && r.message?.startsWith('the ladder of') === true));
 
+/** Whether `a` and `b` are rows of one episode (account, fingerprint, start, labels) and one ladder step. */
+const sameEpisodeStep = (a: JournalEntry, b: JournalEntry) =>
+  a.account === b.account &&
+  a.fingerprint === b.fingerprint &&
+  a.startsAt === b.startsAt &&
+  a.labels === b.labels &&
+  a.ladderStep === b.ladderStep;
+
+/**
+ * Whether `r` is a later step asked again by a firing delivery after that step expired unapproved
+ * (remediation/episode.ts `expiredStep`): a delivery's row, not the ladder's climb — replayed as that delivery. `rows`: the journal,
+ * oldest first.
+ */
+export const reaskedStep = (r: JournalEntry, rows: readonly JournalEntry[]): boolean =>
+  r.ladderStep !== null &&
+  r.ladderStep > 0 &&
+  r.decision !== 'escalated' &&
+  !isApprovalExecution(r) &&
+  rows.some((x) => x.id < r.id && x.decision === 'expired' && sameEpisodeStep(x, r));
+
+/**
+ * The rows the escalation ladder wrote (its later steps, the escalation), an approval's execution and a step
+ * asked again by a delivery left out. `rows`: the journal, oldest first.
+ */
+export const ladderRows = (rows: readonly JournalEntry[]): JournalEntry[] =>
+  rows.filter((r) => madeByLadder(r) && !isApprovalExecution(r) && !reaskedStep(r, rows));
+
+/** Whether `r` is `row`'s ladder's next row: the same episode (account, fingerprint, start, labels), one step on. */
+export const nextStepOf = (r: JournalEntry, row: JournalEntry): boolean =>
+  r.account === row.account &&
+  r.fingerprint === row.fingerprint &&
+  r.startsAt === row.startsAt &&
+  r.labels === row.labels &&
+  r.ladderStep !== null &&
+  row.ladderStep !== null &&
+  (r.decision === 'escalated' ? r.ladderStep === row.ladderStep : r.ladderStep === row.ladderStep + 1);
+
 /** The decisions in which the request went ahead: sent, decided in dry run, or made desired firewall state. */
 const WENT_AHEAD: readonly string[] = ['executed', 'failed', 'unknown', 'executing', 'dry_run', 'deferred'];
 
@@ -71,18 +118,23 @@ export const wentAhead = (o: Outcome | undefined): boolean =>
 
 /** An outcome as one line shows it: `powercycle: awaiting_approval → approved by bob → executed`. */
 export function outcomeText(o: Outcome): string {
-  if (!o.settlement) return `${o.action}: ${o.decision}`;
+  const verified = o.verification ? ` (${o.verification})` : '';
+  if (!o.settlement) return `${o.action}: ${o.decision}${verified}`;
   const by = o.settlement.by ? ` by ${o.settlement.by}` : '';
   const ran = o.execution ? ` → ${o.execution}` : '';
-  return `${o.action}: awaiting_approval → ${o.settlement.decision}${by}${ran}`;
+  return `${o.action}: awaiting_approval → ${o.settlement.decision}${by}${ran}${verified}`;
 }
+
+/** `r`'s verification as an Outcome field: none when it was not verified. */
+const verificationOf = (r: JournalEntry): Pick<Outcome, 'verification'> =>
+  r.verification ? { verification: r.verification } : {};
 
 /** When a settled row was settled (ms): the approval time, else its completion. */
 const settledAt = (r: JournalEntry): number => r.approvedAt ?? r.completedAt ?? r.createdAt;
 
 /** A recorded row's outcome, its approval's execution (among `executions`) included. */
 export function recordedOutcome(r: JournalEntry, executions: readonly JournalEntry[]): Outcome {
-  if (!SETTLEMENTS.includes(r.decision)) return { action: r.action, decision: r.decision };
+  if (!SETTLEMENTS.includes(r.decision)) return { action: r.action, decision: r.decision, ...verificationOf(r) };
   const decision = r.decision as Settlement;
   // A withdrawal names its operator as approver when it was not the requester's (an alert's request).
   const by = decision === 'withdrawn' ? (r.approver ?? r.principal) : r.approver;
@@ -101,7 +153,7 @@ export function recordedOutcome(r: JournalEntry, executions: readonly JournalEnt
     action: r.action,
     decision: 'awaiting_approval',
     settlement: { decision, by, at: new Date(settledAt(r)).toISOString() },
-    ...(ran ? { execution: ran.decision } : {}),
+    ...(ran ? { execution: ran.decision, ...verificationOf(ran) } : {}),
   };
 }
 
@@ -120,7 +172,8 @@ function deliveries(rows: JournalEntry[]): Delivery[] {
       out.at(-1)!.rows.push(row);
       continue;
     }
-    const labels = row.labels === null ? undefined : (JSON.parse(row.labels) as Record<string, string>);
+    // Labels kept as their digest (longer than the row keeps) cannot be decided again: not replayable.
+    const labels = keptLabels(row.labels);
     const alert =
       labels && row.alertStatus && row.fingerprint && row.startsAt && typeof labels.alertname === 'string'
         ? ({ status: row.alertStatus, labels, fingerprint: row.fingerprint, startsAt: row.startsAt } as WebhookAlert)
@@ -133,7 +186,9 @@ function deliveries(rows: JournalEntry[]): Delivery[] {
 /** The timeline of `rows` (oldest first), and the approvals' executions the deliveries' outcomes name. */
 export function history(rows: readonly JournalEntry[]): { events: HistoryEvent[]; executions: JournalEntry[] } {
   const executions = rows.filter(isApprovalExecution);
-  const alerts = rows.filter((r) => r.source === 'alert' && !isApprovalExecution(r) && !madeByLadder(r));
+  const alerts = rows.filter(
+    (r) => r.source === 'alert' && !isApprovalExecution(r) && (!madeByLadder(r) || reaskedStep(r, rows)),
+  );
   const events: HistoryEvent[] = [];
   deliveries(alerts).forEach((delivery, index) => {
     events.push({ at: delivery.rows[0]!.createdAt, kind: 'delivery', delivery, index });
@@ -149,6 +204,14 @@ export function history(rows: readonly JournalEntry[]): { events: HistoryEvent[]
   for (const e of executions)
     if (e.source === 'alert' && !alerts.some((r) => recordedOutcome(r, [e]).execution !== undefined))
       events.push({ at: e.createdAt, kind: 'operator', row: e });
+  // A verification that ended at its deadline: the replayed verifier runs at that moment, the outage gate reading
+  // what the next step's row recorded (the ladder climbs then), so that it settles on the recorded evidence.
+  for (const row of rows)
+    if ((row.verification === 'ineffective' || row.verification === 'unknown') && row.verifiedAt !== null)
+      events.push({ at: row.verifiedAt, kind: 'deadline', row, next: rows.filter((r) => nextStepOf(r, row)) });
+  for (const row of ladderRows(rows))
+    if ((HUMAN_SETTLEMENTS as readonly string[]).includes(row.decision) && !withdrawnByResolution(row))
+      events.push({ at: settledAt(row), kind: 'step_settlement', row });
   // Stable: at one moment a delivery comes before its own settlement, as it did.
   events.sort((a, b) => a.at - b.at);
   return { events, executions };

@@ -46,10 +46,35 @@ export interface ReplayedOperatorRow {
   decision: string;
 }
 
+/**
+ * One row of an escalation ladder (a later step, or the episode escalated), then and now: the recorded row beside
+ * the replayed row of the same episode and step, or either alone when only one ladder wrote it (`changed`).
+ */
+export interface ReplayedLadderRow {
+  /** ISO-8601, when it was written (the recorded row's, else the replayed one's) */
+  at: string;
+  account: string;
+  alertname: string | null;
+  serverId: string;
+  /** the step of its ladder, 0-based (an escalation carries the last step's) */
+  step: number;
+  /** the episode escalated to a person after this step */
+  escalated: boolean;
+  /** the recorded row; absent when only the replayed ladder wrote it */
+  journalId?: number;
+  recorded?: Outcome;
+  /** absent when the replayed ladder did not come to it */
+  replayed?: Outcome;
+  verdict: 'same' | 'changed';
+}
+
 export interface ReplayReport {
   deliveries: ReplayedDelivery[];
   operatorRows: ReplayedOperatorRow[];
+  /** the ladders' later steps and escalations, then and now */
+  ladder: ReplayedLadderRow[];
   counts: { same: number; changed: number; overturned: number; notReplayable: number };
+  ladderCounts: { same: number; changed: number };
 }
 
 /** The human decisions of `recorded` that `replayed` overturns (Verdict). */
@@ -95,6 +120,17 @@ export function reportText(report: ReplayReport): string {
     if (d.verdict !== 'same') transitions.set(`${then} -> ${now}`, (transitions.get(`${then} -> ${now}`) ?? 0) + 1);
     lines.push({ at: d.at, text: `${d.at} ${d.alertname} ${d.status} ${target}: then ${then}; now ${now}${mark}` });
   }
+  for (const l of report.ladder) {
+    const what = l.escalated ? `escalation after step ${l.step + 1}` : `ladder step ${l.step + 1}`;
+    const then = l.recorded ? outcomesText([l.recorded]) : 'not reached';
+    const now = l.replayed ? outcomesText([l.replayed]) : 'not reached';
+    if (l.verdict !== 'same') transitions.set(`${then} -> ${now}`, (transitions.get(`${then} -> ${now}`) ?? 0) + 1);
+    const journal = l.journalId === undefined ? '' : ` (journal ${l.journalId})`;
+    lines.push({
+      at: l.at,
+      text: `${l.at} ${l.alertname} ${what} server ${l.serverId}${journal}: then ${then}; now ${now}${l.verdict === 'changed' ? '  (changed)' : ''}`,
+    });
+  }
   for (const r of report.operatorRows) {
     const target = r.serverId ? ` server ${r.serverId}` : '';
     lines.push({
@@ -108,6 +144,11 @@ export function reportText(report: ReplayReport): string {
   const summary = [
     '',
     `${total} deliveries: ${c.same} same, ${c.changed} changed, ${c.overturned} overturn a human decision, ${c.notReplayable} not replayable`,
+    ...(report.ladder.length > 0
+      ? [
+          `${report.ladder.length} ladder rows: ${report.ladderCounts.same} same, ${report.ladderCounts.changed} changed`,
+        ]
+      : []),
     ...(report.operatorRows.length > 0 ? [`${report.operatorRows.length} operator rows replayed as recorded`] : []),
     ...[...transitions].sort((a, b) => b[1] - a[1]).map(([t, n]) => `  ${n}× ${t}`),
   ];

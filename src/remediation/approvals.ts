@@ -4,8 +4,8 @@
  * or it expires after `remediation.approval_timeout`.
  *
  * An approval settles the row first — one conditional UPDATE, so of two approvals at once (two replicas, two
- * operators) exactly one settles it and the other is a 409 — and then asks the engine again, as a new request
- * of the same requester with the approver named: every guard of `RemediationEngine.request` runs again at that
+ * operators) exactly one settles it and the other is a 409 — and returns a new request of the same requester
+ * with the approver named, which the engine decides (`RemediationEngine.approve`): every guard runs again at that
  * moment (target, attack, breaker, cap, cooldown, budget, dry run, and whatever guards are added there later;
  * a request forced past the attack guard stays forced), and the execution is
  * claimed under the delivery key `approval:<row id>`, so it acts at most once. The awaiting row names the
@@ -36,8 +36,6 @@ export interface ApprovalDeps {
   logger: Logger;
   /** ms since epoch */
   now: () => number;
-  /** decides on a request (the engine's `request`): the approved execution goes through every guard again */
-  request: (req: ActionRequest) => Promise<ActionDecision>;
   /** closes the breaker, as `principal` asked and `approval.by` approved (operator.ts `closeCircuit`) */
   closeCircuit: (
     principal: string,
@@ -51,6 +49,20 @@ export interface ApprovalDeps {
 /** An approval's execution, and, when the rule the request was made under changed since, a sentence saying so. */
 export type ApprovalResult = ActionDecision & { ruleChanged?: string };
 
+/** An approved request for the engine to decide: the row it settled, by whom and when, and what to run. */
+export interface ApprovedExecution {
+  row: JournalEntry;
+  approver: string;
+  /** when it was approved, ms */
+  at: number;
+  req: ActionRequest;
+  /** the rule it was made under changed since: a sentence saying so */
+  changed?: string;
+}
+
+/** What an approval comes to: a request to decide, or a breaker's close done. */
+export type Approved = { execute: ApprovedExecution } | { closed: ApprovalResult };
+
 export class Approvals {
   readonly #deps: ApprovalDeps;
 
@@ -60,11 +72,15 @@ export class Approvals {
 
   /**
    * `approver` approves `row` (checked by the caller: another operator, within its accounts and actions), with
-   * an optional reason (journaled `approverReason` on the row and its execution): returns the execution's decision. Throws ConflictError (already settled, or expired), JournalError, NoLeaderError (the attack state of a power action is not decided here yet: nothing settled, ask again).
+   * an optional reason (journaled `approverReason` on the row and its execution): the approval's transition. The
+   * row is settled `approved` and the request to run is returned (`execute`: the engine decides it through every
+   * guard, then `executed` or `notDecided` completes the row); a breaker's close is closed here (`closed`).
+   * Throws ConflictError (already settled, or expired), JournalError, NoLeaderError (the attack state of a
+   * power action is not decided here yet: nothing settled, ask again).
    */
-  async approve(row: JournalEntry, approver: string, reason?: string): Promise<ApprovalResult> {
+  async approve(row: JournalEntry, approver: string, reason?: string): Promise<Approved> {
     const at = this.#deps.now();
-    if (row.action === 'circuit_close') return this.#approveClose(row, approver, at, reason);
+    if (row.action === 'circuit_close') return { closed: await this.#approveClose(row, approver, at, reason) };
     // Made before settling: a row that cannot be run as it was made stays awaiting (a 409, nothing settled).
     const req = makeRequest({ kind: 'approval', row, approver, at, ...(reason !== undefined ? { reason } : {}) });
     const changed = ruleChange(row, this.#deps.config.rules);
@@ -73,18 +89,12 @@ export class Approvals {
     requireDecidable(this.#deps.targets, req, this.#deps.config.safety);
     const why = reason !== undefined ? { reason } : {};
     await this.#settle(row, { decision: 'approved', approver, ...why, at, message: `approved by ${approver}` });
-    let result: ActionDecision;
-    try {
-      result = await this.#deps.request(req);
-    } catch (error) {
-      // Undecidable after all (the account lost between the check above and the decision; its transaction rolled
-      // back): the row awaits again, the approval kept for a retry.
-      if (error instanceof NoLeaderError && (await this.#reopen(row, approver, at))) throw error;
-      // No decision was made (journal or server list unavailable): the row says so; the request must be asked again.
-      const message = `approved by ${approver}; not decided: ${(error as Error).message}; ask again`;
-      await this.#deps.store.complete(row.id, { decision: 'approved', message, at }).catch(() => undefined);
-      throw error;
-    }
+    return { execute: { row, approver, at, req, ...(changed ? { changed } : {}) } };
+  }
+
+  /** The approved request of `a` was decided (`result`, its execution's row): the approved row says so. */
+  async executed(a: ApprovedExecution, result: ActionDecision): Promise<ApprovalResult> {
+    const { row, approver, at, changed } = a;
     const ran = GUARD_DENIALS.includes(result.decision)
       ? `nothing sent: journal entry ${result.id} is ${result.decision}`
       : `executed as journal entry ${result.id}: ${result.decision}`;
@@ -96,6 +106,18 @@ export class Approvals {
       'remediation request approved',
     );
     return changed ? { ...result, ruleChanged: changed } : result;
+  }
+
+  /** The approved request of `a` could not be decided (`error`): the row says so, or awaits again. Rethrows. */
+  async notDecided(a: ApprovedExecution, error: unknown): Promise<never> {
+    const { row, approver, at } = a;
+    // Undecidable after all (the account lost between the check and the decision; its transaction rolled
+    // back): the row awaits again, the approval kept for a retry.
+    if (error instanceof NoLeaderError && (await this.#reopen(row, approver, at))) throw error;
+    // No decision was made (journal or server list unavailable): the row says so; the request must be asked again.
+    const message = `approved by ${approver}; not decided: ${(error as Error).message}; ask again`;
+    await this.#deps.store.complete(row.id, { decision: 'approved', message, at }).catch(() => undefined);
+    throw error;
   }
 
   /** An approved close of the breaker (operator.ts `askCircuitClose`): settled, then closed as it was asked. */

@@ -2,8 +2,8 @@
  * Desired firewall state: per IP the state the daemon wants, kept in the journal. A change inside the hold,
  * the API's 2-minute window (contract §8) or a retry backoff is kept pending and applied when due; the
  * latest wins; a failed change stays pending and is retried with backoff. The engine decides on a request
- * and then hands firewall-state requests to this module (`decide` inside its transaction, `apply` after it);
- * its ticker calls `applyDue`.
+ * and then hands firewall-state requests to this module (`admit` inside its transaction, `apply` after it);
+ * its tick asks for the changes due (`listDue`) and decides each through the guards before `apply`.
  *
  * While `remediation.dry_run` is true (at start or after a reload) nothing is sent: a change that falls due
  * is held, journaled once as a `dry_run` decision, and sent when dry run is switched off. A reload that
@@ -33,15 +33,6 @@ export interface DesiredFirewallDeps extends CancelDeps {
   client: UpstreamClient;
   /** counts a finished decision (metrics, gauges); `failedAt` (ms) marks a failed or unknown one */
   record: (action: string, result: ActionDecision, failedAt?: number) => Promise<ActionDecision>;
-  /**
-   * Walks the guards for desired change `d`, due at `now` (ms), in `tx` (decide.ts `decideDue`): undefined
-   * when deferred (saved due later), else its row and whether to send it.
-   */
-  decideDue: (
-    d: DesiredFirewall,
-    now: number,
-    tx: StateQueries,
-  ) => Promise<(ActionDecision & { send: boolean }) | undefined>;
 }
 
 export class DesiredFirewallState {
@@ -172,34 +163,25 @@ export class DesiredFirewallState {
   }
 
   /**
-   * Applies the pending changes due now, one after the other, each decided in one transaction by the guards
-   * (deps `decideDue`: another replica or a request may have changed or applied it since it was listed).
-   * Returns how many were due. Once `signal` is aborted (the replica stopped leading) no further change is
-   * decided or sent.
+   * The pending changes due at `now` (ms), for the engine's tick to decide one by one (engine.ts: each in one
+   * transaction, `stillDue` then the guards, decide.ts `decideDue`; then `apply` or recorded); `count`, how many
+   * were due. In dry run none is returned: each is journaled once as held (`count`: how many rows that wrote).
    */
-  async applyDue(signal?: AbortSignal): Promise<number> {
-    const { account, store, record, config } = this.#deps;
-    const now = this.#deps.now();
+  async listDue(now: number): Promise<{ due: DesiredFirewall[]; count: number }> {
+    const { account, store, config } = this.#deps;
     const due = await store.dueDesired(account, now);
-    if (config.dryRun) return this.#hold(due, now);
+    if (config.dryRun) return { due: [], count: await this.#hold(due, now) };
     this.#held.clear();
-    for (const listed of due) {
-      if (signal?.aborted) break;
-      // the leader's write: with shared accounts, refused unless this replica still holds the account's lease
-      const step = await store.transaction(
-        account,
-        async (tx) => {
-          const d = await tx.desired(account, listed.serverId, listed.ip);
-          if (!d?.pending || d.dueAt > now) return undefined;
-          const decided = await this.#deps.decideDue(d, now, tx);
-          return decided && { d, ...decided };
-        },
-        { leader: true },
-      );
-      if (step?.send) await this.apply(step.d, step.id);
-      else if (step) await record('firewall_state', { id: step.id, decision: step.decision, message: step.message });
-    }
-    return due.length;
+    return { due, count: due.length };
+  }
+
+  /**
+   * `listed` as it is now in `tx`, when still pending and due at `now` (ms): another replica or a request may
+   * have changed or applied it since it was listed. Throws JournalError.
+   */
+  async stillDue(listed: DesiredFirewall, now: number, tx: StateQueries): Promise<DesiredFirewall | undefined> {
+    const d = await tx.desired(this.#deps.account, listed.serverId, listed.ip);
+    return d?.pending && d.dueAt <= now ? d : undefined;
   }
 
   /**

@@ -19,7 +19,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/types.js';
 import { DATABASE_UNREACHABLE } from '../config/database-url.js';
 import { JournalError, NotReadyError } from '../errors.js';
-import type { JournalEntry } from '../store/rows.js';
+import { type JournalEntry, labelsTooLong, MAX_LABELS_JSON } from '../store/rows.js';
 import { type ApprovalResult, Approvals } from './approvals.js';
 import type { StateQueries, StateStore } from '../store/store.js';
 import type { Metrics } from '../metrics/definitions.js';
@@ -32,7 +32,7 @@ import { Housekeeping } from './housekeeping.js';
 import { DEFAULT_RESEND_INTERVAL_MS, type EpisodeAlert, Episodes } from './episode.js';
 import { SilenceKeeper, type SilenceWriter } from './silences.js';
 import { type StatusReader, Verifier } from './verify.js';
-import { climb, escalationRow } from './ladder.js';
+import { escalationRow, nextStep } from './ladder.js';
 import { makeRequest } from './request.js';
 import { askCircuitClose, closeCircuit, type OperatorDeps, readConsole } from './operator.js';
 import type { ActionDecision, ActionRequest, TargetDirectory } from './types.js';
@@ -62,10 +62,13 @@ export interface EngineDeps {
    */
   alertmanager?: (StatusReader & SilenceWriter) | undefined;
   /**
-   * false: the verifier does not read `alertmanager`'s list as evidence (a replay's Alertmanager answers only
-   * what the outage gate read, not which episodes are listed); default true
+   * The Alertmanager whose list and status the verifier reads as evidence, when it is not `alertmanager`: a
+   * replay's (cli/replay-gate.ts `replayedAlertList`), whose gate Alertmanager answers only what the outage gate
+   * read; default `alertmanager`
    */
-  verifyByAlertList?: boolean;
+  alertList?: StatusReader | undefined;
+  /** how often the verifier runs at most, ms (default verify.ts VERIFY_EVERY_MS; a replay's runs at each tick) */
+  verifyEveryMs?: number | undefined;
   /** the guards every decision walks (default decide.ts GUARDS; a test plants a recording copy) */
   guards?: readonly Guard[];
   /**
@@ -107,10 +110,9 @@ export class RemediationEngine {
     this.#housekeeping = new Housekeeping(deps);
     this.#verifier = new Verifier({
       ...deps,
-      alertmanager: deps.verifyByAlertList === false ? undefined : deps.alertmanager,
+      alertmanager: deps.alertList ?? deps.alertmanager,
+      everyMs: deps.verifyEveryMs,
       resendIntervalMs: () => deps.config.alertmanager?.resendIntervalMs ?? DEFAULT_RESEND_INTERVAL_MS,
-      onIneffective: (row) => this.#climb(row),
-      onEnded: (alert) => this.#episodes.resolved(alert, 'alertmanager (alert list)'),
     });
     this.#episodes = new Episodes({
       ...deps,
@@ -129,12 +131,10 @@ export class RemediationEngine {
       ...deps,
       now: this.#now,
       record: (action, result, failedAt) => this.#record(action, result, failedAt),
-      decideDue: (d, now, tx) => decideDue(deps, this.#firewall, d, now, tx),
     });
     this.#approvals = new Approvals({
       ...deps,
       now: this.#now,
-      request: (req) => this.request(req),
       closeCircuit: (principal, reason, approval) => closeCircuit(this.#actionDeps(), principal, reason, approval),
       record: (action, result) => this.#record(action, result),
     });
@@ -172,17 +172,17 @@ export class RemediationEngine {
   }
 
   /** Decides on one request; executes it when every guard allows. Throws JournalError, NotReadyError, IdempotencyMismatchError. */
-  async request(req: ActionRequest): Promise<ActionDecision> {
+  async request(asked: ActionRequest): Promise<ActionDecision> {
     const { account, store } = this.#deps;
     // The route picks the engine by the request's account; a mismatch is a bug, never a guess.
-    if (req.account !== account)
-      throw new Error(`request for account ${req.account} given to the engine of account ${account}`);
+    if (asked.account !== account)
+      throw new Error(`request for account ${asked.account} given to the engine of account ${account}`);
     this.#requireUsable();
     await this.ready;
+    if (asked.alert?.labels !== undefined) this.#warnLabelsTooLong(asked.alert);
     // A ladder stopped at a step that expired unapproved: the delivery asks for that step again (episode.ts).
-    const again = await this.#episodes.expiredStep(req);
-    if (again !== undefined)
-      return this.request(makeRequest({ kind: 'ladder', row: again.before, steps: again.steps }));
+    const again = await this.#episodes.expiredStep(asked);
+    const req = again === undefined ? asked : makeRequest({ kind: 'ladder', row: again.before, steps: again.steps });
     const p = await prepare(req, this.#deps, this.#now);
     const decideTx = (tx: StateQueries) => decideIn(this.#deps, this.#firewall, p, tx);
     // One transaction checks and claims: a second request (or replica) for the same key waits for it. A claim
@@ -269,7 +269,16 @@ export class RemediationEngine {
   async approve(row: JournalEntry, approver: string, reason?: string): Promise<ApprovalResult> {
     this.#requireUsable();
     await this.ready;
-    return this.#approvals.approve(row, approver, reason);
+    // The approval's transition settles the row; its request is decided here, as every request is.
+    const approved = await this.#approvals.approve(row, approver, reason);
+    if ('closed' in approved) return approved.closed;
+    let result: ActionDecision;
+    try {
+      result = await this.request(approved.execute.req);
+    } catch (error) {
+      return this.#approvals.notDecided(approved.execute, error);
+    }
+    return this.#approvals.executed(approved.execute, result);
   }
 
   async deny(row: JournalEntry, approver: string, reason?: string): Promise<ActionDecision> {
@@ -297,7 +306,21 @@ export class RemediationEngine {
   ): Promise<{ ended: number; resolution?: ActionDecision & { action: string } }> {
     if (this.#deps.store.unavailable !== undefined) return { ended: 0 };
     await this.ready;
+    this.#warnLabelsTooLong(alert);
     return this.#episodes.resolved(alert, principal);
+  }
+
+  /**
+   * One warning per delivered alert whose labels are longer than a journal row keeps (store/rows.ts
+   * `labelsJson`): its rows keep their SHA-256, which its episode is matched on; it is not silenced while
+   * handled (it pages) and `remediation replay` cannot decide it again.
+   */
+  #warnLabelsTooLong(alert: { fingerprint: string; labels?: Readonly<Record<string, string>> | undefined }): void {
+    if (alert.labels === undefined || !labelsTooLong(alert.labels)) return;
+    this.#deps.logger.warn(
+      { fingerprint: alert.fingerprint, alertname: alert.labels.alertname, max_labels_json: MAX_LABELS_JSON },
+      `alert labels longer than ${MAX_LABELS_JSON} characters as JSON: the journal keeps their SHA-256 (its episode is matched on it), no silence is made while it is handled, and remediation replay cannot decide it again`,
+    );
   }
 
   /** Applies the pending firewall changes that are due, and the housekeeping. Called by the ticker; safe to call directly. */
@@ -307,7 +330,7 @@ export class RemediationEngine {
     const abort = new AbortController();
     this.#tickAbort = abort;
     this.#ticking = this.ready
-      .then(() => this.#firewall.applyDue(abort.signal))
+      .then(() => this.#applyDue(abort.signal))
       // The ticker runs every second; with nothing due it costs one indexed query and no gauge update.
       .then(async (due) => {
         if (due > 0) await this.#gauges.refresh();
@@ -316,9 +339,7 @@ export class RemediationEngine {
       })
       .then(() => (abort.signal.aborted ? undefined : this.#housekeeping.run(this.#now())))
       .then(() => (abort.signal.aborted ? undefined : this.#approvals.expire()))
-      .then(async () => {
-        if (!abort.signal.aborted && (await this.#verifier.run(this.#now())).length > 0) this.#deps.onDecision?.();
-      })
+      .then(() => (abort.signal.aborted ? undefined : this.#verify(this.#now())))
       .then(() => (abort.signal.aborted ? undefined : this.#silences.reconcile(this.#now())))
       .then(() => {
         if (this.#tickFailing) this.#deps.logger.info('applying pending firewall changes works again');
@@ -351,26 +372,75 @@ export class RemediationEngine {
   }
 
   /**
+   * Applies the pending firewall changes due now, one after the other, each decided in one transaction by the
+   * guards (decide.ts `decideDue`, with desired firewall state as every decision has it) and then sent
+   * (desired-firewall.ts `apply`) or counted. Returns how many were due (in dry run, how many were journaled
+   * held). Once `signal` is aborted (the replica stopped leading) no further change is decided or sent.
+   */
+  async #applyDue(signal: AbortSignal): Promise<number> {
+    const { account, store } = this.#deps;
+    const now = this.#now();
+    const { due, count } = await this.#firewall.listDue(now);
+    for (const listed of due) {
+      if (signal.aborted) break;
+      // the leader's write: with shared accounts, refused unless this replica still holds the account's lease
+      const step = await store.transaction(
+        account,
+        async (tx) => {
+          const d = await this.#firewall.stillDue(listed, now, tx);
+          if (d === undefined) return undefined;
+          const decided = await decideDue(this.#deps, this.#firewall, d, now, tx);
+          return decided && { d, ...decided };
+        },
+        { leader: true },
+      );
+      if (step?.send) await this.#firewall.apply(step.d, step.id);
+      else if (step)
+        await this.#record('firewall_state', { id: step.id, decision: step.decision, message: step.message });
+    }
+    return count;
+  }
+
+  /**
+   * The verifications at `now` (ms), in one direction: the verifier judges what Alertmanager's list says
+   * (verify.ts `judge`); the episodes it ended are resolved as a resolved delivery resolves them (episode.ts);
+   * the verifier settles the rows (`settle`); each `ineffective` one climbs its ladder (ladder.ts `nextStep`:
+   * the next step decided here through every guard, or the episode escalated), never for an episode that
+   * resolved. Throws JournalError.
+   */
+  async #verify(now: number): Promise<void> {
+    const judged = await this.#verifier.judge(now);
+    if (judged === undefined) return;
+    for (const alert of judged.ended) await this.#episodes.resolved(alert, 'alertmanager (alert list)');
+    const ended = await this.#verifier.settle(judged, now);
+    for (const { row, outcome } of ended) {
+      if (outcome !== 'ineffective') continue;
+      // The outcome is journaled whatever comes next: a next step that cannot be asked for now is logged.
+      await this.#climb(row).catch((error: unknown) =>
+        this.#deps.logger.error(
+          { err: error, journal_id: row.id },
+          'the next step of the escalation ladder could not be asked for',
+        ),
+      );
+    }
+    if (ended.length > 0) this.#deps.onDecision?.();
+  }
+
+  /**
    * After `row` ended ineffective: its ladder's next step, or the episode escalated (ladder.ts); nothing for an
    * episode that resolved (episode.ts).
    */
   async #climb(row: JournalEntry): Promise<unknown> {
     if (await this.#episodes.hasResolved(row)) return undefined;
-    return climb(
-      {
-        rules: () => this.#deps.config.rules,
-        request: (req) => this.request(req),
-        escalate: async (from, message) => {
-          const id = await this.#deps.store.insert(escalationRow(from, this.#now(), message));
-          this.#deps.logger.warn(
-            { action: from.action, server_id: from.serverId, id },
-            `remediation escalated: ${message}`,
-          );
-          await this.#record(from.action, { id, decision: 'escalated', message });
-        },
-      },
-      row,
+    const next = nextStep(this.#deps.config.rules, row);
+    if (next === undefined) return undefined;
+    if ('request' in next) return this.request(next.request);
+    const id = await this.#deps.store.insert(escalationRow(row, this.#now(), next.escalate));
+    this.#deps.logger.warn(
+      { action: row.action, server_id: row.serverId, id },
+      `remediation escalated: ${next.escalate}`,
     );
+    return this.#record(row.action, { id, decision: 'escalated', message: next.escalate });
   }
 
   /** Throws when no decision can be made: the journal is unavailable, or no server list was read yet. */

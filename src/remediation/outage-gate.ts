@@ -13,7 +13,7 @@
  */
 import type { AlertmanagerAlert, AlertmanagerStatus } from '../alertmanager/client.js';
 import { type LabelMatcher, matchesAll, showMatcher } from '../config/matchers.js';
-import { type GateRead, labelsJson, MAX_GATE_REASON } from '../store/rows.js';
+import { type GateRead, keptLabels, labelsJson, MAX_GATE_REASON } from '../store/rows.js';
 import type { Denial } from './guards.js';
 
 /** What the gate reads of Alertmanager (alertmanager/client.ts implements it). */
@@ -104,7 +104,7 @@ export function checkOutageGate(
   const blocking = read.alerts.filter((a) => matchesAll(gate, a.labels));
   if (blocking.length === 0) return { read: { read: 'none_firing' } };
   const first = blocking[0]!;
-  const labels = labelsJson(first.labels);
+  const labels = keptLabels(labelsJson(first.labels));
   const others = blocking.length > 1 ? ` (and ${blocking.length - 1} more)` : '';
   return {
     read: {
@@ -112,7 +112,7 @@ export function checkOutageGate(
       alert: {
         alertname: first.labels.alertname === undefined ? null : bounded(first.labels.alertname, MAX_FINGERPRINT),
         fingerprint: bounded(first.fingerprint, MAX_FINGERPRINT),
-        labels: labels === null ? null : (JSON.parse(labels) as Record<string, string>),
+        labels: labels ?? null,
       },
       more: blocking.length - 1,
     },

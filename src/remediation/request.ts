@@ -55,8 +55,8 @@ export interface ApprovalSource {
 }
 
 /**
- * A desired firewall change that came due (desired-firewall.ts `applyDue`): the state the latest request set,
- * under its principal and the window it recorded. Its target was checked when it was asked for.
+ * A desired firewall change that came due (listed by desired-firewall.ts `listDue`, decided by the engine's
+ * tick): the state the latest request set, under its principal and the window it recorded. Its target was checked when it was asked for.
  */
 export interface DueSource {
   kind: 'due';

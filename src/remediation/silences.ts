@@ -16,7 +16,7 @@
  */
 import type { Logger } from 'pino';
 import type { AlertmanagerSilence, NewSilence } from '../alertmanager/client.js';
-import type { JournalEntry } from '../store/rows.js';
+import { type JournalEntry, keptLabels } from '../store/rows.js';
 import type { StateQueries } from '../store/store.js';
 import { deadlineOf, VERIFY_EVERY_MS } from './verify.js';
 
@@ -73,8 +73,9 @@ export class SilenceKeeper {
     const { alertmanager, store, account, logger } = this.#deps;
     if (alertmanager === undefined || now - this.#ranAt < VERIFY_EVERY_MS) return;
     this.#ranAt = now;
+    // An alert whose labels were too long to keep (store/rows.ts `labelsJson`) cannot be silenced: it pages.
     const handled = [...(await store.awaitingApproval(account)), ...(await store.verifying(account))].filter(
-      (row) => row.source === 'alert' && row.labels !== null,
+      (row) => row.source === 'alert' && keptLabels(row.labels) !== undefined,
     );
     if (handled.length === 0 && !this.#mayHaveSilences) return;
     try {
@@ -112,7 +113,7 @@ export class SilenceKeeper {
           }
           continue;
         }
-        const labels = JSON.parse(row.labels!) as Record<string, string>;
+        const labels = keptLabels(row.labels)!;
         const id = await alertmanager.createSilence({
           matchers: Object.entries(labels).map(([name, value]) => ({ name, value, isRegex: false, isEqual: true })),
           startsAt: now,

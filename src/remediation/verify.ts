@@ -10,7 +10,7 @@
  * `AbsenceEvidence` reads it: absence alone is no evidence (a restarted Alertmanager lists nothing for a while).
  * The API matters because a silence mutes the daemon's own receiver too: a resolved notification it suppressed
  * never arrives. The deadline is checked by the
- * leader's tick only (`run`), so a failover or a handover resumes it from the journal; ending a verification is
+ * leader's tick only (`judge`, then `settle`), so a failover or a handover resumes it from the journal; ending a verification is
  * one conditional UPDATE (`settleVerification`): of the webhook and a tick ending it at once, one wins.
  *
  * A firewall action has a second signal at its deadline: the attack data (verify-attack.ts). No attack event
@@ -28,6 +28,7 @@ import {
   DEFAULT_RESEND_INTERVAL_MS,
   type EpisodeAlert,
   keyOf,
+  type ListedAs,
   resolutionOf,
   resolvedEvidence,
   sameEpisode,
@@ -55,15 +56,24 @@ export interface VerifierDeps {
   resendIntervalMs?: (() => number) | undefined;
   /** the account's inventory: its attack state is a firewall action's second signal (verify-attack.ts) */
   targets?: TargetDirectory | undefined;
+  /** how often `judge` reads at most, ms; default VERIFY_EVERY_MS */
+  everyMs?: number | undefined;
   /** the period of `schedules.firewall`, ms (how long an unread history is waited for); default a minute */
   firewallPeriodMs?: (() => number) | undefined;
-  /**
-   * called for each episode Alertmanager's list ended (a row of it awaiting approval or verifying): the engine
-   * resolves it as a resolved delivery would (episode.ts `Episodes.resolved`: journaled, withdrawn, verified)
-   */
-  onEnded?: (alert: EpisodeAlert) => Promise<unknown>;
-  /** called once a row ended ineffective (the engine climbs its ladder, ladder.ts) */
-  onIneffective?: (row: JournalEntry) => Promise<unknown>;
+}
+
+/** What `judge` found, for `settle`. */
+export interface Judgement {
+  /** the rows verifying when it was judged */
+  rows: JournalEntry[];
+  /** what Alertmanager's reading says of each episode key */
+  verdicts: ReadonlyMap<string, ListedAs>;
+  /** when the Alertmanager read started (ms), when its status was read */
+  startedAt: number | undefined;
+  /** remediation.alertmanager.resend_interval, ms */
+  resendMs: number;
+  /** the episodes Alertmanager's list ended (each once): the engine resolves them before `settle` */
+  ended: EpisodeAlert[];
 }
 
 /** What the verifier reads of Alertmanager: its alerts, and when it started (alertmanager/client.ts implements it). */
@@ -96,52 +106,63 @@ export class Verifier {
   }
 
   /**
-   * The leader's tick at `now` (ms): the rows whose episode Alertmanager ended, by the evidence rule of
-   * episode.ts `AbsenceEvidence` (not its absence alone), are `verified`; those past their deadline
-   * `ineffective`, unless their resolution was journaled (then `verified`); at most every VERIFY_EVERY_MS.
-   * Alertmanager unreadable: no evidence, only the deadline (the client logs it once). Returns the rows it ended.
+   * The first half of the leader's verification at `now` (ms), at most every `everyMs`: reads the rows verifying
+   * and awaiting approval, and Alertmanager, and judges each episode by the evidence rule of episode.ts
+   * `AbsenceEvidence` (not its absence alone). Returns undefined when it did not run or there is nothing to judge;
+   * else the judgement, whose `ended` lists the episodes Alertmanager's list ended (each once, with a row
+   * awaiting approval or verifying): the engine resolves them as a resolved delivery would (episode.ts
+   * `Episodes.resolved`: journaled, withdrawn, verified) before `settle`. Alertmanager unreadable: no evidence,
+   * only the deadline (the client logs it once).
    */
-  async run(now: number): Promise<Array<{ row: JournalEntry; outcome: VerificationOutcome }>> {
-    const { store, account } = this.#deps;
-    if (now - this.#ranAt < VERIFY_EVERY_MS) return [];
+  async judge(now: number): Promise<Judgement | undefined> {
+    const { store, account, alertmanager } = this.#deps;
+    if (now - this.#ranAt < (this.#deps.everyMs ?? VERIFY_EVERY_MS)) return undefined;
     this.#ranAt = now;
     const rows = await store.verifying(account);
     // A request awaiting approval is silenced on its alert's labels (silences.ts): its resolved notification
     // never comes, so Alertmanager's list is the only word that its episode ended.
-    const { onEnded } = this.#deps;
-    const awaiting =
-      onEnded === undefined || this.#deps.alertmanager === undefined ? [] : await store.awaitingApproval(account);
-    if (rows.length === 0 && awaiting.length === 0) return [];
+    const awaiting = alertmanager === undefined ? [] : await store.awaitingApproval(account);
+    if (rows.length === 0 && awaiting.length === 0) return undefined;
     const keys = [...new Set([...rows, ...awaiting].flatMap((row) => keyOf(row) ?? []))];
     const reading = await this.#read();
     const resendMs = this.#deps.resendIntervalMs?.() ?? DEFAULT_RESEND_INTERVAL_MS;
     const verdicts =
-      reading === undefined ? new Map<string, string>() : this.#evidence.judge(reading, keys, now, resendMs);
-    // `ended` is only ever judged with a status read (episode.ts AbsenceEvidence): it names the instance.
-    const listEvidence = () =>
-      `Alertmanager (started ${iso(reading?.status?.startedAt ?? 0)}, up for longer than the resend interval, ${resendMs / 1000}s) no longer listed it at ${iso(now)}`;
-    // An episode Alertmanager ended is resolved as a resolved delivery resolves it: journaled, what awaits
-    // approval withdrawn, what verifies verified (each episode once).
-    const resolvedEpisodes = new Set<string>();
+      reading === undefined ? new Map<string, ListedAs>() : this.#evidence.judge(reading, keys, now, resendMs);
+    const ended: EpisodeAlert[] = [];
+    const seen = new Set<string>();
     for (const row of [...awaiting, ...rows]) {
       const key = keyOf(row);
       const alert = alertOf(row);
-      if (onEnded === undefined || key === undefined || alert === undefined || verdicts.get(key) !== 'ended') continue;
-      if (resolvedEpisodes.has(`${key} ${row.labels}`)) continue;
-      resolvedEpisodes.add(`${key} ${row.labels}`);
-      await onEnded(alert);
+      if (key === undefined || alert === undefined || verdicts.get(key) !== 'ended') continue;
+      if (seen.has(`${key} ${row.labels}`)) continue;
+      seen.add(`${key} ${row.labels}`);
+      ended.push(alert);
     }
+    return { rows, verdicts, startedAt: reading?.status?.startedAt, resendMs, ended };
+  }
+
+  /**
+   * The second half, after the engine resolved `j.ended`: the rows of `j` whose episode Alertmanager ended are
+   * `verified`; those past their deadline `ineffective`, unless their resolution was journaled (then `verified`),
+   * or `unknown` without evidence either way. Returns the rows it ended (the engine climbs the ladder of each
+   * `ineffective` one, ladder.ts).
+   */
+  async settle(j: Judgement, now: number): Promise<Array<{ row: JournalEntry; outcome: VerificationOutcome }>> {
+    const { store } = this.#deps;
+    // `ended` is only ever judged with a status read (episode.ts AbsenceEvidence): it names the instance.
+    const listEvidence = () =>
+      `Alertmanager (started ${iso(j.startedAt ?? 0)}, up for longer than the resend interval, ${j.resendMs / 1000}s) no longer listed it at ${iso(now)}`;
     const ended: Array<{ row: JournalEntry; outcome: VerificationOutcome }> = [];
-    for (const row of rows) {
+    for (const row of j.rows) {
       const key = keyOf(row);
-      const listedEnded = key !== undefined && verdicts.get(key) === 'ended';
+      const listedEnded = key !== undefined && j.verdicts.get(key) === 'ended';
       let outcome = listedEnded
         ? 'verified'
-        : this.#atDeadline(row, now, key === undefined ? undefined : verdicts.get(key));
+        : this.#atDeadline(row, now, key === undefined ? undefined : j.verdicts.get(key));
       let evidence = listedEnded ? listEvidence() : outcome && this.#deadlineEvidence(row, outcome);
       let signal: 'alert' | 'attack' = listedEnded ? 'alert' : 'attack';
       // Never ineffective (nor unknown) when the episode's resolution was journaled (a resolved delivery during
-      // the call, or the alert list's resolution just above).
+      // the call, or the alert list's resolution the engine journaled from `ended`).
       const resolution =
         outcome === 'ineffective' || outcome === 'unknown' ? await resolutionOf(store, row) : undefined;
       if (resolution !== undefined) {
@@ -256,15 +277,6 @@ export class Verifier {
         { ...fields, verify_within_s: (row.verifyWithinMs ?? 0) / 1000 },
         'remediation ineffective: its alert still fires past verify_within',
       );
-      // The outcome is journaled whatever comes next: a next step that cannot be asked for now is logged.
-      await this.#deps
-        .onIneffective?.(row)
-        .catch((error: unknown) =>
-          logger.error(
-            { err: error, journal_id: row.id },
-            'the next step of the escalation ladder could not be asked for',
-          ),
-        );
     }
     return true;
   }

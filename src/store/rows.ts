@@ -2,6 +2,7 @@
  * The journal's rows as the rest of the code sees them, and the mapping from database rows (SQLite's, and
  * PostgreSQL's with BIGINT as strings) to them. Times are Unix milliseconds.
  */
+import { createHash } from 'node:crypto';
 import type { SQLInputValue } from 'node:sqlite';
 import { POWER_ACTIONS } from '../config/actions.js';
 import type { Decision } from './decisions.js';
@@ -44,8 +45,9 @@ export interface JournalEntry {
   /** when it was approved or denied (ms); null otherwise, an expired row included */
   approvedAt: number | null;
   /**
-   * An alert's labels as JSON (at most MAX_LABELS_JSON characters, else null), what `remediation replay`
-   * decides on again; null for other sources and for rows written before they were kept
+   * An alert's labels as JSON (`labelsJson`: at most MAX_LABELS_JSON characters, else their SHA-256 digest),
+   * what its episode is matched on and `remediation replay` decides on again; null for other sources and for
+   * rows written before they were kept
    */
   labels: string | null;
   /** an alert's status as delivered (`firing`, `resolved`); null as `labels` */
@@ -266,14 +268,45 @@ export interface ListFilter {
   limit: number;
 }
 
-/** The longest labels JSON a journal row keeps, characters; an alert with more is kept without (not replayable). */
+/**
+ * The longest labels JSON a journal row keeps, characters; an alert with more is kept as the digest of its
+ * labels (`labelsJson`): still one episode, matched exactly, but not replayable and not silenced.
+ */
 export const MAX_LABELS_JSON = 4096;
 
-/** An alert's labels as a row keeps them: JSON with sorted keys, or null beyond MAX_LABELS_JSON. */
+/**
+ * The one key of the labels a row keeps for an alert whose labels are longer than MAX_LABELS_JSON: no alert's
+ * labels spell it (a Prometheus label name is `[a-zA-Z_][a-zA-Z0-9_]*`, and every delivered alert has an
+ * `alertname` besides).
+ */
+export const LABELS_DIGEST_KEY = 'sha256 of the labels';
+
+/**
+ * An alert's labels as a row keeps them, what an episode's rows are matched on (remediation/episode.ts
+ * `sameEpisode`): JSON with sorted keys; beyond MAX_LABELS_JSON characters `{"sha256 of the labels": "<hex>"}`,
+ * the SHA-256 of that whole JSON, so that two alerts whose long labels differ anywhere never match and the same
+ * alert always does (the digest form is its own `labelsJson`). Null without labels.
+ */
 export function labelsJson(labels: Readonly<Record<string, string>> | undefined): string | null {
   if (labels === undefined) return null;
   const json = JSON.stringify(Object.fromEntries(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : 1))));
-  return json.length <= MAX_LABELS_JSON ? json : null;
+  if (json.length <= MAX_LABELS_JSON) return json;
+  return JSON.stringify({ [LABELS_DIGEST_KEY]: createHash('sha256').update(json).digest('hex') });
+}
+
+/** Whether an alert's labels are too long for a row to keep (`labelsJson` keeps their digest). */
+export const labelsTooLong = (labels: Readonly<Record<string, string>>): boolean =>
+  labelsJson(labels)?.startsWith(`{"${LABELS_DIGEST_KEY}":`) === true;
+
+/**
+ * The labels a row kept (its `labels` column), or undefined when it kept none or only their digest (an alert
+ * whose labels were longer than MAX_LABELS_JSON): what can be silenced, shown as labels, or decided again.
+ */
+export function keptLabels(json: string | null): Record<string, string> | undefined {
+  if (json === null) return undefined;
+  const labels: unknown = JSON.parse(json);
+  if (typeof labels !== 'object' || labels === null || LABELS_DIGEST_KEY in labels) return undefined;
+  return labels as Record<string, string>;
 }
 
 /** The desired firewall state of one IP, with what was last applied. */

@@ -1,0 +1,258 @@
+/**
+ * `remediation replay` settles each replayed verification on the evidence its recorded row settled on, and
+ * replays a ladder's later steps and escalations as what they were (issue 49), on both state-store backends. The
+ * history: an outage gate (block_while_firing) and a ladder; one episode's step 1 ends ineffective at its deadline,
+ * its step 2 runs (the gate read, none firing) and Alertmanager's list ends it; another episode is verified by
+ * the list; a third delivery is blocked by an outage; a fourth, the blocked server's alert again, whose verification ends unknown (Alertmanager's status
+ * unreadable at its deadline): replayed unknown, no ladder climbs. Replayed through the CLI with the config that made it: no
+ * change, exit 0 with --exit-code; with the second step changed: exit 1, the ladder row named as changed.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import type { AlertmanagerAlert } from '../../src/alertmanager/client.js';
+import { replay, runRemediationReplay } from '../../src/cli/remediation-replay.js';
+import { outcomesText } from '../../src/cli/replay-report.js';
+import { loadConfig } from '../../src/config/load.js';
+import { DEFAULT_SCHEDULES } from '../../src/config/schema.js';
+import type { Config, LadderStep, Principal } from '../../src/config/types.js';
+import { engineHarness, openTestStore, remediationApp, rule } from '../helpers/remediation.js';
+import { backends } from '../helpers/store-backends.js';
+import { tempDir } from '../helpers/tmp.js';
+
+const TOKEN = 'alertmanager-token-0123456789abcdef';
+const PRINCIPALS: Principal[] = [{ name: 'alertmanager', bearerToken: TOKEN, roles: ['webhook'] }];
+const MIN = 60_000;
+const T0 = Date.UTC(2026, 10, 21, 12);
+
+/** The config file of the history (`secondStep`: the ladder's second action). */
+const configFile = (store: { stateDir: string } | { url: string }, secondStep: string) => {
+  const file = join(tempDir(), 'config.json');
+  writeFileSync(
+    file,
+    JSON.stringify({
+      upstream: { base_url: 'http://127.0.0.1:9', api_key: 'k' },
+      ...('url' in store ? { database: { url: store.url } } : { state_dir: store.stateDir }),
+      remediation: {
+        dry_run: false,
+        alertmanager: { url: 'http://127.0.0.1:9' },
+        safety: { deny_power_when_attacked: false, block_while_firing: ['alertname = "DatacenterOutage"'] },
+        rules: [
+          {
+            alertname: 'ServerDown',
+            steps: [
+              { action: 'powercycle', verify_within: '10m', cooldown: '1m' },
+              { action: secondStep, verify_within: '20m', cooldown: '1m' },
+            ],
+          },
+        ],
+      },
+    }),
+  );
+  return file;
+};
+
+for (const backend of backends()) {
+  describe.skipIf(backend.skip)(`remediation replay on the recorded evidence (${backend.name})`, () => {
+    it('replays a gated ladder with its own config as no change, and names a changed step', async () => {
+      const db = await backend.fresh();
+      const stateDir = tempDir();
+      const where = db.url !== undefined ? { url: db.url } : { stateDir };
+      const config = await loadConfig(configFile(where, 'poweroff'));
+      // What Alertmanager lists: the firing episodes, and an outage for a while; up for an hour.
+      const listed: AlertmanagerAlert[] = [];
+      let statusReadable = true;
+      const am = {
+        alerts: async () => [...listed],
+        status: async () => {
+          if (!statusReadable) throw new Error('status unreadable');
+          return { startedAt: T0 - 60 * MIN };
+        },
+        silences: async () => [],
+        createSilence: async () => 'silence',
+        expireSilence: async () => {},
+      };
+      const store = db.url !== undefined ? await db.open() : openTestStore(join(stateDir, 'journal.db'));
+      const h = await engineHarness({ ...config.remediation, principals: PRINCIPALS }, store, 2000, {
+        alertmanager: am,
+      });
+      const app = remediationApp(h);
+      const alert = (serverId: string, at: number) => ({
+        status: 'firing' as const,
+        labels: { alertname: 'ServerDown', server_id: serverId },
+        startsAt: new Date(at).toISOString(),
+        fingerprint: `fp-${serverId}`,
+      });
+      const deliver = async (minutes: number, serverId: string) => {
+        h.clock.now = T0 + minutes * MIN;
+        const a = alert(serverId, h.clock.now);
+        listed.push({ ...a, state: 'active', silencedBy: [] });
+        const res = await app.inject({
+          method: 'POST',
+          url: '/api/v1/alertmanager',
+          headers: { authorization: `Bearer ${TOKEN}` },
+          payload: { version: '4', status: 'firing', alerts: [a] },
+        });
+        expect(res.statusCode).toBe(200);
+        return res.json().results[0].decision as string;
+      };
+      const tick = async (minutes: number) => {
+        h.clock.now = T0 + minutes * MIN;
+        await h.engine.tick();
+      };
+      const unlist = (serverId: string) =>
+        listed.splice(
+          listed.findIndex((a) => a.fingerprint === `fp-${serverId}`),
+          1,
+        );
+      expect(await deliver(0, '100001')).toBe('executed');
+      expect(await deliver(1, '100002')).toBe('executed');
+      const outage = {
+        fingerprint: 'o',
+        labels: { alertname: 'DatacenterOutage' },
+        startsAt: new Date(T0).toISOString(),
+      };
+      listed.push({ ...outage, state: 'active', silencedBy: [] });
+      expect(await deliver(2, '100003')).toBe('denied_blocked');
+      listed.splice(
+        listed.findIndex((a) => a.fingerprint === 'o'),
+        1,
+      );
+      // Server 100002's episode ends: Alertmanager (up for an hour) no longer lists it.
+      unlist('100002');
+      await tick(4);
+      // Server 100001's step 1 is still listed at its deadline: ineffective, step 2 runs; then its list ends it.
+      expect(await deliver(3, '100003')).toBe('executed');
+      await tick(11);
+      // At server 100003's deadline Alertmanager's status cannot be read: no evidence either way, unknown.
+      statusReadable = false;
+      await tick(13.5);
+      statusReadable = true;
+      unlist('100001');
+      await tick(15);
+      const rows = (await h.journal.list({ limit: 100 })).reverse();
+      expect(rows.map((r) => [r.serverId, r.ladderStep, r.decision, r.verification, r.gate?.read ?? null])).toEqual([
+        ['100001', 0, 'executed', 'ineffective', 'none_firing'],
+        ['100002', 0, 'executed', 'verified', 'none_firing'],
+        ['100003', 0, 'denied_blocked', null, 'blocked'],
+        ['100002', null, 'resolved', null, null],
+        ['100003', 0, 'executed', 'unknown', 'none_firing'],
+        ['100001', 1, 'executed', 'verified', 'none_firing'],
+        ['100001', null, 'resolved', null, null],
+      ]);
+      expect(rows[1]!.verificationEvidence).toMatch(/delivered by alertmanager \(alert list\)/);
+      expect(rows[4]!.verificationEvidence).toMatch(/^no evidence either way/);
+      expect(rows[5]!.verificationEvidence).toMatch(/delivered by alertmanager \(alert list\)/);
+      await h.engine.stop();
+      if (db.url === undefined) await store.close();
+
+      let out = '';
+      const sink = new Writable({
+        write(chunk, _encoding, done) {
+          out += String(chunk);
+          done();
+        },
+      });
+      const now = () => T0 + 60 * MIN;
+      const same = configFile(where, 'poweroff');
+      expect(await runRemediationReplay(['--config.file', same, '--since', '1d', '--exit-code'], sink, now)).toBe(0);
+      const lines = out
+        .trim()
+        .split('\n')
+        .map((l) => l.replace(/^\d{4}-\S+ /, ''));
+      expect(lines).toEqual([
+        'ServerDown firing server 100001: then powercycle: executed (ineffective); now powercycle: executed (ineffective)',
+        'ServerDown firing server 100002: then powercycle: executed (verified); now powercycle: executed (verified)',
+        'ServerDown firing server 100003: then powercycle: denied_blocked; now powercycle: denied_blocked',
+        'ServerDown firing server 100003: then powercycle: executed (unknown); now powercycle: executed (unknown)',
+        'ServerDown resolved server 100002: then powercycle: resolved; now powercycle: resolved',
+        `ServerDown ladder step 2 server 100001 (journal ${rows[5]!.id}): then poweroff: executed (verified); now poweroff: executed (verified)`,
+        'ServerDown resolved server 100001: then poweroff: resolved; now poweroff: resolved',
+        '',
+        '6 deliveries: 6 same, 0 changed, 0 overturn a human decision, 0 not replayable',
+        '1 ladder rows: 1 same, 0 changed',
+      ]);
+
+      // The second step changed: the deliveries decide the same, the ladder's step 2 does not.
+      out = '';
+      const changed = configFile(where, 'powercycle');
+      expect(await runRemediationReplay(['--config.file', changed, '--since', '1d', '--exit-code'], sink, now)).toBe(1);
+      expect(out).toContain(
+        `ServerDown ladder step 2 server 100001 (journal ${rows[5]!.id}): then poweroff: executed (verified); now powercycle: executed (verified)  (changed)`,
+      );
+      expect(out).toContain('1 ladder rows: 0 same, 1 changed');
+    });
+
+    it('replays a ladder step asked again after it expired as that delivery: no change', async () => {
+      const db = await backend.fresh();
+      const steps: LadderStep[] = [
+        { action: 'powercycle', verifyWithinMs: 10 * MIN, requireApproval: false, cooldownMs: MIN },
+        { action: 'poweroff', verifyWithinMs: 20 * MIN, requireApproval: true, cooldownMs: MIN },
+      ];
+      const rules = [
+        rule({ alertname: 'ServerDown', action: 'powercycle', verifyWithinMs: 10 * MIN, cooldownMs: MIN, steps }),
+      ];
+      const h = await engineHarness({ principals: PRINCIPALS, rules }, await db.open());
+      const app = remediationApp(h);
+      const labels = { alertname: 'ServerDown', server_id: '100001' };
+      const deliver = async (minutes: number) => {
+        h.clock.now = T0 + minutes * MIN;
+        const res = await app.inject({
+          method: 'POST',
+          url: '/api/v1/alertmanager',
+          headers: { authorization: `Bearer ${TOKEN}` },
+          payload: {
+            version: '4',
+            status: 'firing',
+            alerts: [{ status: 'firing', labels, startsAt: new Date(T0).toISOString(), fingerprint: 'fp-x' }],
+          },
+        });
+        expect(res.statusCode).toBe(200);
+        return res.json().results.map((r: { decision: string }) => r.decision);
+      };
+      expect(await deliver(0)).toEqual(['executed']);
+      // Step 1 ineffective: step 2 awaits approval, nobody approves it, it expires.
+      h.clock.now = T0 + 11 * MIN;
+      await h.engine.tick();
+      h.clock.now = T0 + 30 * MIN;
+      await h.engine.tick();
+      // Alertmanager repeats the still-firing alert: step 2 is asked again.
+      expect(await deliver(31)).toEqual(['awaiting_approval']);
+      const rows = (await h.journal.list({ limit: 100 })).reverse();
+      expect(rows.map((r) => [r.ladderStep, r.decision])).toEqual([
+        [0, 'executed'],
+        [1, 'expired'],
+        [1, 'awaiting_approval'],
+      ]);
+      const report = await replay(
+        {
+          remediation: { ...h.config, rules },
+          schedules: { firewall: DEFAULT_SCHEDULES.firewall } as Config['schedules'],
+          accounts: [{ name: 'default' }] as Config['accounts'],
+        },
+        {
+          rows,
+          circuits: new Map([['default', await h.journal.circuit('default')]]),
+          from: T0 - MIN,
+          to: T0 + 32 * MIN,
+        },
+      );
+      expect(
+        report.deliveries.map((d) => [d.verdict, outcomesText(d.recorded), outcomesText(d.replayed ?? [])]),
+      ).toEqual([
+        ['same', 'powercycle: executed (ineffective)', 'powercycle: executed (ineffective)'],
+        ['same', 'poweroff: awaiting_approval', 'poweroff: awaiting_approval'],
+      ]);
+      expect(
+        report.ladder.map((l) => [
+          l.step,
+          l.verdict,
+          outcomesText(l.recorded ? [l.recorded] : []),
+          outcomesText(l.replayed ? [l.replayed] : []),
+        ]),
+      ).toEqual([[1, 'same', 'poweroff: awaiting_approval → expired', 'poweroff: awaiting_approval → expired']]);
+      expect(report.ladderCounts).toEqual({ same: 1, changed: 0 });
+    });
+  });
+}
