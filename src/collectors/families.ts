@@ -20,6 +20,14 @@ export interface FamilyAccount {
   state: AccountState;
   /** the account's graph images (graphs/store.ts GraphStore) */
   graphs: { readonly changes: number; fetched(): Iterable<HeldGraph> };
+  /**
+   * the account's desired firewall state rows as the store holds them (remediation/desired-rows.ts DesiredRows);
+   * absent: remediation has none
+   */
+  desired?: {
+    readonly changes: number;
+    rows(): readonly { serverId: string; ip: string; desiredState: string }[];
+  };
 }
 
 /** One family's part of an account: what it reads, and its samples in exposition order (a yield between items). */
@@ -146,6 +154,16 @@ export const FAMILIES: Record<StateFamilyKey, FamilyOfState> = {
       let i = 0;
       for (const graph of graphs.fetched()) {
         emit([name, graph.serverId, graph.type, graph.scale], ms(graph.updatedAt));
+        if (++i % ITEMS_PER_YIELD === 0) yield;
+      }
+    },
+  },
+  firewallDesiredState: {
+    version: ({ desired }) => [desired?.changes],
+    *collect({ name, desired }, emit) {
+      let i = 0;
+      for (const row of desired?.rows() ?? []) {
+        emit([name, row.serverId, row.ip], Number(row.desiredState));
         if (++i % ITEMS_PER_YIELD === 0) yield;
       }
     },

@@ -12,7 +12,7 @@ import { buildApp } from '../http/app.js';
 import type { Config } from '../config/types.js';
 import type { AccountRuntime } from './accounts.js';
 import { alertmanagerClient } from './alertmanager.js';
-import { exposeMetrics, knownSecrets, servedParts, startAccounts, startEngines } from './parts.js';
+import { bindAccountFamilies, exposeMetrics, knownSecrets, servedParts, startAccounts, startEngines } from './parts.js';
 import type { ElectionTimings, Role } from '../ha/role.js';
 import type { ShareTimings } from '../ha/shared-role.js';
 import { limitGraphDecoding } from '../graphs/image.js';
@@ -29,7 +29,6 @@ import { watchApiKeyFiles } from './api-key-files.js';
 import { pollingDuties, Replication } from './replication.js';
 import { listen, webDeps } from '../http/web-server.js';
 import { createMetrics, type Metrics } from '../metrics/definitions.js';
-import { bindStateFamilies } from '../collectors/families.js';
 import type { ExpositionCache } from '../metrics/exposition-cache.js';
 import { VERSION } from '../version.js';
 
@@ -168,10 +167,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     leads: replication.leads,
     ...(config.database.kind === 'postgres' && config.database.shares ? { holdsLease: replication.leads } : {}),
   });
-  // The polled families' series are the accounts' state, walked at each rendering (collectors/families.ts).
-  bindStateFamilies(metrics, () =>
-    [...accounts.values()].map(({ name, state, graphStore }) => ({ name, state, graphs: graphStore })),
-  );
+  bindAccountFamilies(metrics, accounts);
   const alertmanager = alertmanagerClient(config, metrics, logger);
   const engines = await startEngines(config, { accounts, store, replication, logger, now, exposition, alertmanager });
   const web = await webDeps(config, options.webConfig);

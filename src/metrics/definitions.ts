@@ -299,7 +299,8 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['account', 'action'] as const,
       registers,
     }),
-    firewallDesiredState: new Gauge({
+    firewallDesiredState: new StateFamily({
+      type: 'gauge',
       name: 'baremetal_firewall_desired_state',
       help: `Firewall state the daemon wants for the IP, one series per desired-state row in the store (a request decided in dry run records none): 1 Always On, 0 Redirect On Attack. ${CACHED}`,
       labelNames: ['account', 'server_id', 'ip'] as const,

@@ -2,7 +2,8 @@
  * Series as a function of state (issue 52), as a property: random histories of what happens to the accounts'
  * state — server lists with servers added, changed and removed, firewall histories read and failed, graph
  * images fetched, catalog reads, colocation ids changed by a reload, the scope changed, polls switched off and
- * on, the accounts this replica renders changed — are rendered by the real exposition cache after every step
+ * on, the accounts this replica renders changed, desired firewall state rows recorded, cancelled and retired — are
+ * rendered by the real exposition cache after every step
  * (so that a family's reused bytes are checked too), and each rendering's series must be exactly those that
  * the final state alone says, family by family. The expected set is computed here from the state's own
  * readers (`services()`, the inventory, the graph store's list), not from collectors/families.ts.
@@ -25,6 +26,7 @@ import { DEFAULT_SCHEDULES } from '../../../src/config/schema.js';
 import type { ServerScope } from '../../../src/config/scope.js';
 import type { Config } from '../../../src/config/types.js';
 import { GraphStore } from '../../../src/graphs/store.js';
+import { DesiredRows } from '../../../src/remediation/desired-rows.js';
 import { createMetrics, forAccount, leaderOnlyNames, type Metrics } from '../../../src/metrics/definitions.js';
 import { ExpositionCache } from '../../../src/metrics/exposition-cache.js';
 import { graphsPoll } from '../../../src/polls/graphs.js';
@@ -57,6 +59,11 @@ type Step =
   | { kind: 'scope'; account: number; exclude: string[] }
   | { kind: 'switch'; poll: 'firewall' | 'graphs' | 'catalog'; on: boolean }
   | { kind: 'led'; led: number[] | undefined }
+  | {
+      kind: 'desired';
+      account: number;
+      rows: Array<{ server: string; ip: string; state: '0' | '1'; pending: boolean; applied: boolean }>;
+    }
   | { kind: 'clock'; ms: number };
 
 const account = fc.integer({ min: 0, max: ACCOUNTS.length - 1 });
@@ -113,6 +120,20 @@ const STEP: fc.Arbitrary<Step> = fc.oneof(
     led: fc.option(fc.subarray([0, 1]), { nil: undefined }),
   }),
   fc.record({ kind: fc.constant('clock' as const), ms: fc.integer({ min: 1, max: 20_000 }) }),
+  fc.record({
+    kind: fc.constant('desired' as const),
+    account,
+    rows: fc.uniqueArray(
+      fc.record({
+        server: fc.constantFrom(...SERVER_IDS),
+        ip: fc.constantFrom(...IPS),
+        state: fc.constantFrom('0' as const, '1' as const),
+        pending: fc.boolean(),
+        applied: fc.boolean(),
+      }),
+      { selector: (r) => `${r.server}/${r.ip}`, maxLength: 4 },
+    ),
+  }),
 );
 
 /** The services a history step reads: a listed server, a configured colocation or transit id, or one that is neither. */
@@ -146,7 +167,9 @@ function world() {
       client: { budget: undefined, concurrency: 1 },
       now: () => clock.ms,
     } as unknown as PollContext;
-    return { name, state, graphs, services, scope, metrics: view, context };
+    // The store's desired firewall state rows as the engine reads them back (remediation/desired-rows.ts).
+    const desired = new DesiredRows();
+    return { name, state, graphs, desired, services, scope, metrics: view, context };
   });
   bindStateFamilies(metrics, () => accounts);
   const led: { accounts: ReadonlySet<string> | undefined } = { accounts: undefined };
@@ -226,6 +249,24 @@ async function apply(w: World, step: Step): Promise<void> {
     case 'clock':
       w.clock.ms += step.ms;
       return;
+    case 'desired':
+      // What the store holds after a decision, an applied or cancelled change, or a retirement.
+      a!.desired.replace(
+        step.rows.map((r) => ({
+          account: a!.name,
+          serverId: r.server,
+          ip: r.ip,
+          desiredState: r.state,
+          dueAt: 0,
+          pending: r.pending,
+          attempts: 0,
+          appliedState: r.applied ? r.state : null,
+          appliedAt: r.applied ? 0 : null,
+          cooldownMs: 0,
+          principal: null,
+        })),
+      );
+      return;
   }
 }
 
@@ -250,7 +291,16 @@ const line = (name: string, labels: Record<string, string>, value: number) =>
 /** The series the state says now, from the state alone. */
 async function expected(w: World): Promise<string[]> {
   const lines: string[] = [];
-  for (const { name: account, state, graphs } of w.accounts) {
+  for (const { name: account, state, graphs, desired } of w.accounts) {
+    // Not leader-only: every replica shows every account's desired state (from the shared store).
+    for (const row of desired.rows())
+      lines.push(
+        line(
+          'baremetal_firewall_desired_state',
+          { account, server_id: row.serverId, ip: row.ip },
+          Number(row.desiredState),
+        ),
+      );
     if (w.led.accounts && !w.led.accounts.has(account)) continue;
     for (const s of state.inventory.values()) {
       const { serverId: server_id, hostname, ip, os, processor, memory, location, status } = s;
@@ -326,6 +376,7 @@ describe('series as a function of state', () => {
       'baremetal_catalog_operating_systems',
       'baremetal_firewall_attack_events_last_hour',
       'baremetal_firewall_attack_events_total',
+      'baremetal_firewall_desired_state',
       'baremetal_firewall_history_last_success_timestamp_seconds',
       'baremetal_firewall_history_oldest_read_age_seconds',
       'baremetal_firewall_history_up',
