@@ -73,6 +73,10 @@ export interface SizeResult {
   /** main-thread CPU of the first and steady cycle and of the floor loop, ms */
   cpuColdMs: number;
   cpuWarmMs: number;
+  /** main-thread CPU of the rendering that ends the first and the steady cycle, ms; its longest turn, ms */
+  renderCpuColdMs: number;
+  renderCpuWarmMs: number;
+  renderBlockMaxMs: number;
   floorCpuMs: number;
   rssMb: number;
   rssSteadyMb: number;

@@ -59,6 +59,13 @@ export class AccountState {
   readonly firewallState = new FirewallSeriesState();
   /** the events of each service's latest history that had events (status page, /api/v1/attacks) */
   readonly attacks = new AttackLog();
+  /** what the latest catalog lists held: installable operating systems and locations (0 before the first read) */
+  readonly catalog = { operatingSystems: 0, locations: 0 };
+  /**
+   * `oldestRead` at the end of the latest firewall run, in seconds (its age then, as
+   * `baremetal_firewall_history_oldest_read_age_seconds` reports it); undefined before the first run
+   */
+  oldestReadAgeSeconds: number | undefined;
   /**
    * the ids of the last successful ledger write (the sets themselves: a new history replaces a set, never
    * edits it); undefined: the next write is not skipped as unchanged
@@ -94,6 +101,30 @@ export class AccountState {
     }
   }
 
+  /** Whether the poll `name` is switched on (`collectors.*`, read at each call: a reload changes it in place). */
+  collectorOn(name: keyof NonNullable<Config['collectors']>): boolean {
+    return this.#config.collectors?.[name] !== false;
+  }
+
+  /**
+   * The ids of the services whose firewall history is polled, by type, in the order `services()` gives them:
+   * their attack and history series are rendered in this order (collectors/families.ts), without a ServiceRef
+   * per service.
+   */
+  serviceIds(): Array<[ServiceRef['serviceType'], Iterable<string>]> {
+    const { colocationIds, transitIds } = this.#config.services;
+    return [
+      ['dedicated', this.inventory.keys()],
+      ['colocation', colocationIds],
+      ['transit', transitIds],
+    ];
+  }
+
+  /** What `serviceIds` gives, as values that change when it does (a rendering's version). */
+  servicesVersion(): unknown[] {
+    return [this.inventory, this.#config.services.colocationIds, this.#config.services.transitIds];
+  }
+
   hasServer(serverId: string): boolean {
     return this.inventory.has(serverId);
   }
@@ -118,7 +149,7 @@ export class AccountState {
    * it was never read successfully); else when it was read and the newest event per IP.
    */
   attackState(serverId: string): AttackState {
-    if (this.#config.collectors?.firewall === false)
+    if (!this.collectorOn('firewall'))
       return { known: false, reason: 'the firewall collector is off (collectors.firewall: false)' };
     const ref = { serviceType: 'dedicated' as const, serviceId: serverId };
     const readAt = historyReadAt(this.firewallState, ref);

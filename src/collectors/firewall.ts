@@ -1,14 +1,15 @@
 /**
- * The firewall-history collector: the events of one service's hour-scale history in; it updates the
- * attack series of the registry and its own series state (`FirewallSeriesState`), and does no I/O. It remembers, per service, the IPs it exposes and the event ids of the latest history so
- * that `_total` counts each event once and both sets stay bounded by what the API currently reports.
+ * The firewall-history collector: the events of one service's hour-scale history in; it updates its series
+ * state (`FirewallSeriesState`: what the attack and history series of the service are, rendered from it by
+ * collectors/families.ts), and does no I/O. It remembers, per service, the IPs it exposes and the event ids of
+ * the latest history so that `_total` counts each event once and both sets stay bounded by what the API
+ * currently reports.
  * Upstream data never decides the cardinality alone: an `ip` that is not an IP address creates no series,
  * a service has at most `maxIpsPerService` IP series, and a colocation or transit IP without events for
  * `ipRetentionMs` loses its series.
  */
 import { isIP } from 'node:net';
 import type { Metrics } from '../metrics/definitions.js';
-import type { Series } from '../metrics/series.js';
 import type { FirewallEvent } from '../upstream/decode.js';
 import type { ServiceType } from '../config/api-terms.js';
 
@@ -26,17 +27,24 @@ export interface FirewallLimits {
   ipRetentionMs: number;
 }
 
-interface ServiceSeries {
-  /** events per IP as last exposed; the keys are the IPs exposed */
+export interface ServiceSeries {
+  /** events per IP as last exposed (`…_last_hour`); the keys are the IPs exposed, in exposition order */
   counts: Map<string, number>;
+  /**
+   * `baremetal_firewall_attack_events_total` of each exposed IP whose count is not 0 (NONE: every one at 0):
+   * distinct events counted since its series was created
+   */
+  totals: ReadonlyMap<string, number>;
+  /** ms (collector clock) at which the service's series were created (its first history applied) */
+  since: number;
+  /** ms (collector clock) at which the series of each IP exposed later than `since` was created (NONE: none) */
+  created: ReadonlyMap<string, number>;
   /** colocation and transit: ms (collector clock) of the last history with events for the exposed IP (NONE: dedicated) */
   lastEventAt: ReadonlyMap<string, number>;
   /** last value of history_up */
   up: boolean;
   /** ms (collector clock) at which a history of the service was last read and applied successfully */
   readAt: number;
-  /** its `baremetal_firewall_history_last_success_timestamp_seconds` series, held: set without a label lookup */
-  lastSuccess: Series;
   /** event ids of the latest successful history, for deduplication (NO_IDS: none) */
   seenIds: ReadonlySet<string>;
   /**
@@ -77,6 +85,13 @@ export function historyReadAt(state: FirewallSeriesState, ref: ServiceRef): numb
 export class FirewallSeriesState {
   readonly services = new Map<string, ServiceSeries>();
   /**
+   * Changes of what the series say, by what they read: `attacks` the attack families (an IP exposed or not, a
+   * count, a total), `up` history_up (a service's up, a service read or failed the first time or forgotten),
+   * `reads` when each history was last read. The rendering reuses a family's bytes while its counts are
+   * unchanged. Bumped by the collector's functions below, the only writers.
+   */
+  readonly changes = { attacks: 0, up: 0, reads: 0 };
+  /**
    * Event ids of services not yet polled by this process, as the previous one left them (the store's EventLedger):
    * a service's first history counts only the events not among them. Emptied as services are polled or removed.
    */
@@ -101,8 +116,6 @@ export interface HistoryContext {
   /** the service's IPs from elsewhere (a dedicated server's record): exposed first, with 0 events */
   knownIps?: readonly string[];
 }
-
-const labels = (ref: ServiceRef, ip: string) => ({ service_type: ref.serviceType, service_id: ref.serviceId, ip });
 
 /**
  * The IPs to expose, at most `limits.maxIpsPerService`: known IPs first, then the IPs of this history by
@@ -146,13 +159,6 @@ function quietAsBefore(previous: ServiceSeries, { limits, knownIps = [] }: Histo
   return size === previous.counts.size;
 }
 
-/** Sets the service's last-success series to `now` (ms): in place when it is held and still exposed. */
-function setLastSuccess(metrics: Metrics, ref: ServiceRef, held: Series | undefined, now: number): Series {
-  const family = metrics.firewallHistoryLastSuccess;
-  if (held && family.update(held, now / 1000)) return held;
-  return family.hold({ service_type: ref.serviceType, service_id: ref.serviceId }, now / 1000);
-}
-
 /**
  * Applies a successful history. Events whose `ip` is not an IP address, or whose IP is beyond the
  * service's cap, still belong to the history (deduplication, the return value) but create no series;
@@ -174,7 +180,7 @@ export function collectFirewallHistory(
     // Most polls of most servers: no events, before and now. Only the time of the last success moves.
     state.restored.delete(key);
     previous.readAt = context.now;
-    previous.lastSuccess = setLastSuccess(metrics, ref, previous.lastSuccess, context.now);
+    state.changes.reads++;
     return 0;
   }
   const counted = previous?.seenIds ?? state.restored.get(key);
@@ -198,9 +204,12 @@ export function collectFirewallHistory(
     }
     lastEventAt = times;
   }
+  // An IP's total goes on while its series stays; one that leaves the exposed IPs loses it.
+  const totals = new Map<string, number>();
+  const add = (ip: string, by: number) => totals.set(ip, (totals.get(ip) ?? 0) + by);
+  for (const [ip, total] of previous?.totals ?? NONE) if (counts.has(ip)) add(ip, total);
   // The events held back by the previous poll, for the series it created and this one keeps.
-  for (const [ip, held] of previous?.pending ?? [])
-    if (counts.has(ip)) metrics.attackEventsTotal.inc(labels(ref, ip), held);
+  for (const [ip, held] of previous?.pending ?? NONE) if (counts.has(ip)) add(ip, held);
   let pending: Map<string, number> | undefined;
   for (const event of fresh) {
     if (isIP(event.ip) === 0) metrics.firewallEventsDropped.inc({ reason: 'invalid_ip' });
@@ -209,34 +218,41 @@ export function collectFirewallHistory(
     else if (!previous?.counts.has(event.ip)) {
       pending ??= new Map();
       pending.set(event.ip, (pending.get(event.ip) ?? 0) + 1);
-    } else metrics.attackEventsTotal.inc(labels(ref, event.ip));
+    } else add(event.ip, 1);
   }
-  for (const ip of previous?.counts.keys() ?? []) {
-    if (!counts.has(ip)) {
-      metrics.attackEvents.remove(labels(ref, ip));
-      metrics.attackEventsTotal.remove(labels(ref, ip));
+  // The series created later than the service's: their own creation time (OpenMetrics `_created`).
+  const created = new Map<string, number>();
+  if (previous)
+    for (const ip of counts.keys()) {
+      const at = previous.counts.has(ip) ? previous.created.get(ip) : context.now;
+      if (at !== undefined) created.set(ip, at);
     }
-  }
-  // Unchanged values are not set again: most IPs stay at 0 poll after poll.
-  for (const [ip, count] of counts) {
-    const before = previous?.counts.get(ip);
-    if (before !== count) metrics.attackEvents.set(labels(ref, ip), count);
-    // Expose the counter from 0 so that rate() and increase() see the first events.
-    if (before === undefined) metrics.attackEventsTotal.inc(labels(ref, ip), 0);
-  }
-  if (!previous?.up) metrics.firewallHistoryUp.set({ service_type: ref.serviceType, service_id: ref.serviceId }, 1);
-  const lastSuccess = setLastSuccess(metrics, ref, previous?.lastSuccess, context.now);
-  state.failedBeforeRead.delete(key);
+  if (state.failedBeforeRead.delete(key) || !previous?.up) state.changes.up++;
+  if (!previous || !sameMap(previous.counts, counts) || !sameMap(previous.totals, totals)) state.changes.attacks++;
   state.services.set(key, {
     counts,
+    totals: totals.size > 0 ? totals : NONE,
+    since: previous?.since ?? context.now,
+    created: created.size > 0 ? created : NONE,
     lastEventAt,
     up: true,
     readAt: context.now,
-    lastSuccess,
     seenIds: seenIds.size > 0 ? seenIds : NO_IDS,
     pending: pending ?? NONE,
   });
+  state.changes.reads++;
   return fresh.length;
+}
+
+/** The same keys in the same order with the same values. */
+function sameMap(a: ReadonlyMap<string, number>, b: ReadonlyMap<string, number>): boolean {
+  if (a.size !== b.size) return false;
+  const other = b.entries();
+  for (const [key, value] of a) {
+    const next = other.next().value;
+    if (next?.[0] !== key || next[1] !== value) return false;
+  }
+  return true;
 }
 
 /**
@@ -244,34 +260,31 @@ export function collectFirewallHistory(
  * values of the poll before, plus the events that poll held back for the series it created (they have been
  * exposed at 0 for a poll). A service never read successfully gets its failure recorded (`failedBeforeRead`).
  */
-export function collectFirewallFailure(
-  state: FirewallSeriesState,
-  metrics: Metrics,
-  ref: ServiceRef,
-  now: number,
-): void {
-  metrics.firewallHistoryUp.set({ service_type: ref.serviceType, service_id: ref.serviceId }, 0);
+export function collectFirewallFailure(state: FirewallSeriesState, ref: ServiceRef, now: number): void {
   const key = FirewallSeriesState.key(ref);
   const series = state.services.get(key);
   if (!series) {
+    if (!state.failedBeforeRead.has(key)) state.changes.up++;
     state.failedBeforeRead.set(key, now);
     return;
   }
+  if (series.up) state.changes.up++;
   series.up = false;
-  for (const [ip, held] of series.pending) metrics.attackEventsTotal.inc(labels(ref, ip), held);
+  if (series.pending.size === 0) return;
+  state.changes.attacks++;
+  const totals = new Map(series.totals);
+  for (const [ip, held] of series.pending) totals.set(ip, (totals.get(ip) ?? 0) + held);
+  series.totals = totals;
   series.pending = NONE;
 }
 
-/** Removes every series of a service that is gone (server deleted, id removed from the config). */
-export function removeFirewallService(state: FirewallSeriesState, metrics: Metrics, ref: ServiceRef): void {
+/** Forgets a service that is gone (server deleted, id removed from the config): it has no series any more. */
+export function removeFirewallService(state: FirewallSeriesState, ref: ServiceRef): void {
   const key = FirewallSeriesState.key(ref);
-  for (const ip of state.services.get(key)?.counts.keys() ?? []) {
-    metrics.attackEvents.remove(labels(ref, ip));
-    metrics.attackEventsTotal.remove(labels(ref, ip));
+  const held = state.services.delete(key);
+  if (state.failedBeforeRead.delete(key) || held) {
+    state.changes.attacks++;
+    state.changes.up++;
   }
-  metrics.firewallHistoryUp.remove({ service_type: ref.serviceType, service_id: ref.serviceId });
-  metrics.firewallHistoryLastSuccess.remove({ service_type: ref.serviceType, service_id: ref.serviceId });
-  state.services.delete(key);
   state.restored.delete(key);
-  state.failedBeforeRead.delete(key);
 }

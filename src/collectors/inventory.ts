@@ -1,28 +1,13 @@
 /**
- * The server-list collector: a decoded server list and the previous inventory in; it updates the server
- * series of the registry and returns the new inventory, and does no I/O (it yields to the event loop between
- * slices of a long list). Servers that disappeared are reported so that their firewall and graph
- * series are removed too, never left stale.
+ * The server-list collector: a decoded server list and the previous inventory in, the new inventory out (the
+ * server series are rendered from it); no I/O. Servers that disappeared are reported so that their firewall
+ * state and graph images are dropped too.
  */
 import type { Metrics } from '../metrics/definitions.js';
-import { CLOCK_EVERY, Slices } from '../slices.js';
 import type { ServerList, ServerRecord } from '../upstream/decode-servers.js';
 
 /** The latest server list, keyed by server id. */
 export type Inventory = Map<string, ServerRecord>;
-
-function infoLabels(server: ServerRecord) {
-  return {
-    server_id: server.serverId,
-    hostname: server.hostname,
-    ip: server.ip,
-    os: server.os,
-    processor: server.processor,
-    memory: server.memory,
-    location: server.location,
-    status: server.status,
-  };
-}
 
 /** Bytes per unit of a memory size; RAM is sold in binary units, so the provider's "GB" is 2^30 bytes. */
 const MEMORY_UNITS: Record<string, number> = {
@@ -45,61 +30,52 @@ export function memoryBytes(memory: string): number | undefined {
   return unit === undefined ? undefined : Math.round(Number(match[1]) * unit);
 }
 
-/** The fields that are labels of `baremetal_server_info`. */
-const INFO_FIELDS = ['serverId', 'hostname', 'ip', 'os', 'processor', 'memory', 'location', 'status'] as const;
+/** The fields of a record its series show (`baremetal_server_*`), besides the number of its IPs. */
+const SHOWN = [
+  'serverId',
+  'hostname',
+  'ip',
+  'os',
+  'processor',
+  'memory',
+  'location',
+  'status',
+  'cancellation',
+] as const;
 
-/** The server's series are as they were: same info labels, same number of IPs, same cancellation. */
-function unchanged(old: ServerRecord, server: ServerRecord): boolean {
-  for (const field of INFO_FIELDS) if (old[field] !== server[field]) return false;
-  return old.ips.length === server.ips.length && old.cancellation === server.cancellation;
-}
-
-/** `baremetal_server_cancellation_scheduled` of a server: 1 with its type while one is scheduled, else none. */
-function setCancellation(metrics: Metrics, server: ServerRecord, old: ServerRecord | undefined): void {
-  if (old?.cancellation && old.cancellation !== server.cancellation)
-    metrics.serverCancellation.remove({ server_id: old.serverId, cancellation_type: old.cancellation });
-  if (server.cancellation)
-    metrics.serverCancellation.set({ server_id: server.serverId, cancellation_type: server.cancellation }, 1);
+/** The list gives the same series as `previous`: the same servers in the same order, with the same shown fields. */
+function sameSeries(previous: Inventory, servers: readonly ServerRecord[]): boolean {
+  if (previous.size !== servers.length) return false;
+  let i = 0;
+  for (const old of previous.values()) {
+    const server = servers[i++]!;
+    for (const field of SHOWN) if (old[field] !== server[field]) return false;
+    if (old.ips.length !== server.ips.length) return false;
+  }
+  return true;
 }
 
 /**
- * Applies a server list to the metrics, in slices with yields to the event loop (the first list of 50,000
- * servers sets 100,000 series). Returns the new inventory and the ids of servers that were in `previous`
- * but are gone now.
+ * Makes the inventory of a server list (in the list's order: the exposition's) and sets the list's gauges.
+ * Returns the new inventory and the ids of servers that were in `previous` but are gone now. The server series
+ * are rendered from the inventory (collectors/families.ts), which reuses their bytes while it is the same Map:
+ * a list whose series would be the same as `previous`'s (most of them) updates `previous` in place, with the
+ * new records, and returns it.
  */
-export async function collectServerList(
+export function collectServerList(
   list: ServerList,
   previous: Inventory,
-  metrics: Metrics,
-): Promise<{ inventory: Inventory; removed: string[] }> {
-  const slices = new Slices();
+  metrics: Pick<Metrics, 'servers' | 'serverRecordsSkipped'>,
+): { inventory: Inventory; removed: string[] } {
+  metrics.servers.set(list.servers.length);
+  metrics.serverRecordsSkipped.set(list.skipped);
+  if (sameSeries(previous, list.servers)) {
+    for (const server of list.servers) previous.set(server.serverId, server);
+    return { inventory: previous, removed: [] };
+  }
   const inventory: Inventory = new Map();
   for (const server of list.servers) inventory.set(server.serverId, server);
   const removed: string[] = [];
-  for (const [id, old] of previous) {
-    if (!inventory.has(id)) {
-      metrics.serverInfo.remove(infoLabels(old));
-      metrics.serverIps.remove({ server_id: id });
-      metrics.serverMemory.remove({ server_id: id });
-      if (old.cancellation) metrics.serverCancellation.remove({ server_id: id, cancellation_type: old.cancellation });
-      removed.push(id);
-    }
-  }
-  // Only new or changed servers touch prom-client: at 10,000 servers an unchanged list costs no label hashing.
-  for (let i = 0; i < list.servers.length; i++) {
-    const server = list.servers[i]!;
-    const old = previous.get(server.serverId);
-    if (old && unchanged(old, server)) continue;
-    if (old) metrics.serverInfo.remove(infoLabels(old));
-    metrics.serverInfo.set(infoLabels(server), 1);
-    metrics.serverIps.set({ server_id: server.serverId }, server.ips.length);
-    const bytes = memoryBytes(server.memory);
-    if (bytes === undefined) metrics.serverMemory.remove({ server_id: server.serverId });
-    else metrics.serverMemory.set({ server_id: server.serverId }, bytes);
-    setCancellation(metrics, server, old);
-    if (i % CLOCK_EVERY === CLOCK_EVERY - 1) await slices.next();
-  }
-  metrics.servers.set(list.servers.length);
-  metrics.serverRecordsSkipped.set(list.skipped);
+  for (const id of previous.keys()) if (!inventory.has(id)) removed.push(id);
   return { inventory, removed };
 }

@@ -4,6 +4,7 @@
  * Nothing is shared between two runtimes but the registry and the logger, so a bad key, a 5xx or a
  * timeout of one account never touches another's polls or series.
  */
+import { DesiredRows } from '../remediation/desired-rows.js';
 import type { Logger } from 'pino';
 import { AccountState } from '../collectors/account-state.js';
 import type { JobName } from '../config/schema.js';
@@ -30,6 +31,8 @@ export interface AccountRuntime {
   polls: PollJobs;
   scheduler: Scheduler;
   graphStore: GraphStore;
+  /** the desired firewall state rows its remediation engine reads back from the store (their series) */
+  desired: DesiredRows;
   /** where the attack event ids outlive the process (read again when this replica becomes leader) */
   ledger: EventLedger;
   /** jobs that succeeded at least partly once (readiness) */
@@ -127,7 +130,20 @@ export async function startAccount(
   );
   if (account.upstream.apiKeySource === 'yaml')
     logger.warn('the API key sits in the config file itself: prefer api_key_file or BAREMETAL_API_KEY');
-  return { name: account.name, client, metrics, state, polls, scheduler, graphStore, ledger, workedOnce, lastProblem };
+  const desired = new DesiredRows();
+  return {
+    name: account.name,
+    client,
+    metrics,
+    state,
+    polls,
+    scheduler,
+    graphStore,
+    desired,
+    ledger,
+    workedOnce,
+    lastProblem,
+  };
 }
 
 async function loadEventIds(ledger: EventLedger, logger: Logger) {

@@ -15,6 +15,7 @@ import { statusViewOf } from '../http/status-view.js';
 import { createdNames, leaderOnlyNames, type Metrics } from '../metrics/definitions.js';
 import { ExpositionCache } from '../metrics/exposition-cache.js';
 import { schedulePeriodMs } from '../polls/poll.js';
+import { bindStateFamilies } from '../collectors/families.js';
 import { RemediationEngine } from '../remediation/engine.js';
 import type { StatusReader } from '../remediation/verify.js';
 import type { SilenceWriter } from '../remediation/silences.js';
@@ -113,6 +114,21 @@ export function exposeMetrics(
   });
 }
 
+/**
+ * Binds the families rendered from state (collectors/families.ts) to each account's state, graph images and
+ * desired firewall state rows: the polled families' series are the accounts' state, walked at each rendering.
+ */
+export function bindAccountFamilies(metrics: Metrics, accounts: ReadonlyMap<string, AccountRuntime>): void {
+  bindStateFamilies(metrics, () =>
+    [...accounts.values()].map(({ name, state, graphStore, desired }) => ({
+      name,
+      state,
+      graphs: graphStore,
+      desired,
+    })),
+  );
+}
+
 /** Each configured account's runtime, by name, in config order; each loads what it left under state_dir. */
 export async function startAccounts(config: Config, deps: AccountDeps): Promise<Map<string, AccountRuntime>> {
   const names = new Set(config.accounts.map((a) => a.name));
@@ -163,6 +179,7 @@ export async function startEngines(
             )
           : runtime.state,
         config: config.remediation,
+        desired: runtime.desired,
         alertmanager: d.alertmanager,
         // Read per decision: a reload may change the schedule.
         firewallPeriodMs: () => schedulePeriodMs(config.schedules.firewall),

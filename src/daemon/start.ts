@@ -12,7 +12,7 @@ import { buildApp } from '../http/app.js';
 import type { Config } from '../config/types.js';
 import type { AccountRuntime } from './accounts.js';
 import { alertmanagerClient } from './alertmanager.js';
-import { exposeMetrics, knownSecrets, servedParts, startAccounts, startEngines } from './parts.js';
+import { bindAccountFamilies, exposeMetrics, knownSecrets, servedParts, startAccounts, startEngines } from './parts.js';
 import type { ElectionTimings, Role } from '../ha/role.js';
 import type { ShareTimings } from '../ha/shared-role.js';
 import { limitGraphDecoding } from '../graphs/image.js';
@@ -167,6 +167,7 @@ async function start(initial: Config, options: DaemonOptions, lock: StateLock): 
     leads: replication.leads,
     ...(config.database.kind === 'postgres' && config.database.shares ? { holdsLease: replication.leads } : {}),
   });
+  bindAccountFamilies(metrics, accounts);
   const alertmanager = alertmanagerClient(config, metrics, logger);
   const engines = await startEngines(config, { accounts, store, replication, logger, now, exposition, alertmanager });
   const web = await webDeps(config, options.webConfig);

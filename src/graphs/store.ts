@@ -61,6 +61,10 @@ const etagOf = (png: Buffer) => `"${createHash('sha1').update(png).digest('base6
 
 export class GraphStore {
   readonly #graphs = new Map<string, Entry>();
+  /** the entries `put` by this process (not loaded from disk): those have a last-success series */
+  readonly #fetched = new WeakSet<Entry>();
+  /** changes of the images held (put, dropped, loaded): a rendering reuses the graph series' bytes while it stays */
+  #changes = 0;
   readonly #dir: string;
   /** the directory of the layout before accounts, adopted by `load()` when set */
   readonly #legacyDir: string | undefined;
@@ -106,6 +110,19 @@ export class GraphStore {
     return this.#graphs.size;
   }
 
+  /** Counts every change of the images held (a new one, a new fetch of one, one dropped). */
+  get changes(): number {
+    return this.#changes;
+  }
+
+  /**
+   * The images this process fetched and still holds, in the order they were first held, without copying
+   * (`baremetal_graph_last_success_timestamp_seconds`, collectors/families.ts). Do not keep them.
+   */
+  *fetched(): Iterable<HeldGraph> {
+    for (const entry of this.#graphs.values()) if (this.#fetched.has(entry)) yield entry;
+  }
+
   /**
    * The image of `key` with its bytes, read from its file; undefined when none is held. The bytes must match
    * the held ETag: a file gone, unreadable or changed since (removed or edited by hand) is dropped from the
@@ -121,6 +138,7 @@ export class GraphStore {
       if (png && etagOf(png) === entry.etag) return { ...entry, png };
       if (this.#graphs.get(k) !== entry) continue;
       this.#graphs.delete(k);
+      this.#changes++;
       return undefined;
     }
     return undefined;
@@ -150,7 +168,13 @@ export class GraphStore {
       await writeFile(`${file}.tmp`, png);
       await rename(`${file}.tmp`, file);
       this.#graphs.set(keyOf(key), held);
-    } else this.#graphs.set(keyOf(key), { ...held, png });
+      this.#fetched.add(held);
+    } else {
+      const entry = { ...held, png };
+      this.#graphs.set(keyOf(key), entry);
+      this.#fetched.add(entry);
+    }
+    this.#changes++;
     const stored = { ...held, png };
     await this.#mirror?.put(stored);
     return stored;
@@ -163,6 +187,7 @@ export class GraphStore {
   /** Drops every image of a server that is gone, from memory and disk. */
   async removeServer(serverId: string): Promise<void> {
     for (const [k, graph] of this.#graphs) if (graph.serverId === serverId) this.#graphs.delete(k);
+    this.#changes++;
     if (SAFE_ID.test(serverId)) await rm(join(this.#dir, serverId), { recursive: true, force: true });
     await this.#mirror?.removeServer(serverId);
   }
@@ -178,6 +203,7 @@ export class GraphStore {
       this.#graphs.delete(k);
       dropped.push({ serverId: graph.serverId, type: graph.type, scale: graph.scale });
     }
+    if (dropped.length > 0) this.#changes++;
     const onDisk = await readdir(this.#dir).catch(() => [] as string[]);
     // Only names this store could have written: anything else in the directory is not ours to delete.
     for (const serverId of onDisk.filter((s) => SAFE_ID.test(s) && !serverIds.has(s))) {

@@ -9,8 +9,7 @@ import { ACTION_SPECS } from '../config/actions.js';
 import { ACTIONS, JOB_NAMES } from '../config/schema.js';
 import { DECISIONS } from '../store/decisions.js';
 import { BUILD } from '../version.js';
-import { trackChanges } from './changes.js';
-import { SeriesFamily } from './series.js';
+import { StateFamily } from './state-family.js';
 
 /** How a poll run ended: the `outcome` label of `baremetal_poll_runs_total`. */
 export type RunOutcome = 'success' | 'partial' | 'failure' | 'skipped';
@@ -140,7 +139,7 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['account'] as const,
       registers,
     }),
-    serverInfo: new SeriesFamily({
+    serverInfo: new StateFamily({
       type: 'gauge',
       name: 'baremetal_server_info',
       help: `Always 1 per dedicated server; labels carry its inventory data as the API sent it (empty when the API did not send a field); memory is the provider's text, in GB (e.g. "256 GB"), as a number in baremetal_server_memory_bytes. ${CACHED}`,
@@ -157,35 +156,35 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       ] as const,
       registers,
     }),
-    serverMemory: new SeriesFamily({
+    serverMemory: new StateFamily({
       type: 'gauge',
       name: 'baremetal_server_memory_bytes',
       help: `Memory of the dedicated server in bytes, from the memory field of its record (the provider reports GB, read as GiB: 2^30 bytes; MB and TB are read alike). No series when the field is missing or not a size. ${CACHED}`,
       labelNames: ['account', 'server_id'] as const,
       registers,
     }),
-    serverIps: new SeriesFamily({
+    serverIps: new StateFamily({
       type: 'gauge',
       name: 'baremetal_server_ips',
       help: `IP addresses assigned to the dedicated server according to its record. ${CACHED}`,
       labelNames: ['account', 'server_id'] as const,
       registers,
     }),
-    serverCancellation: new SeriesFamily({
+    serverCancellation: new StateFamily({
       type: 'gauge',
       name: 'baremetal_server_cancellation_scheduled',
       help: `1 while the dedicated server's record says a cancellation is scheduled; cancellation_type immediate or end (of the billing cycle), as set by the reseller cancellation operation. No series when none is scheduled or the record has no cancellation field. ${CACHED}`,
       labelNames: ['account', 'server_id', 'cancellation_type'] as const,
       registers,
     }),
-    attackEvents: new SeriesFamily({
+    attackEvents: new StateFamily({
       type: 'gauge',
       name: 'baremetal_firewall_attack_events_last_hour',
       help: `Firewall (DDoS) events per IP in the latest hour-scale history of the service (service_type dedicated, colocation or transit). ${CACHED}`,
       labelNames: ['account', 'service_type', 'service_id', 'ip'] as const,
       registers,
     }),
-    attackEventsTotal: new SeriesFamily({
+    attackEventsTotal: new StateFamily({
       type: 'counter',
       name: 'baremetal_firewall_attack_events_total',
       help: `Distinct firewall (DDoS) events seen per IP since the exporter started, deduplicated by event id. ${CACHED}`,
@@ -198,29 +197,29 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['account', 'reason'] as const,
       registers,
     }),
-    // One series per service (10,000 at the bench's size): a family, not prom-client's label objects and keys.
-    firewallHistoryUp: new SeriesFamily({
+    firewallHistoryUp: new StateFamily({
       name: 'baremetal_firewall_history_up',
       type: 'gauge',
       help: `1 when the latest firewall-history poll of the service succeeded, 0 when it failed (then its event values are from the poll before). ${CACHED}`,
       labelNames: ['account', 'service_type', 'service_id'] as const,
       registers,
     }),
-    // One series per service, set at each read of its history: held by the collector (SeriesFamily.hold).
-    firewallHistoryLastSuccess: new SeriesFamily({
+    firewallHistoryLastSuccess: new StateFamily({
       name: 'baremetal_firewall_history_last_success_timestamp_seconds',
       type: 'gauge',
       help: `Unix time in seconds at which the firewall history of the service was last fetched and applied; time() minus it is how stale the service's attack series are (round-robin coverage polls each service less often than the schedule). ${CACHED}`,
       labelNames: ['account', 'service_type', 'service_id'] as const,
       registers,
     }),
-    firewallOldestReadAge: new Gauge({
+    firewallOldestReadAge: new StateFamily({
+      type: 'gauge',
       name: 'baremetal_firewall_history_oldest_read_age_seconds',
       help: `Age in seconds, at the end of the latest firewall run, of the least recently read firewall history among the services in scope (servers, colocation and transit); a service this process has not read yet counts from the start of the first firewall run that had it in scope. Above 3 firewall periods the budget does not cover every service often enough (BaremetalFirewallCoverageStale); 0 with no service. ${CACHED}`,
       labelNames: ['account'] as const,
       registers,
     }),
-    graphLastSuccess: new Gauge({
+    graphLastSuccess: new StateFamily({
+      type: 'gauge',
       name: 'baremetal_graph_last_success_timestamp_seconds',
       help: `Unix time in seconds at which the graph image (graph = type, scale) of the server was last fetched and decoded. ${CACHED}`,
       labelNames: ['account', 'server_id', 'graph', 'scale'] as const,
@@ -232,13 +231,15 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['account'] as const,
       registers,
     }),
-    catalogOperatingSystems: new Gauge({
+    catalogOperatingSystems: new StateFamily({
+      type: 'gauge',
       name: 'baremetal_catalog_operating_systems',
       help: `Installable operating systems in the latest OS list. ${CACHED}`,
       labelNames: ['account'] as const,
       registers,
     }),
-    catalogLocations: new Gauge({
+    catalogLocations: new StateFamily({
+      type: 'gauge',
       name: 'baremetal_catalog_locations',
       help: `Locations in the latest reseller location list. ${CACHED}`,
       labelNames: ['account'] as const,
@@ -298,7 +299,8 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['account', 'action'] as const,
       registers,
     }),
-    firewallDesiredState: new Gauge({
+    firewallDesiredState: new StateFamily({
+      type: 'gauge',
       name: 'baremetal_firewall_desired_state',
       help: `Firewall state the daemon wants for the IP, one series per desired-state row in the store (a request decided in dry run records none): 1 Always On, 0 Redirect On Attack. ${CACHED}`,
       labelNames: ['account', 'server_id', 'ip'] as const,
@@ -362,13 +364,6 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       registers,
     }),
   };
-  // Families whose series have the same label sets keep one text of each (metrics/series.ts).
-  metrics.attackEventsTotal.shareTextsWith(metrics.attackEvents);
-  metrics.serverIps.shareTextsWith(metrics.serverMemory);
-  // These change only through their own methods (no `collect`): a rendering can tell which changed. Not the
-  // histogram: prom-client's `Histogram.labels().observe` reaches its values without passing through them.
-  for (const metric of Object.values(metrics))
-    if (metric instanceof Gauge || metric instanceof Counter || metric instanceof SeriesFamily) trackChanges(metric);
   metrics.buildInfo.set(
     {
       version: options.version ?? '0.0.0',
@@ -456,13 +451,15 @@ export function leaderOnlyNames(metrics: Metrics): Set<string> {
 }
 
 /**
- * The metrics as one account sees them: each of ACCOUNT_METRICS with the label `account` filled in on
- * every call (`set`, `inc`, `observe`, `remove`, `labels`…), the others as they are. Collectors, poll jobs
- * and the remediation engine take a `Metrics` and never name the account: it is bound once, here.
+ * The metrics as one account sees them: each prom-client metric of ACCOUNT_METRICS with the label `account`
+ * filled in on every call (`set`, `inc`, `observe`, `labels`…), the others as they are (a StateFamily is never
+ * called: its samples come from the state). Poll jobs and the remediation engine take a `Metrics` and never
+ * name the account: it is bound once, here.
  */
 export function forAccount(metrics: Metrics, account: string): Metrics {
   const scoped: Partial<Record<keyof Metrics, unknown>> = {};
-  for (const key of ACCOUNT_METRICS) scoped[key] = withAccount(metrics[key], account);
+  for (const key of ACCOUNT_METRICS)
+    if (!(metrics[key] instanceof StateFamily)) scoped[key] = withAccount(metrics[key], account);
   const view = { ...metrics, ...scoped } as Metrics;
   // Counters whose label values are known are exposed from 0, so that rate(), increase() and alerts on
   // them see the first event after a start (a series that appears at 1 has no increase).
@@ -473,20 +470,12 @@ export function forAccount(metrics: Metrics, account: string): Metrics {
   for (const poll of JOB_NAMES) for (const outcome of POLL_OUTCOMES) view.pollRuns.inc({ poll, outcome }, 0);
   // A gauge with labels has no series until set: these were exposed at 0 from the start before accounts
   // (the API down until its first server list says otherwise).
-  for (const gauge of [
-    view.apiUp,
-    view.servers,
-    view.serverRecordsSkipped,
-    view.catalogOperatingSystems,
-    view.catalogLocations,
-  ])
-    gauge.set(0);
+  for (const gauge of [view.apiUp, view.servers, view.serverRecordsSkipped]) gauge.set(0);
   return view;
 }
 
-/** prom-client's methods whose first argument is the optional label set (and SeriesFamily's `hold`). */
+/** prom-client's methods whose first argument is the optional label set. */
 const LABELLED = new Set([
-  'hold',
   'set',
   'inc',
   'dec',
@@ -497,9 +486,6 @@ const LABELLED = new Set([
   'setToCurrentTime',
   'zero',
 ]);
-
-/** Methods without a label set that need the metric itself as `this` (a SeriesFamily's private state). */
-const ON_TARGET = new Set(['update']);
 
 /**
  * `metric` with `{ account }` merged into (or put before) the label set of each labelled call. A Proxy
@@ -513,14 +499,9 @@ function withAccount<M extends object>(metric: M, account: string): M {
     get(target, prop) {
       const value: unknown = Reflect.get(target, prop, target);
       if (typeof prop !== 'string' || typeof value !== 'function') return value;
-      const labelled = LABELLED.has(prop);
-      if (!labelled && !ON_TARGET.has(prop)) return value;
+      if (!LABELLED.has(prop)) return value;
       let wrapper = wrappers.get(prop);
-      if (!wrapper && !labelled) {
-        // `update(series, value)`: two arguments, no rest array per call.
-        wrapper = (a?: unknown, b?: unknown) => value.call(target, a, b);
-        wrappers.set(prop, wrapper);
-      } else if (!wrapper) {
+      if (!wrapper) {
         wrapper = (...args: unknown[]) => {
           const first = args[0];
           if (first !== null && typeof first === 'object')
@@ -552,3 +533,8 @@ function registerProcessMetrics(registry: Registry): void {
 
 /** Every metric of the exporter, by role. */
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/** The families rendered from the accounts' state: collectors/families.ts emits each one's samples. */
+export type StateFamilyKey = {
+  [K in keyof Metrics]: Metrics[K] extends StateFamily<infer _L> ? K : never;
+}[keyof Metrics];

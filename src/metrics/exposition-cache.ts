@@ -11,7 +11,6 @@ import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import type { Registry } from 'prom-client';
 import { Slices } from '../slices.js';
-import { changeVersion } from './changes.js';
 import {
   CONTENT_TYPES,
   CreatedTimes,
@@ -20,6 +19,7 @@ import {
   type ExpositionFormat,
   type RenderedMetric,
 } from './exposition-format.js';
+import { StateFamily } from './state-family.js';
 
 /**
  * One rendering in both formats. Each body is joined into one Buffer only when a scraper asks for it
@@ -123,8 +123,8 @@ export class ExpositionCache {
   /** formatted label sets by prom-client's label object (see labelText in exposition-format.ts) */
   readonly #labels = new WeakMap<object, string>();
   readonly #created = new CreatedTimes();
-  /** the last rendering of each metric that counts its changes (metrics/changes.ts), with the count then */
-  readonly #families = new WeakMap<object, { version: number; led: string; rendered: RenderedMetric }>();
+  /** the last rendering of each family rendered from state, with what it read then (FamilySource.version) */
+  readonly #families = new WeakMap<object, { version: unknown[]; led: string; rendered: RenderedMetric }>();
   readonly #options: ExpositionCacheOptions;
 
   constructor(options: ExpositionCacheOptions) {
@@ -197,14 +197,17 @@ export class ExpositionCache {
       if (include && !include(metric.name)) continue;
       const withCreated = created?.has(metric.name) ? this.#created : undefined;
       const filtered = led !== undefined && accountSeries!.names.has(metric.name);
-      // A metric unchanged since its last rendering (for the same accounts) is not collected again: its bytes are reused.
-      const version = changeVersion(metric);
+      // A family whose state is unchanged since its last rendering (for the same accounts) is not collected
+      // again: its bytes are reused. prom-client's own metrics (process-local, a few hundred series) are.
+      const keep = filtered ? (account: string) => led.has(account) : undefined;
+      const family: object = metric;
+      const version = family instanceof StateFamily ? family.source?.version(keep) : undefined;
       const cached = this.#families.get(metric);
       const key = filtered ? ledKey : '';
       let rendered: RenderedMetric;
-      if (version !== undefined && cached?.version === version && cached.led === key) rendered = cached.rendered;
+      if (version !== undefined && cached?.led === key && sameVersion(cached.version, version))
+        rendered = cached.rendered;
       else {
-        const keep = filtered ? (account: string) => led.has(account) : undefined;
         rendered = await renderMetric(metric, this.#labels, slices, withCreated, keep);
         if (version !== undefined) this.#families.set(metric, { version, led: key, rendered });
       }
@@ -269,4 +272,9 @@ export class ExpositionCache {
 /** The accounts whose series are included, as a cache key ('' for all). */
 function ledKeyOf(led: ReadonlySet<string> | undefined): string {
   return led ? `:${[...led].sort().join(',')}` : '';
+}
+
+/** The same values, one by one (`===`). */
+function sameVersion(a: readonly unknown[], b: readonly unknown[]): boolean {
+  return a.length === b.length && a.every((value, i) => value === b[i]);
 }

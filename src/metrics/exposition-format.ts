@@ -6,7 +6,7 @@
  */
 import { Registry } from 'prom-client';
 import { CLOCK_EVERY, type Slices } from '../slices.js';
-import { SeriesFamily } from './series.js';
+import { type KeepAccount, StateFamily } from './state-family.js';
 
 const SEPARATOR = Buffer.from('\n\n');
 const NEWLINE = Buffer.from('\n');
@@ -39,6 +39,10 @@ const NEEDS_ESCAPE = /[\\\n"]/;
 function escapeLabelValue(value: unknown): unknown {
   if (typeof value !== 'string' || !NEEDS_ESCAPE.test(value)) return value;
   return escapeString(value).replace(/"/g, '\\"');
+}
+/** A label value as prom-client escapes a string. */
+function escapeText(value: string): string {
+  return NEEDS_ESCAPE.test(value) ? escapeString(value).replace(/"/g, '\\"') : value;
 }
 function formatLabels(labels: Record<string, unknown>, exclude?: Record<string, unknown>): string[] {
   const formatted: string[] = [];
@@ -159,17 +163,18 @@ async function renderCollected(
   return { text, openMetrics: [omHead, Buffer.from(values.map((sample) => line(sample, omName(sample))).join(''))] };
 }
 
-/**
- * Renders a SeriesFamily straight from its series' label texts, the same bytes as renderCollected (and so as
- * prom-client) would write from its `get()`: no collection, no label objects, no formatting per rendering.
- */
 function keepSample(sample: Sample, keep: KeepAccount): boolean {
   const account = sample.labels?.account ?? sample.sharedLabels?.account;
   return account === undefined || keep(String(account));
 }
 
-async function renderFamily(
-  family: SeriesFamily,
+/**
+ * Renders a StateFamily from its source's samples, the same bytes as renderCollected (and so as prom-client)
+ * would write from its `get()`, without label objects: each label text is formatted as it is emitted. A counter's
+ * OpenMetrics samples are each followed by their `_created` (the time the state gives, else this rendering's).
+ */
+async function renderStateFamily(
+  family: StateFamily,
   slices: Slices,
   created?: CreatedTimes,
   keep?: KeepAccount,
@@ -182,44 +187,47 @@ async function renderFamily(
   const text: Buffer[] = [Buffer.from(`# HELP ${name} ${help}\n# TYPE ${name} ${family.type}`)];
   const openMetrics: Buffer[] = [Buffer.from(`# HELP ${familyName} ${help}\n# TYPE ${familyName} ${family.type}`)];
   const apart = omSample !== name || created !== undefined;
+  // What goes before each label value: `{name="`, then `",name="`; `"}` after the last.
+  const before = family.labelNames.map((label, i) => `${i === 0 ? '{' : '",'}${label}="`);
+  const after = before.length > 0 ? '"}' : '';
   let pending = '';
   let omPending = '';
-  let i = 0;
-  for (const series of family.series()) {
-    if (keep) {
-      const account = ACCOUNT_IN_TEXT.exec(series.text)?.[1];
-      if (account !== undefined && !keep(account)) continue;
-    }
-    const value = valueText(series.value);
-    pending += `\n${name}${series.text} ${value}`;
+  const emit = (values: readonly string[], value: number, createdSeconds?: number) => {
+    let labels = '';
+    for (let i = 0; i < before.length; i++) labels += before[i]! + escapeText(values[i]!);
+    labels += after;
+    const sample = valueText(value);
+    pending += `\n${name}${labels} ${sample}`;
     if (apart) {
-      omPending += `\n${omSample}${series.text} ${value}`;
-      if (created) omPending += `\n${familyName}_created${series.text} ${created.of(series)}`;
+      omPending += `\n${omSample}${labels} ${sample}`;
+      if (created) omPending += `\n${familyName}_created${labels} ${createdSeconds ?? created.now}`;
     }
-    if (pending.length >= CHUNK_CHARS) {
+  };
+  const flush = (last: boolean) => {
+    if (pending.length >= CHUNK_CHARS || (last && pending)) {
       text.push(Buffer.from(pending));
       if (!apart) openMetrics.push(text.at(-1)!);
       pending = '';
     }
-    if (omPending.length >= CHUNK_CHARS) {
+    if (omPending.length >= CHUNK_CHARS || (last && omPending)) {
       openMetrics.push(Buffer.from(omPending));
       omPending = '';
     }
-    if (++i % CLOCK_EVERY === 0) await slices.next();
+  };
+  // The source yields every few hundred samples' items: a chunk may be due, and a turn of the loop.
+  for (const _ of family.source?.collect(emit, keep) ?? []) {
+    flush(false);
+    await slices.next();
   }
-  if (pending) {
-    text.push(Buffer.from(pending));
-    if (!apart) openMetrics.push(text.at(-1)!);
-  }
-  if (omPending) openMetrics.push(Buffer.from(omPending));
+  flush(true);
   return { text, openMetrics };
 }
 
 /**
- * When each series of a counter was created, for OpenMetrics `_created`: the time of the first rendering
- * that saw it, in Unix seconds. prom-client keeps one label object per counter series for its life (a
- * removed series that comes back is a new object, so a new time); a series is rendered right after the
- * poll that created it, so the time is the poll's end, not the counter's first event (counted later).
+ * When each series of a prom-client counter was created, for OpenMetrics `_created`: the time of the first
+ * rendering that saw it, in Unix seconds. prom-client keeps one label object per counter series for its life (a
+ * removed series that comes back is a new object, so a new time). A StateFamily's counter gives its own (the
+ * state knows when each series began); `now` is its fallback.
  */
 export class CreatedTimes {
   readonly #times = new WeakMap<object, number>();
@@ -236,7 +244,7 @@ export class CreatedTimes {
 }
 
 /**
- * Renders one metric in both formats: a SeriesFamily from its label texts, any other prom-client metric from
+ * Renders one metric in both formats: a StateFamily from its source, any other prom-client metric from
  * one collection. `labels` keeps formatted label sets by prom-client's label object across renderings (see
  * labelText); `created`, when given, adds OpenMetrics `_created` lines to a counter's samples.
  */
@@ -247,16 +255,10 @@ export function renderMetric(
   created?: CreatedTimes,
   keep?: KeepAccount,
 ): Promise<RenderedMetric> {
-  return metric instanceof SeriesFamily
-    ? renderFamily(metric, slices, created, keep)
+  return metric instanceof StateFamily
+    ? renderStateFamily(metric, slices, created, keep)
     : renderCollected(metric, labels, slices, created, keep);
 }
-
-/** Which series to render, by the value of their `account` label (a series without one is kept). */
-export type KeepAccount = (account: string) => boolean;
-
-/** An account name in a series' label text (`account="…"`; names are validated, nothing to unescape). */
-const ACCOUNT_IN_TEXT = /(?:^|[{,])account="([^"]*)"/;
 
 /**
  * The bodies of one rendering, built metric by metric in registry order: in the text format the metrics apart

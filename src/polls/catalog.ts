@@ -2,27 +2,25 @@
 import { DEFAULT_SCHEDULES } from '../config/schema.js';
 import { listOperatingSystems } from '../upstream/dedicated.js';
 import { listLocations } from '../upstream/reseller.js';
-import { each, type PollContext, type PollDefinition } from './poll.js';
+import { each, type PollDefinition } from './poll.js';
 
 export const catalogPoll = {
   name: 'catalog',
   defaultSchedule: DEFAULT_SCHEDULES.catalog,
   async run(context, signal) {
-    const { client, metrics, logger, config } = context;
-    if (config.collectors?.catalog === false) {
-      catalogOff(context);
-      return { items: 0, failed: 0 };
-    }
+    const { client, logger, config, state } = context;
+    // Switched off: no request; its series are not rendered (collectors/families.ts).
+    if (config.collectors?.catalog === false) return { items: 0, failed: 0 };
     const tasks: Array<() => Promise<void>> = [
       async () => {
         const systems = await listOperatingSystems(client, signal);
         signal.throwIfAborted();
-        metrics.catalogOperatingSystems.set(systems.length);
+        state.catalog.operatingSystems = systems.length;
       },
       async () => {
         const locations = await listLocations(client, signal);
         signal.throwIfAborted();
-        metrics.catalogLocations.set(locations.length);
+        state.catalog.locations = locations.length;
       },
     ];
     return each(
@@ -36,11 +34,4 @@ export const catalogPoll = {
       },
     );
   },
-  switchedOff: catalogOff,
 } satisfies PollDefinition;
-
-/** `collectors.catalog: false`: no request; the catalog series are removed. */
-function catalogOff(context: PollContext): void {
-  context.metrics.catalogOperatingSystems.remove({});
-  context.metrics.catalogLocations.remove({});
-}

@@ -35,6 +35,8 @@ interface FirewallMemory {
   rounds: Record<FirewallJob, RoundRobin<ServiceRef>>;
   /** the start-up warning about the budget was logged */
   budgetWarned: boolean;
+  /** the services in scope when the firewall state was last pruned of the others (AccountState.servicesVersion) */
+  prunedFor: unknown[];
 }
 
 const memories = new WeakMap<AccountState, FirewallMemory>();
@@ -48,6 +50,7 @@ function memoryOf(state: AccountState): FirewallMemory {
         firewall_under_attack: new RoundRobin<ServiceRef>(FirewallSeriesState.key),
       },
       budgetWarned: false,
+      prunedFor: [],
     };
     memories.set(state, memory);
   }
@@ -58,9 +61,6 @@ export const firewallPoll = {
   name: 'firewall',
   defaultSchedule: DEFAULT_SCHEDULES.firewall,
   run: (context, signal) => pollFirewall(context, signal, 'firewall'),
-  switchedOff: (context) => {
-    firewallOff(context);
-  },
 } satisfies PollDefinition;
 
 /** A job of its own only when its schedule differs from `firewall`'s (otherwise `firewall` polls every service). */
@@ -73,8 +73,10 @@ export const firewallUnderAttackPoll = {
 
 async function pollFirewall(context: PollContext, signal: AbortSignal, job: FirewallJob): Promise<WorkResult> {
   const { client, metrics, logger, config, state } = context;
-  if (config.collectors?.firewall === false) return firewallOff(context);
+  // Switched off: no request; its series are not rendered (collectors/families.ts).
+  if (config.collectors?.firewall === false) return { items: 0, failed: 0 };
   const round = memoryOf(state).rounds[job];
+  forgetUnlisted(state, memoryOf(state));
   const services = state.servicesOf(job);
   const slice = round.next(services, firewallCapacity(context, job));
   state.noteUnread(state.services());
@@ -109,10 +111,10 @@ async function pollFirewall(context: PollContext, signal: AbortSignal, job: Fire
       // and heads the next run like the items never started.
       round.cancelled(ref, sent.has(ref));
       if (!sent.has(ref)) return;
-      collectFirewallFailure(state.firewallState, metrics, ref, context.now());
+      collectFirewallFailure(state.firewallState, ref, context.now());
       logger.warn(fields, 'firewall history poll cancelled');
     } else {
-      collectFirewallFailure(state.firewallState, metrics, ref, context.now());
+      collectFirewallFailure(state.firewallState, ref, context.now());
       round.covered(ref);
       logger.warn({ ...fields, err: error }, 'firewall history poll failed');
     }
@@ -122,7 +124,7 @@ async function pollFirewall(context: PollContext, signal: AbortSignal, job: Fire
   await yieldToLoop();
   metrics.pollItemsPending.set({ poll: job }, round.pending(services));
   await yieldToLoop();
-  metrics.firewallOldestReadAge.set((state.oldestRead()?.ageMs ?? 0) / 1000);
+  state.oldestReadAgeSeconds = (state.oldestRead()?.ageMs ?? 0) / 1000;
   await yieldToLoop();
   await saveLedger(context, state.services());
   return result;
@@ -181,18 +183,24 @@ export function warnBudget(context: PollContext): void {
   else logger.warn(fields, message);
 }
 
-/** `collectors.firewall: false`: no request; the firewall series there were (before a reload) are removed. */
-function firewallOff(context: PollContext): WorkResult {
-  const { metrics, state } = context;
-  metrics.firewallOldestReadAge.remove({});
-  for (const key of [...state.firewallState.services.keys()]) {
+/**
+ * Forgets the firewall state of services no longer polled (a colocation or transit id a reload removed; a
+ * server leaves with the server list): memory only, their series are not rendered already.
+ */
+function forgetUnlisted(state: AccountState, memory: FirewallMemory): void {
+  // Only when the services in scope changed: not a set of every key at each run.
+  const version = state.servicesVersion();
+  if (version.length === memory.prunedFor.length && version.every((v, i) => v === memory.prunedFor[i])) return;
+  memory.prunedFor = version;
+  const listed = new Set(state.services().map(FirewallSeriesState.key));
+  for (const key of [...state.firewallState.services.keys(), ...state.firewallState.failedBeforeRead.keys()]) {
+    if (listed.has(key)) continue;
     const [serviceType, ...id] = key.split('/');
-    removeFirewallService(state.firewallState, metrics, {
+    removeFirewallService(state.firewallState, {
       serviceType: serviceType as ServiceRef['serviceType'],
       serviceId: id.join('/'),
     });
   }
-  return { items: 0, failed: 0 };
 }
 
 /**

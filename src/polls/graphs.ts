@@ -21,11 +21,7 @@ export const graphsPoll = {
       const image = await checkImage(await getGraph(client, key.serverId, key.type, key.scale, signal));
       signal.throwIfAborted();
       if (!state.inventory.has(key.serverId)) return;
-      const stored = await graphStore.put(key, image, context.now());
-      metrics.graphLastSuccess.set(
-        { server_id: key.serverId, graph: key.type, scale: key.scale },
-        stored.updatedAt / 1000,
-      );
+      await graphStore.put(key, image, context.now());
     };
     const result = await each(keys, client.concurrency, signal, fetchOne, (key, error) => {
       const fields = { server_id: key.serverId, graph: key.type, scale: key.scale };
@@ -39,16 +35,11 @@ export const graphsPoll = {
 } satisfies PollDefinition;
 
 /**
- * `collectors.graphs: false`: no request; the graph series there were (before a reload) are removed and the
- * held images dropped (memory, disk, the shared copy), so `/graphs` stops serving them.
+ * `collectors.graphs: false`: no request; the held images are dropped (memory, disk, the shared copy), so
+ * `/graphs` stops serving them. Their series go with the switch (collectors/families.ts), not here.
  */
 async function graphsOff(context: PollContext): Promise<void> {
   const { graphStore, metrics } = context;
-  for (const graph of await graphStore.retainServers(new Set())) removeGraphSeries(context, graph);
+  await graphStore.retainServers(new Set());
   metrics.graphImages.set(graphStore.size);
-}
-
-/** The last-success series of one graph image goes (its server left, or graphs were switched off). */
-export function removeGraphSeries(context: Pick<PollContext, 'metrics'>, graph: GraphKey): void {
-  context.metrics.graphLastSuccess.remove({ server_id: graph.serverId, graph: graph.type, scale: graph.scale });
 }

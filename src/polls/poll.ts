@@ -59,7 +59,10 @@ export interface PollDefinition {
   run(context: PollContext, signal: AbortSignal): Promise<WorkResult>;
   /** whether the account has this job (read when the account starts); absent: always */
   enabled?(config: PollConfig): boolean;
-  /** its collector is switched off by a reload: its series (and held data) go at once; absent: nothing */
+  /**
+   * its collector is switched off by a reload: the data it holds besides its state (graph images) go at once;
+   * absent: nothing. Its series need nothing: a switched-off poll's are not rendered (collectors/families.ts).
+   */
   switchedOff?(context: PollContext): Promise<void> | void;
 }
 

@@ -1,7 +1,8 @@
 /**
- * `servers` poll: the server list; series of servers that disappeared are removed. The first list also
- * retires the images of servers deleted while the daemon was down (loaded from disk at start). The list is
- * kept as the API gave it, before the scope, for `applyScope`.
+ * `servers` poll: the server list becomes the inventory; what the state held of servers that disappeared (their
+ * firewall state, attack log, graph images) is dropped, and with it their series. The first list also retires
+ * the images of servers deleted while the daemon was down (loaded from disk at start). The list is kept as the
+ * API gave it, before the scope, for `applyScope`.
  */
 import { removeFirewallService } from '../collectors/firewall.js';
 import { collectServerList } from '../collectors/inventory.js';
@@ -10,7 +11,6 @@ import { inScope } from '../config/scope.js';
 import type { ServerList } from '../upstream/decode-servers.js';
 import { listServers } from '../upstream/dedicated.js';
 import { warnBudget } from './firewall.js';
-import { removeGraphSeries } from './graphs.js';
 import { abortable, type PollContext, type PollDefinition, type WorkResult } from './poll.js';
 
 export const serversPoll = {
@@ -41,18 +41,16 @@ async function applyList(context: PollContext, listed: ServerList): Promise<Work
   const list = scope ? { ...listed, servers: listed.servers.filter((server) => inScope(scope, server)) } : listed;
   const kept = new Set(list.servers);
   state.outOfScopeIds = new Set(listed.servers.filter((s) => !kept.has(s)).map((s) => s.serverId));
-  const { inventory, removed } = await collectServerList(list, state.inventory, metrics);
+  const { inventory, removed } = collectServerList(list, state.inventory, metrics);
   const first = !state.serversKnown;
   state.inventory = inventory;
   state.serversKnown = true;
   for (const serverId of removed) {
-    removeFirewallService(state.firewallState, metrics, { serviceType: 'dedicated', serviceId: serverId });
-    for (const graph of graphStore.list().filter((g) => g.serverId === serverId)) removeGraphSeries(context, graph);
+    removeFirewallService(state.firewallState, { serviceType: 'dedicated', serviceId: serverId });
+    state.attacks.remove({ serviceType: 'dedicated', serviceId: serverId });
     await graphStore.removeServer(serverId);
   }
-  if (first)
-    for (const graph of await graphStore.retainServers(new Set(inventory.keys()))) removeGraphSeries(context, graph);
-  for (const serverId of removed) state.attacks.remove({ serviceType: 'dedicated', serviceId: serverId });
+  if (first) await graphStore.retainServers(new Set(inventory.keys()));
   warnBudget(context);
   metrics.graphImages.set(graphStore.size);
   return { items: 1, failed: 0 };

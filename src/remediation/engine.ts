@@ -28,6 +28,7 @@ import { ClaimConflict, decideDue, decideIn, type Guard, prepare } from './decid
 import { DesiredFirewallState } from './desired-firewall.js';
 import { type Execution, execute, SENDERS } from './execute.js';
 import { RemediationGauges } from './gauges.js';
+import type { DesiredRows } from './desired-rows.js';
 import { Housekeeping } from './housekeeping.js';
 import { DEFAULT_RESEND_INTERVAL_MS, type EpisodeAlert, Episodes } from './episode.js';
 import { SilenceKeeper, type SilenceWriter } from './silences.js';
@@ -47,6 +48,8 @@ export interface EngineDeps {
   logger: Logger;
   targets: TargetDirectory;
   config: Config['remediation'];
+  /** the account's desired firewall state rows as their series show them (read back after every change) */
+  desired?: DesiredRows;
   /**
    * The period of `schedules.firewall`, ms (read per decision: a reload may change it); a history older than
    * STALE_AFTER_FIREWALL_PERIODS of it leaves the attack state unknown (guards.ts `checkAttack`).
@@ -194,11 +197,9 @@ export class RemediationEngine {
       if (!(error instanceof ClaimConflict)) throw error;
       decided = await store.transaction(account, decideTx);
     }
-    const { desiredRecorded, escalatedAfter, ...result } = decided;
+    // A recorded desired state shows once the decision is recorded: #record reads the rows back (gauges.ts).
+    const { desiredRecorded: _recorded, escalatedAfter, ...result } = decided;
     if (escalatedAfter !== undefined) this.#logEscalation(req, result.id, escalatedAfter);
-    if (desiredRecorded) {
-      this.#deps.metrics.firewallDesiredState.set({ server_id: req.serverId, ip: req.ip! }, Number(req.value));
-    }
     if (!result.send) return this.#record(req.action, result);
     if (req.action === 'firewall_state')
       return this.#firewall.apply((await store.desired(account, req.serverId, req.ip!))!, decided.id);

@@ -30,7 +30,8 @@ export interface CancelDeps {
  * how many were cancelled. Throws JournalError.
  */
 export async function cancelWithoutRule(deps: CancelDeps, inFlight: (d: DesiredFirewall) => boolean): Promise<number> {
-  const { account, store, config, metrics, record } = deps;
+  // Its series follows the row once `record` reads the rows back (desired-rows.ts).
+  const { account, store, config, record } = deps;
   const ruled = new Set(config.rules.filter((r) => r.action === 'firewall_state').map((r) => r.alertname));
   let cancelled = 0;
   for (const listed of (await store.allDesired(account)).filter((d) => d.pending)) {
@@ -50,9 +51,6 @@ export async function cancelWithoutRule(deps: CancelDeps, inFlight: (d: DesiredF
     });
     if (!step) continue;
     cancelled++;
-    const series = { server_id: step.d.serverId, ip: step.d.ip };
-    if (step.kept === null) metrics.firewallDesiredState.remove(series);
-    else metrics.firewallDesiredState.set(series, Number(step.kept));
     deps.logger.warn(
       { server_id: step.d.serverId, ip: step.d.ip, principal: step.d.principal, journal_id: step.id },
       'pending firewall change cancelled: its remediation rule was removed',

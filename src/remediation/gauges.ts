@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/types.js';
 import type { Metrics } from '../metrics/definitions.js';
 import type { StateStore } from '../store/store.js';
+import type { DesiredRows } from './desired-rows.js';
 import { budgetLeft } from './guards.js';
 import { POWER_ACTIONS } from './types.js';
 import { VERIFICATION_OUTCOMES } from './verify.js';
@@ -18,6 +19,8 @@ export interface GaugeDeps {
   metrics: Metrics;
   logger: Logger;
   config: Config['remediation'];
+  /** the desired firewall state rows as their series show them; absent: no such series */
+  desired?: DesiredRows | undefined;
   /** rows `executing` for longer than this (ms) are recovered at start; unset: every one */
   interruptedAfterMs?: number;
 }
@@ -63,8 +66,6 @@ export class RemediationGauges {
       }
       for (const f of await store.lastFailures(account))
         metrics.actionLastFailure.set({ action: f.action, decision: f.decision }, f.at / 1000);
-      for (const d of await store.allDesired(account))
-        metrics.firewallDesiredState.set({ server_id: d.serverId, ip: d.ip }, Number(d.desiredState));
       await this.refresh();
     } catch (error) {
       logger.error({ err: error }, 'reading the remediation state back from the journal failed');
@@ -91,9 +92,13 @@ export class RemediationGauges {
     }
   }
 
-  /** The pending, awaiting-approval, budget and circuit-breaker gauges from the store. Throws JournalError. */
+  /**
+   * The pending, awaiting-approval, budget and circuit-breaker gauges from the store, and the desired firewall
+   * state rows its series show (desired-rows.ts). Throws JournalError.
+   */
   async refresh(): Promise<void> {
-    const { metrics, store, account, config } = this.#deps;
+    const { metrics, store, account, config, desired } = this.#deps;
+    desired?.replace(await store.allDesired(account));
     const pending = await store.pendingCount(account);
     const awaiting = await store.awaitingApproval(account);
     const left = await budgetLeft(store, account, config.budgetPerHour, this.#now());

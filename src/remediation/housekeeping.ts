@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/types.js';
 import type { StateQueries } from '../store/store.js';
 import type { Metrics } from '../metrics/definitions.js';
+import type { DesiredRows } from './desired-rows.js';
 import type { TargetDirectory } from './types.js';
 
 /** Rows deleted per statement when pruning. */
@@ -38,6 +39,8 @@ export interface HousekeepingDeps {
   logger: Logger;
   targets: TargetDirectory;
   config: Config['remediation'];
+  /** the desired firewall state rows as their series show them (see EngineDeps) */
+  desired?: DesiredRows | undefined;
   /** a shared store: rows `executing` longer than this (ms) are recovered as `unknown` (see EngineDeps) */
   interruptedAfterMs?: number;
   /** one process: the same, for rows whose completion could not be written (see EngineDeps) */
@@ -89,12 +92,13 @@ export class Housekeeping {
    * has been so for `remediation.retire_after`. Returns the rows retired.
    */
   async retire(now: number): Promise<number> {
-    const { account, store, metrics, logger, targets, config } = this.#deps;
+    const { account, store, desired, logger, targets, config } = this.#deps;
     // Before the first server list every server would look gone.
     if (!targets.serversKnown) return 0;
     const owned = (id: string, ip: string) => targets.hasServer(id) && targets.ownsIp(id, ip);
     const retired = await store.retireMissing(account, owned, now, now - config.retireAfterMs);
-    for (const r of retired) metrics.firewallDesiredState.remove({ server_id: r.serverId, ip: r.ip });
+    // Their series go with the rows (desired-rows.ts): read back from the store.
+    if (retired.length > 0 && desired) desired.replace(await store.allDesired(account));
     if (retired.length > 0)
       logger.info(
         { retired: retired.length, retire_after_ms: config.retireAfterMs },

@@ -76,8 +76,8 @@ export class PollJobs {
   }
 
   /**
-   * Applies the collectors switched off, at once (a reload): their series are removed and, for graphs, the
-   * held images dropped, without waiting for the job's next run.
+   * Applies the collectors switched off, at once (a reload): for graphs, the held images are dropped without
+   * waiting for the job's next run. Their series are not rendered from then on (collectors/families.ts).
    */
   async dropSwitchedOff(): Promise<void> {
     const collectors = this.#context.config.collectors;

@@ -11,7 +11,9 @@ import type { ActionRequest, TargetDirectory } from '../../src/remediation/types
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
 import { UpstreamClient } from '../../src/upstream/client.js';
 import { captureLogger } from './logger.js';
-import { freshMetrics } from './metrics.js';
+import { bindStateFamilies } from '../../src/collectors/families.js';
+import { DesiredRows } from '../../src/remediation/desired-rows.js';
+import { freshMetrics, stateAccount } from './metrics.js';
 import { tempDir } from './tmp.js';
 
 export const TOKEN = 'test-bearer-token-0123456789';
@@ -123,6 +125,10 @@ export async function engineHarness(
   });
   const journal = typeof journalPath === 'string' ? openTestStore(journalPath) : journalPath;
   const { registry, metrics } = freshMetrics();
+  // The desired firewall state series are the engine's rows, as the daemon binds them (daemon/start.ts).
+  const desired = new DesiredRows();
+  const account = { ...stateAccount('default', []), desired };
+  bindStateFamilies(metrics, () => [account]);
   const log = captureLogger();
   const config: Config['remediation'] = {
     dryRun: false,
@@ -147,6 +153,7 @@ export async function engineHarness(
     logger: log.logger,
     targets: simulatorTargets(sim),
     config,
+    desired,
     now: () => clock.now,
     ...engineDeps,
   });

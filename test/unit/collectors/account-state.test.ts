@@ -68,7 +68,7 @@ describe('AccountState: what the polls learned, as the readers ask it', () => {
   });
 
   it('gives a server attack state: unknown before a read and after a failed poll, else the newest event per IP', async () => {
-    const { state, metrics, read, now } = await stateOf();
+    const { state, read, now } = await stateOf();
     expect(state.attackState('1')).toEqual({
       known: false,
       reason: 'its firewall history has not been read yet',
@@ -81,16 +81,16 @@ describe('AccountState: what the polls learned, as the readers ask it', () => {
       lastEventAt: new Map([['192.0.2.1', 1000]]),
     });
     now.ms = 5000;
-    collectFirewallFailure(state.firewallState, metrics, ref('1'), now.ms);
+    collectFirewallFailure(state.firewallState, ref('1'), now.ms);
     const failed = state.attackState('1');
     expect(failed.known).toBe(false);
     expect(!failed.known && failed.reason).toMatch(/latest poll of its firewall history failed/);
   });
 
   it('denies a server whose first poll failed (not undecided: a retry would wait forever), until a read', async () => {
-    const { state, metrics, read, now } = await stateOf();
+    const { state, read, now } = await stateOf();
     now.ms = 3000;
-    collectFirewallFailure(state.firewallState, metrics, ref('2'), now.ms);
+    collectFirewallFailure(state.firewallState, ref('2'), now.ms);
     expect(state.attackState('2')).toEqual({
       known: false,
       reason:

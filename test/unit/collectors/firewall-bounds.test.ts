@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { FirewallSeriesState, collectFirewallHistory, type HistoryContext } from '../../../src/collectors/firewall.js';
+import { collectFirewallHistory, type HistoryContext } from '../../../src/collectors/firewall.js';
 import type { FirewallEvent } from '../../../src/upstream/decode.js';
-import { freshMetrics, seriesOf, seriesValue } from '../../helpers/metrics.js';
+import { seriesOf, seriesValue, stateMetrics } from '../../helpers/metrics.js';
 
 const HOUR = 3600_000;
 const ev = (id: string, ip: string): FirewallEvent => ({ id, ip, raw: '', fields: {} });
@@ -21,8 +21,7 @@ interface Poll {
 }
 
 async function collect(ref: Ref, polls: Poll[], limits = { maxIpsPerService: 1024, ipRetentionMs: 24 * HOUR }) {
-  const { registry, metrics } = freshMetrics();
-  const state = new FirewallSeriesState();
+  const { registry, metrics, state } = stateMetrics();
   for (const poll of polls) {
     const context: HistoryContext = { limits, now: poll.at ?? 0, knownIps: poll.knownIps ?? [] };
     collectFirewallHistory(state, metrics, ref, poll.events, context);

@@ -1,12 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import {
-  FirewallSeriesState,
   collectFirewallFailure,
   collectFirewallHistory,
   removeFirewallService,
 } from '../../../src/collectors/firewall.js';
 import type { FirewallEvent } from '../../../src/upstream/decode.js';
-import { freshMetrics, seriesOf, seriesValue } from '../../helpers/metrics.js';
+import { seriesOf, seriesValue, stateMetrics } from '../../helpers/metrics.js';
 
 const ev = (id: string, ip: string): FirewallEvent => ({ id, ip, raw: '', fields: {} });
 const server = { serviceType: 'dedicated' as const, serviceId: '1' };
@@ -29,8 +28,7 @@ describe('firewall collector', () => {
     { name: 'the same IPs reordered', before: ['192.0.2.1', '192.0.2.2'], after: ['192.0.2.2', '192.0.2.1'] },
     { name: 'an invalid known IP ignored', before: ['192.0.2.1'], after: ['not-an-ip', '192.0.2.1'] },
   ])('a quiet history after a quiet one exposes exactly the known IPs at 0: $name', async ({ before, after }) => {
-    const { registry, metrics } = freshMetrics();
-    const state = new FirewallSeriesState();
+    const { registry, metrics, state } = stateMetrics();
     collectFirewallHistory(state, metrics, server, [], ctx(before, 1000));
     expect(collectFirewallHistory(state, metrics, server, [], ctx(after, 2000))).toBe(0);
     const valid = after.filter((ip) => ip !== 'not-an-ip');
@@ -46,9 +44,9 @@ describe('firewall collector', () => {
   });
 
   it('counts events per IP in the latest history and exposes known IPs with 0', async () => {
-    const { registry, metrics } = freshMetrics();
+    const { registry, metrics, state } = stateMetrics();
     collectFirewallHistory(
-      new FirewallSeriesState(),
+      state,
       metrics,
       server,
       [ev('a', '192.0.2.1'), ev('b', '192.0.2.1')],
@@ -62,8 +60,7 @@ describe('firewall collector', () => {
   });
 
   it('counts each event id once in _total across polls', async () => {
-    const { registry, metrics } = freshMetrics();
-    const state = new FirewallSeriesState();
+    const { registry, metrics, state } = stateMetrics();
     expect(
       collectFirewallHistory(
         state,
@@ -79,8 +76,7 @@ describe('firewall collector', () => {
   });
 
   it('removes IPs of a dedicated server that are neither known nor attacked any more', async () => {
-    const { registry, metrics } = freshMetrics();
-    const state = new FirewallSeriesState();
+    const { registry, metrics, state } = stateMetrics();
     collectFirewallHistory(state, metrics, server, [ev('a', '192.0.2.9')], ctx(['192.0.2.1']));
     collectFirewallHistory(state, metrics, server, [], ctx(['192.0.2.1']));
     expect((await seriesOf(registry, 'baremetal_firewall_attack_events_last_hour')).map((s) => s.ip)).toEqual([
@@ -92,8 +88,7 @@ describe('firewall collector', () => {
   });
 
   it('keeps colocation IPs seen before at 0 once their attack has left the window', async () => {
-    const { registry, metrics } = freshMetrics();
-    const state = new FirewallSeriesState();
+    const { registry, metrics, state } = stateMetrics();
     collectFirewallHistory(state, metrics, colo, [ev('a', '198.51.100.1')], ctx());
     collectFirewallHistory(state, metrics, colo, [], ctx());
     expect(await seriesValue(registry, 'baremetal_firewall_attack_events_last_hour', l(colo, '198.51.100.1'))).toBe(0);
@@ -101,10 +96,9 @@ describe('firewall collector', () => {
   });
 
   it('marks a failed poll with history_up 0 and keeps the previous values', async () => {
-    const { registry, metrics } = freshMetrics();
-    const state = new FirewallSeriesState();
+    const { registry, metrics, state } = stateMetrics();
     collectFirewallHistory(state, metrics, server, [ev('a', '192.0.2.1')], ctx());
-    collectFirewallFailure(state, metrics, server, 0);
+    collectFirewallFailure(state, server, 0);
     expect(
       await seriesValue(registry, 'baremetal_firewall_history_up', { service_type: 'dedicated', service_id: '1' }),
     ).toBe(0);
@@ -132,12 +126,11 @@ describe('firewall collector', () => {
   ])(
     'a new attack series starts at 0 and gets its first events at the next poll: $name',
     async ({ ref, known, next }) => {
-      const { registry, metrics } = freshMetrics();
-      const state = new FirewallSeriesState();
+      const { registry, metrics, state } = stateMetrics();
       expect(collectFirewallHistory(state, metrics, ref, three, ctx(known, 1000))).toBe(3);
       expect(await seriesValue(registry, TOTAL, l(ref, '198.51.100.7'))).toBe(0);
       expect(await seriesValue(registry, 'baremetal_firewall_attack_events_last_hour', l(ref, '198.51.100.7'))).toBe(3);
-      if (next === 'failure') collectFirewallFailure(state, metrics, ref, 0);
+      if (next === 'failure') collectFirewallFailure(state, ref, 0);
       else expect(collectFirewallHistory(state, metrics, ref, three, ctx(known, 2000))).toBe(0);
       expect(await seriesValue(registry, TOTAL, l(ref, '198.51.100.7'))).toBe(3);
       // Held back once only: a third poll adds nothing more.
@@ -147,19 +140,17 @@ describe('firewall collector', () => {
   );
 
   it('adds the events of an IP already exposed at once', async () => {
-    const { registry, metrics } = freshMetrics();
-    const state = new FirewallSeriesState();
+    const { registry, metrics, state } = stateMetrics();
     collectFirewallHistory(state, metrics, server, [], ctx(['198.51.100.7'], 1000));
     collectFirewallHistory(state, metrics, server, three, ctx(['198.51.100.7'], 2000));
     expect(await seriesValue(registry, TOTAL, l(server, '198.51.100.7'))).toBe(3);
   });
 
   it('removes every series of a service that is gone', async () => {
-    const { registry, metrics } = freshMetrics();
-    const state = new FirewallSeriesState();
+    const { registry, metrics, state } = stateMetrics();
     collectFirewallHistory(state, metrics, server, [ev('a', '192.0.2.1')], ctx(['192.0.2.2']));
     collectFirewallHistory(state, metrics, colo, [ev('b', '198.51.100.1')], ctx());
-    removeFirewallService(state, metrics, server);
+    removeFirewallService(state, server);
     expect((await seriesOf(registry, 'baremetal_firewall_attack_events_last_hour')).map((s) => s.service_id)).toEqual([
       'c1',
     ]);

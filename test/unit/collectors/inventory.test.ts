@@ -1,15 +1,23 @@
 import { describe, expect, it } from 'vitest';
 import { collectServerList, memoryBytes } from '../../../src/collectors/inventory.js';
 import { decodeServerList } from '../../../src/upstream/decode-servers.js';
-import { freshMetrics, seriesOf, seriesValue } from '../../helpers/metrics.js';
+import type { AccountState } from '../../../src/collectors/account-state.js';
+import { seriesOf, seriesValue, stateMetrics } from '../../helpers/metrics.js';
 
 const ctx = { operation: 'list_servers', path: '/api/v1/dedicated' };
 const list = (...records: object[]) => decodeServerList(records, ctx);
+/** Collects a list and makes it the account's inventory, as the servers poll does: its series are rendered from it. */
+function collectInto(account: AccountState, ...args: Parameters<typeof collectServerList>) {
+  const result = collectServerList(...args);
+  account.inventory = result.inventory;
+  return result;
+}
 
 describe('server-list collector', () => {
   it('exposes the server count and one info series per server, empty labels for missing fields', async () => {
-    const { registry, metrics } = freshMetrics();
-    await collectServerList(
+    const { registry, metrics, account } = stateMetrics([]);
+    collectInto(
+      account,
       list({ server_id: '1', hostname: 'a', IP: '192.0.2.1', OS: 'Debian 12' }, { server_id: '2' }),
       new Map(),
       metrics,
@@ -31,9 +39,9 @@ describe('server-list collector', () => {
   });
 
   it('removes the series of servers that disappeared and reports them', async () => {
-    const { registry, metrics } = freshMetrics();
-    const first = await collectServerList(list({ server_id: '1' }, { server_id: '2' }), new Map(), metrics);
-    const second = await collectServerList(list({ server_id: '2' }), first.inventory, metrics);
+    const { registry, metrics, account } = stateMetrics([]);
+    const first = collectInto(account, list({ server_id: '1' }, { server_id: '2' }), new Map(), metrics);
+    const second = collectInto(account, list({ server_id: '2' }), first.inventory, metrics);
     expect(second.removed).toEqual(['1']);
     expect((await seriesOf(registry, 'baremetal_server_info')).map((l) => l.server_id)).toEqual(['2']);
     expect((await seriesOf(registry, 'baremetal_server_ips')).map((l) => l.server_id)).toEqual(['2']);
@@ -41,15 +49,15 @@ describe('server-list collector', () => {
   });
 
   it('replaces the info series when a label changes, leaving no stale copy', async () => {
-    const { registry, metrics } = freshMetrics();
-    const first = await collectServerList(list({ server_id: '1', status: 'online' }), new Map(), metrics);
-    await collectServerList(list({ server_id: '1', status: 'offline' }), first.inventory, metrics);
+    const { registry, metrics, account } = stateMetrics([]);
+    const first = collectInto(account, list({ server_id: '1', status: 'online' }), new Map(), metrics);
+    collectInto(account, list({ server_id: '1', status: 'offline' }), first.inventory, metrics);
     expect((await seriesOf(registry, 'baremetal_server_info')).map((l) => l.status)).toEqual(['offline']);
   });
 
   // Issue 32: one series per scheduled cancellation, following the record from poll to poll.
   it("follows each server's scheduled cancellation: set, changed, withdrawn, gone with the server", async () => {
-    const { registry, metrics } = freshMetrics();
+    const { registry, metrics, account } = stateMetrics([]);
     const cancellations = async () =>
       (await seriesOf(registry, 'baremetal_server_cancellation_scheduled')).map(
         (l) => `${l.server_id}:${l.cancellation_type}`,
@@ -63,7 +71,7 @@ describe('server-list collector', () => {
     const seen: string[][] = [];
     let inventory = new Map();
     for (const records of steps) {
-      inventory = (await collectServerList(list(...records), inventory, metrics)).inventory;
+      inventory = collectInto(account, list(...records), inventory, metrics).inventory;
       seen.push(await cancellations());
     }
     expect(seen).toEqual([['1:end'], ['1:immediate', '2:end'], ['2:end'], []]);
@@ -86,8 +94,9 @@ describe('server-list collector', () => {
   });
 
   it('exposes baremetal_server_memory_bytes from the memory field, and none when it is not a size', async () => {
-    const { registry, metrics } = freshMetrics();
-    const first = await collectServerList(
+    const { registry, metrics, account } = stateMetrics([]);
+    const first = collectInto(
+      account,
       list({ server_id: '1', memory: '256 GB' }, { server_id: '2', ram: '64 GB' }, { server_id: '3', memory: 'n/a' }),
       new Map(),
       metrics,
@@ -101,7 +110,8 @@ describe('server-list collector', () => {
       );
     expect(await memory()).toEqual({ '1': 256 * 2 ** 30, '2': 64 * 2 ** 30 });
     // Memory that stops being a size, and a server that disappears, leave no stale series.
-    await collectServerList(
+    collectInto(
+      account,
       list({ server_id: '1', memory: '' }, { server_id: '3', memory: '32 GB' }),
       first.inventory,
       metrics,

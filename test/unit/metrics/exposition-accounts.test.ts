@@ -1,6 +1,6 @@
 /**
  * With the accounts shared among replicas, a replica's exposition carries the leader-only series of the accounts
- * it leads only (exposition-cache.ts `accountSeries`): prom-client metrics and SeriesFamily alike, series
+ * it leads only (exposition-cache.ts `accountSeries`): prom-client metrics and families rendered from state alike, series
  * without an account always, and a change of the accounts led shows at the next rendering though no metric
  * changed (the cached bytes are keyed by the accounts too).
  */
@@ -11,6 +11,12 @@ import { ExpositionCache } from '../../../src/metrics/exposition-cache.js';
 import { exposeMetrics } from '../../../src/daemon/parts.js';
 import type { StateStore } from '../../../src/store/store.js';
 import { gunzipSync } from 'node:zlib';
+import { bindStateFamilies } from '../../../src/collectors/families.js';
+import { collectFirewallHistory } from '../../../src/collectors/firewall.js';
+import { stateAccount } from '../../helpers/metrics.js';
+
+const DEDICATED = { serviceType: 'dedicated' as const, serviceId: '1' };
+const LIMITS = { maxIpsPerService: 1024, ipRetentionMs: 24 * 3600_000 };
 
 describe('exposition per account', () => {
   it.each([
@@ -109,9 +115,12 @@ describe('a replica whose leases ran out while it was frozen', () => {
 async function render(led: () => ReadonlySet<string> | undefined) {
   const registry = new Registry();
   const metrics = createMetrics(registry, { defaultMetrics: false, version: '9.9.9' });
-  for (const account of ['a', 'b']) {
+  const states = ['a', 'b'].map((account) => stateAccount(account, ['1']));
+  bindStateFamilies(metrics, () => states);
+  for (const { name: account, state } of states) {
     metrics.servers.set({ account }, 3);
-    metrics.attackEvents.set({ account, service_type: 'dedicated', service_id: '1', ip: '192.0.2.1' }, 1);
+    const event = { id: 'e1', ip: '192.0.2.1', raw: '', fields: {} };
+    collectFirewallHistory(state.firewallState, metrics, DEDICATED, [event], { limits: LIMITS, now: 0 });
     metrics.pollDuration.set({ account, poll: 'servers' }, 0.2);
     metrics.apiRequestDuration.observe({ account, operation: 'list_servers' }, 0.2);
   }

@@ -3,6 +3,12 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { createMetrics, createdNames, leaderOnlyNames } from '../../../src/metrics/definitions.js';
 import { ExpositionCache } from '../../../src/metrics/exposition-cache.js';
+import { bindStateFamilies } from '../../../src/collectors/families.js';
+import { collectFirewallHistory } from '../../../src/collectors/firewall.js';
+import { stateAccount } from '../../helpers/metrics.js';
+
+const DEDICATED = { serviceType: 'dedicated' as const, serviceId: '1' };
+const LIMITS = { maxIpsPerService: 1024, ipRetentionMs: 24 * 3600_000 };
 
 /** Label values prom-client must escape or write as they are. */
 const AWKWARD = ['plain', 'quote " in it', 'back\\slash', 'new\nline', '', 'ünïcode ✓', 'all \\ " \n three'];
@@ -28,7 +34,10 @@ describe('exposition cache', () => {
     const registry = new Registry();
     const metrics = createMetrics(registry, { defaultMetrics: true, version: '9.9.9' });
     metrics.servers.set(3);
-    metrics.attackEvents.set({ service_type: 'dedicated', service_id: '1', ip: '192.0.2.1' }, 4);
+    const account = stateAccount('default', ['1']);
+    bindStateFamilies(metrics, () => [account]);
+    const events = ['a', 'b', 'c', 'd'].map((id) => ({ id, ip: '192.0.2.1', raw: '', fields: {} }));
+    collectFirewallHistory(account.state.firewallState, metrics, DEDICATED, events, { limits: LIMITS, now: 0 });
     metrics.apiRequestDuration.observe({ operation: 'list_servers' }, 0.2);
     const cache = new ExpositionCache({
       registry,
@@ -130,17 +139,23 @@ describe('exposition cache', () => {
   it('follows each event counter sample with its _created time in OpenMetrics only, kept until the series goes', async () => {
     const registry = new Registry();
     const metrics = createMetrics(registry);
-    let now = 1_700_000_000_000;
+    const start = 1_700_000_000_000;
+    let now = start;
     const cache = new ExpositionCache({ registry, now: () => now, created: createdNames(metrics) });
-    const a = { account: 'x', service_type: 'colocation', service_id: 'c1', ip: '198.51.100.1' };
+    const account = stateAccount('x', ['1']);
+    bindStateFamilies(metrics, () => [account]);
+    const ev = (id: string, ip: string) => ({ id, ip, raw: '', fields: {} });
+    // Each history read at `now`, the collector's clock: a series created then has its _created then.
+    const read = (...events: ReturnType<typeof ev>[]) =>
+      collectFirewallHistory(account.state.firewallState, metrics, DEDICATED, events, { limits: LIMITS, now });
+    const a = { account: 'x', service_type: 'dedicated', service_id: '1', ip: '198.51.100.1' };
     const b = { ...a, ip: '198.51.100.2' };
-    metrics.attackEventsTotal.inc(a, 0);
+    read(ev('e1', a.ip));
     metrics.apiRequests.inc({ account: 'x', operation: 'graphs', outcome: 'success' });
     await cache.render();
     now += 5000;
-    metrics.attackEventsTotal.inc(a, 3);
-    metrics.attackEventsTotal.inc(b, 0);
-    const lines = (text: string) => text.split('\n').filter((line) => line.includes('attack_events'));
+    read(ev('e1', a.ip), ev('e2', a.ip), ev('e3', a.ip), ev('e4', b.ip));
+    const lines = (text: string) => text.split('\n').filter((line) => /attack_events_(total|created)/.test(line));
     const labels = (l: Record<string, string>) =>
       `{account="${l.account}",service_type="${l.service_type}",service_id="${l.service_id}",ip="${l.ip}"}`;
     const rendered = await cache.render();
@@ -152,14 +167,14 @@ describe('exposition cache', () => {
     ]);
     expect(rendered.bytes('text').toString()).not.toContain('_created');
     expect(rendered.bytes('openmetrics').toString()).not.toContain('baremetal_api_requests_created');
-    // A series removed and created again starts again.
-    metrics.attackEventsTotal.remove(a);
-    await cache.render();
+    // A series gone (its IP left the history) and created again starts again.
     now += 5000;
-    // (prom-client keeps the label object it was given: the collector passes a new one for each call)
-    metrics.attackEventsTotal.inc({ ...a }, 0);
+    read(ev('e4', b.ip));
+    expect((await cache.render()).bytes('openmetrics').toString()).not.toContain(labels(a));
+    now += 5000;
+    read(ev('e4', b.ip), ev('e5', a.ip));
     expect((await cache.render()).bytes('openmetrics').toString()).toContain(
-      `baremetal_firewall_attack_events_created${labels(a)} 1700000010\n`,
+      `baremetal_firewall_attack_events_created${labels(a)} 1700000015\n`,
     );
   });
 });

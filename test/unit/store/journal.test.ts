@@ -10,7 +10,9 @@ import type { NewEntry } from '../../../src/store/rows.js';
 import { LOCK_FILE, lockStateDir } from '../../../src/store/state-dir-lock.js';
 import { Housekeeping, PRUNE_BATCH } from '../../../src/remediation/housekeeping.js';
 import { captureLogger } from '../../helpers/logger.js';
-import { freshMetrics, seriesValue } from '../../helpers/metrics.js';
+import { bindStateFamilies } from '../../../src/collectors/families.js';
+import { DesiredRows } from '../../../src/remediation/desired-rows.js';
+import { freshMetrics, seriesValue, stateAccount } from '../../helpers/metrics.js';
 import { tempDir } from '../../helpers/tmp.js';
 
 const DAY = 86_400_000;
@@ -190,16 +192,26 @@ describe('pruning', () => {
   });
 });
 
+/** Fresh metrics whose desired firewall state series are those of `desired`, the account `default`'s rows. */
+function desiredMetrics() {
+  const { metrics, registry } = freshMetrics();
+  const desired = new DesiredRows();
+  const account = { ...stateAccount('default', []), desired };
+  bindStateFamilies(metrics, () => [account]);
+  return { metrics, registry, desired };
+}
+
 describe('retiring desired state of servers gone from the list', () => {
   it('keeps it for 24 h after the server left the list, then removes rows and series', async () => {
     const journal = Journal.open(':memory:');
-    const { metrics, registry } = freshMetrics();
+    const { metrics, registry, desired } = desiredMetrics();
     const listed = new Set(['100001', '100002']);
     const targets = { serversKnown: true, hasServer: (id: string) => listed.has(id), ownsIp: () => true };
     const housekeeping = new Housekeeping({
       account: 'default',
       store: sqliteStore(journal, ':memory:', tempDir()),
       metrics,
+      desired,
       logger: captureLogger().logger,
       targets,
       config: { journalRetentionMs: 30 * DAY, retireAfterMs: DAY } as never,
@@ -218,8 +230,9 @@ describe('retiring desired state of servers gone from the list', () => {
         cooldownMs: 120_000,
         principal: null,
       });
-      metrics.firewallDesiredState.set({ server_id: serverId, ip: `198.18.0.${serverId.slice(-1)}` }, 1);
     }
+    // As the engine's gauges read them at start (remediation/gauges.ts `refresh`).
+    desired.replace(journal.allDesired('default'));
     let now = DAY;
     listed.delete('100002');
     expect(await housekeeping.retire(now)).toBe(0);
@@ -275,12 +288,13 @@ describe('retiring desired state of servers gone from the list', () => {
 describe('retiring desired state of an IP its server no longer owns', () => {
   it('keeps it for remediation.retire_after after the IP moved away, then removes row and series', async () => {
     const journal = Journal.open(':memory:');
-    const { metrics, registry } = freshMetrics();
+    const { metrics, registry, desired } = desiredMetrics();
     const ips = new Map([['100001', new Set(['198.18.0.1', '198.18.0.2'])]]);
     const housekeeping = new Housekeeping({
       account: 'default',
       store: sqliteStore(journal, ':memory:', tempDir()),
       metrics,
+      desired,
       logger: captureLogger().logger,
       targets: {
         serversKnown: true,
@@ -303,8 +317,8 @@ describe('retiring desired state of an IP its server no longer owns', () => {
         cooldownMs: 120_000,
         principal: null,
       });
-      metrics.firewallDesiredState.set({ server_id: '100001', ip }, 0);
     }
+    desired.replace(journal.allDesired('default'));
     ips.get('100001')!.delete('198.18.0.2');
     expect(await housekeeping.retire(DAY)).toBe(0);
     expect(await housekeeping.retire(DAY + 2 * 60_000 - 1)).toBe(0);
