@@ -9,7 +9,7 @@ import { underAttackPollApart } from '../config/schema.js';
 import type { AccountConfig, Config } from '../config/types.js';
 import type { ServerList } from '../upstream/decode-servers.js';
 import { AttackLog } from './attacks.js';
-import { FirewallSeriesState, historyReadAt, type ServiceRef } from './firewall.js';
+import { FirewallSeriesState, historyReadAt, removeFirewallService, type ServiceRef } from './firewall.js';
 import type { Inventory } from './inventory.js';
 import { ownedIps } from './ownership.js';
 
@@ -99,6 +99,33 @@ export class AccountState {
       if (series) series.seenIds = new Set([...series.seenIds, ...set]);
       else this.firewallState.restored.set(key, set);
     }
+  }
+
+  /**
+   * Forgets what the firewall polls read (`collectors.firewall` switched off): every service's series state,
+   * the attack log, the waits for a first read and the oldest read's age. Switched on again, the firewall
+   * families start from the next reads, as after a start: a history read before the switch has no series
+   * (no attack count of last week, no coverage age of 0), and an `_total` series that comes back is a new one
+   * (docs/metrics-counters.md). The ids restored from the ledger stay: events counted before are not counted
+   * again by a service this process had not read.
+   */
+  dropFirewall(): void {
+    for (const key of [...this.firewallState.services.keys(), ...this.firewallState.failedBeforeRead.keys()]) {
+      const [serviceType, ...id] = key.split('/');
+      removeFirewallService(this.firewallState, {
+        serviceType: serviceType as ServiceRef['serviceType'],
+        serviceId: id.join('/'),
+      });
+    }
+    this.attacks.clear();
+    this.#unreadSince = new Map();
+    this.oldestReadAgeSeconds = undefined;
+  }
+
+  /** Forgets the catalog counts (`collectors.catalog` switched off): 0 again until the next read, as at start. */
+  dropCatalog(): void {
+    this.catalog.operatingSystems = 0;
+    this.catalog.locations = 0;
   }
 
   /** Whether the poll `name` is switched on (`collectors.*`, read at each call: a reload changes it in place). */

@@ -61,6 +61,8 @@ export const firewallPoll = {
   name: 'firewall',
   defaultSchedule: DEFAULT_SCHEDULES.firewall,
   run: (context, signal) => pollFirewall(context, signal, 'firewall'),
+  // What the polls read goes with the switch: its series follow (collectors/families.ts), also when switched on again.
+  switchedOff: (context) => context.state.dropFirewall(),
 } satisfies PollDefinition;
 
 /** A job of its own only when its schedule differs from `firewall`'s (otherwise `firewall` polls every service). */
@@ -73,8 +75,11 @@ export const firewallUnderAttackPoll = {
 
 async function pollFirewall(context: PollContext, signal: AbortSignal, job: FirewallJob): Promise<WorkResult> {
   const { client, metrics, logger, config, state } = context;
-  // Switched off: no request; its series are not rendered (collectors/families.ts).
-  if (config.collectors?.firewall === false) return { items: 0, failed: 0 };
+  // Switched off: no request; what was read is forgotten, so no series is rendered (collectors/families.ts).
+  if (config.collectors?.firewall === false) {
+    state.dropFirewall();
+    return { items: 0, failed: 0 };
+  }
   const round = memoryOf(state).rounds[job];
   forgetUnlisted(state, memoryOf(state));
   const services = state.servicesOf(job);

@@ -6,7 +6,9 @@
  * rendered by the real exposition cache after every step
  * (so that a family's reused bytes are checked too), and each rendering's series must be exactly those that
  * the final state alone says, family by family. The expected set is computed here from the state's own
- * readers (`services()`, the inventory, the graph store's list), not from collectors/families.ts.
+ * readers (`services()`, the inventory, the graph store's list), not from collectors/families.ts; which
+ * services and catalog counts have series at all is modelled here, from the steps (`Model`): a poll switched
+ * off forgets what it read, so switched on again it exposes only what it has read since.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,6 +31,8 @@ import { GraphStore } from '../../../src/graphs/store.js';
 import { DesiredRows } from '../../../src/remediation/desired-rows.js';
 import { createMetrics, forAccount, leaderOnlyNames, type Metrics } from '../../../src/metrics/definitions.js';
 import { ExpositionCache } from '../../../src/metrics/exposition-cache.js';
+import { catalogPoll } from '../../../src/polls/catalog.js';
+import { firewallPoll } from '../../../src/polls/firewall.js';
 import { graphsPoll } from '../../../src/polls/graphs.js';
 import type { PollContext } from '../../../src/polls/poll.js';
 import { applyScope } from '../../../src/polls/servers.js';
@@ -144,6 +148,23 @@ const SERVICES = [
   { serviceType: 'transit' as const, serviceId: 't1' },
 ];
 
+/**
+ * What the steps say was read since the poll was last switched on, kept apart from the state: the firewall
+ * services read or failed (by `type/id`), whether a firewall run set the oldest read's age, the catalog counts.
+ */
+interface Model {
+  read: Set<string>;
+  failed: Set<string>;
+  oldestSet: boolean;
+  catalog: { systems: number; locations: number };
+}
+const model = (): Model => ({
+  read: new Set(),
+  failed: new Set(),
+  oldestSet: false,
+  catalog: { systems: 0, locations: 0 },
+});
+
 /** The daemon's accounts as the property drives them: state, graph store, config, poll context. */
 function world() {
   const registry = new Registry();
@@ -169,7 +190,7 @@ function world() {
     } as unknown as PollContext;
     // The store's desired firewall state rows as the engine reads them back (remediation/desired-rows.ts).
     const desired = new DesiredRows();
-    return { name, state, graphs, desired, services, scope, metrics: view, context };
+    return { name, state, graphs, desired, services, scope, metrics: view, context, model: model() };
   });
   bindStateFamilies(metrics, () => accounts);
   const led: { accounts: ReadonlySet<string> | undefined } = { accounts: undefined };
@@ -199,8 +220,11 @@ async function apply(w: World, step: Step): Promise<void> {
     }
     case 'history': {
       const ref = SERVICES[step.service]!;
-      // As the firewall poll: a server no longer listed gets no series back.
+      // As the firewall poll: switched off, it reads nothing; a server no longer listed gets no series back.
+      if (!w.collectors.firewall) return;
       if (ref.serviceType === 'dedicated' && !a!.state.inventory.has(ref.serviceId)) return;
+      a!.model.read.add(FirewallSeriesState.key(ref));
+      a!.model.oldestSet = true;
       const events = step.events.map((e) => ({ ...e, raw: '', fields: {} }));
       const knownIps = ref.serviceType === 'dedicated' ? (a!.state.inventory.get(ref.serviceId)?.ips ?? []) : [];
       collectFirewallHistory(a!.state.firewallState, a!.metrics, ref, events, {
@@ -214,7 +238,9 @@ async function apply(w: World, step: Step): Promise<void> {
     }
     case 'failure': {
       const ref = SERVICES[step.service]!;
+      if (!w.collectors.firewall) return;
       if (ref.serviceType === 'dedicated' && !a!.state.inventory.has(ref.serviceId)) return;
+      a!.model.failed.add(FirewallSeriesState.key(ref));
       collectFirewallFailure(a!.state.firewallState, ref, w.clock.ms);
       return;
     }
@@ -226,6 +252,7 @@ async function apply(w: World, step: Step): Promise<void> {
     }
     case 'catalog':
       if (!w.collectors.catalog) return;
+      a!.model.catalog = { systems: step.systems, locations: step.locations };
       a!.state.catalog.operatingSystems = step.systems;
       a!.state.catalog.locations = step.locations;
       return;
@@ -240,8 +267,14 @@ async function apply(w: World, step: Step): Promise<void> {
       return;
     case 'switch':
       w.collectors[step.poll] = step.on;
-      // A reload's `dropSwitchedOff`: what the poll holds besides the state (graph images).
-      if (!step.on && step.poll === 'graphs') for (const x of w.accounts) await graphsPoll.switchedOff(x.context);
+      if (step.on) return;
+      // A reload's `dropSwitchedOff` (scheduler/jobs.ts): each poll's hook, for every account.
+      for (const x of w.accounts) {
+        await { firewall: firewallPoll, graphs: graphsPoll, catalog: catalogPoll }[step.poll].switchedOff?.(x.context);
+        // The rule, in the model: nothing read before the switch.
+        if (step.poll === 'firewall') Object.assign(x.model, { read: new Set(), failed: new Set(), oldestSet: false });
+        if (step.poll === 'catalog') x.model.catalog = { systems: 0, locations: 0 };
+      }
       return;
     case 'led':
       w.led.accounts = step.led && new Set(step.led.map((i) => ACCOUNTS[i]!));
@@ -291,7 +324,7 @@ const line = (name: string, labels: Record<string, string>, value: number) =>
 /** The series the state says now, from the state alone. */
 async function expected(w: World): Promise<string[]> {
   const lines: string[] = [];
-  for (const { name: account, state, graphs, desired } of w.accounts) {
+  for (const { name: account, state, graphs, desired, model: read } of w.accounts) {
     // Not leader-only: every replica shows every account's desired state (from the shared store).
     for (const row of desired.rows())
       lines.push(
@@ -319,9 +352,10 @@ async function expected(w: World): Promise<string[]> {
       for (const ref of state.services()) {
         const key = FirewallSeriesState.key(ref);
         const service = { account, service_type: ref.serviceType, service_id: ref.serviceId };
-        const series = state.firewallState.services.get(key);
+        // Series of a service only once read since the switch (or start); its values from the state.
+        const series = read.read.has(key) ? state.firewallState.services.get(key) : undefined;
         if (!series) {
-          if (state.firewallState.failedBeforeRead.has(key))
+          if (read.failed.has(key) && state.firewallState.failedBeforeRead.has(key))
             lines.push(line('baremetal_firewall_history_up', service, 0));
           continue;
         }
@@ -332,8 +366,10 @@ async function expected(w: World): Promise<string[]> {
           lines.push(line('baremetal_firewall_attack_events_total', { ...service, ip }, series.totals.get(ip) ?? 0));
         }
       }
-      if (state.oldestReadAgeSeconds !== undefined)
-        lines.push(line('baremetal_firewall_history_oldest_read_age_seconds', { account }, state.oldestReadAgeSeconds));
+      if (read.oldestSet)
+        lines.push(
+          line('baremetal_firewall_history_oldest_read_age_seconds', { account }, state.oldestReadAgeSeconds!),
+        );
     }
     // Only listed servers' images: one the store still held for a server gone would be a leak, not state.
     if (w.collectors.graphs)
@@ -346,8 +382,8 @@ async function expected(w: World): Promise<string[]> {
           ),
         );
     if (w.collectors.catalog) {
-      lines.push(line('baremetal_catalog_operating_systems', { account }, state.catalog.operatingSystems));
-      lines.push(line('baremetal_catalog_locations', { account }, state.catalog.locations));
+      lines.push(line('baremetal_catalog_operating_systems', { account }, read.catalog.systems));
+      lines.push(line('baremetal_catalog_locations', { account }, read.catalog.locations));
     }
   }
   return lines.sort();
@@ -356,7 +392,7 @@ async function expected(w: World): Promise<string[]> {
 describe('series as a function of state', () => {
   it('every rendering of a random history exposes exactly the series of the state at that point, every family', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(STEP, { minLength: 1, maxLength: 40 }), async (steps) => {
+      fc.asyncProperty(fc.array(STEP, { minLength: 1, maxLength: 40, size: 'max' }), async (steps) => {
         const w = world();
         const names = FAMILY_NAMES(w.metrics);
         for (const step of steps) {
@@ -367,6 +403,45 @@ describe('series as a function of state', () => {
       }),
       { numRuns: 150 },
     );
+  });
+
+  it('a poll switched off and on again renders nothing it read before, until it reads again', async () => {
+    const w = world();
+    const names = FAMILY_NAMES(w.metrics);
+    const render = async () => exposed((await w.cache.render()).bytes('text').toString(), names);
+    const steps: Step[] = [
+      { kind: 'servers', account: 0, servers: [{ id: '1', status: 'online', memory: '', cancellation: null, ips: 1 }] },
+      { kind: 'history', account: 0, service: 0, events: [{ id: 'e1', ip: IPS[0]! }] },
+      { kind: 'history', account: 0, service: 4, events: [{ id: 'e2', ip: IPS[1]! }] },
+      { kind: 'failure', account: 0, service: 6 },
+      { kind: 'catalog', account: 0, systems: 7, locations: 3 },
+    ];
+    for (const step of steps) await apply(w, step);
+    const before = await render();
+    expect(before).toContain(
+      'baremetal_firewall_attack_events_last_hour{account="a",service_type="colocation",service_id="c1",ip="192.0.2.2"} 1',
+    );
+    expect(before).toContain('baremetal_catalog_operating_systems{account="a"} 7');
+    for (const poll of ['firewall', 'catalog'] as const) await apply(w, { kind: 'switch', poll, on: false });
+    await render();
+    // A week later a reload switches them on again: the next rendering comes before any run.
+    await apply(w, { kind: 'clock', ms: 7 * 24 * 3600_000 });
+    for (const poll of ['firewall', 'catalog'] as const) await apply(w, { kind: 'switch', poll, on: true });
+    const after = await render();
+    expect(after.filter((l) => /^baremetal_(firewall_(attack|history)|catalog)/.test(l))).toEqual([
+      'baremetal_catalog_locations{account="a"} 0',
+      'baremetal_catalog_locations{account="b"} 0',
+      'baremetal_catalog_operating_systems{account="a"} 0',
+      'baremetal_catalog_operating_systems{account="b"} 0',
+    ]);
+    expect(after).toEqual(await expected(w));
+    // Read again: the attack counter is a new series, counting from 0 (docs/metrics-counters.md).
+    await apply(w, { kind: 'history', account: 0, service: 4, events: [{ id: 'e2', ip: IPS[1]! }] });
+    const again = await render();
+    expect(again).toContain(
+      'baremetal_firewall_attack_events_total{account="a",service_type="colocation",service_id="c1",ip="192.0.2.2"} 0',
+    );
+    expect(again).toEqual(await expected(w));
   });
 
   it('names every family rendered from state', () => {
