@@ -49,7 +49,9 @@ export type AccountStateConfig = Pick<Config, 'schedules'> &
   };
 
 export class AccountState {
-  inventory: Inventory = new Map();
+  #inventory: Inventory = new Map();
+  /** inventories assigned so far: `servicesVersion` without holding an inventory alive */
+  #inventories = 0;
   /** true once a server list has been read */
   serversKnown = false;
   /** ids of the latest list's servers that are out of scope (config/scope.ts): remediation denies them by name */
@@ -110,13 +112,8 @@ export class AccountState {
    * again by a service this process had not read.
    */
   dropFirewall(): void {
-    for (const key of [...this.firewallState.services.keys(), ...this.firewallState.failedBeforeRead.keys()]) {
-      const [serviceType, ...id] = key.split('/');
-      removeFirewallService(this.firewallState, {
-        serviceType: serviceType as ServiceRef['serviceType'],
-        serviceId: id.join('/'),
-      });
-    }
+    for (const key of [...this.firewallState.services.keys(), ...this.firewallState.failedBeforeRead.keys()])
+      removeFirewallService(this.firewallState, FirewallSeriesState.ref(key));
     this.attacks.clear();
     this.#unreadSince = new Map();
     this.oldestReadAgeSeconds = undefined;
@@ -147,9 +144,22 @@ export class AccountState {
     ];
   }
 
-  /** What `serviceIds` gives, as values that change when it does (a rendering's version). */
+  /** the servers in scope, by id (polls/servers.ts assigns a new one per list applied, never edits one) */
+  get inventory(): Inventory {
+    return this.#inventory;
+  }
+
+  set inventory(inventory: Inventory) {
+    this.#inventory = inventory;
+    this.#inventories++;
+  }
+
+  /**
+   * What `serviceIds` gives, as values that change when it does (a rendering's version, the firewall poll's
+   * pruning): a count of inventories, not the inventory, so one kept does not keep a whole old one alive.
+   */
   servicesVersion(): unknown[] {
-    return [this.inventory, this.#config.services.colocationIds, this.#config.services.transitIds];
+    return [this.#inventories, this.#config.services.colocationIds, this.#config.services.transitIds];
   }
 
   hasServer(serverId: string): boolean {

@@ -35,7 +35,7 @@ interface FirewallMemory {
   rounds: Record<FirewallJob, RoundRobin<ServiceRef>>;
   /** the start-up warning about the budget was logged */
   budgetWarned: boolean;
-  /** the services in scope when the firewall state was last pruned of the others (AccountState.servicesVersion) */
+  /** the services in scope when the firewall state was last pruned of the others (AccountState.servicesVersion: counts, no inventory) */
   prunedFor: unknown[];
 }
 
@@ -189,8 +189,9 @@ export function warnBudget(context: PollContext): void {
 }
 
 /**
- * Forgets the firewall state of services no longer polled (a colocation or transit id a reload removed; a
- * server leaves with the server list): memory only, their series are not rendered already.
+ * Forgets the firewall state and the attack log (`/api/v1/attacks`) of services no longer polled (a colocation
+ * or transit id a reload removed; a server leaves with the server list): memory only, their series are not
+ * rendered already.
  */
 function forgetUnlisted(state: AccountState, memory: FirewallMemory): void {
   // Only when the services in scope changed: not a set of every key at each run.
@@ -198,13 +199,15 @@ function forgetUnlisted(state: AccountState, memory: FirewallMemory): void {
   if (version.length === memory.prunedFor.length && version.every((v, i) => v === memory.prunedFor[i])) return;
   memory.prunedFor = version;
   const listed = new Set(state.services().map(FirewallSeriesState.key));
-  for (const key of [...state.firewallState.services.keys(), ...state.firewallState.failedBeforeRead.keys()]) {
+  for (const key of [
+    ...state.firewallState.services.keys(),
+    ...state.firewallState.failedBeforeRead.keys(),
+    ...state.attacks.services.keys(),
+  ]) {
     if (listed.has(key)) continue;
-    const [serviceType, ...id] = key.split('/');
-    removeFirewallService(state.firewallState, {
-      serviceType: serviceType as ServiceRef['serviceType'],
-      serviceId: id.join('/'),
-    });
+    const ref = FirewallSeriesState.ref(key);
+    removeFirewallService(state.firewallState, ref);
+    state.attacks.remove(ref);
   }
 }
 

@@ -98,3 +98,32 @@ describe('a poll switched off', () => {
     expect(state.catalog).toEqual({ operatingSystems: 0, locations: 0 });
   });
 });
+
+describe('the firewall poll after a reload removed a service', () => {
+  it('forgets its firewall state and its attack log (GET /api/v1/attacks)', async () => {
+    const collectors = { firewall: true, graphs: true, catalog: true };
+    const services = { colocationIds: ['c1'], transitIds: [] as string[] };
+    const schedules = { ...DEFAULT_SCHEDULES, firewall_under_attack: DEFAULT_SCHEDULES.firewall };
+    const state = new AccountState({ schedules, services, collectors }, () => 1_000);
+    const metrics = createMetrics(new Registry());
+    const ref = { serviceType: 'colocation' as const, serviceId: 'c1' };
+    const events = [{ id: 'e1', ip: '192.0.2.1', raw: '', fields: {} }];
+    collectFirewallHistory(state.firewallState, metrics, ref, events, {
+      limits: { maxIpsPerService: 5, ipRetentionMs: 1e9 },
+      now: 1_000,
+    });
+    state.attacks.record(ref, events, 1_000);
+    // A reload removes c1 (daemon/reload.ts assigns the new lists): no service is left to request.
+    Object.assign(services, { colocationIds: [] });
+    const context = {
+      state,
+      metrics,
+      config: { collectors, schedules },
+      client: { budget: undefined, concurrency: 1 },
+      now: () => 1_000,
+    } as unknown as PollContext;
+    await firewallPoll.run(context, new AbortController().signal);
+    expect(state.firewallState.services.size).toBe(0);
+    expect(state.attacks.services.size).toBe(0);
+  });
+});
