@@ -190,7 +190,9 @@ function world() {
     } as unknown as PollContext;
     // The store's desired firewall state rows as the engine reads them back (remediation/desired-rows.ts).
     const desired = new DesiredRows();
-    return { name, state, graphs, desired, services, scope, metrics: view, context, model: model() };
+    /** the rows the store holds now, as the last `desired` step left them (the test's own record) */
+    const stored: Array<Extract<Step, { kind: 'desired' }>['rows'][number]> = [];
+    return { name, state, graphs, desired, stored, services, scope, metrics: view, context, model: model() };
   });
   bindStateFamilies(metrics, () => accounts);
   const led: { accounts: ReadonlySet<string> | undefined } = { accounts: undefined };
@@ -285,6 +287,7 @@ async function apply(w: World, step: Step): Promise<void> {
       return;
     case 'desired':
       // What the store holds after a decision, an applied or cancelled change, or a retirement.
+      a!.stored.splice(0, a!.stored.length, ...step.rows);
       a!.desired.replace(
         step.rows.map((r) => ({
           account: a!.name,
@@ -325,16 +328,15 @@ const line = (name: string, labels: Record<string, string>, value: number) =>
 /** The series the state says now, from the state alone. */
 async function expected(w: World): Promise<string[]> {
   const lines: string[] = [];
-  for (const { name: account, state, graphs, desired, model: read } of w.accounts) {
-    // Not leader-only: every replica shows every account's desired state (from the shared store).
-    for (const row of desired.rows())
-      lines.push(
-        line(
-          'baremetal_firewall_desired_state',
-          { account, server_id: row.serverId, ip: row.ip },
-          Number(row.desiredState),
-        ),
-      );
+  for (const { name: account, state, graphs, stored, model: read } of w.accounts) {
+    // Not leader-only: every replica shows every account's desired state (from the shared store). A row shows
+    // while its change is pending or once a state was applied to the IP; a change cancelled before anything
+    // was applied (not pending, nothing applied) wants nothing of the IP any more: no series.
+    for (const row of stored)
+      if (row.pending || row.applied)
+        lines.push(
+          line('baremetal_firewall_desired_state', { account, server_id: row.server, ip: row.ip }, Number(row.state)),
+        );
     if (w.led.accounts && !w.led.accounts.has(account)) continue;
     for (const s of state.inventory.values()) {
       const { serverId: server_id, hostname, ip, os, processor, memory, location, status } = s;
