@@ -329,7 +329,8 @@ const line = (name: string, labels: Record<string, string>, value: number) =>
 async function expected(w: World): Promise<string[]> {
   const lines: string[] = [];
   for (const { name: account, state, graphs, stored, model: read } of w.accounts) {
-    // Not leader-only: every replica shows every account's desired state (from the shared store). A row shows
+    if (w.led.accounts && !w.led.accounts.has(account)) continue;
+    // Leader-only, as every family here: only the leader re-reads the rows (remediation/gauges.ts). A row shows
     // while its change is pending or once a state was applied to the IP; a change cancelled before anything
     // was applied (not pending, nothing applied) wants nothing of the IP any more: no series.
     for (const row of stored)
@@ -337,7 +338,6 @@ async function expected(w: World): Promise<string[]> {
         lines.push(
           line('baremetal_firewall_desired_state', { account, server_id: row.server, ip: row.ip }, Number(row.state)),
         );
-    if (w.led.accounts && !w.led.accounts.has(account)) continue;
     for (const s of state.inventory.values()) {
       const { serverId: server_id, hostname, ip, os, processor, memory, location, status } = s;
       lines.push(

@@ -253,6 +253,33 @@ describe('firewall state as desired state', () => {
     expect(await series()).toBeUndefined();
   });
 
+  it("reads again, every 10 s of ticks, the desired firewall state another replica's decision changed", async () => {
+    const h = await engineHarness();
+    const series = () =>
+      seriesValue(h.registry, 'baremetal_firewall_desired_state', { server_id: '100001', ip: '198.18.0.1' });
+    await h.engine.tick();
+    expect(await series()).toBeUndefined();
+    // Another replica decides and writes the shared store; this engine decides nothing itself.
+    await h.journal.transaction('default', (tx) =>
+      tx.saveDesired({
+        account: 'default',
+        serverId: '100001',
+        ip: '198.18.0.1',
+        desiredState: '1',
+        dueAt: h.clock.now,
+        pending: false,
+        attempts: 0,
+        appliedState: '1',
+        appliedAt: h.clock.now,
+        cooldownMs: 2 * MIN,
+        principal: 'alertmanager',
+      }),
+    );
+    h.clock.now += 10_000;
+    await h.engine.tick();
+    expect(await series()).toBe(1);
+  });
+
   it('keeps pending changes across a restart', async () => {
     const path = `${tempDir()}/journal.db`;
     const h = await engineHarness({}, path);
