@@ -474,9 +474,10 @@ export class RemediationEngine {
 
   /** Counts a finished decision; `failedAt` (ms) marks a failed or unknown one for BaremetalRemediationFailed. */
   async #record(action: string, result: ActionDecision, failedAt?: number): Promise<ActionDecision> {
-    const { metrics, logger } = this.#deps;
-    metrics.actionRequests.inc({ action, decision: result.decision });
-    if (failedAt !== undefined) metrics.actionLastFailure.set({ action, decision: result.decision }, failedAt / 1000);
+    const { account, metrics, logger } = this.#deps;
+    metrics.actionRequests.inc({ account, action, decision: result.decision });
+    if (failedAt !== undefined)
+      metrics.actionLastFailure.set({ account, action, decision: result.decision }, failedAt / 1000);
     // The decision is made and journaled: gauges that cannot be read now are refreshed by the next one.
     await this.#gauges
       .refresh()

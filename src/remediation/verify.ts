@@ -256,7 +256,7 @@ export class Verifier {
     const kept = evidence.length <= MAX_EVIDENCE ? evidence : `${evidence.slice(0, MAX_EVIDENCE - 1)}…`;
     if (!(await store.settleVerification(row.id, outcome, at, kept))) return false;
     const rule = row.alertname ?? '';
-    metrics.remediationVerifications.inc({ action: row.action, rule, outcome });
+    metrics.remediationVerifications.inc({ account: this.#deps.account, action: row.action, rule, outcome });
     const calledAt = row.completedAt ?? row.createdAt;
     const fields = { journal_id: row.id, action: row.action, server_id: row.serverId, alertname: rule };
     if (outcome === 'verified' && signal === 'attack')
@@ -265,7 +265,7 @@ export class Verifier {
         'remediation verified: no attack event on its IP since the call',
       );
     else if (outcome === 'verified') {
-      metrics.remediationRecovery.observe({ action: row.action }, (at - calledAt) / 1000);
+      metrics.remediationRecovery.observe({ account: this.#deps.account, action: row.action }, (at - calledAt) / 1000);
       logger.info({ ...fields, recovery_s: (at - calledAt) / 1000 }, 'remediation verified: its alert resolved');
     } else if (outcome === 'unknown') {
       logger.error(

@@ -27,7 +27,12 @@ import type { ServerScope } from '../../../src/config/scope.js';
 import type { Config } from '../../../src/config/types.js';
 import { GraphStore } from '../../../src/graphs/store.js';
 import { DesiredRows } from '../../../src/remediation/desired-rows.js';
-import { createMetrics, forAccount, leaderOnlyNames, type Metrics } from '../../../src/metrics/definitions.js';
+import {
+  createMetrics,
+  exposeAccountFromZero,
+  leaderOnlyNames,
+  type Metrics,
+} from '../../../src/metrics/definitions.js';
 import { ExpositionCache } from '../../../src/metrics/exposition-cache.js';
 import { graphsPoll } from '../../../src/polls/graphs.js';
 import type { PollContext } from '../../../src/polls/poll.js';
@@ -158,9 +163,10 @@ function world() {
     const schedules = { ...DEFAULT_SCHEDULES, firewall_under_attack: DEFAULT_SCHEDULES.firewall };
     const state = new AccountState({ schedules, services, collectors }, () => clock.ms);
     const graphs = new GraphStore(dir, name);
-    const view = forAccount(metrics, name);
+    exposeAccountFromZero(metrics, name);
     const context = {
-      metrics: view,
+      account: name,
+      metrics,
       graphStore: graphs,
       state,
       config: { scope, schedules, collectors, graphs: { types: ['port_bits'], scales: ['day'] } },
@@ -169,7 +175,7 @@ function world() {
     } as unknown as PollContext;
     // The store's desired firewall state rows as the engine reads them back (remediation/desired-rows.ts).
     const desired = new DesiredRows();
-    return { name, state, graphs, desired, services, scope, metrics: view, context };
+    return { name, state, graphs, desired, services, scope, context };
   });
   bindStateFamilies(metrics, () => accounts);
   const led: { accounts: ReadonlySet<string> | undefined } = { accounts: undefined };
@@ -203,7 +209,7 @@ async function apply(w: World, step: Step): Promise<void> {
       if (ref.serviceType === 'dedicated' && !a!.state.inventory.has(ref.serviceId)) return;
       const events = step.events.map((e) => ({ ...e, raw: '', fields: {} }));
       const knownIps = ref.serviceType === 'dedicated' ? (a!.state.inventory.get(ref.serviceId)?.ips ?? []) : [];
-      collectFirewallHistory(a!.state.firewallState, a!.metrics, ref, events, {
+      collectFirewallHistory(a!.state.firewallState, a!.context, ref, events, {
         limits: LIMITS,
         now: w.clock.ms,
         knownIps,
