@@ -119,6 +119,8 @@ export async function replay(
   }
   const { events, executions } = history(recorded.rows);
   const decided = new Map<number, Decided[] | { refused: string }>();
+  // The rows replayed as recorded (`replayRow`), by account and offline id: none is a decision of the replay's.
+  const copies = new Set<string>();
   const report: ReplayReport = {
     deliveries: [],
     operatorRows: [],
@@ -146,14 +148,17 @@ export async function replay(
       } else if (ev.kind === 'settlement') {
         if (am) am.reading = gateReading(executions.filter((e) => executedBy(e, ev.row)));
         await settleAgain(ev, decided.get(ev.index), engines);
-      } else if (ev.kind === 'operator') await replayRow(ev.row, engines.get(ev.row.account), report);
+      } else if (ev.kind === 'operator') {
+        const id = await replayRow(ev.row, engines.get(ev.row.account), report);
+        if (id !== undefined) copies.add(`${ev.row.account} ${id}`);
+      }
     }
     clock.now = Math.max(clock.now, recorded.to);
     for (const e of engines.values()) await e.engine.tick();
     for (const ev of events)
       if (ev.kind === 'delivery')
         report.deliveries.push(await compare(ev.delivery, decided.get(ev.index), executions, engines));
-    report.ladder = await compareLadders(recorded.rows, engines);
+    report.ladder = await compareLadders(recorded.rows, engines, copies);
   } finally {
     for (const e of engines.values()) await e.close();
   }
@@ -198,6 +203,7 @@ async function settleStep(then: JournalEntry, e: OfflineEngine | undefined): Pro
 async function compareLadders(
   rows: readonly JournalEntry[],
   engines: Map<string, OfflineEngine>,
+  copies: ReadonlySet<string>,
 ): Promise<ReplayedLadderRow[]> {
   const then = ladderRows(rows);
   const thenExecutions = rows.filter(isApprovalExecution);
@@ -206,7 +212,8 @@ async function compareLadders(
   for (const e of engines.values()) {
     const all = await e.store.list({ limit: MAX_ROWS });
     now.push(...ladderRows(all));
-    nowExecutions.push(...all.filter(isApprovalExecution));
+    // Only the executions the replay's own approvals ran: a recorded one replayed as recorded settles nothing.
+    nowExecutions.push(...all.filter((r) => isApprovalExecution(r) && !copies.has(`${r.account} ${r.id}`)));
   }
   const out: ReplayedLadderRow[] = [];
   const matched = new Set<JournalEntry>();
@@ -303,12 +310,19 @@ async function settleAgain(
   }
 }
 
-/** An operator's or the `api` command's row, written to the offline journal as it was recorded. */
-async function replayRow(row: JournalEntry, e: OfflineEngine | undefined, report: ReplayReport): Promise<void> {
-  if (!e) return;
+/**
+ * An operator's or the `api` command's row (or an approval's execution no replayed row shows), written to the
+ * offline journal as it was recorded; returns its offline id.
+ */
+async function replayRow(
+  row: JournalEntry,
+  e: OfflineEngine | undefined,
+  report: ReplayReport,
+): Promise<number | undefined> {
+  if (!e) return undefined;
   const { id, completedAt: _c, upstreamOutcome: _u, ...entry } = row;
   if (row.decision === 'circuit_closed') await e.store.closeCircuit(row.account, row.createdAt);
-  await e.store.insert(entry);
+  const copy = await e.store.insert(entry);
   report.operatorRows.push({
     at: iso(row.createdAt),
     journalId: id,
@@ -319,6 +333,7 @@ async function replayRow(row: JournalEntry, e: OfflineEngine | undefined, report
     serverId: row.serverId === '' ? null : row.serverId,
     decision: row.decision,
   });
+  return copy;
 }
 
 /** A delivery's outcome then and now, with the settlements of the requests that awaited approval now. */

@@ -16,7 +16,8 @@ import { replay, runRemediationReplay } from '../../src/cli/remediation-replay.j
 import { outcomesText } from '../../src/cli/replay-report.js';
 import { loadConfig } from '../../src/config/load.js';
 import { DEFAULT_SCHEDULES } from '../../src/config/schema.js';
-import type { Config, LadderStep, Principal } from '../../src/config/types.js';
+import type { Config, LadderStep, Principal, RemediationRule } from '../../src/config/types.js';
+import type { StateStore } from '../../src/store/store.js';
 import { engineHarness, openTestStore, remediationApp, rule } from '../helpers/remediation.js';
 import { backends } from '../helpers/store-backends.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -254,5 +255,85 @@ for (const backend of backends()) {
       ).toEqual([[1, 'same', 'poweroff: awaiting_approval → expired', 'poweroff: awaiting_approval → expired']]);
       expect(report.ladderCounts).toEqual({ same: 1, changed: 0 });
     });
+
+    it('replays a ladder step an approver approved as that approval: no change; a budget spent is a change', async () => {
+      const { h, rows, replayWith } = await ladderStepSettled(await (await backend.fresh()).open(), 'approve');
+      expect(rows.map((r) => [r.ladderStep, r.decision, r.approver])).toEqual([
+        [0, 'executed', null],
+        [1, 'approved', 'bob'],
+        [1, 'executed', 'bob'],
+      ]);
+      const same = await replayWith(h.config.rules);
+      expect(same.operatorRows).toEqual([]);
+      expect(ladderLines(same)).toEqual([
+        [1, 'same', 'poweroff: awaiting_approval → approved by bob → executed (verifying)'],
+      ]);
+      expect(same.ladderCounts).toEqual({ same: 1, changed: 0 });
+      expect(same.counts).toEqual({ same: 1, changed: 0, overturned: 0, notReplayable: 0 });
+      // A budget of one call an hour: step 1's call spends it, step 2 is denied before it asks, and says so.
+      const report = await replayWith(h.config.rules, { budgetPerHour: 1 });
+      expect(ladderLines(report)).toEqual([[1, 'changed', 'poweroff: denied_budget']]);
+      expect(report.ladderCounts).toEqual({ same: 0, changed: 1 });
+    });
   });
+}
+
+/** A two-step ladder whose second step (poweroff) asks for approval. */
+function ladderRules() {
+  const steps: LadderStep[] = [
+    { action: 'powercycle', verifyWithinMs: 10 * MIN, requireApproval: false, cooldownMs: MIN },
+    { action: 'poweroff', verifyWithinMs: 20 * MIN, requireApproval: true, cooldownMs: MIN },
+  ];
+  return [rule({ alertname: 'ServerDown', action: 'powercycle', verifyWithinMs: 10 * MIN, cooldownMs: MIN, steps })];
+}
+
+/** Each replayed ladder row: its step, verdict and the replayed outcome. */
+const ladderLines = (report: Awaited<ReturnType<typeof replay>>) =>
+  report.ladder.map((l) => [l.step, l.verdict, outcomesText(l.replayed ? [l.replayed] : [])]);
+
+/**
+ * A history on `store`: one alert, step 1 ineffective at 11m, step 2 awaits approval and bob settles it at 12m
+ * (`settle`: approves or withdraws it); and a replay of it under given rules.
+ */
+async function ladderStepSettled(store: StateStore, settle: 'approve' | 'withdraw') {
+  const h = await engineHarness({ principals: PRINCIPALS, rules: ladderRules() }, store);
+  const app = remediationApp(h);
+  h.clock.now = T0;
+  const res = await app.inject({
+    method: 'POST',
+    url: '/api/v1/alertmanager',
+    headers: { authorization: `Bearer ${TOKEN}` },
+    payload: {
+      version: '4',
+      status: 'firing',
+      alerts: [
+        {
+          status: 'firing',
+          labels: { alertname: 'ServerDown', server_id: '100001' },
+          startsAt: new Date(T0).toISOString(),
+          fingerprint: 'fp-x',
+        },
+      ],
+    },
+  });
+  expect(res.statusCode).toBe(200);
+  h.clock.now = T0 + 11 * MIN;
+  await h.engine.tick();
+  const awaiting = (await h.journal.awaitingApproval('default'))[0]!;
+  expect([awaiting.ladderStep, awaiting.action]).toEqual([1, 'poweroff']);
+  h.clock.now = T0 + 12 * MIN;
+  if (settle === 'approve') await h.engine.approve(awaiting, 'bob');
+  else await h.engine.withdraw(awaiting, 'bob');
+  const rows = (await h.journal.list({ limit: 100 })).reverse();
+  const circuits = new Map([['default', await h.journal.circuit('default')]]);
+  const replayWith = (rules: RemediationRule[], change: Partial<Config['remediation']> = {}) =>
+    replay(
+      {
+        remediation: { ...h.config, rules, ...change },
+        schedules: { firewall: DEFAULT_SCHEDULES.firewall } as Config['schedules'],
+        accounts: [{ name: 'default' }] as Config['accounts'],
+      },
+      { rows, circuits, from: T0 - MIN, to: T0 + 13 * MIN },
+    );
+  return { h, rows, replayWith };
 }
