@@ -177,6 +177,12 @@ const sameStep = (r: JournalEntry, then: JournalEntry) =>
   (r.decision === 'escalated') === (then.decision === 'escalated');
 
 /**
+ * Who withdrew `then` (a recorded withdrawal): the operator it names as approver, else its requester
+ * (remediation/approvals.ts `withdraw`).
+ */
+const withdrawer = (then: JournalEntry): string => then.approver ?? then.principal ?? REPLAY_PRINCIPAL;
+
+/**
  * A person's settlement of a ladder step that awaited approval, applied again to the replayed step of the same
  * episode when it awaits too (the replayed ladder climbed as the recorded one did).
  */
@@ -189,7 +195,7 @@ async function settleStep(then: JournalEntry, e: OfflineEngine | undefined): Pro
       await e.engine.approve(row, then.approver ?? REPLAY_PRINCIPAL, then.approverReason ?? undefined);
     else if (then.decision === 'denied_by_approver')
       await e.engine.deny(row, then.approver ?? REPLAY_PRINCIPAL, then.approverReason ?? undefined);
-    else await e.engine.withdraw(row, row.principal ?? REPLAY_PRINCIPAL);
+    else await e.engine.withdraw(row, withdrawer(then), then.approverReason ?? undefined);
   } catch (error) {
     if (!(error instanceof ConflictError)) throw error;
   }
@@ -301,7 +307,7 @@ async function settleAgain(
         d.executionId = ran.id;
       } else if (then.decision === 'denied_by_approver')
         await engine.deny(row, then.approver ?? REPLAY_PRINCIPAL, then.approverReason ?? undefined);
-      else await engine.withdraw(row, row.principal ?? REPLAY_PRINCIPAL);
+      else await engine.withdraw(row, withdrawer(then), then.approverReason ?? undefined);
     } catch (error) {
       // Expired under the new approval_timeout before the person's moment: the clock settled it.
       if (!(error instanceof ConflictError)) throw error;

@@ -275,8 +275,64 @@ for (const backend of backends()) {
       expect(ladderLines(report)).toEqual([[1, 'changed', 'poweroff: denied_budget']]);
       expect(report.ladderCounts).toEqual({ same: 0, changed: 1 });
     });
+
+    it('replays an operator withdrawal of a ladder step, and of a request, as that operator: no change', async () => {
+      const { rows, replayWith, h } = await ladderStepSettled(await (await backend.fresh()).open(), 'withdraw');
+      expect(rows.map((r) => [r.ladderStep, r.decision, r.approver])).toEqual([
+        [0, 'executed', null],
+        [1, 'withdrawn', 'bob'],
+      ]);
+      const report = await replayWith(h.config.rules);
+      expect(ladderLines(report)).toEqual([[1, 'same', 'poweroff: awaiting_approval → withdrawn by bob']]);
+      expect(report.ladderCounts).toEqual({ same: 1, changed: 0 });
+
+      // A plain rule's request, withdrawn by an operator: replayed as bob's withdrawal, not the requester's.
+      const plain = [rule({ alertname: 'ServerDown', action: 'powercycle', requireApproval: true, cooldownMs: MIN })];
+      const p = await engineHarness({ principals: PRINCIPALS, rules: plain }, await (await backend.fresh()).open());
+      h.clock.now = T0;
+      p.clock.now = T0;
+      const res = await remediationApp(p).inject({
+        method: 'POST',
+        url: '/api/v1/alertmanager',
+        headers: { authorization: `Bearer ${TOKEN}` },
+        payload: { version: '4', status: 'firing', alerts: [serverDown(T0)] },
+      });
+      expect(res.json().results.map((r: { decision: string }) => r.decision)).toEqual(['awaiting_approval']);
+      p.clock.now = T0 + MIN;
+      await p.engine.withdraw((await p.journal.awaitingApproval('default'))[0]!, 'bob');
+      const replayed = await replay(
+        {
+          remediation: { ...p.config, rules: plain },
+          schedules: { firewall: DEFAULT_SCHEDULES.firewall } as Config['schedules'],
+          accounts: [{ name: 'default' }] as Config['accounts'],
+        },
+        {
+          rows: (await p.journal.list({ limit: 100 })).reverse(),
+          circuits: new Map([['default', await p.journal.circuit('default')]]),
+          from: T0 - MIN,
+          to: T0 + 2 * MIN,
+        },
+      );
+      expect(
+        replayed.deliveries.map((d) => [d.verdict, outcomesText(d.recorded), outcomesText(d.replayed ?? [])]),
+      ).toEqual([
+        [
+          'same',
+          'powercycle: awaiting_approval → withdrawn by bob',
+          'powercycle: awaiting_approval → withdrawn by bob',
+        ],
+      ]);
+    });
   });
 }
+
+/** The firing alert of server 100001 that started at `at` (ms). */
+const serverDown = (at: number) => ({
+  status: 'firing' as const,
+  labels: { alertname: 'ServerDown', server_id: '100001' },
+  startsAt: new Date(at).toISOString(),
+  fingerprint: 'fp-x',
+});
 
 /** A two-step ladder whose second step (poweroff) asks for approval. */
 function ladderRules() {
@@ -306,14 +362,7 @@ async function ladderStepSettled(store: StateStore, settle: 'approve' | 'withdra
     payload: {
       version: '4',
       status: 'firing',
-      alerts: [
-        {
-          status: 'firing',
-          labels: { alertname: 'ServerDown', server_id: '100001' },
-          startsAt: new Date(T0).toISOString(),
-          fingerprint: 'fp-x',
-        },
-      ],
+      alerts: [serverDown(T0)],
     },
   });
   expect(res.statusCode).toBe(200);
