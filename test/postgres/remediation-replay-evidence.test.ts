@@ -323,6 +323,49 @@ for (const backend of backends()) {
         ],
       ]);
     });
+
+    it('replays a climb at the moment it was recorded when the tick that saw the deadline ran late', async () => {
+      const steps: LadderStep[] = [
+        { action: 'powercycle', verifyWithinMs: 10 * MIN, requireApproval: false, cooldownMs: MIN },
+        { action: 'powercycle', verifyWithinMs: 20 * MIN, requireApproval: false, cooldownMs: 15 * MIN },
+      ];
+      const rules = [
+        rule({ alertname: 'ServerDown', action: 'powercycle', verifyWithinMs: 10 * MIN, cooldownMs: MIN, steps }),
+      ];
+      const h = await engineHarness({ principals: PRINCIPALS, rules }, await (await backend.fresh()).open());
+      h.clock.now = T0;
+      const res = await remediationApp(h).inject({
+        method: 'POST',
+        url: '/api/v1/alertmanager',
+        headers: { authorization: `Bearer ${TOKEN}` },
+        payload: { version: '4', status: 'firing', alerts: [serverDown(T0)] },
+      });
+      expect(res.json().results.map((r: { decision: string }) => r.decision)).toEqual(['executed']);
+      // The daemon was down from 9m to 16m: its first tick after step 1's deadline (10m) is at 16m, past step
+      // 2's cooldown (15m after step 1's call).
+      h.clock.now = T0 + 16 * MIN;
+      await h.engine.tick();
+      const rows = (await h.journal.list({ limit: 100 })).reverse();
+      expect(rows.map((r) => [r.ladderStep, r.decision, r.verification, (r.verifiedAt ?? T0) - T0])).toEqual([
+        [0, 'executed', 'ineffective', 10 * MIN],
+        [1, 'executed', 'verifying', 0],
+      ]);
+      const report = await replay(
+        {
+          remediation: { ...h.config, rules },
+          schedules: { firewall: DEFAULT_SCHEDULES.firewall } as Config['schedules'],
+          accounts: [{ name: 'default' }] as Config['accounts'],
+        },
+        {
+          rows,
+          circuits: new Map([['default', await h.journal.circuit('default')]]),
+          from: T0 - MIN,
+          to: T0 + 17 * MIN,
+        },
+      );
+      expect(ladderLines(report)).toEqual([[1, 'same', 'powercycle: executed (verifying)']]);
+      expect(report.ladderCounts).toEqual({ same: 1, changed: 0 });
+    });
   });
 }
 
