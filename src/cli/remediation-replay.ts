@@ -22,7 +22,7 @@ import type { Config } from '../config/types.js';
 import { BaremetalError, ConflictError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import { requestsFor, resolvedEpisodes } from '../remediation/rules.js';
-import { gateReading, replayedAlertList, replayedAlertmanager } from './replay-gate.js';
+import { type GateReading, gateReading, replayedAlertList, replayedAlertmanager } from './replay-gate.js';
 import { openStore } from '../store/open.js';
 import { DEFAULT_POOL_LIMITS } from '../store/postgres/bounds.js';
 import type { CircuitState, JournalEntry } from '../store/rows.js';
@@ -62,6 +62,9 @@ export interface Recorded {
   from: number;
   to: number;
 }
+
+/** What the replayed gate reads between the recorded decisions (replay-gate.ts `replayedAlertmanager`). */
+const NO_READING: GateReading = { unknown: 'no recorded reading for this step' };
 
 /** A request decided now: its outcome, and where its row is in the offline journal. */
 interface Decided {
@@ -152,6 +155,9 @@ export async function replay(
         const id = await replayRow(ev.row, engines.get(ev.row.account), report);
         if (id !== undefined) copies.add(`${ev.row.account} ${id}`);
       }
+      // A reading is the recorded decision's it was set for: a later decision none was recorded for (a step
+      // climbed at another event's tick under the new rules) reads none, as a daemon that cannot read Alertmanager.
+      if (am) am.reading = NO_READING;
     }
     clock.now = Math.max(clock.now, recorded.to);
     for (const e of engines.values()) await e.engine.tick();

@@ -366,6 +366,61 @@ for (const backend of backends()) {
       expect(ladderLines(report)).toEqual([[1, 'same', 'powercycle: executed (verifying)']]);
       expect(report.ladderCounts).toEqual({ same: 1, changed: 0 });
     });
+
+    it('decides a step no recorded gate reading covers as unknown, not on the last event read', async () => {
+      const db = await backend.fresh();
+      const stateDir = tempDir();
+      const where = db.url !== undefined ? { url: db.url } : { stateDir };
+      const config = await loadConfig(configFile(where, 'poweroff'));
+      const am = {
+        alerts: async () => [],
+        status: async () => ({ startedAt: T0 - 60 * MIN }),
+        silences: async () => [],
+        createSilence: async () => 'silence',
+        expireSilence: async () => {},
+      };
+      const store = db.url !== undefined ? await db.open() : openTestStore(join(stateDir, 'journal.db'));
+      const h = await engineHarness({ ...config.remediation, principals: PRINCIPALS }, store, 2000, {
+        alertmanager: am,
+      });
+      const app = remediationApp(h);
+      // Fires at 0 (the gate reads none firing), resolves at 8m: step 1 verified, no ladder.
+      for (const [minutes, status] of [
+        [0, 'firing'],
+        [8, 'resolved'],
+      ] as const) {
+        h.clock.now = T0 + minutes * MIN;
+        const res = await app.inject({
+          method: 'POST',
+          url: '/api/v1/alertmanager',
+          headers: { authorization: `Bearer ${TOKEN}` },
+          payload: { version: '4', status, alerts: [{ ...serverDown(T0), status }] },
+        });
+        expect(res.statusCode).toBe(200);
+      }
+      const rows = (await h.journal.list({ limit: 100 })).reverse();
+      expect(rows.map((r) => [r.ladderStep, r.decision, r.verification, r.gate?.read ?? null])).toEqual([
+        [0, 'executed', 'verified', 'none_firing'],
+        [null, 'resolved', null, null],
+      ]);
+      const circuits = new Map([['default', await h.journal.circuit('default')]]);
+      await h.engine.stop();
+      if (db.url === undefined) await store.close();
+      // Step 1 verified within 5m now: its ladder climbs at the next replayed moment (8m), which recorded no
+      // reading of the gate for a step 2: unknown, denied as the daemon denies when Alertmanager cannot be read.
+      const [ladder] = config.remediation.rules;
+      const steps = ladder!.steps!.map((s, i) => (i === 0 ? { ...s, verifyWithinMs: 5 * MIN } : s));
+      const report = await replay(
+        { ...config, remediation: { ...config.remediation, rules: [{ ...ladder!, verifyWithinMs: 5 * MIN, steps }] } },
+        {
+          rows,
+          circuits,
+          from: T0 - MIN,
+          to: T0 + 9 * MIN,
+        },
+      );
+      expect(ladderLines(report)).toEqual([[1, 'changed', 'poweroff: denied_blocked']]);
+    });
   });
 }
 
