@@ -405,26 +405,31 @@ export class RemediationEngine {
   /**
    * The verifications at `now` (ms), in one direction: the verifier judges what Alertmanager's list says
    * (verify.ts `judge`); the episodes it ended are resolved as a resolved delivery resolves them (episode.ts);
-   * the verifier settles the rows (`settle`); each `ineffective` one climbs its ladder (ladder.ts `nextStep`:
-   * the next step decided here through every guard, or the episode escalated), never for an episode that
-   * resolved. Throws JournalError.
+   * the verifier settles the rows (`settle`), and each `ineffective` one climbs its ladder right after it is
+   * settled (ladder.ts `nextStep`: the next step decided here through every guard, or the episode escalated),
+   * never for an episode that resolved: a row the journal fails to settle holds up no other's climb. Throws
+   * JournalError (the first, once every row was tried).
    */
   async #verify(now: number): Promise<void> {
     const judged = await this.#verifier.judge(now);
     if (judged === undefined) return;
     for (const alert of judged.ended) await this.#episodes.resolved(alert, 'alertmanager (alert list)');
-    const ended = await this.#verifier.settle(judged, now);
-    for (const { row, outcome } of ended) {
-      if (outcome !== 'ineffective') continue;
-      // The outcome is journaled whatever comes next: a next step that cannot be asked for now is logged.
-      await this.#climb(row).catch((error: unknown) =>
-        this.#deps.logger.error(
-          { err: error, journal_id: row.id },
-          'the next step of the escalation ladder could not be asked for',
-        ),
-      );
+    let ended = 0;
+    try {
+      await this.#verifier.settle(judged, now, async (row, outcome) => {
+        ended++;
+        if (outcome !== 'ineffective') return;
+        // The outcome is journaled whatever comes next: a next step that cannot be asked for now is logged.
+        await this.#climb(row).catch((error: unknown) =>
+          this.#deps.logger.error(
+            { err: error, journal_id: row.id },
+            'the next step of the escalation ladder could not be asked for',
+          ),
+        );
+      });
+    } finally {
+      if (ended > 0) this.#deps.onDecision?.();
     }
-    if (ended.length > 0) this.#deps.onDecision?.();
   }
 
   /**
