@@ -9,12 +9,19 @@ import { exactly, oneOf, stringMap } from '../json-schema.js';
 
 const STATUS = ['firing', 'resolved'] as const;
 
+/**
+ * A label name as Prometheus allows it (its data model); a key beyond it is refused where the payload enters, so
+ * no label can be named as a journal row's digest of the labels (store/rows.ts `labelsJson`) or anything else.
+ */
+export const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
+
 /** One alert of the payload. */
 export const webhookAlertSchema = Type.Object({
   status: oneOf(STATUS),
   labels: Type.Unsafe<Record<string, string> & { alertname: string }>({
     type: 'object',
     additionalProperties: { type: 'string' },
+    propertyNames: { pattern: LABEL_NAME.source },
     required: ['alertname'],
   }),
   annotations: Type.Optional(stringMap()),
@@ -44,3 +51,28 @@ export const webhookSchema = Type.Object({
 
 export type WebhookAlert = Static<typeof webhookAlertSchema>;
 export type WebhookBody = Static<typeof webhookSchema>;
+
+/** One validation error as Ajv reports it (fastify's FastifySchemaValidationError, with Ajv's `propertyName`). */
+interface SchemaError {
+  keyword: string;
+  instancePath: string;
+  message?: string;
+  propertyName?: string;
+}
+
+/**
+ * The webhook route's refusal of a payload the schema rejects, as fastify words it (`body/alerts/0 must have
+ * required property 'fingerprint'`), except that a label name Prometheus would not allow is named:
+ * `body/alerts/1/labels: "server-id" is not a label name (^[a-zA-Z_][a-zA-Z0-9_]*$)`.
+ */
+export function webhookSchemaError(errors: readonly SchemaError[], dataVar: string): Error {
+  const text = errors
+    // The wrapper of a label name's own error says only "property name must be valid".
+    .filter((e) => e.keyword !== 'propertyNames')
+    .map((e) =>
+      e.propertyName === undefined
+        ? `${dataVar}${e.instancePath} ${e.message ?? 'is not valid'}`
+        : `${dataVar}${e.instancePath}: ${JSON.stringify(e.propertyName)} is not a label name (${LABEL_NAME.source})`,
+    );
+  return new Error(text.join(', '));
+}

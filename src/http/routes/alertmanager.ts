@@ -11,7 +11,7 @@ import type { RemediationRule } from '../../config/types.js';
 import { BadRequestError } from '../../errors.js';
 import type { RemediationEngine } from '../../remediation/engine.js';
 import { matches, requestsFor, resolvedEpisodes } from '../../remediation/rules.js';
-import { webhookSchema, type WebhookBody } from '../../remediation/webhook.js';
+import { webhookSchema, webhookSchemaError, type WebhookBody } from '../../remediation/webhook.js';
 import type { Metrics } from '../../metrics/definitions.js';
 import { callerOf, routeRole } from '../principals.js';
 
@@ -27,7 +27,7 @@ export function alertmanagerRoutes(
 ): void {
   app.post<{ Body: WebhookBody }>(
     '/api/v1/alertmanager',
-    { ...routeRole('webhook'), schema: { body: webhookSchema } },
+    { ...routeRole('webhook'), schema: { body: webhookSchema }, schemaErrorFormatter: webhookSchemaError },
     async (request) => {
       const { alerts } = request.body;
       if (alerts.length > deps.maxAlerts)
