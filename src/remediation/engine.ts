@@ -19,7 +19,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/types.js';
 import { DATABASE_UNREACHABLE } from '../config/database-url.js';
 import { JournalError, NotReadyError } from '../errors.js';
-import { type JournalEntry, labelsTooLong, MAX_LABELS_JSON } from '../store/rows.js';
+import type { JournalEntry } from '../store/rows.js';
 import { type ApprovalResult, Approvals } from './approvals.js';
 import type { StateQueries, StateStore } from '../store/store.js';
 import type { Metrics } from '../metrics/definitions.js';
@@ -182,7 +182,6 @@ export class RemediationEngine {
       throw new Error(`request for account ${asked.account} given to the engine of account ${account}`);
     this.#requireUsable();
     await this.ready;
-    if (asked.alert?.labels !== undefined) this.#warnLabelsTooLong(asked.alert);
     // A ladder stopped at a step that expired unapproved: the delivery asks for that step again (episode.ts).
     const again = await this.#episodes.expiredStep(asked);
     const req = again === undefined ? asked : makeRequest({ kind: 'ladder', row: again.before, steps: again.steps });
@@ -307,21 +306,7 @@ export class RemediationEngine {
   ): Promise<{ ended: number; resolution?: ActionDecision & { action: string } }> {
     if (this.#deps.store.unavailable !== undefined) return { ended: 0 };
     await this.ready;
-    this.#warnLabelsTooLong(alert);
     return this.#episodes.resolved(alert, principal);
-  }
-
-  /**
-   * One warning per delivered alert whose labels are longer than a journal row keeps (store/rows.ts
-   * `labelsJson`): its rows keep their SHA-256, which its episode is matched on; it is not silenced while
-   * handled (it pages) and `remediation replay` cannot decide it again.
-   */
-  #warnLabelsTooLong(alert: { fingerprint: string; labels?: Readonly<Record<string, string>> | undefined }): void {
-    if (alert.labels === undefined || !labelsTooLong(alert.labels)) return;
-    this.#deps.logger.warn(
-      { fingerprint: alert.fingerprint, alertname: alert.labels.alertname, max_labels_json: MAX_LABELS_JSON },
-      `alert labels longer than ${MAX_LABELS_JSON} characters as JSON: the journal keeps their SHA-256 (its episode is matched on it), no silence is made while it is handled, and remediation replay cannot decide it again`,
-    );
   }
 
   /** Applies the pending firewall changes that are due, and the housekeeping. Called by the ticker; safe to call directly. */

@@ -6,6 +6,7 @@
 import { Type, type Static } from 'typebox';
 import { MAX_WEBHOOK_ALERTS } from '../config/schema.js';
 import { exactly, oneOf, stringMap } from '../json-schema.js';
+import { labelsTooLong, MAX_LABELS_JSON } from '../store/rows.js';
 
 const STATUS = ['firing', 'resolved'] as const;
 
@@ -75,4 +76,30 @@ export function webhookSchemaError(errors: readonly SchemaError[], dataVar: stri
         : `${dataVar}${e.instancePath}: ${JSON.stringify(e.propertyName)} is not a label name (${LABEL_NAME.source})`,
     );
   return new Error(text.join(', '));
+}
+
+/** The longest alertname or fingerprint the long-labels warning repeats, characters (either may be the long one). */
+export const MAX_LOGGED_LABEL = 200;
+
+const logged = (text: string) =>
+  text.length <= MAX_LOGGED_LABEL ? text : `${text.slice(0, MAX_LOGGED_LABEL)}… (${text.length} characters)`;
+
+/**
+ * The warning for a delivered alert whose labels are longer than a journal row keeps (store/rows.ts
+ * `labelsJson`): its fields (alertname and fingerprint cut to MAX_LOGGED_LABEL characters, marked with their
+ * length) and message; undefined for any other. The route logs it once per alert delivered, whatever the number
+ * of rules that match it.
+ */
+export function labelsTooLongWarning(
+  alert: Pick<WebhookAlert, 'labels' | 'fingerprint'>,
+): { fields: Record<string, string | number>; message: string } | undefined {
+  if (!labelsTooLong(alert.labels)) return undefined;
+  return {
+    fields: {
+      fingerprint: logged(alert.fingerprint),
+      alertname: logged(alert.labels.alertname),
+      max_labels_json: MAX_LABELS_JSON,
+    },
+    message: `alert labels longer than ${MAX_LABELS_JSON} characters as JSON: the journal keeps their SHA-256 (its episode is matched on it), no silence is made while it is handled, and remediation replay cannot decide it again`,
+  };
 }
