@@ -353,6 +353,12 @@ function declareMetrics(registers: Registry[]) {
       labelNames: ['status', 'matched'] as const,
       registers,
     }),
+    alertsLabelsTooLong: new Counter({
+      name: 'baremetal_alerts_labels_too_long_total',
+      help: 'Alerts received by the Alertmanager webhook receiver that a remediation rule matched and whose labels are longer than a journal row keeps (4096 characters as JSON), by status (firing, resolved): their rows keep the SHA-256 of the labels, no silence is made while they are handled, remediation replay cannot decide them again (logged once per alert delivered).',
+      labelNames: ['status'] as const,
+      registers,
+    }),
     alertmanagerUp: new Gauge({
       name: 'baremetal_alertmanager_up',
       help: "1 when the last request to Alertmanager's API (remediation.alertmanager, its url as the label) succeeded, 0 when it failed (the outage gate then denies power actions; the log says why once); absent when no Alertmanager is configured or none was asked yet.",
