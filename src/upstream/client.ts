@@ -10,7 +10,7 @@
  * the read slots in slots.ts, each attempt's deadline (and its settling, whatever the transport does) in
  * attempt-signal.ts, a run's failed attempts in failure-tally.ts, the request shapes in request.ts.
  */
-import { validateHeaderValue } from 'node:http';
+import { type IncomingHttpHeaders, validateHeaderValue } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { rootCertificates } from 'node:tls';
 import { Agent, type Dispatcher } from 'undici';
@@ -25,13 +25,24 @@ import type { Scrubber } from '../scrub.js';
 import { ApiKey } from './api-key.js';
 import { baseUrlSecrets, checkBaseUrl } from '../config/base-url.js';
 import { type BudgetPriority, RequestBudget } from './request-budget.js';
-import { DEFAULT_MAX_RESPONSE_BYTES, parseJsonReply, readBody, retryAfterMs, textReply } from './reply.js';
+import {
+  type CollectedReply,
+  collectReply,
+  DEFAULT_MAX_RESPONSE_BYTES,
+  parseJsonReply,
+  retryAfterMs,
+  textReply,
+} from './reply.js';
 import { AttemptSignals, settleBy, type StuckAttempts } from './attempt-signal.js';
 import { formBody, type RequestEvent, type UpstreamRequest } from './request.js';
 import { ReadSlots } from './slots.js';
 import { APART_ABOVE_CHARS, yieldToLoop } from '../slices.js';
 import { FailureTally } from './failure-tally.js';
 import { type AbortReason, classifyTransportError } from './transport-errors.js';
+
+/** A reply that pauses every request (a 429, or a 503 with Retry-After): its body is not read, only discarded. */
+const pauses = (statusCode: number, headers: IncomingHttpHeaders): boolean =>
+  statusCode === 429 || (statusCode === 503 && headers['retry-after'] !== undefined);
 
 export interface UpstreamClientOptions {
   /** base address, e.g. `https://api.provider.example`; http:// only for loopback */
@@ -360,7 +371,8 @@ export class UpstreamClient {
   }
 
   /**
-   * One HTTP exchange: the body is read as a stream and aborted past `maxResponseBytes`; the text returned is
+   * One HTTP exchange: the body is collected into one buffer by a dispatch handler (reply.ts `collectReply`) and
+   * abandoned past `maxResponseBytes`; the text returned is
    * already scrubbed; with `bytes`, the body's bytes instead, as they came (no text). A 429 (or 503 with
    * Retry-After) starts a pause and throws RateLimitedError.
    */
@@ -373,39 +385,35 @@ export class UpstreamClient {
     const reason = () => (signal.aborted ? (signal.reason as AbortReason) : undefined);
     const headers = this.#headers(ctx);
     const target = this.#target(req.path);
-    let res: Dispatcher.ResponseData;
+    let res: CollectedReply;
     try {
-      // The dispatcher's own request(): undici's top-level request() would parse the URL again each time.
-      res = await this.#dispatcher.request({
-        origin: target.origin,
-        path: target.path,
-        method: 'POST',
-        headers,
-        body: formBody(req.body),
-        signal,
-        headersTimeout: this.#options.timeoutMs,
-        bodyTimeout: this.#options.timeoutMs,
-      });
-    } catch (error) {
-      throw classifyTransportError(error, ctx, reason());
-    }
-    ctx.status = res.statusCode;
-    const retryAfter = res.headers['retry-after'];
-    if (res.statusCode === 429 || (res.statusCode === 503 && retryAfter !== undefined)) {
-      await res.body.dump().catch(() => undefined);
-      const until = this.#now() + retryAfterMs(retryAfter, this.#now());
-      this.#pausedUntil = Math.max(this.#pausedUntil, until);
-      this.budget?.pauseFor(until - this.#now());
-      throw new RateLimitedError(ctx, until);
-    }
-    // Read whatever the status, so the connection goes back to the pool; stop at the size cap.
-    let body: Buffer;
-    try {
-      body = await readBody(res, this.#maxBytes, ctx);
+      // The dispatcher's own dispatch(): undici's top-level request() would parse the URL again each time, and
+      // its Readable body costs a stream per reply (issue 53).
+      res = await collectReply(
+        this.#dispatcher,
+        {
+          origin: target.origin,
+          path: target.path,
+          method: 'POST',
+          headers,
+          body: formBody(req.body),
+          headersTimeout: this.#options.timeoutMs,
+          bodyTimeout: this.#options.timeoutMs,
+        },
+        { maxBytes: this.#maxBytes, ctx, signal, discard: pauses },
+      );
     } catch (error) {
       if (error instanceof UpstreamError) throw error;
       throw classifyTransportError(error, ctx, reason());
     }
+    ctx.status = res.statusCode;
+    if (pauses(res.statusCode, res.headers)) {
+      const until = this.#now() + retryAfterMs(res.headers['retry-after'], this.#now());
+      this.#pausedUntil = Math.max(this.#pausedUntil, until);
+      this.budget?.pauseFor(until - this.#now());
+      throw new RateLimitedError(ctx, until);
+    }
+    const { body } = res;
     if (bytes) return { status: res.statusCode, text: '', body };
     if (body.length > APART_ABOVE_CHARS) await yieldToLoop();
     return { status: res.statusCode, text: this.scrub(body.toString('utf8')) };
