@@ -22,7 +22,8 @@
  * reads it as well. `--heap-snapshot FILE`: `v8.writeHeapSnapshot` (it collects first) of the daemon where the live
  * heap is measured (after the steady cycles, and after the graphs poll unless `--no-graphs`), with
  * `process.memoryUsage()` just before it on stderr; `node bench/heap-summary.ts FILE` tabulates it.
- * `--memory-detail`: at start and at each RSS row, what the RSS is made of (memoryDetail) on stderr (issue 53).
+ * `--memory-detail`: at start and at each RSS row, what the RSS is made of (memoryDetail) on stderr, and again 12 s
+ * after the steady cycle and the graphs poll, once the allocator has purged what was freed (issue 53).
  */
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
@@ -31,6 +32,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Session } from 'node:inspector/promises';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8';
 import Fastify from 'fastify';
@@ -64,6 +66,16 @@ const servers = Number(values.servers);
  * With `--memory-detail`: where RSS is at `where`, on stderr as one JSON line: process.memoryUsage(), V8's heap
  * spaces (committed, used) and /proc/self/smaps_rollup's resident anonymous and file-backed pages, MB.
  */
+/**
+ * With `--memory-detail`: memoryDetail again once the allocator has had time to give back what was freed (jemalloc
+ * purges dirty pages over `dirty_decay_ms`, 10 s by default). Only then: it delays every row after it.
+ */
+async function settled(where: string): Promise<void> {
+  if (!values['memory-detail']) return;
+  await sleep(12_000);
+  memoryDetail(`12 s ${where}`);
+}
+
 function memoryDetail(where: string): void {
   if (!values['memory-detail']) return;
   const mb = (bytes: number) => Math.round((bytes / 2 ** 20) * 10) / 10;
@@ -216,6 +228,7 @@ await floorAgent.close();
 const warm = await scrapeDuring(metricsUrl, cycle);
 const rssSteadyMb = process.memoryUsage().rss / 2 ** 20;
 memoryDetail('after the steady cycle');
+await settled('after the steady cycle');
 // One more steady cycle, scraped the way Prometheus scrapes (gzip): the plain-text cycle above is the harder case.
 // One gzip scrape before it, as Prometheus would have made since the start (the first one of a format waits).
 await scrapeTimes(metricsUrl, 1, true);
@@ -248,6 +261,7 @@ const graphsMs = values.graphs ? performance.now() - graphsStarted : Number.NaN;
 const { user: graphsUser, system: graphsSystem } = process.cpuUsage(graphsCpu);
 const rssGraphsMb = values.graphs ? process.memoryUsage().rss / 2 ** 20 : Number.NaN;
 memoryDetail('after the graphs poll');
+await settled('after the graphs poll');
 const exposition = await daemon.exposition.get();
 const gzipBytes = (await exposition.gzipped('text')).length;
 gc();
