@@ -26,6 +26,3 @@ export function loadRe2(feature: string): Re2Module {
   }
   return re2;
 }
-
-/** Whether this process has loaded re2js (for tests: a deployment without patterns never does). */
-export const re2Loaded = (): boolean => re2 !== undefined;
