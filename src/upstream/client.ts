@@ -33,7 +33,7 @@ import {
   retryAfterMs,
   textReply,
 } from './reply.js';
-import { AttemptSignals, settleBy, type StuckAttempts } from './attempt-signal.js';
+import { type Attempt, AttemptSignals, settleBy, type StuckAttempts } from './attempt-signal.js';
 import { formBody, type RequestEvent, type UpstreamRequest } from './request.js';
 import { ReadSlots } from './slots.js';
 import { APART_ABOVE_CHARS, yieldToLoop } from '../slices.js';
@@ -185,8 +185,8 @@ export class UpstreamClient {
   json<T>(req: UpstreamRequest, decode: ReplyDecoder<T>): Promise<T>;
   // Not `async`: #withRetry's promise is returned as it is, without a promise (and two microtasks) around it.
   json<T>(req: UpstreamRequest, decode?: ReplyDecoder<T>): Promise<T | unknown> {
-    return this.#withRetry(req, async (signal) => {
-      const { status, text } = await this.#send(req, signal);
+    return this.#withRetry(req, async (attempt) => {
+      const { status, text } = await this.#send(req, attempt);
       // A large reply (the server list) is parsed in a turn of the event loop of its own, and decoded in
       // another (slices.ts): a scrape or a timer waits for one of them at most.
       const large = text.length > APART_ABOVE_CHARS;
@@ -209,8 +209,8 @@ export class UpstreamClient {
     fromBytes: (body: Buffer, scrub: Scrubber) => T | undefined,
     decode: ReplyDecoder<T>,
   ): Promise<T> {
-    return this.#withRetry(req, async (signal) => {
-      const { status, body } = await this.#send(req, signal, true);
+    return this.#withRetry(req, async (attempt) => {
+      const { status, body } = await this.#send(req, attempt, true);
       const read = status >= 200 && status < 300 ? fromBytes(body!, this.scrub) : undefined;
       if (read !== undefined) return read;
       if (body!.length > APART_ABOVE_CHARS) await yieldToLoop();
@@ -221,8 +221,8 @@ export class UpstreamClient {
 
   /** Sends the request and returns the (scrubbed) text of a 2xx reply (the console's XML). Throws UpstreamError. */
   text(req: UpstreamRequest): Promise<string> {
-    return this.#withRetry(req, async (signal) => {
-      const { status, text } = await this.#send(req, signal);
+    return this.#withRetry(req, async (attempt) => {
+      const { status, text } = await this.#send(req, attempt);
       return textReply({ operation: req.operation, path: req.path, status }, text);
     });
   }
@@ -237,7 +237,7 @@ export class UpstreamClient {
    * write is sent once. A loop rather than p-retry: the success path, taken by nearly every one of a poll's
    * 10,000 requests, then costs no options object, validation or extra promises.
    */
-  async #withRetry<T>(req: UpstreamRequest, attempt: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  async #withRetry<T>(req: UpstreamRequest, attempt: (attempt: Attempt) => Promise<T>): Promise<T> {
     const ctx = { operation: req.operation, path: req.path };
     const retries = req.read ? this.#options.retries : 0;
     for (let retry = 0; ; retry++) {
@@ -267,11 +267,7 @@ export class UpstreamClient {
    * A background read waits behind every other read, for its slot and for its token, and background reads
    * hold at most half the slots: a slow picture never keeps attack detection from a slot.
    */
-  async #attempt<T>(
-    req: UpstreamRequest,
-    ctx: UpstreamContext,
-    attempt: (signal: AbortSignal) => Promise<T>,
-  ): Promise<T> {
+  async #attempt<T>(req: UpstreamRequest, ctx: UpstreamContext, attempt: (attempt: Attempt) => Promise<T>): Promise<T> {
     if (!req.read) {
       if (this.#pausedUntil !== 0) await this.#waitForPause(req, ctx);
       if (this.budget && !this.budget.tryTake('write')) await this.#takeBudget(req, ctx);
@@ -335,12 +331,12 @@ export class UpstreamClient {
   }
 
   /** Runs one attempt under its own deadline (and the caller's signal) and reports it to the observer. */
-  async #observe<T>(req: UpstreamRequest, attempt: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  async #observe<T>(req: UpstreamRequest, attempt: (attempt: Attempt) => Promise<T>): Promise<T> {
     const started = performance.now();
     let outcome = 'success';
     const current = this.#attempts.start(this.#options.timeoutMs, req.signal);
     try {
-      return await settleBy(attempt(current.signal), current, req, this.#stuck);
+      return await settleBy(attempt(current), current, req, this.#stuck);
     } catch (error) {
       outcome = error instanceof UpstreamError ? error.outcome : 'error';
       if (req.signal) this.#failures.count(req.signal, error);
@@ -378,10 +374,11 @@ export class UpstreamClient {
    */
   async #send(
     req: UpstreamRequest,
-    signal: AbortSignal,
+    attempt: Attempt,
     bytes = false,
   ): Promise<{ status: number; text: string; body?: Buffer }> {
     const ctx: UpstreamContext = { operation: req.operation, path: req.path };
+    const { signal } = attempt;
     const reason = () => (signal.aborted ? (signal.reason as AbortReason) : undefined);
     const headers = this.#headers(ctx);
     const target = this.#target(req.path);
@@ -400,7 +397,7 @@ export class UpstreamClient {
           headersTimeout: this.#options.timeoutMs,
           bodyTimeout: this.#options.timeoutMs,
         },
-        { maxBytes: this.#maxBytes, ctx, signal, discard: pauses },
+        { maxBytes: this.#maxBytes, ctx, attempt, discard: pauses },
       );
     } catch (error) {
       if (error instanceof UpstreamError) throw error;

@@ -49,14 +49,23 @@ export interface CollectedReply {
 /** How much of a discarded body (a 429's) is read to keep its connection, as undici's `dump()` does, in bytes. */
 export const DISCARD_LIMIT = 128 * 1024;
 
+/**
+ * What aborts an exchange: an attempt (attempt-signal.ts `Attempt`), which calls `onTransportAbort` when its
+ * signal fires, so that no event listener is added to the signal per exchange.
+ */
+export interface AbortSource {
+  readonly signal: AbortSignal;
+  onTransportAbort: (() => void) | undefined;
+}
+
 /** What `collectReply` needs besides the request. */
 export interface CollectOptions {
   /** largest body read, in bytes: a declared Content-Length above it is refused before reading, a body past it is abandoned */
   maxBytes: number;
   /** the request's context, for an error; its `status` is set once the reply's status is known */
   ctx: UpstreamContext;
-  /** aborts the exchange; its reason is the error the promise rejects with, unless the transport's came first */
-  signal: AbortSignal;
+  /** aborts the exchange; its signal's reason is the error the promise rejects with, unless the transport's came first */
+  attempt: AbortSource;
   /** a reply whose body is not wanted (a 429): read up to DISCARD_LIMIT and dropped, or its connection closed */
   discard?: (statusCode: number, headers: IncomingHttpHeaders) => boolean;
 }
@@ -65,7 +74,7 @@ export interface CollectOptions {
  * One exchange through undici's `dispatch` with a handler that collects the body into one buffer: no `Readable`
  * per reply, no body mixin (issue 53: 14.1 µs of client CPU per request against 18.5 µs for `request()` and
  * reading its body). The same bounds as a `request()` would give: the dispatcher's `headersTimeout` and
- * `bodyTimeout` from `dispatch`, `signal` aborting the exchange at any point, and `maxBytes`: a declared
+ * `bodyTimeout` from `dispatch`, the attempt's abort stopping the exchange at any point, and `maxBytes`: a declared
  * Content-Length over it refused before reading, an undeclared one abandoned past it (ResponseTooLargeError,
  * the connection closed). A transport failure rejects with undici's own error, as `request()` does.
  */
@@ -101,19 +110,20 @@ class BodyCollector implements Dispatcher.DispatchHandler {
    * starts (`onRequestStart`), as `request()` does, so that the client sees a transport holding it (issue 38).
    */
   readonly #onAbort = () => {
-    if (this.#controller) this.#abort(this.#options.signal.reason as Error);
+    if (this.#controller) this.#abort(this.#options.attempt.signal.reason as Error);
   };
 
   constructor(options: CollectOptions, resolve: (reply: CollectedReply) => void, reject: (error: Error) => void) {
     this.#options = options;
     this.#resolve = resolve;
     this.#reject = reject;
-    if (!options.signal.aborted) options.signal.addEventListener('abort', this.#onAbort, { once: true });
+    if (!options.attempt.signal.aborted) options.attempt.onTransportAbort = this.#onAbort;
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.#controller = controller;
-    if (this.#options.signal.aborted) this.#abort(this.#options.signal.reason as Error);
+    const { signal } = this.#options.attempt;
+    if (signal.aborted) this.#abort(signal.reason as Error);
   }
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
@@ -191,7 +201,8 @@ class BodyCollector implements Dispatcher.DispatchHandler {
   #settle(): void {
     this.#settled = true;
     this.#chunks = [];
-    this.#options.signal.removeEventListener('abort', this.#onAbort);
+    const { attempt } = this.#options;
+    if (attempt.onTransportAbort === this.#onAbort) attempt.onTransportAbort = undefined;
   }
 }
 

@@ -309,7 +309,9 @@ describe('against real sockets', () => {
 
   it('ends an attempt whose body trickles in at the total deadline, however often bytes arrive', async () => {
     const timers: NodeJS.Timeout[] = [];
+    let closed: Promise<true> | undefined;
     const { url } = await serve((res) => {
+      closed = new Promise((resolve) => res.once('close', () => resolve(true)));
       res.writeHead(200, { 'content-type': 'application/json' });
       // One byte every 50 ms: undici's per-chunk body timeout (300 ms) alone would never fire.
       const drip = () =>
@@ -323,9 +325,12 @@ describe('against real sockets', () => {
     });
     const c = new UpstreamClient({ baseUrl: url, apiKey: KEY, timeoutMs: 300, concurrency: 1, retries: 0 });
     const error = await setFirewallState(c, { serverId: '1', ip: '203.0.113.7', state: '1' }).catch((e: unknown) => e);
+    // The deadline aborted the exchange itself, not only the promise: the client closed the connection.
+    const closedByClient = await Promise.race([closed, new Promise((r) => setTimeout(() => r(false), 5_000))]);
     timers.forEach(clearTimeout);
     server!.closeAllConnections();
     await c.close();
+    expect(closedByClient).toBe(true);
     expect(error).toBeInstanceOf(UpstreamTimeoutError);
     // The body was being answered: the write may have acted.
     expect((error as UpstreamTimeoutError).outcomeUnknown).toBe(true);
