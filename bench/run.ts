@@ -258,10 +258,11 @@ const sizeRows = (first: SizeRun): Row[] => [
     measured: first.rssGraphsMb,
     unit: 'MB',
     reference: `${first.servers.toLocaleString('en')} images (default types × scales) in ${(first.graphsMs / 1000).toFixed(1)} s, CPU ${(first.graphsCpuMs / 1000).toFixed(1)} s, outcome ${first.graphsOutcome}`,
-    target: 200,
-    rule: '≤ 200 MB',
+    // Issue 53: a 10,000-image graphs poll may hold its decoded images' pages; 250 MB, 50 above the cycle's 200.
+    target: 250,
+    rule: '≤ 250 MB',
   },
-  bareRow('RSS after a graphs poll', first.rssGraphsMb, 200, first),
+  bareRow('RSS after a graphs poll', first.rssGraphsMb, 250, first),
   ...first.rows,
 ];
 const rows: Row[] = [
