@@ -12,7 +12,7 @@
  * Prints one JSON line (`SizeResult`) last.
  *
  *   node --max-semi-space-size=8 --expose-gc bench/size.ts --servers 10000 [--extras] [--no-graphs]
- *        [--profile steady.cpuprofile] [--alloc-profile steady.heapprofile] [--profile-cycles 3]
+ *        [--profile steady.cpuprofile] [--alloc-profile steady.heapprofile] [--profile-cycles 3] [--memory-detail]
  *
  * `--no-graphs` leaves out the graphs poll (its row then reads NaN); `--profile FILE` takes a CPU profile (V8's
  * sampling profiler, as `node --cpu-prof` takes it, through node:inspector) of `--profile-cycles` more steady
@@ -22,30 +22,30 @@
  * reads it as well. `--heap-snapshot FILE`: `v8.writeHeapSnapshot` (it collects first) of the daemon where the live
  * heap is measured (after the steady cycles, and after the graphs poll unless `--no-graphs`), with
  * `process.memoryUsage()` just before it on stderr; `node bench/heap-summary.ts FILE` tabulates it.
+ * `--memory-detail`: at start and at each RSS row, what the RSS is made of (memoryDetail) on stderr, and again 12 s
+ * after the steady cycle and the graphs poll, once the allocator has purged what was freed (issue 53).
  */
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Session } from 'node:inspector/promises';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { writeHeapSnapshot } from 'node:v8';
+import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8';
 import Fastify from 'fastify';
-import bcrypt from 'bcryptjs';
 import { Agent, request } from 'undici';
 import { buildApp } from '../dist/http/app.js';
 import { buildConfig } from '../dist/config/load.js';
 import { BcryptPool } from '../dist/http/bcrypt-pool.js';
 import { startDaemon } from '../dist/daemon/start.js';
 import { createLogger } from '../dist/logger.js';
-import { startSimulator } from '../dist/simulator/server.js';
 import { ATTACKED_PER_HOUR } from '../dist/simulator/state.js';
 import { percentile, type Row, SIZE_OPTIONS } from './options.ts';
 import { spawnSimulator } from './simulator.ts';
 import { spawnFlood } from './spawn-flood.ts';
-import { sporadicUsersRow } from './sporadic-users.ts';
 
 const { values } = parseArgs({
   options: {
@@ -56,10 +56,39 @@ const { values } = parseArgs({
     'alloc-profile': { type: 'string' },
     'profile-cycles': { type: 'string', default: '3' },
     'heap-snapshot': { type: 'string' },
+    'memory-detail': { type: 'boolean', default: false },
   },
   allowNegative: true,
 });
 const servers = Number(values.servers);
+
+/**
+ * With `--memory-detail`: where RSS is at `where`, on stderr as one JSON line: process.memoryUsage(), V8's heap
+ * spaces (committed, used) and /proc/self/smaps_rollup's resident anonymous and file-backed pages, MB.
+ */
+/**
+ * With `--memory-detail`: memoryDetail again once the allocator has had time to give back what was freed (jemalloc
+ * purges dirty pages over `dirty_decay_ms`, 10 s by default). Only then: it delays every row after it.
+ */
+async function settled(where: string): Promise<void> {
+  if (!values['memory-detail']) return;
+  await sleep(12_000);
+  memoryDetail(`12 s ${where}`);
+}
+
+function memoryDetail(where: string): void {
+  if (!values['memory-detail']) return;
+  const mb = (bytes: number) => Math.round((bytes / 2 ** 20) * 10) / 10;
+  const usage = Object.fromEntries(Object.entries(process.memoryUsage()).map(([k, v]) => [k, mb(v)]));
+  const spaces = Object.fromEntries(
+    getHeapSpaceStatistics().map((s) => [s.space_name, [mb(s.space_size), mb(s.space_used_size)]]),
+  );
+  const rollup = readFileSync('/proc/self/smaps_rollup', 'utf8');
+  const kb = (key: string) => mb(Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(rollup)?.[1] ?? 0) * 1024);
+  const smaps = { anonymous: kb('Anonymous'), fileBacked: kb('Rss') - kb('Anonymous') };
+  console.error(JSON.stringify({ memoryDetail: where, usage, smaps, spaces }));
+}
+
 const latencyMs = Number(values.latency);
 const concurrency = Number(values.concurrency);
 const scrapes = Number(values.scrapes);
@@ -119,6 +148,7 @@ const daemon = await startDaemon(config, { logger: createLogger('error'), schedu
 const metricsUrl = `${daemon.url}/metrics`;
 gc();
 const heapBefore = process.memoryUsage().heapUsed;
+memoryDetail('after start');
 
 /** CPU time of this thread (the event loop's), ms: unlike wall time, what other processes do moves it little. */
 function threadCpuMs(): number {
@@ -173,6 +203,7 @@ async function cycle() {
 }
 const cold = await scrapeDuring(metricsUrl, cycle);
 const rssMb = process.memoryUsage().rss / 2 ** 20;
+memoryDetail('after the first cycle');
 
 // The floor: the same requests from a bare undici loop, no daemon.
 const floorAgent = new Agent({ connections: concurrency });
@@ -201,6 +232,8 @@ await floorAgent.close();
 // The steady state: every minute in production the same servers are polled again.
 const warm = await scrapeDuring(metricsUrl, cycle);
 const rssSteadyMb = process.memoryUsage().rss / 2 ** 20;
+memoryDetail('after the steady cycle');
+await settled('after the steady cycle');
 // One more steady cycle, scraped the way Prometheus scrapes (gzip): the plain-text cycle above is the harder case.
 // One gzip scrape before it, as Prometheus would have made since the start (the first one of a format waits).
 await scrapeTimes(metricsUrl, 1, true);
@@ -232,6 +265,8 @@ const graphsOutcome = values.graphs ? await daemon.accounts.get('default')!.poll
 const graphsMs = values.graphs ? performance.now() - graphsStarted : Number.NaN;
 const { user: graphsUser, system: graphsSystem } = process.cpuUsage(graphsCpu);
 const rssGraphsMb = values.graphs ? process.memoryUsage().rss / 2 ** 20 : Number.NaN;
+memoryDetail('after the graphs poll');
+await settled('after the graphs poll');
 const exposition = await daemon.exposition.get();
 const gzipBytes = (await exposition.gzipped('text')).length;
 gc();
@@ -304,6 +339,11 @@ const result = {
 };
 
 if (values.extras) {
+  // What only the extras use is imported here, after the memory rows: the daemon loads none of it (bcryptjs only
+  // in its password worker, issue 53), so this process's RSS above is the daemon's and the bench's own.
+  const { default: bcrypt } = await import('bcryptjs');
+  const { startSimulator } = await import('../dist/simulator/server.js');
+  const { sporadicUsersRow } = await import('./sporadic-users.ts');
   const rows = result.rows;
   const agent = new Agent({ connections: 1 });
   async function scrape(url: string, headers: Record<string, string> = {}): Promise<number> {

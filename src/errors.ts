@@ -272,8 +272,8 @@ export class ForbiddenError extends AuthError {
 }
 
 /**
- * A basic-auth password could not be checked now: too many checks wait for the bcrypt worker, or this
- * client address already has its share of them in flight. 503 with `Retry-After`, so Alertmanager retries
+ * A basic-auth password could not be checked now: too many checks wait for the bcrypt worker, this client
+ * address already has its share of them in flight, or the worker cannot load bcryptjs. 503 with `Retry-After`, so Alertmanager retries
  * the delivery (it drops a 4xx).
  */
 export class AuthBusyError extends BaremetalError {

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import type { Config } from '../config/types.js';
-import { createMetrics, forAccount } from '../metrics/definitions.js';
+import { createMetrics } from '../metrics/definitions.js';
 import { type EngineDeps, RemediationEngine } from '../remediation/engine.js';
 import type { TargetDirectory } from '../remediation/types.js';
 import { schedulePeriodMs } from '../polls/poll.js';
@@ -59,7 +59,7 @@ export async function offlineEngine(
     account,
     store,
     client,
-    metrics: forAccount(createMetrics(new Registry()), account),
+    metrics: createMetrics(new Registry()),
     logger: pino({ level: 'silent' }),
     targets,
     config: config.remediation,

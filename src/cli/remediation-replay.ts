@@ -22,7 +22,7 @@ import type { Config } from '../config/types.js';
 import { BaremetalError, ConflictError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import { requestsFor, resolvedEpisodes } from '../remediation/rules.js';
-import { gateReading, replayedAlertList, replayedAlertmanager } from './replay-gate.js';
+import { type GateReading, gateReading, replayedAlertList, replayedAlertmanager } from './replay-gate.js';
 import { openStore } from '../store/open.js';
 import { DEFAULT_POOL_LIMITS } from '../store/postgres/bounds.js';
 import type { CircuitState, JournalEntry } from '../store/rows.js';
@@ -62,6 +62,9 @@ export interface Recorded {
   from: number;
   to: number;
 }
+
+/** What the replayed gate reads between the recorded decisions (replay-gate.ts `replayedAlertmanager`). */
+const NO_READING: GateReading = { unknown: 'no recorded reading for this step' };
 
 /** A request decided now: its outcome, and where its row is in the offline journal. */
 interface Decided {
@@ -119,6 +122,8 @@ export async function replay(
   }
   const { events, executions } = history(recorded.rows);
   const decided = new Map<number, Decided[] | { refused: string }>();
+  // The rows replayed as recorded (`replayRow`), by account and offline id: none is a decision of the replay's.
+  const copies = new Set<string>();
   const report: ReplayReport = {
     deliveries: [],
     operatorRows: [],
@@ -146,14 +151,20 @@ export async function replay(
       } else if (ev.kind === 'settlement') {
         if (am) am.reading = gateReading(executions.filter((e) => executedBy(e, ev.row)));
         await settleAgain(ev, decided.get(ev.index), engines);
-      } else if (ev.kind === 'operator') await replayRow(ev.row, engines.get(ev.row.account), report);
+      } else if (ev.kind === 'operator') {
+        const id = await replayRow(ev.row, engines.get(ev.row.account), report);
+        if (id !== undefined) copies.add(`${ev.row.account} ${id}`);
+      }
+      // A reading is the recorded decision's it was set for: a later decision none was recorded for (a step
+      // climbed at another event's tick under the new rules) reads none, as a daemon that cannot read Alertmanager.
+      if (am) am.reading = NO_READING;
     }
     clock.now = Math.max(clock.now, recorded.to);
     for (const e of engines.values()) await e.engine.tick();
     for (const ev of events)
       if (ev.kind === 'delivery')
         report.deliveries.push(await compare(ev.delivery, decided.get(ev.index), executions, engines));
-    report.ladder = await compareLadders(recorded.rows, engines);
+    report.ladder = await compareLadders(recorded.rows, engines, copies);
   } finally {
     for (const e of engines.values()) await e.close();
   }
@@ -172,6 +183,12 @@ const sameStep = (r: JournalEntry, then: JournalEntry) =>
   (r.decision === 'escalated') === (then.decision === 'escalated');
 
 /**
+ * Who withdrew `then` (a recorded withdrawal): the operator it names as approver, else its requester
+ * (remediation/approvals.ts `withdraw`).
+ */
+const withdrawer = (then: JournalEntry): string => then.approver ?? then.principal ?? REPLAY_PRINCIPAL;
+
+/**
  * A person's settlement of a ladder step that awaited approval, applied again to the replayed step of the same
  * episode when it awaits too (the replayed ladder climbed as the recorded one did).
  */
@@ -184,7 +201,7 @@ async function settleStep(then: JournalEntry, e: OfflineEngine | undefined): Pro
       await e.engine.approve(row, then.approver ?? REPLAY_PRINCIPAL, then.approverReason ?? undefined);
     else if (then.decision === 'denied_by_approver')
       await e.engine.deny(row, then.approver ?? REPLAY_PRINCIPAL, then.approverReason ?? undefined);
-    else await e.engine.withdraw(row, row.principal ?? REPLAY_PRINCIPAL);
+    else await e.engine.withdraw(row, withdrawer(then), then.approverReason ?? undefined);
   } catch (error) {
     if (!(error instanceof ConflictError)) throw error;
   }
@@ -198,6 +215,7 @@ async function settleStep(then: JournalEntry, e: OfflineEngine | undefined): Pro
 async function compareLadders(
   rows: readonly JournalEntry[],
   engines: Map<string, OfflineEngine>,
+  copies: ReadonlySet<string>,
 ): Promise<ReplayedLadderRow[]> {
   const then = ladderRows(rows);
   const thenExecutions = rows.filter(isApprovalExecution);
@@ -206,7 +224,8 @@ async function compareLadders(
   for (const e of engines.values()) {
     const all = await e.store.list({ limit: MAX_ROWS });
     now.push(...ladderRows(all));
-    nowExecutions.push(...all.filter(isApprovalExecution));
+    // Only the executions the replay's own approvals ran: a recorded one replayed as recorded settles nothing.
+    nowExecutions.push(...all.filter((r) => isApprovalExecution(r) && !copies.has(`${r.account} ${r.id}`)));
   }
   const out: ReplayedLadderRow[] = [];
   const matched = new Set<JournalEntry>();
@@ -294,7 +313,7 @@ async function settleAgain(
         d.executionId = ran.id;
       } else if (then.decision === 'denied_by_approver')
         await engine.deny(row, then.approver ?? REPLAY_PRINCIPAL, then.approverReason ?? undefined);
-      else await engine.withdraw(row, row.principal ?? REPLAY_PRINCIPAL);
+      else await engine.withdraw(row, withdrawer(then), then.approverReason ?? undefined);
     } catch (error) {
       // Expired under the new approval_timeout before the person's moment: the clock settled it.
       if (!(error instanceof ConflictError)) throw error;
@@ -303,12 +322,19 @@ async function settleAgain(
   }
 }
 
-/** An operator's or the `api` command's row, written to the offline journal as it was recorded. */
-async function replayRow(row: JournalEntry, e: OfflineEngine | undefined, report: ReplayReport): Promise<void> {
-  if (!e) return;
+/**
+ * An operator's or the `api` command's row (or an approval's execution no replayed row shows), written to the
+ * offline journal as it was recorded; returns its offline id.
+ */
+async function replayRow(
+  row: JournalEntry,
+  e: OfflineEngine | undefined,
+  report: ReplayReport,
+): Promise<number | undefined> {
+  if (!e) return undefined;
   const { id, completedAt: _c, upstreamOutcome: _u, ...entry } = row;
   if (row.decision === 'circuit_closed') await e.store.closeCircuit(row.account, row.createdAt);
-  await e.store.insert(entry);
+  const copy = await e.store.insert(entry);
   report.operatorRows.push({
     at: iso(row.createdAt),
     journalId: id,
@@ -319,6 +345,7 @@ async function replayRow(row: JournalEntry, e: OfflineEngine | undefined, report
     serverId: row.serverId === '' ? null : row.serverId,
     decision: row.decision,
   });
+  return copy;
 }
 
 /** A delivery's outcome then and now, with the settlements of the requests that awaited approval now. */

@@ -199,17 +199,30 @@ export function history(rows: readonly JournalEntry[]): { events: HistoryEvent[]
   });
   for (const row of rows)
     if (row.source === 'operator' || row.source === 'cli') events.push({ at: row.createdAt, kind: 'operator', row });
-  // An approval's execution whose request was made before the window: no delivery shows it, so it is replayed
-  // as recorded (it counts toward the cooldowns, the cap and the breaker as it did).
+  // An approval's execution whose request was made before the window: no delivery nor ladder row shows it, so it
+  // is replayed as recorded (it counts toward the cooldowns, the cap and the breaker as it did). One of a ladder
+  // step is the replayed step's approval's own (`step_settlement`): not inserted again.
+  const ladder = ladderRows(rows);
+  const settles = (e: JournalEntry) => (r: JournalEntry) => recordedOutcome(r, [e]).execution !== undefined;
   for (const e of executions)
-    if (e.source === 'alert' && !alerts.some((r) => recordedOutcome(r, [e]).execution !== undefined))
+    if (e.source === 'alert' && !alerts.some(settles(e)) && !ladder.some(settles(e)))
       events.push({ at: e.createdAt, kind: 'operator', row: e });
   // A verification that ended at its deadline: the replayed verifier runs at that moment, the outage gate reading
-  // what the next step's row recorded (the ladder climbs then), so that it settles on the recorded evidence.
+  // what the next step's row recorded (the ladder climbs then), so that it settles on the recorded evidence. Its
+  // `verifiedAt` is the deadline even when the tick that saw it ran later (remediation/verify.ts `#settle`): the ladder
+  // climbed when its next row was journaled, and the replayed one climbs then too.
   for (const row of rows)
-    if ((row.verification === 'ineffective' || row.verification === 'unknown') && row.verifiedAt !== null)
-      events.push({ at: row.verifiedAt, kind: 'deadline', row, next: rows.filter((r) => nextStepOf(r, row)) });
-  for (const row of ladderRows(rows))
+    if ((row.verification === 'ineffective' || row.verification === 'unknown') && row.verifiedAt !== null) {
+      const next = rows.filter((r) => nextStepOf(r, row));
+      const climbed = Math.min(...next.map((r) => r.createdAt));
+      events.push({
+        at: next.length > 0 ? Math.max(row.verifiedAt, climbed) : row.verifiedAt,
+        kind: 'deadline',
+        row,
+        next,
+      });
+    }
+  for (const row of ladder)
     if ((HUMAN_SETTLEMENTS as readonly string[]).includes(row.decision) && !withdrawnByResolution(row))
       events.push({ at: settledAt(row), kind: 'step_settlement', row });
   // Stable: at one moment a delivery comes before its own settlement, as it did.

@@ -173,7 +173,7 @@ function quietAsBefore(previous: ServiceSeries, { limits, knownIps = [] }: Histo
  */
 export function collectFirewallHistory(
   state: FirewallSeriesState,
-  metrics: Metrics,
+  { account, metrics }: { account: string; metrics: Pick<Metrics, 'firewallEventsDropped'> },
   ref: ServiceRef,
   events: FirewallEvent[],
   context: HistoryContext,
@@ -217,8 +217,8 @@ export function collectFirewallHistory(
   for (const [ip, held] of previous?.pending ?? NONE) if (counts.has(ip)) add(ip, held);
   let pending: Map<string, number> | undefined;
   for (const event of fresh) {
-    if (isIP(event.ip) === 0) metrics.firewallEventsDropped.inc({ reason: 'invalid_ip' });
-    else if (!counts.has(event.ip)) metrics.firewallEventsDropped.inc({ reason: 'ip_limit' });
+    if (isIP(event.ip) === 0) metrics.firewallEventsDropped.inc({ account, reason: 'invalid_ip' });
+    else if (!counts.has(event.ip)) metrics.firewallEventsDropped.inc({ account, reason: 'ip_limit' });
     // A series this poll creates is exposed at 0; its first events are added at the next poll (see pending).
     else if (!previous?.counts.has(event.ip)) {
       pending ??= new Map();

@@ -56,7 +56,8 @@ function sameSeries(previous: Inventory, servers: readonly ServerRecord[]): bool
 }
 
 /**
- * Makes the inventory of a server list (in the list's order: the exposition's) and sets the list's gauges.
+ * Makes the inventory of a server list (in the list's order: the exposition's) and sets the list's gauges of
+ * `account`.
  * Returns the new inventory and the ids of servers that were in `previous` but are gone now. The server series
  * are rendered from the inventory (collectors/families.ts), which reuses their bytes while it is the same Map:
  * a list whose series would be the same as `previous`'s (most of them) updates `previous` in place, with the
@@ -65,10 +66,10 @@ function sameSeries(previous: Inventory, servers: readonly ServerRecord[]): bool
 export function collectServerList(
   list: ServerList,
   previous: Inventory,
-  metrics: Pick<Metrics, 'servers' | 'serverRecordsSkipped'>,
+  { account, metrics }: { account: string; metrics: Pick<Metrics, 'servers' | 'serverRecordsSkipped'> },
 ): { inventory: Inventory; removed: string[] } {
-  metrics.servers.set(list.servers.length);
-  metrics.serverRecordsSkipped.set(list.skipped);
+  metrics.servers.set({ account }, list.servers.length);
+  metrics.serverRecordsSkipped.set({ account }, list.skipped);
   if (sameSeries(previous, list.servers)) {
     for (const server of list.servers) previous.set(server.serverId, server);
     return { inventory: previous, removed: [] };

@@ -84,11 +84,17 @@ export function bcryptHashProblem(user: string, hash: string, notBcrypt: string)
 export const MAX_BCRYPT_COST = 14;
 
 /**
+ * The cost (log2 of the rounds) `hash`, a bcrypt hash (`$2b$10$…`), names; NaN when it names none. Read here, not
+ * by bcryptjs, so that a process loads bcryptjs only in the worker that compares passwords (issue 53).
+ */
+export const bcryptCost = (hash: string): number => Number(/^\$2[a-z]?\$(\d{2})\$/.exec(hash)?.[1]);
+
+/**
  * What is wrong with the cost of `hash`, a BCRYPT_HASH of `user`: outside 4…MAX_BCRYPT_COST (bcrypt itself
  * allows 4…31), as a sentence naming the user; undefined when it is usable.
  */
 export function bcryptCostProblem(user: string, hash: string): string | undefined {
-  const cost = Number(hash.split('$')[2]);
+  const cost = bcryptCost(hash);
   if (cost < 4) return `the bcrypt hash of user ${user} has cost ${cost}; bcrypt needs 4 or more`;
   if (cost > MAX_BCRYPT_COST)
     return `the bcrypt hash of user ${user} has cost ${cost}, above ${MAX_BCRYPT_COST}: each login would take minutes to days; hash the password again with cost ${MAX_BCRYPT_COST} or less (htpasswd -B -C 10)`;

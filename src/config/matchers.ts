@@ -4,7 +4,8 @@
  * bare. Regular expressions are RE2 (re2js, linear time) and anchored, as Alertmanager anchors them. Kept as
  * plain data in the config (a reload copies it); compiled when matched.
  */
-import { RE2JS, RE2JSException } from 're2js';
+import type { RE2JS } from 're2js';
+import { loadRe2 } from './re2.js';
 
 /** One matcher: the label, how it compares, the value (a regular expression for `=~` and `!~`). */
 export interface LabelMatcher {
@@ -38,10 +39,20 @@ export function parseMatcher(text: string): LabelMatcher | string {
 
 const cache = new Map<string, RE2JS>();
 
-/** `pattern` compiled (anchored by `testExact`), or RE2's sentence when it is not valid RE2. */
+/**
+ * `pattern` compiled (anchored by `testExact`), or RE2's sentence when it is not valid RE2, or the sentence saying
+ * that re2js (loaded here, at the first regular expression: issue 53) failed to load.
+ */
 function compile(pattern: string): RE2JS | string {
   const hit = cache.get(pattern);
   if (hit) return hit;
+  let re2: ReturnType<typeof loadRe2>;
+  try {
+    re2 = loadRe2('a regular-expression matcher (=~, !~)');
+  } catch (error) {
+    return (error as Error).message;
+  }
+  const { RE2JS, RE2JSException } = re2;
   try {
     const re = RE2JS.compile(pattern);
     // Bounded: the patterns come from the config, so a handful.

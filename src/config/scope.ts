@@ -6,7 +6,8 @@
  * An out-of-scope server is dropped from the server list before anything else sees it (polls/servers.ts):
  * it gets no per-server request, makes no series, is no discovery target and no remediation target.
  */
-import { RE2JS, RE2JSException } from 're2js';
+import type { RE2JS } from 're2js';
+import { loadRe2 } from './re2.js';
 
 /** One selector as the file gives it: exactly one of the keys. */
 export type ServerSelectorFile = { id: string } | { location: string } | { hostname: string };
@@ -29,15 +30,22 @@ export interface ScopedServer {
 /**
  * The compiled `hostname` selector: RE2 syntax (`(?i)` and the other flags, classes, Unicode classes; no
  * lookaround, no backreference), matched in time linear in the hostname's length whatever the pattern.
- * Returns RE2's own sentence (`error parsing regexp: invalid escape sequence: \`\\1\``) when `pattern` is not
- * valid RE2.
+ * Returns a sentence for the config problem when it cannot be compiled: `not a valid RE2 regular expression: `
+ * and RE2's own sentence (`error parsing regexp: invalid escape sequence: \`\\1\``) when `pattern` is not valid
+ * RE2, or the sentence saying that re2js (loaded here, at the first pattern: issue 53) failed to load.
  */
 export function compileHostname(pattern: string): RE2JS | string {
+  let re2: ReturnType<typeof loadRe2>;
   try {
-    return RE2JS.compile(pattern);
+    re2 = loadRe2('a hostname pattern (servers.include, servers.exclude)');
+  } catch (error) {
+    return (error as Error).message;
+  }
+  try {
+    return re2.RE2JS.compile(pattern);
   } catch (error) {
     // RE2JSException (the parser's refusal) or anything else the compiler throws: the pattern is refused.
-    return error instanceof RE2JSException ? error.message : `cannot be compiled: ${String(error)}`;
+    return `not a valid RE2 regular expression: ${error instanceof re2.RE2JSException ? error.message : `cannot be compiled: ${String(error)}`}`;
   }
 }
 

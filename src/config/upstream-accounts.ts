@@ -84,8 +84,7 @@ export function compileScope(checks: ConfigDocument, at: string): ServerScope | 
         continue;
       }
       const compiled = compileHostname(selector.hostname);
-      if (typeof compiled === 'string')
-        checks.problems.push(`${at}.${list}.${i}.hostname: not a valid RE2 regular expression: ${compiled}`);
+      if (typeof compiled === 'string') checks.problems.push(`${at}.${list}.${i}.hostname: ${compiled}`);
       else scope[list].push({ hostname: compiled });
     }
   }

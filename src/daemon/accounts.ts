@@ -1,6 +1,6 @@
 /**
  * One runtime per configured account: its own upstream client (its key, limits and pool), its own poll
- * jobs, schedule, graph store, attack-event ledger and metrics view (every series labelled `account`).
+ * jobs, schedule, graph store and attack-event ledger; its series are the registry's, each labelled `account`.
  * Nothing is shared between two runtimes but the registry and the logger, so a bad key, a 5xx or a
  * timeout of one account never touches another's polls or series.
  */
@@ -12,7 +12,7 @@ import type { AccountConfig, Config } from '../config/types.js';
 import type { EventLedger } from '../store/store.js';
 import { GraphStore, type GraphMirror } from '../graphs/store.js';
 import { createApiObserver } from '../metrics/api-observer.js';
-import { forAccount, type Metrics, type RunOutcome } from '../metrics/definitions.js';
+import { exposeAccountFromZero, type Metrics, type RunOutcome } from '../metrics/definitions.js';
 import { PollJobs } from '../scheduler/jobs.js';
 import { Scheduler } from '../scheduler/scheduler.js';
 import type { UpstreamClient, UpstreamClientOptions } from '../upstream/client.js';
@@ -23,7 +23,7 @@ export interface AccountRuntime {
   /** the account's name: the value of its `account` label */
   name: string;
   client: UpstreamClient;
-  /** the registry's metrics with `account` bound to this account */
+  /** the registry's metrics (every account's): each call names the account (`{ account: name, … }`) */
   metrics: Metrics;
   /** what the account's polls know: its inventory, scope, firewall and attack state (the readers read it) */
   state: AccountState;
@@ -42,7 +42,7 @@ export interface AccountRuntime {
 }
 
 export interface AccountDeps {
-  /** the registry's metrics (unscoped); each runtime binds its account */
+  /** the registry's metrics: an account's parts name it in each call */
   metrics: Metrics;
   logger: Logger;
   config: Pick<Config, 'graphs' | 'firewall' | 'schedules' | 'stateDir' | 'collectors'>;
@@ -73,8 +73,9 @@ export async function startAccount(
   options: { legacyGraphs: boolean },
 ): Promise<AccountRuntime> {
   const logger = deps.logger.child({ account: account.name });
-  const metrics = forAccount(deps.metrics, account.name);
-  const apiObserver = createApiObserver(metrics, deps.onChange);
+  const { metrics } = deps;
+  exposeAccountFromZero(metrics, account.name);
+  const apiObserver = createApiObserver({ account: account.name, metrics }, deps.onChange);
   const client = clientFromConfig(account.upstream, {
     ...deps.clientOptions,
     onRequest: apiObserver.onRequest,
@@ -94,7 +95,7 @@ export async function startAccount(
   });
   const loaded = await graphStore.load();
   if (loaded > 0) logger.info({ images: loaded }, 'graph images loaded from the state directory');
-  metrics.graphImages.set(graphStore.size);
+  metrics.graphImages.set({ account: account.name }, graphStore.size);
   const ledger = deps.eventLedger(account.name);
   const remembered = await loadEventIds(ledger, logger);
   const workedOnce = new Set<JobName>();
@@ -103,6 +104,7 @@ export async function startAccount(
   const state = new AccountState(config, deps.now);
   state.restoreEventIds(remembered.services);
   const polls = new PollJobs({
+    account: account.name,
     client,
     metrics,
     logger,
@@ -124,7 +126,7 @@ export async function startAccount(
   const scheduler = new Scheduler(
     polls.jobs,
     deps.config.schedules,
-    (poll, seconds) => metrics.pollInterval.set({ poll }, seconds),
+    (poll, seconds) => metrics.pollInterval.set({ account: account.name, poll }, seconds),
     logger,
     deps.leads && (() => deps.leads!(account.name)),
   );

@@ -73,7 +73,7 @@ export interface Daemon {
   url: string;
   registry: Registry;
   metrics: Metrics;
-  /** each account's runtime (client, poll jobs, graph store, metrics view), by name */
+  /** each account's runtime (client, poll jobs, graph store, state), by name */
   accounts: Map<string, AccountRuntime>;
   /** each account's remediation engine (its client, server list and metrics), by name, over one journal */
   engines: Map<string, RemediationEngine>;

@@ -17,13 +17,16 @@
  * - an unknown user is compared with the configured hash of the lowest cost, through the same queue: it
  *   costs what the cheapest known user costs, never more, and answers in the same time;
  * - a request refused without a check is counted by its reason (`baremetal_http_auth_refusals_total`);
+ * - bcryptjs is loaded by the worker only (a deployment without basic-auth users never loads it); when it cannot
+ *   load, a basic-auth request is answered 503 (never 401: no password was compared) and the error naming the
+ *   feature and the package is logged once a minute;
  * - every refusal is answered `FAILURE_DELAY_MS` late (a timer, no CPU), so a client looping on wrong
  *   credentials makes a few requests a second per connection instead of thousands.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import bcrypt from 'bcryptjs';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
+import { bcryptCost } from '../config/formats.js';
 import { AuthBusyError, AuthError, AuthRateLimitedError, ForbiddenError } from '../errors.js';
 import type { AuthRefusalReason, Metrics } from '../metrics/definitions.js';
 import { AddressAllowance } from './auth-allowance.js';
@@ -99,10 +102,11 @@ export function createAuthCheck(
   const users = new Map(Object.entries(auth.basicAuthUsers));
   // The hash an unknown user is compared with: the cheapest configured one, so that an unknown user
   // costs no more than a known one and takes the same path.
-  const decoy = [...users.values()].sort((a, b) => bcrypt.getRounds(a) - bcrypt.getRounds(b))[0];
+  const decoy = [...users.values()].sort((a, b) => bcryptCost(a) - bcryptCost(b))[0];
   const remembered = new Map<string, number>();
   let refusedSinceWarning = 0;
   let lastWarning = -Infinity;
+  let lastUnavailable = -Infinity;
 
   const remember = (key: string) => {
     const t = now();
@@ -170,7 +174,17 @@ export function createAuthCheck(
         await delay();
         throw error;
       }
-      const ok = await verifier.compare(password, hash ?? decoy).catch(() => false as const);
+      const ok = await verifier.compare(password, hash ?? decoy).catch((error: unknown) => error as Error);
+      if (ok instanceof Error) {
+        // Nothing was compared (bcryptjs failed to load): not a wrong password, so no 401 and no allowance spent.
+        admission.release(false);
+        if (now() - lastUnavailable >= BUSY_WARNING_MS) {
+          logger?.error({ err: ok }, 'basic-auth passwords cannot be checked');
+          lastUnavailable = now();
+        }
+        await delay();
+        throw new AuthBusyError('credentials not checked: the password check is unavailable (see the log)', 60);
+      }
       admission.release(ok === false || (ok === true && hash === undefined));
       if (ok === 'busy') {
         const error = uncheckedRefusal('busy');

@@ -13,13 +13,17 @@ export const BCRYPT_WORKERS = 1;
 /** Comparisons waiting for a worker at most; at cost 10 (≈ 70 ms each) the last one waits about half a second. */
 export const BCRYPT_QUEUE = 8;
 
-/** Checks a password against a bcrypt hash; `'busy'` means it was not checked because too many checks wait. */
+/**
+ * Checks a password against a bcrypt hash; `'busy'` means it was not checked because too many checks wait. Rejects
+ * with an Error saying why when no password can be checked at all (bcryptjs failed to load).
+ */
 export interface PasswordVerifier {
   compare(password: string, hash: string): Promise<boolean | 'busy'>;
 }
 
 interface Job extends CompareRequest {
   resolve: (ok: boolean) => void;
+  reject: (error: Error) => void;
 }
 
 interface Slot {
@@ -44,6 +48,8 @@ export class BcryptPool implements PasswordVerifier {
   readonly #slots: Slot[] = [];
   #nextId = 0;
   #closed = false;
+  /** why no password can be checked: the worker could not load bcryptjs (it will not, later, either) */
+  #unavailable: string | undefined;
 
   constructor(options: { workers?: number; queue?: number } = {}) {
     this.#workers = options.workers ?? BCRYPT_WORKERS;
@@ -57,6 +63,7 @@ export class BcryptPool implements PasswordVerifier {
 
   compare(password: string, hash: string): Promise<boolean | 'busy'> {
     if (this.#closed) return Promise.resolve(false);
+    if (this.#unavailable !== undefined) return Promise.reject(new Error(this.#unavailable));
     if (
       this.#queue.length >= this.#queueCap &&
       this.#slots.length >= this.#workers &&
@@ -65,8 +72,8 @@ export class BcryptPool implements PasswordVerifier {
       this.refused++;
       return Promise.resolve('busy');
     }
-    return new Promise<boolean>((resolve) => {
-      this.#queue.push({ id: this.#nextId++, password, hash, resolve });
+    return new Promise<boolean>((resolve, reject) => {
+      this.#queue.push({ id: this.#nextId++, password, hash, resolve, reject });
       this.#dispatch();
     });
   }
@@ -104,6 +111,11 @@ export class BcryptPool implements PasswordVerifier {
       if (slot.job?.id !== reply.id) return;
       const job = slot.job;
       slot.job = undefined;
+      if (reply.unavailable !== undefined) {
+        this.#unavailable = reply.unavailable;
+        for (const waiting of [job, ...this.#queue.splice(0)]) waiting.reject(new Error(reply.unavailable));
+        return;
+      }
       job.resolve(reply.ok);
       this.#dispatch();
     });

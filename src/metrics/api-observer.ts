@@ -23,7 +23,13 @@ export interface ApiObserver {
   onPollFinished: (job: JobName, outcome: RunOutcome) => void;
 }
 
-export function createApiObserver(metrics: Metrics, onChange: () => void): ApiObserver {
+/** The account whose requests are observed: its name (their `account` label) and the metrics they count in. */
+export interface ObservedAccount {
+  account: string;
+  metrics: Pick<Metrics, 'apiRequests' | 'apiRequestDuration' | 'apiUp'>;
+}
+
+export function createApiObserver({ account, metrics }: ObservedAccount, onChange: () => void): ApiObserver {
   const requests = new Map<string, ReturnType<Metrics['apiRequests']['labels']>>();
   const durations = new Map<string, ReturnType<Metrics['apiRequestDuration']['labels']>>();
   /** undefined until the first servers poll has finished */
@@ -35,12 +41,12 @@ export function createApiObserver(metrics: Metrics, onChange: () => void): ApiOb
       const key = `${operation}\u0000${outcome}`;
       let counter = requests.get(key);
       if (!counter) {
-        counter = metrics.apiRequests.labels({ operation, outcome });
+        counter = metrics.apiRequests.labels({ account, operation, outcome });
         requests.set(key, counter);
       }
       let histogram = durations.get(operation);
       if (!histogram) {
-        histogram = metrics.apiRequestDuration.labels({ operation });
+        histogram = metrics.apiRequestDuration.labels({ account, operation });
         durations.set(operation, histogram);
       }
       counter.inc();
@@ -56,7 +62,7 @@ export function createApiObserver(metrics: Metrics, onChange: () => void): ApiOb
         succeeded = failed = 0;
       }
       if (serversOk === undefined) return;
-      metrics.apiUp.set(serversOk && !(failed > 0 && succeeded === 0) ? 1 : 0);
+      metrics.apiUp.set({ account }, serversOk && !(failed > 0 && succeeded === 0) ? 1 : 0);
       onChange();
     },
   };

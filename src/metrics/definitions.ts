@@ -54,12 +54,35 @@ export type AuthRefusalReason = (typeof AUTH_REFUSAL_REASONS)[number];
 /** `baremetal_poll_runs_total{outcome}` (RunOutcome). */
 const POLL_OUTCOMES = ['success', 'partial', 'failure', 'skipped'] as const;
 
-/** Builds every metric on `registry`. `defaultMetrics` adds Node's process_* and nodejs_* metrics. */
-// biome-ignore lint/complexity/noExcessiveLinesPerFunction: the declarative list of every metric, one place (one source of truth per concept)
-export function createMetrics(registry: Registry, options: { defaultMetrics?: boolean; version?: string } = {}) {
-  const registers = [registry];
+/**
+ * Builds every metric on `registry`. `defaultMetrics` adds Node's process_* and nodejs_* metrics. The metrics of
+ * ACCOUNT_METRICS are typed as AccountCalls: every call names all of their labels, `account` included.
+ */
+export function createMetrics(
+  registry: Registry,
+  options: { defaultMetrics?: boolean; version?: string } = {},
+): Metrics {
   if (options.defaultMetrics) registerProcessMetrics(registry);
-  const metrics = {
+  const metrics = declareMetrics([registry]);
+  metrics.buildInfo.set(
+    {
+      version: options.version ?? '0.0.0',
+      revision: BUILD.revision,
+      branch: BUILD.branch,
+      nodejs: process.version,
+      goversion: `node${process.versions.node}`,
+    },
+    1,
+  );
+  // Exposed from 0, so that rate() and increase() see the first refusal after a start.
+  for (const reason of AUTH_REFUSAL_REASONS) metrics.httpAuthRefusals.inc({ reason }, 0);
+  return metrics;
+}
+
+/** Every metric, as prom-client types it, registered on `registers`. */
+// biome-ignore lint/complexity/noExcessiveLinesPerFunction: the declarative list of every metric, one place (one source of truth per concept)
+function declareMetrics(registers: Registry[]) {
+  return {
     buildInfo: new Gauge({
       name: 'baremetal_exporter_build_info',
       help: 'Always 1; labels carry the exporter version, the git revision and branch it was built from (unknown when not built from a checkout) and the Node.js version (nodejs, and goversion as other exporters name their runtime).',
@@ -330,6 +353,12 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['status', 'matched'] as const,
       registers,
     }),
+    alertsLabelsTooLong: new Counter({
+      name: 'baremetal_alerts_labels_too_long_total',
+      help: 'Alerts received by the Alertmanager webhook receiver that a remediation rule matched and whose labels are longer than a journal row keeps (4096 characters as JSON), by status (firing, resolved): their rows keep the SHA-256 of the labels, no silence is made while they are handled, remediation replay cannot decide them again (logged once per alert delivered).',
+      labelNames: ['status'] as const,
+      registers,
+    }),
     alertmanagerUp: new Gauge({
       name: 'baremetal_alertmanager_up',
       help: "1 when the last request to Alertmanager's API (remediation.alertmanager, its url as the label) succeeded, 0 when it failed (the outage gate then denies power actions; the log says why once); absent when no Alertmanager is configured or none was asked yet.",
@@ -364,19 +393,6 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       registers,
     }),
   };
-  metrics.buildInfo.set(
-    {
-      version: options.version ?? '0.0.0',
-      revision: BUILD.revision,
-      branch: BUILD.branch,
-      nodejs: process.version,
-      goversion: `node${process.versions.node}`,
-    },
-    1,
-  );
-  // Exposed from 0, so that rate() and increase() see the first refusal after a start.
-  for (const reason of AUTH_REFUSAL_REASONS) metrics.httpAuthRefusals.inc({ reason }, 0);
-  return metrics;
 }
 
 /**
@@ -415,14 +431,14 @@ export const LEADER_ONLY_METRICS = [
   // desired firewall state another replica changed.
   'remediationCircuitOpen',
   'firewallDesiredState',
-] as const satisfies ReadonlyArray<keyof Metrics>;
+] as const satisfies ReadonlyArray<MetricKey>;
 
 /**
  * The event counters whose series appear as events arrive (a new IP under attack): in OpenMetrics each
  * sample is followed by its `_created` time, so a scraper that ingests created timestamps knows the
  * counter started from 0 (docs/metrics-counters.md).
  */
-export const CREATED_METRICS = ['attackEventsTotal'] as const satisfies ReadonlyArray<keyof Metrics>;
+export const CREATED_METRICS = ['attackEventsTotal'] as const satisfies ReadonlyArray<MetricKey>;
 
 /** The names of CREATED_METRICS (as prom-client registered them). */
 export function createdNames(metrics: Metrics): Set<string> {
@@ -444,7 +460,7 @@ export const ACCOUNT_METRICS = [
   'actionBudgetRemaining',
   'remediationVerifications',
   'remediationRecovery',
-] as const satisfies ReadonlyArray<keyof Metrics>;
+] as const satisfies ReadonlyArray<MetricKey>;
 
 /** The names of LEADER_ONLY_METRICS (as prom-client registered them). */
 export function leaderOnlyNames(metrics: Metrics): Set<string> {
@@ -452,68 +468,20 @@ export function leaderOnlyNames(metrics: Metrics): Set<string> {
 }
 
 /**
- * The metrics as one account sees them: each prom-client metric of ACCOUNT_METRICS with the label `account`
- * filled in on every call (`set`, `inc`, `observe`, `labels`…), the others as they are (a StateFamily is never
- * called: its samples come from the state). Poll jobs and the remediation engine take a `Metrics` and never
- * name the account: it is bound once, here.
+ * Exposes from 0 the series of `account` that alerts read before its first event; called once per account, where
+ * its runtime is built (daemon/accounts.ts). The counters whose label values are known, so that rate(), increase()
+ * and alerts on them see the first event after a start (a series that appears at 1 has no increase); and the
+ * gauges exposed at 0 from the start before accounts (the API down until its first server list says otherwise).
  */
-export function forAccount(metrics: Metrics, account: string): Metrics {
-  const scoped: Partial<Record<keyof Metrics, unknown>> = {};
-  for (const key of ACCOUNT_METRICS)
-    if (!(metrics[key] instanceof StateFamily)) scoped[key] = withAccount(metrics[key], account);
-  const view = { ...metrics, ...scoped } as Metrics;
-  // Counters whose label values are known are exposed from 0, so that rate(), increase() and alerts on
-  // them see the first event after a start (a series that appears at 1 has no increase).
-  for (const reason of ['invalid_ip', 'ip_limit'] as const) view.firewallEventsDropped.inc({ reason }, 0);
-  for (const action of ACTIONS) for (const decision of DECISIONS) view.actionRequests.inc({ action, decision }, 0);
+export function exposeAccountFromZero(metrics: Metrics, account: string): void {
+  for (const reason of ['invalid_ip', 'ip_limit'] as const) metrics.firewallEventsDropped.inc({ account, reason }, 0);
+  for (const action of ACTIONS)
+    for (const decision of DECISIONS) metrics.actionRequests.inc({ account, action, decision }, 0);
   for (const operation of DAEMON_OPERATIONS)
-    for (const outcome of REQUEST_OUTCOMES) view.apiRequests.inc({ operation, outcome }, 0);
-  for (const poll of JOB_NAMES) for (const outcome of POLL_OUTCOMES) view.pollRuns.inc({ poll, outcome }, 0);
-  // A gauge with labels has no series until set: these were exposed at 0 from the start before accounts
-  // (the API down until its first server list says otherwise).
-  for (const gauge of [view.apiUp, view.servers, view.serverRecordsSkipped]) gauge.set(0);
-  return view;
-}
-
-/** prom-client's methods whose first argument is the optional label set. */
-const LABELLED = new Set([
-  'set',
-  'inc',
-  'dec',
-  'observe',
-  'remove',
-  'labels',
-  'startTimer',
-  'setToCurrentTime',
-  'zero',
-]);
-
-/**
- * `metric` with `{ account }` merged into (or put before) the label set of each labelled call. A Proxy
- * rather than a class per metric type: prom-client's overloads (`set(v)`, `set(labels, v)`) stay typed
- * as they are, and no call site changes.
- */
-function withAccount<M extends object>(metric: M, account: string): M {
-  // One wrapper per method, made on first use: collectors call these per series on every poll.
-  const wrappers = new Map<string, (...args: unknown[]) => unknown>();
-  return new Proxy(metric, {
-    get(target, prop) {
-      const value: unknown = Reflect.get(target, prop, target);
-      if (typeof prop !== 'string' || typeof value !== 'function') return value;
-      if (!LABELLED.has(prop)) return value;
-      let wrapper = wrappers.get(prop);
-      if (!wrapper) {
-        wrapper = (...args: unknown[]) => {
-          const first = args[0];
-          if (first !== null && typeof first === 'object')
-            return value.call(target, { account, ...first }, ...args.slice(1));
-          return value.call(target, { account }, ...args);
-        };
-        wrappers.set(prop, wrapper);
-      }
-      return wrapper;
-    },
-  });
+    for (const outcome of REQUEST_OUTCOMES) metrics.apiRequests.inc({ account, operation, outcome }, 0);
+  for (const poll of JOB_NAMES)
+    for (const outcome of POLL_OUTCOMES) metrics.pollRuns.inc({ account, poll, outcome }, 0);
+  for (const gauge of [metrics.apiUp, metrics.servers, metrics.serverRecordsSkipped]) gauge.set({ account }, 0);
 }
 
 /**
@@ -532,8 +500,45 @@ function registerProcessMetrics(registry: Registry): void {
   }
 }
 
-/** Every metric of the exporter, by role. */
-export type Metrics = ReturnType<typeof createMetrics>;
+/** Every metric as prom-client types it (declareMetrics). */
+type DeclaredMetrics = ReturnType<typeof declareMetrics>;
+
+/** The key of a metric in `Metrics`. */
+export type MetricKey = keyof DeclaredMetrics;
+
+/** A label set that names every label of a metric. */
+export type AllLabels<L extends string> = Readonly<Record<L, string | number>>;
+
+/**
+ * A prom-client metric of ACCOUNT_METRICS as the code may call it: the same object, typed with only the calls
+ * that take a label set, and that label set complete. prom-client's own types make every label optional
+ * (`LabelValues<T>`) and accept a call with none (`set(3)`), which on these would expose a series without
+ * `account`; typed so, forgetting it does not compile. Types only: nothing wraps prom-client's methods.
+ */
+export type AccountCalls<M> =
+  M extends Histogram<infer L>
+    ? {
+        observe(labels: AllLabels<L>, value: number): void;
+        zero(labels: AllLabels<L>): void;
+        labels(labels: AllLabels<L>): Histogram.Internal<L>;
+        get: Histogram<L>['get'];
+      }
+    : M extends Gauge<infer L>
+      ? { set(labels: AllLabels<L>, value: number): void; get: Gauge<L>['get'] }
+      : M extends Counter<infer L>
+        ? {
+            inc(labels: AllLabels<L>, value?: number): void;
+            labels(labels: AllLabels<L>): Counter.Internal;
+            get: Counter<L>['get'];
+          }
+        : M;
+
+/** Every metric of the exporter, by role; those of ACCOUNT_METRICS typed as AccountCalls. */
+export type Metrics = {
+  readonly [K in MetricKey]: K extends (typeof ACCOUNT_METRICS)[number]
+    ? AccountCalls<DeclaredMetrics[K]>
+    : DeclaredMetrics[K];
+};
 
 /** The families rendered from the accounts' state: collectors/families.ts emits each one's samples. */
 export type StateFamilyKey = {

@@ -98,7 +98,7 @@ async function pollFirewall(context: PollContext, signal: AbortSignal, job: Fire
     // The server may have been removed while this request was in flight.
     if (ref.serviceType === 'dedicated' && !state.inventory.has(ref.serviceId)) return;
     const knownIps = ref.serviceType === 'dedicated' ? (state.inventory.get(ref.serviceId)?.ips ?? []) : [];
-    collectFirewallHistory(state.firewallState, metrics, ref, events, {
+    collectFirewallHistory(state.firewallState, context, ref, events, {
       limits: config.firewall,
       now: context.now(),
       knownIps,
@@ -127,7 +127,7 @@ async function pollFirewall(context: PollContext, signal: AbortSignal, job: Fire
   // Each a loop over every service (10,000 at the bench's size): each in a turn of the event loop of its own,
   // after the last reply's, so that a scrape waits for one of them at most (issue 43).
   await yieldToLoop();
-  metrics.pollItemsPending.set({ poll: job }, round.pending(services));
+  metrics.pollItemsPending.set({ account: context.account, poll: job }, round.pending(services));
   await yieldToLoop();
   state.oldestReadAgeSeconds = (state.oldestRead()?.ageMs ?? 0) / 1000;
   await yieldToLoop();

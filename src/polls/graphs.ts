@@ -28,7 +28,7 @@ export const graphsPoll = {
       if (signal.aborted) logger.warn(fields, 'graph poll cancelled');
       else logger.warn({ ...fields, err: error }, 'graph poll failed');
     });
-    metrics.graphImages.set(graphStore.size);
+    metrics.graphImages.set({ account: context.account }, graphStore.size);
     return result;
   },
   switchedOff: graphsOff,
@@ -41,5 +41,5 @@ export const graphsPoll = {
 async function graphsOff(context: PollContext): Promise<void> {
   const { graphStore, metrics } = context;
   await graphStore.retainServers(new Set());
-  metrics.graphImages.set(graphStore.size);
+  metrics.graphImages.set({ account: context.account }, graphStore.size);
 }

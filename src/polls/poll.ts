@@ -33,6 +33,8 @@ export type PollConfig = Pick<Config, 'graphs' | 'firewall' | 'schedules'> &
 
 /** One account's parts a poll works with; the same object for every run of every poll of the account. */
 export interface PollContext {
+  /** the account's name: the `account` label of every series the polls set */
+  account: string;
   client: UpstreamClient;
   metrics: Metrics;
   logger: Logger;

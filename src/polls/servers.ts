@@ -41,7 +41,7 @@ async function applyList(context: PollContext, listed: ServerList): Promise<Work
   const list = scope ? { ...listed, servers: listed.servers.filter((server) => inScope(scope, server)) } : listed;
   const kept = new Set(list.servers);
   state.outOfScopeIds = new Set(listed.servers.filter((s) => !kept.has(s)).map((s) => s.serverId));
-  const { inventory, removed } = collectServerList(list, state.inventory, metrics);
+  const { inventory, removed } = collectServerList(list, state.inventory, context);
   const first = !state.serversKnown;
   state.inventory = inventory;
   state.serversKnown = true;
@@ -52,6 +52,6 @@ async function applyList(context: PollContext, listed: ServerList): Promise<Work
   }
   if (first) await graphStore.retainServers(new Set(inventory.keys()));
   warnBudget(context);
-  metrics.graphImages.set(graphStore.size);
+  metrics.graphImages.set({ account: context.account }, graphStore.size);
   return { items: 1, failed: 0 };
 }

@@ -19,7 +19,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/types.js';
 import { DATABASE_UNREACHABLE } from '../config/database-url.js';
 import { JournalError, NotReadyError } from '../errors.js';
-import { type JournalEntry, labelsTooLong, MAX_LABELS_JSON } from '../store/rows.js';
+import type { JournalEntry } from '../store/rows.js';
 import { type ApprovalResult, Approvals } from './approvals.js';
 import type { StateQueries, StateStore } from '../store/store.js';
 import type { Metrics } from '../metrics/definitions.js';
@@ -182,7 +182,6 @@ export class RemediationEngine {
       throw new Error(`request for account ${asked.account} given to the engine of account ${account}`);
     this.#requireUsable();
     await this.ready;
-    if (asked.alert?.labels !== undefined) this.#warnLabelsTooLong(asked.alert);
     // A ladder stopped at a step that expired unapproved: the delivery asks for that step again (episode.ts).
     const again = await this.#episodes.expiredStep(asked);
     const req = again === undefined ? asked : makeRequest({ kind: 'ladder', row: again.before, steps: again.steps });
@@ -307,21 +306,7 @@ export class RemediationEngine {
   ): Promise<{ ended: number; resolution?: ActionDecision & { action: string } }> {
     if (this.#deps.store.unavailable !== undefined) return { ended: 0 };
     await this.ready;
-    this.#warnLabelsTooLong(alert);
     return this.#episodes.resolved(alert, principal);
-  }
-
-  /**
-   * One warning per delivered alert whose labels are longer than a journal row keeps (store/rows.ts
-   * `labelsJson`): its rows keep their SHA-256, which its episode is matched on; it is not silenced while
-   * handled (it pages) and `remediation replay` cannot decide it again.
-   */
-  #warnLabelsTooLong(alert: { fingerprint: string; labels?: Readonly<Record<string, string>> | undefined }): void {
-    if (alert.labels === undefined || !labelsTooLong(alert.labels)) return;
-    this.#deps.logger.warn(
-      { fingerprint: alert.fingerprint, alertname: alert.labels.alertname, max_labels_json: MAX_LABELS_JSON },
-      `alert labels longer than ${MAX_LABELS_JSON} characters as JSON: the journal keeps their SHA-256 (its episode is matched on it), no silence is made while it is handled, and remediation replay cannot decide it again`,
-    );
   }
 
   /** Applies the pending firewall changes that are due, and the housekeeping. Called by the ticker; safe to call directly. */
@@ -405,26 +390,31 @@ export class RemediationEngine {
   /**
    * The verifications at `now` (ms), in one direction: the verifier judges what Alertmanager's list says
    * (verify.ts `judge`); the episodes it ended are resolved as a resolved delivery resolves them (episode.ts);
-   * the verifier settles the rows (`settle`); each `ineffective` one climbs its ladder (ladder.ts `nextStep`:
-   * the next step decided here through every guard, or the episode escalated), never for an episode that
-   * resolved. Throws JournalError.
+   * the verifier settles the rows (`settle`), and each `ineffective` one climbs its ladder right after it is
+   * settled (ladder.ts `nextStep`: the next step decided here through every guard, or the episode escalated),
+   * never for an episode that resolved: a row the journal fails to settle holds up no other's climb. Throws
+   * JournalError (the first, once every row was tried).
    */
   async #verify(now: number): Promise<void> {
     const judged = await this.#verifier.judge(now);
     if (judged === undefined) return;
     for (const alert of judged.ended) await this.#episodes.resolved(alert, 'alertmanager (alert list)');
-    const ended = await this.#verifier.settle(judged, now);
-    for (const { row, outcome } of ended) {
-      if (outcome !== 'ineffective') continue;
-      // The outcome is journaled whatever comes next: a next step that cannot be asked for now is logged.
-      await this.#climb(row).catch((error: unknown) =>
-        this.#deps.logger.error(
-          { err: error, journal_id: row.id },
-          'the next step of the escalation ladder could not be asked for',
-        ),
-      );
+    let ended = 0;
+    try {
+      await this.#verifier.settle(judged, now, async (row, outcome) => {
+        ended++;
+        if (outcome !== 'ineffective') return;
+        // The outcome is journaled whatever comes next: a next step that cannot be asked for now is logged.
+        await this.#climb(row).catch((error: unknown) =>
+          this.#deps.logger.error(
+            { err: error, journal_id: row.id },
+            'the next step of the escalation ladder could not be asked for',
+          ),
+        );
+      });
+    } finally {
+      if (ended > 0) this.#deps.onDecision?.();
     }
-    if (ended.length > 0) this.#deps.onDecision?.();
   }
 
   /**
@@ -474,9 +464,10 @@ export class RemediationEngine {
 
   /** Counts a finished decision; `failedAt` (ms) marks a failed or unknown one for BaremetalRemediationFailed. */
   async #record(action: string, result: ActionDecision, failedAt?: number): Promise<ActionDecision> {
-    const { metrics, logger } = this.#deps;
-    metrics.actionRequests.inc({ action, decision: result.decision });
-    if (failedAt !== undefined) metrics.actionLastFailure.set({ action, decision: result.decision }, failedAt / 1000);
+    const { account, metrics, logger } = this.#deps;
+    metrics.actionRequests.inc({ account, action, decision: result.decision });
+    if (failedAt !== undefined)
+      metrics.actionLastFailure.set({ account, action, decision: result.decision }, failedAt / 1000);
     // The decision is made and journaled: gauges that cannot be read now are refreshed by the next one.
     await this.#gauges
       .refresh()

@@ -57,15 +57,15 @@ export class RemediationGauges {
       this.initSeries(true);
       // Decision metrics are rebuilt from the journal, so a restart loses none (failed and unknown included).
       for (const c of await store.decisionCounts(account))
-        metrics.actionRequests.inc({ action: c.action, decision: c.decision }, c.count);
+        metrics.actionRequests.inc({ account, action: c.action, decision: c.decision }, c.count);
       // So are the verification outcomes and the recovery times (issue 41), from the rows that ended one.
       for (const v of await store.verificationRecords(account)) {
-        metrics.remediationVerifications.inc({ action: v.action, rule: v.rule, outcome: v.outcome });
+        metrics.remediationVerifications.inc({ account, action: v.action, rule: v.rule, outcome: v.outcome });
         if (v.outcome === 'verified' && !verifiedByAttack(v))
-          metrics.remediationRecovery.observe({ action: v.action }, (v.verifiedAt - v.calledAt) / 1000);
+          metrics.remediationRecovery.observe({ account, action: v.action }, (v.verifiedAt - v.calledAt) / 1000);
       }
       for (const f of await store.lastFailures(account))
-        metrics.actionLastFailure.set({ action: f.action, decision: f.decision }, f.at / 1000);
+        metrics.actionLastFailure.set({ account, action: f.action, decision: f.decision }, f.at / 1000);
       await this.refresh();
     } catch (error) {
       logger.error({ err: error }, 'reading the remediation state back from the journal failed');
@@ -80,14 +80,14 @@ export class RemediationGauges {
    * changed the rules.
    */
   initSeries(atStart = false): void {
-    const { metrics, config } = this.#deps;
-    for (const action of POWER_ACTIONS) metrics.actionRequests.inc({ action, decision: 'escalated' }, 0);
+    const { account, metrics, config } = this.#deps;
+    for (const action of POWER_ACTIONS) metrics.actionRequests.inc({ account, action, decision: 'escalated' }, 0);
     for (const rule of config.rules) {
       const verified = [rule, ...(rule.steps ?? [])].filter((r) => r.verifyWithinMs !== undefined);
       for (const { action } of verified) {
         for (const outcome of VERIFICATION_OUTCOMES)
-          metrics.remediationVerifications.inc({ action, rule: rule.alertname, outcome }, 0);
-        if (atStart) metrics.remediationRecovery.zero({ action });
+          metrics.remediationVerifications.inc({ account, action, rule: rule.alertname, outcome }, 0);
+        if (atStart) metrics.remediationRecovery.zero({ account, action });
       }
     }
   }
@@ -101,13 +101,13 @@ export class RemediationGauges {
     const pending = await store.pendingCount(account);
     const awaiting = await store.awaitingApproval(account);
     const left = await budgetLeft(store, account, config.budgetPerHour, this.#now());
-    metrics.actionPending.set({ action: 'firewall_state' }, pending);
+    metrics.actionPending.set({ account, action: 'firewall_state' }, pending);
     // A series per action that ever waited for approval (set to 0 afterwards, never removed); apart from
     // baremetal_action_pending, whose alert (BaremetalRemediationPendingStuck) is about firewall changes.
     for (const row of awaiting) this.#approvalSeries.add(row.action);
     for (const action of this.#approvalSeries)
-      metrics.actionAwaitingApproval.set({ action }, awaiting.filter((row) => row.action === action).length);
-    metrics.actionBudgetRemaining.set(Math.max(0, left));
+      metrics.actionAwaitingApproval.set({ account, action }, awaiting.filter((row) => row.action === action).length);
+    metrics.actionBudgetRemaining.set({ account }, Math.max(0, left));
     await this.refreshShared();
   }
 
@@ -120,6 +120,6 @@ export class RemediationGauges {
     const { metrics, store, account, desired } = this.#deps;
     this.circuitReadAt = this.#now();
     desired?.replace(await store.allDesired(account));
-    metrics.remediationCircuitOpen.set((await store.circuit(account)).openedAt === null ? 0 : 1);
+    metrics.remediationCircuitOpen.set({ account }, (await store.circuit(account)).openedAt === null ? 0 : 1);
   }
 }

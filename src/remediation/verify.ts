@@ -144,36 +144,54 @@ export class Verifier {
   /**
    * The second half, after the engine resolved `j.ended`: the rows of `j` whose episode Alertmanager ended are
    * `verified`; those past their deadline `ineffective`, unless their resolution was journaled (then `verified`),
-   * or `unknown` without evidence either way. Returns the rows it ended (the engine climbs the ladder of each
-   * `ineffective` one, ladder.ts).
+   * or `unknown` without evidence either way. `then` runs right after each row is settled (the engine climbs the
+   * ladder of an `ineffective` one, ladder.ts), before the next row is: a row that cannot be settled now (the
+   * journal failed) stays verifying for the next tick and stops neither the others nor what follows theirs.
+   * Returns the rows it ended; throws the first JournalError once every row was tried.
    */
-  async settle(j: Judgement, now: number): Promise<Array<{ row: JournalEntry; outcome: VerificationOutcome }>> {
+  async settle(
+    j: Judgement,
+    now: number,
+    then: (row: JournalEntry, outcome: VerificationOutcome) => Promise<void>,
+  ): Promise<Array<{ row: JournalEntry; outcome: VerificationOutcome }>> {
+    const ended: Array<{ row: JournalEntry; outcome: VerificationOutcome }> = [];
+    let failed: unknown;
+    for (const row of j.rows) {
+      try {
+        const outcome = await this.#settleOne(j, row, now);
+        if (outcome === undefined) continue;
+        ended.push({ row, outcome });
+        await then(row, outcome);
+      } catch (error) {
+        failed ??= error;
+      }
+    }
+    if (failed !== undefined) throw failed;
+    return ended;
+  }
+
+  /** `row`'s settlement by `j` at `now` (`settle`); undefined when it goes on verifying or was ended already. */
+  async #settleOne(j: Judgement, row: JournalEntry, now: number): Promise<VerificationOutcome | undefined> {
     const { store } = this.#deps;
     // `ended` is only ever judged with a status read (episode.ts AbsenceEvidence): it names the instance.
     const listEvidence = () =>
       `Alertmanager (started ${iso(j.startedAt ?? 0)}, up for longer than the resend interval, ${j.resendMs / 1000}s) no longer listed it at ${iso(now)}`;
-    const ended: Array<{ row: JournalEntry; outcome: VerificationOutcome }> = [];
-    for (const row of j.rows) {
-      const key = keyOf(row);
-      const listedEnded = key !== undefined && j.verdicts.get(key) === 'ended';
-      let outcome = listedEnded
-        ? 'verified'
-        : this.#atDeadline(row, now, key === undefined ? undefined : j.verdicts.get(key));
-      let evidence = listedEnded ? listEvidence() : outcome && this.#deadlineEvidence(row, outcome);
-      let signal: 'alert' | 'attack' = listedEnded ? 'alert' : 'attack';
-      // Never ineffective (nor unknown) when the episode's resolution was journaled (a resolved delivery during
-      // the call, or the alert list's resolution the engine journaled from `ended`).
-      const resolution =
-        outcome === 'ineffective' || outcome === 'unknown' ? await resolutionOf(store, row) : undefined;
-      if (resolution !== undefined) {
-        outcome = 'verified';
-        evidence = resolvedEvidence(resolution);
-        signal = 'alert';
-      }
-      if (outcome && evidence && (await this.#settle(row, outcome, now, evidence, signal)))
-        ended.push({ row, outcome });
+    const key = keyOf(row);
+    const listedEnded = key !== undefined && j.verdicts.get(key) === 'ended';
+    let outcome = listedEnded
+      ? 'verified'
+      : this.#atDeadline(row, now, key === undefined ? undefined : j.verdicts.get(key));
+    let evidence = listedEnded ? listEvidence() : outcome && this.#deadlineEvidence(row, outcome);
+    let signal: 'alert' | 'attack' = listedEnded ? 'alert' : 'attack';
+    // Never ineffective (nor unknown) when the episode's resolution was journaled (a resolved delivery during
+    // the call, or the alert list's resolution the engine journaled from `ended`).
+    const resolution = outcome === 'ineffective' || outcome === 'unknown' ? await resolutionOf(store, row) : undefined;
+    if (resolution !== undefined) {
+      outcome = 'verified';
+      evidence = resolvedEvidence(resolution);
+      signal = 'alert';
     }
-    return ended;
+    return outcome && evidence && (await this.#settle(row, outcome, now, evidence, signal)) ? outcome : undefined;
   }
 
   /** The evidence of `outcome`, reached at or past `row`'s deadline without its alert known resolved. */
@@ -256,7 +274,7 @@ export class Verifier {
     const kept = evidence.length <= MAX_EVIDENCE ? evidence : `${evidence.slice(0, MAX_EVIDENCE - 1)}…`;
     if (!(await store.settleVerification(row.id, outcome, at, kept))) return false;
     const rule = row.alertname ?? '';
-    metrics.remediationVerifications.inc({ action: row.action, rule, outcome });
+    metrics.remediationVerifications.inc({ account: this.#deps.account, action: row.action, rule, outcome });
     const calledAt = row.completedAt ?? row.createdAt;
     const fields = { journal_id: row.id, action: row.action, server_id: row.serverId, alertname: rule };
     if (outcome === 'verified' && signal === 'attack')
@@ -265,7 +283,7 @@ export class Verifier {
         'remediation verified: no attack event on its IP since the call',
       );
     else if (outcome === 'verified') {
-      metrics.remediationRecovery.observe({ action: row.action }, (at - calledAt) / 1000);
+      metrics.remediationRecovery.observe({ account: this.#deps.account, action: row.action }, (at - calledAt) / 1000);
       logger.info({ ...fields, recovery_s: (at - calledAt) / 1000 }, 'remediation verified: its alert resolved');
     } else if (outcome === 'unknown') {
       logger.error(

@@ -45,6 +45,7 @@ export class PollJobs {
         new PollJob({
           name: poll.name,
           work: (signal) => poll.run(context, signal),
+          account: deps.account,
           metrics: deps.metrics,
           logger: deps.logger,
           now: context.now,

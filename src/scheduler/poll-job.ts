@@ -21,7 +21,9 @@ export interface PollJobOptions {
   name: string;
   /** the job's work; every upstream call it makes carries `signal` and it stops taking new items once aborted */
   work: (signal: AbortSignal) => Promise<WorkResult>;
-  metrics: Metrics;
+  /** the account the job polls: the `account` label of its series */
+  account: string;
+  metrics: Pick<Metrics, 'pollRuns' | 'pollDuration' | 'pollItemsFailed' | 'pollItemsCancelled' | 'pollLastSuccess'>;
   logger: Logger;
   /** milliseconds since the epoch; injectable for tests */
   now?: () => number;
@@ -75,9 +77,9 @@ export class PollJob {
 
   /** Runs the job unless a run is in progress, in which case it returns `skipped` at once. */
   run(): Promise<RunOutcome> {
-    const { metrics, name, logger } = this.#options;
+    const { account, metrics, name, logger } = this.#options;
     if (this.#running) {
-      metrics.pollRuns.inc({ poll: name, outcome: 'skipped' });
+      metrics.pollRuns.inc({ account, poll: name, outcome: 'skipped' });
       logger.warn({ poll: name }, 'poll skipped: previous run still in progress');
       return Promise.resolve('skipped');
     }
@@ -100,7 +102,7 @@ export class PollJob {
   }
 
   async #execute(): Promise<RunOutcome> {
-    const { metrics, name, logger, work, onFinished } = this.#options;
+    const { account, metrics, name, logger, work, onFinished } = this.#options;
     // A function when the schedule can change (a config reload): read as each run starts.
     const deadlineMs =
       typeof this.#options.deadlineMs === 'function' ? this.#options.deadlineMs() : this.#options.deadlineMs;
@@ -132,11 +134,14 @@ export class PollJob {
     }
     const cancelled = result.cancelled ?? 0;
     const finished = now();
-    metrics.pollDuration.set({ poll: name }, (finished - started) / 1000);
-    metrics.pollRuns.inc({ poll: name, outcome });
-    metrics.pollItemsFailed.set({ poll: name }, outcome === 'failure' && result.items === 0 ? 1 : result.failed);
-    metrics.pollItemsCancelled.set({ poll: name }, cancelled);
-    if (outcome !== 'failure') metrics.pollLastSuccess.set({ poll: name }, finished / 1000);
+    metrics.pollDuration.set({ account, poll: name }, (finished - started) / 1000);
+    metrics.pollRuns.inc({ account, poll: name, outcome });
+    metrics.pollItemsFailed.set(
+      { account, poll: name },
+      outcome === 'failure' && result.items === 0 ? 1 : result.failed,
+    );
+    metrics.pollItemsCancelled.set({ account, poll: name }, cancelled);
+    if (outcome !== 'failure') metrics.pollLastSuccess.set({ account, poll: name }, finished / 1000);
     this.last = { outcome, finishedAt: finished, durationMs: finished - started, cancelled };
     if (outcome !== 'failure') this.lastSuccessAt = finished;
     const failures = outcome === 'success' ? '' : formatFailures(this.#options.failuresOf?.(controller.signal));

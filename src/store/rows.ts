@@ -276,8 +276,8 @@ export const MAX_LABELS_JSON = 4096;
 
 /**
  * The one key of the labels a row keeps for an alert whose labels are longer than MAX_LABELS_JSON: no alert's
- * labels spell it (a Prometheus label name is `[a-zA-Z_][a-zA-Z0-9_]*`, and every delivered alert has an
- * `alertname` besides).
+ * labels spell it (a Prometheus label name is `[a-zA-Z_][a-zA-Z0-9_]*`, which the webhook's schema checks:
+ * remediation/webhook.ts LABEL_NAME; and every delivered alert has an `alertname` besides).
  */
 export const LABELS_DIGEST_KEY = 'sha256 of the labels';
 

@@ -26,6 +26,8 @@ export class Attempt {
   #following: Set<Attempt> | undefined;
   /** called once when the attempt aborts (settleBy's grace) */
   onAbort: (() => void) | undefined;
+  /** called once when the attempt aborts, after `onAbort`: the exchange under way stops (reply.ts collectReply) */
+  onTransportAbort: (() => void) | undefined;
 
   constructor(timeoutMs: number) {
     this.#deadline = setTimeout(() => this.abort('deadline'), timeoutMs);
@@ -39,6 +41,7 @@ export class Attempt {
     if (this.#controller.signal.aborted) return;
     this.#controller.abort(reason);
     this.onAbort?.();
+    this.onTransportAbort?.();
   }
 
   /** follows `set`, the attempts of a caller's signal */
@@ -52,6 +55,7 @@ export class Attempt {
     clearTimeout(this.#deadline);
     this.#following?.delete(this);
     this.onAbort = undefined;
+    this.onTransportAbort = undefined;
   }
 }
 

@@ -10,7 +10,7 @@
  * the read slots in slots.ts, each attempt's deadline (and its settling, whatever the transport does) in
  * attempt-signal.ts, a run's failed attempts in failure-tally.ts, the request shapes in request.ts.
  */
-import { validateHeaderValue } from 'node:http';
+import { type IncomingHttpHeaders, validateHeaderValue } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { rootCertificates } from 'node:tls';
 import { Agent, type Dispatcher } from 'undici';
@@ -25,13 +25,24 @@ import type { Scrubber } from '../scrub.js';
 import { ApiKey } from './api-key.js';
 import { baseUrlSecrets, checkBaseUrl } from '../config/base-url.js';
 import { type BudgetPriority, RequestBudget } from './request-budget.js';
-import { DEFAULT_MAX_RESPONSE_BYTES, parseJsonReply, readBody, retryAfterMs, textReply } from './reply.js';
-import { AttemptSignals, settleBy, type StuckAttempts } from './attempt-signal.js';
+import {
+  type CollectedReply,
+  collectReply,
+  DEFAULT_MAX_RESPONSE_BYTES,
+  parseJsonReply,
+  retryAfterMs,
+  textReply,
+} from './reply.js';
+import { type Attempt, AttemptSignals, settleBy, type StuckAttempts } from './attempt-signal.js';
 import { formBody, type RequestEvent, type UpstreamRequest } from './request.js';
 import { ReadSlots } from './slots.js';
 import { APART_ABOVE_CHARS, yieldToLoop } from '../slices.js';
 import { FailureTally } from './failure-tally.js';
 import { type AbortReason, classifyTransportError } from './transport-errors.js';
+
+/** A reply that pauses every request (a 429, or a 503 with Retry-After): its body is not read, only discarded. */
+const pauses = (statusCode: number, headers: IncomingHttpHeaders): boolean =>
+  statusCode === 429 || (statusCode === 503 && headers['retry-after'] !== undefined);
 
 export interface UpstreamClientOptions {
   /** base address, e.g. `https://api.provider.example`; http:// only for loopback */
@@ -174,8 +185,8 @@ export class UpstreamClient {
   json<T>(req: UpstreamRequest, decode: ReplyDecoder<T>): Promise<T>;
   // Not `async`: #withRetry's promise is returned as it is, without a promise (and two microtasks) around it.
   json<T>(req: UpstreamRequest, decode?: ReplyDecoder<T>): Promise<T | unknown> {
-    return this.#withRetry(req, async (signal) => {
-      const { status, text } = await this.#send(req, signal);
+    return this.#withRetry(req, async (attempt) => {
+      const { status, text } = await this.#send(req, attempt);
       // A large reply (the server list) is parsed in a turn of the event loop of its own, and decoded in
       // another (slices.ts): a scrape or a timer waits for one of them at most.
       const large = text.length > APART_ABOVE_CHARS;
@@ -198,8 +209,8 @@ export class UpstreamClient {
     fromBytes: (body: Buffer, scrub: Scrubber) => T | undefined,
     decode: ReplyDecoder<T>,
   ): Promise<T> {
-    return this.#withRetry(req, async (signal) => {
-      const { status, body } = await this.#send(req, signal, true);
+    return this.#withRetry(req, async (attempt) => {
+      const { status, body } = await this.#send(req, attempt, true);
       const read = status >= 200 && status < 300 ? fromBytes(body!, this.scrub) : undefined;
       if (read !== undefined) return read;
       if (body!.length > APART_ABOVE_CHARS) await yieldToLoop();
@@ -210,8 +221,8 @@ export class UpstreamClient {
 
   /** Sends the request and returns the (scrubbed) text of a 2xx reply (the console's XML). Throws UpstreamError. */
   text(req: UpstreamRequest): Promise<string> {
-    return this.#withRetry(req, async (signal) => {
-      const { status, text } = await this.#send(req, signal);
+    return this.#withRetry(req, async (attempt) => {
+      const { status, text } = await this.#send(req, attempt);
       return textReply({ operation: req.operation, path: req.path, status }, text);
     });
   }
@@ -226,7 +237,7 @@ export class UpstreamClient {
    * write is sent once. A loop rather than p-retry: the success path, taken by nearly every one of a poll's
    * 10,000 requests, then costs no options object, validation or extra promises.
    */
-  async #withRetry<T>(req: UpstreamRequest, attempt: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  async #withRetry<T>(req: UpstreamRequest, attempt: (attempt: Attempt) => Promise<T>): Promise<T> {
     const ctx = { operation: req.operation, path: req.path };
     const retries = req.read ? this.#options.retries : 0;
     for (let retry = 0; ; retry++) {
@@ -256,11 +267,7 @@ export class UpstreamClient {
    * A background read waits behind every other read, for its slot and for its token, and background reads
    * hold at most half the slots: a slow picture never keeps attack detection from a slot.
    */
-  async #attempt<T>(
-    req: UpstreamRequest,
-    ctx: UpstreamContext,
-    attempt: (signal: AbortSignal) => Promise<T>,
-  ): Promise<T> {
+  async #attempt<T>(req: UpstreamRequest, ctx: UpstreamContext, attempt: (attempt: Attempt) => Promise<T>): Promise<T> {
     if (!req.read) {
       if (this.#pausedUntil !== 0) await this.#waitForPause(req, ctx);
       if (this.budget && !this.budget.tryTake('write')) await this.#takeBudget(req, ctx);
@@ -324,12 +331,12 @@ export class UpstreamClient {
   }
 
   /** Runs one attempt under its own deadline (and the caller's signal) and reports it to the observer. */
-  async #observe<T>(req: UpstreamRequest, attempt: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  async #observe<T>(req: UpstreamRequest, attempt: (attempt: Attempt) => Promise<T>): Promise<T> {
     const started = performance.now();
     let outcome = 'success';
     const current = this.#attempts.start(this.#options.timeoutMs, req.signal);
     try {
-      return await settleBy(attempt(current.signal), current, req, this.#stuck);
+      return await settleBy(attempt(current), current, req, this.#stuck);
     } catch (error) {
       outcome = error instanceof UpstreamError ? error.outcome : 'error';
       if (req.signal) this.#failures.count(req.signal, error);
@@ -360,52 +367,50 @@ export class UpstreamClient {
   }
 
   /**
-   * One HTTP exchange: the body is read as a stream and aborted past `maxResponseBytes`; the text returned is
+   * One HTTP exchange: the body is collected into one buffer by a dispatch handler (reply.ts `collectReply`) and
+   * abandoned past `maxResponseBytes`; the text returned is
    * already scrubbed; with `bytes`, the body's bytes instead, as they came (no text). A 429 (or 503 with
    * Retry-After) starts a pause and throws RateLimitedError.
    */
   async #send(
     req: UpstreamRequest,
-    signal: AbortSignal,
+    attempt: Attempt,
     bytes = false,
   ): Promise<{ status: number; text: string; body?: Buffer }> {
     const ctx: UpstreamContext = { operation: req.operation, path: req.path };
+    const { signal } = attempt;
     const reason = () => (signal.aborted ? (signal.reason as AbortReason) : undefined);
     const headers = this.#headers(ctx);
     const target = this.#target(req.path);
-    let res: Dispatcher.ResponseData;
+    let res: CollectedReply;
     try {
-      // The dispatcher's own request(): undici's top-level request() would parse the URL again each time.
-      res = await this.#dispatcher.request({
-        origin: target.origin,
-        path: target.path,
-        method: 'POST',
-        headers,
-        body: formBody(req.body),
-        signal,
-        headersTimeout: this.#options.timeoutMs,
-        bodyTimeout: this.#options.timeoutMs,
-      });
-    } catch (error) {
-      throw classifyTransportError(error, ctx, reason());
-    }
-    ctx.status = res.statusCode;
-    const retryAfter = res.headers['retry-after'];
-    if (res.statusCode === 429 || (res.statusCode === 503 && retryAfter !== undefined)) {
-      await res.body.dump().catch(() => undefined);
-      const until = this.#now() + retryAfterMs(retryAfter, this.#now());
-      this.#pausedUntil = Math.max(this.#pausedUntil, until);
-      this.budget?.pauseFor(until - this.#now());
-      throw new RateLimitedError(ctx, until);
-    }
-    // Read whatever the status, so the connection goes back to the pool; stop at the size cap.
-    let body: Buffer;
-    try {
-      body = await readBody(res, this.#maxBytes, ctx);
+      // The dispatcher's own dispatch(): undici's top-level request() would parse the URL again each time, and
+      // its Readable body costs a stream per reply (issue 53).
+      res = await collectReply(
+        this.#dispatcher,
+        {
+          origin: target.origin,
+          path: target.path,
+          method: 'POST',
+          headers,
+          body: formBody(req.body),
+          headersTimeout: this.#options.timeoutMs,
+          bodyTimeout: this.#options.timeoutMs,
+        },
+        { maxBytes: this.#maxBytes, ctx, attempt, discard: pauses },
+      );
     } catch (error) {
       if (error instanceof UpstreamError) throw error;
       throw classifyTransportError(error, ctx, reason());
     }
+    ctx.status = res.statusCode;
+    if (pauses(res.statusCode, res.headers)) {
+      const until = this.#now() + retryAfterMs(res.headers['retry-after'], this.#now());
+      this.#pausedUntil = Math.max(this.#pausedUntil, until);
+      this.budget?.pauseFor(until - this.#now());
+      throw new RateLimitedError(ctx, until);
+    }
+    const { body } = res;
     if (bytes) return { status: res.statusCode, text: '', body };
     if (body.length > APART_ABOVE_CHARS) await yieldToLoop();
     return { status: res.statusCode, text: this.scrub(body.toString('utf8')) };

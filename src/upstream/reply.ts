@@ -5,6 +5,7 @@
  * linear pass also removes every secret a JSON string's escapes could spell (scrub.ts), so the JSON is parsed
  * without a reviver, on V8's fast path. The client decides when to send, retry and pause.
  */
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import {
   ApiError,
@@ -37,50 +38,172 @@ export function retryAfterMs(value: string | string[] | undefined, now: number):
   return Math.min(MAX_PAUSE_MS, Math.max(MIN_PAUSE_MS, ms));
 }
 
-/**
- * A reply's body, at most `maxBytes`: a declared Content-Length over the cap is refused before reading
- * (ResponseTooLargeError), a chunked body is abandoned once past it. Read whatever the status, so the
- * connection goes back to the pool. Transport failures while reading are thrown as undici raised them.
- */
-export async function readBody(res: Dispatcher.ResponseData, maxBytes: number, ctx: UpstreamContext): Promise<Buffer> {
-  const declared = Number(res.headers['content-length']);
-  if (!Number.isFinite(declared)) return readCapped(res.body, maxBytes, ctx);
-  if (declared > maxBytes) {
-    // dump() reads at most a small amount, then closes the connection.
-    await res.body.dump().catch(() => undefined);
-    throw new ResponseTooLargeError(
-      ctx,
-      `reply of ${declared} bytes exceeds upstream.max_response_bytes (${maxBytes})`,
-    );
-  }
-  return readDeclared(res.body);
+/** A reply as the collector hands it over: status, headers, and the body in one buffer. */
+export interface CollectedReply {
+  statusCode: number;
+  headers: IncomingHttpHeaders;
+  /** the body, at most the cap; empty for a reply whose body was discarded */
+  body: Buffer;
 }
 
-/** A body of undeclared length (chunked), read as a stream and abandoned past `maxBytes`. */
-async function readCapped(body: Dispatcher.ResponseData['body'], maxBytes: number, ctx: UpstreamContext) {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    // Leaving the loop by a throw destroys the stream and its connection.
-    if (size > maxBytes) {
-      throw new ResponseTooLargeError(
-        ctx,
-        `reply exceeds upstream.max_response_bytes (${maxBytes}); aborted after ${size} bytes`,
-      );
+/** How much of a discarded body (a 429's) is read to keep its connection, as undici's `dump()` does, in bytes. */
+export const DISCARD_LIMIT = 128 * 1024;
+
+/**
+ * What aborts an exchange: an attempt (attempt-signal.ts `Attempt`), which calls `onTransportAbort` when its
+ * signal fires, so that no event listener is added to the signal per exchange.
+ */
+export interface AbortSource {
+  readonly signal: AbortSignal;
+  onTransportAbort: (() => void) | undefined;
+}
+
+/** What `collectReply` needs besides the request. */
+export interface CollectOptions {
+  /** largest body read, in bytes: a declared Content-Length above it is refused before reading, a body past it is abandoned */
+  maxBytes: number;
+  /** the request's context, for an error; its `status` is set once the reply's status is known */
+  ctx: UpstreamContext;
+  /** aborts the exchange; its signal's reason is the error the promise rejects with, unless the transport's came first */
+  attempt: AbortSource;
+  /** a reply whose body is not wanted (a 429): read up to DISCARD_LIMIT and dropped, or its connection closed */
+  discard?: (statusCode: number, headers: IncomingHttpHeaders) => boolean;
+}
+
+/**
+ * One exchange through undici's `dispatch` with a handler that collects the body into one buffer: no `Readable`
+ * per reply, no body mixin (issue 53: 14.1 µs of client CPU per request against 18.5 µs for `request()` and
+ * reading its body). The same bounds as a `request()` would give: the dispatcher's `headersTimeout` and
+ * `bodyTimeout` from `dispatch`, the attempt's abort stopping the exchange at any point, and `maxBytes`: a declared
+ * Content-Length over it refused before reading, an undeclared one abandoned past it (ResponseTooLargeError,
+ * the connection closed). A transport failure rejects with undici's own error, as `request()` does.
+ */
+export function collectReply(
+  dispatcher: Dispatcher,
+  request: Dispatcher.DispatchOptions,
+  options: CollectOptions,
+): Promise<CollectedReply> {
+  return new Promise<CollectedReply>((resolve, reject) => {
+    const handler = new BodyCollector(options, resolve, reject);
+    try {
+      dispatcher.dispatch(request, handler);
+    } catch (error) {
+      handler.fail(error as Error);
     }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks, size);
+  });
 }
 
-/**
- * A body whose Content-Length was checked against the cap: HTTP/1.1 framing ends it after that many bytes,
- * so it is read whole (undici's collector, cheaper than iterating the stream).
- */
-async function readDeclared(body: Dispatcher.ResponseData['body']): Promise<Buffer> {
-  const bytes = await body.bytes();
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+/** The handler of `collectReply`: one per exchange, settling its promise once. */
+class BodyCollector implements Dispatcher.DispatchHandler {
+  readonly #options: CollectOptions;
+  readonly #resolve: (reply: CollectedReply) => void;
+  readonly #reject: (error: Error) => void;
+  #controller: Dispatcher.DispatchController | undefined;
+  #settled = false;
+  #statusCode = 0;
+  #headers: IncomingHttpHeaders = {};
+  #discard = false;
+  #chunks: Buffer[] = [];
+  #size = 0;
+  /**
+   * The signal fired: an exchange under way is aborted at once; one the dispatcher still queues is aborted when it
+   * starts (`onRequestStart`), as `request()` does, so that the client sees a transport holding it (issue 38).
+   */
+  readonly #onAbort = () => {
+    if (this.#controller) this.#abort(this.#options.attempt.signal.reason as Error);
+  };
+
+  constructor(options: CollectOptions, resolve: (reply: CollectedReply) => void, reject: (error: Error) => void) {
+    this.#options = options;
+    this.#resolve = resolve;
+    this.#reject = reject;
+    if (!options.attempt.signal.aborted) options.attempt.onTransportAbort = this.#onAbort;
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    const { signal } = this.#options.attempt;
+    if (signal.aborted) this.#abort(signal.reason as Error);
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    if (statusCode < 200) return; // 1xx: informational, the reply follows
+    this.#statusCode = statusCode;
+    this.#options.ctx.status = statusCode; // an error from here on names the status
+    this.#headers = headers;
+    const declared = Number(headers['content-length']);
+    this.#discard = this.#options.discard?.(statusCode, headers) ?? false;
+    if (this.#discard) {
+      // A body not wanted: its connection is kept when it is small, as undici's dump() does.
+      if (declared > DISCARD_LIMIT) this.#finish(controller);
+      return;
+    }
+    const { maxBytes, ctx } = this.#options;
+    if (declared > maxBytes)
+      this.#abort(
+        new ResponseTooLargeError(ctx, `reply of ${declared} bytes exceeds upstream.max_response_bytes (${maxBytes})`),
+      );
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#settled) return;
+    this.#size += chunk.length;
+    if (this.#discard) {
+      if (this.#size > DISCARD_LIMIT) this.#finish(controller);
+      return;
+    }
+    const { maxBytes, ctx } = this.#options;
+    if (this.#size > maxBytes) {
+      this.#abort(
+        new ResponseTooLargeError(
+          ctx,
+          `reply exceeds upstream.max_response_bytes (${maxBytes}); aborted after ${this.#size} bytes`,
+        ),
+      );
+      return;
+    }
+    this.#chunks.push(chunk);
+  }
+
+  onResponseEnd(): void {
+    if (this.#settled) return;
+    const chunks = this.#chunks;
+    const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.#discard ? 0 : this.#size);
+    this.#settle();
+    this.#resolve({ statusCode: this.#statusCode, headers: this.#headers, body });
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    this.fail(error);
+  }
+
+  /** Rejects with `error` (a transport failure, or a dispatch that threw), once. */
+  fail(error: Error): void {
+    if (this.#settled) return;
+    this.#settle();
+    this.#reject(error);
+  }
+
+  /** Rejects with `error` and aborts the exchange (its connection is closed). */
+  #abort(error: Error): void {
+    if (this.#settled) return;
+    this.fail(error);
+    this.#controller?.abort(error);
+  }
+
+  /** A discarded body: the reply is handed over without it, and its connection closed. */
+  #finish(controller: Dispatcher.DispatchController): void {
+    this.#settle();
+    this.#resolve({ statusCode: this.#statusCode, headers: this.#headers, body: Buffer.alloc(0) });
+    controller.abort(new Error('reply body discarded'));
+  }
+
+  #settle(): void {
+    this.#settled = true;
+    this.#chunks = [];
+    const { attempt } = this.#options;
+    if (attempt.onTransportAbort === this.#onAbort) attempt.onTransportAbort = undefined;
+  }
 }
 
 /** The start of a (scrubbed) reply, for an error message. */

@@ -3,13 +3,18 @@ import { AccountState } from '../../src/collectors/account-state.js';
 import { bindStateFamilies, type FamilyAccount } from '../../src/collectors/families.js';
 import type { FirewallSeriesState } from '../../src/collectors/firewall.js';
 import { DEFAULT_SCHEDULES } from '../../src/config/schema.js';
-import { createMetrics, forAccount, type Metrics } from '../../src/metrics/definitions.js';
+import { createMetrics, exposeAccountFromZero, type Metrics } from '../../src/metrics/definitions.js';
 import { decodeServerList } from '../../src/upstream/decode-servers.js';
 
-/** Fresh metrics on a fresh registry (never the global one), as the account `default` sees them. */
+/**
+ * Fresh metrics on a fresh registry (never the global one), with the account `default`'s series exposed from
+ * zero as the daemon's are (daemon/accounts.ts): a test's calls name `account: 'default'`.
+ */
 export function freshMetrics(): { registry: Registry; metrics: Metrics } {
   const registry = new Registry();
-  return { registry, metrics: forAccount(createMetrics(registry), 'default') };
+  const metrics = createMetrics(registry);
+  exposeAccountFromZero(metrics, 'default');
+  return { registry, metrics };
 }
 
 /** Value of one series, or undefined when the series does not exist. */
@@ -32,7 +37,7 @@ export async function seriesValue(
 /** Label sets of every series of a metric. */
 export async function seriesOf(registry: Registry, name: string): Promise<Array<Record<string, string | number>>> {
   const { values } = await registry.getSingleMetric(name)!.get();
-  // The account label is the same on every series of a test's metrics view: left out for brevity.
+  // The account label is the same on every series of a test's account (`default`): left out for brevity.
   return values.map(({ labels: { account: _account, ...rest } }) => rest as Record<string, string | number>);
 }
 

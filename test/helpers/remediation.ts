@@ -11,6 +11,7 @@ import type { ActionRequest, TargetDirectory } from '../../src/remediation/types
 import { startSimulator, type Simulator } from '../../src/simulator/server.js';
 import { UpstreamClient } from '../../src/upstream/client.js';
 import { captureLogger } from './logger.js';
+import type { Logger } from 'pino';
 import { bindStateFamilies } from '../../src/collectors/families.js';
 import { DesiredRows } from '../../src/remediation/desired-rows.js';
 import { freshMetrics, stateAccount } from './metrics.js';
@@ -167,10 +168,10 @@ export async function engineHarness(
   return { clock, sim, client, journal, registry, metrics, engine, config, log };
 }
 
-/** The daemon's app over an engine harness: the remediation routes of its one account, `default`. */
-export function remediationApp(h: Awaited<ReturnType<typeof engineHarness>>) {
+/** The daemon's app over an engine harness: the remediation routes of its one account, `default`; `logger` its requests'. */
+export function remediationApp(h: Awaited<ReturnType<typeof engineHarness>>, logger: Logger = captureLogger().logger) {
   return buildApp({
-    logger: captureLogger().logger,
+    logger,
     exposition: new ExpositionCache({ registry: h.registry }),
     graphStores: new Map([['default', new GraphStore(tempDir(), 'default')]]),
     graphMaxWidth: 2000,

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { configProblems } from '../helpers/config-problems.js';
 import { buildConfig } from '../../src/config/load.js';
+import { initialPolls } from '../../src/daemon/accounts.js';
 import type { Daemon } from '../../src/daemon/start.js';
+import { ACCOUNT_METRICS } from '../../src/metrics/definitions.js';
 import { accountOf, startHarness } from '../helpers/daemon.js';
 import { TOKEN } from '../helpers/remediation.js';
 
@@ -151,6 +153,64 @@ describe('several accounts', () => {
           decision: 'executed',
         });
     });
+  });
+
+  it('every series of an account metric names a configured account, after a poll cycle and a decision', async () => {
+    const { daemon } = await startHarness({
+      accounts: { main: upstream(3), 'reseller-eu': upstream(3) },
+      remediationAuth: true,
+      config: {
+        remediation: {
+          dry_run: false,
+          rules: [{ alertname: 'ServerDown', action: 'powercycle', verify_within: '5m' }],
+        },
+      },
+      daemon: daemonOptions,
+    });
+    for (const account of daemon.accounts.values()) await initialPolls(account, () => false);
+    const res = await daemon.app.inject({
+      method: 'POST',
+      url: '/api/v1/actions/powercycle',
+      payload: { account: 'reseller-eu', server_id: '100001' },
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    expect(res.statusCode).toBe(200);
+    const names = new Set(ACCOUNT_METRICS.map((key) => (daemon.metrics[key] as unknown as { name: string }).name));
+    const family = (sample: string) => {
+      const name = sample.slice(0, sample.search(/[{ ]/));
+      return names.has(name) ? name : name.replace(/_(bucket|sum|count)$/, '');
+    };
+    const samples = (await daemon.exposition.render())
+      .bytes('text')
+      .toString()
+      .split('\n')
+      .filter((line) => line !== '' && !line.startsWith('#') && names.has(family(line)));
+    expect(samples.filter((line) => !/^[a-z_]+\{(.*,)?account="(main|reseller-eu)"[,}]/.test(line))).toEqual([]);
+    // Those the calls above set (prom-client's, each call naming the account) and the zero-first ones; the
+    // interval gauges are set when a schedule starts, which this daemon's does not (no initial polls).
+    expect([...new Set(samples.map(family))].sort()).toEqual(
+      expect.arrayContaining([
+        'baremetal_action_budget_remaining',
+        'baremetal_action_pending',
+        'baremetal_action_requests_total',
+        'baremetal_api_request_duration_seconds',
+        'baremetal_api_requests_total',
+        'baremetal_api_up',
+        'baremetal_firewall_events_dropped_total',
+        'baremetal_graph_images',
+        'baremetal_poll_duration_seconds',
+        'baremetal_poll_items_cancelled',
+        'baremetal_poll_items_failed',
+        'baremetal_poll_items_pending',
+        'baremetal_poll_last_success_timestamp_seconds',
+        'baremetal_poll_runs_total',
+        'baremetal_remediation_circuit_open',
+        'baremetal_remediation_recovery_seconds',
+        'baremetal_remediation_verifications_total',
+        'baremetal_server_records_skipped',
+        'baremetal_servers',
+      ]),
+    );
   });
 
   it('a restart does not count again the events counted before; a new event counts once', async () => {

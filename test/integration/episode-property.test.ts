@@ -1,9 +1,10 @@
 /**
  * The alert episode as a property (issue 49, fast-check): random interleavings of firing and resolved
  * deliveries, approvals, operators' withdrawals, expiries (time passing), calls held in flight and completed,
- * Alertmanager restarts and Prometheus's re-sends, and the leader's ticks, through the webhook and approval routes
- * of a real engine (SQLite in memory) over the simulator, for a plain rule, one that asks for approval and an
- * escalation ladder whose second step asks for approval, never
+ * Alertmanager restarts and Prometheus's re-sends, and the leader's ticks (also while a delivery's or an
+ * approval's call is in flight, as the daemon's ticker runs; not while a tick's own is), through the webhook and
+ * approval routes of a real engine (SQLite in memory) over the simulator, for a plain rule, one that asks for
+ * approval and an escalation ladder whose second step asks for approval, never
  * - act on a resolved episode: no power call for it after its resolved delivery, whatever comes next (a call
  *   already in flight then completes, and is not followed by another: no ladder step);
  * - settle a verification without evidence: a row of the episode is `verified` only once it resolved;
@@ -212,17 +213,20 @@ describe('the alert episode, interleaved at random', () => {
           let callsAtResolution = 0;
           /** a delivery, approval or tick whose call is held in flight */
           let inFlight: Promise<unknown> | undefined;
+          /** whether the call in flight is a tick's (then no other tick runs: the ticker waits for it) */
+          let inFlightTick = false;
           const calls = () => h.sim.callsTo(POWERCYCLE, { server_id: serverId }).length;
           const rows = async (): Promise<JournalEntry[]> =>
             (await h.journal.list({ serverId, limit: 1000 })).filter((r) => r.fingerprint === fingerprint);
           /** Runs `act`; when its call is held, leaves it in flight and goes on. */
-          const act = async <T>(what: () => Promise<T>): Promise<T | undefined> => {
+          const act = async <T>(what: () => Promise<T>, tick = false): Promise<T | undefined> => {
             const running = what();
             // One call is held at a time: with one in flight, nothing else is.
             if (inFlight !== undefined) return running;
             const held = await Promise.race([running.then(() => false), client.reached.promise.then(() => true)]);
             if (!held) return running;
             inFlight = running;
+            inFlightTick = tick;
             return undefined;
           };
           const deliver = async (status: 'firing' | 'resolved') => {
@@ -242,6 +246,7 @@ describe('the alert episode, interleaved at random', () => {
             client.release();
             await inFlight;
             inFlight = undefined;
+            inFlightTick = false;
           };
           // Prometheus sends the alert to Alertmanager before it notifies anyone.
           am.listed.set(fingerprint, { fingerprint, labels, startsAt, state: 'active', silencedBy: [] });
@@ -286,10 +291,14 @@ describe('the alert episode, interleaved at random', () => {
               // Prometheus re-sends a still-firing alert every resend interval: listed again by then.
               if (!resolved && clock.now - am.startedAt >= MIN)
                 am.listed.set(fingerprint, { fingerprint, labels, startsAt, state: 'active', silencedBy: [] });
-              // The leader's ticker waits for a tick whose call is in flight, as the daemon's does.
+              // The leader's ticker waits for a tick whose call is in flight, as the daemon's does; it runs while a
+              // delivery's or an approval's call is in flight (the webhook and the ticker are not serialized).
               if (inFlight === undefined) {
-                await act(() => h.engine.tick());
+                await act(() => h.engine.tick(), true);
                 ticked = inFlight === undefined;
+              } else if (!inFlightTick) {
+                await h.engine.tick();
+                ticked = true;
               }
             } else if (c.kind === 'hold') {
               if (inFlight === undefined) client.hold = true;

@@ -6,8 +6,10 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import bcrypt from 'bcryptjs';
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.js';
 import { type DaemonProcess, startDaemonProcess } from '../helpers/daemon.js';
 import { eventually } from '../helpers/processes.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -50,11 +52,93 @@ describe('sharp (libvips) when an image needs converting or resizing, node-postg
     expect(loaded).not.toContain('sharp');
     // On SQLite (the harness's default) node-postgres is never loaded; the postgres tier's daemons load it.
     expect(loaded).not.toContain('pg');
+    // No basic-auth users, no hostname pattern nor regular-expression matcher: neither bcryptjs nor re2js.
+    expect(loaded).not.toContain('bcryptjs');
+    expect(loaded).not.toContain('re2js');
 
     const resized = await request(`${graph}?width=20`);
     expect(resized.statusCode).toBe(200);
     const body = Buffer.from(await resized.body.arrayBuffer());
     expect(body.readUInt32BE(16)).toBe(20); // IHDR width
     expect(packages(log)).toContain('sharp');
+  });
+});
+
+const PASSWORD = 'lazy-password-8e1f';
+const HASH = bcrypt.hashSync(PASSWORD, 4);
+const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+
+/** /metrics with `authorization`: its status and body. */
+async function scrape(url: string, authorization?: string): Promise<{ status: number; body: string }> {
+  const res = await request(`${url}/metrics`, authorization ? { headers: { authorization } } : {});
+  return { status: res.statusCode, body: await res.body.text() };
+}
+
+describe('bcryptjs with basic-auth users, re2js with a hostname pattern', () => {
+  it('bcryptjs loads at the first basic-auth check, re2js with the pattern, and both work', async () => {
+    const log = join(tempDir(), 'packages.log');
+    writeFileSync(log, '');
+    h = await startDaemonProcess({
+      key: 'lazy-key-5a0b2c8d',
+      simulator: { servers: 3 },
+      config: {
+        // srv100001 and srv100003 in scope, srv100002 not: the pattern is compiled by re2js and applied.
+        servers: { include: [{ hostname: 'srv10000[13]\\.example\\.net' }] },
+        web: { auth: { basic_auth_users: { prometheus: HASH } } },
+      },
+    });
+    const run = h.spawn([], { NODE_OPTIONS: `--import=${HOOK}`, BAREMETAL_TEST_PACKAGE_LOG: log });
+    await eventually(`the daemon listening (${run.output()})`, async () =>
+      (await request(`${h!.url}/metrics`).catch(() => undefined))?.body.dump().then(() => true),
+    );
+    expect(packages(log)).toContain('re2js');
+    expect(packages(log)).not.toContain('bcryptjs');
+    expect((await scrape(h.url)).status).toBe(401); // refused without a check: no password given
+
+    const metrics = await eventually(`the servers' series (${run.output()})`, async () => {
+      const { status, body } = await scrape(h!.url, basic('prometheus', PASSWORD));
+      expect(status).toBe(200);
+      return body.includes('server_id="100001"') ? body : undefined;
+    });
+    expect(packages(log)).toContain('bcryptjs'); // in the worker thread that compared the password
+    expect(metrics).toContain('server_id="100003"');
+    expect(metrics).not.toContain('server_id="100002"');
+    expect((await scrape(h.url, basic('prometheus', 'wrong'))).status).toBe(401);
+  });
+
+  it('when bcryptjs cannot load, a basic-auth request is answered 503, not 401, and the log names the package', async () => {
+    h = await startDaemonProcess({
+      key: 'lazy-key-7d3e9f10',
+      simulator: { servers: 1 },
+      config: { web: { auth: { basic_auth_users: { prometheus: HASH } } } },
+    });
+    const run = h.spawn([], { NODE_OPTIONS: `--import=${HOOK}`, BAREMETAL_TEST_PACKAGE_REFUSE: 'bcryptjs' });
+    const first = await eventually(`an answer (${run.output()})`, () =>
+      scrape(h!.url, basic('prometheus', PASSWORD)).catch(() => undefined),
+    );
+    expect(first.status).toBe(503);
+    expect(first.body).toContain('credentials not checked');
+    expect((await scrape(h.url, basic('prometheus', PASSWORD))).status).toBe(503);
+    await eventually('the error logged', async () =>
+      run.output().includes('basic-auth users (basic_auth_users) need the package bcryptjs') ? true : undefined,
+    );
+    expect(run.output()).not.toContain(PASSWORD);
+  });
+
+  it('when re2js cannot load, check-config names the key, the feature and the package', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'config.yml');
+    writeFileSync(
+      file,
+      'upstream: { base_url: "https://api.provider.test", api_key: k }\nservers: { include: [{ hostname: "web-[0-9]+" }] }\n',
+    );
+    const { code, stdout, stderr } = await runCli(['check-config', `--config.file=${file}`], {
+      NODE_OPTIONS: `--import=${HOOK}`,
+      BAREMETAL_TEST_PACKAGE_REFUSE: 're2js',
+    });
+    expect(code).not.toBe(0);
+    expect(stdout + stderr).toMatch(
+      /servers\.include\[0\]\.hostname: a hostname pattern \(servers\.include, servers\.exclude\) needs the package re2js, which failed to load/,
+    );
   });
 });

@@ -8,6 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { history } from '../../src/cli/replay-history.js';
 import type { Principal } from '../../src/config/types.js';
 import { LABELS_DIGEST_KEY, MAX_LABELS_JSON } from '../../src/store/rows.js';
+import { captureLogger } from '../helpers/logger.js';
+import { seriesValue } from '../helpers/metrics.js';
 import { engineHarness, remediationApp, rule } from '../helpers/remediation.js';
 import { backends } from '../helpers/store-backends.js';
 
@@ -22,7 +24,8 @@ for (const backend of backends()) {
       const db = await backend.fresh();
       const rules = [rule({ alertname: 'ServerDown', action: 'powercycle', verifyWithinMs: 10 * MIN })];
       const h = await engineHarness({ principals: PRINCIPALS, rules }, await db.open());
-      const app = remediationApp(h);
+      const log = captureLogger();
+      const app = remediationApp(h, log.logger);
       const long = 'x'.repeat(MAX_LABELS_JSON);
       const labels = { alertname: 'ServerDown', server_id: '100001', description: long };
       const deliver = async (status: 'firing' | 'resolved', l: Record<string, string>) => {
@@ -59,7 +62,7 @@ for (const backend of backends()) {
         ['resolved', false],
         ['resolved', true],
       ]);
-      const warned = h.log.lines.filter((l) => l.includes(`alert labels longer than ${MAX_LABELS_JSON} characters`));
+      const warned = log.lines.filter((l) => l.includes(`alert labels longer than ${MAX_LABELS_JSON} characters`));
       // Each of the three deliveries (the other alert's too).
       expect(warned).toHaveLength(3);
       // Replay cannot decide it again: no labels to decide on, listed as not replayable.
@@ -67,6 +70,48 @@ for (const backend of backends()) {
       expect(events.filter((e) => e.kind === 'delivery').map((e) => e.kind === 'delivery' && e.delivery.alert)).toEqual(
         [undefined, undefined, undefined],
       );
+    });
+
+    it('warns once per alert delivered, whatever the rules that match it, its long alertname cut', async () => {
+      const db = await backend.fresh();
+      // The alertname is the long label; two rules match it.
+      const alertname = `ServerDown${'x'.repeat(MAX_LABELS_JSON)}`;
+      const rules = [
+        rule({ alertname, action: 'powercycle', verifyWithinMs: 10 * MIN }),
+        rule({ alertname, action: 'poweroff', verifyWithinMs: 10 * MIN }),
+      ];
+      const h = await engineHarness({ principals: PRINCIPALS, rules }, await db.open());
+      const log = captureLogger();
+      const app = remediationApp(h, log.logger);
+      h.clock.now = T0;
+      for (const status of ['firing', 'resolved'] as const) {
+        const res = await app.inject({
+          method: 'POST',
+          url: '/api/v1/alertmanager',
+          headers: { authorization: `Bearer ${TOKEN}` },
+          payload: {
+            version: '4',
+            status,
+            alerts: [
+              {
+                status,
+                labels: { alertname, server_id: '100001' },
+                startsAt: new Date(T0).toISOString(),
+                fingerprint: 'fp-long',
+              },
+            ],
+          },
+        });
+        expect(res.json().results).toHaveLength(status === 'firing' ? 2 : 0);
+      }
+      const warned = log.lines.filter((l) => l.includes(`alert labels longer than ${MAX_LABELS_JSON} characters`));
+      expect(warned).toHaveLength(2);
+      for (const line of warned) {
+        expect(JSON.parse(line).alertname).toBe(`${alertname.slice(0, 200)}… (${alertname.length} characters)`);
+        expect(line.length).toBeLessThan(2000);
+      }
+      expect(await seriesValue(h.registry, 'baremetal_alerts_labels_too_long_total', { status: 'firing' })).toBe(1);
+      expect(await seriesValue(h.registry, 'baremetal_alerts_labels_too_long_total', { status: 'resolved' })).toBe(1);
     });
   });
 }

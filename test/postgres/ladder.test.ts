@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { LadderStep, Principal } from '../../src/config/types.js';
+import { JournalError } from '../../src/errors.js';
 import { seriesValue } from '../helpers/metrics.js';
 import { engineHarness, remediationApp, rule } from '../helpers/remediation.js';
 import { backends } from '../helpers/store-backends.js';
@@ -155,6 +156,67 @@ for (const backend of backends()) {
         [1, 'cooldown', null],
       ]);
       expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(1);
+    });
+
+    it('climbs every ladder whose step it settled though settling another failed on the journal', async () => {
+      const db = await backend.fresh();
+      const inner = await db.open();
+      // The journal fails once, on the second verification a tick settles.
+      let settles = 0;
+      let failSecond = false;
+      const store = new Proxy(inner, {
+        get(target, key, receiver) {
+          const value = Reflect.get(target, key, receiver);
+          if (key === 'settleVerification')
+            return async (...args: unknown[]) => {
+              if (failSecond && ++settles === 2) throw new JournalError('journal write or read failed: blip');
+              return (value as (...a: unknown[]) => unknown).apply(target, args);
+            };
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+      const steps = [step(10, 1), { ...step(20, 1), action: 'poweroff' as const }];
+      const h = await engineHarness({ principals: PRINCIPALS, rules: [ladder(steps)] }, store);
+      const app = remediationApp(h);
+      const t0 = h.clock.now;
+      for (const serverId of ['100001', '100002']) {
+        const alert = {
+          status: 'firing',
+          labels: { alertname: 'ServerDown', server_id: serverId },
+          startsAt: new Date(t0).toISOString(),
+          fingerprint: `fp-${serverId}`,
+        };
+        const res = await app.inject({
+          method: 'POST',
+          url: '/api/v1/alertmanager',
+          headers: { authorization: `Bearer ${TOKEN}` },
+          payload: { version: '4', status: 'firing', alerts: [alert] },
+        });
+        expect(res.json().results.map((r: { decision: string }) => r.decision)).toEqual(['executed']);
+      }
+      failSecond = true;
+      h.clock.now = t0 + 11 * MIN;
+      await h.engine.tick();
+      failSecond = false;
+      const rows = async () =>
+        (await h.journal.list({ limit: 100 }))
+          .reverse()
+          .map((e) => [e.serverId, e.ladderStep, e.action, e.decision, e.verification]);
+      // The first settled episode climbed in that tick; the second is still verifying.
+      expect(await rows()).toEqual([
+        ['100001', 0, 'powercycle', 'executed', 'ineffective'],
+        ['100002', 0, 'powercycle', 'executed', 'verifying'],
+        ['100001', 1, 'poweroff', 'executed', 'verifying'],
+      ]);
+      // The next tick settles the second, and it climbs too.
+      h.clock.now = t0 + 12 * MIN;
+      await h.engine.tick();
+      expect(await rows()).toEqual([
+        ['100001', 0, 'powercycle', 'executed', 'ineffective'],
+        ['100002', 0, 'powercycle', 'executed', 'ineffective'],
+        ['100001', 1, 'poweroff', 'executed', 'verifying'],
+        ['100002', 1, 'poweroff', 'executed', 'verifying'],
+      ]);
     });
   });
 }

@@ -16,7 +16,8 @@ import { replay, runRemediationReplay } from '../../src/cli/remediation-replay.j
 import { outcomesText } from '../../src/cli/replay-report.js';
 import { loadConfig } from '../../src/config/load.js';
 import { DEFAULT_SCHEDULES } from '../../src/config/schema.js';
-import type { Config, LadderStep, Principal } from '../../src/config/types.js';
+import type { Config, LadderStep, Principal, RemediationRule } from '../../src/config/types.js';
+import type { StateStore } from '../../src/store/store.js';
 import { engineHarness, openTestStore, remediationApp, rule } from '../helpers/remediation.js';
 import { backends } from '../helpers/store-backends.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -254,5 +255,232 @@ for (const backend of backends()) {
       ).toEqual([[1, 'same', 'poweroff: awaiting_approval → expired', 'poweroff: awaiting_approval → expired']]);
       expect(report.ladderCounts).toEqual({ same: 1, changed: 0 });
     });
+
+    it('replays a ladder step an approver approved as that approval: no change; a budget spent is a change', async () => {
+      const { h, rows, replayWith } = await ladderStepSettled(await (await backend.fresh()).open(), 'approve');
+      expect(rows.map((r) => [r.ladderStep, r.decision, r.approver])).toEqual([
+        [0, 'executed', null],
+        [1, 'approved', 'bob'],
+        [1, 'executed', 'bob'],
+      ]);
+      const same = await replayWith(h.config.rules);
+      expect(same.operatorRows).toEqual([]);
+      expect(ladderLines(same)).toEqual([
+        [1, 'same', 'poweroff: awaiting_approval → approved by bob → executed (verifying)'],
+      ]);
+      expect(same.ladderCounts).toEqual({ same: 1, changed: 0 });
+      expect(same.counts).toEqual({ same: 1, changed: 0, overturned: 0, notReplayable: 0 });
+      // A budget of one call an hour: step 1's call spends it, step 2 is denied before it asks, and says so.
+      const report = await replayWith(h.config.rules, { budgetPerHour: 1 });
+      expect(ladderLines(report)).toEqual([[1, 'changed', 'poweroff: denied_budget']]);
+      expect(report.ladderCounts).toEqual({ same: 0, changed: 1 });
+    });
+
+    it('replays an operator withdrawal of a ladder step, and of a request, as that operator: no change', async () => {
+      const { rows, replayWith, h } = await ladderStepSettled(await (await backend.fresh()).open(), 'withdraw');
+      expect(rows.map((r) => [r.ladderStep, r.decision, r.approver])).toEqual([
+        [0, 'executed', null],
+        [1, 'withdrawn', 'bob'],
+      ]);
+      const report = await replayWith(h.config.rules);
+      expect(ladderLines(report)).toEqual([[1, 'same', 'poweroff: awaiting_approval → withdrawn by bob']]);
+      expect(report.ladderCounts).toEqual({ same: 1, changed: 0 });
+
+      // A plain rule's request, withdrawn by an operator: replayed as bob's withdrawal, not the requester's.
+      const plain = [rule({ alertname: 'ServerDown', action: 'powercycle', requireApproval: true, cooldownMs: MIN })];
+      const p = await engineHarness({ principals: PRINCIPALS, rules: plain }, await (await backend.fresh()).open());
+      h.clock.now = T0;
+      p.clock.now = T0;
+      const res = await remediationApp(p).inject({
+        method: 'POST',
+        url: '/api/v1/alertmanager',
+        headers: { authorization: `Bearer ${TOKEN}` },
+        payload: { version: '4', status: 'firing', alerts: [serverDown(T0)] },
+      });
+      expect(res.json().results.map((r: { decision: string }) => r.decision)).toEqual(['awaiting_approval']);
+      p.clock.now = T0 + MIN;
+      await p.engine.withdraw((await p.journal.awaitingApproval('default'))[0]!, 'bob');
+      const replayed = await replay(
+        {
+          remediation: { ...p.config, rules: plain },
+          schedules: { firewall: DEFAULT_SCHEDULES.firewall } as Config['schedules'],
+          accounts: [{ name: 'default' }] as Config['accounts'],
+        },
+        {
+          rows: (await p.journal.list({ limit: 100 })).reverse(),
+          circuits: new Map([['default', await p.journal.circuit('default')]]),
+          from: T0 - MIN,
+          to: T0 + 2 * MIN,
+        },
+      );
+      expect(
+        replayed.deliveries.map((d) => [d.verdict, outcomesText(d.recorded), outcomesText(d.replayed ?? [])]),
+      ).toEqual([
+        [
+          'same',
+          'powercycle: awaiting_approval → withdrawn by bob',
+          'powercycle: awaiting_approval → withdrawn by bob',
+        ],
+      ]);
+    });
+
+    it('replays a climb at the moment it was recorded when the tick that saw the deadline ran late', async () => {
+      const steps: LadderStep[] = [
+        { action: 'powercycle', verifyWithinMs: 10 * MIN, requireApproval: false, cooldownMs: MIN },
+        { action: 'powercycle', verifyWithinMs: 20 * MIN, requireApproval: false, cooldownMs: 15 * MIN },
+      ];
+      const rules = [
+        rule({ alertname: 'ServerDown', action: 'powercycle', verifyWithinMs: 10 * MIN, cooldownMs: MIN, steps }),
+      ];
+      const h = await engineHarness({ principals: PRINCIPALS, rules }, await (await backend.fresh()).open());
+      h.clock.now = T0;
+      const res = await remediationApp(h).inject({
+        method: 'POST',
+        url: '/api/v1/alertmanager',
+        headers: { authorization: `Bearer ${TOKEN}` },
+        payload: { version: '4', status: 'firing', alerts: [serverDown(T0)] },
+      });
+      expect(res.json().results.map((r: { decision: string }) => r.decision)).toEqual(['executed']);
+      // The daemon was down from 9m to 16m: its first tick after step 1's deadline (10m) is at 16m, past step
+      // 2's cooldown (15m after step 1's call).
+      h.clock.now = T0 + 16 * MIN;
+      await h.engine.tick();
+      const rows = (await h.journal.list({ limit: 100 })).reverse();
+      expect(rows.map((r) => [r.ladderStep, r.decision, r.verification, (r.verifiedAt ?? T0) - T0])).toEqual([
+        [0, 'executed', 'ineffective', 10 * MIN],
+        [1, 'executed', 'verifying', 0],
+      ]);
+      const report = await replay(
+        {
+          remediation: { ...h.config, rules },
+          schedules: { firewall: DEFAULT_SCHEDULES.firewall } as Config['schedules'],
+          accounts: [{ name: 'default' }] as Config['accounts'],
+        },
+        {
+          rows,
+          circuits: new Map([['default', await h.journal.circuit('default')]]),
+          from: T0 - MIN,
+          to: T0 + 17 * MIN,
+        },
+      );
+      expect(ladderLines(report)).toEqual([[1, 'same', 'powercycle: executed (verifying)']]);
+      expect(report.ladderCounts).toEqual({ same: 1, changed: 0 });
+    });
+
+    it('decides a step no recorded gate reading covers as unknown, not on the last event read', async () => {
+      const db = await backend.fresh();
+      const stateDir = tempDir();
+      const where = db.url !== undefined ? { url: db.url } : { stateDir };
+      const config = await loadConfig(configFile(where, 'poweroff'));
+      const am = {
+        alerts: async () => [],
+        status: async () => ({ startedAt: T0 - 60 * MIN }),
+        silences: async () => [],
+        createSilence: async () => 'silence',
+        expireSilence: async () => {},
+      };
+      const store = db.url !== undefined ? await db.open() : openTestStore(join(stateDir, 'journal.db'));
+      const h = await engineHarness({ ...config.remediation, principals: PRINCIPALS }, store, 2000, {
+        alertmanager: am,
+      });
+      const app = remediationApp(h);
+      // Fires at 0 (the gate reads none firing), resolves at 8m: step 1 verified, no ladder.
+      for (const [minutes, status] of [
+        [0, 'firing'],
+        [8, 'resolved'],
+      ] as const) {
+        h.clock.now = T0 + minutes * MIN;
+        const res = await app.inject({
+          method: 'POST',
+          url: '/api/v1/alertmanager',
+          headers: { authorization: `Bearer ${TOKEN}` },
+          payload: { version: '4', status, alerts: [{ ...serverDown(T0), status }] },
+        });
+        expect(res.statusCode).toBe(200);
+      }
+      const rows = (await h.journal.list({ limit: 100 })).reverse();
+      expect(rows.map((r) => [r.ladderStep, r.decision, r.verification, r.gate?.read ?? null])).toEqual([
+        [0, 'executed', 'verified', 'none_firing'],
+        [null, 'resolved', null, null],
+      ]);
+      const circuits = new Map([['default', await h.journal.circuit('default')]]);
+      await h.engine.stop();
+      if (db.url === undefined) await store.close();
+      // Step 1 verified within 5m now: its ladder climbs at the next replayed moment (8m), which recorded no
+      // reading of the gate for a step 2: unknown, denied as the daemon denies when Alertmanager cannot be read.
+      const [ladder] = config.remediation.rules;
+      const steps = ladder!.steps!.map((s, i) => (i === 0 ? { ...s, verifyWithinMs: 5 * MIN } : s));
+      const report = await replay(
+        { ...config, remediation: { ...config.remediation, rules: [{ ...ladder!, verifyWithinMs: 5 * MIN, steps }] } },
+        {
+          rows,
+          circuits,
+          from: T0 - MIN,
+          to: T0 + 9 * MIN,
+        },
+      );
+      expect(ladderLines(report)).toEqual([[1, 'changed', 'poweroff: denied_blocked']]);
+    });
   });
+}
+
+/** The firing alert of server 100001 that started at `at` (ms). */
+const serverDown = (at: number) => ({
+  status: 'firing' as const,
+  labels: { alertname: 'ServerDown', server_id: '100001' },
+  startsAt: new Date(at).toISOString(),
+  fingerprint: 'fp-x',
+});
+
+/** A two-step ladder whose second step (poweroff) asks for approval. */
+function ladderRules() {
+  const steps: LadderStep[] = [
+    { action: 'powercycle', verifyWithinMs: 10 * MIN, requireApproval: false, cooldownMs: MIN },
+    { action: 'poweroff', verifyWithinMs: 20 * MIN, requireApproval: true, cooldownMs: MIN },
+  ];
+  return [rule({ alertname: 'ServerDown', action: 'powercycle', verifyWithinMs: 10 * MIN, cooldownMs: MIN, steps })];
+}
+
+/** Each replayed ladder row: its step, verdict and the replayed outcome. */
+const ladderLines = (report: Awaited<ReturnType<typeof replay>>) =>
+  report.ladder.map((l) => [l.step, l.verdict, outcomesText(l.replayed ? [l.replayed] : [])]);
+
+/**
+ * A history on `store`: one alert, step 1 ineffective at 11m, step 2 awaits approval and bob settles it at 12m
+ * (`settle`: approves or withdraws it); and a replay of it under given rules.
+ */
+async function ladderStepSettled(store: StateStore, settle: 'approve' | 'withdraw') {
+  const h = await engineHarness({ principals: PRINCIPALS, rules: ladderRules() }, store);
+  const app = remediationApp(h);
+  h.clock.now = T0;
+  const res = await app.inject({
+    method: 'POST',
+    url: '/api/v1/alertmanager',
+    headers: { authorization: `Bearer ${TOKEN}` },
+    payload: {
+      version: '4',
+      status: 'firing',
+      alerts: [serverDown(T0)],
+    },
+  });
+  expect(res.statusCode).toBe(200);
+  h.clock.now = T0 + 11 * MIN;
+  await h.engine.tick();
+  const awaiting = (await h.journal.awaitingApproval('default'))[0]!;
+  expect([awaiting.ladderStep, awaiting.action]).toEqual([1, 'poweroff']);
+  h.clock.now = T0 + 12 * MIN;
+  if (settle === 'approve') await h.engine.approve(awaiting, 'bob');
+  else await h.engine.withdraw(awaiting, 'bob');
+  const rows = (await h.journal.list({ limit: 100 })).reverse();
+  const circuits = new Map([['default', await h.journal.circuit('default')]]);
+  const replayWith = (rules: RemediationRule[], change: Partial<Config['remediation']> = {}) =>
+    replay(
+      {
+        remediation: { ...h.config, rules, ...change },
+        schedules: { firewall: DEFAULT_SCHEDULES.firewall } as Config['schedules'],
+        accounts: [{ name: 'default' }] as Config['accounts'],
+      },
+      { rows, circuits, from: T0 - MIN, to: T0 + 13 * MIN },
+    );
+  return { h, rows, replayWith };
 }

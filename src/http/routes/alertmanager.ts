@@ -11,7 +11,12 @@ import type { RemediationRule } from '../../config/types.js';
 import { BadRequestError } from '../../errors.js';
 import type { RemediationEngine } from '../../remediation/engine.js';
 import { matches, requestsFor, resolvedEpisodes } from '../../remediation/rules.js';
-import { webhookSchema, type WebhookBody } from '../../remediation/webhook.js';
+import {
+  labelsTooLongWarning,
+  webhookSchema,
+  webhookSchemaError,
+  type WebhookBody,
+} from '../../remediation/webhook.js';
 import type { Metrics } from '../../metrics/definitions.js';
 import { callerOf, routeRole } from '../principals.js';
 
@@ -27,7 +32,7 @@ export function alertmanagerRoutes(
 ): void {
   app.post<{ Body: WebhookBody }>(
     '/api/v1/alertmanager',
-    { ...routeRole('webhook'), schema: { body: webhookSchema } },
+    { ...routeRole('webhook'), schema: { body: webhookSchema }, schemaErrorFormatter: webhookSchemaError },
     async (request) => {
       const { alerts } = request.body;
       if (alerts.length > deps.maxAlerts)
@@ -47,6 +52,12 @@ export function alertmanagerRoutes(
       for (const { alert, requests } of perAlert) {
         const matched = rules.some((rule) => matches(rule, alert));
         deps.metrics.alertsReceived.inc({ status: alert.status, matched: String(matched) });
+        // Once per alert delivered (not per matching rule): its rows keep the digest of its labels.
+        const tooLong = matched ? labelsTooLongWarning(alert) : undefined;
+        if (tooLong) {
+          deps.metrics.alertsLabelsTooLong.inc({ status: alert.status });
+          request.log.warn(tooLong.fields, tooLong.message);
+        }
         // The episode resolved: the actions taken on that very episode (account, fingerprint, start, labels)
         // that are verifying helped (remediation/episode.ts, remediation/verify.ts).
         if (alert.status === 'resolved')

@@ -28,10 +28,10 @@ async function stateOf(config: Partial<AccountStateConfig> = {}, now = { ms: 100
     operation: 'list_servers',
     path: '/api/v1/dedicated',
   });
-  state.inventory = (await collectServerList(list, state.inventory, metrics)).inventory;
+  state.inventory = (await collectServerList(list, state.inventory, { account: 'default', metrics })).inventory;
   state.serversKnown = true;
   const read = (serviceId: string, events: FirewallEvent[]) => {
-    collectFirewallHistory(state.firewallState, metrics, ref(serviceId), events, {
+    collectFirewallHistory(state.firewallState, { account: 'default', metrics }, ref(serviceId), events, {
       limits: LIMITS,
       now: now.ms,
       knownIps: state.inventory.get(serviceId)?.ips ?? [],

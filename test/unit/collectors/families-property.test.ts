@@ -29,7 +29,12 @@ import type { ServerScope } from '../../../src/config/scope.js';
 import type { Config } from '../../../src/config/types.js';
 import { GraphStore } from '../../../src/graphs/store.js';
 import { DesiredRows } from '../../../src/remediation/desired-rows.js';
-import { createMetrics, forAccount, leaderOnlyNames, type Metrics } from '../../../src/metrics/definitions.js';
+import {
+  createMetrics,
+  exposeAccountFromZero,
+  leaderOnlyNames,
+  type Metrics,
+} from '../../../src/metrics/definitions.js';
 import { ExpositionCache } from '../../../src/metrics/exposition-cache.js';
 import { catalogPoll } from '../../../src/polls/catalog.js';
 import { firewallPoll } from '../../../src/polls/firewall.js';
@@ -179,9 +184,10 @@ function world() {
     const schedules = { ...DEFAULT_SCHEDULES, firewall_under_attack: DEFAULT_SCHEDULES.firewall };
     const state = new AccountState({ schedules, services, collectors }, () => clock.ms);
     const graphs = new GraphStore(dir, name);
-    const view = forAccount(metrics, name);
+    exposeAccountFromZero(metrics, name);
     const context = {
-      metrics: view,
+      account: name,
+      metrics,
       graphStore: graphs,
       state,
       config: { scope, schedules, collectors, graphs: { types: ['port_bits'], scales: ['day'] } },
@@ -192,7 +198,7 @@ function world() {
     const desired = new DesiredRows();
     /** the rows the store holds now, as the last `desired` step left them (the test's own record) */
     const stored: Array<Extract<Step, { kind: 'desired' }>['rows'][number]> = [];
-    return { name, state, graphs, desired, stored, services, scope, metrics: view, context, model: model() };
+    return { name, state, graphs, desired, stored, services, scope, context, model: model() };
   });
   bindStateFamilies(metrics, () => accounts);
   const led: { accounts: ReadonlySet<string> | undefined } = { accounts: undefined };
@@ -229,7 +235,7 @@ async function apply(w: World, step: Step): Promise<void> {
       a!.model.oldestSet = true;
       const events = step.events.map((e) => ({ ...e, raw: '', fields: {} }));
       const knownIps = ref.serviceType === 'dedicated' ? (a!.state.inventory.get(ref.serviceId)?.ips ?? []) : [];
-      collectFirewallHistory(a!.state.firewallState, a!.metrics, ref, events, {
+      collectFirewallHistory(a!.state.firewallState, a!.context, ref, events, {
         limits: LIMITS,
         now: w.clock.ms,
         knownIps,

@@ -24,7 +24,7 @@ async function collect(ref: Ref, polls: Poll[], limits = { maxIpsPerService: 102
   const { registry, metrics, state } = stateMetrics();
   for (const poll of polls) {
     const context: HistoryContext = { limits, now: poll.at ?? 0, knownIps: poll.knownIps ?? [] };
-    collectFirewallHistory(state, metrics, ref, poll.events, context);
+    collectFirewallHistory(state, { account: 'default', metrics }, ref, poll.events, context);
   }
   const events = Object.fromEntries(
     (await seriesOf(registry, 'baremetal_firewall_attack_events_last_hour')).map((s) => [s.ip, 0]),

@@ -29,8 +29,8 @@ describe('firewall collector', () => {
     { name: 'an invalid known IP ignored', before: ['192.0.2.1'], after: ['not-an-ip', '192.0.2.1'] },
   ])('a quiet history after a quiet one exposes exactly the known IPs at 0: $name', async ({ before, after }) => {
     const { registry, metrics, state } = stateMetrics();
-    collectFirewallHistory(state, metrics, server, [], ctx(before, 1000));
-    expect(collectFirewallHistory(state, metrics, server, [], ctx(after, 2000))).toBe(0);
+    collectFirewallHistory(state, { account: 'default', metrics }, server, [], ctx(before, 1000));
+    expect(collectFirewallHistory(state, { account: 'default', metrics }, server, [], ctx(after, 2000))).toBe(0);
     const valid = after.filter((ip) => ip !== 'not-an-ip');
     const exposed = await seriesOf(registry, 'baremetal_firewall_attack_events_last_hour');
     expect(exposed.map((labels) => labels.ip).sort()).toEqual([...valid].sort());
@@ -47,7 +47,7 @@ describe('firewall collector', () => {
     const { registry, metrics, state } = stateMetrics();
     collectFirewallHistory(
       state,
-      metrics,
+      { account: 'default', metrics },
       server,
       [ev('a', '192.0.2.1'), ev('b', '192.0.2.1')],
       ctx(['192.0.2.1', '192.0.2.2']),
@@ -64,21 +64,29 @@ describe('firewall collector', () => {
     expect(
       collectFirewallHistory(
         state,
-        metrics,
+        { account: 'default', metrics },
         server,
         [ev('a', '192.0.2.1'), ev('a', '192.0.2.1'), ev('b', '192.0.2.1')],
         ctx(),
       ),
     ).toBe(2);
-    expect(collectFirewallHistory(state, metrics, server, [ev('b', '192.0.2.1'), ev('c', '192.0.2.1')], ctx())).toBe(1);
+    expect(
+      collectFirewallHistory(
+        state,
+        { account: 'default', metrics },
+        server,
+        [ev('b', '192.0.2.1'), ev('c', '192.0.2.1')],
+        ctx(),
+      ),
+    ).toBe(1);
     expect(await seriesValue(registry, 'baremetal_firewall_attack_events_total', l(server, '192.0.2.1'))).toBe(3);
     expect([...state.services.get('dedicated/1')!.seenIds]).toEqual(['b', 'c']);
   });
 
   it('removes IPs of a dedicated server that are neither known nor attacked any more', async () => {
     const { registry, metrics, state } = stateMetrics();
-    collectFirewallHistory(state, metrics, server, [ev('a', '192.0.2.9')], ctx(['192.0.2.1']));
-    collectFirewallHistory(state, metrics, server, [], ctx(['192.0.2.1']));
+    collectFirewallHistory(state, { account: 'default', metrics }, server, [ev('a', '192.0.2.9')], ctx(['192.0.2.1']));
+    collectFirewallHistory(state, { account: 'default', metrics }, server, [], ctx(['192.0.2.1']));
     expect((await seriesOf(registry, 'baremetal_firewall_attack_events_last_hour')).map((s) => s.ip)).toEqual([
       '192.0.2.1',
     ]);
@@ -89,21 +97,27 @@ describe('firewall collector', () => {
 
   it('keeps colocation IPs seen before at 0 once their attack has left the window', async () => {
     const { registry, metrics, state } = stateMetrics();
-    collectFirewallHistory(state, metrics, colo, [ev('a', '198.51.100.1')], ctx());
-    collectFirewallHistory(state, metrics, colo, [], ctx());
+    collectFirewallHistory(state, { account: 'default', metrics }, colo, [ev('a', '198.51.100.1')], ctx());
+    collectFirewallHistory(state, { account: 'default', metrics }, colo, [], ctx());
     expect(await seriesValue(registry, 'baremetal_firewall_attack_events_last_hour', l(colo, '198.51.100.1'))).toBe(0);
     expect(await seriesValue(registry, 'baremetal_firewall_attack_events_total', l(colo, '198.51.100.1'))).toBe(1);
   });
 
   it('marks a failed poll with history_up 0 and keeps the previous values', async () => {
     const { registry, metrics, state } = stateMetrics();
-    collectFirewallHistory(state, metrics, server, [ev('a', '192.0.2.1')], ctx());
+    collectFirewallHistory(state, { account: 'default', metrics }, server, [ev('a', '192.0.2.1')], ctx());
     collectFirewallFailure(state, server, 0);
     expect(
       await seriesValue(registry, 'baremetal_firewall_history_up', { service_type: 'dedicated', service_id: '1' }),
     ).toBe(0);
     expect(await seriesValue(registry, 'baremetal_firewall_attack_events_last_hour', l(server, '192.0.2.1'))).toBe(1);
-    collectFirewallHistory(state, metrics, server, [ev('a', '192.0.2.1'), ev('b', '192.0.2.1')], ctx());
+    collectFirewallHistory(
+      state,
+      { account: 'default', metrics },
+      server,
+      [ev('a', '192.0.2.1'), ev('b', '192.0.2.1')],
+      ctx(),
+    );
     expect(
       await seriesValue(registry, 'baremetal_firewall_history_up', { service_type: 'dedicated', service_id: '1' }),
     ).toBe(1);
@@ -127,29 +141,29 @@ describe('firewall collector', () => {
     'a new attack series starts at 0 and gets its first events at the next poll: $name',
     async ({ ref, known, next }) => {
       const { registry, metrics, state } = stateMetrics();
-      expect(collectFirewallHistory(state, metrics, ref, three, ctx(known, 1000))).toBe(3);
+      expect(collectFirewallHistory(state, { account: 'default', metrics }, ref, three, ctx(known, 1000))).toBe(3);
       expect(await seriesValue(registry, TOTAL, l(ref, '198.51.100.7'))).toBe(0);
       expect(await seriesValue(registry, 'baremetal_firewall_attack_events_last_hour', l(ref, '198.51.100.7'))).toBe(3);
       if (next === 'failure') collectFirewallFailure(state, ref, 0);
-      else expect(collectFirewallHistory(state, metrics, ref, three, ctx(known, 2000))).toBe(0);
+      else expect(collectFirewallHistory(state, { account: 'default', metrics }, ref, three, ctx(known, 2000))).toBe(0);
       expect(await seriesValue(registry, TOTAL, l(ref, '198.51.100.7'))).toBe(3);
       // Held back once only: a third poll adds nothing more.
-      collectFirewallHistory(state, metrics, ref, three, ctx(known, 3000));
+      collectFirewallHistory(state, { account: 'default', metrics }, ref, three, ctx(known, 3000));
       expect(await seriesValue(registry, TOTAL, l(ref, '198.51.100.7'))).toBe(3);
     },
   );
 
   it('adds the events of an IP already exposed at once', async () => {
     const { registry, metrics, state } = stateMetrics();
-    collectFirewallHistory(state, metrics, server, [], ctx(['198.51.100.7'], 1000));
-    collectFirewallHistory(state, metrics, server, three, ctx(['198.51.100.7'], 2000));
+    collectFirewallHistory(state, { account: 'default', metrics }, server, [], ctx(['198.51.100.7'], 1000));
+    collectFirewallHistory(state, { account: 'default', metrics }, server, three, ctx(['198.51.100.7'], 2000));
     expect(await seriesValue(registry, TOTAL, l(server, '198.51.100.7'))).toBe(3);
   });
 
   it('removes every series of a service that is gone', async () => {
     const { registry, metrics, state } = stateMetrics();
-    collectFirewallHistory(state, metrics, server, [ev('a', '192.0.2.1')], ctx(['192.0.2.2']));
-    collectFirewallHistory(state, metrics, colo, [ev('b', '198.51.100.1')], ctx());
+    collectFirewallHistory(state, { account: 'default', metrics }, server, [ev('a', '192.0.2.1')], ctx(['192.0.2.2']));
+    collectFirewallHistory(state, { account: 'default', metrics }, colo, [ev('b', '198.51.100.1')], ctx());
     removeFirewallService(state, server);
     expect((await seriesOf(registry, 'baremetal_firewall_attack_events_last_hour')).map((s) => s.service_id)).toEqual([
       'c1',

@@ -20,7 +20,7 @@ describe('server-list collector', () => {
       account,
       list({ server_id: '1', hostname: 'a', IP: '192.0.2.1', OS: 'Debian 12' }, { server_id: '2' }),
       new Map(),
-      metrics,
+      { account: 'default', metrics },
     );
     expect(await seriesValue(registry, 'baremetal_servers')).toBe(2);
     expect(await seriesOf(registry, 'baremetal_server_info')).toEqual([
@@ -40,8 +40,11 @@ describe('server-list collector', () => {
 
   it('removes the series of servers that disappeared and reports them', async () => {
     const { registry, metrics, account } = stateMetrics([]);
-    const first = collectInto(account, list({ server_id: '1' }, { server_id: '2' }), new Map(), metrics);
-    const second = collectInto(account, list({ server_id: '2' }), first.inventory, metrics);
+    const first = collectInto(account, list({ server_id: '1' }, { server_id: '2' }), new Map(), {
+      account: 'default',
+      metrics,
+    });
+    const second = collectInto(account, list({ server_id: '2' }), first.inventory, { account: 'default', metrics });
     expect(second.removed).toEqual(['1']);
     expect((await seriesOf(registry, 'baremetal_server_info')).map((l) => l.server_id)).toEqual(['2']);
     expect((await seriesOf(registry, 'baremetal_server_ips')).map((l) => l.server_id)).toEqual(['2']);
@@ -50,8 +53,11 @@ describe('server-list collector', () => {
 
   it('replaces the info series when a label changes, leaving no stale copy', async () => {
     const { registry, metrics, account } = stateMetrics([]);
-    const first = collectInto(account, list({ server_id: '1', status: 'online' }), new Map(), metrics);
-    collectInto(account, list({ server_id: '1', status: 'offline' }), first.inventory, metrics);
+    const first = collectInto(account, list({ server_id: '1', status: 'online' }), new Map(), {
+      account: 'default',
+      metrics,
+    });
+    collectInto(account, list({ server_id: '1', status: 'offline' }), first.inventory, { account: 'default', metrics });
     expect((await seriesOf(registry, 'baremetal_server_info')).map((l) => l.status)).toEqual(['offline']);
   });
 
@@ -71,7 +77,7 @@ describe('server-list collector', () => {
     const seen: string[][] = [];
     let inventory = new Map();
     for (const records of steps) {
-      inventory = collectInto(account, list(...records), inventory, metrics).inventory;
+      inventory = collectInto(account, list(...records), inventory, { account: 'default', metrics }).inventory;
       seen.push(await cancellations());
     }
     expect(seen).toEqual([['1:end'], ['1:immediate', '2:end'], ['2:end'], []]);
@@ -99,7 +105,7 @@ describe('server-list collector', () => {
       account,
       list({ server_id: '1', memory: '256 GB' }, { server_id: '2', ram: '64 GB' }, { server_id: '3', memory: 'n/a' }),
       new Map(),
-      metrics,
+      { account: 'default', metrics },
     );
     const memory = async () =>
       Object.fromEntries(
@@ -110,12 +116,10 @@ describe('server-list collector', () => {
       );
     expect(await memory()).toEqual({ '1': 256 * 2 ** 30, '2': 64 * 2 ** 30 });
     // Memory that stops being a size, and a server that disappears, leave no stale series.
-    collectInto(
-      account,
-      list({ server_id: '1', memory: '' }, { server_id: '3', memory: '32 GB' }),
-      first.inventory,
+    collectInto(account, list({ server_id: '1', memory: '' }, { server_id: '3', memory: '32 GB' }), first.inventory, {
+      account: 'default',
       metrics,
-    );
+    });
     expect(await memory()).toEqual({ '3': 32 * 2 ** 30 });
   });
 });

@@ -35,9 +35,9 @@ afterEach(() => app.close());
 
 describe('GET /metrics', () => {
   it('serves the last rendering, not the live registry', async () => {
-    metrics.servers.set(3);
+    metrics.servers.set({ account: 'default' }, 3);
     await exposition.render();
-    metrics.servers.set(99);
+    metrics.servers.set({ account: 'default' }, 99);
     const res = await app.inject('/metrics');
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
@@ -57,7 +57,7 @@ describe('--web.telemetry-path', () => {
       telemetryPath: '/prometheus/metrics',
       webAuth: { bearerTokens: ['metrics-token-0123456789'], basicAuthUsers: {} },
     });
-    metrics.servers.set(7);
+    metrics.servers.set({ account: 'default' }, 7);
     await exposition.render();
     const authorization = 'Bearer metrics-token-0123456789';
     const res = await moved.inject({ url: '/prometheus/metrics', headers: { authorization } });

@@ -189,6 +189,14 @@ describe('POST /api/v1/alertmanager', () => {
       message: /^alerts\[1\]\.labels\.ip: required by the firewall_state rule for BaremetalIpUnderAttack$/,
     },
     {
+      name: 'a label name Prometheus would not allow',
+      body: JSON.stringify(
+        payload(attack(), alert({ alertname: 'ServerDown', 'server-id': '100001' }, 'firing', 'f9')),
+      ),
+      status: 400,
+      message: /^body\/alerts\/1\/labels: "server-id" is not a label name \(\^\[a-zA-Z_\]\[a-zA-Z0-9_\]\*\$\)$/,
+    },
+    {
       name: 'a body over 1 MiB',
       body: JSON.stringify({ ...payload(attack()), pad: 'x'.repeat(1024 * 1024) }),
       status: 413,

@@ -107,7 +107,7 @@ describe('baremetal_api_up', () => {
   ])('$name', async ({ steps, up }) => {
     const { registry, metrics } = freshMetrics();
     let changes = 0;
-    const observer = createApiObserver(metrics, () => changes++);
+    const observer = createApiObserver({ account: 'default', metrics }, () => changes++);
     for (const step of steps) {
       if ('request' in step)
         observer.onRequest({ operation: step.request, outcome: step.outcome, durationSeconds: 0.01 });
@@ -119,7 +119,7 @@ describe('baremetal_api_up', () => {
 
   it('counts every request by operation and outcome', async () => {
     const { registry, metrics } = freshMetrics();
-    const observer = createApiObserver(metrics, () => undefined);
+    const observer = createApiObserver({ account: 'default', metrics }, () => undefined);
     for (const outcome of ['success', 'success', 'timeout'])
       observer.onRequest({ operation: 'graphs', outcome, durationSeconds: 0.2 });
     expect(

@@ -120,7 +120,7 @@ async function render(led: () => ReadonlySet<string> | undefined) {
   for (const { name: account, state } of states) {
     metrics.servers.set({ account }, 3);
     const event = { id: 'e1', ip: '192.0.2.1', raw: '', fields: {} };
-    collectFirewallHistory(state.firewallState, metrics, DEDICATED, [event], { limits: LIMITS, now: 0 });
+    collectFirewallHistory(state.firewallState, { account, metrics }, DEDICATED, [event], { limits: LIMITS, now: 0 });
     metrics.pollDuration.set({ account, poll: 'servers' }, 0.2);
     metrics.apiRequestDuration.observe({ account, operation: 'list_servers' }, 0.2);
   }

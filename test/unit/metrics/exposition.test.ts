@@ -33,12 +33,15 @@ describe('exposition cache', () => {
   it('renders exactly the bytes prom-client renders, with the rendering time set', async () => {
     const registry = new Registry();
     const metrics = createMetrics(registry, { defaultMetrics: true, version: '9.9.9' });
-    metrics.servers.set(3);
+    metrics.servers.set({ account: 'default' }, 3);
     const account = stateAccount('default', ['1']);
     bindStateFamilies(metrics, () => [account]);
     const events = ['a', 'b', 'c', 'd'].map((id) => ({ id, ip: '192.0.2.1', raw: '', fields: {} }));
-    collectFirewallHistory(account.state.firewallState, metrics, DEDICATED, events, { limits: LIMITS, now: 0 });
-    metrics.apiRequestDuration.observe({ operation: 'list_servers' }, 0.2);
+    collectFirewallHistory(account.state.firewallState, { account: 'default', metrics }, DEDICATED, events, {
+      limits: LIMITS,
+      now: 0,
+    });
+    metrics.apiRequestDuration.observe({ account: 'default', operation: 'list_servers' }, 0.2);
     const cache = new ExpositionCache({
       registry,
       now: () => 1_700_000_000_000,
@@ -84,12 +87,12 @@ describe('exposition cache', () => {
     const registry = new Registry();
     const metrics = createMetrics(registry);
     const cache = new ExpositionCache({ registry });
-    metrics.servers.set(1);
-    expect((await cache.get()).bytes('text').toString()).toContain('\nbaremetal_servers 1\n');
-    metrics.servers.set(2);
-    expect((await cache.get()).bytes('text').toString()).toContain('\nbaremetal_servers 1\n');
+    metrics.servers.set({ account: 'default' }, 1);
+    expect((await cache.get()).bytes('text').toString()).toContain('\nbaremetal_servers{account="default"} 1\n');
+    metrics.servers.set({ account: 'default' }, 2);
+    expect((await cache.get()).bytes('text').toString()).toContain('\nbaremetal_servers{account="default"} 1\n');
     await cache.render();
-    expect((await cache.get()).bytes('text').toString()).toContain('\nbaremetal_servers 2\n');
+    expect((await cache.get()).bytes('text').toString()).toContain('\nbaremetal_servers{account="default"} 2\n');
   });
 
   it('serves a gzip scrape the newest rendering already compressed, never waiting for a new one', async () => {
@@ -97,19 +100,19 @@ describe('exposition cache', () => {
     const metrics = createMetrics(registry);
     const cache = new ExpositionCache({ registry });
     const zipped = async (format: 'text' | 'openmetrics') => gunzipSync(await cache.gzipped(format)).toString();
-    metrics.servers.set(1);
+    metrics.servers.set({ account: 'default' }, 1);
     // The first gzip scrape of a format has nothing compressed to get: it waits for the compression.
-    expect(await zipped('text')).toContain('\nbaremetal_servers 1\n');
-    metrics.servers.set(2);
+    expect(await zipped('text')).toContain('\nbaremetal_servers{account="default"} 1\n');
+    metrics.servers.set({ account: 'default' }, 2);
     const second = await cache.render();
     // The new rendering's compression started with it and needs a libuv round trip: the scrape gets the one before.
-    expect(await zipped('text')).toContain('\nbaremetal_servers 1\n');
-    expect(second.bytes('text').toString()).toContain('\nbaremetal_servers 2\n');
+    expect(await zipped('text')).toContain('\nbaremetal_servers{account="default"} 1\n');
+    expect(second.bytes('text').toString()).toContain('\nbaremetal_servers{account="default"} 2\n');
     await second.gzipped('text');
-    expect(await zipped('text')).toContain('\nbaremetal_servers 2\n');
+    expect(await zipped('text')).toContain('\nbaremetal_servers{account="default"} 2\n');
     expect(await cache.gzipped('text')).toBe(await second.gzipped('text'));
     // A format no gzip scrape asked for before waits for the newest rendering.
-    expect(await zipped('openmetrics')).toContain('\nbaremetal_servers 2\n');
+    expect(await zipped('openmetrics')).toContain('\nbaremetal_servers{account="default"} 2\n');
   });
 
   it('leaves out what `include` refuses, asked again at each rendering (a follower that becomes leader)', async () => {
@@ -118,7 +121,7 @@ describe('exposition cache', () => {
     const leaderOnly = leaderOnlyNames(metrics);
     let leading = false;
     const cache = new ExpositionCache({ registry, include: (name) => leading || !leaderOnly.has(name) });
-    metrics.apiUp.set(0);
+    metrics.apiUp.set({ account: 'default' }, 0);
     metrics.leader.set(0);
     const names = async () => {
       const rendering = await cache.render();
@@ -147,7 +150,10 @@ describe('exposition cache', () => {
     const ev = (id: string, ip: string) => ({ id, ip, raw: '', fields: {} });
     // Each history read at `now`, the collector's clock: a series created then has its _created then.
     const read = (...events: ReturnType<typeof ev>[]) =>
-      collectFirewallHistory(account.state.firewallState, metrics, DEDICATED, events, { limits: LIMITS, now });
+      collectFirewallHistory(account.state.firewallState, { account: 'x', metrics }, DEDICATED, events, {
+        limits: LIMITS,
+        now,
+      });
     const a = { account: 'x', service_type: 'dedicated', service_id: '1', ip: '198.51.100.1' };
     const b = { ...a, ip: '198.51.100.2' };
     read(ev('e1', a.ip));

@@ -57,6 +57,7 @@ describe('a poll switched off', () => {
     );
     const metrics = createMetrics(new Registry());
     const context = {
+      account: 'a',
       state,
       metrics,
       config: { collectors, schedules },
@@ -69,7 +70,7 @@ describe('a poll switched off', () => {
     const { collectors, clock, state, context, metrics } = setup();
     state.noteUnread(state.services());
     const events = [{ id: 'e1', ip: '192.0.2.1', raw: '', fields: {} }];
-    collectFirewallHistory(state.firewallState, metrics, ref, events, {
+    collectFirewallHistory(state.firewallState, { account: 'a', metrics }, ref, events, {
       limits: { maxIpsPerService: 5, ipRetentionMs: 1e9 },
       now: clock.ms,
     });
@@ -108,7 +109,7 @@ describe('the firewall poll after a reload removed a service', () => {
     const metrics = createMetrics(new Registry());
     const ref = { serviceType: 'colocation' as const, serviceId: 'c1' };
     const events = [{ id: 'e1', ip: '192.0.2.1', raw: '', fields: {} }];
-    collectFirewallHistory(state.firewallState, metrics, ref, events, {
+    collectFirewallHistory(state.firewallState, { account: 'a', metrics }, ref, events, {
       limits: { maxIpsPerService: 5, ipRetentionMs: 1e9 },
       now: 1_000,
     });
@@ -116,6 +117,7 @@ describe('the firewall poll after a reload removed a service', () => {
     // A reload removes c1 (daemon/reload.ts assigns the new lists): no service is left to request.
     Object.assign(services, { colocationIds: [] });
     const context = {
+      account: 'a',
       state,
       metrics,
       config: { collectors, schedules },

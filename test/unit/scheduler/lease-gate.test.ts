@@ -113,6 +113,7 @@ describe('leaseGated', () => {
     );
     job = new PollJob({
       name: 'firewall',
+      account: 'default',
       metrics,
       logger,
       work: (signal) =>

@@ -72,6 +72,7 @@ describe('poll job deadline and cancel', () => {
     const signals: AbortSignal[] = [];
     const job = new PollJob({
       name: 'firewall',
+      account: 'default',
       metrics,
       logger,
       deadlineMs: 59_000,
@@ -107,6 +108,7 @@ describe('poll job deadline and cancel', () => {
     let seen: AbortSignal | undefined;
     const job = new PollJob({
       name: 'graphs',
+      account: 'default',
       metrics,
       logger: captureLogger().logger,
       deadlineMs: 1000,
@@ -126,6 +128,7 @@ describe('poll job deadline and cancel', () => {
     const { logger, lines } = captureLogger();
     const job = new PollJob({
       name: 'firewall',
+      account: 'default',
       metrics,
       logger,
       work: async (signal) => {
@@ -149,6 +152,7 @@ describe('scheduler stop', () => {
     const stuck = (name: 'servers' | 'firewall') =>
       new PollJob({
         name,
+        account: 'default',
         metrics,
         logger,
         work: async (signal) => {

@@ -56,6 +56,7 @@ describe('a poll run that cannot reach the provider', () => {
     const job = (work: (signal: AbortSignal) => Promise<{ items: number; failed: number }>, deadlineMs?: number) =>
       new PollJob({
         name: 'servers',
+        account: 'default',
         metrics,
         logger,
         work,

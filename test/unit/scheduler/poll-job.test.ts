@@ -18,6 +18,7 @@ describe('poll job', () => {
     let clock = 1_000_000;
     const job = new PollJob({
       name: 'firewall',
+      account: 'default',
       metrics,
       logger: captureLogger().logger,
       now: () => clock,
@@ -63,6 +64,7 @@ describe('poll job', () => {
     const { registry, metrics } = freshMetrics();
     const job = new PollJob({
       name: 'graphs',
+      account: 'default',
       metrics,
       logger: captureLogger().logger,
       now: () => 5000,
@@ -80,6 +82,7 @@ describe('poll job', () => {
     const { logger, lines } = captureLogger();
     const job = new PollJob({
       name: 'servers',
+      account: 'default',
       metrics,
       logger,
       work: async () => Promise.reject(new Error('list_servers failed')),

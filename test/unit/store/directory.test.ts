@@ -166,7 +166,7 @@ describe('directoryServers', () => {
     };
     collectFirewallHistory(
       state.firewallState,
-      metrics,
+      { account: 'default', metrics },
       { serviceType: 'dedicated', serviceId: '100001' },
       [{ id: 'e1', ip: '198.18.0.9' }] as never,
       { limits: { maxIpsPerService: 10, ipRetentionMs: 0 }, now: 0, knownIps: ['198.18.0.1'] },

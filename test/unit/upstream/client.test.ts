@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Agent, MockAgent } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -36,6 +36,25 @@ const client = (overrides: Partial<ConstructorParameters<typeof UpstreamClient>[
     onRequest: (e) => events.push(e),
     ...overrides,
   });
+
+/** A client of `url` (a loopback server), one request at a time, no retry, a 5 s deadline. */
+const oneAtATime = (url: string, overrides: Partial<ConstructorParameters<typeof UpstreamClient>[0]>) =>
+  new UpstreamClient({ baseUrl: url, apiKey: KEY, timeoutMs: 5000, concurrency: 1, retries: 0, ...overrides });
+
+/** Writes `total` bytes to `res` in 64 KiB chunks as fast as the client reads them, telling `count` each write. */
+function pump(res: ServerResponse, total: number, count: (bytes: number) => void): void {
+  const chunk = Buffer.alloc(64 * 1024, 'x');
+  let written = 0;
+  const next = () => {
+    while (written < total && !res.destroyed) {
+      written += chunk.length;
+      count(chunk.length);
+      if (!res.write(chunk)) return void res.once('drain', next);
+    }
+    res.end();
+  };
+  next();
+}
 
 beforeEach(() => {
   agent = new MockAgent();
@@ -290,7 +309,9 @@ describe('against real sockets', () => {
 
   it('ends an attempt whose body trickles in at the total deadline, however often bytes arrive', async () => {
     const timers: NodeJS.Timeout[] = [];
+    let closed: Promise<true> | undefined;
     const { url } = await serve((res) => {
+      closed = new Promise((resolve) => res.once('close', () => resolve(true)));
       res.writeHead(200, { 'content-type': 'application/json' });
       // One byte every 50 ms: undici's per-chunk body timeout (300 ms) alone would never fire.
       const drip = () =>
@@ -304,9 +325,12 @@ describe('against real sockets', () => {
     });
     const c = new UpstreamClient({ baseUrl: url, apiKey: KEY, timeoutMs: 300, concurrency: 1, retries: 0 });
     const error = await setFirewallState(c, { serverId: '1', ip: '203.0.113.7', state: '1' }).catch((e: unknown) => e);
+    // The deadline aborted the exchange itself, not only the promise: the client closed the connection.
+    const closedByClient = await Promise.race([closed, new Promise((r) => setTimeout(() => r(false), 5_000))]);
     timers.forEach(clearTimeout);
     server!.closeAllConnections();
     await c.close();
+    expect(closedByClient).toBe(true);
     expect(error).toBeInstanceOf(UpstreamTimeoutError);
     // The body was being answered: the write may have acted.
     expect((error as UpstreamTimeoutError).outcomeUnknown).toBe(true);
@@ -325,26 +349,10 @@ describe('against real sockets', () => {
           ? { 'content-type': 'application/json' }
           : { 'content-type': 'application/json', 'content-length': total },
       );
-      const chunk = Buffer.alloc(64 * 1024, 'x');
-      const pump = () => {
-        while (written < total && !res.destroyed) {
-          written += chunk.length;
-          if (!res.write(chunk)) return void res.once('drain', pump);
-        }
-        res.end();
-      };
-      pump();
+      pump(res, total, (bytes) => (written += bytes));
     });
     const seen: RequestEvent[] = [];
-    const c = new UpstreamClient({
-      baseUrl: url,
-      apiKey: KEY,
-      timeoutMs: 5000,
-      concurrency: 1,
-      retries: 0,
-      maxResponseBytes: 256 * 1024,
-      onRequest: (e) => seen.push(e),
-    });
+    const c = oneAtATime(url, { maxResponseBytes: 256 * 1024, onRequest: (e) => seen.push(e) });
     const error = await listServers(c).catch((e: unknown) => e);
     server!.closeAllConnections();
     await c.close();
@@ -352,6 +360,23 @@ describe('against real sockets', () => {
     expect(seen.map((e) => e.outcome)).toEqual(['too_large']);
     // Streaming stopped early: far less than the 10 MiB the server meant to send was read.
     expect(written).toBeLessThan(10 * 1024 * 1024);
+  });
+
+  it('reads no more of a 429 than undici dump() would: a large body is a pause, not a reply too large', async () => {
+    let written = 0;
+    const total = 10 * 1024 * 1024;
+    const { url } = await serve((res) => {
+      res.writeHead(429, { 'retry-after': '60', 'content-type': 'application/json' }); // chunked
+      pump(res, total, (bytes) => (written += bytes));
+    });
+    // A cap below DISCARD_LIMIT: the cap is not what stops the read.
+    const c = oneAtATime(url, { maxResponseBytes: 64 * 1024 });
+    const error = await setFirewallState(c, { serverId: '1', ip: '203.0.113.7', state: '1' }).catch((e: unknown) => e);
+    server!.closeAllConnections();
+    await c.close();
+    expect(error).toBeInstanceOf(RateLimitedError);
+    expect(c.pausedUntil).toBeGreaterThan(0);
+    expect(written).toBeLessThan(total);
   });
 
   it('pauses every request after a 429 with Retry-After: a write is refused unsent, a read waits (and can be cancelled)', async () => {
