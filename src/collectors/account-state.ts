@@ -9,7 +9,7 @@ import { underAttackPollApart } from '../config/schema.js';
 import type { AccountConfig, Config } from '../config/types.js';
 import type { ServerList } from '../upstream/decode-servers.js';
 import { AttackLog } from './attacks.js';
-import { FirewallSeriesState, historyReadAt, type ServiceRef } from './firewall.js';
+import { FirewallSeriesState, historyReadAt, removeFirewallService, type ServiceRef } from './firewall.js';
 import type { Inventory } from './inventory.js';
 import { ownedIps } from './ownership.js';
 
@@ -49,7 +49,9 @@ export type AccountStateConfig = Pick<Config, 'schedules'> &
   };
 
 export class AccountState {
-  inventory: Inventory = new Map();
+  #inventory: Inventory = new Map();
+  /** inventories assigned so far: `servicesVersion` without holding an inventory alive */
+  #inventories = 0;
   /** true once a server list has been read */
   serversKnown = false;
   /** ids of the latest list's servers that are out of scope (config/scope.ts): remediation denies them by name */
@@ -101,6 +103,28 @@ export class AccountState {
     }
   }
 
+  /**
+   * Forgets what the firewall polls read (`collectors.firewall` switched off): every service's series state,
+   * the attack log, the waits for a first read and the oldest read's age. Switched on again, the firewall
+   * families start from the next reads, as after a start: a history read before the switch has no series
+   * (no attack count of last week, no coverage age of 0), and an `_total` series that comes back is a new one
+   * (docs/metrics-counters.md). The ids restored from the ledger stay: events counted before are not counted
+   * again by a service this process had not read.
+   */
+  dropFirewall(): void {
+    for (const key of [...this.firewallState.services.keys(), ...this.firewallState.failedBeforeRead.keys()])
+      removeFirewallService(this.firewallState, FirewallSeriesState.ref(key));
+    this.attacks.clear();
+    this.#unreadSince = new Map();
+    this.oldestReadAgeSeconds = undefined;
+  }
+
+  /** Forgets the catalog counts (`collectors.catalog` switched off): 0 again until the next read, as at start. */
+  dropCatalog(): void {
+    this.catalog.operatingSystems = 0;
+    this.catalog.locations = 0;
+  }
+
   /** Whether the poll `name` is switched on (`collectors.*`, read at each call: a reload changes it in place). */
   collectorOn(name: keyof NonNullable<Config['collectors']>): boolean {
     return this.#config.collectors?.[name] !== false;
@@ -120,9 +144,22 @@ export class AccountState {
     ];
   }
 
-  /** What `serviceIds` gives, as values that change when it does (a rendering's version). */
+  /** the servers in scope, by id (polls/servers.ts assigns a new one per list applied, never edits one) */
+  get inventory(): Inventory {
+    return this.#inventory;
+  }
+
+  set inventory(inventory: Inventory) {
+    this.#inventory = inventory;
+    this.#inventories++;
+  }
+
+  /**
+   * What `serviceIds` gives, as values that change when it does (a rendering's version, the firewall poll's
+   * pruning): a count of inventories, not the inventory, so one kept does not keep a whole old one alive.
+   */
   servicesVersion(): unknown[] {
-    return [this.inventory, this.#config.services.colocationIds, this.#config.services.transitIds];
+    return [this.#inventories, this.#config.services.colocationIds, this.#config.services.transitIds];
   }
 
   hasServer(serverId: string): boolean {

@@ -78,6 +78,11 @@ export class AttackLog {
     this.services.delete(keyOf(ref));
   }
 
+  /** Forgets every service (the firewall polls switched off). */
+  clear(): void {
+    this.services.clear();
+  }
+
   /** The newest event of each IP of the service, if it is under attack. */
   newestPerIp(ref: ServiceRef): Map<string, AttackEvent> {
     const newest = new Map<string, AttackEvent>();

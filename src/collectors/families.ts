@@ -148,11 +148,13 @@ export const FAMILIES: Record<StateFamilyKey, FamilyOfState> = {
     },
   },
   graphLastSuccess: {
-    version: ({ state, graphs }) => [state.collectorOn('graphs'), graphs.changes],
+    version: ({ state, graphs }) => [state.collectorOn('graphs'), graphs.changes, state.inventory],
     *collect({ name, state, graphs }, emit) {
       if (!state.collectorOn('graphs')) return;
       let i = 0;
       for (const graph of graphs.fetched()) {
+        // An image of a server no longer listed is not rendered, whatever the store still holds.
+        if (!state.inventory.has(graph.serverId)) continue;
         emit([name, graph.serverId, graph.type, graph.scale], ms(graph.updatedAt));
         if (++i % ITEMS_PER_YIELD === 0) yield;
       }

@@ -106,6 +106,11 @@ export class FirewallSeriesState {
   static key(ref: ServiceRef): string {
     return `${ref.serviceType}/${ref.serviceId}`;
   }
+  /** The service of a `key` (its type, then its id, which may hold a `/`). */
+  static ref(key: string): ServiceRef {
+    const [serviceType, ...id] = key.split('/');
+    return { serviceType: serviceType as ServiceType, serviceId: id.join('/') };
+  }
 }
 
 /** What a history is collected with besides its events. */

@@ -65,6 +65,11 @@ export class GraphStore {
   readonly #fetched = new WeakSet<Entry>();
   /** changes of the images held (put, dropped, loaded): a rendering reuses the graph series' bytes while it stays */
   #changes = 0;
+  /**
+   * The puts writing their file now, each with its server id and its writes (never rejected): a removal while
+   * one is in flight marks it dropped (it then holds nothing) and waits for its writes before deleting.
+   */
+  readonly #writing = new Set<{ serverId: string; dropped: boolean; written: Promise<unknown> }>();
   readonly #dir: string;
   /** the directory of the layout before accounts, adopted by `load()` when set */
   readonly #legacyDir: string | undefined;
@@ -153,7 +158,9 @@ export class GraphStore {
 
   /**
    * Writes a checked PNG to disk (atomically: temp file, then rename), then holds it; throws when the file
-   * could not be written (that image's poll fails, the image held before stays).
+   * could not be written (that image's poll fails, the image held before stays). A server removed while the
+   * file is written (`removeServer`, `retainServers` without it) gets nothing back: the file written is
+   * deleted, nothing is held or mirrored.
    */
   async put(
     key: GraphKey,
@@ -164,9 +171,23 @@ export class GraphStore {
     const held: HeldGraph = { ...key, width, height, bytes: png.length, etag: etagOf(png), updatedAt };
     if (SAFE_ID.test(key.serverId)) {
       const file = this.#file(key);
-      await mkdir(join(file, '..'), { recursive: true });
-      await writeFile(`${file}.tmp`, png);
-      await rename(`${file}.tmp`, file);
+      const write = async () => {
+        await mkdir(join(file, '..'), { recursive: true });
+        await writeFile(`${file}.tmp`, png);
+        await rename(`${file}.tmp`, file);
+      };
+      const written = write();
+      const writing = { serverId: key.serverId, dropped: false, written: written.catch(() => undefined) };
+      this.#writing.add(writing);
+      try {
+        await written;
+      } catch (error) {
+        if (!writing.dropped) throw error;
+      } finally {
+        this.#writing.delete(writing);
+      }
+      // Removed meanwhile: nothing is held; the removal deletes the file once written.
+      if (writing.dropped) return { ...held, png };
       this.#graphs.set(keyOf(key), held);
       this.#fetched.add(held);
     } else {
@@ -184,10 +205,18 @@ export class GraphStore {
     return join(this.#dir, key.serverId, `${key.type}-${key.scale}.png`);
   }
 
+  /** Marks the puts in flight of the servers removed as dropped, and waits for their writes (then deleted). */
+  async #drop(removed: (writing: { serverId: string }) => boolean): Promise<void> {
+    const writes = [...this.#writing].filter(removed);
+    for (const writing of writes) writing.dropped = true;
+    await Promise.all(writes.map((writing) => writing.written));
+  }
+
   /** Drops every image of a server that is gone, from memory and disk. */
   async removeServer(serverId: string): Promise<void> {
     for (const [k, graph] of this.#graphs) if (graph.serverId === serverId) this.#graphs.delete(k);
     this.#changes++;
+    await this.#drop((writing) => writing.serverId === serverId);
     if (SAFE_ID.test(serverId)) await rm(join(this.#dir, serverId), { recursive: true, force: true });
     await this.#mirror?.removeServer(serverId);
   }
@@ -204,6 +233,7 @@ export class GraphStore {
       dropped.push({ serverId: graph.serverId, type: graph.type, scale: graph.scale });
     }
     if (dropped.length > 0) this.#changes++;
+    await this.#drop((writing) => !serverIds.has(writing.serverId));
     const onDisk = await readdir(this.#dir).catch(() => [] as string[]);
     // Only names this store could have written: anything else in the directory is not ours to delete.
     for (const serverId of onDisk.filter((s) => SAFE_ID.test(s) && !serverIds.has(s))) {

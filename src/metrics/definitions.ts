@@ -325,7 +325,7 @@ function declareMetrics(registers: Registry[]) {
     firewallDesiredState: new StateFamily({
       type: 'gauge',
       name: 'baremetal_firewall_desired_state',
-      help: `Firewall state the daemon wants for the IP, one series per desired-state row in the store (a request decided in dry run records none): 1 Always On, 0 Redirect On Attack. ${CACHED}`,
+      help: `Firewall state the daemon wants for the IP, one series per desired-state row in the store whose change is pending or was applied (a request decided in dry run records none; a change cancelled before it was applied wants nothing), as the leader last read them (after its decisions, and every 10 s for other replicas'): 1 Always On, 0 Redirect On Attack. ${CACHED}`,
       labelNames: ['account', 'server_id', 'ip'] as const,
       registers,
     }),
@@ -427,8 +427,10 @@ export const LEADER_ONLY_METRICS = [
   'graphImages',
   'catalogOperatingSystems',
   'catalogLocations',
-  // Read again by the leader's ticker only: a follower's could hold a breaker another replica closed.
+  // Read again by the leader's ticker only: a follower's could hold a breaker another replica closed, or
+  // desired firewall state another replica changed.
   'remediationCircuitOpen',
+  'firewallDesiredState',
 ] as const satisfies ReadonlyArray<MetricKey>;
 
 /**
@@ -455,7 +457,6 @@ export const ACCOUNT_METRICS = [
   'actionLastFailure',
   'actionPending',
   'actionAwaitingApproval',
-  'firewallDesiredState',
   'actionBudgetRemaining',
   'remediationVerifications',
   'remediationRecovery',

@@ -9,8 +9,11 @@ export const catalogPoll = {
   defaultSchedule: DEFAULT_SCHEDULES.catalog,
   async run(context, signal) {
     const { client, logger, config, state } = context;
-    // Switched off: no request; its series are not rendered (collectors/families.ts).
-    if (config.collectors?.catalog === false) return { items: 0, failed: 0 };
+    // Switched off: no request; the counts are forgotten (0 again when switched on, until the next read).
+    if (config.collectors?.catalog === false) {
+      state.dropCatalog();
+      return { items: 0, failed: 0 };
+    }
     const tasks: Array<() => Promise<void>> = [
       async () => {
         const systems = await listOperatingSystems(client, signal);
@@ -34,4 +37,5 @@ export const catalogPoll = {
       },
     );
   },
+  switchedOff: (context) => context.state.dropCatalog(),
 } satisfies PollDefinition;

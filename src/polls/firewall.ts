@@ -35,7 +35,7 @@ interface FirewallMemory {
   rounds: Record<FirewallJob, RoundRobin<ServiceRef>>;
   /** the start-up warning about the budget was logged */
   budgetWarned: boolean;
-  /** the services in scope when the firewall state was last pruned of the others (AccountState.servicesVersion) */
+  /** the services in scope when the firewall state was last pruned of the others (AccountState.servicesVersion: counts, no inventory) */
   prunedFor: unknown[];
 }
 
@@ -61,6 +61,8 @@ export const firewallPoll = {
   name: 'firewall',
   defaultSchedule: DEFAULT_SCHEDULES.firewall,
   run: (context, signal) => pollFirewall(context, signal, 'firewall'),
+  // What the polls read goes with the switch: its series follow (collectors/families.ts), also when switched on again.
+  switchedOff: (context) => context.state.dropFirewall(),
 } satisfies PollDefinition;
 
 /** A job of its own only when its schedule differs from `firewall`'s (otherwise `firewall` polls every service). */
@@ -73,8 +75,11 @@ export const firewallUnderAttackPoll = {
 
 async function pollFirewall(context: PollContext, signal: AbortSignal, job: FirewallJob): Promise<WorkResult> {
   const { client, metrics, logger, config, state } = context;
-  // Switched off: no request; its series are not rendered (collectors/families.ts).
-  if (config.collectors?.firewall === false) return { items: 0, failed: 0 };
+  // Switched off: no request; what was read is forgotten, so no series is rendered (collectors/families.ts).
+  if (config.collectors?.firewall === false) {
+    state.dropFirewall();
+    return { items: 0, failed: 0 };
+  }
   const round = memoryOf(state).rounds[job];
   forgetUnlisted(state, memoryOf(state));
   const services = state.servicesOf(job);
@@ -184,8 +189,9 @@ export function warnBudget(context: PollContext): void {
 }
 
 /**
- * Forgets the firewall state of services no longer polled (a colocation or transit id a reload removed; a
- * server leaves with the server list): memory only, their series are not rendered already.
+ * Forgets the firewall state and the attack log (`/api/v1/attacks`) of services no longer polled (a colocation
+ * or transit id a reload removed; a server leaves with the server list): memory only, their series are not
+ * rendered already.
  */
 function forgetUnlisted(state: AccountState, memory: FirewallMemory): void {
   // Only when the services in scope changed: not a set of every key at each run.
@@ -193,13 +199,15 @@ function forgetUnlisted(state: AccountState, memory: FirewallMemory): void {
   if (version.length === memory.prunedFor.length && version.every((v, i) => v === memory.prunedFor[i])) return;
   memory.prunedFor = version;
   const listed = new Set(state.services().map(FirewallSeriesState.key));
-  for (const key of [...state.firewallState.services.keys(), ...state.firewallState.failedBeforeRead.keys()]) {
+  for (const key of [
+    ...state.firewallState.services.keys(),
+    ...state.firewallState.failedBeforeRead.keys(),
+    ...state.attacks.services.keys(),
+  ]) {
     if (listed.has(key)) continue;
-    const [serviceType, ...id] = key.split('/');
-    removeFirewallService(state.firewallState, {
-      serviceType: serviceType as ServiceRef['serviceType'],
-      serviceId: id.join('/'),
-    });
+    const ref = FirewallSeriesState.ref(key);
+    removeFirewallService(state.firewallState, ref);
+    state.attacks.remove(ref);
   }
 }
 

@@ -62,8 +62,9 @@ export interface PollDefinition {
   /** whether the account has this job (read when the account starts); absent: always */
   enabled?(config: PollConfig): boolean;
   /**
-   * its collector is switched off by a reload: the data it holds besides its state (graph images) go at once;
-   * absent: nothing. Its series need nothing: a switched-off poll's are not rendered (collectors/families.ts).
+   * its collector is switched off by a reload: what it read goes at once — its part of the account's state (so
+   * that nothing read before the switch is rendered when it is switched on again) and the data it holds besides
+   * (graph images); absent: nothing. Its series need nothing: they follow the state (collectors/families.ts).
    */
   switchedOff?(context: PollContext): Promise<void> | void;
 }

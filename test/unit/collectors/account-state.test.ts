@@ -145,3 +145,22 @@ describe('AccountState: what the polls learned, as the readers ask it', () => {
     });
   });
 });
+
+describe('servicesVersion', () => {
+  it('changes with each inventory assigned and each list of services, and keeps no inventory alive', () => {
+    const services = { colocationIds: ['c1'], transitIds: [] as string[] };
+    const state = new AccountState({
+      schedules: { ...DEFAULT_SCHEDULES, firewall_under_attack: DEFAULT_SCHEDULES.firewall },
+      services,
+    });
+    const first = state.servicesVersion();
+    expect(state.servicesVersion()).toEqual(first);
+    state.inventory = new Map();
+    const second = state.servicesVersion();
+    expect(second).not.toEqual(first);
+    Object.assign(services, { colocationIds: ['c2'] });
+    expect(state.servicesVersion()).not.toEqual(second);
+    // What the firewall poll keeps between runs (its pruning) and a rendering keeps: values, not the servers.
+    expect(second.some((value) => value instanceof Map)).toBe(false);
+  });
+});

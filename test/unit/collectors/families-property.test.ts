@@ -6,7 +6,9 @@
  * rendered by the real exposition cache after every step
  * (so that a family's reused bytes are checked too), and each rendering's series must be exactly those that
  * the final state alone says, family by family. The expected set is computed here from the state's own
- * readers (`services()`, the inventory, the graph store's list), not from collectors/families.ts.
+ * readers (`services()`, the inventory, the graph store's list), not from collectors/families.ts; which
+ * services and catalog counts have series at all is modelled here, from the steps (`Model`): a poll switched
+ * off forgets what it read, so switched on again it exposes only what it has read since.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -34,6 +36,8 @@ import {
   type Metrics,
 } from '../../../src/metrics/definitions.js';
 import { ExpositionCache } from '../../../src/metrics/exposition-cache.js';
+import { catalogPoll } from '../../../src/polls/catalog.js';
+import { firewallPoll } from '../../../src/polls/firewall.js';
 import { graphsPoll } from '../../../src/polls/graphs.js';
 import type { PollContext } from '../../../src/polls/poll.js';
 import { applyScope } from '../../../src/polls/servers.js';
@@ -149,6 +153,23 @@ const SERVICES = [
   { serviceType: 'transit' as const, serviceId: 't1' },
 ];
 
+/**
+ * What the steps say was read since the poll was last switched on, kept apart from the state: the firewall
+ * services read or failed (by `type/id`), whether a firewall run set the oldest read's age, the catalog counts.
+ */
+interface Model {
+  read: Set<string>;
+  failed: Set<string>;
+  oldestSet: boolean;
+  catalog: { systems: number; locations: number };
+}
+const model = (): Model => ({
+  read: new Set(),
+  failed: new Set(),
+  oldestSet: false,
+  catalog: { systems: 0, locations: 0 },
+});
+
 /** The daemon's accounts as the property drives them: state, graph store, config, poll context. */
 function world() {
   const registry = new Registry();
@@ -175,7 +196,9 @@ function world() {
     } as unknown as PollContext;
     // The store's desired firewall state rows as the engine reads them back (remediation/desired-rows.ts).
     const desired = new DesiredRows();
-    return { name, state, graphs, desired, services, scope, context };
+    /** the rows the store holds now, as the last `desired` step left them (the test's own record) */
+    const stored: Array<Extract<Step, { kind: 'desired' }>['rows'][number]> = [];
+    return { name, state, graphs, desired, stored, services, scope, context, model: model() };
   });
   bindStateFamilies(metrics, () => accounts);
   const led: { accounts: ReadonlySet<string> | undefined } = { accounts: undefined };
@@ -205,8 +228,11 @@ async function apply(w: World, step: Step): Promise<void> {
     }
     case 'history': {
       const ref = SERVICES[step.service]!;
-      // As the firewall poll: a server no longer listed gets no series back.
+      // As the firewall poll: switched off, it reads nothing; a server no longer listed gets no series back.
+      if (!w.collectors.firewall) return;
       if (ref.serviceType === 'dedicated' && !a!.state.inventory.has(ref.serviceId)) return;
+      a!.model.read.add(FirewallSeriesState.key(ref));
+      a!.model.oldestSet = true;
       const events = step.events.map((e) => ({ ...e, raw: '', fields: {} }));
       const knownIps = ref.serviceType === 'dedicated' ? (a!.state.inventory.get(ref.serviceId)?.ips ?? []) : [];
       collectFirewallHistory(a!.state.firewallState, a!.context, ref, events, {
@@ -220,18 +246,22 @@ async function apply(w: World, step: Step): Promise<void> {
     }
     case 'failure': {
       const ref = SERVICES[step.service]!;
+      if (!w.collectors.firewall) return;
       if (ref.serviceType === 'dedicated' && !a!.state.inventory.has(ref.serviceId)) return;
+      a!.model.failed.add(FirewallSeriesState.key(ref));
       collectFirewallFailure(a!.state.firewallState, ref, w.clock.ms);
       return;
     }
     case 'graph': {
       const serverId = SERVER_IDS[step.server]!;
-      if (!w.collectors.graphs || !a!.state.inventory.has(serverId)) return;
+      // Also for a server not listed (any more): what a put in flight when its server was removed could leave.
+      if (!w.collectors.graphs) return;
       await a!.graphs.put({ serverId, type: 'port_bits', scale: step.scale }, PNG, w.clock.ms);
       return;
     }
     case 'catalog':
       if (!w.collectors.catalog) return;
+      a!.model.catalog = { systems: step.systems, locations: step.locations };
       a!.state.catalog.operatingSystems = step.systems;
       a!.state.catalog.locations = step.locations;
       return;
@@ -246,8 +276,14 @@ async function apply(w: World, step: Step): Promise<void> {
       return;
     case 'switch':
       w.collectors[step.poll] = step.on;
-      // A reload's `dropSwitchedOff`: what the poll holds besides the state (graph images).
-      if (!step.on && step.poll === 'graphs') for (const x of w.accounts) await graphsPoll.switchedOff(x.context);
+      if (step.on) return;
+      // A reload's `dropSwitchedOff` (scheduler/jobs.ts): each poll's hook, for every account.
+      for (const x of w.accounts) {
+        await { firewall: firewallPoll, graphs: graphsPoll, catalog: catalogPoll }[step.poll].switchedOff?.(x.context);
+        // The rule, in the model: nothing read before the switch.
+        if (step.poll === 'firewall') Object.assign(x.model, { read: new Set(), failed: new Set(), oldestSet: false });
+        if (step.poll === 'catalog') x.model.catalog = { systems: 0, locations: 0 };
+      }
       return;
     case 'led':
       w.led.accounts = step.led && new Set(step.led.map((i) => ACCOUNTS[i]!));
@@ -257,6 +293,7 @@ async function apply(w: World, step: Step): Promise<void> {
       return;
     case 'desired':
       // What the store holds after a decision, an applied or cancelled change, or a retirement.
+      a!.stored.splice(0, a!.stored.length, ...step.rows);
       a!.desired.replace(
         step.rows.map((r) => ({
           account: a!.name,
@@ -297,17 +334,16 @@ const line = (name: string, labels: Record<string, string>, value: number) =>
 /** The series the state says now, from the state alone. */
 async function expected(w: World): Promise<string[]> {
   const lines: string[] = [];
-  for (const { name: account, state, graphs, desired } of w.accounts) {
-    // Not leader-only: every replica shows every account's desired state (from the shared store).
-    for (const row of desired.rows())
-      lines.push(
-        line(
-          'baremetal_firewall_desired_state',
-          { account, server_id: row.serverId, ip: row.ip },
-          Number(row.desiredState),
-        ),
-      );
+  for (const { name: account, state, graphs, stored, model: read } of w.accounts) {
     if (w.led.accounts && !w.led.accounts.has(account)) continue;
+    // Leader-only, as every family here: only the leader re-reads the rows (remediation/gauges.ts). A row shows
+    // while its change is pending or once a state was applied to the IP; a change cancelled before anything
+    // was applied (not pending, nothing applied) wants nothing of the IP any more: no series.
+    for (const row of stored)
+      if (row.pending || row.applied)
+        lines.push(
+          line('baremetal_firewall_desired_state', { account, server_id: row.server, ip: row.ip }, Number(row.state)),
+        );
     for (const s of state.inventory.values()) {
       const { serverId: server_id, hostname, ip, os, processor, memory, location, status } = s;
       lines.push(
@@ -325,9 +361,10 @@ async function expected(w: World): Promise<string[]> {
       for (const ref of state.services()) {
         const key = FirewallSeriesState.key(ref);
         const service = { account, service_type: ref.serviceType, service_id: ref.serviceId };
-        const series = state.firewallState.services.get(key);
+        // Series of a service only once read since the switch (or start); its values from the state.
+        const series = read.read.has(key) ? state.firewallState.services.get(key) : undefined;
         if (!series) {
-          if (state.firewallState.failedBeforeRead.has(key))
+          if (read.failed.has(key) && state.firewallState.failedBeforeRead.has(key))
             lines.push(line('baremetal_firewall_history_up', service, 0));
           continue;
         }
@@ -338,8 +375,10 @@ async function expected(w: World): Promise<string[]> {
           lines.push(line('baremetal_firewall_attack_events_total', { ...service, ip }, series.totals.get(ip) ?? 0));
         }
       }
-      if (state.oldestReadAgeSeconds !== undefined)
-        lines.push(line('baremetal_firewall_history_oldest_read_age_seconds', { account }, state.oldestReadAgeSeconds));
+      if (read.oldestSet)
+        lines.push(
+          line('baremetal_firewall_history_oldest_read_age_seconds', { account }, state.oldestReadAgeSeconds!),
+        );
     }
     // Only listed servers' images: one the store still held for a server gone would be a leak, not state.
     if (w.collectors.graphs)
@@ -352,8 +391,8 @@ async function expected(w: World): Promise<string[]> {
           ),
         );
     if (w.collectors.catalog) {
-      lines.push(line('baremetal_catalog_operating_systems', { account }, state.catalog.operatingSystems));
-      lines.push(line('baremetal_catalog_locations', { account }, state.catalog.locations));
+      lines.push(line('baremetal_catalog_operating_systems', { account }, read.catalog.systems));
+      lines.push(line('baremetal_catalog_locations', { account }, read.catalog.locations));
     }
   }
   return lines.sort();
@@ -362,7 +401,7 @@ async function expected(w: World): Promise<string[]> {
 describe('series as a function of state', () => {
   it('every rendering of a random history exposes exactly the series of the state at that point, every family', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(STEP, { minLength: 1, maxLength: 40 }), async (steps) => {
+      fc.asyncProperty(fc.array(STEP, { minLength: 1, maxLength: 40, size: 'max' }), async (steps) => {
         const w = world();
         const names = FAMILY_NAMES(w.metrics);
         for (const step of steps) {
@@ -373,6 +412,45 @@ describe('series as a function of state', () => {
       }),
       { numRuns: 150 },
     );
+  });
+
+  it('a poll switched off and on again renders nothing it read before, until it reads again', async () => {
+    const w = world();
+    const names = FAMILY_NAMES(w.metrics);
+    const render = async () => exposed((await w.cache.render()).bytes('text').toString(), names);
+    const steps: Step[] = [
+      { kind: 'servers', account: 0, servers: [{ id: '1', status: 'online', memory: '', cancellation: null, ips: 1 }] },
+      { kind: 'history', account: 0, service: 0, events: [{ id: 'e1', ip: IPS[0]! }] },
+      { kind: 'history', account: 0, service: 4, events: [{ id: 'e2', ip: IPS[1]! }] },
+      { kind: 'failure', account: 0, service: 6 },
+      { kind: 'catalog', account: 0, systems: 7, locations: 3 },
+    ];
+    for (const step of steps) await apply(w, step);
+    const before = await render();
+    expect(before).toContain(
+      'baremetal_firewall_attack_events_last_hour{account="a",service_type="colocation",service_id="c1",ip="192.0.2.2"} 1',
+    );
+    expect(before).toContain('baremetal_catalog_operating_systems{account="a"} 7');
+    for (const poll of ['firewall', 'catalog'] as const) await apply(w, { kind: 'switch', poll, on: false });
+    await render();
+    // A week later a reload switches them on again: the next rendering comes before any run.
+    await apply(w, { kind: 'clock', ms: 7 * 24 * 3600_000 });
+    for (const poll of ['firewall', 'catalog'] as const) await apply(w, { kind: 'switch', poll, on: true });
+    const after = await render();
+    expect(after.filter((l) => /^baremetal_(firewall_(attack|history)|catalog)/.test(l))).toEqual([
+      'baremetal_catalog_locations{account="a"} 0',
+      'baremetal_catalog_locations{account="b"} 0',
+      'baremetal_catalog_operating_systems{account="a"} 0',
+      'baremetal_catalog_operating_systems{account="b"} 0',
+    ]);
+    expect(after).toEqual(await expected(w));
+    // Read again: the attack counter is a new series, counting from 0 (docs/metrics-counters.md).
+    await apply(w, { kind: 'history', account: 0, service: 4, events: [{ id: 'e2', ip: IPS[1]! }] });
+    const again = await render();
+    expect(again).toContain(
+      'baremetal_firewall_attack_events_total{account="a",service_type="colocation",service_id="c1",ip="192.0.2.2"} 0',
+    );
+    expect(again).toEqual(await expected(w));
   });
 
   it('names every family rendered from state', () => {

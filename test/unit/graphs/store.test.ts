@@ -74,6 +74,30 @@ describe('graph store', () => {
     expect(store.list()[0]!.etag).toBe(before.etag);
   });
 
+  it('holds nothing of a server removed while its image was being written: no entry, no file', async () => {
+    const dir = tempDir();
+    const key = { serverId: '100001', type: 'port_bits' as const, scale: 'day' as const };
+    const file = join(dir, 'graphs/default/dedicated/100001/port_bits-day.png');
+    const image = { png: await pngOf(10, 10), width: 10, height: 10 };
+    for (const remove of [
+      (store: GraphStore) => store.removeServer('100001'),
+      (store: GraphStore) => store.retainServers(new Set(['100002'])),
+    ]) {
+      const store = new GraphStore(dir, 'default');
+      const put = store.put(key, image, 1_000);
+      // The servers poll drops the server while the image is written (mkdir, write, rename are awaited).
+      await remove(store);
+      await put;
+      expect([...store.fetched()]).toEqual([]);
+      expect(store.list()).toEqual([]);
+      expect(existsSync(file)).toBe(false);
+      // Listed again later, its next image is held as usual.
+      await store.put(key, image, 2_000);
+      expect([...store.fetched()].map((g) => g.updatedAt)).toEqual([2_000]);
+      await store.removeServer('100001');
+    }
+  });
+
   it('removes a server from memory and disk', async () => {
     const dir = tempDir();
     const store = new GraphStore(dir, 'default');

@@ -225,6 +225,61 @@ describe('firewall state as desired state', () => {
     expect(h.sim.state.firewallSetting('198.18.0.1').state).toBe('1');
   });
 
+  it('a change cancelled before any state was applied to the IP leaves no desired state series', async () => {
+    const h = await engineHarness();
+    const series = () =>
+      seriesValue(h.registry, 'baremetal_firewall_desired_state', { server_id: '100001', ip: '198.18.0.1' });
+    // The API refuses the first change inside its window: pending, nothing applied to the IP yet.
+    h.sim.state.setFirewallState('198.18.0.1', '0');
+    const asked = await h.engine.request(
+      fw('1', {
+        alert: {
+          alertname: 'BaremetalFirewallAttack',
+          fingerprint: 'f00dfeedbeef0001',
+          startsAt: '2026-11-23T11:58:00Z',
+        },
+      }),
+    );
+    expect(asked.decision).toBe('deferred');
+    expect(await series()).toBe(1);
+    // A reload removed the rule (the harness has none): the change is cancelled, its row kept with nothing applied.
+    expect(await h.engine.rulesChanged()).toBe(1);
+    expect(await h.journal.desired('default', '100001', '198.18.0.1')).toMatchObject({
+      pending: false,
+      desiredState: '1',
+      appliedState: null,
+    });
+    // Nothing is wanted of that IP any more: no series (the row stays for the journal's sake).
+    expect(await series()).toBeUndefined();
+  });
+
+  it("reads again, every 10 s of ticks, the desired firewall state another replica's decision changed", async () => {
+    const h = await engineHarness();
+    const series = () =>
+      seriesValue(h.registry, 'baremetal_firewall_desired_state', { server_id: '100001', ip: '198.18.0.1' });
+    await h.engine.tick();
+    expect(await series()).toBeUndefined();
+    // Another replica decides and writes the shared store; this engine decides nothing itself.
+    await h.journal.transaction('default', (tx) =>
+      tx.saveDesired({
+        account: 'default',
+        serverId: '100001',
+        ip: '198.18.0.1',
+        desiredState: '1',
+        dueAt: h.clock.now,
+        pending: false,
+        attempts: 0,
+        appliedState: '1',
+        appliedAt: h.clock.now,
+        cooldownMs: 2 * MIN,
+        principal: 'alertmanager',
+      }),
+    );
+    h.clock.now += 10_000;
+    await h.engine.tick();
+    expect(await series()).toBe(1);
+  });
+
   it('keeps pending changes across a restart', async () => {
     const path = `${tempDir()}/journal.db`;
     const h = await engineHarness({}, path);
