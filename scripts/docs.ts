@@ -10,6 +10,7 @@
  * on its page without touching this file.
  */
 import { writeFileSync } from 'node:fs';
+import { isDeepStrictEqual } from 'node:util';
 
 /** A JSON Schema node as the config schema builds it, with its two annotations (`unit`, `reloadable`). */
 export interface SchemaNode {
@@ -59,10 +60,15 @@ interface Row {
   reloadable: boolean;
 }
 
+/** Whether `name: node` is a key of the upstream block: that key, with the same schema. */
+const isUpstream = (upstream: Record<string, SchemaNode>, name: string, node: SchemaNode): boolean =>
+  Object.hasOwn(upstream, name) && isDeepStrictEqual(upstream[name], node);
+
 /**
  * The leaf keys under `node`, depth first in schema order; an object is listed through its keys, an array
- * of objects as `key[].sub`. Keys whose schema is the upstream block's own (same object) are left out and
- * reported through `onUpstream(prefix)`, so the block is defined once.
+ * of objects as `key[].sub`. Keys whose schema is the upstream block's own (its key, an equal schema: the
+ * generated schema is plain JSON, config/generated/config-file.ts) are left out and reported through
+ * `onUpstream(prefix)`, so the block is defined once.
  */
 function rows(
   node: SchemaNode,
@@ -74,15 +80,15 @@ function rows(
   const out: Row[] = [];
   let sawUpstream = false;
   for (const [name, child] of Object.entries(node.properties ?? {})) {
-    if (upstream[name] === child) {
+    if (isUpstream(upstream, name, child)) {
       if (!sawUpstream) onUpstream(prefix);
       sawUpstream = true;
       continue;
     }
     const key = `${prefix}${name}`;
     const applies = reloadable || child.reloadable === true;
-    const inner = Object.values(child.properties ?? {});
-    if (inner.length > 0 && inner.every((p) => Object.values(upstream).includes(p))) {
+    const inner = Object.entries(child.properties ?? {});
+    if (inner.length > 0 && inner.every(([n, p]) => isUpstream(upstream, n, p))) {
       onUpstream(`${key}.`);
       out.push({
         key,

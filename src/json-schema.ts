@@ -1,6 +1,8 @@
 /**
  * Small TypeBox builders for the shapes this project's schemas share (config file, webhook and operator
- * bodies), each emitting exactly the JSON Schema Ajv validates with, and the type derived from it.
+ * bodies), each emitting exactly the JSON Schema Ajv validates with, and the type derived from it. Build time
+ * only: the `*.schema.ts` declarations use them, and scripts/schemas.ts generates the plain JSON Schema the
+ * daemon loads (issue 53: nothing at run time loads TypeBox).
  */
 import { Type, type TSchema } from 'typebox';
 

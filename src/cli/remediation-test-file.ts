@@ -9,102 +9,26 @@
  */
 import { dirname, resolve } from 'node:path';
 import { Ajv } from 'ajv';
-import { Type, type Static } from 'typebox';
+import type { Static } from 'typebox';
 import { isCollection, isMap, isPair, isScalar, LineCounter, parseDocument, type Document } from 'yaml';
 import { parseDuration } from '../config/load.js';
 import { BaremetalError } from '../errors.js';
-import { oneOf, stringMap, strictObject } from '../json-schema.js';
 import { readBoundedText, readProblem } from '../read-bounded-file.js';
-import { webhookSchema, type WebhookBody } from '../remediation/webhook.js';
+import type { WebhookBody } from '../remediation/webhook.js';
+import { testFileSchema } from './generated/remediation-test-file.js';
 
 /** A malformed test file (exit 2): names the file and the line. */
 export class TestFileError extends BaremetalError {}
 
-// Any duration in Prometheus's format (`8m1s`, `1h30m`), as the config takes it: checked by `ms`, which names it.
-const duration = Type.String({ minLength: 1 });
-const row = Type.Object(
-  {
-    action: Type.Optional(Type.String()),
-    server_id: Type.Optional(Type.String()),
-    ip: Type.Optional(Type.String()),
-    decision: Type.String(),
-    source: Type.Optional(Type.String()),
-    principal: Type.Optional(Type.String()),
-    approver: Type.Optional(Type.String()),
-    /** verifying, verified, ineffective (a rule's verify_within) */
-    verification: Type.Optional(Type.String()),
-  },
-  { additionalProperties: false },
-);
-const call = strictObject({
-  operation: Type.String(),
-  server_id: Type.Optional(Type.String()),
-  ip: Type.Optional(Type.String()),
-  state: Type.Optional(Type.String()),
-  sensitivity: Type.Optional(Type.String()),
-});
-const shortAlert = strictObject({
-  alertname: Type.String({ minLength: 1 }),
-  labels: stringMap({ default: {} }),
-  status: oneOf(['firing', 'resolved'], { default: 'firing' }),
-});
-/** Which request awaiting approval an operator step settles: the only one, or the one with these fields. */
-const awaiting = {
-  server_id: Type.Optional(Type.String()),
-  action: Type.Optional(Type.String()),
-  reason: Type.Optional(Type.String()),
-};
-const principal = Type.String({ minLength: 1 });
-const step = strictObject({
-  at: duration,
-  alert: Type.Optional(shortAlert),
-  alerts: Type.Optional(Type.Array(shortAlert, { maxItems: 1000 })),
-  payload: Type.Optional(webhookSchema),
-  /** another operator approves the awaiting request (remediation-test-steps.ts) */
-  approve: Type.Optional(strictObject({ by: principal, ...awaiting })),
-  /** another operator denies it */
-  deny: Type.Optional(strictObject({ by: principal, ...awaiting })),
-  /** its requester withdraws it, or an operator (`by`, required for an alert's request) an alert's */
-  withdraw: Type.Optional(strictObject({ by: Type.Optional(principal), ...awaiting })),
-  /** time passes until every awaiting request is past remediation.approval_timeout */
-  expire: Type.Optional(Type.Literal(true)),
-  /** an operator closes the account's circuit breaker */
-  close_breaker: Type.Optional(strictObject({ by: principal, reason: Type.Optional(Type.String()) })),
-  /**
-   * The alerts Alertmanager holds from this step on (as promtool's `input_series` states the series), read by
-   * the outage gate (`block_while_firing`) and the verifier; `[]` none. Before a step states it, the test has no
-   * Alertmanager: the gate denies power actions as unknown.
-   */
-  alertmanager: Type.Optional(
-    Type.Array(strictObject({ alertname: Type.String({ minLength: 1 }), labels: stringMap({ default: {} }) }), {
-      maxItems: 1000,
-    }),
-  ),
-  /** the operator step is refused with a message containing this */
-  error: Type.Optional(Type.String({ minLength: 1 })),
-  expect: Type.Array(row, { default: [] }),
-  calls: Type.Optional(Type.Array(call)),
-});
-
 /** What a step does besides time passing: at most one of these. */
 const STEP_KINDS = ['alert', 'alerts', 'payload', 'approve', 'deny', 'withdraw', 'expire', 'close_breaker'] as const;
-const server = strictObject({
-  id: Type.String({ minLength: 1 }),
-  ips: Type.Array(Type.String(), { default: [] }),
-  attacks: Type.Array(strictObject({ ip: Type.String(), at: duration }), { default: [] }),
-});
-const fileSchema = strictObject({
-  remediation: Type.Optional(Type.Object({}, { additionalProperties: true })),
-  config_file: Type.Optional(Type.String({ minLength: 1 })),
-  schedules: Type.Optional(stringMap()),
-  servers: Type.Array(server, { minItems: 1, maxItems: 100000 }),
-  timeline: Type.Array(step, { minItems: 1, maxItems: 10000 }),
-});
-
-export type TestStep = Static<typeof step> & { line: number };
-export type ExpectedRow = Static<typeof row>;
-export type ExpectedCall = Static<typeof call>;
-export type ShortAlert = Static<typeof shortAlert>;
+/** The file's JSON Schema (cli/remediation-test-file.schema.ts, generated into generated/remediation-test-file.ts). */
+type FileSchema = Static<typeof testFileSchema>;
+type StepSchema = FileSchema['timeline'][number];
+export type TestStep = StepSchema & { line: number };
+export type ExpectedRow = StepSchema['expect'][number];
+export type ExpectedCall = NonNullable<StepSchema['calls']>[number];
+export type ShortAlert = NonNullable<StepSchema['alert']>;
 
 /** A test file, read: what `runTestFile` runs. Times (`at`) are ms after the start. */
 export interface TestFile {
@@ -118,7 +42,7 @@ export interface TestFile {
 // Every error, so that an unknown key (most often a typo) is the one shown rather than the required key it
 // was meant to be.
 const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false });
-const validate = ajv.compile(fileSchema);
+const validate = ajv.compile(testFileSchema);
 
 /** The most aliases (`*name`) a test file may resolve: the `yaml` library's guard against an alias bomb. */
 export const MAX_ALIASES = 100;
@@ -207,7 +131,7 @@ export async function readTestFile(path: string): Promise<TestFile> {
     const message = unknown === undefined ? (error.message ?? 'invalid') : `unknown key \`${unknown}\``;
     throw new TestFileError(`${path}:${line}: ${placeOf(error.instancePath)}${message}`);
   }
-  const file = raw as Static<typeof fileSchema>;
+  const file = raw as FileSchema;
   const fail = (pointer: string, message: string): never => {
     throw new TestFileError(`${path}:${nodeLine(doc, pointer, lineOf)}: ${message}`);
   };
@@ -260,7 +184,7 @@ function ms(text: string, pointer: string, fail: (pointer: string, message: stri
 /** The remediation block under test: the file's own, or the one of its `config_file` (relative to the file). */
 async function configOf(
   path: string,
-  file: Static<typeof fileSchema>,
+  file: FileSchema,
   fail: (pointer: string, message: string) => never,
 ): Promise<TestFile['config']> {
   if ((file.remediation === undefined) === (file.config_file === undefined))

@@ -11,30 +11,13 @@
  */
 import { createSecureContext, DEFAULT_CIPHERS, type SecureVersion, type TLSSocket } from 'node:tls';
 import { Ajv, type ErrorObject } from 'ajv';
-import { Type, type Static } from 'typebox';
+import type { Static } from 'typebox';
 import { parse as parseYaml } from 'yaml';
 import { bcryptHashProblem } from '../config/load.js';
 import { ConfigError } from '../errors.js';
 import { buildWithFiles, readBoundedText, readProblem } from '../read-bounded-file.js';
-import { oneOf, stringMap, strictObject as strict } from '../json-schema.js';
-
-/** Go's `tls.ClientAuthType` names, as exporter-toolkit spells them. */
-export const CLIENT_AUTH_TYPES = [
-  'NoClientCert',
-  'RequestClientCert',
-  'RequireAnyClientCert',
-  'VerifyClientCertIfGiven',
-  'RequireAndVerifyClientCert',
-] as const;
-export type ClientAuthType = (typeof CLIENT_AUTH_TYPES)[number];
-
-/** exporter-toolkit's TLS version names → node's. */
-const TLS_VERSIONS: Record<string, SecureVersion> = {
-  TLS10: 'TLSv1',
-  TLS11: 'TLSv1.1',
-  TLS12: 'TLSv1.2',
-  TLS13: 'TLSv1.3',
-};
+import { webConfigSchema } from './generated/web-config.js';
+import { CURVES, TLS_VERSIONS, type ClientAuthType } from './web-config-names.js';
 
 /** Go's cipher-suite names (crypto/tls `CipherSuites()` and `InsecureCipherSuites()`) → OpenSSL's. */
 export const CIPHER_SUITES: Record<string, string> = {
@@ -69,9 +52,6 @@ export const CIPHER_SUITES: Record<string, string> = {
 /** Node's TLS 1.3 suites, always kept: Go's `cipher_suites` does not apply to TLS 1.3. */
 const TLS13_SUITES = DEFAULT_CIPHERS.split(':').filter((name) => name.startsWith('TLS_'));
 
-/** Go's curve names → OpenSSL's. */
-const CURVES: Record<string, string> = { CurveP256: 'P-256', CurveP384: 'P-384', CurveP521: 'P-521', X25519: 'X25519' };
-
 /**
  * The headers exporter-toolkit lets `http_server_config.headers` set, with the values it allows (`undefined`:
  * any value). Every other header (Authorization, Content-Type, Set-Cookie, …) is refused, as there.
@@ -96,35 +76,6 @@ const HEADER_VALUE_CONTROL = /(?!\t)\p{Cc}/u;
 /** `value` as Node must be given it to send its UTF-8 bytes: one character per byte (Node writes latin1). */
 const wireValue = (value: string) => Buffer.from(value, 'utf8').toString('latin1');
 
-const unsupported = (what: string) => Type.Unsafe<never>({ not: {}, description: what });
-
-const webConfigSchema = strict({
-  tls_server_config: Type.Optional(
-    strict({
-      cert_file: Type.Optional(Type.String()),
-      key_file: Type.Optional(Type.String()),
-      client_ca_file: Type.Optional(Type.String()),
-      client_auth_type: Type.Optional(oneOf(CLIENT_AUTH_TYPES)),
-      min_version: Type.Optional(oneOf(Object.keys(TLS_VERSIONS))),
-      max_version: Type.Optional(oneOf(Object.keys(TLS_VERSIONS))),
-      cipher_suites: Type.Optional(Type.Array(Type.String())),
-      curve_preferences: Type.Optional(Type.Array(oneOf(Object.keys(CURVES)))),
-      prefer_server_cipher_suites: Type.Optional(Type.Boolean()),
-      client_allowed_sans: Type.Optional(unsupported('not supported')),
-      cert: Type.Optional(unsupported('not supported')),
-      key: Type.Optional(unsupported('not supported')),
-      client_ca: Type.Optional(unsupported('not supported')),
-    }),
-  ),
-  http_server_config: Type.Optional(
-    strict({
-      http2: Type.Optional(Type.Boolean()),
-      headers: Type.Optional(stringMap()),
-    }),
-  ),
-  basic_auth_users: Type.Optional(stringMap()),
-  rate_limit: Type.Optional(unsupported('not supported')),
-});
 type WebConfigFile = Static<typeof webConfigSchema>;
 
 const validate = new Ajv({ allErrors: true, strict: true }).compile<WebConfigFile>(webConfigSchema);

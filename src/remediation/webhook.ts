@@ -1,54 +1,15 @@
 /**
  * The Alertmanager webhook payload (`version: "4"`, Alertmanager's documented webhook format), defined once:
- * the JSON Schema fastify validates the body with, and the types the route and the rules read, derived from
- * it. Fields Alertmanager adds in later versions are accepted and ignored (no `additionalProperties: false`).
+ * the JSON Schema fastify validates the body with (declared with TypeBox in webhook.schema.ts, generated as
+ * plain JSON Schema into generated/webhook.ts by `npm run schemas`: TypeBox is not loaded at run time), and the
+ * types the route and the rules read, derived from it. Fields Alertmanager adds in later versions are accepted and ignored (no `additionalProperties: false`).
  */
-import { Type, type Static } from 'typebox';
-import { MAX_WEBHOOK_ALERTS } from '../config/schema.js';
-import { exactly, oneOf, stringMap } from '../json-schema.js';
-import { labelsTooLong, MAX_LABELS_JSON } from '../store/rows.js';
+import type { Static } from 'typebox';
+import { webhookAlertSchema, webhookSchema } from './generated/webhook.js';
+import { LABEL_NAME, labelsTooLong, MAX_LABELS_JSON } from '../store/rows.js';
 
-const STATUS = ['firing', 'resolved'] as const;
-
-/**
- * A label name as Prometheus allows it (its data model); a key beyond it is refused where the payload enters, so
- * no label can be named as a journal row's digest of the labels (store/rows.ts `labelsJson`) or anything else.
- */
-export const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
-
-/** One alert of the payload. */
-export const webhookAlertSchema = Type.Object({
-  status: oneOf(STATUS),
-  labels: Type.Unsafe<Record<string, string> & { alertname: string }>({
-    type: 'object',
-    additionalProperties: { type: 'string' },
-    propertyNames: { pattern: LABEL_NAME.source },
-    required: ['alertname'],
-  }),
-  annotations: Type.Optional(stringMap()),
-  startsAt: Type.String({ minLength: 1 }),
-  endsAt: Type.Optional(Type.String()),
-  generatorURL: Type.Optional(Type.String()),
-  fingerprint: Type.String({ minLength: 1 }),
-});
-
-/**
- * The whole payload; at most MAX_WEBHOOK_ALERTS alerts here, and at most `remediation.max_alerts` (default
- * 1000), which the route checks so that its refusal names the key. Alertmanager truncates larger groups
- * itself when its webhook_config sets `max_alerts` (and says so in `truncatedAlerts`).
- */
-export const webhookSchema = Type.Object({
-  version: exactly('4'),
-  groupKey: Type.Optional(Type.String()),
-  truncatedAlerts: Type.Optional(Type.Integer()),
-  status: oneOf(STATUS),
-  receiver: Type.Optional(Type.String()),
-  groupLabels: Type.Optional(stringMap()),
-  commonLabels: Type.Optional(stringMap()),
-  commonAnnotations: Type.Optional(stringMap()),
-  externalURL: Type.Optional(Type.String()),
-  alerts: Type.Array(webhookAlertSchema, { maxItems: MAX_WEBHOOK_ALERTS }),
-});
+/** The payload's JSON Schema (remediation/webhook.schema.ts; fastify validates the body with it). */
+export { webhookAlertSchema, webhookSchema };
 
 export type WebhookAlert = Static<typeof webhookAlertSchema>;
 export type WebhookBody = Static<typeof webhookSchema>;

@@ -269,6 +269,13 @@ export interface ListFilter {
 }
 
 /**
+ * A label name as Prometheus allows it (its data model); a key beyond it is refused where the webhook payload
+ * enters (remediation/webhook.schema.ts), so no label can be named as a journal row's digest of the labels
+ * (`labelsJson`) or anything else.
+ */
+export const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
+
+/**
  * The longest labels JSON a journal row keeps, characters; an alert with more is kept as the digest of its
  * labels (`labelsJson`): still one episode, matched exactly, but not replayable and not silenced.
  */
@@ -277,7 +284,7 @@ export const MAX_LABELS_JSON = 4096;
 /**
  * The one key of the labels a row keeps for an alert whose labels are longer than MAX_LABELS_JSON: no alert's
  * labels spell it (a Prometheus label name is `[a-zA-Z_][a-zA-Z0-9_]*`, which the webhook's schema checks:
- * remediation/webhook.ts LABEL_NAME; and every delivered alert has an `alertname` besides).
+ * LABEL_NAME; and every delivered alert has an `alertname` besides).
  */
 export const LABELS_DIGEST_KEY = 'sha256 of the labels';
 

@@ -12,6 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { type DaemonProcess, startDaemonProcess } from '../helpers/daemon.js';
 import { eventually } from '../helpers/processes.js';
+import { TOKEN } from '../helpers/remediation.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const HOOK = fileURLToPath(new URL('../fixtures/hooks/record-packages.ts', import.meta.url));
@@ -140,5 +141,55 @@ describe('bcryptjs with basic-auth users, re2js with a hostname pattern', () => 
     expect(stdout + stderr).toMatch(
       /servers\.include\[0\]\.hostname: a hostname pattern \(servers\.include, servers\.exclude\) needs the package re2js, which failed to load/,
     );
+  });
+});
+
+describe('typebox at build time only: the schemas are generated plain JSON Schema (scripts/schemas.ts)', () => {
+  it('a daemon with a plain config never loads it, and validates with the generated schemas', async () => {
+    const log = join(tempDir(), 'packages.log');
+    writeFileSync(log, '');
+    h = await startDaemonProcess({ key: 'lazy-key-1f6a4b2e', simulator: { servers: 2 }, remediationAuth: true });
+    const run = h.spawn([], { NODE_OPTIONS: `--import=${HOOK}`, BAREMETAL_TEST_PACKAGE_LOG: log });
+    const metrics = await eventually(`the servers' series (${run.output()})`, async () => {
+      const res = await request(`${h!.url}/metrics`).catch(() => undefined);
+      const body = await res?.body.text();
+      return body?.includes('server_id="100002"') ? body : undefined;
+    });
+    expect(metrics).toContain('server_id="100001"');
+    // An operator body against the generated schema: an unknown field is refused as before.
+    const refused = await request(`${h.url}/api/v1/actions/powercycle`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+      body: JSON.stringify({ server_id: '100001', extra: true }),
+    });
+    const answer = await refused.body.text();
+    expect(refused.statusCode, answer).toBe(400);
+    expect(JSON.parse(answer).message).toBe('body must NOT have additional properties');
+    const loaded = packages(log);
+    expect(loaded).toContain('ajv'); // the hook records what the daemon loads
+    expect(loaded).toContain('fastify');
+    expect(loaded).not.toContain('typebox');
+  });
+
+  it('check-config never loads it, and still names a key the schema refuses', async () => {
+    const dir = tempDir();
+    const log = join(dir, 'packages.log');
+    writeFileSync(log, '');
+    const file = join(dir, 'config.yml');
+    writeFileSync(file, 'upstream: { base_url: "https://api.provider.test", api_key: k, timeot: 5s }\n');
+    const bad = await runCli(['check-config', `--config.file=${file}`], {
+      NODE_OPTIONS: `--import=${HOOK}`,
+      BAREMETAL_TEST_PACKAGE_LOG: log,
+    });
+    expect(bad.code).not.toBe(0);
+    expect(bad.stdout + bad.stderr).toContain('timeot');
+    writeFileSync(file, 'upstream: { base_url: "https://api.provider.test", api_key: secret-key-0123456789 }\n');
+    const good = await runCli(['check-config', `--config.file=${file}`], {
+      NODE_OPTIONS: `--import=${HOOK}`,
+      BAREMETAL_TEST_PACKAGE_LOG: log,
+    });
+    expect(good.code, good.stdout + good.stderr).toBe(0);
+    expect(packages(log)).toContain('ajv');
+    expect(packages(log)).not.toContain('typebox');
   });
 });

@@ -12,11 +12,10 @@
  * and `?account=` or an entry of another account is a 403, as acting on it is.
  */
 import type { FastifyInstance } from 'fastify';
-import { Type, type Static, type TSchema } from 'typebox';
 import { ACTION_SPECS, type ActionSpec } from '../../config/actions.js';
+import type { Static } from 'typebox';
 import { parseDuration } from '../../config/formats.js';
 import { ACTIONS, PRINCIPAL_NAME, type ActionName } from '../../config/schema.js';
-import { oneOf, strictObject } from '../../json-schema.js';
 import type { StateStore } from '../../store/store.js';
 import type { RemediationEngine } from '../../remediation/engine.js';
 import { makeRequest } from '../../remediation/request.js';
@@ -33,26 +32,13 @@ const VERIFICATION_STATES = [
 import { DECISIONS } from '../../store/decisions.js';
 import { callerOf, listWithin, READ_ROLES, requireAccount, requireScope, routeRole } from '../principals.js';
 import { accountSchema, configuredAccount, idSchema, queryInteger, queryIntegerSchema } from '../schemas.js';
-
-const ip = Type.Unsafe<string>({ type: 'string', anyOf: [{ format: 'ipv4' }, { format: 'ipv6' }] });
-const serverId = Type.Unsafe<string>(idSchema);
-const account = Type.Optional(Type.Unsafe<string>(accountSchema));
-/** Why the operator asks: journaled with the row and returned by `GET /api/v1/actions`. */
-const reason = Type.Optional(Type.String({ minLength: 1, maxLength: 200 }));
-/** A power action's body; `force: true` passes the attack guard (remediation.safety), and its row says so. */
-const serverBody = strictObject({ account, server_id: serverId, reason, force: Type.Optional(Type.Boolean()) });
+import { actionBodies, type serverBody } from './generated/bodies.js';
 
 /**
- * The body of an operator action, from its entry in config/actions.ts: a power action's is `serverBody`; an
- * action on an IP takes `ip` and its value's field (exactly the JSON values the table lists: `true`, `"01"`
- * or `[1]` are 400). Unknown fields are errors.
+ * The body of an operator action (routes/bodies.schema.ts, from its entry in config/actions.ts): a power
+ * action's is `serverBody`; an action on an IP takes `ip` and its value's field. Unknown fields are errors.
  */
-function bodyOf(action: ActionName): TSchema {
-  const spec: ActionSpec = ACTION_SPECS[action];
-  if (spec.kind === 'power') return serverBody;
-  const value = spec.value ? { [spec.value.field]: oneOf(spec.value.values) } : {};
-  return strictObject({ account, server_id: serverId, reason, ip, ...value });
-}
+const bodyOf = (action: ActionName) => actionBodies[action];
 
 /** Any operator body, read field by field: a field its action does not have is absent. */
 type ActionBody = Static<typeof serverBody> & { ip?: string } & Record<string, unknown>;

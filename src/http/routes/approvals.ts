@@ -18,9 +18,8 @@
  */
 import { STATUS_CODES } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { Type, type Static } from 'typebox';
+import type { Static } from 'typebox';
 import { ApprovedNotSentError, ConflictError, ForbiddenError, NotFoundError } from '../../errors.js';
-import { strictObject } from '../../json-schema.js';
 import type { RemediationEngine } from '../../remediation/engine.js';
 import { GUARD_DENIALS, SENT } from '../../store/decisions.js';
 import type { JournalEntry } from '../../store/rows.js';
@@ -29,6 +28,7 @@ import type { PrincipalAction } from '../../config/schema.js';
 import { callerOf, requireAccount, requireScope, routeRole } from '../principals.js';
 import { withdrawalRefusal } from '../../remediation/withdrawal.js';
 import { decisionReply, engineOf } from './actions.js';
+import { approvalBody } from './generated/bodies.js';
 
 /**
  * A 409 saying what `row` is when it awaits no approval (executed, denied, withdrawn, expired, an alert's row that
@@ -45,9 +45,7 @@ function settled(row: JournalEntry): void {
 }
 
 const params = { type: 'object', properties: { id: { type: 'string', pattern: '^[1-9][0-9]{0,15}$' } } } as const;
-const body = Type.Optional(strictObject({ reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) }));
-
-type Route = { Params: { id: string }; Body: Static<typeof body> };
+type Route = { Params: { id: string }; Body: Static<typeof approvalBody> };
 
 export function approvalRoutes(
   app: FastifyInstance,
@@ -70,7 +68,7 @@ export function approvalRoutes(
       );
     return { row, engine, approver: approver.name };
   };
-  const options = { ...routeRole('operator'), schema: { params, body } };
+  const options = { ...routeRole('operator'), schema: { params, body: approvalBody } };
   app.post<Route>('/api/v1/actions/:id/approve', options, async (request, reply) => {
     const { row, engine, approver } = await settle(request);
     const { ruleChanged, ...decided } = await engine.approve(row, approver, request.body?.reason);

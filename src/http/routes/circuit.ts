@@ -12,17 +12,11 @@
  * its route's role) within its `accounts` (else 403); 400 for an unknown account, 503 while the journal is unavailable.
  */
 import type { FastifyInstance } from 'fastify';
-import { Type } from 'typebox';
 import type { RemediationEngine } from '../../remediation/engine.js';
-import { strictObject } from '../../json-schema.js';
 import type { StateStore } from '../../store/store.js';
 import { callerOf, READ_ROLES, requireAccount, routeRole } from '../principals.js';
 import { accountSchema, configuredAccount } from '../schemas.js';
-
-const closeBody = strictObject({
-  account: Type.Optional(Type.Unsafe<string>(accountSchema)),
-  reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-});
+import { closeBody } from './generated/bodies.js';
 
 /** An epoch-ms time as ISO-8601, null kept. */
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());

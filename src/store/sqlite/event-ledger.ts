@@ -9,19 +9,12 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
-import { Type, type Static } from 'typebox';
+import type { Static } from 'typebox';
 import type { EventLedger } from '../store.js';
+import { ledgerFileSchema } from './generated/event-ledger.js';
 
-const fileSchema = Type.Object({
-  version: Type.Unsafe<1>({ const: 1 }),
-  /** `type/id` → event ids of its latest history */
-  services: Type.Unsafe<Record<string, string[]>>({
-    type: 'object',
-    additionalProperties: { type: 'array', items: { type: 'string', maxLength: 256 }, maxItems: 100_000 },
-  }),
-});
-type LedgerFile = Static<typeof fileSchema>;
-const validate = new Ajv({ strict: true }).compile<LedgerFile>(fileSchema);
+type LedgerFile = Static<typeof ledgerFileSchema>;
+const validate = new Ajv({ strict: true }).compile<LedgerFile>(ledgerFileSchema);
 
 export class FileEventLedger implements EventLedger {
   readonly #file: string;
