@@ -40,7 +40,10 @@ import { APART_ABOVE_CHARS, yieldToLoop } from '../slices.js';
 import { FailureTally } from './failure-tally.js';
 import { type AbortReason, classifyTransportError } from './transport-errors.js';
 
-/** A reply that pauses every request (a 429, or a 503 with Retry-After): its body is not read, only discarded. */
+/**
+ * A reply that pauses every request (a 429, or a 503 with Retry-After): its body is not read, only discarded, and
+ * the pause starts even when that body fails, stalls or is cut short by an abort (reply.ts `collectReply`).
+ */
 const pauses = (statusCode: number, headers: IncomingHttpHeaders): boolean =>
   statusCode === 429 || (statusCode === 503 && headers['retry-after'] !== undefined);
 

@@ -66,7 +66,11 @@ export interface CollectOptions {
   ctx: UpstreamContext;
   /** aborts the exchange; its signal's reason is the error the promise rejects with, unless the transport's came first */
   attempt: AbortSource;
-  /** a reply whose body is not wanted (a 429): read up to DISCARD_LIMIT and dropped, or its connection closed */
+  /**
+   * a reply whose body is not wanted (a 429): read up to DISCARD_LIMIT and dropped, or its connection closed. Its
+   * status is the answer: once it is known, a body that fails, stalls past `bodyTimeout` or is cut short by the
+   * attempt's abort (its deadline, the caller's cancel) still hands the reply over, without its body.
+   */
   discard?: (statusCode: number, headers: IncomingHttpHeaders) => boolean;
 }
 
@@ -76,7 +80,8 @@ export interface CollectOptions {
  * reading its body). The same bounds as a `request()` would give: the dispatcher's `headersTimeout` and
  * `bodyTimeout` from `dispatch`, the attempt's abort stopping the exchange at any point, and `maxBytes`: a declared
  * Content-Length over it refused before reading, an undeclared one abandoned past it (ResponseTooLargeError,
- * the connection closed). A transport failure rejects with undici's own error, as `request()` does.
+ * the connection closed). A transport failure rejects with undici's own error, as `request()` does, except while a
+ * discarded body is read: the reply is then handed over without it, as `request()` then `body.dump().catch()` did.
  */
 export function collectReply(
   dispatcher: Dispatcher,
@@ -126,7 +131,7 @@ class BodyCollector implements Dispatcher.DispatchHandler {
     if (signal.aborted) this.#abort(signal.reason as Error);
   }
 
-  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
     if (statusCode < 200) return; // 1xx: informational, the reply follows
     this.#statusCode = statusCode;
     this.#options.ctx.status = statusCode; // an error from here on names the status
@@ -135,7 +140,7 @@ class BodyCollector implements Dispatcher.DispatchHandler {
     this.#discard = this.#options.discard?.(statusCode, headers) ?? false;
     if (this.#discard) {
       // A body not wanted: its connection is kept when it is small, as undici's dump() does.
-      if (declared > DISCARD_LIMIT) this.#finish(controller);
+      if (declared > DISCARD_LIMIT) this.#finish();
       return;
     }
     const { maxBytes, ctx } = this.#options;
@@ -145,11 +150,11 @@ class BodyCollector implements Dispatcher.DispatchHandler {
       );
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.#settled) return;
     this.#size += chunk.length;
     if (this.#discard) {
-      if (this.#size > DISCARD_LIMIT) this.#finish(controller);
+      if (this.#size > DISCARD_LIMIT) this.#finish();
       return;
     }
     const { maxBytes, ctx } = this.#options;
@@ -177,25 +182,39 @@ class BodyCollector implements Dispatcher.DispatchHandler {
     this.fail(error);
   }
 
-  /** Rejects with `error` (a transport failure, or a dispatch that threw), once. */
+  /**
+   * Rejects with `error` (a transport failure, or a dispatch that threw), once; while a discarded body is read,
+   * hands the reply over without it instead: its status already said what the caller needs (a pause).
+   */
   fail(error: Error): void {
     if (this.#settled) return;
+    if (this.#discard) {
+      this.#finish();
+      return;
+    }
     this.#settle();
     this.#reject(error);
   }
 
-  /** Rejects with `error` and aborts the exchange (its connection is closed). */
+  /** Rejects with `error` (a discarded body's reply: handed over, `fail`) and aborts the exchange (its connection is closed). */
   #abort(error: Error): void {
     if (this.#settled) return;
+    if (this.#discard) {
+      this.#finish();
+      return;
+    }
     this.fail(error);
     this.#controller?.abort(error);
   }
 
-  /** A discarded body: the reply is handed over without it, and its connection closed. */
-  #finish(controller: Dispatcher.DispatchController): void {
+  /**
+   * A discarded body not read to its end (too large, failed, stalled, aborted): the reply is handed over without
+   * it, and its connection closed, so that no socket is reused mid-body (a no-op once undici failed the exchange).
+   */
+  #finish(): void {
     this.#settle();
     this.#resolve({ statusCode: this.#statusCode, headers: this.#headers, body: Buffer.alloc(0) });
-    controller.abort(new Error('reply body discarded'));
+    this.#controller?.abort(new Error('reply body discarded'));
   }
 
   #settle(): void {

@@ -418,6 +418,116 @@ describe('against real sockets', () => {
     await c.close();
   });
 
+  /**
+   * A rate-limiting reply whose body never arrives whole: `cut` 'reset' destroys the connection after a piece of a
+   * chunked body, 'short' closes it before the declared length, 'stall' sends a piece of the declared length and
+   * nothing more. Resolves with whether the server saw the connection close, once it did (or after 5 s).
+   */
+  function cutReply(
+    res: ServerResponse,
+    status: number,
+    cut: 'reset' | 'short' | 'stall',
+  ): { closed: Promise<boolean> } {
+    const closed = new Promise<boolean>((resolve) => {
+      res.socket?.once('close', () => resolve(true));
+      setTimeout(() => resolve(false), 5_000).unref();
+    });
+    res.writeHead(status, cut === 'reset' ? { 'retry-after': '60' } : { 'retry-after': '60', 'content-length': '100' });
+    res.write('{"error":');
+    if (cut === 'reset') setImmediate(() => res.socket?.destroy());
+    if (cut === 'short') setImmediate(() => res.socket?.end());
+    return { closed };
+  }
+
+  it.each([
+    { name: 'a 429 whose chunked body is reset', status: 429, cut: 'reset' as const },
+    { name: 'a 429 whose body stalls (the body timeout and the deadline end it)', status: 429, cut: 'stall' as const },
+    { name: 'a 503 with Retry-After whose body is cut short', status: 503, cut: 'short' as const },
+  ])('pauses after $name: its status is the answer, not the body', async ({ status, cut }) => {
+    let closed: Promise<boolean> | undefined;
+    const { url } = await serve((res) => {
+      closed = cutReply(res, status, cut).closed;
+    });
+    const seen: RequestEvent[] = [];
+    const c = oneAtATime(url, { timeoutMs: 300, onRequest: (e) => seen.push(e) });
+    const error = await listServers(c).catch((e: unknown) => e);
+    const closedByEither = await closed;
+    server!.closeAllConnections();
+    await c.close();
+    expect(error).toBeInstanceOf(RateLimitedError);
+    expect((error as RateLimitedError).status).toBe(status);
+    expect(c.pausedUntil).toBeGreaterThan(0);
+    expect(seen.map((e) => e.outcome)).toEqual(['rate_limited']);
+    // No connection is kept with a body half read (for 'stall', the client is the one that closed it).
+    expect(closedByEither).toBe(true);
+  });
+
+  it("pauses after a 429 whose body the caller's cancel cuts short, as dump().catch() did", async () => {
+    const { url } = await serve((res) => void cutReply(res, 429, 'stall'));
+    // The client's handler, seen through an interceptor: the cancel comes once it has the 429's headers.
+    let headersSeen: () => void = () => undefined;
+    const seenHeaders = new Promise<void>((resolve) => (headersSeen = resolve));
+    const dispatcher = new Agent().compose(
+      (dispatch) => (options, handler) =>
+        dispatch(options, {
+          onRequestStart: (controller, context) => handler.onRequestStart?.(controller, context),
+          onResponseStart: (controller, statusCode, headers, message) => {
+            handler.onResponseStart?.(controller, statusCode, headers, message);
+            headersSeen();
+          },
+          onResponseData: (controller, chunk) => handler.onResponseData?.(controller, chunk),
+          onResponseEnd: (controller, trailers) => handler.onResponseEnd?.(controller, trailers),
+          onResponseError: (controller, error) => handler.onResponseError?.(controller, error),
+        }),
+    );
+    const c = oneAtATime(url, { dispatcher });
+    const cancel = new AbortController();
+    const read = listServers(c, cancel.signal).catch((e: unknown) => e);
+    await seenHeaders;
+    cancel.abort();
+    const error = await read;
+    server!.closeAllConnections();
+    await c.close();
+    await dispatcher.close();
+    expect(error).toBeInstanceOf(RateLimitedError);
+    expect(c.pausedUntil).toBeGreaterThan(0);
+  });
+
+  it("refuses the next write unsent after a write's 429 whose body is cut: the 429 says it was not acted on", async () => {
+    const { url, requests } = await serve((res) => void cutReply(res, 429, 'reset'));
+    const seen: RequestEvent[] = [];
+    const c = oneAtATime(url, { onRequest: (e) => seen.push(e) });
+    const first = await setFirewallState(c, { serverId: '1', ip: '203.0.113.7', state: '1' }).catch((e: unknown) => e);
+    const next = await setFirewallState(c, { serverId: '1', ip: '203.0.113.7', state: '1' }).catch((e: unknown) => e);
+    server!.closeAllConnections();
+    await c.close();
+    expect(first).toBeInstanceOf(RateLimitedError);
+    expect((first as RateLimitedError).outcomeUnknown).toBe(false);
+    expect(next).toBeInstanceOf(RateLimitedError);
+    expect((next as RateLimitedError).outcomeUnknown).toBe(false);
+    expect(requests()).toBe(1);
+    expect(seen.map((e) => e.outcome)).toEqual(['rate_limited']);
+  });
+
+  it('does not retry a read whose 429 body is cut at once: one request reaches the server, then the pause', async () => {
+    const { url, requests } = await serve((res) => void cutReply(res, 429, 'reset'));
+    const c = oneAtATime(url, { retries: 3, retryMinDelayMs: 1 });
+    const cancel = new AbortController();
+    let done = false;
+    const read = listServers(c, cancel.signal)
+      .catch((e: unknown) => e)
+      .finally(() => (done = true));
+    // Wait until the read is in the pause (or, without one, has given up), then cancel it there.
+    while (!done && c.pausedUntil === 0) await new Promise((r) => setTimeout(r, 5));
+    cancel.abort();
+    const error = await read;
+    server!.closeAllConnections();
+    await c.close();
+    expect(error).toBeInstanceOf(UpstreamCancelledError);
+    expect(c.pausedUntil).toBeGreaterThan(0);
+    expect(requests()).toBe(1);
+  });
+
   it("takes a read's budget token only once it has a slot, and never sends a read cancelled in the queue", async () => {
     let release: (() => void) | undefined;
     const { url, requests } = await serve((res) => {
