@@ -66,8 +66,9 @@ export class GraphStore {
   /** changes of the images held (put, dropped, loaded): a rendering reuses the graph series' bytes while it stays */
   #changes = 0;
   /**
-   * The puts writing their file now, each with its server id and its writes (never rejected): a removal while
-   * one is in flight marks it dropped (it then holds nothing) and waits for its writes before deleting.
+   * The puts in flight (writing their file, then copying to the mirror), each with its server id and its
+   * writes (never rejected): a removal while one is in flight marks it dropped (it then holds nothing) and
+   * waits for its writes (file and mirror) before deleting.
    */
   readonly #writing = new Set<{ serverId: string; dropped: boolean; written: Promise<unknown> }>();
   readonly #dir: string;
@@ -160,7 +161,8 @@ export class GraphStore {
    * Writes a checked PNG to disk (atomically: temp file, then rename), then holds it; throws when the file
    * could not be written (that image's poll fails, the image held before stays). A server removed while the
    * file is written (`removeServer`, `retainServers` without it) gets nothing back: the file written is
-   * deleted, nothing is held or mirrored.
+   * deleted, nothing is held or mirrored. The removal waits for the mirror's copy too, so the mirror's
+   * removal comes after it.
    */
   async put(
     key: GraphKey,
@@ -169,35 +171,34 @@ export class GraphStore {
   ): Promise<StoredGraph> {
     const { png, width, height } = image;
     const held: HeldGraph = { ...key, width, height, bytes: png.length, etag: etagOf(png), updatedAt };
-    if (SAFE_ID.test(key.serverId)) {
-      const file = this.#file(key);
-      const write = async () => {
+    const stored = { ...held, png };
+    // In flight until the file is written and the copy to the mirror has settled: a removal meanwhile waits
+    // for both, so its DELETE comes after this INSERT (on another pool connection it could overtake it).
+    const writing = { serverId: key.serverId, dropped: false, written: Promise.resolve() as Promise<unknown> };
+    const work = (async () => {
+      if (SAFE_ID.test(key.serverId)) {
+        const file = this.#file(key);
         await mkdir(join(file, '..'), { recursive: true });
         await writeFile(`${file}.tmp`, png);
         await rename(`${file}.tmp`, file);
-      };
-      const written = write();
-      const writing = { serverId: key.serverId, dropped: false, written: written.catch(() => undefined) };
-      this.#writing.add(writing);
-      try {
-        await written;
-      } catch (error) {
-        if (!writing.dropped) throw error;
-      } finally {
-        this.#writing.delete(writing);
       }
-      // Removed meanwhile: nothing is held; the removal deletes the file once written.
-      if (writing.dropped) return { ...held, png };
-      this.#graphs.set(keyOf(key), held);
-      this.#fetched.add(held);
-    } else {
-      const entry = { ...held, png };
+      // Removed meanwhile: nothing is held or mirrored; the removal deletes the file once written.
+      if (writing.dropped) return;
+      const entry: Entry = SAFE_ID.test(key.serverId) ? held : stored;
       this.#graphs.set(keyOf(key), entry);
       this.#fetched.add(entry);
+      this.#changes++;
+      await this.#mirror?.put(stored);
+    })();
+    writing.written = work.catch(() => undefined);
+    this.#writing.add(writing);
+    try {
+      await work;
+    } catch (error) {
+      if (!writing.dropped) throw error;
+    } finally {
+      this.#writing.delete(writing);
     }
-    this.#changes++;
-    const stored = { ...held, png };
-    await this.#mirror?.put(stored);
     return stored;
   }
 

@@ -69,6 +69,7 @@ export const firewallPoll = {
 export const firewallUnderAttackPoll = {
   name: 'firewall_under_attack',
   defaultSchedule: DEFAULT_SCHEDULES.firewall,
+  collector: 'firewall',
   enabled: (config) => underAttackPollApart(config.schedules),
   run: (context, signal) => pollFirewall(context, signal, 'firewall_under_attack'),
 } satisfies PollDefinition;

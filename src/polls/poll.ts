@@ -59,6 +59,11 @@ export interface PollDefinition {
    * one item fails (a job of one item).
    */
   run(context: PollContext, signal: AbortSignal): Promise<WorkResult>;
+  /**
+   * the `collectors` switch this poll follows when it is not its own name (firewall_under_attack: `firewall`);
+   * a reload switching it off cancels the poll's run in progress (scheduler/jobs.ts `dropSwitchedOff`)
+   */
+  collector?: keyof NonNullable<Config['collectors']>;
   /** whether the account has this job (read when the account starts); absent: always */
   enabled?(config: PollConfig): boolean;
   /**

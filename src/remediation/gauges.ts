@@ -32,6 +32,10 @@ export class RemediationGauges {
   readonly #approvalSeries = new Set<string>();
   /** when the circuit breaker's gauge was last read from the store, ms */
   circuitReadAt = -Infinity;
+  /** the desired firewall state rows' reads (refreshShared) */
+  readonly #desiredRead = new LatestRead();
+  /** the circuit breaker gauge's reads (refreshShared) */
+  readonly #circuitRead = new LatestRead();
 
   /** `now`: ms since epoch. */
   constructor(deps: GaugeDeps, now: () => number) {
@@ -119,7 +123,34 @@ export class RemediationGauges {
   async refreshShared(): Promise<void> {
     const { metrics, store, account, desired } = this.#deps;
     this.circuitReadAt = this.#now();
-    desired?.replace(await store.allDesired(account));
-    metrics.remediationCircuitOpen.set({ account }, (await store.circuit(account)).openedAt === null ? 0 : 1);
+    // The ticker's read and a decision's run at once; with PostgreSQL on two connections, the one started
+    // before a commit may answer after the one started after it: only the latest-started reply counts.
+    await this.#desiredRead.apply(
+      () => store.allDesired(account),
+      (rows) => desired?.replace(rows),
+    );
+    await this.#circuitRead.apply(
+      () => store.circuit(account),
+      (circuit) => metrics.remediationCircuitOpen.set({ account }, circuit.openedAt === null ? 0 : 1),
+    );
+  }
+}
+
+/**
+ * Applies the replies of one kind of read in the order the reads started: a reply to a read started before
+ * one already applied is older than what is shown, and is dropped.
+ */
+class LatestRead {
+  /** reads started, in order: each read's number */
+  #started = 0;
+  /** the number of the read applied last */
+  #applied = 0;
+
+  async apply<T>(read: () => Promise<T>, apply: (value: T) => void): Promise<void> {
+    const number = ++this.#started;
+    const value = await read();
+    if (number < this.#applied) return;
+    this.#applied = number;
+    apply(value);
   }
 }

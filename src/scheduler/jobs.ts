@@ -78,11 +78,15 @@ export class PollJobs {
 
   /**
    * Applies the collectors switched off, at once (a reload): for graphs, the held images are dropped without
-   * waiting for the job's next run. Their series are not rendered from then on (collectors/families.ts).
+   * waiting for the job's next run. Their series are not rendered from then on (collectors/families.ts). A run
+   * of theirs in progress is cancelled and waited for first: its replies would write into what is dropped.
    */
   async dropSwitchedOff(): Promise<void> {
     const collectors = this.#context.config.collectors;
-    for (const poll of DEFINITIONS)
-      if (collectors?.[poll.name as keyof typeof collectors] === false) await poll.switchedOff?.(this.#context);
+    const off = DEFINITIONS.filter(
+      (poll) => collectors?.[(poll.collector ?? poll.name) as keyof typeof collectors] === false,
+    );
+    await Promise.all(off.map((poll) => this.jobs.get(poll.name)?.cancel('switched_off')));
+    for (const poll of off) await poll.switchedOff?.(this.#context);
   }
 }

@@ -9,12 +9,16 @@ import type { Logger } from 'pino';
 import type { Metrics, RunOutcome } from '../metrics/definitions.js';
 import type { WorkResult } from '../polls/poll.js';
 
-/** Why a run's signal was aborted: its deadline, the daemon stopping, or the account's lease no longer trusted. */
-export type CancelReason = 'deadline' | 'stop' | 'lease';
+/**
+ * Why a run's signal was aborted: its deadline, the daemon stopping, the account's lease no longer trusted, or
+ * its collector switched off by a reload.
+ */
+export type CancelReason = 'deadline' | 'stop' | 'lease' | 'switched_off';
 
 const WHY: Record<Exclude<CancelReason, 'deadline'>, string> = {
   stop: 'the daemon is stopping',
   lease: 'this replica no longer leads the account',
+  switched_off: 'a reload switched its collector off',
 };
 
 export interface PollJobOptions {
@@ -89,7 +93,7 @@ export class PollJob {
     return this.#running;
   }
 
-  /** Cancels the run in progress, if any (shutdown, a lease lost); resolves when it has ended. */
+  /** Cancels the run in progress, if any (shutdown, a lease lost, its collector switched off); resolves when it has ended. */
   async cancel(reason: CancelReason = 'stop'): Promise<void> {
     this.#abort(reason);
     await this.#running;

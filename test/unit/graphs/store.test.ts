@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { GraphStore } from '../../../src/graphs/store.js';
+import { type GraphMirror, GraphStore } from '../../../src/graphs/store.js';
 import { pngOf } from '../../helpers/images.js';
 import { tempDir } from '../../helpers/tmp.js';
 
@@ -95,6 +95,50 @@ describe('graph store', () => {
       await store.put(key, image, 2_000);
       expect([...store.fetched()].map((g) => g.updatedAt)).toEqual([2_000]);
       await store.removeServer('100001');
+    }
+  });
+
+  it('mirrors nothing of a server removed while its image was being copied to the shared database', async () => {
+    // A fake of the store's own GraphMirror interface: a table of rows whose insert commits when released.
+    const rows = new Set<string>();
+    let release!: () => void;
+    let inserting!: () => void;
+    const mirror: GraphMirror = {
+      async put(graph) {
+        inserting();
+        await new Promise<void>((resolve) => {
+          release = resolve;
+        });
+        rows.add(`${graph.serverId}/${graph.type}/${graph.scale}`);
+      },
+      async removeServer(serverId) {
+        for (const row of rows) if (row.startsWith(`${serverId}/`)) rows.delete(row);
+      },
+      async retainServers(serverIds) {
+        for (const row of rows) if (!serverIds.has(row.split('/')[0]!)) rows.delete(row);
+      },
+    };
+    const image = { png: await pngOf(10, 10), width: 10, height: 10 };
+    for (const serverId of ['100001', '../unsafe']) {
+      const insertStarted = new Promise<void>((resolve) => {
+        inserting = resolve;
+      });
+      const store = new GraphStore(tempDir(), 'default', { mirror });
+      const put = store.put({ serverId, type: 'port_bits', scale: 'day' }, image, 1_000);
+      let removed = false;
+      // The file is written; the insert is on its way to the database when the servers poll drops the server.
+      await insertStarted;
+      const removal = store.removeServer(serverId).then(() => {
+        removed = true;
+      });
+      await new Promise((resolve) => setImmediate(resolve));
+      // The insert commits only now: after the removal, were it not waited for.
+      release();
+      await put;
+      await removal;
+      expect(removed).toBe(true);
+      expect([...rows]).toEqual([]);
+      expect(store.list()).toEqual([]);
     }
   });
 
