@@ -201,10 +201,12 @@ export class AccountState {
       };
     if (readAt === undefined)
       return { known: false, reason: 'its firewall history has not been read yet', undecided: true };
-    if (this.firewallState.services.get(FirewallSeriesState.key(ref))?.up === false)
+    const series = this.firewallState.services.get(FirewallSeriesState.key(ref));
+    if (series?.up === false)
       return {
         known: false,
         reason: `the latest poll of its firewall history failed (last read at ${new Date(readAt).toISOString()})`,
+        ...(series.failedAt !== undefined ? { failedAt: series.failedAt } : {}),
       };
     const polledAt = this.attacks.services.get(FirewallSeriesState.key(ref))?.polledAt ?? readAt;
     const lastEventAt = new Map([...this.attacks.newestPerIp(ref)].map(([ip, e]) => [ip, e.time ?? polledAt]));

@@ -43,6 +43,8 @@ export interface ServiceSeries {
   lastEventAt: ReadonlyMap<string, number>;
   /** last value of history_up */
   up: boolean;
+  /** ms (collector clock) of the latest failed poll while `up` is false (absent while up) */
+  failedAt?: number;
   /** ms (collector clock) at which a history of the service was last read and applied successfully */
   readAt: number;
   /** event ids of the latest successful history, for deduplication (NO_IDS: none) */
@@ -275,6 +277,7 @@ export function collectFirewallFailure(state: FirewallSeriesState, ref: ServiceR
   }
   if (series.up) state.changes.up++;
   series.up = false;
+  series.failedAt = now;
   if (series.pending.size === 0) return;
   state.changes.attacks++;
   const totals = new Map(series.totals);

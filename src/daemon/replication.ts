@@ -22,6 +22,41 @@ import type { Metrics } from '../metrics/definitions.js';
 import type { RemediationEngine } from '../remediation/engine.js';
 import type { OpenedStore } from '../store/open.js';
 
+/**
+ * When this replica's current term of each account began, ms since epoch (the collector clock): a firewall history
+ * read before it is no evidence (another replica may have led between, remediation/targets.ts). A start counts
+ * only under the lease epoch it began under (shared accounts; `epoch` undefined with one leader): an account lost
+ * and claimed again before the old term's end ran has no start until its new term begins.
+ */
+export class TermStarts {
+  readonly #starts = new Map<string, { at: number; epoch: string | undefined }>();
+
+  readonly #leads: (account: string) => boolean;
+  readonly #epoch: (account: string) => string | undefined;
+
+  /** `leads`: whether this replica leads an account now; `epoch`: its lease epoch now (undefined: one leader) */
+  constructor(leads: (account: string) => boolean, epoch: (account: string) => string | undefined) {
+    this.#leads = leads;
+    this.#epoch = epoch;
+  }
+
+  /** the term of `account` under its current lease epoch began at `at` */
+  began(account: string, at: number): void {
+    this.#starts.set(account, { at, epoch: this.#epoch(account) });
+  }
+
+  /** the term of `account` ended: its start is never reused */
+  ended(account: string): void {
+    this.#starts.delete(account);
+  }
+
+  /** the start of the current term; undefined while not leading `account` or before its current term began */
+  ledSince(account: string): number | undefined {
+    const start = this.#starts.get(account);
+    return this.#leads(account) && start && start.epoch === this.#epoch(account) ? start.at : undefined;
+  }
+}
+
 /** This replica's role, readable before the election starts (HTTP and the accounts are built first). */
 export class Replication {
   #role: Role | undefined;
@@ -46,17 +81,23 @@ export class Replication {
   /** true while this replica leads `account` (with one leader: while it leads) */
   readonly leads = (account: string): boolean => this.#role?.leads(account) ?? this.#database.kind === 'sqlite';
 
-  /** each account's start of this replica's latest term, ms since epoch (the collector clock) */
-  readonly #ledSince = new Map<string, number>();
+  /** `account`'s lease epoch now (shared accounts); undefined with one leader for all */
+  #epoch: (account: string) => string | undefined = () => undefined;
+
+  readonly #terms = new TermStarts(this.leads, (account) => this.#epoch(account));
 
   /** this replica's current term of `account` began at `at` (ms since epoch, the collector clock) */
   began(account: string, at: number): void {
-    this.#ledSince.set(account, at);
+    this.#terms.began(account, at);
   }
 
-  /** when this replica's current term of `account` began; undefined while it does not lead it */
-  readonly ledSince = (account: string): number | undefined =>
-    this.leads(account) ? this.#ledSince.get(account) : undefined;
+  /** this replica's term of `account` ended (its duties stop): a later claim has no start until `began` */
+  ended(account: string): void {
+    this.#terms.ended(account);
+  }
+
+  /** when this replica's current term of `account` began (TermStarts.ledSince) */
+  readonly ledSince = (account: string): number | undefined => this.#terms.ledSince(account);
 
   /** with shared accounts, the accounts this replica leads now; undefined with one leader for all */
   readonly led = (): ReadonlySet<string> | undefined => this.#role?.led?.();
@@ -116,6 +157,7 @@ export class Replication {
       );
       // Every write this replica makes as an account's leader carries the account's lease epoch.
       const replica = database.shares.replica;
+      this.#epoch = (account) => role.shares.term(account)?.epoch;
       shared.fence((account) => {
         const term = role.shares.term(account);
         return term && { replica, epoch: term.epoch };
@@ -206,6 +248,8 @@ export function pollingDuties(d: PollingDutiesDeps): {
     return term;
   };
   const end = async (account: AccountRuntime) => {
+    // At once: until the next term begins, nothing this one read is evidence (leaderOrSnapshot waits).
+    d.replication.ended(account.name);
     // The next term writes its server list even if unchanged (another leader may have written since).
     d.replication.shared?.directory.forget(account.name);
     // Cancels the poll runs in progress (their upstream requests are aborted) and waits for them to end; the

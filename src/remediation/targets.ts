@@ -7,13 +7,14 @@ import type { TargetDirectory } from './types.js';
 /**
  * The engine's directory: the account's state while this replica leads and has read a server list, else the
  * snapshot. `ledSince()`: ms since epoch (the collector clock) this replica's current term of the account began
- * (undefined while it does not lead it); a history read before it is no evidence (another replica led between).
+ * (undefined while it does not lead it, or leads it but the term has not begun yet); a history read before it is
+ * no evidence (another replica led between). Leading with no start yet, every attack state is undecided.
  */
 export function leaderOrSnapshot(
   state: TargetDirectory,
   snapshot: TargetDirectory,
   leading: () => boolean,
-  ledSince: () => number | undefined = () => undefined,
+  ledSince?: () => number | undefined,
 ): TargetDirectory {
   const current = () => (leading() && state.serversKnown ? state : snapshot);
   return {
@@ -34,7 +35,14 @@ export function leaderOrSnapshot(
           : 'this replica does not lead the account: only its leader polls the firewall histories; the leader decides on the same delivery (send power calls to the leader, retry, or force them)',
         undecided: true,
       };
-      const since = ledSince();
+      const since = ledSince?.();
+      // Leading, but this term has not begun yet (the lease was just claimed): nothing read is this term's.
+      if (ledSince && since === undefined && leading())
+        return {
+          known: false,
+          reason: 'this replica has just taken the account: its firewall history has not been read in this term yet',
+          undecided: true,
+        };
       if (!known.known && known.failedAt !== undefined && since !== undefined && known.failedAt < since)
         return {
           known: false,

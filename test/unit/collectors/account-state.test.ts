@@ -3,6 +3,7 @@ import { DEFAULT_SCHEDULES } from '../../../src/config/schema.js';
 import { DEFAULT_SAFETY } from '../../../src/config/types.js';
 import { NoLeaderError } from '../../../src/errors.js';
 import { checkAttack } from '../../../src/remediation/guards.js';
+import { leaderOrSnapshot } from '../../../src/remediation/targets.js';
 import type { ActionRequest } from '../../../src/remediation/types.js';
 import { AccountState, type AccountStateConfig } from '../../../src/collectors/account-state.js';
 import { collectFirewallFailure, collectFirewallHistory } from '../../../src/collectors/firewall.js';
@@ -85,6 +86,36 @@ describe('AccountState: what the polls learned, as the readers ask it', () => {
     const failed = state.attackState('1');
     expect(failed.known).toBe(false);
     expect(!failed.known && failed.reason).toMatch(/latest poll of its firewall history failed/);
+  });
+
+  it('dates a failed latest poll: one from before this replica took the account waits (undecided), a later one denies', async () => {
+    const { state, read, now } = await stateOf();
+    read('1', []);
+    now.ms = 5000;
+    // A poll cut off by a handover: the failure is the previous term's.
+    collectFirewallFailure(state.firewallState, ref('1'), now.ms);
+    expect(state.attackState('1')).toEqual({
+      known: false,
+      reason: 'the latest poll of its firewall history failed (last read at 1970-01-01T00:00:01.000Z)',
+      failedAt: 5000,
+    });
+    const lead = (since: number) =>
+      leaderOrSnapshot(
+        state,
+        state,
+        () => true,
+        () => since,
+      );
+    const req = { action: 'powercycle', serverId: '1', force: false } as ActionRequest;
+    expect(lead(6000).attackState!('1')).toMatchObject({ known: false, undecided: true });
+    expect(() => checkAttack(lead(6000), req, DEFAULT_SAFETY, 6000, 60_000)).toThrow(NoLeaderError);
+    expect(checkAttack(lead(5000), req, DEFAULT_SAFETY, 6000, 60_000)).toMatchObject({
+      decision: 'denied_under_attack',
+    });
+    // A successful read clears it.
+    now.ms = 7000;
+    read('1', []);
+    expect(state.firewallState.services.get('dedicated/1')?.failedAt).toBeUndefined();
   });
 
   it('denies a server whose first poll failed (not undecided: a retry would wait forever), until a read', async () => {

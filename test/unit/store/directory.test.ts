@@ -141,6 +141,19 @@ describe('leaderOrSnapshot: the attack state', () => {
       undecided: true,
     });
   });
+  it('a leader whose term has not begun yet (lease just claimed) waits, not deciding on an earlier term’s read', () => {
+    const state = leaderOrSnapshot(
+      withAttacks,
+      snapshot,
+      () => true,
+      () => undefined,
+    ).attackState!('p');
+    expect(state).toEqual({
+      known: false,
+      reason: 'this replica has just taken the account: its firewall history has not been read in this term yet',
+      undecided: true,
+    });
+  });
   it('a final unknown (the collector off) stays final', () => {
     const off = { known: false as const, reason: 'the firewall collector is off (collectors.firewall: false)' };
     expect(
