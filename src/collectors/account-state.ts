@@ -131,9 +131,9 @@ export class AccountState {
   }
 
   /**
-   * The ids of the services whose firewall history is polled, by type, in the order `services()` gives them:
-   * their attack and history series are rendered in this order (collectors/families.ts), without a ServiceRef
-   * per service.
+   * The ids of the services whose firewall history is polled, by type, in their one order (`services()` is
+   * made from it): their attack and history series are rendered in this order (collectors/families.ts),
+   * without a ServiceRef per service.
    */
   serviceIds(): Array<[ServiceRef['serviceType'], Iterable<string>]> {
     const { colocationIds, transitIds } = this.#config.services;
@@ -227,12 +227,9 @@ export class AccountState {
 
   /** Services whose firewall history is polled: every listed server, then the configured colocation and transit ids. */
   services(): ServiceRef[] {
-    const { colocationIds, transitIds } = this.#config.services;
-    return [
-      ...[...this.inventory.keys()].map((serviceId) => ({ serviceType: 'dedicated' as const, serviceId })),
-      ...colocationIds.map((serviceId) => ({ serviceType: 'colocation' as const, serviceId })),
-      ...transitIds.map((serviceId) => ({ serviceType: 'transit' as const, serviceId })),
-    ];
+    return this.serviceIds().flatMap(([serviceType, ids]) =>
+      Array.from(ids, (serviceId) => ({ serviceType, serviceId })),
+    );
   }
 
   /** The services a firewall job polls: all of them, or the quiet ones and those under attack apart. */

@@ -4,7 +4,7 @@
  * kept, each with its newest events at most and each `raw` text cut to a bounded length. No I/O.
  */
 import type { FirewallEvent } from '../upstream/decode.js';
-import type { ServiceRef } from './firewall.js';
+import { type ServiceRef, serviceKey } from './firewall.js';
 
 /** Events kept per service at most (the newest). */
 export const MAX_EVENTS_PER_SERVICE = 256;
@@ -38,7 +38,7 @@ export function eventTime(event: FirewallEvent): number | undefined {
   return Number.isFinite(parsed) ? parsed : undefined;
 }
 
-const keyOf = (ref: ServiceRef) => `${ref.serviceType}/${ref.serviceId}`;
+const keyOf = (ref: ServiceRef) => serviceKey(ref.serviceType, ref.serviceId);
 
 /** The latest events of every service under attack, keyed by `type/id`. */
 export class AttackLog {

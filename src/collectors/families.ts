@@ -11,7 +11,7 @@ import type { Metrics, StateFamilyKey } from '../metrics/definitions.js';
 import type { Emit, FamilySource, KeepAccount } from '../metrics/state-family.js';
 import type { AccountState } from './account-state.js';
 import type { ServerRecord } from '../upstream/decode-servers.js';
-import type { FirewallSeriesState, ServiceSeries } from './firewall.js';
+import { type FirewallSeriesState, type ServiceSeries, serviceKey } from './firewall.js';
 import { memoryBytes } from './inventory.js';
 
 /** One account as the families read it. */
@@ -52,7 +52,7 @@ function* eachService(
   let i = 0;
   for (const [type, ids] of state.serviceIds())
     for (const id of ids) {
-      const key = `${type}/${id}`;
+      const key = serviceKey(type, id);
       each(type, id, services.get(key), key);
       if (++i % ITEMS_PER_YIELD === 0) yield;
     }

@@ -83,6 +83,14 @@ export function historyReadAt(state: FirewallSeriesState, ref: ServiceRef): numb
   return state.services.get(FirewallSeriesState.key(ref))?.readAt;
 }
 
+/**
+ * A service's key in the firewall state and the attack log (`type/id`; FirewallSeriesState.ref reads it back),
+ * from its type and id without a ServiceRef (the rendering walks ids: collectors/families.ts).
+ */
+export function serviceKey(serviceType: string, serviceId: string): string {
+  return `${serviceType}/${serviceId}`;
+}
+
 /** What the collector remembers between polls, keyed by `type/id`. */
 export class FirewallSeriesState {
   readonly services = new Map<string, ServiceSeries>();
@@ -106,7 +114,7 @@ export class FirewallSeriesState {
    */
   readonly failedBeforeRead = new Map<string, number>();
   static key(ref: ServiceRef): string {
-    return `${ref.serviceType}/${ref.serviceId}`;
+    return serviceKey(ref.serviceType, ref.serviceId);
   }
   /** The service of a `key` (its type, then its id, which may hold a `/`). */
   static ref(key: string): ServiceRef {

@@ -19,7 +19,7 @@ import {
   type ExpositionFormat,
   type RenderedMetric,
 } from './exposition-format.js';
-import { StateFamily } from './state-family.js';
+import { StateFamily, sameVersion } from './state-family.js';
 
 /**
  * One rendering in both formats. Each body is joined into one Buffer only when a scraper asks for it
@@ -272,9 +272,4 @@ export class ExpositionCache {
 /** The accounts whose series are included, as a cache key ('' for all). */
 function ledKeyOf(led: ReadonlySet<string> | undefined): string {
   return led ? `:${[...led].sort().join(',')}` : '';
-}
-
-/** The same values, one by one (`===`). */
-function sameVersion(a: readonly unknown[], b: readonly unknown[]): boolean {
-  return a.length === b.length && a.every((value, i) => value === b[i]);
 }

@@ -35,14 +35,13 @@ type Collected = { name: string; help: string; type: string; values?: Sample[] }
 const escapeString = (text: string): string =>
   text.includes('\\') || text.includes('\n') ? text.replace(/\\/g, '\\\\').replace(/\n/g, '\\n') : text;
 const NEEDS_ESCAPE = /[\\\n"]/;
-/** prom-client's `escapeLabelValue`: non-strings as they are; most values need no escaping and skip the replaces. */
-function escapeLabelValue(value: unknown): unknown {
-  if (typeof value !== 'string' || !NEEDS_ESCAPE.test(value)) return value;
-  return escapeString(value).replace(/"/g, '\\"');
-}
-/** A label value as prom-client escapes a string. */
+/** A label value as prom-client escapes a string; most values need no escaping and skip the replaces. */
 function escapeText(value: string): string {
   return NEEDS_ESCAPE.test(value) ? escapeString(value).replace(/"/g, '\\"') : value;
+}
+/** prom-client's `escapeLabelValue`: non-strings as they are, strings by escapeText. */
+function escapeLabelValue(value: unknown): unknown {
+  return typeof value === 'string' ? escapeText(value) : value;
 }
 function formatLabels(labels: Record<string, unknown>, exclude?: Record<string, unknown>): string[] {
   const formatted: string[] = [];

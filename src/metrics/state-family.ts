@@ -30,6 +30,11 @@ export interface FamilySource {
   collect(emit: Emit, keep?: KeepAccount): Iterable<void>;
 }
 
+/** Two versions (FamilySource.version, AccountState.servicesVersion) are the same: the same values, one by one (`===`). */
+export function sameVersion(a: readonly unknown[], b: readonly unknown[]): boolean {
+  return a.length === b.length && a.every((value, i) => value === b[i]);
+}
+
 export interface StateFamilyOptions<L extends string> {
   name: string;
   help: string;

@@ -26,6 +26,7 @@ import {
 import { RoundRobin, runCapacity } from './round-robin.js';
 import { yieldToLoop } from '../slices.js';
 import { StaleLeaseError } from '../errors.js';
+import { sameVersion } from '../metrics/state-family.js';
 
 type FirewallJob = 'firewall' | 'firewall_under_attack';
 
@@ -197,7 +198,7 @@ export function warnBudget(context: PollContext): void {
 function forgetUnlisted(state: AccountState, memory: FirewallMemory): void {
   // Only when the services in scope changed: not a set of every key at each run.
   const version = state.servicesVersion();
-  if (version.length === memory.prunedFor.length && version.every((v, i) => v === memory.prunedFor[i])) return;
+  if (sameVersion(version, memory.prunedFor)) return;
   memory.prunedFor = version;
   const listed = new Set(state.services().map(FirewallSeriesState.key));
   for (const key of [
