@@ -73,7 +73,8 @@ function querySince(text: string | undefined): number | undefined {
 
 const shorten = (text: string) => (text.length > 24 ? `${text.slice(0, 24)}…` : text);
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+/** An epoch-ms time as the API answers it: ISO-8601 (UTC, milliseconds), null kept. */
+export const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /** An alert's labels as a JSON object, from the JSON text a row keeps; null when it keeps none (or not JSON). */
 function labelsObject(text: string | null): Record<string, string> | null {
