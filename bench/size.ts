@@ -66,16 +66,6 @@ const servers = Number(values.servers);
  * With `--memory-detail`: where RSS is at `where`, on stderr as one JSON line: process.memoryUsage(), V8's heap
  * spaces (committed, used) and /proc/self/smaps_rollup's resident anonymous and file-backed pages, MB.
  */
-/**
- * With `--memory-detail`: memoryDetail again once the allocator has had time to give back what was freed (jemalloc
- * purges dirty pages over `dirty_decay_ms`, 10 s by default). Only then: it delays every row after it.
- */
-async function settled(where: string): Promise<void> {
-  if (!values['memory-detail']) return;
-  await sleep(12_000);
-  memoryDetail(`12 s ${where}`);
-}
-
 function memoryDetail(where: string): void {
   if (!values['memory-detail']) return;
   const mb = (bytes: number) => Math.round((bytes / 2 ** 20) * 10) / 10;
@@ -87,6 +77,16 @@ function memoryDetail(where: string): void {
   const kb = (key: string) => mb(Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(rollup)?.[1] ?? 0) * 1024);
   const smaps = { anonymous: kb('Anonymous'), fileBacked: kb('Rss') - kb('Anonymous') };
   console.error(JSON.stringify({ memoryDetail: where, usage, smaps, spaces }));
+}
+
+/**
+ * With `--memory-detail`: memoryDetail again once the allocator has had time to give back what was freed (jemalloc
+ * purges dirty pages over `dirty_decay_ms`, 10 s by default). Only then: it delays every row after it.
+ */
+async function settled(where: string): Promise<void> {
+  if (!values['memory-detail']) return;
+  await sleep(12_000);
+  memoryDetail(`12 s ${where}`);
 }
 
 const latencyMs = Number(values.latency);

@@ -22,7 +22,9 @@ import {
   ROLES,
 } from './schema-constants.js';
 
-const file = (description: string) => Type.Optional(Type.String({ minLength: 1, description }));
+const path = (description: string) => Type.String({ minLength: 1, description });
+/** An optional file's path (`remediation.alertmanager.tls_config`'s `*_file`). */
+const file = (description: string) => Type.Optional(path(description));
 
 /** Default of `remediation.alertmanager.max_response_bytes`: a reply of a few thousand alerts. */
 const DEFAULT_ALERTMANAGER_MAX_BYTES = 8 * 1024 * 1024;
@@ -118,7 +120,6 @@ const bcryptHashes = (options: { default: Record<string, string>; description: s
     ...options,
   });
 
-const path = (description: string) => Type.String({ minLength: 1, description });
 const STATES = ['0', '1', 0, 1] as const;
 
 /** Credentials as Alertmanager's http_config and Prometheus's scrape config send them (web.auth, remediation.auth). */

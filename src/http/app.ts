@@ -168,12 +168,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     /** The principal each request of this scope was let in as (a reader or operator); absent for web.auth's. */
     const viewers = new WeakMap<FastifyRequest, Principal>();
     if (webAuth) {
-      // Rebuilt when the credentials are replaced (a web-config reload), so the check's cache is per set.
-      let checked: AuthConfig | undefined;
-      let check: ((request: FastifyRequest) => Promise<Principal | undefined>) | undefined;
+      const check = currentCheck(webAuth, (auth) => readerOrWebCheck(auth, readers, authOptions));
       scope.addHook('onRequest', async (request) => {
-        const auth = currentAuth()!;
-        if (auth !== checked || !check) [checked, check] = [auth, readerOrWebCheck(auth, readers, authOptions)];
         const principal = await check(request);
         if (principal) viewers.set(request, principal);
       });
@@ -213,6 +209,24 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     });
   }
   return app;
+}
+
+/**
+ * The check `build` makes of web.auth's credentials as they are now: rebuilt when they are replaced (a web-config
+ * reload), so that a check's cache is per set of credentials.
+ */
+function currentCheck<T>(
+  webAuth: AuthConfig | (() => AuthConfig),
+  build: (auth: AuthConfig) => (request: FastifyRequest) => Promise<T>,
+): (request: FastifyRequest) => Promise<T> {
+  const currentAuth = typeof webAuth === 'function' ? webAuth : () => webAuth;
+  let checked: AuthConfig | undefined;
+  let check: ((request: FastifyRequest) => Promise<T>) | undefined;
+  return (request) => {
+    const auth = currentAuth();
+    if (auth !== checked || !check) [checked, check] = [auth, build(auth)];
+    return check(request);
+  };
 }
 
 /**
@@ -273,13 +287,8 @@ function reloadRoute(
 ): void {
   void app.register(async (scope) => {
     if (webAuth) {
-      const currentAuth = typeof webAuth === 'function' ? webAuth : () => webAuth;
-      // Rebuilt when the credentials are replaced (a web-config reload), as the read-only scope's.
-      let checked: AuthConfig | undefined;
-      let check: ReturnType<typeof createAuthCheck> | undefined;
+      const check = currentCheck(webAuth, (auth) => createAuthCheck(auth, 'allow', options));
       scope.addHook('onRequest', async (request) => {
-        const auth = currentAuth();
-        if (auth !== checked || !check) [checked, check] = [auth, createAuthCheck(auth, 'allow', options)];
         await check(request);
       });
     }

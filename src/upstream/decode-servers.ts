@@ -7,14 +7,11 @@
  * null, `immediate` or `end`; anything else makes the record unusable (skipped and counted, as one without an
  * id).
  */
-// One function each, not the whole library: `validator` as a whole costs 13 MB of RSS (issue 53).
-import isIPModule from 'validator/lib/isIP.js';
 import { SCHEDULED_CANCELLATIONS, type ScheduledCancellation } from '../config/api-terms.js';
 import { InvalidReplyError, type UpstreamContext } from '../errors.js';
 import { CLOCK_EVERY, Slices } from '../slices.js';
 import { type Json, excerpt, isObject, pick, text } from './decode-json.js';
-
-const isIP = isIPModule.default; // validator's per-function module: a CommonJS default
+import { isIP } from './validators.js';
 
 /** A dedicated server as far as the exporter needs it; every string may be empty. */
 export interface ServerRecord {

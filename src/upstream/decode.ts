@@ -6,12 +6,10 @@
  * only a reply that cannot be read at all is an InvalidReplyError — for that one call only.
  */
 import { createHash } from 'node:crypto';
-import isBase64Module from 'validator/lib/isBase64.js';
 import { ApiError, InvalidReplyError, type UpstreamContext } from '../errors.js';
 import type { Scrubber } from '../scrub.js';
 import { excerpt, isObject, type Json, pick, text } from './decode-json.js';
-
-const isBase64 = isBase64Module.default; // validator's per-function module: a CommonJS default
+import { isBase64 } from './validators.js';
 
 /** One firewall (DDoS) event of a history reply. */
 export interface FirewallEvent {

@@ -3,12 +3,8 @@
  * Every list here is quoted from the API contract, §2 and §4.
  */
 import { execFile } from 'node:child_process';
-import isIPModule from 'validator/lib/isIP.js';
-import isFQDNModule from 'validator/lib/isFQDN.js';
 import { InvalidParameterError } from '../errors.js';
-
-const isIP = isIPModule.default; // validator's per-function module: a CommonJS default
-const isFQDN = isFQDNModule.default; // validator's per-function module: a CommonJS default
+import { isFQDN, isIP } from './validators.js';
 
 /** Throws InvalidParameterError unless `value` is a non-empty identifier (no whitespace, ≤ 128 chars). */
 export function requireId(operation: string, name: string, value: string): string {

@@ -21,18 +21,14 @@ import type { RemediationEngine } from '../../remediation/engine.js';
 import { makeRequest } from '../../remediation/request.js';
 import { BadRequestError, NotFoundError } from '../../errors.js';
 import type { JournalEntry, Verification } from '../../store/rows.js';
-
-/** What `?verification=` may name: a verification's states (store/rows.ts `Verification`). */
-const VERIFICATION_STATES = [
-  'verifying',
-  'verified',
-  'ineffective',
-  'unknown',
-] as const satisfies readonly Verification[];
+import { VERIFICATION_OUTCOMES } from '../../remediation/verify.js';
 import { DECISIONS } from '../../store/decisions.js';
 import { callerOf, listWithin, READ_ROLES, requireAccount, requireScope, routeRole } from '../principals.js';
 import { accountSchema, configuredAccount, idSchema, queryInteger, queryIntegerSchema } from '../schemas.js';
 import { actionBodies, type serverBody } from './generated/bodies.js';
+
+/** What `?verification=` may name: a verification's states (store/rows.ts `Verification`): under way, or an outcome. */
+const VERIFICATION_STATES = ['verifying', ...VERIFICATION_OUTCOMES] as const satisfies readonly Verification[];
 
 /**
  * The body of an operator action (routes/bodies.schema.ts, from its entry in config/actions.ts): a power
@@ -77,7 +73,8 @@ function querySince(text: string | undefined): number | undefined {
 
 const shorten = (text: string) => (text.length > 24 ? `${text.slice(0, 24)}…` : text);
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+/** An epoch-ms time as the API answers it: ISO-8601 (UTC, milliseconds), null kept. */
+export const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /** An alert's labels as a JSON object, from the JSON text a row keeps; null when it keeps none (or not JSON). */
 function labelsObject(text: string | null): Record<string, string> | null {

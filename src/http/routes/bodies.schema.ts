@@ -36,12 +36,7 @@ export const actionBodies = Object.fromEntries(ACTIONS.map((action) => [action, 
 >;
 
 /** `POST /api/v1/remediation/circuit/close` (circuit.ts). */
-export const closeBody = strictObject({
-  account: Type.Optional(Type.Unsafe<string>(accountSchema)),
-  reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-});
+export const closeBody = strictObject({ account, reason });
 
 /** `POST /api/v1/actions/{id}/approve`, `/deny`, `/withdraw` (approvals.ts): an optional reason. */
-export const approvalBody = Type.Optional(
-  strictObject({ reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) }),
-);
+export const approvalBody = Type.Optional(strictObject({ reason }));

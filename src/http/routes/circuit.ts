@@ -16,10 +16,8 @@ import type { RemediationEngine } from '../../remediation/engine.js';
 import type { StateStore } from '../../store/store.js';
 import { callerOf, READ_ROLES, requireAccount, routeRole } from '../principals.js';
 import { accountSchema, configuredAccount } from '../schemas.js';
+import { iso } from './actions.js';
 import { closeBody } from './generated/bodies.js';
-
-/** An epoch-ms time as ISO-8601, null kept. */
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /** One account's breaker as `GET /api/v1/remediation/circuit` answers it (times ISO-8601, UTC). */
 export interface BreakerReply {
