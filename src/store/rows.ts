@@ -159,8 +159,10 @@ export function parseGate(text: unknown): GateRead | null {
   };
 }
 
-/** A verification's outcome, and the state before it (VERIFICATION_OUTCOMES in remediation/verify.ts). */
-export type Verification = 'verifying' | 'verified' | 'ineffective' | 'unknown';
+/** A verification's states: its outcomes (VERIFICATION_OUTCOMES in remediation/verify.ts) and the state before. */
+export const VERIFICATIONS = ['verifying', 'verified', 'ineffective', 'unknown'] as const;
+/** A verification's outcome, and the state before it. */
+export type Verification = (typeof VERIFICATIONS)[number];
 
 /** The parameters a request row records (JournalEntry), null where it has none. */
 export const RECORDED_FIELDS = [
