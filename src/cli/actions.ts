@@ -168,7 +168,7 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
     },
     optionsHelp: [
       '--decision D     a decision (awaiting_approval, executed, denied_by_approver …) or executing',
-      '--verification V whether an executed action helped: verifying, verified or ineffective',
+      `--verification V whether an executed action helped: ${VERIFICATIONS.join(', ')}`,
       '--server ID      the server id',
       '--principal P    who asked',
       "--approver P     who approved or denied, or withdrew an alert's request",

@@ -267,7 +267,7 @@ export interface ListFilter {
   approver?: string;
   /** rows created at or after this time (ms) */
   since?: number;
-  /** the verification's state: `verifying` (an executed row with a deadline and no outcome yet), `verified` or `ineffective` */
+  /** the verification's state: `verifying` (an executed row with a deadline and no outcome yet) or its outcome */
   verification?: Verification;
   limit: number;
 }
