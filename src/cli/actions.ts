@@ -7,6 +7,7 @@
 import type { Writable } from 'node:stream';
 import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
 import { parseDuration } from '../config/formats.js';
+import { VERIFICATIONS } from '../store/rows.js';
 import { type OutputFormat, render, table } from './api/output.js';
 import {
   DAEMON_OPTIONS,
@@ -20,9 +21,6 @@ import {
   valueOptions,
 } from './daemon-client.js';
 import { daemonSettings } from './cli-config.js';
-
-/** What `--verification` may name: a verification's states (store/rows.ts `Verification`). */
-const VERIFICATIONS: readonly string[] = ['verifying', 'verified', 'ineffective', 'unknown'];
 
 /** The most rows `GET /api/v1/actions` returns (its `limit`), the window `actions show` looks in. */
 const MAX_LIMIT = 1000;
@@ -170,7 +168,7 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
     },
     optionsHelp: [
       '--decision D     a decision (awaiting_approval, executed, denied_by_approver …) or executing',
-      '--verification V whether an executed action helped: verifying, verified or ineffective',
+      `--verification V whether an executed action helped: ${VERIFICATIONS.join(', ')}`,
       '--server ID      the server id',
       '--principal P    who asked',
       "--approver P     who approved or denied, or withdrew an alert's request",
@@ -186,7 +184,7 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
       if (limit !== undefined && !(/^[1-9][0-9]{0,3}$/.test(limit) && Number(limit) <= MAX_LIMIT))
         throw usageError(`--limit: a whole number from 1 to ${MAX_LIMIT} (got ${JSON.stringify(limit)})`);
       const verification = flags.verification as string | undefined;
-      if (verification !== undefined && !VERIFICATIONS.includes(verification))
+      if (verification !== undefined && !(VERIFICATIONS as readonly string[]).includes(verification))
         throw usageError(`--verification: one of ${VERIFICATIONS.join(', ')} (got ${JSON.stringify(verification)})`);
       const since = flags.since as string | undefined;
       if (since !== undefined && parseDuration(since) === undefined)

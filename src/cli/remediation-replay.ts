@@ -31,6 +31,7 @@ import { OUTPUT_FORMATS, type OutputFormat, render } from './api/output.js';
 import { offlineEngine, type OfflineEngine } from './offline-engine.js';
 import {
   type Delivery,
+  executedBy,
   type HistoryEvent,
   history,
   isApprovalExecution,
@@ -38,6 +39,7 @@ import {
   ladderRows,
   type Outcome,
   recordedOutcome,
+  sameEpisodeStep,
   type Settlement,
 } from './replay-history.js';
 import {
@@ -76,14 +78,6 @@ interface Decided {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
-
-/** Whether `e` is the execution the approval recorded on `row` ran (as replay-history.ts `recordedOutcome` finds it). */
-const executedBy = (e: JournalEntry, row: JournalEntry) =>
-  e.account === row.account &&
-  e.action === row.action &&
-  e.serverId === row.serverId &&
-  e.approver === row.approver &&
-  e.approvedAt === row.approvedAt;
 
 /** The breaker of `account` as the store records it, at `from`: opened or closed before then. */
 async function seedCircuit(e: OfflineEngine, account: string, c: CircuitState | undefined, from: number) {
@@ -175,12 +169,7 @@ export async function replay(
 
 /** The replayed ladder row of the episode and step of `then` (a recorded ladder row), when one was written. */
 const sameStep = (r: JournalEntry, then: JournalEntry) =>
-  r.account === then.account &&
-  r.fingerprint === then.fingerprint &&
-  r.startsAt === then.startsAt &&
-  r.labels === then.labels &&
-  r.ladderStep === then.ladderStep &&
-  (r.decision === 'escalated') === (then.decision === 'escalated');
+  sameEpisodeStep(r, then) && (r.decision === 'escalated') === (then.decision === 'escalated');
 
 /**
  * Who withdrew `then` (a recorded withdrawal): the operator it names as approver, else its requester

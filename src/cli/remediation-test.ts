@@ -54,13 +54,17 @@ function worldDirectory(file: TestFile, now: () => number): TargetDirectory {
   };
 }
 
-/** Alertmanager's alert for a short form: the fingerprint from its labels, `startsAt` its episode's start. */
-function toAlert(short: ShortAlert, episodes: Map<string, string>, now: number): WebhookAlert {
-  const labels = { ...short.labels, alertname: short.alertname };
-  const fingerprint = createHash('sha256')
+/** A test alert's fingerprint: from its labels, as in a delivery so in the stated Alertmanager (16 hex digits). */
+const fingerprintOf = (labels: Record<string, string>) =>
+  createHash('sha256')
     .update(JSON.stringify(Object.entries(labels).sort()))
     .digest('hex')
     .slice(0, 16);
+
+/** Alertmanager's alert for a short form: the fingerprint from its labels, `startsAt` its episode's start. */
+function toAlert(short: ShortAlert, episodes: Map<string, string>, now: number): WebhookAlert {
+  const labels = { ...short.labels, alertname: short.alertname };
+  const fingerprint = fingerprintOf(labels);
   const startsAt = episodes.get(fingerprint) ?? new Date(now).toISOString();
   if (short.status === 'firing') episodes.set(fingerprint, startsAt);
   else episodes.delete(fingerprint);
@@ -271,10 +275,7 @@ function statedAlertmanager(startedAt: number) {
       held = alerts.map((a) => {
         const labels = { ...a.labels, alertname: a.alertname };
         // As toAlert spells it: the same alert has the same fingerprint in a delivery and in Alertmanager.
-        const fingerprint = createHash('sha256')
-          .update(JSON.stringify(Object.entries(labels).sort()))
-          .digest('hex')
-          .slice(0, 16);
+        const fingerprint = fingerprintOf(labels);
         const startsAt = held?.find((h) => h.fingerprint === fingerprint)?.startsAt ?? new Date(now).toISOString();
         return { fingerprint, labels, startsAt, state: 'active', silencedBy: [] };
       });

@@ -12,6 +12,7 @@ import type { AlertmanagerAlert, AlertmanagerSilence } from '../alertmanager/cli
 import { AlertmanagerError } from '../errors.js';
 import type { Decision } from '../store/decisions.js';
 import type { GateRead, JournalEntry } from '../store/rows.js';
+import { alertOf, episodeKey } from '../remediation/episode.js';
 import { POWER_ACTIONS } from '../remediation/types.js';
 
 /** The gate's reading for one decision: the alerts it saw, or why they are not known. */
@@ -115,15 +116,10 @@ export function replayedAlertmanager() {
 export function replayedAlertList(rows: readonly JournalEntry[]) {
   const episodes = new Map<string, AlertmanagerAlert>();
   for (const r of rows) {
-    if (r.fingerprint === null || r.startsAt === null || r.labels === null) continue;
-    const labels = JSON.parse(r.labels) as Record<string, string>;
-    episodes.set(`${r.fingerprint}@${r.startsAt}`, {
-      fingerprint: r.fingerprint,
-      labels,
-      startsAt: r.startsAt,
-      state: 'active',
-      silencedBy: [],
-    });
+    const alert = alertOf(r);
+    if (alert === undefined) continue;
+    const { fingerprint, labels, startsAt } = alert;
+    episodes.set(episodeKey(fingerprint, startsAt), { fingerprint, labels, startsAt, state: 'active', silencedBy: [] });
   }
   const list = {
     /** set for the tick of a moment a verification was recorded `unknown` */

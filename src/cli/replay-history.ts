@@ -69,13 +69,13 @@ export const madeByLadder = (r: JournalEntry): boolean =>
   r.ladderStep !== null &&
   (r.ladderStep > 0 || (r.decision === 'escalated' && r.message?.startsWith('the ladder of') === true));
 
+/** Whether `a` and `b` are rows of one episode: the same account, fingerprint, start and labels. */
+const sameEpisodeRows = (a: JournalEntry, b: JournalEntry) =>
+  a.account === b.account && a.fingerprint === b.fingerprint && a.startsAt === b.startsAt && a.labels === b.labels;
+
 /** Whether `a` and `b` are rows of one episode (account, fingerprint, start, labels) and one ladder step. */
-const sameEpisodeStep = (a: JournalEntry, b: JournalEntry) =>
-  a.account === b.account &&
-  a.fingerprint === b.fingerprint &&
-  a.startsAt === b.startsAt &&
-  a.labels === b.labels &&
-  a.ladderStep === b.ladderStep;
+export const sameEpisodeStep = (a: JournalEntry, b: JournalEntry) =>
+  sameEpisodeRows(a, b) && a.ladderStep === b.ladderStep;
 
 /**
  * Whether `r` is a later step asked again by a firing delivery after that step expired unapproved
@@ -98,10 +98,7 @@ export const ladderRows = (rows: readonly JournalEntry[]): JournalEntry[] =>
 
 /** Whether `r` is `row`'s ladder's next row: the same episode (account, fingerprint, start, labels), one step on. */
 export const nextStepOf = (r: JournalEntry, row: JournalEntry): boolean =>
-  r.account === row.account &&
-  r.fingerprint === row.fingerprint &&
-  r.startsAt === row.startsAt &&
-  r.labels === row.labels &&
+  sameEpisodeRows(r, row) &&
   r.ladderStep !== null &&
   row.ladderStep !== null &&
   (r.decision === 'escalated' ? r.ladderStep === row.ladderStep : r.ladderStep === row.ladderStep + 1);
@@ -132,23 +129,21 @@ const verificationOf = (r: JournalEntry): Pick<Outcome, 'verification'> =>
 /** When a settled row was settled (ms): the approval time, else its completion. */
 const settledAt = (r: JournalEntry): number => r.approvedAt ?? r.completedAt ?? r.createdAt;
 
+/** Whether `e` is the execution the approval recorded on `row` ran: its account, action, server and approval. */
+export const executedBy = (e: JournalEntry, row: JournalEntry): boolean =>
+  e.account === row.account &&
+  e.action === row.action &&
+  e.serverId === row.serverId &&
+  e.approver === row.approver &&
+  e.approvedAt === row.approvedAt;
+
 /** A recorded row's outcome, its approval's execution (among `executions`) included. */
 export function recordedOutcome(r: JournalEntry, executions: readonly JournalEntry[]): Outcome {
   if (!SETTLEMENTS.includes(r.decision)) return { action: r.action, decision: r.decision, ...verificationOf(r) };
   const decision = r.decision as Settlement;
   // A withdrawal names its operator as approver when it was not the requester's (an alert's request).
   const by = decision === 'withdrawn' ? (r.approver ?? r.principal) : r.approver;
-  const ran =
-    decision === 'approved'
-      ? executions.find(
-          (e) =>
-            e.account === r.account &&
-            e.action === r.action &&
-            e.serverId === r.serverId &&
-            e.approver === r.approver &&
-            e.approvedAt === r.approvedAt,
-        )
-      : undefined;
+  const ran = decision === 'approved' ? executions.find((e) => executedBy(e, r)) : undefined;
   return {
     action: r.action,
     decision: 'awaiting_approval',

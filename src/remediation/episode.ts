@@ -99,6 +99,13 @@ export type ListedAs = 'listed' | 'ended' | 'no_evidence';
 export const DEFAULT_RESEND_INTERVAL_MS = 60_000;
 
 /**
+ * Whether the Alertmanager process of `status` has been up for at least `resendMs` at `now` (ms): Prometheus has
+ * sent it every alert still firing since it started, so its list is complete (the rule in the module comment).
+ */
+export const upForResend = (status: AlertmanagerStatus, now: number, resendMs: number): boolean =>
+  now - status.startedAt >= resendMs;
+
+/**
  * Reads Alertmanager's list as evidence (the rule in the module comment). Nothing is remembered between
  * readings: a restarted daemon or a new leader judges as the old one would.
  */
@@ -115,7 +122,7 @@ export class AbsenceEvidence {
       return verdicts;
     }
     const listed = new Set(alerts.map((a) => episodeKey(a.fingerprint, a.startsAt)));
-    const upLongEnough = now - status.startedAt >= resendMs;
+    const upLongEnough = upForResend(status, now, resendMs);
     for (const key of keys) {
       if (listed.has(key)) verdicts.set(key, 'listed');
       else verdicts.set(key, upLongEnough ? 'ended' : 'no_evidence');

@@ -10,7 +10,7 @@ import { IdempotencyMismatchError, NoLeaderError } from '../errors.js';
 import type { CircuitState, DesiredFirewall } from '../store/rows.js';
 import type { StateQueries } from '../store/store.js';
 import type { Decision } from '../store/decisions.js';
-import { type ActionRequest, POWER_ACTIONS, type TargetDirectory } from './types.js';
+import { type ActionRequest, type AttackState, POWER_ACTIONS, type TargetDirectory } from './types.js';
 
 /** A request stopped by a guard. */
 export interface Denial {
@@ -125,7 +125,7 @@ export function checkAttack(
   const state = targets.attackState?.(req.serverId);
   if (state === undefined) return unknown('no attack data in this process');
   // A leader will know: no decision yet, nothing journaled (the transaction rolls back), 503 for a retry.
-  requireDecidable(targets, req, safety);
+  throwIfUndecided(req.serverId, state);
   if (!state.known) return unknown(state.reason);
   const staleAfter = STALE_AFTER_FIREWALL_PERIODS * firewallPeriodMs;
   if (now - state.readAt > staleAfter)
@@ -154,10 +154,14 @@ export function requireDecidable(
   safety: RemediationSafety,
 ): void {
   if (!safety.denyPowerWhenAttacked || req.force || !POWER_ACTIONS.has(req.action)) return;
-  const state = targets.attackState?.(req.serverId);
+  throwIfUndecided(req.serverId, targets.attackState?.(req.serverId));
+}
+
+/** Throws NoLeaderError when `state` (server `serverId`'s, as read once by the caller) is known only to a leader. */
+function throwIfUndecided(serverId: string, state: AttackState | undefined): void {
   if (state !== undefined && !state.known && state.undecided)
     throw new NoLeaderError(
-      `attack state of server ${req.serverId} not known here yet: ${state.reason}; retry later (remediation.safety.deny_power_when_attacked)`,
+      `attack state of server ${serverId} not known here yet: ${state.reason}; retry later (remediation.safety.deny_power_when_attacked)`,
     );
 }
 

@@ -14,6 +14,7 @@
 import type { AlertmanagerAlert, AlertmanagerStatus } from '../alertmanager/client.js';
 import { type LabelMatcher, matchesAll, showMatcher } from '../config/matchers.js';
 import { type GateRead, keptLabels, labelsJson, MAX_GATE_REASON } from '../store/rows.js';
+import { upForResend } from './episode.js';
 import type { Denial } from './guards.js';
 
 /** What the gate reads of Alertmanager (alertmanager/client.ts implements it). */
@@ -63,7 +64,7 @@ export async function readOutage(
     const alerts = await reader.alerts();
     const after = await reader.status();
     if (before.startedAt !== after.startedAt) return { unknown: 'Alertmanager restarted while it was read' };
-    if (now() - after.startedAt < resendMs)
+    if (!upForResend(after, now(), resendMs))
       return {
         unknown: `Alertmanager started at ${new Date(after.startedAt).toISOString()}, less than remediation.alertmanager.resend_interval (${resendMs / 1000}s) ago: it may not list every firing alert yet`,
       };

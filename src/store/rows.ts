@@ -159,8 +159,12 @@ export function parseGate(text: unknown): GateRead | null {
   };
 }
 
-/** A verification's outcome, and the state before it (VERIFICATION_OUTCOMES in remediation/verify.ts). */
-export type Verification = 'verifying' | 'verified' | 'ineffective' | 'unknown';
+/** A verification's states: its outcomes (VERIFICATION_OUTCOMES in remediation/verify.ts) and the state before. */
+export const VERIFICATIONS = ['verifying', 'verified', 'ineffective', 'unknown'] as const;
+/** A verification's outcome, and the state before it. */
+export type Verification = (typeof VERIFICATIONS)[number];
+/** An ended verification's outcome: every state but `verifying`. */
+export type VerificationEnd = Exclude<Verification, 'verifying'>;
 
 /** The parameters a request row records (JournalEntry), null where it has none. */
 export const RECORDED_FIELDS = [
@@ -263,7 +267,7 @@ export interface ListFilter {
   approver?: string;
   /** rows created at or after this time (ms) */
   since?: number;
-  /** the verification's state: `verifying` (an executed row with a deadline and no outcome yet), `verified` or `ineffective` */
+  /** the verification's state: `verifying` (an executed row with a deadline and no outcome yet) or its outcome */
   verification?: Verification;
   limit: number;
 }
@@ -355,13 +359,20 @@ export const POWER_ACTIONS_SQL = `(${[...POWER_ACTIONS].map((a) => `'${a}'`).joi
 export const VERIFYING_SQL = "decision = 'executed' AND verify_within_ms IS NOT NULL AND verification IS NULL";
 
 /**
+ * A row's verification state as both backends filter on it (`ListFilter.verification`), as `toEntry` derives it:
+ * its outcome, else `verifying` for a VERIFYING_SQL row.
+ */
+export const VERIFICATION_STATE_SQL =
+  "coalesce(verification, CASE WHEN decision = 'executed' AND verify_within_ms IS NOT NULL THEN 'verifying' END)";
+
+/**
  * One ended verification, as the engine's counters are rebuilt from it at start (remediation/gauges.ts): the
  * action, the rule (its alertname), the outcome, when its call completed and when the verification ended, ms.
  */
 export interface VerificationRecord {
   action: string;
   rule: string;
-  outcome: 'verified' | 'ineffective' | 'unknown';
+  outcome: VerificationEnd;
   calledAt: number;
   verifiedAt: number;
   verifyWithinMs: number;

@@ -16,6 +16,7 @@ import type {
   JournalEntry,
   ListFilter,
   NewEntry,
+  VerificationEnd,
   VerificationRecord,
 } from './rows.js';
 import type { Decision } from './decisions.js';
@@ -96,12 +97,7 @@ export interface StateQueries {
    * not (another replica, or the resolved webhook, ended it first: the database decides, once). `evidence`: what
    * it settled on, a sentence (JournalEntry `verificationEvidence`).
    */
-  settleVerification(
-    id: number,
-    outcome: 'verified' | 'ineffective' | 'unknown',
-    at: number,
-    evidence: string,
-  ): Promise<boolean>;
+  settleVerification(id: number, outcome: VerificationEnd, at: number, evidence: string): Promise<boolean>;
   /** Newest first, optionally for one account, server, action, principal, decision, approver and/or since a time; `limit` rows at most. */
   list(filter: ListFilter): Promise<JournalEntry[]>;
   /**

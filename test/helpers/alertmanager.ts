@@ -86,3 +86,20 @@ export async function startQuietAlertmanager(
   };
   return { am, client, restart };
 }
+
+/**
+ * The daemon's API client for an Alertmanager that cannot be read (the discard port on loopback: every call
+ * fails), for a verification or an episode that must not take an unreadable list as evidence.
+ */
+export function unreadableAlertmanager() {
+  return new AlertmanagerClient({
+    config: {
+      url: 'http://127.0.0.1:9',
+      timeoutMs: 2000,
+      maxResponseBytes: 1 << 20,
+      silenceWhileHandled: false,
+      tls: { insecureSkipVerify: false },
+    },
+    logger: captureLogger().logger,
+  });
+}

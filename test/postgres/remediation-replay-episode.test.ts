@@ -11,9 +11,9 @@ import { describe, expect, it } from 'vitest';
 import type { AlertmanagerAlert } from '../../src/alertmanager/client.js';
 import { replay } from '../../src/cli/remediation-replay.js';
 import { type LabelMatcher, parseMatcher } from '../../src/config/matchers.js';
-import { DEFAULT_SCHEDULES } from '../../src/config/schema.js';
-import type { Config, LadderStep, Principal, RemediationRule } from '../../src/config/types.js';
+import type { LadderStep, Principal, RemediationRule } from '../../src/config/types.js';
 import { engineHarness, remediationApp, rule, SAFETY_WITHOUT_ATTACK_GUARD } from '../helpers/remediation.js';
+import { replayConfig, replayHarness } from '../helpers/replay.js';
 import { backends } from '../helpers/store-backends.js';
 
 const TOKEN = 'alertmanager-token-0123456789abcdef';
@@ -54,17 +54,7 @@ for (const backend of backends()) {
         ['100001', 'resolved', null],
         ['100002', 'resolved', null],
       ]);
-      const config = {
-        remediation: { ...h.config, rules: RULES },
-        schedules: { firewall: DEFAULT_SCHEDULES.firewall } as Config['schedules'],
-        accounts: [{ name: 'default' }] as Config['accounts'],
-      };
-      const report = await replay(config, {
-        rows,
-        circuits: new Map([['default', await h.journal.circuit('default')]]),
-        from: T0 - MIN,
-        to: T0 + 30 * MIN,
-      });
+      const report = await replayHarness(h, RULES, { from: T0 - MIN, to: T0 + 30 * MIN }, rows);
       expect(report.deliveries.map((d) => [d.serverId, d.status, d.verdict])).toEqual([
         ['100001', 'firing', 'same'],
         ['100002', 'firing', 'same'],
@@ -116,19 +106,7 @@ for (const backend of backends()) {
         [1, 'executed'],
         [1, 'escalated'],
       ]);
-      const report = await replay(
-        {
-          remediation: { ...h.config, rules },
-          schedules: { firewall: DEFAULT_SCHEDULES.firewall } as Config['schedules'],
-          accounts: [{ name: 'default' }] as Config['accounts'],
-        },
-        {
-          rows,
-          circuits: new Map([['default', await h.journal.circuit('default')]]),
-          from: T0 - MIN,
-          to: T0 + 60 * MIN,
-        },
-      );
+      const report = await replayHarness(h, rules, { from: T0 - MIN, to: T0 + 60 * MIN }, rows);
       expect(report.deliveries.map((d) => [d.serverId, d.verdict, d.recorded.map((o) => o.decision)])).toEqual([
         ['100001', 'same', ['executed']],
       ]);
@@ -232,19 +210,12 @@ for (const backend of backends()) {
       ]);
       const circuit = await h.journal.circuit('default');
       const again = (history: typeof rows) =>
-        replay(
-          {
-            remediation: { ...h.config, rules },
-            schedules: { firewall: DEFAULT_SCHEDULES.firewall } as Config['schedules'],
-            accounts: [{ name: 'default' }] as Config['accounts'],
-          },
-          {
-            rows: history,
-            circuits: new Map([['default', circuit]]),
-            from: T0 - MIN,
-            to: T0 + 30 * MIN,
-          },
-        );
+        replay(replayConfig(h.config, rules), {
+          rows: history,
+          circuits: new Map([['default', circuit]]),
+          from: T0 - MIN,
+          to: T0 + 30 * MIN,
+        });
       const report = await again(rows);
       expect(
         report.deliveries.map((d) => [d.serverId, d.verdict, d.replayed?.map((o) => o.execution ?? o.decision)]),

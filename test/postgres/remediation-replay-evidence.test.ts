@@ -15,10 +15,10 @@ import type { AlertmanagerAlert } from '../../src/alertmanager/client.js';
 import { replay, runRemediationReplay } from '../../src/cli/remediation-replay.js';
 import { outcomesText } from '../../src/cli/replay-report.js';
 import { loadConfig } from '../../src/config/load.js';
-import { DEFAULT_SCHEDULES } from '../../src/config/schema.js';
 import type { Config, LadderStep, Principal, RemediationRule } from '../../src/config/types.js';
 import type { StateStore } from '../../src/store/store.js';
 import { engineHarness, openTestStore, remediationApp, rule } from '../helpers/remediation.js';
+import { replayConfig, replayHarness } from '../helpers/replay.js';
 import { backends } from '../helpers/store-backends.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -226,19 +226,7 @@ for (const backend of backends()) {
         [1, 'expired'],
         [1, 'awaiting_approval'],
       ]);
-      const report = await replay(
-        {
-          remediation: { ...h.config, rules },
-          schedules: { firewall: DEFAULT_SCHEDULES.firewall } as Config['schedules'],
-          accounts: [{ name: 'default' }] as Config['accounts'],
-        },
-        {
-          rows,
-          circuits: new Map([['default', await h.journal.circuit('default')]]),
-          from: T0 - MIN,
-          to: T0 + 32 * MIN,
-        },
-      );
+      const report = await replayHarness(h, rules, { from: T0 - MIN, to: T0 + 32 * MIN }, rows);
       expect(
         report.deliveries.map((d) => [d.verdict, outcomesText(d.recorded), outcomesText(d.replayed ?? [])]),
       ).toEqual([
@@ -300,19 +288,7 @@ for (const backend of backends()) {
       expect(res.json().results.map((r: { decision: string }) => r.decision)).toEqual(['awaiting_approval']);
       p.clock.now = T0 + MIN;
       await p.engine.withdraw((await p.journal.awaitingApproval('default'))[0]!, 'bob');
-      const replayed = await replay(
-        {
-          remediation: { ...p.config, rules: plain },
-          schedules: { firewall: DEFAULT_SCHEDULES.firewall } as Config['schedules'],
-          accounts: [{ name: 'default' }] as Config['accounts'],
-        },
-        {
-          rows: (await p.journal.list({ limit: 100 })).reverse(),
-          circuits: new Map([['default', await p.journal.circuit('default')]]),
-          from: T0 - MIN,
-          to: T0 + 2 * MIN,
-        },
-      );
+      const replayed = await replayHarness(p, plain, { from: T0 - MIN, to: T0 + 2 * MIN });
       expect(
         replayed.deliveries.map((d) => [d.verdict, outcomesText(d.recorded), outcomesText(d.replayed ?? [])]),
       ).toEqual([
@@ -350,19 +326,7 @@ for (const backend of backends()) {
         [0, 'executed', 'ineffective', 10 * MIN],
         [1, 'executed', 'verifying', 0],
       ]);
-      const report = await replay(
-        {
-          remediation: { ...h.config, rules },
-          schedules: { firewall: DEFAULT_SCHEDULES.firewall } as Config['schedules'],
-          accounts: [{ name: 'default' }] as Config['accounts'],
-        },
-        {
-          rows,
-          circuits: new Map([['default', await h.journal.circuit('default')]]),
-          from: T0 - MIN,
-          to: T0 + 17 * MIN,
-        },
-      );
+      const report = await replayHarness(h, rules, { from: T0 - MIN, to: T0 + 17 * MIN }, rows);
       expect(ladderLines(report)).toEqual([[1, 'same', 'powercycle: executed (verifying)']]);
       expect(report.ladderCounts).toEqual({ same: 1, changed: 0 });
     });
@@ -474,13 +438,6 @@ async function ladderStepSettled(store: StateStore, settle: 'approve' | 'withdra
   const rows = (await h.journal.list({ limit: 100 })).reverse();
   const circuits = new Map([['default', await h.journal.circuit('default')]]);
   const replayWith = (rules: RemediationRule[], change: Partial<Config['remediation']> = {}) =>
-    replay(
-      {
-        remediation: { ...h.config, rules, ...change },
-        schedules: { firewall: DEFAULT_SCHEDULES.firewall } as Config['schedules'],
-        accounts: [{ name: 'default' }] as Config['accounts'],
-      },
-      { rows, circuits, from: T0 - MIN, to: T0 + 13 * MIN },
-    );
+    replay(replayConfig(h.config, rules, change), { rows, circuits, from: T0 - MIN, to: T0 + 13 * MIN });
   return { h, rows, replayWith };
 }

@@ -8,11 +8,11 @@
  * recorded close.
  */
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_SCHEDULES } from '../../src/config/schema.js';
 import type { Config, Principal, RemediationRule } from '../../src/config/types.js';
 import { replay, type Recorded } from '../../src/cli/remediation-replay.js';
 import { reportText } from '../../src/cli/replay-report.js';
 import { engineHarness, remediationApp, rule } from '../helpers/remediation.js';
+import { replayConfig } from '../helpers/replay.js';
 import { backends } from '../helpers/store-backends.js';
 
 const token = (name: string) => `${name}-token-0123456789abcdef`;
@@ -80,15 +80,10 @@ for (const backend of backends()) {
       const circuits = new Map([['default', await h.journal.circuit('default')]]);
       return { recorded: { rows, circuits, from: T0 - MIN, to: T0 + 60 * MIN }, remediation: h.config };
     }
-    const configOf = (remediation: Config['remediation'], rules: RemediationRule[]) => ({
-      remediation: { ...remediation, rules },
-      schedules: { firewall: DEFAULT_SCHEDULES.firewall } as Config['schedules'],
-      accounts: [{ name: 'default' }] as Config['accounts'],
-    });
 
     it('under the same rules every delivery is the same: the approval applied again, the operator row replayed', async () => {
       const { recorded, remediation } = await record();
-      const report = await replay(configOf(remediation, powercycle(true)), recorded);
+      const report = await replay(replayConfig(remediation, powercycle(true)), recorded);
       const lines = reportText(report).split('\n');
       expect(lines.slice(0, 6).map((l) => l.replace(/^\S+ /, ''))).toEqual([
         'Unreach firing server 100001: then powercycle: awaiting_approval → approved by bob → executed; now powercycle: awaiting_approval → approved by bob → executed',
@@ -111,7 +106,7 @@ for (const backend of backends()) {
     it('an approval whose request was before the window is replayed as recorded, not as a delivery', async () => {
       const { recorded, remediation } = await record();
       const from = T0 + 0.5 * MIN;
-      const report = await replay(configOf(remediation, powercycle(true)), {
+      const report = await replay(replayConfig(remediation, powercycle(true)), {
         ...recorded,
         rows: recorded.rows.filter((r) => r.createdAt >= from),
         from,
@@ -128,7 +123,7 @@ for (const backend of backends()) {
 
     it('under rules that ask nobody, the overturned denial is flagged apart from the changes', async () => {
       const { recorded, remediation } = await record();
-      const report = await replay(configOf(remediation, powercycle(false)), recorded);
+      const report = await replay(replayConfig(remediation, powercycle(false)), recorded);
       expect(report.deliveries.map((d) => [d.serverId, d.verdict, d.replayed?.map((o) => o.decision)])).toEqual([
         ['100001', 'changed', ['executed']],
         ['100002', 'overturned', ['executed']],
@@ -153,7 +148,7 @@ for (const backend of backends()) {
     it('the recorded breaker, open before the window, denies power actions until the recorded close', async () => {
       const { recorded, remediation } = await record();
       const open = { openedAt: T0 - 2 * MIN, closedAt: null, message: 'opened: 3 servers in 10m' };
-      const report = await replay(configOf(remediation, powercycle(false)), {
+      const report = await replay(replayConfig(remediation, powercycle(false)), {
         ...recorded,
         circuits: new Map([['default', open]]),
       });

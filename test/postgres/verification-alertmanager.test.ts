@@ -7,12 +7,11 @@
  */
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AlertmanagerClient } from '../../src/alertmanager/client.js';
+import type { AlertmanagerClient } from '../../src/alertmanager/client.js';
 import { DEFAULT_RESEND_INTERVAL_MS } from '../../src/remediation/episode.js';
 import { VERIFY_EVERY_MS } from '../../src/remediation/verify.js';
-import { startQuietAlertmanager } from '../helpers/alertmanager.js';
+import { startQuietAlertmanager, unreadableAlertmanager } from '../helpers/alertmanager.js';
 import { requireBinary } from '../helpers/binaries.js';
-import { captureLogger } from '../helpers/logger.js';
 import { eventually } from '../helpers/processes.js';
 import { engineHarness, powerRequest } from '../helpers/remediation.js';
 import { backends } from '../helpers/store-backends.js';
@@ -121,16 +120,7 @@ for (const backend of backends()) {
       });
 
       it('stays verifying while Alertmanager cannot be read', async () => {
-        const down = new AlertmanagerClient({
-          config: {
-            url: 'http://127.0.0.1:9',
-            timeoutMs: 2000,
-            maxResponseBytes: 1 << 20,
-            silenceWhileHandled: false,
-            tls: { insecureSkipVerify: false },
-          },
-          logger: captureLogger().logger,
-        });
+        const down = unreadableAlertmanager();
         try {
           const { h, id } = await verifying('100001', down);
           h.clock.now += LATER;

@@ -12,6 +12,8 @@ import {
   settlementValues,
   toDesired,
   toEntry,
+  VERIFICATION_STATE_SQL,
+  type VerificationEnd,
   VERIFYING_SQL,
   VERIFICATION_RECORD_SQL,
   verificationRecord,
@@ -193,12 +195,7 @@ export class PgQueries implements StateQueries {
     return rows.map(toEntry);
   }
 
-  async settleVerification(
-    id: number,
-    outcome: 'verified' | 'ineffective' | 'unknown',
-    at: number,
-    evidence: string,
-  ): Promise<boolean> {
+  async settleVerification(id: number, outcome: VerificationEnd, at: number, evidence: string): Promise<boolean> {
     // One UPDATE: of the webhook and a replica's tick ending it at once, exactly one sees it verifying.
     const result = await this.#run(
       `UPDATE actions SET verification = $1, verified_at = $2, verification_evidence = $3 WHERE id = $4 AND ${VERIFYING_SQL}`,
@@ -213,7 +210,7 @@ export class PgQueries implements StateQueries {
          AND ($3::text IS NULL OR action = $3) AND ($5::text IS NULL OR principal = $5)
          AND ($6::text IS NULL OR decision = $6) AND ($7::text IS NULL OR approver = $7)
          AND ($8::bigint IS NULL OR created_at >= $8) AND ($9::text IS NULL OR
-           coalesce(verification, CASE WHEN decision = 'executed' AND verify_within_ms IS NOT NULL THEN 'verifying' END) = $9)
+           ${VERIFICATION_STATE_SQL} = $9)
          ORDER BY id DESC LIMIT $4`,
       [
         filter.account ?? null,

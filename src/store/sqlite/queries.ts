@@ -10,6 +10,8 @@ import {
   entryValues,
   settlementValues,
   toEntry,
+  VERIFICATION_STATE_SQL,
+  type VerificationEnd,
   VERIFYING_SQL,
   VERIFICATION_RECORD_SQL,
   verificationRecord,
@@ -201,12 +203,7 @@ export class SqliteQueries extends SqliteDesiredQueries {
   }
 
   /** Ends row `id`'s verification if it is still verifying; false when it is not. */
-  settleVerification(
-    id: number,
-    outcome: 'verified' | 'ineffective' | 'unknown',
-    at: number,
-    evidence: string,
-  ): boolean {
+  settleVerification(id: number, outcome: VerificationEnd, at: number, evidence: string): boolean {
     return this.sql.write(
       (db) =>
         db
@@ -226,7 +223,7 @@ export class SqliteQueries extends SqliteDesiredQueries {
             `SELECT * FROM actions WHERE (? IS NULL OR account = ?) AND (? IS NULL OR server_id = ?) AND (? IS NULL OR action = ?)
                AND (? IS NULL OR principal = ?) AND (? IS NULL OR decision = ?) AND (? IS NULL OR approver = ?)
                AND (? IS NULL OR created_at >= ?)
-               AND (? IS NULL OR coalesce(verification, CASE WHEN decision = 'executed' AND verify_within_ms IS NOT NULL THEN 'verifying' END) = ?)
+               AND (? IS NULL OR ${VERIFICATION_STATE_SQL} = ?)
              ORDER BY id DESC LIMIT ?`,
           )
           .all(
