@@ -20,15 +20,11 @@ import type { StateStore } from '../../store/store.js';
 import type { RemediationEngine } from '../../remediation/engine.js';
 import { makeRequest } from '../../remediation/request.js';
 import { BadRequestError, NotFoundError } from '../../errors.js';
-import type { JournalEntry, Verification } from '../../store/rows.js';
-import { VERIFICATION_OUTCOMES } from '../../remediation/verify.js';
+import { type JournalEntry, type Verification, VERIFICATIONS } from '../../store/rows.js';
 import { DECISIONS } from '../../store/decisions.js';
 import { callerOf, listWithin, READ_ROLES, requireAccount, requireScope, routeRole } from '../principals.js';
 import { accountSchema, configuredAccount, idSchema, queryInteger, queryIntegerSchema } from '../schemas.js';
 import { actionBodies, type serverBody } from './generated/bodies.js';
-
-/** What `?verification=` may name: a verification's states (store/rows.ts `Verification`): under way, or an outcome. */
-const VERIFICATION_STATES = ['verifying', ...VERIFICATION_OUTCOMES] as const satisfies readonly Verification[];
 
 /**
  * The body of an operator action (routes/bodies.schema.ts, from its entry in config/actions.ts): a power
@@ -240,7 +236,7 @@ function journalRoutes(
             decision: { type: 'string' },
             approver: { type: 'string' },
             since: { type: 'string' },
-            verification: { enum: [...VERIFICATION_STATES] },
+            verification: { enum: [...VERIFICATIONS] },
             limit: queryIntegerSchema,
           },
         },
