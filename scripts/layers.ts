@@ -25,8 +25,8 @@ const folder = (dir: string): Layer => ({ name: `src/${dir}/`, files: [`src/${di
 /** The order, lowest first: docs/architecture.md "Layers" describes the same list. */
 export const LAYERS: readonly Layer[] = [
   {
-    name: 'the leaf modules at the top of src/ (errors, logger, version, slices, scrub, json-schema)',
-    files: ['errors', 'logger', 'version', 'slices', 'scrub', 'json-schema'].map((f) => `src/${f}.ts`),
+    name: 'the leaf modules at the top of src/ (errors, logger, version, slices, scrub, json-schema, order)',
+    files: ['errors', 'logger', 'version', 'slices', 'scrub', 'json-schema', 'order'].map((f) => `src/${f}.ts`),
     imports: [],
   },
   ...['config', 'upstream', 'alertmanager', 'simulator', 'graphs', 'store', 'metrics', 'collectors', 'remediation', 'polls', 'scheduler', 'ha', 'http'].map(

@@ -3,6 +3,7 @@
  * database the leader writes them to (replicas sharing PostgreSQL: store/postgres/graphs.ts).
  */
 import type { GraphKey, GraphStore, HeldGraph, StoredGraph } from './store.js';
+import { byCodeUnits } from '../order.js';
 
 /** A held image without its bytes (the `/graphs` list). */
 export interface GraphSummary extends HeldGraph {
@@ -20,8 +21,8 @@ export interface GraphSource {
 
 /** Orders images by account, then server, type and scale. */
 export const byGraphKey = (a: GraphKey & { account: string }, b: GraphKey & { account: string }): number =>
-  a.account.localeCompare(b.account) ||
-  `${a.serverId}/${a.type}/${a.scale}`.localeCompare(`${b.serverId}/${b.type}/${b.scale}`);
+  byCodeUnits(a.account, b.account) ||
+  byCodeUnits(`${a.serverId}/${a.type}/${a.scale}`, `${b.serverId}/${b.type}/${b.scale}`);
 
 /** The images each account's store holds (on disk, per graphs/store.ts). */
 export function localGraphs(graphStores: ReadonlyMap<string, GraphStore>): GraphSource {

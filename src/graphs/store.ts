@@ -14,6 +14,7 @@ import type { Logger } from 'pino';
 import { GRAPH_SCALES, GRAPH_TYPES, type GraphScale, type GraphType } from '../config/api-terms.js';
 import { BoundedFileError, readBoundedFile, readProblem } from '../read-bounded-file.js';
 import { pngSize } from './png.js';
+import { byCodeUnits } from '../order.js';
 
 /** What a graph store copies its changes to (the leader's, with PostgreSQL). */
 export interface GraphMirror {
@@ -154,7 +155,7 @@ export class GraphStore {
   list(): HeldGraph[] {
     return [...this.#graphs.values()]
       .map(({ png: _png, ...held }) => held)
-      .sort((a, b) => keyOf(a).localeCompare(keyOf(b)));
+      .sort((a, b) => byCodeUnits(keyOf(a), keyOf(b)));
   }
 
   /**

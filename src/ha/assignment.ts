@@ -11,6 +11,7 @@
  * along (about 1/N of the accounts, not all: test/unit/ha/assignment.test.ts measures it).
  */
 import { createHash } from 'node:crypto';
+import { byCodeUnits } from '../order.js';
 
 /** The score of `account` on `replica`: 64 bits of SHA-256 over both names (stable across versions). */
 export function pairScore(account: string, replica: string): bigint {
@@ -39,8 +40,8 @@ export function assignAccounts(accounts: Iterable<string>, replicas: Iterable<st
   pairs.sort(
     (a, b) =>
       (a.score === b.score ? 0 : a.score > b.score ? -1 : 1) ||
-      compare(a.account, b.account) ||
-      compare(a.replica, b.replica),
+      byCodeUnits(a.account, b.account) ||
+      byCodeUnits(a.replica, b.replica),
   );
   const load = new Map(replicaSet.map((r) => [r, 0]));
   for (const { account, replica } of pairs) {
@@ -57,7 +58,5 @@ export function accountsOf(assignment: ReadonlyMap<string, string>, replica: str
   return [...assignment]
     .filter(([, r]) => r === replica)
     .map(([account]) => account)
-    .sort(compare);
+    .sort(byCodeUnits);
 }
-
-const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

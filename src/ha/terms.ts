@@ -17,6 +17,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { HaMode, Member, Terms } from '../store/postgres/membership.js';
+import { byCodeUnits } from '../order.js';
 
 export type { HaMode, Member, Terms };
 
@@ -50,7 +51,7 @@ export interface Judgement {
 
 /** The terms of `accounts` under `mode`. */
 export function termsOf(mode: HaMode, accounts: ReadonlyArray<{ name: string; baseUrl: string }>): Terms {
-  const sorted = [...accounts].sort((a, b) => compare(a.name, b.name));
+  const sorted = [...accounts].sort((a, b) => byCodeUnits(a.name, b.name));
   const hash = createHash('sha256');
   for (const a of sorted) hash.update(a.name).update('\0').update(a.baseUrl).update('\n');
   return { mode, accounts: sorted.map((a) => a.name), digest: hash.digest('hex').slice(0, 32) };
@@ -115,7 +116,7 @@ export function judge(
         (m.terms?.mode === self.terms.mode && m.terms.digest === self.terms.digest),
     )
     .map((m) => m.replica);
-  return { mismatch: undefined, members: [...new Set(members)].sort(compare), unled };
+  return { mismatch: undefined, members: [...new Set(members)].sort(byCodeUnits), unled };
 }
 
 /** The live member whose terms are the membership's: the oldest that publishes terms. */
@@ -126,7 +127,7 @@ function oldest(live: readonly Member[]): Member | undefined {
     if (
       !best ||
       m.startedAt < best.startedAt ||
-      (m.startedAt === best.startedAt && compare(m.replica, best.replica) < 0)
+      (m.startedAt === best.startedAt && byCodeUnits(m.replica, best.replica) < 0)
     )
       best = m;
   }
@@ -139,7 +140,7 @@ function unledAccounts(live: readonly Member[]): string[] {
   if (!reference) return [];
   const agreed = new Set(reference.terms!.accounts);
   const named = new Set(live.flatMap((m) => m.terms?.accounts ?? []));
-  return [...named].filter((a) => !agreed.has(a)).sort(compare);
+  return [...named].filter((a) => !agreed.has(a)).sort(byCodeUnits);
 }
 
 function accountDifference(mine: readonly string[], theirs: readonly string[], replica: string): string {
@@ -158,5 +159,3 @@ function accountDifference(mine: readonly string[], theirs: readonly string[], r
 
 const describeMode = (mode: HaMode) =>
   mode === 'shared' ? 'database.share_accounts (one leader per account)' : 'one leader for every account';
-
-const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

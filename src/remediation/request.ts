@@ -16,6 +16,7 @@ import { ConflictError } from '../errors.js';
 import { type DesiredFirewall, type JournalEntry, journalRow, labelsJson, type NewEntry } from '../store/rows.js';
 import { type ActionRequest, POWER_ACTIONS } from './types.js';
 import type { WebhookAlert } from './webhook.js';
+import { byCodeUnits } from '../order.js';
 
 /** An alert that matched `rules[index]`, for `account`, delivered by `principal`. */
 export interface RuleSource {
@@ -291,7 +292,7 @@ function canonicalJson(value: unknown): string {
   if (value !== null && typeof value === 'object')
     return `{${Object.entries(value)
       .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .sort(([a], [b]) => byCodeUnits(a, b))
       .map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`)
       .join(',')}}`;
   return JSON.stringify(value);

@@ -8,6 +8,7 @@ import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import type { Metrics, RunOutcome } from '../metrics/definitions.js';
 import type { WorkResult } from '../polls/poll.js';
+import { byCodeUnits } from '../order.js';
 
 /**
  * Why a run's signal was aborted: its deadline, the daemon stopping, the account's lease no longer trusted, or
@@ -179,7 +180,7 @@ export class PollJob {
 export function formatFailures(failures: ReadonlyMap<string, number> | undefined): string {
   if (!failures || failures.size === 0) return '';
   return [...failures]
-    .sort(([a, m], [b, n]) => n - m || a.localeCompare(b))
+    .sort(([a, m], [b, n]) => n - m || byCodeUnits(a, b))
     .map(([code, n]) => `${code} ×${n}`)
     .join(', ');
 }

@@ -7,6 +7,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AttackLog } from '../../collectors/attacks.js';
 import { accountSchema, configuredAccount } from '../schemas.js';
+import { byCodeUnits } from '../../order.js';
 
 /** One service's IP under attack. */
 export interface AttackEntry {
@@ -50,7 +51,7 @@ export function attackEntries(logs: ReadonlyMap<string, AttackLog>): AttackEntry
       }
     }
   const key = (e: AttackEntry) => [e.account, e.service_type, e.service_id, e.ip];
-  return entries.sort((a, b) => key(a).join('\u0000').localeCompare(key(b).join('\u0000')));
+  return entries.sort((a, b) => byCodeUnits(key(a).join('\u0000'), key(b).join('\u0000')));
 }
 
 /**

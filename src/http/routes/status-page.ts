@@ -15,6 +15,7 @@ import type { GraphSummary } from '../../graphs/source.js';
 import type { JournalEntry } from '../../store/rows.js';
 import { queryInteger, queryIntegerSchema } from '../schemas.js';
 import { graphPath } from './graphs.js';
+import { byCodeUnits } from '../../order.js';
 
 /** Servers under attack listed at most; the rest are counted and left to `GET /api/v1/attacks`. */
 export const MAX_ATTACKED_ROWS = 200;
@@ -208,7 +209,7 @@ export function renderStatusPage(view: StatusView, page = 1): string {
   const attacked = [...view.servers.flatMap((s) => s.ips), ...view.services.flatMap((s) => s.ips)].filter(
     (i) => i.events > 0,
   ).length;
-  const byId = (a: { serverId: string }, b: { serverId: string }) => a.serverId.localeCompare(b.serverId);
+  const byId = (a: { serverId: string }, b: { serverId: string }) => byCodeUnits(a.serverId, b.serverId);
   const underAttack = view.servers.filter((s) => s.ips.some((i) => i.events > 0)).sort(byId);
   const quiet = view.servers.filter((s) => !s.ips.some((i) => i.events > 0)).sort(byId);
   const attackedRows = underAttack.slice(0, MAX_ATTACKED_ROWS);
