@@ -29,6 +29,10 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* \
  && ln -s "$(dpkg -L libjemalloc2 | grep '/libjemalloc\.so\.2$')" /usr/local/lib/libjemalloc.so.2
 ENV LD_PRELOAD=/usr/local/lib/libjemalloc.so.2
+# Freed pages go back to the system at once, not after jemalloc's default ten seconds: with the launcher's
+# --max-semi-space-size=2, a busy small account's RSS peaks ~24 MB lower for ~10 % more CPU (issue 53;
+# docs/operations.md, "Sizing"). bench/shipped.ts reads this line: the bench runs what the image ships.
+ENV MALLOC_CONF=dirty_decay_ms:0,muzzy_decay_ms:0
 WORKDIR /app
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
@@ -59,5 +63,5 @@ LABEL org.opencontainers.image.title="baremetal-exporter" \
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/9877 && printf 'GET /healthz HTTP/1.0\\r\\nHost: 127.0.0.1\\r\\n\\r\\n' >&3 && read -r -t 4 status <&3 && [[ $status == HTTP/1.?' 200 '* ]]"]
 # The young-generation cap keeps RSS low for 10,000 servers (README, Benchmark).
-ENTRYPOINT ["node", "--max-semi-space-size=8", "dist/main.js", "run"]
+ENTRYPOINT ["node", "--max-semi-space-size=2", "dist/main.js", "run"]
 CMD ["--config.file=/etc/baremetal-exporter/config.yml"]

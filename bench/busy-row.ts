@@ -2,7 +2,7 @@
  * The busy small account of `npm run bench` (issue 43, item 4): 100 servers × 2 IPs with graphs (port_bits,
  * port_percent × day, week: 400 images), **every poll every 10 s** (servers, firewall, graphs, catalog), for
  * 90 s, run as shipped — the daemon's own entrypoint (`dist/main.js run --config.file`), the daemon's Node flags
- * (`--node-flags`, default the launcher's `--max-semi-space-size=8`) and a config file. Its RSS is read from
+ * (`--node-flags`, default the launcher's, bench/shipped.ts) and a config file. Its RSS is read from
  * /proc every 500 ms; the figure is the **steady maximum**, the largest RSS after the first 30 s (three rounds
  * of every poll), against the floor (bench/floor.mjs: Node importing the runtime dependencies, idle) with the
  * same flags and allocator, in the same run. With jemalloc as shipped (the goal, ≤ 1.4 × the floor) and with
@@ -21,7 +21,8 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import type { Row } from './options.ts';
-import { bareNodeMb, floorMb, shippedAllocator, spawnSmallSimulator } from './small-row.ts';
+import { SHIPPED_NODE_FLAGS, shippedAllocator } from './shipped.ts';
+import { bareNodeMb, floorMb, spawnSmallSimulator } from './small-row.ts';
 
 /** The busy account: its servers, how long it runs, and the part of the run before RSS is called steady. */
 export interface BusySize {
@@ -220,7 +221,7 @@ if (import.meta.main) {
     options: {
       seconds: { type: 'string', default: String(BUSY.seconds) },
       'shipped-only': { type: 'boolean', default: false },
-      'node-flags': { type: 'string', default: '--max-semi-space-size=8' },
+      'node-flags': { type: 'string', default: SHIPPED_NODE_FLAGS.join(' ') },
       /** the daemon's entrypoint: another build's, to compare two in the same conditions */
       main: { type: 'string', default: 'dist/main.js' },
     },

@@ -27,7 +27,7 @@
  * The "floor" is a bare undici loop making the same requests to the same simulator in the same run: what the
  * simulator, loopback and this machine allow. Goals are ratios to it (or to idle, or to a static buffer), so
  * that a busy machine moves both sides. Each size's process gets `--node-flags` (default the V8 flag the
- * shipped entrypoints set, `--max-semi-space-size=8`) and `--expose-gc` (for the heap after a full GC).
+ * shipped entrypoints set, bench/shipped.ts) and `--expose-gc` (for the heap after a full GC).
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -42,7 +42,8 @@ import { ATTACKED_PER_HOUR } from '../dist/simulator/state.js';
 import { measureHugeReply } from './huge-reply.ts';
 import { plainJs } from './plain-js.ts';
 import { scopeRow } from './scope.ts';
-import { bareNodeMb, floorMb, measureSmall, shippedAllocator, smallRows } from './small-row.ts';
+import { SHIPPED_NODE_FLAGS, shippedAllocator } from './shipped.ts';
+import { bareNodeMb, floorMb, measureSmall, smallRows } from './small-row.ts';
 import { type Row, SIZE_OPTIONS, SMOKE_SIZE, type SizeResult } from './options.ts';
 
 const { values } = parseArgs({
@@ -51,7 +52,7 @@ const { values } = parseArgs({
     chart: { type: 'string' },
     /** leave out the flood, budget and two-account rows (they take minutes) */
     'skip-extras': { type: 'boolean', default: false },
-    'node-flags': { type: 'string', default: '--max-semi-space-size=8' },
+    'node-flags': { type: 'string', default: SHIPPED_NODE_FLAGS.join(' ') },
     /** every row once at its smallest size, goals not judged (see the module comment) */
     smoke: { type: 'boolean', default: false },
     /** only these parts, comma-separated (PARTS); default all */

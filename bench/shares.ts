@@ -18,7 +18,7 @@
  *   on this 2-core VM 0.56–0.79 of the one, so the issue's 0.4 (1.2 × a third) becomes 1.2 × the floor's share
  *   where that is higher (sharesRows).
  *
- * Every process runs as the image and the unit run the daemon: `nodeFlags` (the shipped `--max-semi-space-size=8`)
+ * Every process runs as the image and the unit run the daemon: `nodeFlags` (the launcher's, bench/shipped.ts)
  * and the shipped allocator (jemalloc preloaded where Debian's libjemalloc2 is installed).
  *
  * The goal rows are at 100 servers an account; the loads at 1000 (`compareServers`), with their own floor, are
@@ -34,7 +34,7 @@ import { startSimulator } from '../dist/simulator/server.js';
 import { freePort } from '../test/helpers/free-port.ts';
 import { postgresBinDir, startPostgres } from '../test/helpers/postgres-cluster.ts';
 import type { Row } from './options.ts';
-import { shippedAllocator } from './small-row.ts';
+import { SHIPPED_NODE_FLAGS, shippedAllocator } from './shipped.ts';
 
 const CLI = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 const FLOOR = fileURLToPath(new URL('./shares-floor.mjs', import.meta.url));
@@ -110,7 +110,7 @@ export interface SharesOptions {
   warmupS?: number;
   /** the loads again at this size, printed for comparison (default 1000; 0: not measured) */
   compareServers?: number;
-  /** the Node flags of the replicas and of the floor (default the shipped `--max-semi-space-size=8`) */
+  /** the Node flags of the replicas and of the floor (default the launcher's, bench/shipped.ts) */
   nodeFlags?: string[];
 }
 
@@ -119,7 +119,7 @@ export async function measureShares(o: SharesOptions = {}): Promise<SharesBench>
   const seconds = o.seconds ?? 30;
   const warmupS = o.warmupS ?? 2 * FIREWALL_PERIOD_S;
   const compareServers = o.compareServers ?? 1000;
-  const nodeFlags = o.nodeFlags ?? ['--max-semi-space-size=8'];
+  const nodeFlags = o.nodeFlags ?? SHIPPED_NODE_FLAGS;
   // The replicas and the floor run as the image and the unit run the daemon: its flags, its allocator.
   const env = { ...process.env, ...shippedAllocator().env };
   const none: ReplicaLoad = { requests: 0, cpuS: 0, mainCpuS: 0 };

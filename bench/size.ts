@@ -11,7 +11,7 @@
  * from another address, the request budget, two accounts.
  * Prints one JSON line (`SizeResult`) last.
  *
- *   node --max-semi-space-size=8 --expose-gc bench/size.ts --servers 10000 [--extras] [--no-graphs]
+ *   node --max-semi-space-size=2 --expose-gc bench/size.ts --servers 10000 [--extras] [--no-graphs]
  *        [--profile steady.cpuprofile] [--alloc-profile steady.heapprofile] [--profile-cycles 3] [--memory-detail]
  *
  * `--no-graphs` leaves out the graphs poll (its row then reads NaN); `--profile FILE` takes a CPU profile (V8's

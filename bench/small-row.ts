@@ -12,24 +12,10 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
 import { ATTACKED_PER_HOUR } from '../dist/simulator/state.js';
 import type { Row, SmallResult } from './options.ts';
+import { SHIPPED_NODE_FLAGS, shippedAllocator } from './shipped.ts';
 import { spawnSimulator } from './simulator.ts';
-
-/** Where Debian's libjemalloc2 puts the library (amd64, arm64). */
-const JEMALLOC = ['/usr/lib/x86_64-linux-gnu/libjemalloc.so.2', '/usr/lib/aarch64-linux-gnu/libjemalloc.so.2'];
-
-/**
- * The allocator the daemon ships with (the image's and the unit's LD_PRELOAD): jemalloc when Debian's
- * libjemalloc2 is installed here (.ci/run installs it), else glibc's, named so in the table.
- */
-export function shippedAllocator(): { name: string; env: NodeJS.ProcessEnv } {
-  const library = JEMALLOC.find((path) => existsSync(path));
-  return library
-    ? { name: 'jemalloc', env: { LD_PRELOAD: library } }
-    : { name: 'glibc (libjemalloc2 not installed)', env: { LD_PRELOAD: '' } };
-}
 
 /** RSS growth from the middle cycle to the last allowed as "flat". */
 const FLAT = 1.05;
@@ -138,7 +124,7 @@ export function smallRows(small: { shipped: SmallRun; glibc?: SmallRun }): Row[]
 if (import.meta.main) {
   // --shipped-only: without the glibc comparison (half the time).
   const shippedOnly = process.argv.includes('--shipped-only');
-  const rows = smallRows(await measureSmall(['--max-semi-space-size=8'], !shippedOnly));
+  const rows = smallRows(await measureSmall(SHIPPED_NODE_FLAGS, !shippedOnly));
   let missed = 0;
   for (const row of rows) {
     const ok = row.measured <= row.target;

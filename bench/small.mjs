@@ -8,7 +8,7 @@
  * Plain JavaScript importing dist/, as the daemon runs (issue 32): a `.ts` file would load Node's type stripper
  * into the process measured.
  *
- *   node --max-semi-space-size=8 bench/small.mjs --url http://127.0.0.1:PORT [--servers 100] [--cycles 10]
+ *   node --max-semi-space-size=2 bench/small.mjs --url http://127.0.0.1:PORT [--servers 100] [--cycles 10]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

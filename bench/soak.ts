@@ -1,5 +1,6 @@
 /**
- * `npm run soak` (issue 32): the daemon as shipped — compiled dist/, the image's `--max-semi-space-size=8`,
+ * `npm run soak` (issue 32): the daemon as shipped — compiled dist/, the launcher's Node flags and the image's
+ * allocator with its settings (bench/shipped.ts),
  * jemalloc preloaded when Debian's libjemalloc2 is installed — run for `--minutes` against the simulator
  * (in this process) with compressed schedules (firewall every 2 s, servers every 5 s, graphs every 30 s,
  * `ip_retention: 2m`, `journal_retention: 10m`, `retire_after: 2m`) and churn every minute (src/simulator/churn.ts: servers
@@ -26,7 +27,7 @@ import { configKeys } from '../dist/config/reference.js';
 import { Churn, type ChurnStep } from '../dist/simulator/churn.js';
 import { startSimulator } from '../dist/simulator/server.js';
 import { freePort } from '../test/helpers/free-port.ts';
-import { shippedAllocator } from './small-row.ts';
+import { SHIPPED_NODE_FLAGS, shippedAllocator } from './shipped.ts';
 import { writeSoakChart } from './soak-chart.ts';
 import { countSeries, evaluateSoak, expectedSeries, type SoakSample, soakPlan } from './soak-goals.ts';
 import { Inspector } from './soak-inspector.ts';
@@ -100,7 +101,7 @@ const log = createWriteStream(logFile);
 const unhandled: string[] = [];
 const daemon: ChildProcess = spawn(
   process.execPath,
-  ['--max-semi-space-size=8', '--inspect=127.0.0.1:0', 'dist/main.js', 'run', `--config.file=${configFile}`],
+  [...SHIPPED_NODE_FLAGS, '--inspect=127.0.0.1:0', 'dist/main.js', 'run', `--config.file=${configFile}`],
   { env: { ...process.env, ...allocator.env, BAREMETAL_API_KEY: KEY }, stdio: ['ignore', 'pipe', 'pipe'] },
 );
 let exited: string | undefined;
@@ -273,7 +274,7 @@ goals.push({
   pass: reloadOk,
 });
 
-const header = `baremetal-exporter soak — ${backend}, ${minutes} min (warm-up ${(warmupS / 60).toFixed(1)} min), ${servers} servers × 2 IPs + 1 colocation + 1 transit, ${churned} churn steps, ${alerts.firing} alerts fired and ${alerts.resolved} resolved (dry run), ${reloads} reloads, ${allocator.name}, node --max-semi-space-size=8, ${process.version}`;
+const header = `baremetal-exporter soak — ${backend}, ${minutes} min (warm-up ${(warmupS / 60).toFixed(1)} min), ${servers} servers × 2 IPs + 1 colocation + 1 transit, ${churned} churn steps, ${alerts.firing} alerts fired and ${alerts.resolved} resolved (dry run), ${reloads} reloads, ${allocator.name}, node ${SHIPPED_NODE_FLAGS.join(' ')}, ${process.version}`;
 console.log(`\n${header}\n`);
 console.log('| min | RSS MB | heap MB | fds | series | inventory series (expected) | DB KiB | state files |');
 console.log('|---|---|---|---|---|---|---|---|');

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=8
+#!/usr/bin/env -S node --max-semi-space-size=2
 /**
  * The launcher: checks the Node.js version before anything else loads, then starts the command line
  * (`cli/main.ts`). Static ESM imports are resolved before any code runs, so this file imports nothing of the app:

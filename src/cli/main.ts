@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=8
+#!/usr/bin/env -S node --max-semi-space-size=2
 /**
  * The command line's entry (loaded by the launcher, src/main.ts): runs `cli/program.ts` on the arguments and
  * turns what it throws into one line on stderr and an exit code (2 for a usage error).

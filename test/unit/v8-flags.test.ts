@@ -1,7 +1,10 @@
 /**
- * The daemon's memory at 10,000 servers (bench/README.md) assumes V8's young generation capped by
- * `--max-semi-space-size=8`: without it the same cycle takes ~100 MB more RSS. The flag is the launcher's
- * shebang (src/main.ts, compiled to the `bin`); every other way the daemon is started must pass it too.
+ * The daemon's memory (bench/README.md, docs/operations.md "Sizing") assumes V8's young generation capped by
+ * `--max-semi-space-size=2` (without a cap a 10,000-server cycle takes ~100 MB more RSS; 8, the cap before issue
+ * 53, cost a busy small account ~15 MB more) and jemalloc returning freed pages promptly (`MALLOC_CONF`). The flag
+ * is the launcher's shebang (src/main.ts, compiled to the `bin`); every other way the daemon is started must pass
+ * it too. The allocator's settings are the image's `ENV MALLOC_CONF`; the systemd unit sets the same, and the
+ * bench reads both from where they are shipped (bench/shipped.ts).
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
@@ -14,7 +17,7 @@ const launcherFlags = SHEBANG.exec(read('src/main.ts'))?.[0].split(' ').slice(3)
 
 describe('the V8 flag the memory figures assume', () => {
   it('is set by the launcher, whose shebang becomes the bin', () => {
-    expect(launcherFlags).toBe('--max-semi-space-size=8');
+    expect(launcherFlags).toBe('--max-semi-space-size=2');
     const pkg = JSON.parse(read('package.json')) as { bin: Record<string, string> };
     expect(pkg.bin['baremetal-exporter']).toBe('dist/main.js');
   });
@@ -57,5 +60,20 @@ describe('the V8 flag the memory figures assume', () => {
       spec: { template: { spec: { containers: Array<{ command?: unknown }> } } };
     };
     for (const container of deployment.spec.template.spec.containers) expect(container.command).toBeUndefined();
+  });
+});
+
+describe('the allocator settings the memory figures assume', () => {
+  const image = /^ENV MALLOC_CONF=(\S+)$/m.exec(read('Dockerfile'))?.[1];
+
+  it("are the image's, with jemalloc preloaded there", () => {
+    expect(image).toMatch(/^dirty_decay_ms:\d+,muzzy_decay_ms:0$/);
+    expect(read('Dockerfile')).toMatch(/^ENV LD_PRELOAD=\S*libjemalloc\.so\.2$/m);
+  });
+
+  it('are the same in the systemd unit, beside its LD_PRELOAD', () => {
+    const unit = read('examples/baremetal-exporter.service');
+    expect(/^Environment=MALLOC_CONF=(\S+)$/m.exec(unit)?.[1]).toBe(image);
+    expect(unit).toMatch(/^Environment=LD_PRELOAD=\S*libjemalloc\.so\.2$/m);
   });
 });
