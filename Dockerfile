@@ -30,7 +30,7 @@ RUN apt-get update \
  && ln -s "$(dpkg -L libjemalloc2 | grep '/libjemalloc\.so\.2$')" /usr/local/lib/libjemalloc.so.2
 ENV LD_PRELOAD=/usr/local/lib/libjemalloc.so.2
 # Freed pages go back to the system at once, not after jemalloc's default ten seconds: with the launcher's
-# --max-semi-space-size=2, a busy small account's RSS peaks ~24 MB lower for ~10 % more CPU (issue 53;
+# --max-semi-space-size=2, a busy small account's RSS peaks ~23 MB lower for ~1 point more of a core (issue 53;
 # docs/operations.md, "Sizing"). bench/shipped.ts reads this line: the bench runs what the image ships.
 ENV MALLOC_CONF=dirty_decay_ms:0,muzzy_decay_ms:0
 WORKDIR /app

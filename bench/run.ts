@@ -219,7 +219,7 @@ const sizeRows = (first: SizeRun): Row[] => [
     what: 'RSS after a cycle',
     measured: first.rssMb,
     unit: 'MB',
-    reference: `after the steady cycle ${first.rssSteadyMb.toFixed(0)} MB; live heap after GC ${first.heapMb.toFixed(0)} MB (${first.heapPerServerKb.toFixed(2)} KiB per server); node ${values['node-flags'] || '(no flags)'}, ${allocator.name}`,
+    reference: `after the steady cycle ${first.rssSteadyMb.toFixed(0)} MB; live heap after GC ${first.heapMb.toFixed(0)} MB (${first.heapPerServerKb.toFixed(2)} KiB per server); node ${values['node-flags'] || '(no flags)'}, ${allocator.settings}`,
     target: 200,
     rule: '≤ 200 MB',
   },
@@ -299,7 +299,7 @@ if (first) console.log(`poll outcomes: ${first.outcomes.join('/')} (first server
 console.log(
   `attack mix: the simulator's default, ${(ATTACKED_PER_HOUR * 100).toFixed(0)} % of IPs attacked within an hour`,
 );
-console.log(`allocator: ${allocator.name} (what the image and the systemd unit preload)\n`);
+console.log(`allocator: ${allocator.settings} (what the image and the systemd unit preload)\n`);
 if (small) {
   console.log(
     `small account, RSS after each cycle (MB), ${small.shipped.allocator}: ${small.shipped.rssMb.map((mb) => mb.toFixed(0)).join(' ')}`,

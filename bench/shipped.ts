@@ -20,8 +20,12 @@ export const SHIPPED_NODE_FLAGS: string[] = (() => {
 
 /** jemalloc's settings as the image sets them (`ENV MALLOC_CONF=…` in the Dockerfile). */
 export const SHIPPED_MALLOC_CONF: string = (() => {
-  const match = /^ENV MALLOC_CONF=(\S+)$/m.exec(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'));
-  if (!match) throw new Error('Dockerfile: no ENV MALLOC_CONF line');
+  // The runtime stage (after the last FROM): the build stage's environment never reaches the image that runs.
+  const runtime = readFileSync(join(ROOT, 'Dockerfile'), 'utf8')
+    .split(/^FROM /m)
+    .at(-1)!;
+  const match = /^ENV MALLOC_CONF=(\S+)$/m.exec(runtime);
+  if (!match) throw new Error('Dockerfile: no ENV MALLOC_CONF line in the runtime stage');
   return match[1]!;
 })();
 
@@ -31,10 +35,15 @@ const JEMALLOC = ['/usr/lib/x86_64-linux-gnu/libjemalloc.so.2', '/usr/lib/aarch6
 /**
  * The allocator the daemon ships with (the image's and the unit's LD_PRELOAD and MALLOC_CONF): jemalloc when
  * Debian's libjemalloc2 is installed here (.ci/run installs it), else glibc's, named so in the table.
+ * `settings`: how a row's reference names it, with MALLOC_CONF.
  */
-export function shippedAllocator(): { name: string; env: NodeJS.ProcessEnv } {
+export function shippedAllocator(): { name: string; settings: string; env: NodeJS.ProcessEnv } {
   const library = JEMALLOC.find((path) => existsSync(path));
   return library
-    ? { name: 'jemalloc', env: { LD_PRELOAD: library, MALLOC_CONF: SHIPPED_MALLOC_CONF } }
-    : { name: 'glibc (libjemalloc2 not installed)', env: { LD_PRELOAD: '' } };
+    ? {
+        name: 'jemalloc',
+        settings: `jemalloc, MALLOC_CONF=${SHIPPED_MALLOC_CONF}`,
+        env: { LD_PRELOAD: library, MALLOC_CONF: SHIPPED_MALLOC_CONF },
+      }
+    : { name: 'glibc (libjemalloc2 not installed)', settings: 'glibc', env: { LD_PRELOAD: '' } };
 }

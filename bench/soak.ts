@@ -274,7 +274,7 @@ goals.push({
   pass: reloadOk,
 });
 
-const header = `baremetal-exporter soak — ${backend}, ${minutes} min (warm-up ${(warmupS / 60).toFixed(1)} min), ${servers} servers × 2 IPs + 1 colocation + 1 transit, ${churned} churn steps, ${alerts.firing} alerts fired and ${alerts.resolved} resolved (dry run), ${reloads} reloads, ${allocator.name}, node ${SHIPPED_NODE_FLAGS.join(' ')}, ${process.version}`;
+const header = `baremetal-exporter soak — ${backend}, ${minutes} min (warm-up ${(warmupS / 60).toFixed(1)} min), ${servers} servers × 2 IPs + 1 colocation + 1 transit, ${churned} churn steps, ${alerts.firing} alerts fired and ${alerts.resolved} resolved (dry run), ${reloads} reloads, ${allocator.settings}, node ${SHIPPED_NODE_FLAGS.join(' ')}, ${process.version}`;
 console.log(`\n${header}\n`);
 console.log('| min | RSS MB | heap MB | fds | series | inventory series (expected) | DB KiB | state files |');
 console.log('|---|---|---|---|---|---|---|---|');

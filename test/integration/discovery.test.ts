@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { accountOf, startHarness } from '../helpers/daemon.js';
 import { TOKEN } from '../helpers/remediation.js';
+import { byCodeUnits } from '../../src/order.js';
 
 const NOW = Date.UTC(2026, 10, 23, 12, 0, 0);
 const sim = { servers: 4, colocations: 0, transits: 0, attackRate: 0, seed: 5, now: () => NOW };
@@ -36,7 +37,7 @@ describe('GET /api/v1/discovery', () => {
     await accountOf(h.daemon, 'default').polls.run('servers');
     const { status, type, body } = await discover(h.daemon);
     const expected = [...h.sim.state.servers.values()]
-      .sort((a, b) => a.serverId.localeCompare(b.serverId))
+      .sort((a, b) => byCodeUnits(a.serverId, b.serverId))
       .map((server) => ({
         targets: [server.ips[0]],
         labels: {

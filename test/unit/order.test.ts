@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { byCodeUnits } from '../../src/order.js';
 
@@ -24,5 +25,15 @@ describe('byCodeUnits', () => {
     expect(byCodeUnits('x', 'x')).toBe(0);
     expect(byCodeUnits('x', 'y')).toBeLessThan(0);
     expect(byCodeUnits('y', 'x')).toBeGreaterThan(0);
+  });
+});
+
+describe('the daemon sorts without ICU', () => {
+  it('calls neither localeCompare nor Intl.Collator anywhere in src/', () => {
+    const src = new URL('../../src/', import.meta.url);
+    const files = readdirSync(src, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
+    expect(files.length).toBeGreaterThan(100);
+    const callers = files.filter((f) => /\.localeCompare\(|Intl\.Collator/.test(readFileSync(new URL(f, src), 'utf8')));
+    expect(callers).toEqual([]);
   });
 });

@@ -11,6 +11,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { BadRequestError, NotReadyError } from '../../errors.js';
 import { queryInteger } from '../schemas.js';
+import { byCodeUnits } from '../../order.js';
 
 /** One server as discovery shows it (the fields of the server record, API contract §1). */
 export interface DiscoveryServer {
@@ -102,7 +103,7 @@ export function targetGroups(
       });
     }
   }
-  groups.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  groups.sort((a, b) => byCodeUnits(a.key, b.key));
   return groups.map(({ targets, labels }) => ({ targets, labels }));
 }
 
