@@ -318,7 +318,7 @@ function declareMetrics(registers: Registry[]) {
     }),
     actionPending: new Gauge({
       name: 'baremetal_action_pending',
-      help: `Remediation changes waiting to be applied (firewall state inside its hold or 2-minute window). ${CACHED}`,
+      help: `Remediation changes waiting to be applied (firewall state inside its hold or 2-minute window), as the leader last read it (after its decisions, and every 10 s for other replicas'); no series on a replica that does not lead the account. ${CACHED}`,
       labelNames: ['account', 'action'] as const,
       registers,
     }),
@@ -331,13 +331,13 @@ function declareMetrics(registers: Registry[]) {
     }),
     actionAwaitingApproval: new Gauge({
       name: 'baremetal_action_awaiting_approval',
-      help: `Remediation requests journaled awaiting_approval: nothing is sent until another operator approves (require_approval). ${CACHED}`,
+      help: `Remediation requests journaled awaiting_approval: nothing is sent until another operator approves (require_approval), as the leader last read them (after its decisions, and every 10 s for other replicas'): a series per action that ever waited, 0 once none does; no series on a replica that does not lead the account. ${CACHED}`,
       labelNames: ['account', 'action'] as const,
       registers,
     }),
     actionBudgetRemaining: new Gauge({
       name: 'baremetal_action_budget_remaining',
-      help: `Upstream remediation calls still allowed in the rolling hour (remediation.budget_per_hour minus calls made). ${CACHED}`,
+      help: `Upstream remediation calls still allowed in the rolling hour (remediation.budget_per_hour minus calls made by every replica), as the leader last read it (after its decisions, and every 10 s for other replicas'); no series on a replica that does not lead the account. ${CACHED}`,
       labelNames: ['account'] as const,
       registers,
     }),
@@ -399,8 +399,9 @@ function declareMetrics(registers: Registry[]) {
  * What only the replica that polls knows: the API's health and the inventory, attack, graph and catalog
  * series its polls set. A follower (HA, PostgreSQL) leaves them out of its exposition — its own would be
  * the initial zeros (`baremetal_api_up 0` would page for every follower) or, after a demotion, the last
- * values it polled, which the fleet alerts (`max without (instance, pod)`) must not keep reading. The
- * remediation series (from the shared journal) and its own request counters stay.
+ * values it polled, which the fleet alerts (`max without (instance, pod)`) must not keep reading. So are the
+ * remediation gauges read from the shared journal (breaker, desired state, pending, awaiting approval, budget):
+ * only the leader reads them again (remediation/gauges.ts). Its decision counters and own request counters stay.
  */
 export const LEADER_ONLY_METRICS = [
   'apiUp',
@@ -427,10 +428,14 @@ export const LEADER_ONLY_METRICS = [
   'graphImages',
   'catalogOperatingSystems',
   'catalogLocations',
-  // Read again by the leader's ticker only: a follower's could hold a breaker another replica closed, or
-  // desired firewall state another replica changed.
+  // Read again by the leader's ticker only: a follower's could hold a breaker another replica closed, desired
+  // firewall state another replica changed, or a pending change, a request awaiting approval or a budget that
+  // another replica has since applied, approved, withdrawn or spent.
   'remediationCircuitOpen',
   'firewallDesiredState',
+  'actionPending',
+  'actionAwaitingApproval',
+  'actionBudgetRemaining',
 ] as const satisfies ReadonlyArray<MetricKey>;
 
 /**
@@ -455,9 +460,6 @@ export const ACCOUNT_METRICS = [
   'apiRequestDuration',
   'actionRequests',
   'actionLastFailure',
-  'actionPending',
-  'actionAwaitingApproval',
-  'actionBudgetRemaining',
   'remediationVerifications',
   'remediationRecovery',
 ] as const satisfies ReadonlyArray<MetricKey>;

@@ -319,9 +319,9 @@ export class RemediationEngine {
       .then(() => this.#applyDue(abort.signal))
       // The ticker runs every second; with nothing due it costs one indexed query and no gauge update.
       .then(async (due) => {
-        if (due > 0) await this.#gauges.refresh();
-        // Another replica may have opened or closed the breaker: read again every CIRCUIT_REFRESH_MS.
-        else if (this.#now() - this.#gauges.circuitReadAt >= CIRCUIT_REFRESH_MS) await this.#gauges.refreshShared();
+        // Another replica may have decided, approved, applied or closed the breaker: read again every
+        // CIRCUIT_REFRESH_MS (gauges.ts `refresh`), and at once when changes were applied here.
+        if (due > 0 || this.#now() - this.#gauges.readAt >= CIRCUIT_REFRESH_MS) await this.#gauges.refresh();
       })
       .then(() => (abort.signal.aborted ? undefined : this.#housekeeping.run(this.#now())))
       .then(() => (abort.signal.aborted ? undefined : this.#approvals.expire()))
@@ -479,5 +479,8 @@ export class RemediationEngine {
   }
 }
 
-/** How often the leader's ticker reads the circuit breaker's state for its gauge, ms. */
+/**
+ * How often the leader's ticker reads again what its remediation series show from the shared store (circuit
+ * breaker, desired firewall state, pending, awaiting approval, budget), ms.
+ */
 const CIRCUIT_REFRESH_MS = 10_000;

@@ -1,6 +1,7 @@
 /**
  * The remediation engine's gauges and counters: read back from the store when the engine starts (rows a crash
- * left `executing` are recovered as `unknown` first), and refreshed after every decision and by the ticker.
+ * left `executing` are recovered as `unknown` first); the gauges are read again after every decision and by
+ * the leader's ticker every CIRCUIT_REFRESH_MS (engine.ts), their series being the leader's only.
  */
 import type { Logger } from 'pino';
 import type { Config } from '../config/types.js';
@@ -30,12 +31,18 @@ export class RemediationGauges {
   readonly #now: () => number;
   /** the actions whose `baremetal_action_awaiting_approval` series was set (a series is set to 0, never removed) */
   readonly #approvalSeries = new Set<string>();
-  /** when the circuit breaker's gauge was last read from the store, ms */
-  circuitReadAt = -Infinity;
-  /** the desired firewall state rows' reads (refreshShared) */
+  /** when the store was last read (`refresh`), ms */
+  readAt = -Infinity;
+  /** the desired firewall state rows' reads (refresh) */
   readonly #desiredRead = new LatestRead();
-  /** the circuit breaker gauge's reads (refreshShared) */
+  /** the circuit breaker gauge's reads (refresh) */
   readonly #circuitRead = new LatestRead();
+  /** the pending gauge's reads (refresh) */
+  readonly #pendingRead = new LatestRead();
+  /** the awaiting-approval gauge's reads (refresh) */
+  readonly #awaitingRead = new LatestRead();
+  /** the budget gauge's reads (refresh) */
+  readonly #budgetRead = new LatestRead();
 
   /** `now`: ms since epoch. */
   constructor(deps: GaugeDeps, now: () => number) {
@@ -97,32 +104,16 @@ export class RemediationGauges {
   }
 
   /**
-   * The pending, awaiting-approval, budget and circuit-breaker gauges from the store, and the desired firewall
-   * state rows its series show (desired-rows.ts). Throws JournalError.
+   * Reads again what another replica may have changed in the shared store, and sets what shows it: the pending,
+   * awaiting-approval, budget and circuit-breaker gauges, and the desired firewall state rows their series show
+   * (desired-rows.ts). Called at start, after each decision, and by the leader's ticker (engine.ts, every
+   * CIRCUIT_REFRESH_MS and after applying due changes). Their series are the leader's only
+   * (metrics/definitions.ts LEADER_ONLY_METRICS): a follower decides too, and so reads them then, but never
+   * ticks, so its values would go stale. Throws JournalError.
    */
   async refresh(): Promise<void> {
-    const { metrics, store, account, config } = this.#deps;
-    const pending = await store.pendingCount(account);
-    const awaiting = await store.awaitingApproval(account);
-    const left = await budgetLeft(store, account, config.budgetPerHour, this.#now());
-    metrics.actionPending.set({ account, action: 'firewall_state' }, pending);
-    // A series per action that ever waited for approval (set to 0 afterwards, never removed); apart from
-    // baremetal_action_pending, whose alert (BaremetalRemediationPendingStuck) is about firewall changes.
-    for (const row of awaiting) this.#approvalSeries.add(row.action);
-    for (const action of this.#approvalSeries)
-      metrics.actionAwaitingApproval.set({ account, action }, awaiting.filter((row) => row.action === action).length);
-    metrics.actionBudgetRemaining.set({ account }, Math.max(0, left));
-    await this.refreshShared();
-  }
-
-  /**
-   * What another replica may have changed in the shared store, read again by the leader's ticker (engine.ts,
-   * every CIRCUIT_REFRESH_MS) besides after a decision: the breaker's gauge and the desired firewall state rows
-   * (their series are the leader's only, as the breaker's: a follower never ticks). Throws JournalError.
-   */
-  async refreshShared(): Promise<void> {
-    const { metrics, store, account, desired } = this.#deps;
-    this.circuitReadAt = this.#now();
+    const { metrics, store, account, desired, config } = this.#deps;
+    this.readAt = this.#now();
     // The ticker's read and a decision's run at once; with PostgreSQL on two connections, the one started
     // before a commit may answer after the one started after it: only the latest-started reply counts.
     await this.#desiredRead.apply(
@@ -132,6 +123,27 @@ export class RemediationGauges {
     await this.#circuitRead.apply(
       () => store.circuit(account),
       (circuit) => metrics.remediationCircuitOpen.set({ account }, circuit.openedAt === null ? 0 : 1),
+    );
+    await this.#pendingRead.apply(
+      () => store.pendingCount(account),
+      (pending) => metrics.actionPending.set({ account, action: 'firewall_state' }, pending),
+    );
+    await this.#awaitingRead.apply(
+      () => store.awaitingApproval(account),
+      (awaiting) => {
+        // A series per action that ever waited for approval (set to 0 afterwards, never removed); apart from
+        // baremetal_action_pending, whose alert (BaremetalRemediationPendingStuck) is about firewall changes.
+        for (const row of awaiting) this.#approvalSeries.add(row.action);
+        for (const action of this.#approvalSeries)
+          metrics.actionAwaitingApproval.set(
+            { account, action },
+            awaiting.filter((row) => row.action === action).length,
+          );
+      },
+    );
+    await this.#budgetRead.apply(
+      () => budgetLeft(store, account, config.budgetPerHour, this.#now()),
+      (left) => metrics.actionBudgetRemaining.set({ account }, Math.max(0, left)),
     );
   }
 }

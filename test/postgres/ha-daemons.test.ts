@@ -5,6 +5,8 @@
  * lists them and the published servers on its status page, and when the leader stops the follower takes over
  * and polls. A replica opens one pool and the leader's connection (docs/high-availability.md counts them).
  */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import pg from 'pg';
 import sharp from 'sharp';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -39,8 +41,11 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
   });
   afterAll(() => server?.stop());
 
-  /** A simulator and a fresh database; `start()` starts one more daemon on them. */
-  async function cluster() {
+  /**
+   * A simulator and a fresh database; `start()` starts one more daemon on them, with `config`'s keys (given its
+   * state_dir) over the cluster's and `now` as its clock (default Date.now).
+   */
+  async function cluster(config: (stateDir: string) => Record<string, unknown> = () => ({}), now?: () => number) {
     const upstream = await startSimulator({
       apiKey: KEY,
       servers: 3,
@@ -58,8 +63,15 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
         stateDir,
         databaseUrl: url,
         remediationAuth: true,
-        config: { graphs: { types: ['port_bits'], scales: ['day'] }, remediation: { dry_run: true } },
-        daemon: { ha: { retryMs: 100, heartbeatMs: 200, timeoutMs: 2_000, refreshMs: 100 } },
+        config: ({ stateDir: dir }) => ({
+          graphs: { types: ['port_bits'], scales: ['day'] },
+          remediation: { dry_run: true },
+          ...config(dir),
+        }),
+        daemon: {
+          ha: { retryMs: 100, heartbeatMs: 200, timeoutMs: 2_000, refreshMs: 100 },
+          ...(now ? { now } : {}),
+        },
       });
       logs.push(replica.log.lines);
       daemons.push(replica.daemon);
@@ -157,6 +169,104 @@ describe.skipIf(found.skip)('two daemons on one PostgreSQL (Debian postgresql on
     expect(res.headers['retry-after']).toBe('5');
     expect(res.json().message).toContain('this replica does not lead the account');
     expect((await powercycle(leader, known)).json().decision).toBe('dry_run');
+  });
+
+  it("the remediation gauges are the leader's, read again by it after the other replica's decisions", async () => {
+    // alice's requests wait for another operator (require_approval); bob's act at once.
+    const tokens = { alice: 'alice-token-0123456789abcdef', bob: 'bob-token-0123456789abcdef' };
+    const principals = (dir: string) => {
+      const file = (name: keyof typeof tokens) => {
+        writeFileSync(join(dir, `${name}.token`), tokens[name]);
+        return join(dir, `${name}.token`);
+      };
+      return {
+        remediation: {
+          dry_run: false,
+          budget_per_hour: 10,
+          // The attack guard is not the subject: a follower (no firewall histories) then decides itself.
+          safety: { deny_power_when_attacked: false },
+          auth: {
+            principals: [
+              { name: 'alice', bearer_token_file: file('alice'), roles: ['operator'], require_approval: true },
+              { name: 'bob', bearer_token_file: file('bob'), roles: ['operator'] },
+            ],
+          },
+        },
+      };
+    };
+    // Both replicas' clock: the leader's ticker reads the shared store again every 10 s of it.
+    let skew = 0;
+    const { start } = await cluster(principals, () => Date.now() + skew);
+    const [leader, follower] = await elected([await start(), await start()]);
+    const [first, second] = [...accountOf(leader, 'default').state.inventory.keys()];
+    const ask = (d: Daemon, who: keyof typeof tokens, serverId: string) =>
+      d.app.inject({
+        method: 'POST',
+        url: '/api/v1/actions/powercycle',
+        payload: { server_id: serverId, reason: 'hung' },
+        headers: { authorization: `Bearer ${tokens[who]}` },
+      });
+    /** The leader's ticker, 10 s later: it reads again what the other replica changed. */
+    const leaderReads = async () => {
+      skew += 10_000;
+      await accountOf(leader, 'default').engine.tick();
+    };
+    const gauges = [
+      'baremetal_action_pending',
+      'baremetal_action_awaiting_approval',
+      'baremetal_action_budget_remaining',
+    ];
+    /** Each gauge's samples of account default on `d`'s /metrics, by their labels. */
+    const scrape = async (d: Daemon) => {
+      await d.exposition.render();
+      const lines = (await d.app.inject('/metrics')).body.split('\n');
+      return Object.fromEntries(
+        gauges.map((name) => [name, lines.filter((l) => l.startsWith(`${name}{account="default"`)).sort()]),
+      );
+    };
+
+    // The follower decides (after it has read the leader's server list): a request awaiting approval.
+    const asked = await eventually('the follower to know the servers', async () => {
+      const r = await ask(follower, 'alice', first!);
+      return r.json().decision === 'awaiting_approval' ? r : undefined;
+    });
+    await leaderReads();
+    expect(await scrape(leader)).toEqual({
+      baremetal_action_pending: ['baremetal_action_pending{account="default",action="firewall_state"} 0'],
+      baremetal_action_awaiting_approval: [
+        'baremetal_action_awaiting_approval{account="default",action="powercycle"} 1',
+      ],
+      baremetal_action_budget_remaining: ['baremetal_action_budget_remaining{account="default"} 10'],
+    });
+
+    // The leader approves it: it acts once. The follower's own reading (1 awaiting) is not exposed.
+    const approved = await leader.app.inject({
+      method: 'POST',
+      url: `/api/v1/actions/${asked.json().id}/approve`,
+      headers: { authorization: `Bearer ${tokens.bob}` },
+      payload: {},
+    });
+    expect(approved.json()).toMatchObject({ execution: { decision: 'executed' } });
+    await leaderReads();
+    const none = Object.fromEntries(gauges.map((name) => [name, []]));
+    expect({ leader: await scrape(leader), follower: await scrape(follower) }).toEqual({
+      leader: {
+        baremetal_action_pending: ['baremetal_action_pending{account="default",action="firewall_state"} 0'],
+        baremetal_action_awaiting_approval: [
+          'baremetal_action_awaiting_approval{account="default",action="powercycle"} 0',
+        ],
+        baremetal_action_budget_remaining: ['baremetal_action_budget_remaining{account="default"} 9'],
+      },
+      follower: none,
+    });
+
+    // The follower spends a call of the shared budget: the leader shows it once it has read again.
+    expect((await ask(follower, 'bob', second!)).json()).toMatchObject({ decision: 'executed' });
+    await leaderReads();
+    expect({ leader: await scrape(leader), follower: await scrape(follower) }).toMatchObject({
+      leader: { baremetal_action_budget_remaining: ['baremetal_action_budget_remaining{account="default"} 8'] },
+      follower: none,
+    });
   });
 
   it('a replica elected again reads the attack event ids again: events counted meanwhile do not count twice', async () => {
