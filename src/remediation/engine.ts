@@ -342,7 +342,7 @@ export class RemediationEngine {
       })
       .then(() => (abort.signal.aborted ? undefined : this.#housekeeping.run(this.#now())))
       .then(() => (abort.signal.aborted ? undefined : this.#approvals.expire()))
-      .then(() => (abort.signal.aborted ? undefined : this.#rescanClimbs(this.#now())))
+      .then(() => (abort.signal.aborted ? undefined : this.#rescanClimbs(this.#now(), abort.signal)))
       .then(() => (abort.signal.aborted ? undefined : this.#verify(this.#now())))
       .then(() => (abort.signal.aborted ? undefined : this.#silences.reconcile(this.#now())))
       .then(() => {
@@ -467,9 +467,10 @@ export class RemediationEngine {
    * the verification's outcome and the climb, or the climb failed (`#verify` logs it) — are climbed as `#climb`
    * climbs, at most RESCAN_CHECKS rows read per rescan, each climb logged at warn and counted
    * (`baremetal_remediation_ladder_climbs_recovered_total`). A row found followed is not read again. One climb
-   * that fails is logged and tried at the next rescan; it holds up no other. Throws JournalError (the list).
+   * that fails is logged and tried at the next rescan; it holds up no other. Once `signal` is aborted (the
+   * replica stopped leading) no further climb is done. Throws JournalError (the list).
    */
-  async #rescanClimbs(now: number): Promise<void> {
+  async #rescanClimbs(now: number, signal: AbortSignal): Promise<void> {
     if (now - this.#rescannedAt < (this.#deps.verifyEveryMs ?? VERIFY_EVERY_MS)) return;
     this.#rescannedAt = now;
     const { account, store, logger, metrics, config } = this.#deps;
@@ -485,7 +486,7 @@ export class RemediationEngine {
     let checked = 0;
     // Oldest first: the climb owed longest goes first.
     for (const row of ineffective.reverse()) {
-      if (checked >= RESCAN_CHECKS) break;
+      if (checked >= RESCAN_CHECKS || signal.aborted) break;
       if (row.ladderStep === null || this.#climbed.has(row.id)) continue;
       checked++;
       try {

@@ -84,7 +84,7 @@ for (const backend of backends()) {
       const rows = async () =>
         (await h.journal.list({ limit: 100 })).reverse().map((e) => [e.ladderStep, e.decision, e.verification]);
       /** A restarted process (or another replica): a new store on the same database, a new engine over it. */
-      const restart = async () => {
+      const restart = async (config = h.config) => {
         const { registry, metrics } = freshMetrics();
         const log = captureLogger();
         const store = await db.open();
@@ -96,7 +96,7 @@ for (const backend of backends()) {
           metrics,
           logger: log.logger,
           targets: simulatorTargets(h.sim),
-          config: h.config,
+          config,
           now: () => h.clock.now,
         });
         await engine.ready;
@@ -193,6 +193,32 @@ for (const backend of backends()) {
       ).toBe(1);
       expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(1);
       expect(h.sim.callsTo(POWEROFF)).toHaveLength(1);
+      await next.engine.stop();
+    });
+
+    it('escalates an owed climb whose rule was changed meanwhile, as the climb itself would', async () => {
+      const { h, deliver, rows, restart } = await setup(() => true);
+      await deliver('firing');
+      h.clock.now += 11 * MIN;
+      await h.engine.tick();
+      await h.engine.stop();
+      // The restarted process reads other rules: the second step waits 30 minutes now.
+      const changed = { ...LADDER, steps: [STEPS[0]!, step('poweroff', 30, 10)] };
+      const next = await restart({ ...h.config, rules: [changed] });
+      h.clock.now += 1 * MIN;
+      await next.engine.tick();
+      h.clock.now += 1 * MIN;
+      await next.engine.tick();
+      expect(await rows()).toEqual([
+        [0, 'executed', 'ineffective'],
+        [0, 'escalated', null],
+      ]);
+      const first = (await h.journal.list({ limit: 100 })).at(-1)!;
+      expect((await h.journal.list({ limit: 1 }))[0]!.message).toBe(
+        `the ladder of remediation.rules[0] (ServerDown) was changed or removed after step 1 (powercycle, journal entry ${first.id}) was ineffective: nothing more is sent, a person must look at it`,
+      );
+      expect(h.sim.callsTo(POWEROFF)).toHaveLength(0);
+      expect(await next.recovered()).toBe(1);
       await next.engine.stop();
     });
 
