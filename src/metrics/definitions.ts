@@ -337,7 +337,7 @@ function declareMetrics(registers: Registry[]) {
     }),
     actionAwaitingApproval: new Gauge({
       name: 'baremetal_action_awaiting_approval',
-      help: `Remediation requests journaled awaiting_approval: nothing is sent until another operator approves (require_approval), as the leader last read them (after its decisions, and every 10 s for other replicas'): a series per action that ever waited, 0 once none does; no series on a replica that does not lead the account. ${CACHED}`,
+      help: `Remediation requests journaled awaiting_approval: nothing is sent until another operator approves (require_approval), as the leader last read them (after its decisions, and every 10 s for other replicas'): a series per action a rule or ladder step requires approval for, and per action seen waiting, 0 once none does; no series on a replica that does not lead the account. ${CACHED}`,
       labelNames: ['account', 'action'] as const,
       registers,
     }),

@@ -160,9 +160,16 @@ export class RemediationEngine {
    */
   readonly ready: Promise<void>;
 
-  /** Starts applying due firewall changes every `intervalMs` (unref'd), and the housekeeping. */
+  /**
+   * Starts applying due firewall changes every `intervalMs` (unref'd), and the housekeeping. Called when this
+   * replica starts leading: what its leader-only series show is read again at once (the first tick), not
+   * left as this replica last read it, perhaps as a follower long ago.
+   */
   start(intervalMs = 1000): void {
-    this.#timer ??= setInterval(() => void this.tick(), intervalMs).unref();
+    if (this.#timer !== undefined) return;
+    this.#gauges.readAt = -Infinity;
+    this.#timer = setInterval(() => void this.tick(), intervalMs).unref();
+    void this.tick();
   }
 
   /**
@@ -338,7 +345,11 @@ export class RemediationEngine {
       .then(async (due) => {
         // Another replica may have decided, approved, applied or closed the breaker: read again every
         // CIRCUIT_REFRESH_MS (gauges.ts `refresh`), and at once when changes were applied here.
-        if (due > 0 || this.#now() - this.#gauges.readAt >= CIRCUIT_REFRESH_MS) await this.#gauges.refresh();
+        if (due > 0 || this.#now() - this.#gauges.readAt >= CIRCUIT_REFRESH_MS) {
+          await this.#gauges.refresh();
+          // What was read is rendered soon, not at the next poll's end (the exposition renders what changed).
+          this.#deps.onDecision?.();
+        }
       })
       .then(() => (abort.signal.aborted ? undefined : this.#housekeeping.run(this.#now())))
       .then(() => (abort.signal.aborted ? undefined : this.#approvals.expire()))

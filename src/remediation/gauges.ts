@@ -131,8 +131,13 @@ export class RemediationGauges {
     await this.#awaitingRead.apply(
       () => store.awaitingApproval(account),
       (awaiting) => {
-        // A series per action that ever waited for approval (set to 0 afterwards, never removed); apart from
-        // baremetal_action_pending, whose alert (BaremetalRemediationPendingStuck) is about firewall changes.
+        // A series per action a rule (or a ladder step) has wait for approval, and per action seen waiting (an
+        // operator's require_approval): set to 0 afterwards, never removed. From the config, so that a replica
+        // that becomes leader shows the same series as the one before it. Apart from baremetal_action_pending,
+        // whose alert (BaremetalRemediationPendingStuck) is about firewall changes.
+        for (const rule of this.#deps.config.rules)
+          for (const step of [rule, ...(rule.steps ?? [])])
+            if (step.requireApproval) this.#approvalSeries.add(step.action);
         for (const row of awaiting) this.#approvalSeries.add(row.action);
         for (const action of this.#approvalSeries)
           metrics.actionAwaitingApproval.set(
