@@ -286,12 +286,6 @@ function declareMetrics(registers: Registry[]) {
       labelNames: ['account', 'action', 'rule', 'outcome'] as const,
       registers,
     }),
-    remediationClimbsRecovered: new Counter({
-      name: 'baremetal_remediation_ladder_climbs_recovered_total',
-      help: "Escalation-ladder climbs the leader's rescan found owed and did, by action (of the ineffective step): a step ended ineffective and neither its next step nor its escalation was journaled (the process stopped in between, or asking for the next step failed). Counted by the replica that did the climb; not read back from the journal (a restart zeroes it).",
-      labelNames: ['account', 'action'] as const,
-      registers,
-    }),
     remediationRecovery: new Histogram({
       name: 'baremetal_remediation_recovery_seconds',
       help: "Seconds from a verified remediation action's upstream call to the resolution of the alert that caused it, by action (read back from the journal when the engine starts; a firewall action verified by the attack data has none).",
@@ -468,7 +462,6 @@ export const ACCOUNT_METRICS = [
   'actionLastFailure',
   'remediationVerifications',
   'remediationRecovery',
-  'remediationClimbsRecovered',
 ] as const satisfies ReadonlyArray<MetricKey>;
 
 /** The names of LEADER_ONLY_METRICS (as prom-client registered them). */

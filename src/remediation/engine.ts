@@ -32,8 +32,8 @@ import type { DesiredRows } from './desired-rows.js';
 import { Housekeeping } from './housekeeping.js';
 import { DEFAULT_RESEND_INTERVAL_MS, type EpisodeAlert, Episodes } from './episode.js';
 import { SilenceKeeper, type SilenceWriter } from './silences.js';
-import { type StatusReader, VERIFY_EVERY_MS, Verifier } from './verify.js';
-import { escalationRow, nextStep, successorOf } from './ladder.js';
+import { type StatusReader, Verifier } from './verify.js';
+import { escalationRow, nextStep } from './ladder.js';
 import { makeRequest } from './request.js';
 import { askCircuitClose, closeCircuit, type OperatorDeps, readConsole } from './operator.js';
 import type { ActionDecision, ActionRequest, TargetDirectory } from './types.js';
@@ -106,10 +106,6 @@ export class RemediationEngine {
   #tickAbort: AbortController | undefined;
   /** the last tick failed on the journal (logged once until a tick succeeds) */
   #tickFailing = false;
-  /** when the owed climbs were last looked for (ms; `#rescanClimbs`) */
-  #rescannedAt = -Infinity;
-  /** ineffective ladder steps found followed (or with nothing to follow): not read again (`#rescanClimbs`) */
-  #climbed = new Set<number>();
 
   constructor(deps: EngineDeps) {
     this.#deps = deps;
@@ -187,17 +183,6 @@ export class RemediationEngine {
 
   /** Decides on one request; executes it when every guard allows. Throws JournalError, NotReadyError, IdempotencyMismatchError. */
   async request(asked: ActionRequest): Promise<ActionDecision> {
-    return (await this.#ask(asked))!;
-  }
-
-  /**
-   * `request`; with `unless`, read in the decision's transaction first: when it answers true, nothing is
-   * decided or journaled (undefined) — a ladder's climb that another tick or replica did (`#climb`).
-   */
-  async #ask(
-    asked: ActionRequest,
-    unless?: (tx: StateQueries) => Promise<boolean>,
-  ): Promise<ActionDecision | undefined> {
     const { account, store } = this.#deps;
     // The route picks the engine by the request's account; a mismatch is a bug, never a guess.
     if (asked.account !== account)
@@ -208,8 +193,7 @@ export class RemediationEngine {
     const again = await this.#episodes.expiredStep(asked);
     const req = again === undefined ? asked : makeRequest({ kind: 'ladder', row: again.before, steps: again.steps });
     const p = await prepare(req, this.#deps, this.#now);
-    const decideTx = async (tx: StateQueries) =>
-      unless !== undefined && (await unless(tx)) ? undefined : decideIn(this.#deps, this.#firewall, p, tx);
+    const decideTx = (tx: StateQueries) => decideIn(this.#deps, this.#firewall, p, tx);
     // One transaction checks and claims: a second request (or replica) for the same key waits for it. A claim
     // that conflicts rolls back; decided again, the key is then found taken (a duplicate).
     let decided: Awaited<ReturnType<typeof decideTx>>;
@@ -219,7 +203,6 @@ export class RemediationEngine {
       if (!(error instanceof ClaimConflict)) throw error;
       decided = await store.transaction(account, decideTx);
     }
-    if (decided === undefined) return undefined;
     // A recorded desired state shows once the decision is recorded: #record reads the rows back (gauges.ts).
     const { desiredRecorded: _recorded, escalatedAfter, ...result } = decided;
     if (escalatedAfter !== undefined) this.#logEscalation(req, result.id, escalatedAfter);
@@ -353,7 +336,6 @@ export class RemediationEngine {
       })
       .then(() => (abort.signal.aborted ? undefined : this.#housekeeping.run(this.#now())))
       .then(() => (abort.signal.aborted ? undefined : this.#approvals.expire()))
-      .then(() => (abort.signal.aborted ? undefined : this.#rescanClimbs(this.#now(), abort.signal)))
       .then(() => (abort.signal.aborted ? undefined : this.#verify(this.#now())))
       .then(() => (abort.signal.aborted ? undefined : this.#silences.reconcile(this.#now())))
       .then(() => {
@@ -421,9 +403,8 @@ export class RemediationEngine {
    * (verify.ts `judge`); the episodes it ended are resolved as a resolved delivery resolves them (episode.ts);
    * the verifier settles the rows (`settle`), and each `ineffective` one climbs its ladder right after it is
    * settled (ladder.ts `nextStep`: the next step decided here through every guard, or the episode escalated),
-   * never for an episode that resolved: a row the journal fails to settle holds up no other's climb, and a climb
-   * that fails is logged and done by a later tick's rescan (`#rescanClimbs`). Throws JournalError (the first,
-   * once every row was tried).
+   * never for an episode that resolved: a row the journal fails to settle holds up no other's climb. Throws
+   * JournalError (the first, once every row was tried).
    */
   async #verify(now: number): Promise<void> {
     const judged = await this.#verifier.judge(now);
@@ -449,87 +430,19 @@ export class RemediationEngine {
 
   /**
    * After `row` ended ineffective: its ladder's next step, or the episode escalated (ladder.ts); nothing for an
-   * episode that resolved (episode.ts). Exactly once per row: the decision's transaction (the account's, which
-   * serializes every replica's decisions) first reads whether the climb was done (ladder.ts `successorOf`), and
-   * does nothing when it was — by the settle of another tick, this engine's rescan, or another replica's.
-   * Returns the decision, or undefined when nothing was done.
+   * episode that resolved (episode.ts).
    */
-  async #climb(row: JournalEntry): Promise<ActionDecision | undefined> {
+  async #climb(row: JournalEntry): Promise<unknown> {
     if (await this.#episodes.hasResolved(row)) return undefined;
     const next = nextStep(this.#deps.config.rules, row);
     if (next === undefined) return undefined;
-    const { account, store, logger } = this.#deps;
-    const done = async (tx: StateQueries) => (await successorOf(tx, row)) !== undefined;
-    if ('request' in next) return this.#ask(next.request, done);
-    const id = await store.transaction(
-      account,
-      async (tx) => ((await done(tx)) ? undefined : tx.insert(escalationRow(row, this.#now(), next.escalate))),
-      { leader: true },
+    if ('request' in next) return this.request(next.request);
+    const id = await this.#deps.store.insert(escalationRow(row, this.#now(), next.escalate));
+    this.#deps.logger.warn(
+      { action: row.action, server_id: row.serverId, id },
+      `remediation escalated: ${next.escalate}`,
     );
-    if (id === undefined) return undefined;
-    logger.warn({ action: row.action, server_id: row.serverId, id }, `remediation escalated: ${next.escalate}`);
     return this.#record(row.action, { id, decision: 'escalated', message: next.escalate });
-  }
-
-  /**
-   * The climbs owed at `now` (ms), at most every verification period (EngineDeps.verifyEveryMs): the ladder
-   * steps of this account that ended `ineffective` within the journal retention (the newest RESCAN_ROWS), whose
-   * episode has not resolved and that nothing followed (ladder.ts `successorOf`) — the process stopped between
-   * the verification's outcome and the climb, or the climb failed (`#verify` logs it) — are climbed as `#climb`
-   * climbs, at most RESCAN_CHECKS rows read per rescan, each climb logged at warn and counted
-   * (`baremetal_remediation_ladder_climbs_recovered_total`). A row found followed is not read again. One climb
-   * that fails is logged and tried at the next rescan; it holds up no other. Once `signal` is aborted (the
-   * replica stopped leading) no further climb is done. Throws JournalError (the list).
-   */
-  async #rescanClimbs(now: number, signal: AbortSignal): Promise<void> {
-    if (now - this.#rescannedAt < (this.#deps.verifyEveryMs ?? VERIFY_EVERY_MS)) return;
-    this.#rescannedAt = now;
-    const { account, store, logger, metrics, config } = this.#deps;
-    const ineffective = await store.list({
-      account,
-      verification: 'ineffective',
-      since: now - config.journalRetentionMs,
-      limit: RESCAN_ROWS,
-    });
-    // Only the rows listed can be read again: the set stays as small as the list.
-    const listed = new Set(ineffective.map((r) => r.id));
-    for (const id of this.#climbed) if (!listed.has(id)) this.#climbed.delete(id);
-    let checked = 0;
-    // Oldest first: the climb owed longest goes first.
-    for (const row of ineffective.reverse()) {
-      if (checked >= RESCAN_CHECKS || signal.aborted) break;
-      if (row.ladderStep === null || this.#climbed.has(row.id)) continue;
-      checked++;
-      try {
-        if (
-          nextStep(config.rules, row) === undefined ||
-          (await this.#episodes.hasResolved(row)) ||
-          (await successorOf(store, row)) !== undefined
-        ) {
-          this.#climbed.add(row.id);
-          continue;
-        }
-        const decided = await this.#climb(row);
-        this.#climbed.add(row.id);
-        if (decided === undefined) continue;
-        logger.warn(
-          {
-            journal_id: row.id,
-            action: row.action,
-            server_id: row.serverId,
-            id: decided.id,
-            decision: decided.decision,
-          },
-          'an escalation ladder climb owed since its step ended ineffective was done now (the process stopped, or the climb failed, before it)',
-        );
-        metrics.remediationClimbsRecovered.inc({ account, action: row.action });
-      } catch (error) {
-        logger.error(
-          { err: error, journal_id: row.id },
-          'the next step of the escalation ladder could not be asked for; tried again at the next rescan',
-        );
-      }
-    }
   }
 
   /** Throws when no decision can be made: the journal is unavailable, or no server list was read yet. */
@@ -576,11 +489,6 @@ export class RemediationEngine {
     return result;
   }
 }
-
-/** The most ineffective rows a rescan of owed ladder climbs lists (newest first; engine.ts `#rescanClimbs`). */
-const RESCAN_ROWS = 500;
-/** The most rows one rescan reads the successor of (each a few queries): the rest wait for the next. */
-const RESCAN_CHECKS = 50;
 
 /**
  * How often the leader's ticker reads again what its remediation series show from the shared store (circuit

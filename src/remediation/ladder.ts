@@ -8,8 +8,6 @@
  */
 import type { RemediationRule } from '../config/types.js';
 import { type JournalEntry, journalRow, type NewEntry } from '../store/rows.js';
-import type { StateQueries } from '../store/store.js';
-import { keyOf } from './episode.js';
 import { makeRequest, ruleDigest } from './request.js';
 import type { ActionRequest } from './types.js';
 
@@ -46,34 +44,4 @@ export function escalationRow(from: JournalEntry, now: number, message: string):
     decision: 'escalated',
     message,
   });
-}
-
-/** The most rows of `row`'s server, created since `row`, that `successorOf` reads (newest first). */
-export const SUCCESSOR_SCAN = 1000;
-
-/**
- * The row that followed `row` (a ladder's step that ended ineffective), if any, read with `q` (a transaction's
- * queries, or the store): a row of the same episode (account, server, fingerprint, start, labels) and the same
- * rule (its digest) at the next step — whatever its decision: the climb was asked for, and a guard decided
- * it — or the escalation row of `row`'s step (`escalationRow`). Both are linked by those recorded fields, never
- * by their message. Undefined: the climb after `row` is still owed. Throws JournalError.
- */
-export async function successorOf(q: StateQueries, row: JournalEntry): Promise<JournalEntry | undefined> {
-  if (row.ladderStep === null || row.ruleDigest === null) return undefined;
-  const key = keyOf(row);
-  if (key === undefined) return undefined;
-  const after = await q.list({
-    account: row.account,
-    serverId: row.serverId,
-    since: row.createdAt,
-    limit: SUCCESSOR_SCAN,
-  });
-  return after.find(
-    (r) =>
-      r.id > row.id &&
-      keyOf(r) === key &&
-      r.labels === row.labels &&
-      r.ruleDigest === row.ruleDigest &&
-      (r.ladderStep === row.ladderStep! + 1 || (r.ladderStep === row.ladderStep && r.decision === 'escalated')),
-  );
 }
