@@ -216,9 +216,17 @@ describe('run', () => {
       headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
       body: JSON.stringify({ server_id: '100002' }),
     }).then(async (r) => ({ status: r.statusCode, body: (await r.body.json()) as { decision: string } }));
+    // What the daemon answered meanwhile, if it did, and its log: what a timeout below is about.
+    let answered: unknown = 'no answer yet';
+    void action.then(
+      (a) => (answered = a),
+      (error: unknown) => (answered = String(error)),
+    );
     await eventually('the call to reach the simulator', async () =>
       sim!.callsTo('/api/v1/dedicated/powercycle').length ? true : undefined,
-    );
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}; the action: ${JSON.stringify(answered)}; the daemon's log:\n${run.output()}`);
+    });
     run.child.kill('SIGTERM');
     expect(await action).toEqual({ status: 200, body: expect.objectContaining({ decision: 'executed' }) });
     expect(await run.exited).toBe(0);
