@@ -93,6 +93,10 @@ export class RemediationGauges {
   initSeries(atStart = false): void {
     const { account, metrics, config } = this.#deps;
     for (const action of POWER_ACTIONS) metrics.actionRequests.inc({ account, action, decision: 'escalated' }, 0);
+    // An awaiting-approval series for each action a rule or ladder step requires approval for (set at the next
+    // refresh): from the config, so that a replica that becomes leader shows the same series as the one before.
+    for (const rule of config.rules)
+      for (const step of [rule, ...(rule.steps ?? [])]) if (step.requireApproval) this.#approvalSeries.add(step.action);
     for (const rule of config.rules) {
       const verified = [rule, ...(rule.steps ?? [])].filter((r) => r.verifyWithinMs !== undefined);
       for (const { action } of verified) {
@@ -131,13 +135,9 @@ export class RemediationGauges {
     await this.#awaitingRead.apply(
       () => store.awaitingApproval(account),
       (awaiting) => {
-        // A series per action a rule (or a ladder step) has wait for approval, and per action seen waiting (an
-        // operator's require_approval): set to 0 afterwards, never removed. From the config, so that a replica
-        // that becomes leader shows the same series as the one before it. Apart from baremetal_action_pending,
-        // whose alert (BaremetalRemediationPendingStuck) is about firewall changes.
-        for (const rule of this.#deps.config.rules)
-          for (const step of [rule, ...(rule.steps ?? [])])
-            if (step.requireApproval) this.#approvalSeries.add(step.action);
+        // A series per action seen waiting (an operator's require_approval) besides the rules' (initSeries): set
+        // to 0 afterwards, never removed. Apart from baremetal_action_pending, whose alert
+        // (BaremetalRemediationPendingStuck) is about firewall changes.
         for (const row of awaiting) this.#approvalSeries.add(row.action);
         for (const action of this.#approvalSeries)
           metrics.actionAwaitingApproval.set(

@@ -14,6 +14,7 @@
 import type { AlertmanagerAlert, AlertmanagerStatus } from '../alertmanager/client.js';
 import { type LabelMatcher, matchesAll, showMatcher } from '../config/matchers.js';
 import { type GateRead, keptLabels, labelsJson, MAX_GATE_REASON } from '../store/rows.js';
+import { byCodeUnits } from '../order.js';
 import { upForResend } from './episode.js';
 import type { Denial } from './guards.js';
 
@@ -31,7 +32,7 @@ const KEY = 'remediation.safety.block_while_firing';
 function shown(alert: AlertmanagerAlert): string {
   const { alertname, ...rest } = alert.labels;
   const labels = Object.entries(rest)
-    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .sort(([a], [b]) => byCodeUnits(a, b))
     .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
     .join(', ');
   return `${alertname ?? '(no alertname)'}{${labels}}`;

@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import type { SQLInputValue } from 'node:sqlite';
 import { POWER_ACTIONS } from '../config/actions.js';
 import type { Decision } from './decisions.js';
+import { byCodeUnits } from '../order.js';
 
 /** A journal row. Times are Unix milliseconds. `decision` is `executing` while the upstream call runs. */
 export interface JournalEntry {
@@ -300,7 +301,7 @@ export const LABELS_DIGEST_KEY = 'sha256 of the labels';
  */
 export function labelsJson(labels: Readonly<Record<string, string>> | undefined): string | null {
   if (labels === undefined) return null;
-  const json = JSON.stringify(Object.fromEntries(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : 1))));
+  const json = JSON.stringify(Object.fromEntries(Object.entries(labels).sort(([a], [b]) => byCodeUnits(a, b))));
   if (json.length <= MAX_LABELS_JSON) return json;
   return JSON.stringify({ [LABELS_DIGEST_KEY]: createHash('sha256').update(json).digest('hex') });
 }
