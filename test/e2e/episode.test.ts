@@ -165,9 +165,15 @@ for (const backend of backends())
         const resolution = await rowWhere('EpisodeApproval', 'the resolution', (e) => e.decision === 'resolved');
         expect(resolution).toMatchObject({ principal: 'alertmanager', alertStatus: 'resolved', serverId: '100001' });
         expect(resolution.message).toContain(`withdrew what awaited approval (journal entry ${asked.id})`);
-        const withdrawn = await daemon.store.get(asked.id);
-        expect(withdrawn?.decision).toBe('withdrawn');
-        const when = /its alert resolved at (\S+) /.exec(withdrawn!.message ?? '')?.[1];
+        // The resolution is journaled before the rows it ends (episode.ts), so the withdrawal may land a moment
+        // after the resolution row is visible: wait for it rather than read once.
+        const withdrawn = await rowWhere(
+          'EpisodeApproval',
+          'the request withdrawn',
+          (e) => e.id === asked.id && e.decision !== 'awaiting_approval',
+        );
+        expect(withdrawn.decision).toBe('withdrawn');
+        const when = /its alert resolved at (\S+) /.exec(withdrawn.message ?? '')?.[1];
         expect(when).toBeDefined();
 
         const res = await request(`${daemon.url}/api/v1/actions/${asked.id}/approve`, {
