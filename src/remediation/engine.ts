@@ -189,8 +189,9 @@ export class RemediationEngine {
       throw new Error(`request for account ${asked.account} given to the engine of account ${account}`);
     this.#requireUsable();
     await this.ready;
-    // A ladder stopped at a step that expired unapproved: the delivery asks for that step again (episode.ts).
-    const again = await this.#episodes.expiredStep(asked);
+    // A ladder stopped at a step that expired unapproved, or whose climb was lost: the firing delivery asks for
+    // that step again, or the next one (episode.ts `owedStep`).
+    const again = await this.#episodes.owedStep(asked);
     const req = again === undefined ? asked : makeRequest({ kind: 'ladder', row: again.before, steps: again.steps });
     const p = await prepare(req, this.#deps, this.#now);
     const decideTx = (tx: StateQueries) => decideIn(this.#deps, this.#firewall, p, tx);

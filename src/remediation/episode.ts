@@ -24,10 +24,12 @@
  * execution, a ladder's next step, a delivery repeated out of order — is decided `resolved` by the `episode`
  * guard (decide.ts): nothing is ever sent for a resolved episode.
  *
- * An expiry never swallows (`expiredStep`): a request that expired unapproved asks again on the next delivery
- * of its still-firing alert — a plain rule's through its own delivery key (guards.ts `checkDelivery`), a
- * ladder's later step as that step again (its delivery was claimed by the first step), so that a repeat is a
- * `duplicate` only of a request still being handled.
+ * An expiry never swallows, and a lost climb is made up for (`owedStep`): a request that expired unapproved asks
+ * again on the next delivery of its still-firing alert — a plain rule's through its own delivery key (guards.ts
+ * `checkDelivery`), a ladder's later step as that step again (its delivery was claimed by the first step), so
+ * that a repeat is a `duplicate` only of a request still being handled; and a ladder whose step ended
+ * `ineffective` with no next row (the climb lost to a stop, a lost lead or a journal error) asks for its next
+ * step on the next firing delivery — the delivery being the evidence that the episode still fires.
  */
 import type { Logger } from 'pino';
 import type { AlertmanagerAlert, AlertmanagerStatus } from '../alertmanager/client.js';
@@ -201,13 +203,22 @@ export const resolvedAt = (resolution: JournalEntry): string =>
 export const resolvedEvidence = (resolution: JournalEntry): string => `a resolved delivery: ${resolvedAt(resolution)}`;
 
 /**
- * When `req` (a firing delivery's request of a ladder's first step) finds its episode's ladder stopped at a step
- * that expired unapproved: the row of the step before it (ineffective) and the rule's steps, so that the engine
- * asks for that step again (ladder.ts, keyed by that row: the expired claim is given up, guards.ts
- * `checkDelivery`). Undefined otherwise — no ladder, nothing expired, or the rule changed since (its steps are
- * not known as they were). Throws JournalError.
+ * The step of `req`'s ladder a firing delivery of its episode asks for (`req`: that delivery's request of the
+ * ladder's first step), when the ladder stopped where it should not have:
+ * - at a step that expired unapproved: that step again (`before`: the row of the step before it, ineffective);
+ * - at a step that ended `ineffective` with no next row — its climb was lost: the process stopped or lost the
+ *   lead between the verification and the climb (engine.ts `#verify`), or the journal failed in the climb —
+ *   the next step (`before`: that row). The delivery is Alertmanager's word that the episode still fires, read
+ *   now; the step goes through every guard as the climb would have (the `episode` guard: never for a resolved
+ *   episode). A lost escalation after the last step is not made up for: the alert pages as it is.
+ * Keyed by `before` (request.ts `fromLadder`), so a climb deciding at the same moment and this delivery are
+ * one request (the second a duplicate), and an expired claim is given up (guards.ts `checkDelivery`). Undefined
+ * otherwise — no ladder, its latest step still handled, denied, verified or escalated, the episode resolved (its
+ * resolution journaled), or the rule changed since (its steps are not known as they were). Reads the server's
+ * 200 newest rows since a day before the episode's start: an episode behind them is not found (nothing is
+ * asked). Throws JournalError.
  */
-export async function expiredStep(
+export async function owedStep(
   q: StateQueries,
   req: ActionRequest,
   rules: readonly RemediationRule[],
@@ -236,13 +247,17 @@ export async function expiredStep(
   );
   // Newest first: the ladder's latest step decides.
   const latest = rows[0];
-  if (latest === undefined || latest.decision !== 'expired' || latest.ladderStep === null || latest.ladderStep === 0)
-    return undefined;
-  const step = latest.ladderStep;
-  const before = rows.find((r) => r.ladderStep === step - 1 && r.verification === 'ineffective');
   const rule = rules.find((r) => r.steps !== undefined && ruleDigest(r) === made.digest);
-  if (before === undefined || rule === undefined) return undefined;
-  return { before, steps: rule.steps! };
+  if (latest === undefined || latest.ladderStep === null || rule === undefined) return undefined;
+  // Nothing is owed to a resolved episode: the delivery is decided as its first step (`resolved`, decide.ts).
+  if ((await resolutionOf(q, latest)) !== undefined) return undefined;
+  const step = latest.ladderStep;
+  const steps = rule.steps!;
+  if (latest.verification === 'ineffective' && latest.decision !== 'escalated' && step + 1 < steps.length)
+    return { before: latest, steps };
+  if (latest.decision !== 'expired' || step === 0) return undefined;
+  const before = rows.find((r) => r.ladderStep === step - 1 && r.verification === 'ineffective');
+  return before && { before, steps };
 }
 
 /**
@@ -292,7 +307,7 @@ export interface EpisodeDeps {
 /**
  * The episode's transitions, for one account's engine (engine.ts composes it): a resolved delivery
  * (`resolved`), a call that completed (`afterCall`), a ladder about to climb (`hasResolved`), a firing delivery
- * of a ladder stopped at an expired step (`expiredStep`). Every path that changes an episode because of its
+ * of a ladder stopped at an expired step or a lost climb (`owedStep`). Every path that changes an episode because of its
  * alert goes through here.
  */
 export class Episodes {
@@ -384,8 +399,8 @@ export class Episodes {
     return (await resolutionOf(this.#deps.store, row)) !== undefined;
   }
 
-  /** `expiredStep` over today's rules. Throws JournalError. */
-  expiredStep(req: ActionRequest): ReturnType<typeof expiredStep> {
-    return expiredStep(this.#deps.store, req, this.#deps.rules());
+  /** `owedStep` over today's rules. Throws JournalError. */
+  owedStep(req: ActionRequest): ReturnType<typeof owedStep> {
+    return owedStep(this.#deps.store, req, this.#deps.rules());
   }
 }

@@ -1,4 +1,5 @@
 import { afterEach } from 'vitest';
+import { JournalError } from '../../src/errors.js';
 import { buildApp } from '../../src/http/app.js';
 import { GraphStore } from '../../src/graphs/store.js';
 import { ExpositionCache } from '../../src/metrics/exposition-cache.js';
@@ -102,6 +103,30 @@ export function simulatorTargets(sim: Simulator, known = true): TargetDirectory 
 /** The SQLite state store on the journal at `path` (created; `:memory:` by default). Throws JournalError. */
 export function openTestStore(path = ':memory:'): SqliteStore {
   return sqliteStore(Journal.open(path), path, tempDir());
+}
+
+/**
+ * `inner` with its methods `keys` failing with a JournalError while `fail(call)` says so (`call`: how many calls
+ * of those methods were made so far, 1 for the first) — the journal failing at one step of a tick, as a stop
+ * between two writes would leave it. Every other method is `inner`'s own.
+ */
+export function failingStore<S extends object>(
+  inner: S,
+  keys: readonly (keyof S & string)[],
+  fail: (call: number) => boolean,
+): S {
+  let calls = 0;
+  return new Proxy(inner, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver);
+      if (typeof value !== 'function') return value;
+      if (!(keys as readonly PropertyKey[]).includes(key)) return value.bind(target);
+      return async (...args: unknown[]) => {
+        if (fail(++calls)) throw new JournalError('journal write or read failed: blip');
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
 }
 
 /**

@@ -5,9 +5,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { LadderStep, Principal } from '../../src/config/types.js';
-import { JournalError } from '../../src/errors.js';
+import { makeRequest } from '../../src/remediation/request.js';
+import type { StateStore } from '../../src/store/store.js';
 import { seriesValue } from '../helpers/metrics.js';
-import { engineHarness, remediationApp, rule } from '../helpers/remediation.js';
+import { engineHarness, failingStore, remediationApp, rule } from '../helpers/remediation.js';
 import { backends } from '../helpers/store-backends.js';
 
 const TOKEN = 'alertmanager-token-0123456789abcdef';
@@ -32,9 +33,10 @@ const ladder = (steps: LadderStep[]) =>
 
 for (const backend of backends()) {
   describe.skipIf(backend.skip)(`the escalation ladder (${backend.name})`, () => {
-    async function setup(steps: LadderStep[]) {
+    /** A ladder of `steps` on a fresh journal, its store wrapped by `wrap` (e.g. `failingStore`). */
+    async function setup(steps: LadderStep[], wrap: (store: StateStore) => StateStore = (store) => store) {
       const db = await backend.fresh();
-      const h = await engineHarness({ principals: PRINCIPALS, rules: [ladder(steps)] }, await db.open());
+      const h = await engineHarness({ principals: PRINCIPALS, rules: [ladder(steps)] }, wrap(await db.open()));
       const app = remediationApp(h);
       const deliver = async (status: 'firing' | 'resolved') => {
         const alert = {
@@ -158,23 +160,90 @@ for (const backend of backends()) {
       expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(1);
     });
 
+    /**
+     * A ladder whose climb is lost after its step was settled `ineffective`: the journal fails on the climb's
+     * transaction (a next step) or insert (the escalation) in that tick, once, as a stop or a lost lead between
+     * the two would leave it.
+     */
+    async function lostClimb(steps: LadderStep[]) {
+      let failClimb = false;
+      const { h, deliver, rows } = await setup(steps, (inner) =>
+        failingStore(inner, ['transaction', 'insert'], () => failClimb),
+      );
+      expect((await deliver('firing'))[0]!.decision).toBe('executed');
+      h.clock.now += 11 * MIN;
+      failClimb = true;
+      await h.engine.tick();
+      failClimb = false;
+      // Settled, and nothing climbed: the climb is owed.
+      expect(await rows()).toEqual([[0, 'executed', 'ineffective']]);
+      return { h, deliver, rows };
+    }
+
+    it('asks for the next step on the next firing delivery when the climb after an ineffective step was lost', async () => {
+      const { h, deliver, rows } = await lostClimb([step(10, 5), step(20, 10)]);
+      const first = (await h.journal.list({ limit: 1 }))[0]!;
+      // Later ticks do not make it up: only a delivery says the episode still fires.
+      h.clock.now += 30 * MIN;
+      await h.engine.tick();
+      expect(await rows()).toEqual([[0, 'executed', 'ineffective']]);
+      const climbed = (await deliver('firing'))[0]!;
+      expect(climbed.decision).toBe('executed');
+      expect(await h.journal.get(climbed.id)).toMatchObject({
+        ladderStep: 1,
+        reason: `step 2 of 2: step 1 (powercycle, journal entry ${first.id}) was ineffective`,
+        verification: 'verifying',
+      });
+      expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(2);
+      // A repeat while that step verifies is a duplicate, as for a step the tick climbed to.
+      expect((await deliver('firing'))[0]!.decision).toBe('duplicate');
+      expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(2);
+      expect(await rows()).toEqual([
+        [0, 'executed', 'ineffective'],
+        [1, 'executed', 'verifying'],
+        [0, 'duplicate', null],
+      ]);
+    });
+
+    it('asks for nothing when the episode of a lost climb resolved: a firing delivery after is decided resolved', async () => {
+      const { h, deliver, rows } = await lostClimb([step(10, 5), step(20, 10)]);
+      await deliver('resolved');
+      // Out of order: the firing delivery comes after the resolved one.
+      expect((await deliver('firing'))[0]!.decision).toBe('resolved');
+      expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(1);
+      expect((await rows()).filter(([step]) => step === 1)).toEqual([]);
+    });
+
+    it('asks for no step after the last one was ineffective: a lost escalation is not made up for', async () => {
+      const { h, deliver, rows } = await lostClimb([step(10, 5)]);
+      expect((await deliver('firing'))[0]!.decision).toBe('duplicate');
+      expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(1);
+      expect(await rows()).toEqual([
+        [0, 'executed', 'ineffective'],
+        [0, 'duplicate', null],
+      ]);
+    });
+
+    it("decides a firing delivery's made-up climb and the climb itself as one request", async () => {
+      const steps = [step(10, 5), step(20, 10)];
+      const { h, deliver, rows } = await lostClimb(steps);
+      const first = (await h.journal.list({ limit: 1 }))[0]!;
+      // The climb a tick makes of the settled step (engine.ts `#climb`), asked at the same moment as the delivery.
+      const climb = h.engine.request(makeRequest({ kind: 'ladder', row: first, steps }));
+      const [viaDelivery, viaClimb] = await Promise.all([deliver('firing'), climb]);
+      expect([viaDelivery[0]!.decision, viaClimb.decision].sort()).toEqual(['duplicate', 'executed']);
+      expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(2);
+      expect((await rows()).filter(([at, decision]) => at === 1 && decision !== 'duplicate')).toEqual([
+        [1, 'executed', 'verifying'],
+      ]);
+    });
+
     it('climbs every ladder whose step it settled though settling another failed on the journal', async () => {
       const db = await backend.fresh();
       const inner = await db.open();
       // The journal fails once, on the second verification a tick settles.
-      let settles = 0;
       let failSecond = false;
-      const store = new Proxy(inner, {
-        get(target, key, receiver) {
-          const value = Reflect.get(target, key, receiver);
-          if (key === 'settleVerification')
-            return async (...args: unknown[]) => {
-              if (failSecond && ++settles === 2) throw new JournalError('journal write or read failed: blip');
-              return (value as (...a: unknown[]) => unknown).apply(target, args);
-            };
-          return typeof value === 'function' ? value.bind(target) : value;
-        },
-      });
+      const store = failingStore(inner, ['settleVerification'], (call) => failSecond && call === 2);
       const steps = [step(10, 1), { ...step(20, 1), action: 'poweroff' as const }];
       const h = await engineHarness({ principals: PRINCIPALS, rules: [ladder(steps)] }, store);
       const app = remediationApp(h);

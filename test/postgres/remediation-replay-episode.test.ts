@@ -2,7 +2,8 @@
  * `remediation replay` of a history with resolved episodes (issue 49), on both state-store backends: the
  * resolution journaled `resolved`, and the request it withdrew, are replayed as what they were — the resolved
  * delivery resolves the replayed episode again — so the same rules report no change. The rows of an escalation
- * ladder (a later step, the episode escalated) are no deliveries: the replayed engine climbs its own ladder.
+ * ladder (a later step, the episode escalated) are no deliveries: the replayed engine climbs its own ladder,
+ * also where the recorded climb was lost and a later firing delivery made it up (at that row's moment).
  * With an outage gate, each decision records what the gate read (its blocking alert, or none) and replay reads
  * that again: the recorded decisions, an approval's execution among them, replay the same; a recorded reading
  * changed replays changed.
@@ -12,7 +13,13 @@ import type { AlertmanagerAlert } from '../../src/alertmanager/client.js';
 import { replay } from '../../src/cli/remediation-replay.js';
 import { type LabelMatcher, parseMatcher } from '../../src/config/matchers.js';
 import type { LadderStep, Principal, RemediationRule } from '../../src/config/types.js';
-import { engineHarness, remediationApp, rule, SAFETY_WITHOUT_ATTACK_GUARD } from '../helpers/remediation.js';
+import {
+  engineHarness,
+  failingStore,
+  remediationApp,
+  rule,
+  SAFETY_WITHOUT_ATTACK_GUARD,
+} from '../helpers/remediation.js';
 import { replayConfig, replayHarness } from '../helpers/replay.js';
 import { backends } from '../helpers/store-backends.js';
 
@@ -23,6 +30,23 @@ const T0 = Date.UTC(2026, 10, 21, 12);
 const RULES: RemediationRule[] = [
   rule({ alertname: 'ServerDown', action: 'powercycle', verifyWithinMs: 10 * MIN }),
   rule({ alertname: 'Held', action: 'powercycle', requireApproval: true }),
+];
+
+const ladderStep = (verifyMin: number): LadderStep => ({
+  action: 'powercycle',
+  verifyWithinMs: verifyMin * MIN,
+  requireApproval: false,
+  cooldownMs: MIN,
+});
+/** A ladder of two power cycles, verified within 10 and 20 minutes. */
+const LADDER: RemediationRule[] = [
+  rule({
+    alertname: 'ServerDown',
+    action: 'powercycle',
+    verifyWithinMs: 10 * MIN,
+    cooldownMs: MIN,
+    steps: [ladderStep(10), ladderStep(20)],
+  }),
 ];
 
 for (const backend of backends()) {
@@ -65,21 +89,7 @@ for (const backend of backends()) {
     });
 
     it('replays a ladder as what it was: its steps and escalation are not deliveries', async () => {
-      const step = (verifyMin: number): LadderStep => ({
-        action: 'powercycle',
-        verifyWithinMs: verifyMin * MIN,
-        requireApproval: false,
-        cooldownMs: MIN,
-      });
-      const rules = [
-        rule({
-          alertname: 'ServerDown',
-          action: 'powercycle',
-          verifyWithinMs: 10 * MIN,
-          cooldownMs: MIN,
-          steps: [step(10), step(20)],
-        }),
-      ];
+      const rules = LADDER;
       const db = await backend.fresh();
       const h = await engineHarness({ principals: PRINCIPALS, rules }, await db.open());
       const app = remediationApp(h);
@@ -111,6 +121,58 @@ for (const backend of backends()) {
         ['100001', 'same', ['executed']],
       ]);
       expect(report.counts).toEqual({ same: 1, changed: 0, overturned: 0, notReplayable: 0 });
+    });
+
+    it('replays a climb a firing delivery made up for (the tick lost it) as the ladder row it is: no change', async () => {
+      const rules = LADDER;
+      const db = await backend.fresh();
+      const inner = await db.open();
+      // The journal fails the climb's transaction in the tick that settles step 1: the climb is lost.
+      let failClimb = false;
+      const store = failingStore(inner, ['transaction'], () => failClimb);
+      const h = await engineHarness({ principals: PRINCIPALS, rules }, store);
+      const app = remediationApp(h);
+      const labels = { alertname: 'ServerDown', server_id: '100001' };
+      const deliver = async (minutes: number) => {
+        h.clock.now = T0 + minutes * MIN;
+        const res = await app.inject({
+          method: 'POST',
+          url: '/api/v1/alertmanager',
+          headers: { authorization: `Bearer ${TOKEN}` },
+          payload: {
+            version: '4',
+            status: 'firing',
+            alerts: [{ status: 'firing', labels, startsAt: new Date(T0).toISOString(), fingerprint: 'fp-l' }],
+          },
+        });
+        expect(res.statusCode).toBe(200);
+        return res.json().results.map((r: { decision: string }) => r.decision);
+      };
+      expect(await deliver(0)).toEqual(['executed']);
+      h.clock.now = T0 + 11 * MIN;
+      failClimb = true;
+      await h.engine.tick();
+      failClimb = false;
+      // Alertmanager repeats the still-firing alert: the delivery asks for step 2.
+      expect(await deliver(25)).toEqual(['executed']);
+      h.clock.now = T0 + 46 * MIN;
+      await h.engine.tick();
+      const rows = (await h.journal.list({ limit: 100 })).reverse();
+      expect(rows.map((r) => [r.ladderStep, r.decision, r.verification])).toEqual([
+        [0, 'executed', 'ineffective'],
+        [1, 'executed', 'ineffective'],
+        [1, 'escalated', null],
+      ]);
+      const report = await replayHarness(h, rules, { from: T0 - MIN, to: T0 + 60 * MIN }, rows);
+      expect(report.deliveries.map((d) => [d.serverId, d.verdict, d.recorded.map((o) => o.decision)])).toEqual([
+        ['100001', 'same', ['executed']],
+      ]);
+      expect(report.counts).toEqual({ same: 1, changed: 0, overturned: 0, notReplayable: 0 });
+      expect(report.ladder.map((l) => [l.step, l.escalated, l.verdict])).toEqual([
+        [1, false, 'same'],
+        [1, true, 'same'],
+      ]);
+      expect(report.ladderCounts).toEqual({ same: 2, changed: 0 });
     });
 
     it('replays what the outage gate read: the blocking alert, or none', async () => {
