@@ -309,7 +309,7 @@ export class HeadersTooLargeError extends BaremetalError {
   override readonly statusCode = 431;
 }
 
-/** An `Idempotency-Key` was used before for a request with a different body (action, target or value). */
+/** An `Idempotency-Key` was used before by the same principal, in the account, for a request with a different body (action, target or value). */
 export class IdempotencyMismatchError extends BaremetalError {
   override readonly code = 'BM_ERR_IDEMPOTENCY_MISMATCH';
   override readonly statusCode = 422;

@@ -25,8 +25,9 @@ export interface Denial {
 const HOUR = 3_600_000;
 
 /**
- * Idempotency: the delivery (alert identity or Idempotency-Key) was already acted on — unless it was an alert's
- * request that expired awaiting approval, which a repeat of the alert asks again. An operator's key
+ * Idempotency: the delivery (alert identity, or an operator's Idempotency-Key of the same account and principal)
+ * was already acted on — unless it was an alert's request that expired awaiting approval, which a repeat of the
+ * alert asks again. An operator's key
  * reused for a request with another action, target or value (`digest`) throws IdempotencyMismatchError:
  * a mistyped retry must not look done. (An alert's key names its fingerprint, so its target cannot change.)
  */
@@ -37,7 +38,7 @@ export async function checkDelivery(
   now: number,
 ): Promise<Denial | undefined> {
   if (req.idempotencyKey === undefined) return undefined;
-  const first = await q.delivery(req.idempotencyKey, now);
+  const first = (await q.delivery(req.idempotencyKey, now)) ?? (await legacyClaim(q, req, now));
   if (first === undefined) return undefined;
   if (req.source === 'operator' && first.digest !== null && first.digest !== digest) {
     throw new IdempotencyMismatchError(
@@ -50,6 +51,21 @@ export async function checkDelivery(
     if (await q.releaseDelivery(req.idempotencyKey, first.actionId)) return undefined;
   }
   return { decision: 'duplicate', message: `already acted on this delivery (journal entry ${first.actionId})` };
+}
+
+/**
+ * The claim an earlier version made of `req`'s operator key unscoped (ActionRequest `legacyIdempotencyKey`),
+ * when the row that holds it is of the same account and principal: another principal's is not this request.
+ */
+async function legacyClaim(q: StateQueries, req: ActionRequest, now: number) {
+  if (req.legacyIdempotencyKey === undefined) return undefined;
+  const claim = await q.delivery(req.legacyIdempotencyKey);
+  if (claim === undefined) return undefined;
+  const row = await q.get(claim.actionId);
+  if (row?.account !== req.account || row.principal !== req.principal) return undefined;
+  // Seen again, as a claim of the key itself is (kept from being pruned while it is retried).
+  await q.delivery(req.legacyIdempotencyKey, now);
+  return claim;
 }
 
 /** The server is in the latest server list, and the IP (if any) belongs to it unless the rule says otherwise. */

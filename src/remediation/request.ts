@@ -202,10 +202,26 @@ function fromOperator(s: OperatorSource): ActionRequest {
     cooldownMs: DEFAULT_COOLDOWN_MS[s.action],
     requireOwnedIp: true,
     ...(s.force === true ? { force: true } : {}),
-    // The key alone identifies the request; reused for another action, target or value it is a 422.
-    ...(s.idempotencyKey ? { idempotencyKey: `operator:${s.idempotencyKey}` } : {}),
+    // The key identifies the request of this principal in this account; reused by them for another action,
+    // target or value it is a 422.
+    ...(s.idempotencyKey
+      ? {
+          idempotencyKey: operatorKey(s.account, s.principal.name, s.idempotencyKey),
+          legacyIdempotencyKey: `operator:${s.idempotencyKey}`,
+        }
+      : {}),
   };
 }
+
+/**
+ * The delivery key of an operator's `Idempotency-Key`: scoped to the account and the principal, as the IETF
+ * draft "The Idempotency-Key HTTP Header Field" scopes a key to its client — another principal's key, even the
+ * same string, is another request. `principal` is URI-encoded and an account name has no `:`
+ * (config/schema-constants.ts ACCOUNT_NAME), so no two triples make one key; the prefix is not an earlier
+ * version's (`operator:<key>`, ActionRequest `legacyIdempotencyKey`).
+ */
+export const operatorKey = (account: string, principal: string, key: string): string =>
+  `principal:${account}:${encodeURIComponent(principal)}:${key}`;
 
 /** The request as it was journaled, approved: every recorded parameter as it was, the approver named. */
 function fromApproval({ row, approver, at, reason }: ApprovalSource): ActionRequest {

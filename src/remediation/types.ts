@@ -57,8 +57,17 @@ export interface ActionRequest {
    * (request.ts `ruleDigest`), journaled with the request
    */
   rule?: { index: number; digest: string };
-  /** identity of the delivery (alert fingerprint + startsAt + status + action, or an Idempotency-Key) */
+  /**
+   * identity of the delivery (alert fingerprint + startsAt + status + action, or an operator's Idempotency-Key
+   * with its account and principal: request.ts `operatorKey`)
+   */
   idempotencyKey?: string;
+  /**
+   * an operator's Idempotency-Key as journals written before keys were scoped claimed it (`operator:<key>`):
+   * read, never claimed, so that a retry across the upgrade still acts once; only the same account's and
+   * principal's claim counts (guards.ts `checkDelivery`)
+   */
+  legacyIdempotencyKey?: string;
   /** the alert the request comes from: its identity, and its labels and status as delivered (the journal keeps them) */
   alert?: {
     alertname: string;
