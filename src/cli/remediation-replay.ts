@@ -272,7 +272,7 @@ async function decideAgain(
       const { engine, store } = engines.get(req.account)!;
       const r = await engine.request(req);
       // The row's action: a ladder's step asked again after it expired is that step's
-      // (remediation/episode.ts `owedStep`).
+      // (remediation/episode.ts `expiredStep`).
       const action = (await store.get(r.id))?.action ?? req.action;
       out.push({ outcome: { action, decision: r.decision }, account: req.account, id: r.id });
     }

@@ -9,9 +9,9 @@
  * delivery was before the window). Rows of source `pending` (a deferred
  * firewall change applied) are left out: the replayed engine applies its own; so are the rows of the escalation
  * ladder (a later step, the episode escalated): the replayed engine climbs its own, and replay compares the two
- * (`ladderRows`). A later step asked again by a firing delivery after it expired (`reaskedStep`) is a delivery;
- * one a firing delivery asked for because the climb was lost (remediation/episode.ts `owedStep`) is the ladder's
- * row: the replayed ladder climbs at that row's moment (the `deadline` event).
+ * (`ladderRows`). A later step asked again by a firing delivery after it expired (`reaskedStep`) is a delivery.
+ * An escalation that handed a lost climb to a person (remediation/ladder.ts `lostClimbMessage`) is a ladder row
+ * too: the replayed ladder, which loses nothing, climbs instead, and both show as changed.
  */
 import { withdrawnByResolution } from '../remediation/episode.js';
 import type { Decision } from '../store/decisions.js';
@@ -81,7 +81,7 @@ export const sameEpisodeStep = (a: JournalEntry, b: JournalEntry) =>
 
 /**
  * Whether `r` is a later step asked again by a firing delivery after that step expired unapproved
- * (remediation/episode.ts `owedStep`): a delivery's row, not the ladder's climb — replayed as that delivery. `rows`: the journal,
+ * (remediation/episode.ts `expiredStep`): a delivery's row, not the ladder's climb — replayed as that delivery. `rows`: the journal,
  * oldest first.
  */
 export const reaskedStep = (r: JournalEntry, rows: readonly JournalEntry[]): boolean =>

@@ -33,7 +33,7 @@ import { Housekeeping } from './housekeeping.js';
 import { DEFAULT_RESEND_INTERVAL_MS, type EpisodeAlert, Episodes } from './episode.js';
 import { SilenceKeeper, type SilenceWriter } from './silences.js';
 import { type StatusReader, Verifier } from './verify.js';
-import { escalationRow, nextStep } from './ladder.js';
+import { climbOwedKey, escalationRow, lostClimbMessage, nextStep } from './ladder.js';
 import { makeRequest } from './request.js';
 import { askCircuitClose, closeCircuit, type OperatorDeps, readConsole } from './operator.js';
 import type { ActionDecision, ActionRequest, TargetDirectory } from './types.js';
@@ -195,9 +195,18 @@ export class RemediationEngine {
       throw new Error(`request for account ${asked.account} given to the engine of account ${account}`);
     this.#requireUsable();
     await this.ready;
-    // A ladder stopped at a step that expired unapproved, or whose climb was lost: the firing delivery asks for
-    // that step again, or the next one (episode.ts `owedStep`).
-    const again = await this.#episodes.owedStep(asked);
+    // A ladder whose climb was lost: the firing delivery hands it to a person (ladder.ts), nothing sent late.
+    const lost = await this.#episodes.lostClimb(asked);
+    if (lost !== undefined) {
+      const escalated = await this.#escalate(
+        lost.row,
+        lostClimbMessage(lost.row, lost.markedAt, this.#now()),
+        'a lost climb',
+      );
+      if (escalated !== undefined) return escalated;
+    }
+    // A ladder stopped at a step that expired unapproved: the delivery asks for that step again (episode.ts).
+    const again = await this.#episodes.expiredStep(asked);
     const req = again === undefined ? asked : makeRequest({ kind: 'ladder', row: again.before, steps: again.steps });
     const p = await prepare(req, this.#deps, this.#now);
     const decideTx = (tx: StateQueries) => decideIn(this.#deps, this.#firewall, p, tx);
@@ -444,12 +453,28 @@ export class RemediationEngine {
     const next = nextStep(this.#deps.config.rules, row);
     if (next === undefined) return undefined;
     if ('request' in next) return this.request(next.request);
-    const id = await this.#deps.store.insert(escalationRow(row, this.#now(), next.escalate));
-    this.#deps.logger.warn(
-      { action: row.action, server_id: row.serverId, id },
-      `remediation escalated: ${next.escalate}`,
+    return this.#escalate(row, next.escalate);
+  }
+
+  /**
+   * Hands `row`'s episode to a person (ladder.ts `escalationRow`): the row journaled `escalated` with `message`
+   * in the transaction that takes `row`'s climb mark (ladder.ts `climbOwedKey`), logged and counted. Undefined,
+   * nothing written, when the mark is gone (another replica or delivery decided what follows). `lost`: why, for
+   * the log line, when the climb was lost. Throws JournalError.
+   */
+  async #escalate(row: JournalEntry, message: string, lost?: string): Promise<ActionDecision | undefined> {
+    const { account, store, logger } = this.#deps;
+    const id = await store.transaction(account, async (tx) =>
+      (await tx.releaseDelivery(climbOwedKey(row.id), row.id))
+        ? tx.insert(escalationRow(row, this.#now(), message))
+        : undefined,
     );
-    return this.#record(row.action, { id, decision: 'escalated', message: next.escalate });
+    if (id === undefined) return undefined;
+    logger.warn(
+      { action: row.action, server_id: row.serverId, id, ...(lost ? { cause: lost } : {}) },
+      `remediation escalated: ${message}`,
+    );
+    return this.#record(row.action, { id, decision: 'escalated', message });
   }
 
   /** Throws when no decision can be made: the journal is unavailable, or no server list was read yet. */

@@ -24,18 +24,18 @@
  * execution, a ladder's next step, a delivery repeated out of order — is decided `resolved` by the `episode`
  * guard (decide.ts): nothing is ever sent for a resolved episode.
  *
- * An expiry never swallows, and a lost climb is made up for (`owedStep`): a request that expired unapproved asks
- * again on the next delivery of its still-firing alert — a plain rule's through its own delivery key (guards.ts
- * `checkDelivery`), a ladder's later step as that step again (its delivery was claimed by the first step), so
- * that a repeat is a `duplicate` only of a request still being handled; and a ladder whose step ended
- * `ineffective` with no next row (the climb lost to a stop, a lost lead or a journal error) asks for its next
- * step on the next firing delivery — the delivery being the evidence that the episode still fires.
+ * An expiry never swallows (`expiredStep`): a request that expired unapproved asks again on the next delivery
+ * of its still-firing alert — a plain rule's through its own delivery key (guards.ts `checkDelivery`), a
+ * ladder's later step as that step again (its delivery was claimed by the first step), so that a repeat is a
+ * `duplicate` only of a request still being handled. A ladder's climb that was lost (`lostClimb`: its mark,
+ * ladder.ts, still held) is handed to a person on the next firing delivery, never sent late.
  */
 import type { Logger } from 'pino';
 import type { AlertmanagerAlert, AlertmanagerStatus } from '../alertmanager/client.js';
 import type { LadderStep, RemediationRule } from '../config/types.js';
 import { type JournalEntry, journalRow, labelsJson, type NewEntry } from '../store/rows.js';
 import type { StateQueries } from '../store/store.js';
+import { CLIMB_GRACE_MS, climbOwedKey } from './ladder.js';
 import { ruleDigest } from './request.js';
 import type { ActionDecision, ActionRequest } from './types.js';
 
@@ -203,33 +203,19 @@ export const resolvedAt = (resolution: JournalEntry): string =>
 export const resolvedEvidence = (resolution: JournalEntry): string => `a resolved delivery: ${resolvedAt(resolution)}`;
 
 /**
- * The step of `req`'s ladder a firing delivery of its episode asks for (`req`: that delivery's request of the
- * ladder's first step), when the ladder stopped where it should not have:
- * - at a step that expired unapproved: that step again (`before`: the row of the step before it, ineffective);
- * - at a step that ended `ineffective` with no next row — its climb was lost: the process stopped or lost the
- *   lead between the verification and the climb (engine.ts `#verify`), or the journal failed in the climb —
- *   the next step (`before`: that row). The delivery is Alertmanager's word that the episode still fires, read
- *   now; the step goes through every guard as the climb would have (the `episode` guard: never for a resolved
- *   episode). A lost escalation after the last step is not made up for: the alert pages as it is.
- * Keyed by `before` (request.ts `fromLadder`), so a climb deciding at the same moment and this delivery are
- * one request (the second a duplicate), and an expired claim is given up (guards.ts `checkDelivery`). Undefined
- * otherwise — no ladder, its latest step still handled, denied, verified or escalated, the episode resolved (its
- * resolution journaled), or the rule changed since (its steps are not known as they were). Reads the server's
- * 200 newest rows since a day before the episode's start: an episode behind them is not found (nothing is
- * asked). Throws JournalError.
+ * The rows of the ladder of `req`'s episode (`req`: a firing delivery's request of a ladder's first step) made
+ * under the rule it matches today, newest first, repeats journaled `duplicate` left out; undefined for a request
+ * of no ladder's first step. Reads the server's 200 newest rows since a day before the episode's start: an
+ * episode behind them is not found. Throws JournalError.
  */
-export async function owedStep(
-  q: StateQueries,
-  req: ActionRequest,
-  rules: readonly RemediationRule[],
-): Promise<{ before: JournalEntry; steps: readonly LadderStep[] } | undefined> {
+async function ladderRowsOf(q: StateQueries, req: ActionRequest): Promise<JournalEntry[] | undefined> {
   const { alert, rule: made } = req;
   if (req.ladderStep !== 0 || alert === undefined || alert.status !== 'firing' || made === undefined) return undefined;
   if (alert.labels === undefined) return undefined;
   const labels = labelsJson(alert.labels);
   // A day's margin: createdAt is the daemon's clock, startsAt Prometheus's (the key and labels decide).
   const since = Date.parse(alert.startsAt) - 86_400_000;
-  const rows = (
+  return (
     await q.list({
       account: req.account,
       serverId: req.serverId,
@@ -245,19 +231,51 @@ export async function owedStep(
       // A repeat journaled `duplicate` (Alertmanager repeats the firing alert while a step waits) is no step.
       r.decision !== 'duplicate',
   );
+}
+
+/**
+ * When `req` (a firing delivery's request of a ladder's first step) finds its episode's ladder stopped at a step
+ * that expired unapproved: the row of the step before it (ineffective) and the rule's steps, so that the engine
+ * asks for that step again (ladder.ts, keyed by that row: the expired claim is given up, guards.ts
+ * `checkDelivery`). Undefined otherwise — no ladder, nothing expired, or the rule changed since (its steps are
+ * not known as they were). Throws JournalError.
+ */
+export async function expiredStep(
+  q: StateQueries,
+  req: ActionRequest,
+  rules: readonly RemediationRule[],
+): Promise<{ before: JournalEntry; steps: readonly LadderStep[] } | undefined> {
+  const rows = await ladderRowsOf(q, req);
   // Newest first: the ladder's latest step decides.
-  const latest = rows[0];
-  const rule = rules.find((r) => r.steps !== undefined && ruleDigest(r) === made.digest);
-  if (latest === undefined || latest.ladderStep === null || rule === undefined) return undefined;
-  // Nothing is owed to a resolved episode: the delivery is decided as its first step (`resolved`, decide.ts).
-  if ((await resolutionOf(q, latest)) !== undefined) return undefined;
+  const latest = rows?.[0];
+  if (latest === undefined || latest.decision !== 'expired' || latest.ladderStep === null || latest.ladderStep === 0)
+    return undefined;
   const step = latest.ladderStep;
-  const steps = rule.steps!;
-  if (latest.verification === 'ineffective' && latest.decision !== 'escalated' && step + 1 < steps.length)
-    return { before: latest, steps };
-  if (latest.decision !== 'expired' || step === 0) return undefined;
-  const before = rows.find((r) => r.ladderStep === step - 1 && r.verification === 'ineffective');
-  return before && { before, steps };
+  const before = rows!.find((r) => r.ladderStep === step - 1 && r.verification === 'ineffective');
+  const rule = rules.find((r) => r.steps !== undefined && ruleDigest(r) === req.rule!.digest);
+  if (before === undefined || rule === undefined) return undefined;
+  return { before, steps: rule.steps! };
+}
+
+/**
+ * When `req` (a firing delivery's request of a ladder's first step) finds its episode's ladder stopped at a step
+ * whose climb was lost: that row (its latest, settled `ineffective`) and when it was marked owed, the mark
+ * (ladder.ts `climbOwedKey`) still held more than CLIMB_GRACE_MS before `now` (ms) — what follows it was never
+ * decided. The engine hands the episode to a person (ladder.ts `lostClimbMessage`). Undefined otherwise: the
+ * latest step is anything else, its mark is gone (taken by what followed, or pruned: no evidence), or still
+ * fresh (the tick's climb may be deciding it), or the episode's resolution was journaled. Throws JournalError.
+ */
+export async function lostClimb(
+  q: StateQueries,
+  req: ActionRequest,
+  now: number,
+): Promise<{ row: JournalEntry; markedAt: number } | undefined> {
+  const latest = (await ladderRowsOf(q, req))?.[0];
+  if (latest?.verification !== 'ineffective' || latest.decision === 'escalated') return undefined;
+  const mark = await q.delivery(climbOwedKey(latest.id));
+  if (mark === undefined || mark.actionId !== latest.id || now - mark.createdAt <= CLIMB_GRACE_MS) return undefined;
+  if ((await resolutionOf(q, latest)) !== undefined) return undefined;
+  return { row: latest, markedAt: mark.createdAt };
 }
 
 /**
@@ -307,7 +325,7 @@ export interface EpisodeDeps {
 /**
  * The episode's transitions, for one account's engine (engine.ts composes it): a resolved delivery
  * (`resolved`), a call that completed (`afterCall`), a ladder about to climb (`hasResolved`), a firing delivery
- * of a ladder stopped at an expired step or a lost climb (`owedStep`). Every path that changes an episode because of its
+ * of a ladder stopped at an expired step (`expiredStep`) or at a lost climb (`lostClimb`). Every path that changes an episode because of its
  * alert goes through here.
  */
 export class Episodes {
@@ -399,8 +417,13 @@ export class Episodes {
     return (await resolutionOf(this.#deps.store, row)) !== undefined;
   }
 
-  /** `owedStep` over today's rules. Throws JournalError. */
-  owedStep(req: ActionRequest): ReturnType<typeof owedStep> {
-    return owedStep(this.#deps.store, req, this.#deps.rules());
+  /** `expiredStep` over today's rules. Throws JournalError. */
+  expiredStep(req: ActionRequest): ReturnType<typeof expiredStep> {
+    return expiredStep(this.#deps.store, req, this.#deps.rules());
+  }
+
+  /** `lostClimb` now. Throws JournalError. */
+  lostClimb(req: ActionRequest): ReturnType<typeof lostClimb> {
+    return lostClimb(this.#deps.store, req, this.#deps.now());
   }
 }

@@ -5,6 +5,15 @@
  * rule was changed or removed since, so the next step is not known as it was — the episode is `escalated` to a
  * person, the message naming the rule and the steps tried. It says what follows (`nextStep`); the engine's tick,
  * having ended the verification (verify.ts), decides it.
+ *
+ * That a climb is owed is a fact in the store, not an inference from the journal: the verifier marks a step's
+ * row (`climbOwedKey`, a delivery key) before it settles it `ineffective`, and whatever decides the climb takes
+ * the mark in the same transaction — the next step's decision (any, a guard's denial included: guards.ts
+ * `checkDelivery`) or the escalation. A mark still held after CLIMB_GRACE_MS means the climb was lost (the
+ * process stopped or lost the lead between the two, or the journal failed in the climb): the next firing
+ * delivery of the episode hands it to a person (`lostClimbMessage`, engine.ts) — never a step sent late, when
+ * the on-call, paged since the step's silence expired, may be at the server. A mark the journal pruned is no
+ * evidence of anything: nothing follows.
  */
 import type { RemediationRule } from '../config/types.js';
 import { type JournalEntry, journalRow, type NewEntry } from '../store/rows.js';
@@ -28,10 +37,29 @@ export function nextStep(rules: readonly RemediationRule[], row: JournalEntry): 
       escalate: `${which} was changed or removed after step ${row.ladderStep + 1} (${row.action}, journal entry ${row.id}) was ineffective: nothing more is sent, a person must look at it`,
     };
   const steps = rule.steps!;
-  if (row.ladderStep + 1 < steps.length) return { request: makeRequest({ kind: 'ladder', row, steps }) };
+  if (row.ladderStep + 1 < steps.length) return { request: makeRequest({ kind: 'ladder', row, steps, climb: true }) };
   return {
     escalate: `${which}: every step was ineffective (${steps.map((s) => s.action).join(' → ')}; the last, journal entry ${row.id}): nothing more is sent, a person must look at it`,
   };
+}
+
+/** The delivery key that marks the climb journal row `rowId` (a ladder step settled `ineffective`) is owed. */
+export const climbOwedKey = (rowId: number): string => `climb:${rowId}`;
+
+/**
+ * How long after a climb was marked owed a delivery finds it lost, ms: the tick climbs right after it settles
+ * (engine.ts `#verify`), so a mark this old was left by a climb that did not happen.
+ */
+export const CLIMB_GRACE_MS = 60_000;
+
+/**
+ * The message of the escalation that hands `row`'s episode to a person because its climb was lost: `row` was
+ * settled `ineffective` at `markedAt` (ms) and nothing decided what follows; `deliveredAt` (ms), the alert was
+ * delivered again, still firing.
+ */
+export function lostClimbMessage(row: JournalEntry, markedAt: number, deliveredAt: number): string {
+  const iso = (ms: number) => new Date(ms).toISOString();
+  return `the ladder of remediation.rules[${row.ruleIndex}] (${row.alertname}): step ${row.ladderStep! + 1} (${row.action}, journal entry ${row.id}) was ineffective at ${iso(markedAt)} and what follows it was never decided (the daemon stopped or lost the lead in between, or the journal failed); its alert was delivered again at ${iso(deliveredAt)}: nothing is sent so late, a person must look at it`;
 }
 
 /** The row that hands `from`'s episode to a person at `now` (ms): decision `escalated`, `message` naming the ladder. */

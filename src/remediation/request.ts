@@ -70,6 +70,11 @@ export interface LadderSource {
   row: JournalEntry;
   /** the rule's steps (the rule `row` was made under, unchanged since) */
   steps: readonly LadderStep[];
+  /**
+   * the climb `row`'s verification owes (ladder.ts `nextStep`): the request takes `row`'s mark
+   * (ActionRequest `climbOf`); absent for a step asked again after it expired (episode.ts `expiredStep`)
+   */
+  climb?: true;
 }
 
 export type RequestSource = RuleSource | OperatorSource | ApprovalSource | DueSource | LadderSource;
@@ -270,7 +275,8 @@ function fromApproval({ row, approver, at, reason }: ApprovalSource): ActionRequ
  * The step after `row`'s as a new request of the same alert episode: its own action, verify_within, approval
  * and cooldown, every guard walked again; keyed by the row, so a retried climb is a duplicate.
  */
-function fromLadder({ row, steps }: LadderSource): ActionRequest {
+function fromLadder(source: LadderSource): ActionRequest {
+  const { row, steps } = source;
   const at = row.ladderStep! + 1;
   const step = steps[at]!;
   return {
@@ -287,6 +293,7 @@ function fromLadder({ row, steps }: LadderSource): ActionRequest {
     ladderStep: at,
     rule: { index: row.ruleIndex!, digest: row.ruleDigest! },
     idempotencyKey: `ladder:${row.id}:${at}`,
+    ...(source.climb ? { climbOf: row.id } : {}),
     alert: {
       alertname: row.alertname!,
       fingerprint: row.fingerprint!,

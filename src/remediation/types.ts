@@ -53,6 +53,12 @@ export interface ActionRequest {
   /** the step of its rule's escalation ladder (0-based; remediation/ladder.ts) */
   ladderStep?: number;
   /**
+   * the journal row whose ineffective verification this step is the climb of: deciding it takes that row's
+   * mark (ladder.ts `climbOwedKey`), and finds the climb already decided when the mark is gone (guards.ts
+   * `checkDelivery`)
+   */
+  climbOf?: number;
+  /**
    * the rule an alert's request was made under: its position in `remediation.rules` and a digest of its content
    * (request.ts `ruleDigest`), journaled with the request
    */

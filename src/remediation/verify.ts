@@ -33,6 +33,7 @@ import {
   resolvedEvidence,
   sameEpisode,
 } from './episode.js';
+import { climbOwedKey } from './ladder.js';
 import type { AlertReader } from './outage-gate.js';
 import type { TargetDirectory } from './types.js';
 import { attackSignal, attackVerified } from './verify-attack.js';
@@ -272,6 +273,11 @@ export class Verifier {
     // one is verified as of its deadline, the end of its quiet window.
     const at = outcome !== 'verified' || signal === 'attack' ? Math.min(now, deadlineOf(row)) : now;
     const kept = evidence.length <= MAX_EVIDENCE ? evidence : `${evidence.slice(0, MAX_EVIDENCE - 1)}…`;
+    // A ladder's step that was ineffective owes a climb: marked before it is settled, so that no stop between
+    // the two loses it (ladder.ts); a mark left on a row another replica settled first is never taken, and
+    // never read (its row is not the ladder's latest), until the journal prunes it.
+    if (outcome === 'ineffective' && row.ladderStep !== null)
+      await store.claimDelivery(climbOwedKey(row.id), '', row.id, now);
     if (!(await store.settleVerification(row.id, outcome, at, kept))) return false;
     const rule = row.alertname ?? '';
     metrics.remediationVerifications.inc({ account: this.#deps.account, action: row.action, rule, outcome });

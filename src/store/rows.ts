@@ -344,6 +344,8 @@ export interface Delivery {
   actionId: number;
   /** null for keys claimed before digests were stored */
   digest: string | null;
+  /** when the key was claimed, ms since epoch */
+  createdAt: number;
 }
 
 /**

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { LadderStep, Principal } from '../../src/config/types.js';
+import { CLIMB_GRACE_MS } from '../../src/remediation/ladder.js';
 import { makeRequest } from '../../src/remediation/request.js';
 import type { StateStore } from '../../src/store/store.js';
 import { seriesValue } from '../helpers/metrics.js';
@@ -180,62 +181,111 @@ for (const backend of backends()) {
       return { h, deliver, rows };
     }
 
-    it('asks for the next step on the next firing delivery when the climb after an ineffective step was lost', async () => {
+    it('hands a lost climb to a person on the next firing delivery after the grace, and sends nothing late', async () => {
       const { h, deliver, rows } = await lostClimb([step(10, 5), step(20, 10)]);
       const first = (await h.journal.list({ limit: 1 }))[0]!;
-      // Later ticks do not make it up: only a delivery says the episode still fires.
+      // Within the grace the tick's climb may still be deciding it: a repeat is a duplicate, nothing more.
+      h.clock.now += CLIMB_GRACE_MS / 2;
+      expect((await deliver('firing'))[0]!.decision).toBe('duplicate');
+      // Later ticks do not climb late on their own.
       h.clock.now += 30 * MIN;
       await h.engine.tick();
-      expect(await rows()).toEqual([[0, 'executed', 'ineffective']]);
-      const climbed = (await deliver('firing'))[0]!;
-      expect(climbed.decision).toBe('executed');
-      expect(await h.journal.get(climbed.id)).toMatchObject({
-        ladderStep: 1,
-        reason: `step 2 of 2: step 1 (powercycle, journal entry ${first.id}) was ineffective`,
-        verification: 'verifying',
-      });
-      expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(2);
-      // A repeat while that step verifies is a duplicate, as for a step the tick climbed to.
+      const escalated = (await deliver('firing'))[0]!;
+      expect(escalated.decision).toBe('escalated');
+      const row = (await h.journal.get(escalated.id))!;
+      expect(row).toMatchObject({ ladderStep: 0, decision: 'escalated', serverId: '100002' });
+      expect(row.message).toMatch(
+        new RegExp(
+          `^the ladder of remediation\\.rules\\[0\\] \\(ServerDown\\): step 1 \\(powercycle, journal entry ${first.id}\\) was ineffective at \\S+ and what follows it was never decided .*: nothing is sent so late, a person must look at it$`,
+        ),
+      );
+      const warned = h.log.lines.map((l) => JSON.parse(l) as { level: string; msg: string; cause?: string });
+      expect(warned.filter((l) => l.level === 'warn' && l.msg.startsWith('remediation escalated: '))).toEqual([
+        expect.objectContaining({ cause: 'a lost climb', msg: `remediation escalated: ${row.message}` }),
+      ]);
+      expect(
+        await seriesValue(h.registry, 'baremetal_action_requests_total', {
+          action: 'powercycle',
+          decision: 'escalated',
+        }),
+      ).toBe(1);
+      // Handed over once: the next repeat is a duplicate.
       expect((await deliver('firing'))[0]!.decision).toBe('duplicate');
-      expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(2);
+      expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(1);
       expect(await rows()).toEqual([
         [0, 'executed', 'ineffective'],
-        [1, 'executed', 'verifying'],
         [0, 'duplicate', null],
+        [0, 'escalated', null],
+        [0, 'duplicate', null],
+      ]);
+    });
+
+    it('hands a lost escalation after the last step to a person too', async () => {
+      const { h, deliver, rows } = await lostClimb([step(10, 5)]);
+      h.clock.now += 2 * CLIMB_GRACE_MS;
+      expect((await deliver('firing'))[0]!.decision).toBe('escalated');
+      expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(1);
+      expect(await rows()).toEqual([
+        [0, 'executed', 'ineffective'],
+        [0, 'escalated', null],
       ]);
     });
 
     it('asks for nothing when the episode of a lost climb resolved: a firing delivery after is decided resolved', async () => {
       const { h, deliver, rows } = await lostClimb([step(10, 5), step(20, 10)]);
       await deliver('resolved');
+      h.clock.now += 2 * CLIMB_GRACE_MS;
       // Out of order: the firing delivery comes after the resolved one.
       expect((await deliver('firing'))[0]!.decision).toBe('resolved');
       expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(1);
-      expect((await rows()).filter(([step]) => step === 1)).toEqual([]);
+      expect((await rows()).filter(([, decision]) => decision === 'escalated')).toEqual([]);
     });
 
-    it('asks for no step after the last one was ineffective: a lost escalation is not made up for', async () => {
-      const { h, deliver, rows } = await lostClimb([step(10, 5)]);
-      expect((await deliver('firing'))[0]!.decision).toBe('duplicate');
-      expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(1);
+    it('takes no absence as a lost climb: a ladder whose later rows the journal pruned does not run again', async () => {
+      const { h, deliver, rows } = await setup([step(10, 5), step(20, 10)]);
+      expect((await deliver('firing'))[0]!.decision).toBe('executed');
+      h.clock.now += 11 * MIN;
+      await h.engine.tick();
+      h.clock.now += 21 * MIN;
+      await h.engine.tick();
       expect(await rows()).toEqual([
         [0, 'executed', 'ineffective'],
-        [0, 'duplicate', null],
+        [1, 'executed', 'ineffective'],
+        [1, 'escalated', null],
       ]);
+      // Hours of repeats keep the first step's delivery key (and so its row); the later rows age out.
+      for (let hour = 1; hour <= 3; hour++) {
+        h.clock.now += 60 * MIN;
+        expect((await deliver('firing'))[0]!.decision).toBe('duplicate');
+      }
+      await h.journal.prune(h.clock.now - 90 * MIN, 1000);
+      expect((await rows()).slice(0, 1)).toEqual([[0, 'executed', 'ineffective']]);
+      expect((await rows()).filter(([step]) => step === 1)).toEqual([]);
+      h.clock.now += 60 * MIN;
+      expect((await deliver('firing'))[0]!.decision).toBe('duplicate');
+      expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(2);
+      expect((await rows()).filter(([, decision]) => decision === 'escalated')).toEqual([]);
     });
 
-    it("decides a firing delivery's made-up climb and the climb itself as one request", async () => {
-      const steps = [step(10, 5), step(20, 10)];
-      const { h, deliver, rows } = await lostClimb(steps);
-      const first = (await h.journal.list({ limit: 1 }))[0]!;
-      // The climb a tick makes of the settled step (engine.ts `#climb`), asked at the same moment as the delivery.
-      const climb = h.engine.request(makeRequest({ kind: 'ladder', row: first, steps }));
-      const [viaDelivery, viaClimb] = await Promise.all([deliver('firing'), climb]);
-      expect([viaDelivery[0]!.decision, viaClimb.decision].sort()).toEqual(['duplicate', 'executed']);
-      expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(2);
-      expect((await rows()).filter(([at, decision]) => at === 1 && decision !== 'duplicate')).toEqual([
-        [1, 'executed', 'verifying'],
+    it('decides a climb once: a guard that denied it stopped the ladder, a second climb of the step is a duplicate', async () => {
+      // The second step's cooldown (30m) is not over 11 minutes after the first call: the tick's climb is denied.
+      const steps = [step(10, 30), step(20, 30)];
+      const { h, deliver, rows } = await setup(steps);
+      expect((await deliver('firing'))[0]!.decision).toBe('executed');
+      h.clock.now += 11 * MIN;
+      await h.engine.tick();
+      const first = (await h.journal.list({ limit: 2 }))[1]!;
+      expect(await rows()).toEqual([
+        [0, 'executed', 'ineffective'],
+        [1, 'cooldown', null],
       ]);
+      // Past the cooldown, the same climb asked again (a second replica's tick, a delivery): decided already.
+      h.clock.now += 60 * MIN;
+      const again = await h.engine.request(makeRequest({ kind: 'ladder', row: first, steps, climb: true }));
+      expect(again.decision).toBe('duplicate');
+      // Nor is the denied climb taken for a lost one.
+      expect((await deliver('firing'))[0]!.decision).toBe('duplicate');
+      expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(1);
     });
 
     it('climbs every ladder whose step it settled though settling another failed on the journal', async () => {

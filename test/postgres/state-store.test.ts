@@ -154,7 +154,11 @@ describe.each(backends())('the state store on $name', (backend) => {
         message: `already acted on this delivery (journal entry ${id})`,
       });
       // Seen a day later: pruning before then keeps it.
-      expect(await store.delivery('operator:k', NOW + DAY)).toEqual({ actionId: id, digest: 'digest-a' });
+      expect(await store.delivery('operator:k', NOW + DAY)).toEqual({
+        actionId: id,
+        digest: 'digest-a',
+        createdAt: NOW,
+      });
       await store.prune(NOW + DAY - 1, 100);
       expect(await store.delivery('operator:k')).toBeDefined();
       // Released only by the row that holds it; then claimed anew.

@@ -77,13 +77,19 @@ export class PgQueries implements StateQueries {
   async delivery(key: string, seenAt?: number): Promise<Delivery | undefined> {
     const { rows } =
       seenAt === undefined
-        ? await this.#run('SELECT action_id, request_digest FROM deliveries WHERE key = $1', [key])
-        : await this.#run('UPDATE deliveries SET seen_at = $2 WHERE key = $1 RETURNING action_id, request_digest', [
-            key,
-            seenAt,
-          ]);
+        ? await this.#run('SELECT action_id, request_digest, created_at FROM deliveries WHERE key = $1', [key])
+        : await this.#run(
+            'UPDATE deliveries SET seen_at = $2 WHERE key = $1 RETURNING action_id, request_digest, created_at',
+            [key, seenAt],
+          );
     const row = rows[0];
-    return row ? { actionId: Number(row.action_id), digest: row.request_digest as string | null } : undefined;
+    return row
+      ? {
+          actionId: Number(row.action_id),
+          digest: row.request_digest as string | null,
+          createdAt: Number(row.created_at),
+        }
+      : undefined;
   }
 
   async releaseDelivery(key: string, actionId: number): Promise<boolean> {

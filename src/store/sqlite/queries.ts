@@ -76,12 +76,19 @@ export class SqliteQueries extends SqliteDesiredQueries {
   /** The claim of `key`, if any; `seenAt` (ms) marks it as seen again, which keeps it from being pruned. */
   delivery(key: string, seenAt?: number): Delivery | undefined {
     const row = this.sql.read(
-      (db) => db.prepare('SELECT action_id, request_digest FROM deliveries WHERE key = ?').get(key) as Row | undefined,
+      (db) =>
+        db.prepare('SELECT action_id, request_digest, created_at FROM deliveries WHERE key = ?').get(key) as
+          | Row
+          | undefined,
     );
     if (!row) return undefined;
     if (seenAt !== undefined)
       this.sql.write((db) => db.prepare('UPDATE deliveries SET seen_at = ? WHERE key = ?').run(seenAt, key));
-    return { actionId: Number(row.action_id), digest: row.request_digest as string | null };
+    return {
+      actionId: Number(row.action_id),
+      digest: row.request_digest as string | null,
+      createdAt: Number(row.created_at),
+    };
   }
 
   /** Drops the claim of `key` if row `actionId` still holds it; false otherwise. */
