@@ -35,7 +35,7 @@ export interface AccountRuntime {
   desired: DesiredRows;
   /** where the attack event ids outlive the process (read again when this replica becomes leader) */
   ledger: EventLedger;
-  /** jobs that succeeded at least partly once (readiness) */
+  /** jobs that succeeded at least partly once (readiness); `firewall` by a run that began after a server list was read */
   workedOnce: Set<JobName>;
   /** why a job's last run failed outright, until it works (readiness) */
   lastProblem: Map<JobName, string>;
@@ -114,10 +114,12 @@ export async function startAccount(
     state,
     now: deps.now,
     ...(deps.holdsLease ? { leads: () => deps.holdsLease!(account.name) } : {}),
-    onFinished: (job, outcome, problem) => {
+    onFinished: (job, outcome, problem, run) => {
       apiObserver.onPollFinished(job, outcome);
       if (outcome === 'success' || outcome === 'partial') {
-        workedOnce.add(job);
+        // A firewall run that began before the first server list (a cron tick during the first servers poll)
+        // read no server's history: readiness waits for one that could (a power action is decided on it).
+        if (job !== 'firewall' || run.afterServerList) workedOnce.add(job);
         lastProblem.delete(job);
       } else if (outcome === 'failure') lastProblem.set(job, problem ?? 'it failed');
       deps.onPollFinished(account.name, job, outcome);

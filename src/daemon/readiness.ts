@@ -1,7 +1,10 @@
 /**
- * What `/readyz` waits for: each account's first servers and firewall polls worked at least partly (a poll that
- * fails outright — a wrong key, the API down — keeps the daemon unready, naming the poll and the error). A
- * follower does not poll: it is ready while the shared database and the journal answer.
+ * What `/readyz` waits for: each account's first servers poll, then its first firewall poll of the listed
+ * servers (a run that began after the server list was read: daemon/accounts.ts), worked at least partly — a
+ * power action is decided on a server's firewall history (remediation/guards.ts `checkAttack`). A poll that
+ * fails outright — a wrong key, the API down — keeps the daemon unready, naming the poll and the error (a
+ * failed servers poll also as the firewall poll's: it `waits for a server list`). A follower does not poll: it
+ * is ready while the shared database and the journal answer.
  */
 import type { AccountRuntime } from './accounts.js';
 import { DATABASE_UNREACHABLE } from '../config/database-url.js';
@@ -32,9 +35,10 @@ export function readinessOf(s: ReadinessSources): () => string[] {
         .map((job) => {
           const poll = `${job} poll${s.accounts.size > 1 ? ` of account ${account.name}` : ''}`;
           const problem = account.lastProblem.get(job);
-          return problem !== undefined
-            ? `the ${poll} has not succeeded yet: ${problem}`
-            : `the first ${poll} has not finished`;
+          if (problem !== undefined) return `the ${poll} has not succeeded yet: ${problem}`;
+          // Without a list it reads no server's history: the servers poll's failure, named too, is why.
+          if (job === 'firewall' && account.lastProblem.has('servers')) return `the ${poll} waits for a server list`;
+          return `the first ${poll} has not finished`;
         }),
     );
     // /readyz is open to anyone: a database's problem names the part only (host, port, user and database are

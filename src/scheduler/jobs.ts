@@ -22,7 +22,16 @@ export type PollJobsDeps = Omit<PollContext, 'now'> & {
    * request of a poll (lease-gate.ts); when it says false the request is not sent and the runs are cancelled
    */
   leads?: () => boolean;
-  onFinished?: (job: JobName, outcome: RunOutcome, problem?: string) => void;
+  /**
+   * a run ended (not a tick skipped for overlap); `run.afterServerList`: it began once the account had read a
+   * server list (AccountState `serversKnown`): before it, a run has no server to poll
+   */
+  onFinished?: (
+    job: JobName,
+    outcome: RunOutcome,
+    problem: string | undefined,
+    run: { afterServerList: boolean },
+  ) => void;
 };
 
 /** The poll jobs of one account. */
@@ -40,11 +49,16 @@ export class PollJobs {
     const context: PollContext = { ...parts, client, now: deps.now ?? Date.now };
     this.#context = context;
     this.jobs = new Map(
-      DEFINITIONS.filter((poll) => poll.enabled?.(deps.config) ?? true).map((poll) => [
-        poll.name,
-        new PollJob({
+      DEFINITIONS.filter((poll) => poll.enabled?.(deps.config) ?? true).map((poll) => {
+        // Whether the job's run in progress began after a server list was read: one variable per job, whose
+        // runs never overlap (PollJob's guard).
+        let afterServerList = false;
+        const job = new PollJob({
           name: poll.name,
-          work: (signal) => poll.run(context, signal),
+          work: (signal) => {
+            afterServerList = context.state.serversKnown;
+            return poll.run(context, signal);
+          },
           account: deps.account,
           metrics: deps.metrics,
           logger: deps.logger,
@@ -52,9 +66,10 @@ export class PollJobs {
           // Read per run: a config reload may change the schedule.
           deadlineMs: () => runDeadlineMs(schedulePeriodMs(deps.config.schedules[poll.name])),
           failuresOf: (signal) => context.client.failuresOf(signal),
-          onFinished: (outcome, problem) => onFinished?.(poll.name, outcome, problem),
-        }),
-      ]),
+          onFinished: (outcome, problem) => onFinished?.(poll.name, outcome, problem, { afterServerList }),
+        });
+        return [poll.name, job] as const;
+      }),
     );
   }
 

@@ -95,6 +95,8 @@ describe('check-config', () => {
 /**
  * `run` as a process (the harness's): `web` keys over the harness's, the simulator slow (1.5 s) on
  * `simLatencyPaths`, `flags(port)` after `--config.file`. Its state_dir (`dir`) holds config.yml and journal.db.
+ * The simulator has no random attacks: with them a server is under attack for some minutes now and then (server
+ * 100002, seed 1: about 2 % of the wall-clock time), and the attack guard then rightly denies its power actions.
  */
 async function startRun(
   web: Record<string, unknown> = {},
@@ -104,7 +106,7 @@ async function startRun(
 ) {
   const h = await startDaemonProcess({
     key: 'cli-key-7f3a9c2e5b',
-    simulator: { servers: 3 },
+    simulator: { servers: 3, attackRate: 0 },
     remediationAuth: true,
     config: { web, log_level: 'debug', remediation: { dry_run: false } },
   });
@@ -211,22 +213,45 @@ describe('run', () => {
     await eventually('ready', async () =>
       (await request(`http://127.0.0.1:${port}/readyz`)).statusCode === 200 ? true : undefined,
     );
+    // What the attack guard decides a power action on: the server's own firewall history, read.
+    await eventually('the firewall history of 100002 read', async () => {
+      const text = await request(`http://127.0.0.1:${port}/metrics`).then((r) => r.body.text());
+      return text.includes(
+        'baremetal_firewall_history_up{account="default",service_type="dedicated",service_id="100002"} 1',
+      )
+        ? true
+        : undefined;
+    }).catch((error: Error) => {
+      throw new Error(`${error.message}; the daemon's log:\n${run.output()}`);
+    });
     const action = request(`http://127.0.0.1:${port}/api/v1/actions/powercycle`, {
       method: 'POST',
       headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
       body: JSON.stringify({ server_id: '100002' }),
     }).then(async (r) => ({ status: r.statusCode, body: (await r.body.json()) as { decision: string } }));
-    // What the daemon answered meanwhile, if it did, and its log: what a timeout below is about.
+    const called = () => sim!.callsTo('/api/v1/dedicated/powercycle').length > 0;
+    const why = (answer: unknown) => `the action: ${JSON.stringify(answer)}; the daemon's log:\n${run.output()}`;
     let answered: unknown = 'no answer yet';
-    void action.then(
-      (a) => (answered = a),
-      (error: unknown) => (answered = String(error)),
+    const reached = eventually('the call to reach the simulator', async () => (called() ? true : undefined)).catch(
+      (error: Error) => {
+        throw new Error(`${error.message}; ${why(answered)}`);
+      },
     );
-    await eventually('the call to reach the simulator', async () =>
-      sim!.callsTo('/api/v1/dedicated/powercycle').length ? true : undefined,
-    ).catch((error: Error) => {
-      throw new Error(`${error.message}; the action: ${JSON.stringify(answered)}; the daemon's log:\n${run.output()}`);
-    });
+    // The simulator records a call before its 1.5 s delay: an answer with no call recorded (a denial, a 503) is
+    // final, and no call will follow it. A failure after the call is left to the checks below.
+    const answeredFirst = action.then(
+      (answer) => {
+        answered = answer;
+        if (!called()) throw new Error(`the daemon answered without calling the simulator; ${why(answer)}`);
+        return reached;
+      },
+      (error: unknown) => {
+        answered = String(error);
+        if (!called()) throw new Error(`the action failed before any call; ${why(answered)}`);
+        return reached;
+      },
+    );
+    await Promise.race([reached, answeredFirst]);
     run.child.kill('SIGTERM');
     expect(await action).toEqual({ status: 200, body: expect.objectContaining({ decision: 'executed' }) });
     expect(await run.exited).toBe(0);

@@ -1,7 +1,7 @@
 /**
  * `GET /healthz`: the process is alive and serving HTTP (200). `GET /readyz`: 200 once the first `servers`
- * and `firewall` polls have succeeded at least partly and while the journal answers; 503 with the reasons
- * otherwise (a poll that failed outright is named with its error).
+ * poll and the first `firewall` poll of the listed servers have succeeded at least partly and while the journal
+ * answers; 503 with the reasons otherwise (a poll that failed outright is named with its error; daemon/readiness.ts).
  * `/-/healthy` and `/-/ready` are the same handlers at the paths Prometheus and Alertmanager use for theirs.
  * All four stay open when web.auth is set: orchestrators probe them.
  */
