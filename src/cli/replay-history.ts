@@ -92,11 +92,12 @@ export const reaskedStep = (r: JournalEntry, rows: readonly JournalEntry[]): boo
   rows.some((x) => x.id < r.id && x.decision === 'expired' && sameEpisodeStep(x, r));
 
 /**
- * The rows the escalation ladder wrote (its later steps, the escalation), an approval's execution and a step
- * asked again by a delivery left out. `rows`: the journal, oldest first.
+ * The rows the escalation ladder wrote (its later steps, the escalation), an approval's execution, a step asked
+ * again by a delivery and a climb decided twice (a `duplicate`: another replica's, no step of its own) left out.
+ * `rows`: the journal, oldest first.
  */
 export const ladderRows = (rows: readonly JournalEntry[]): JournalEntry[] =>
-  rows.filter((r) => madeByLadder(r) && !isApprovalExecution(r) && !reaskedStep(r, rows));
+  rows.filter((r) => madeByLadder(r) && r.decision !== 'duplicate' && !isApprovalExecution(r) && !reaskedStep(r, rows));
 
 /** Whether `r` is `row`'s ladder's next row: the same episode (account, fingerprint, start, labels), one step on. */
 export const nextStepOf = (r: JournalEntry, row: JournalEntry): boolean =>

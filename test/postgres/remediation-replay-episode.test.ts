@@ -11,6 +11,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AlertmanagerAlert } from '../../src/alertmanager/client.js';
 import { replay } from '../../src/cli/remediation-replay.js';
+import { makeRequest } from '../../src/remediation/request.js';
 import { type LabelMatcher, parseMatcher } from '../../src/config/matchers.js';
 import type { LadderStep, Principal, RemediationRule } from '../../src/config/types.js';
 import {
@@ -108,12 +109,19 @@ for (const backend of backends()) {
       expect(res.statusCode).toBe(200);
       h.clock.now += 11 * MIN;
       await h.engine.tick();
+      // The same climb asked again (a second replica's tick): a duplicate row, no step of the ladder.
+      const first = (await h.journal.list({ limit: 2 }))[1]!;
+      const again = await h.engine.request(
+        makeRequest({ kind: 'ladder', row: first, steps: rules[0]!.steps!, climb: true }),
+      );
+      expect(again.decision).toBe('duplicate');
       h.clock.now += 21 * MIN;
       await h.engine.tick();
       const rows = (await h.journal.list({ limit: 100 })).reverse();
       expect(rows.map((r) => [r.ladderStep, r.decision])).toEqual([
         [0, 'executed'],
         [1, 'executed'],
+        [1, 'duplicate'],
         [1, 'escalated'],
       ]);
       const report = await replayHarness(h, rules, { from: T0 - MIN, to: T0 + 60 * MIN }, rows);
@@ -121,6 +129,10 @@ for (const backend of backends()) {
         ['100001', 'same', ['executed']],
       ]);
       expect(report.counts).toEqual({ same: 1, changed: 0, overturned: 0, notReplayable: 0 });
+      expect(report.ladder.map((l) => [l.step, l.escalated, l.verdict])).toEqual([
+        [1, false, 'same'],
+        [1, true, 'same'],
+      ]);
     });
 
     it('replays a lost climb that was handed to a person as the climb the rules ask for: a change, said as such', async () => {
