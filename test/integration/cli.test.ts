@@ -131,15 +131,30 @@ describe('run', () => {
   ])(
     'flags override the file (--web.listen-address, --log.level); $name, the stop message included',
     async ({ flags, line }) => {
-      const other = await freePort();
-      const { run } = await startRun({}, {}, [], () => [
-        `--web.listen-address=127.0.0.1:${other}`,
-        '--log.level=info',
-        ...flags,
-      ]);
-      await eventually(`listening on the flag's port (${run.output()})`, async () =>
-        (await request(`http://127.0.0.1:${other}/healthz`)).statusCode === 200 ? true : undefined,
-      );
+      // The flag's port is free when picked, but another process may bind it before the daemon does: the daemon
+      // then exits naming EADDRINUSE, and the test picks another (at most 3 times); any other exit fails at once.
+      let run: Awaited<ReturnType<typeof startRun>>['run'];
+      for (let attempt = 1; ; attempt++) {
+        const other = await freePort();
+        ({ run } = await startRun({}, {}, [], () => [
+          `--web.listen-address=127.0.0.1:${other}`,
+          '--log.level=info',
+          ...flags,
+        ]));
+        const started = run;
+        const state = await eventually(`listening on the flag's port ${other}`, async () => {
+          if (started.child.exitCode !== null) return 'exited';
+          // Bounded: whoever else holds the port may never answer.
+          const res = await request(`http://127.0.0.1:${other}/healthz`, { headersTimeout: 1000, bodyTimeout: 1000 });
+          await res.body.dump();
+          return res.statusCode === 200 ? 'listening' : undefined;
+        }).catch((error: Error) => {
+          throw new Error(`${error.message}; the daemon's log:\n${started.output()}`);
+        });
+        if (state === 'listening') break;
+        if (attempt < 3 && started.output().includes('EADDRINUSE')) continue;
+        throw new Error(`the daemon exited (${started.child.exitCode}) before listening:\n${started.output()}`);
+      }
       run.child.kill('SIGTERM');
       expect(await run.exited).toBe(0);
       expect(run.output()).toMatch(line);
