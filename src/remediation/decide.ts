@@ -333,6 +333,9 @@ async function walk(
     const id = await tx.insert({ ...p.entry, decision, message: p.note(message), ...gate });
     if (claim && req.idempotencyKey !== undefined && !(await tx.claimDelivery(req.idempotencyKey, digest, id, now)))
       throw new ClaimConflict();
+    // The unscoped key too, first come first kept: a replica of an older version (a rolling upgrade) sees it.
+    if (claim && req.legacyIdempotencyKey !== undefined)
+      await tx.claimDelivery(req.legacyIdempotencyKey, digest, id, now);
     return decision === 'executing'
       ? { id, decision: 'executed', message: '', send: true }
       : { id, decision, message, send: false };

@@ -69,9 +69,10 @@ export interface ActionRequest {
    */
   idempotencyKey?: string;
   /**
-   * an operator's Idempotency-Key as journals written before keys were scoped claimed it (`operator:<key>`):
-   * read, never claimed, so that a retry across the upgrade still acts once; only the same account's and
-   * principal's claim counts (guards.ts `checkDelivery`)
+   * an operator's Idempotency-Key as versions before keys were scoped claim it (`operator:<key>`): read, so
+   * that a retry across the upgrade still acts once, only the same account's and principal's claim counting
+   * (guards.ts `checkDelivery`); claimed too when free (decide.ts), so that a replica of such a version, beside
+   * this one in a rolling upgrade, sees the request
    */
   legacyIdempotencyKey?: string;
   /** the alert the request comes from: its identity, and its labels and status as delivered (the journal keeps them) */
