@@ -30,10 +30,17 @@ import { type Execution, execute, SENDERS } from './execute.js';
 import { RemediationGauges } from './gauges.js';
 import type { DesiredRows } from './desired-rows.js';
 import { Housekeeping } from './housekeeping.js';
-import { DEFAULT_RESEND_INTERVAL_MS, type EpisodeAlert, Episodes } from './episode.js';
+import { DEFAULT_RESEND_INTERVAL_MS, type EpisodeAlert, Episodes, followedBy, resolutionOf } from './episode.js';
 import { SilenceKeeper, type SilenceWriter } from './silences.js';
 import { type StatusReader, Verifier } from './verify.js';
-import { climbOwedKey, escalationRow, lostClimbMessage, nextStep } from './ladder.js';
+import {
+  CLIMB_GRACE_MS,
+  CLIMB_MARK_PREFIX,
+  climbOwedKey,
+  escalationRow,
+  lostClimbMessage,
+  nextStep,
+} from './ladder.js';
 import { makeRequest } from './request.js';
 import { askCircuitClose, closeCircuit, type OperatorDeps, readConsole } from './operator.js';
 import type { ActionDecision, ActionRequest, TargetDirectory } from './types.js';
@@ -112,6 +119,13 @@ export class RemediationEngine {
   #tickAbort: AbortController | undefined;
   /** the last tick failed on the journal (logged once until a tick succeeds) */
   #tickFailing = false;
+  /**
+   * The rows whose climb mark (ladder.ts) this leader must look at: a climb of its own that failed, and, read
+   * when it starts leading (`#marksRead`), the marks the replica before it left
+   */
+  readonly #owed = new Set<number>();
+  /** whether the marks left before this replica led were read (`start` clears it) */
+  #marksRead = true;
 
   constructor(deps: EngineDeps) {
     this.#deps = deps;
@@ -119,6 +133,7 @@ export class RemediationEngine {
     this.#housekeeping = new Housekeeping(deps);
     this.#verifier = new Verifier({
       ...deps,
+      now: this.#now,
       alertmanager: deps.alertList ?? deps.alertmanager,
       everyMs: deps.verifyEveryMs,
       resendIntervalMs: () => deps.config.alertmanager?.resendIntervalMs ?? DEFAULT_RESEND_INTERVAL_MS,
@@ -170,6 +185,7 @@ export class RemediationEngine {
   start(intervalMs = 1000): void {
     if (this.#timer !== undefined) return;
     this.#gauges.readAt = -Infinity;
+    this.#marksRead = false;
     this.#timer = setInterval(() => void this.tick(), intervalMs).unref();
     void this.tick();
   }
@@ -195,16 +211,6 @@ export class RemediationEngine {
       throw new Error(`request for account ${asked.account} given to the engine of account ${account}`);
     this.#requireUsable();
     await this.ready;
-    // A ladder whose climb was lost: the firing delivery hands it to a person (ladder.ts), nothing sent late.
-    const lost = await this.#episodes.lostClimb(asked);
-    if (lost !== undefined) {
-      const escalated = await this.#escalate(
-        lost.row,
-        lostClimbMessage(lost.row, lost.markedAt, this.#now()),
-        'a lost climb',
-      );
-      if (escalated !== undefined) return escalated;
-    }
     // A ladder stopped at a step that expired unapproved: the delivery asks for that step again (episode.ts).
     const again = await this.#episodes.expiredStep(asked);
     const req = again === undefined ? asked : makeRequest({ kind: 'ladder', row: again.before, steps: again.steps });
@@ -352,6 +358,7 @@ export class RemediationEngine {
       })
       .then(() => (abort.signal.aborted ? undefined : this.#housekeeping.run(this.#now())))
       .then(() => (abort.signal.aborted ? undefined : this.#approvals.expire()))
+      .then(() => (abort.signal.aborted ? undefined : this.#handOverLostClimbs()))
       .then(() => (abort.signal.aborted ? undefined : this.#verify(this.#now())))
       .then(() => (abort.signal.aborted ? undefined : this.#silences.reconcile(this.#now())))
       .then(() => {
@@ -432,15 +439,49 @@ export class RemediationEngine {
         ended++;
         if (outcome !== 'ineffective') return;
         // The outcome is journaled whatever comes next: a next step that cannot be asked for now is logged.
-        await this.#climb(row).catch((error: unknown) =>
+        await this.#climb(row).catch((error: unknown) => {
+          // Its mark is still held: a later tick hands the episode to a person (`#handOverLostClimbs`).
+          this.#owed.add(row.id);
           this.#deps.logger.error(
             { err: error, journal_id: row.id },
-            'the next step of the escalation ladder could not be asked for',
-          ),
-        );
+            'the next step of the escalation ladder could not be asked for: the episode is handed to a person',
+          );
+        });
       });
     } finally {
       if (ended > 0) this.#deps.onDecision?.();
+    }
+  }
+
+  /**
+   * Hands to a person the episodes whose climb was lost (ladder.ts): each row of `#owed` — and, first when this
+   * replica starts leading, each row the replica before it left marked — still holding its mark more than
+   * CLIMB_GRACE_MS after it was marked, settled `ineffective`, is escalated (`#escalate`: nothing when its
+   * episode resolved or its ladder went on meanwhile). A row not settled yet is the verifier's again. Runs in
+   * the tick before the verifications: no climb of this replica is deciding meanwhile. Never rejects: a row the
+   * journal fails on is tried again at the next tick.
+   */
+  async #handOverLostClimbs(): Promise<void> {
+    const { account, store, logger } = this.#deps;
+    try {
+      if (!this.#marksRead) {
+        for (const mark of await store.claimsOf(account, CLIMB_MARK_PREFIX)) this.#owed.add(mark.actionId);
+        this.#marksRead = true;
+      }
+      for (const id of [...this.#owed]) {
+        const mark = await store.delivery(climbOwedKey(id));
+        const row = mark && (await store.get(id));
+        if (row?.verification !== 'ineffective') {
+          this.#owed.delete(id);
+          continue;
+        }
+        const now = this.#now();
+        if (now - mark!.createdAt <= CLIMB_GRACE_MS) continue;
+        await this.#escalate(row, lostClimbMessage(row, mark!.createdAt, now), 'a lost climb');
+        this.#owed.delete(id);
+      }
+    } catch (error) {
+      logger.warn({ err: error }, 'the episodes whose ladder climb was lost could not be handed over: tried again');
     }
   }
 
@@ -449,7 +490,7 @@ export class RemediationEngine {
    * episode that resolved (episode.ts).
    */
   async #climb(row: JournalEntry): Promise<unknown> {
-    if (await this.#episodes.hasResolved(row)) return undefined;
+    if (await this.#episodes.hasResolved(row)) return this.#deps.store.releaseDelivery(climbOwedKey(row.id), row.id);
     const next = nextStep(this.#deps.config.rules, row);
     if (next === undefined) return undefined;
     if ('request' in next) return this.request(next.request);
@@ -464,11 +505,13 @@ export class RemediationEngine {
    */
   async #escalate(row: JournalEntry, message: string, lost?: string): Promise<ActionDecision | undefined> {
     const { account, store, logger } = this.#deps;
-    const id = await store.transaction(account, async (tx) =>
-      (await tx.releaseDelivery(climbOwedKey(row.id), row.id))
-        ? tx.insert(escalationRow(row, this.#now(), message))
-        : undefined,
-    );
+    const id = await store.transaction(account, async (tx) => {
+      if (!(await tx.releaseDelivery(climbOwedKey(row.id), row.id))) return undefined;
+      // A lost climb's mark may outlive what it owed: the episode resolved, or its ladder went on meanwhile.
+      if (lost !== undefined && ((await resolutionOf(tx, row)) !== undefined || (await followedBy(tx, row))))
+        return undefined;
+      return tx.insert(escalationRow(row, this.#now(), message));
+    });
     if (id === undefined) return undefined;
     logger.warn(
       { action: row.action, server_id: row.serverId, id, ...(lost ? { cause: lost } : {}) },

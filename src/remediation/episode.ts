@@ -27,15 +27,13 @@
  * An expiry never swallows (`expiredStep`): a request that expired unapproved asks again on the next delivery
  * of its still-firing alert — a plain rule's through its own delivery key (guards.ts `checkDelivery`), a
  * ladder's later step as that step again (its delivery was claimed by the first step), so that a repeat is a
- * `duplicate` only of a request still being handled. A ladder's climb that was lost (`lostClimb`: its mark,
- * ladder.ts, still held) is handed to a person on the next firing delivery, never sent late.
+ * `duplicate` only of a request still being handled.
  */
 import type { Logger } from 'pino';
 import type { AlertmanagerAlert, AlertmanagerStatus } from '../alertmanager/client.js';
 import type { LadderStep, RemediationRule } from '../config/types.js';
 import { type JournalEntry, journalRow, labelsJson, type NewEntry } from '../store/rows.js';
 import type { StateQueries } from '../store/store.js';
-import { CLIMB_GRACE_MS, climbOwedKey } from './ladder.js';
 import { ruleDigest } from './request.js';
 import type { ActionDecision, ActionRequest } from './types.js';
 
@@ -203,19 +201,24 @@ export const resolvedAt = (resolution: JournalEntry): string =>
 export const resolvedEvidence = (resolution: JournalEntry): string => `a resolved delivery: ${resolvedAt(resolution)}`;
 
 /**
- * The rows of the ladder of `req`'s episode (`req`: a firing delivery's request of a ladder's first step) made
- * under the rule it matches today, newest first, repeats journaled `duplicate` left out; undefined for a request
- * of no ladder's first step. Reads the server's 200 newest rows since a day before the episode's start: an
- * episode behind them is not found. Throws JournalError.
+ * When `req` (a firing delivery's request of a ladder's first step) finds its episode's ladder stopped at a step
+ * that expired unapproved: the row of the step before it (ineffective) and the rule's steps, so that the engine
+ * asks for that step again (ladder.ts, keyed by that row: the expired claim is given up, guards.ts
+ * `checkDelivery`). Undefined otherwise — no ladder, nothing expired, or the rule changed since (its steps are
+ * not known as they were). Throws JournalError.
  */
-async function ladderRowsOf(q: StateQueries, req: ActionRequest): Promise<JournalEntry[] | undefined> {
+export async function expiredStep(
+  q: StateQueries,
+  req: ActionRequest,
+  rules: readonly RemediationRule[],
+): Promise<{ before: JournalEntry; steps: readonly LadderStep[] } | undefined> {
   const { alert, rule: made } = req;
   if (req.ladderStep !== 0 || alert === undefined || alert.status !== 'firing' || made === undefined) return undefined;
   if (alert.labels === undefined) return undefined;
   const labels = labelsJson(alert.labels);
   // A day's margin: createdAt is the daemon's clock, startsAt Prometheus's (the key and labels decide).
   const since = Date.parse(alert.startsAt) - 86_400_000;
-  return (
+  const rows = (
     await q.list({
       account: req.account,
       serverId: req.serverId,
@@ -231,51 +234,37 @@ async function ladderRowsOf(q: StateQueries, req: ActionRequest): Promise<Journa
       // A repeat journaled `duplicate` (Alertmanager repeats the firing alert while a step waits) is no step.
       r.decision !== 'duplicate',
   );
-}
-
-/**
- * When `req` (a firing delivery's request of a ladder's first step) finds its episode's ladder stopped at a step
- * that expired unapproved: the row of the step before it (ineffective) and the rule's steps, so that the engine
- * asks for that step again (ladder.ts, keyed by that row: the expired claim is given up, guards.ts
- * `checkDelivery`). Undefined otherwise — no ladder, nothing expired, or the rule changed since (its steps are
- * not known as they were). Throws JournalError.
- */
-export async function expiredStep(
-  q: StateQueries,
-  req: ActionRequest,
-  rules: readonly RemediationRule[],
-): Promise<{ before: JournalEntry; steps: readonly LadderStep[] } | undefined> {
-  const rows = await ladderRowsOf(q, req);
   // Newest first: the ladder's latest step decides.
-  const latest = rows?.[0];
+  const latest = rows[0];
   if (latest === undefined || latest.decision !== 'expired' || latest.ladderStep === null || latest.ladderStep === 0)
     return undefined;
   const step = latest.ladderStep;
-  const before = rows!.find((r) => r.ladderStep === step - 1 && r.verification === 'ineffective');
-  const rule = rules.find((r) => r.steps !== undefined && ruleDigest(r) === req.rule!.digest);
+  const before = rows.find((r) => r.ladderStep === step - 1 && r.verification === 'ineffective');
+  const rule = rules.find((r) => r.steps !== undefined && ruleDigest(r) === made.digest);
   if (before === undefined || rule === undefined) return undefined;
   return { before, steps: rule.steps! };
 }
 
 /**
- * When `req` (a firing delivery's request of a ladder's first step) finds its episode's ladder stopped at a step
- * whose climb was lost: that row (its latest, settled `ineffective`) and when it was marked owed, the mark
- * (ladder.ts `climbOwedKey`) still held more than CLIMB_GRACE_MS before `now` (ms) — what follows it was never
- * decided. The engine hands the episode to a person (ladder.ts `lostClimbMessage`). Undefined otherwise: the
- * latest step is anything else, its mark is gone (taken by what followed, or pruned: no evidence), or still
- * fresh (the tick's climb may be deciding it), or the episode's resolution was journaled. Throws JournalError.
+ * Whether the ladder of `row`'s episode wrote a row after `row` (a ladder step): a later step, or the episode
+ * escalated — what follows `row` was decided. Reads the server's 200 newest rows since `row`: a ladder behind
+ * them counts as decided. Throws JournalError.
  */
-export async function lostClimb(
-  q: StateQueries,
-  req: ActionRequest,
-  now: number,
-): Promise<{ row: JournalEntry; markedAt: number } | undefined> {
-  const latest = (await ladderRowsOf(q, req))?.[0];
-  if (latest?.verification !== 'ineffective' || latest.decision === 'escalated') return undefined;
-  const mark = await q.delivery(climbOwedKey(latest.id));
-  if (mark === undefined || mark.actionId !== latest.id || now - mark.createdAt <= CLIMB_GRACE_MS) return undefined;
-  if ((await resolutionOf(q, latest)) !== undefined) return undefined;
-  return { row: latest, markedAt: mark.createdAt };
+export async function followedBy(q: StateQueries, row: JournalEntry): Promise<boolean> {
+  const key = keyOf(row);
+  const rows = await q.list({ account: row.account, serverId: row.serverId, since: row.createdAt, limit: 200 });
+  return (
+    rows.length === 200 ||
+    rows.some(
+      (r) =>
+        r.id > row.id &&
+        keyOf(r) === key &&
+        r.labels === row.labels &&
+        r.ladderStep !== null &&
+        r.decision !== 'duplicate' &&
+        (r.ladderStep > row.ladderStep! || r.decision === 'escalated'),
+    )
+  );
 }
 
 /**
@@ -325,7 +314,7 @@ export interface EpisodeDeps {
 /**
  * The episode's transitions, for one account's engine (engine.ts composes it): a resolved delivery
  * (`resolved`), a call that completed (`afterCall`), a ladder about to climb (`hasResolved`), a firing delivery
- * of a ladder stopped at an expired step (`expiredStep`) or at a lost climb (`lostClimb`). Every path that changes an episode because of its
+ * of a ladder stopped at an expired step (`expiredStep`). Every path that changes an episode because of its
  * alert goes through here.
  */
 export class Episodes {
@@ -420,10 +409,5 @@ export class Episodes {
   /** `expiredStep` over today's rules. Throws JournalError. */
   expiredStep(req: ActionRequest): ReturnType<typeof expiredStep> {
     return expiredStep(this.#deps.store, req, this.#deps.rules());
-  }
-
-  /** `lostClimb` now. Throws JournalError. */
-  lostClimb(req: ActionRequest): ReturnType<typeof lostClimb> {
-    return lostClimb(this.#deps.store, req, this.#deps.now());
   }
 }

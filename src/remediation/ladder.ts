@@ -9,11 +9,12 @@
  * That a climb is owed is a fact in the store, not an inference from the journal: the verifier marks a step's
  * row (`climbOwedKey`, a delivery key) before it settles it `ineffective`, and whatever decides the climb takes
  * the mark in the same transaction — the next step's decision (any, a guard's denial included: guards.ts
- * `checkDelivery`) or the escalation. A mark still held after CLIMB_GRACE_MS means the climb was lost (the
- * process stopped or lost the lead between the two, or the journal failed in the climb): the next firing
- * delivery of the episode hands it to a person (`lostClimbMessage`, engine.ts) — never a step sent late, when
- * the on-call, paged since the step's silence expired, may be at the server. A mark the journal pruned is no
- * evidence of anything: nothing follows.
+ * `checkDelivery`) or the escalation. A mark still held means the climb was lost (the climb failed, or the
+ * process stopped or lost the lead between the two): the leader hands the episode to a person
+ * (`lostClimbMessage`; engine.ts `#handOverLostClimbs`: a failed climb of its own, and the marks it finds when
+ * it starts leading, CLIMB_GRACE_MS after they were made) — never a step sent late, when the on-call, paged
+ * since the step's silence expired, may be at the server. A mark the journal pruned is no evidence of
+ * anything: nothing follows.
  */
 import type { RemediationRule } from '../config/types.js';
 import { type JournalEntry, journalRow, type NewEntry } from '../store/rows.js';
@@ -43,23 +44,26 @@ export function nextStep(rules: readonly RemediationRule[], row: JournalEntry): 
   };
 }
 
+/** How every climb mark's delivery key begins. */
+export const CLIMB_MARK_PREFIX = 'climb:';
+
 /** The delivery key that marks the climb journal row `rowId` (a ladder step settled `ineffective`) is owed. */
-export const climbOwedKey = (rowId: number): string => `climb:${rowId}`;
+export const climbOwedKey = (rowId: number): string => `${CLIMB_MARK_PREFIX}${rowId}`;
 
 /**
- * How long after a climb was marked owed a delivery finds it lost, ms: the tick climbs right after it settles
- * (engine.ts `#verify`), so a mark this old was left by a climb that did not happen.
+ * How long after a climb was marked owed the leader finds it lost, ms: a tick climbs right after it settles
+ * (engine.ts `#verify`); a mark this old that another replica left (it stopped leading in between) was left by
+ * a climb that did not happen.
  */
 export const CLIMB_GRACE_MS = 60_000;
 
 /**
  * The message of the escalation that hands `row`'s episode to a person because its climb was lost: `row` was
- * settled `ineffective` at `markedAt` (ms) and nothing decided what follows; `deliveredAt` (ms), the alert was
- * delivered again, still firing.
+ * marked `ineffective` at `markedAt` (ms) and nothing decided what follows by `now` (ms).
  */
-export function lostClimbMessage(row: JournalEntry, markedAt: number, deliveredAt: number): string {
+export function lostClimbMessage(row: JournalEntry, markedAt: number, now: number): string {
   const iso = (ms: number) => new Date(ms).toISOString();
-  return `the ladder of remediation.rules[${row.ruleIndex}] (${row.alertname}): step ${row.ladderStep! + 1} (${row.action}, journal entry ${row.id}) was ineffective at ${iso(markedAt)} and what follows it was never decided (the daemon stopped or lost the lead in between, or the journal failed); its alert was delivered again at ${iso(deliveredAt)}: nothing is sent so late, a person must look at it`;
+  return `the ladder of remediation.rules[${row.ruleIndex}] (${row.alertname}): step ${row.ladderStep! + 1} (${row.action}, journal entry ${row.id}) was ineffective at ${iso(markedAt)} and what follows it was not decided by ${iso(now)} (the climb failed, or the daemon stopped or lost the lead in between): nothing is sent so late, a person must look at it`;
 }
 
 /** The row that hands `from`'s episode to a person at `now` (ms): decision `escalated`, `message` naming the ladder. */

@@ -61,6 +61,8 @@ export interface VerifierDeps {
   everyMs?: number | undefined;
   /** the period of `schedules.firewall`, ms (how long an unread history is waited for); default a minute */
   firewallPeriodMs?: (() => number) | undefined;
+  /** the clock a climb mark is dated by (ms since epoch; ladder.ts); default Date.now */
+  now?: (() => number) | undefined;
 }
 
 /** What `judge` found, for `settle`. */
@@ -274,10 +276,9 @@ export class Verifier {
     const at = outcome !== 'verified' || signal === 'attack' ? Math.min(now, deadlineOf(row)) : now;
     const kept = evidence.length <= MAX_EVIDENCE ? evidence : `${evidence.slice(0, MAX_EVIDENCE - 1)}…`;
     // A ladder's step that was ineffective owes a climb: marked before it is settled, so that no stop between
-    // the two loses it (ladder.ts); a mark left on a row another replica settled first is never taken, and
-    // never read (its row is not the ladder's latest), until the journal prunes it.
+    // the two loses it (ladder.ts); dated now, not at the tick's `now`, which the Alertmanager reads came after.
     if (outcome === 'ineffective' && row.ladderStep !== null)
-      await store.claimDelivery(climbOwedKey(row.id), '', row.id, now);
+      await store.claimDelivery(climbOwedKey(row.id), '', row.id, (this.#deps.now ?? Date.now)());
     if (!(await store.settleVerification(row.id, outcome, at, kept))) return false;
     const rule = row.alertname ?? '';
     metrics.remediationVerifications.inc({ account: this.#deps.account, action: row.action, rule, outcome });

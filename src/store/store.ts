@@ -54,6 +54,11 @@ export interface StateQueries {
    * may ask again); false when another row holds it or none does. Call it inside the transaction that claims anew.
    */
   releaseDelivery(key: string, actionId: number): Promise<boolean>;
+  /**
+   * The claims of keys beginning with `prefix` held by rows of `account`: the row and when the key was claimed
+   * (ms). A scan of the delivery keys: for a replica that starts leading (remediation/engine.ts), not per tick.
+   */
+  claimsOf(account: string, prefix: string): Promise<Array<{ actionId: number; createdAt: number }>>;
   /** Upstream calls made (or maybe made) for `account` since `since` (ms): the account's budget use. */
   sentSince(account: string, since: number): Promise<number>;
   /**
@@ -144,6 +149,7 @@ export const QUERY_METHODS = [
   'claimDelivery',
   'delivery',
   'releaseDelivery',
+  'claimsOf',
   'sentSince',
   'lastSent',
   'powerServersSince',

@@ -98,6 +98,20 @@ export class SqliteQueries extends SqliteDesiredQueries {
     );
   }
 
+  /** The claims of keys beginning with `prefix` held by rows of `account` (a scan). */
+  claimsOf(account: string, prefix: string): Array<{ actionId: number; createdAt: number }> {
+    const rows = this.sql.read(
+      (db) =>
+        db
+          .prepare(
+            `SELECT d.action_id, d.created_at FROM deliveries d JOIN actions a ON a.id = d.action_id
+               WHERE substr(d.key, 1, length(?)) = ? AND a.account = ? ORDER BY d.action_id`,
+          )
+          .all(prefix, prefix, account) as Row[],
+    );
+    return rows.map((r) => ({ actionId: Number(r.action_id), createdAt: Number(r.created_at) }));
+  }
+
   /** Upstream calls made for `account` since `since` (ms), all actions together: the account's budget use. */
   sentSince(account: string, since: number): number {
     return this.sql.read((db) =>
