@@ -186,7 +186,6 @@ export async function startEngines(
         now: d.now,
         // A decision shows in /metrics within a second; a burst of alerts costs one rendering.
         onDecision: () => d.exposition.renderSoon(1000),
-        leads: () => replication.leads(name),
         // A write's call lasts at most two of the account's upstream.timeout (its budget token, then its one
         // attempt: upstream/client.ts); a minute more and a row still `executing` was left behind. Shared by
         // replicas, it may be another replica's call in flight until then; in one process, it is a row whose

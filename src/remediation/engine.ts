@@ -67,12 +67,6 @@ export interface EngineDeps {
   /** called after every decision (the daemon re-renders the exposition) */
   onDecision?: () => void;
   /**
-   * Whether this replica leads the account now (daemon/replication.ts `leads`); absent: it always does. The
-   * gauges a decision reads again are the leader's series (gauges.ts `refresh`): a follower's decision skips
-   * the reads, whose values nothing would show.
-   */
-  leads?: () => boolean;
-  /**
    * Alertmanager (remediation.alertmanager): the outage gate and verification read its alerts, the silences
    * are written to it (remediation/silences.ts); absent: none configured
    */
@@ -554,14 +548,12 @@ export class RemediationEngine {
     metrics.actionRequests.inc({ account, action, decision: result.decision });
     if (failedAt !== undefined)
       metrics.actionLastFailure.set({ account, action, decision: result.decision }, failedAt / 1000);
-    // The decision is made and journaled: gauges that cannot be read now are refreshed by the next one. Only
-    // the leader's show (a replica that becomes leader reads them at once: `start`).
-    if (this.#deps.leads?.() ?? true)
-      await this.#gauges
-        .refresh()
-        .catch((error: unknown) =>
-          logger.warn({ err: error }, 'cannot refresh the pending and budget gauges from the journal'),
-        );
+    // The decision is made and journaled: gauges that cannot be read now are refreshed by the next one.
+    await this.#gauges
+      .refresh()
+      .catch((error: unknown) =>
+        logger.warn({ err: error }, 'cannot refresh the pending and budget gauges from the journal'),
+      );
     this.#deps.onDecision?.();
     return result;
   }

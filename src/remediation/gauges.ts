@@ -1,7 +1,7 @@
 /**
  * The remediation engine's gauges and counters: read back from the store when the engine starts (rows a crash
- * left `executing` are recovered as `unknown` first); the gauges are read again after every decision of the
- * leader's and by its ticker every CIRCUIT_REFRESH_MS (engine.ts), their series being the leader's only.
+ * left `executing` are recovered as `unknown` first); the gauges are read again after every decision and by
+ * the leader's ticker every CIRCUIT_REFRESH_MS (engine.ts), their series being the leader's only.
  */
 import type { Logger } from 'pino';
 import type { Config } from '../config/types.js';
@@ -110,10 +110,10 @@ export class RemediationGauges {
   /**
    * Reads again what another replica may have changed in the shared store, and sets what shows it: the pending,
    * awaiting-approval, budget and circuit-breaker gauges, and the desired firewall state rows their series show
-   * (desired-rows.ts). Called at start, after each decision the leader makes, and by the leader's ticker
-   * (engine.ts, every CIRCUIT_REFRESH_MS and after applying due changes). Their series are the leader's only
-   * (metrics/definitions.ts LEADER_ONLY_METRICS): a follower decides too but never ticks, so its values would go
-   * stale; it does not read them after its decisions either (engine.ts `leads`). Throws JournalError.
+   * (desired-rows.ts). Called at start, after each decision, and by the leader's ticker (engine.ts, every
+   * CIRCUIT_REFRESH_MS and after applying due changes). Their series are the leader's only
+   * (metrics/definitions.ts LEADER_ONLY_METRICS): a follower decides too, and so reads them then, but never
+   * ticks, so its values would go stale. Throws JournalError.
    */
   async refresh(): Promise<void> {
     const { metrics, store, account, desired, config } = this.#deps;

@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { journalRow } from '../../../src/store/rows.js';
 import { seriesValue } from '../../helpers/metrics.js';
-import { engineHarness, failingStore, openTestStore, powerRequest, rule } from '../../helpers/remediation.js';
+import { engineHarness, rule } from '../../helpers/remediation.js';
 
 const ROW_OF_ANOTHER_REPLICA = {
   account: 'default',
@@ -61,25 +61,5 @@ describe('the leader-only remediation series', () => {
       seriesValue(h.registry, 'baremetal_action_awaiting_approval', { account: 'default', action });
     expect(await series('poweroff')).toBe(0);
     expect(await series('powercycle')).toBeUndefined();
-  });
-});
-
-describe("a follower's decisions", () => {
-  it('read none of the leader-only series again; the same decisions as leader do', async () => {
-    let leads = false;
-    let reads = 0;
-    const store = failingStore(openTestStore(), ['pendingCount'], (call) => {
-      reads = call;
-      return false;
-    });
-    const h = await engineHarness({}, store, 2000, { leads: () => leads });
-    await h.engine.ready;
-    const atStart = reads;
-    expect(atStart).toBe(1);
-    expect(await h.engine.request(powerRequest({ serverId: '100001' }))).toMatchObject({ decision: 'executed' });
-    expect(reads).toBe(atStart);
-    leads = true;
-    expect(await h.engine.request(powerRequest({ serverId: '100002' }))).toMatchObject({ decision: 'executed' });
-    expect(reads).toBe(atStart + 1);
   });
 });
