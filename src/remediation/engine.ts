@@ -114,12 +114,16 @@ export class RemediationEngine {
   /** the last tick failed on the journal (logged once until a tick succeeds) */
   #tickFailing = false;
   /**
-   * The rows whose climb mark (ladder.ts) this leader must look at: a climb of its own that failed, and, read
-   * when it starts leading (`#marksRead`), the marks the replica before it left
+   * The rows whose climb mark (ladder.ts) this leader must look at, each with the escalation's message when a
+   * climb of its own failed to write it (else the episode is handed over as a lost climb): its own climbs that
+   * failed, and the marks read from the store (`#marksReadAt`) — all of them when it starts leading, those made
+   * lately every CLIMB_GRACE_MS (a replica that led before may settle a step late)
    */
-  readonly #owed = new Set<number>();
-  /** whether the marks left before this replica led were read (`start` clears it) */
-  #marksRead = true;
+  readonly #owed = new Map<number, string | undefined>();
+  /** when the marks were last read (ms; -Infinity: never, since `start`); undefined while not leading */
+  #marksReadAt: number | undefined;
+  /** when this replica last started leading (ms): another replica's marks get the grace from then at least */
+  #ledSince = -Infinity;
 
   constructor(deps: EngineDeps) {
     this.#deps = deps;
@@ -179,7 +183,8 @@ export class RemediationEngine {
   start(intervalMs = 1000): void {
     if (this.#timer !== undefined) return;
     this.#gauges.readAt = -Infinity;
-    this.#marksRead = false;
+    this.#marksReadAt = -Infinity;
+    this.#ledSince = this.#now();
     this.#timer = setInterval(() => void this.tick(), intervalMs).unref();
     void this.tick();
   }
@@ -193,6 +198,7 @@ export class RemediationEngine {
   async stop(): Promise<void> {
     clearInterval(this.#timer);
     this.#timer = undefined;
+    this.#marksReadAt = undefined;
     this.#tickAbort?.abort();
     await this.#ticking;
   }
@@ -435,7 +441,7 @@ export class RemediationEngine {
         // The outcome is journaled whatever comes next: a next step that cannot be asked for now is logged.
         await this.#climb(row).catch((error: unknown) => {
           // Its mark is still held: a later tick hands the episode to a person (`#handOverLostClimbs`).
-          this.#owed.add(row.id);
+          if (!this.#owed.has(row.id)) this.#owed.set(row.id, undefined);
           this.#deps.logger.error(
             { err: error, journal_id: row.id },
             'the next step of the escalation ladder could not be asked for: the episode is handed to a person',
@@ -448,34 +454,47 @@ export class RemediationEngine {
   }
 
   /**
-   * Hands to a person the episodes whose climb was lost (ladder.ts): each row of `#owed` — and, first when this
-   * replica starts leading, each row the replica before it left marked — still holding its mark more than
-   * CLIMB_GRACE_MS after it was marked, settled `ineffective`, is escalated (`#escalate`: nothing when its
-   * episode resolved or its ladder went on meanwhile). A row not settled yet is the verifier's again. Runs in
-   * the tick before the verifications: no climb of this replica is deciding meanwhile. Never rejects: a row the
-   * journal fails on is tried again at the next tick.
+   * Hands to a person the episodes whose climb was lost (ladder.ts): each row of `#owed` still holding its mark
+   * more than CLIMB_GRACE_MS after it was marked (and after this replica started leading: another's climb may
+   * still be deciding), settled `ineffective`, is escalated (`#escalate`: nothing when its episode resolved or
+   * its ladder went on meanwhile); a row still verifying stays (this leader's verifier settles and climbs it, and
+   * its climb takes the mark). Runs in the tick before the verifications: no climb of this replica is deciding
+   * meanwhile. A row the journal fails on is tried again at the next tick; never rejects.
    */
   async #handOverLostClimbs(): Promise<void> {
     const { account, store, logger } = this.#deps;
-    try {
-      if (!this.#marksRead) {
-        for (const mark of await store.claimsOf(account, CLIMB_MARK_PREFIX)) this.#owed.add(mark.actionId);
-        this.#marksRead = true;
+    const now = this.#now();
+    if (this.#marksReadAt !== undefined && now - this.#marksReadAt >= CLIMB_GRACE_MS) {
+      try {
+        // All at the first read of a lead; then those claimed since a few reads ago (an index on seen_at).
+        const since = this.#marksReadAt === -Infinity ? undefined : this.#marksReadAt - 4 * CLIMB_GRACE_MS;
+        for (const mark of await store.claimsOf(account, CLIMB_MARK_PREFIX, since))
+          if (!this.#owed.has(mark.actionId)) this.#owed.set(mark.actionId, undefined);
+        this.#marksReadAt = now;
+      } catch (error) {
+        logger.warn({ err: error }, 'the marks of owed ladder climbs could not be read: read again at the next tick');
       }
-      for (const id of [...this.#owed]) {
+    }
+    for (const [id, message] of [...this.#owed]) {
+      try {
         const mark = await store.delivery(climbOwedKey(id));
         const row = mark && (await store.get(id));
+        if (row?.verification === 'verifying') continue;
         if (row?.verification !== 'ineffective') {
           this.#owed.delete(id);
           continue;
         }
-        const now = this.#now();
-        if (now - mark!.createdAt <= CLIMB_GRACE_MS) continue;
-        await this.#escalate(row, lostClimbMessage(row, mark!.createdAt, now), 'a lost climb');
+        if (now - Math.max(mark!.createdAt, this.#ledSince) <= CLIMB_GRACE_MS) continue;
+        await (message !== undefined
+          ? this.#escalate(row, message)
+          : this.#escalate(row, lostClimbMessage(row, mark!.createdAt, now), 'a lost climb'));
         this.#owed.delete(id);
+      } catch (error) {
+        logger.warn(
+          { err: error, journal_id: id },
+          'an episode whose ladder climb was lost could not be handed over: tried again at the next tick',
+        );
       }
-    } catch (error) {
-      logger.warn({ err: error }, 'the episodes whose ladder climb was lost could not be handed over: tried again');
     }
   }
 
@@ -488,7 +507,11 @@ export class RemediationEngine {
     const next = nextStep(this.#deps.config.rules, row);
     if (next === undefined) return undefined;
     if ('request' in next) return this.request(next.request);
-    return this.#escalate(row, next.escalate);
+    return this.#escalate(row, next.escalate).catch((error: unknown) => {
+      // Handed over later with its own message, not as a lost climb (`#handOverLostClimbs`).
+      this.#owed.set(row.id, next.escalate);
+      throw error;
+    });
   }
 
   /**
@@ -502,8 +525,14 @@ export class RemediationEngine {
     const id = await store.transaction(account, async (tx) => {
       if (!(await tx.releaseDelivery(climbOwedKey(row.id), row.id))) return undefined;
       // A lost climb's mark may outlive what it owed: the episode resolved, or its ladder went on meanwhile.
-      if (lost !== undefined && ((await resolutionOf(tx, row)) !== undefined || (await followedBy(tx, row))))
-        return undefined;
+      if (lost !== undefined && (await resolutionOf(tx, row)) !== undefined) return undefined;
+      const after = lost === undefined ? 'stopped' : await followedBy(tx, row);
+      if (after === 'unknown')
+        logger.warn(
+          { journal_id: row.id, server_id: row.serverId },
+          'cannot tell whether the ladder went on after a step whose climb mark was left (over 200 newer rows of the server): not handed over',
+        );
+      if (after !== 'stopped') return undefined;
       return tx.insert(escalationRow(row, this.#now(), message));
     });
     if (id === undefined) return undefined;

@@ -246,25 +246,24 @@ export async function expiredStep(
 }
 
 /**
- * Whether the ladder of `row`'s episode wrote a row after `row` (a ladder step): a later step, or the episode
- * escalated — what follows `row` was decided. Reads the server's 200 newest rows since `row`: a ladder behind
- * them counts as decided. Throws JournalError.
+ * Whether the ladder of `row`'s episode wrote a row after `row` (a ladder step) — a later step, or the episode
+ * escalated: what follows `row` was decided (`went on`), or not (`stopped`). Reads the server's 200 newest rows
+ * since `row`: with as many, `unknown`. Throws JournalError.
  */
-export async function followedBy(q: StateQueries, row: JournalEntry): Promise<boolean> {
+export async function followedBy(q: StateQueries, row: JournalEntry): Promise<'went on' | 'stopped' | 'unknown'> {
   const key = keyOf(row);
   const rows = await q.list({ account: row.account, serverId: row.serverId, since: row.createdAt, limit: 200 });
-  return (
-    rows.length === 200 ||
-    rows.some(
-      (r) =>
-        r.id > row.id &&
-        keyOf(r) === key &&
-        r.labels === row.labels &&
-        r.ladderStep !== null &&
-        r.decision !== 'duplicate' &&
-        (r.ladderStep > row.ladderStep! || r.decision === 'escalated'),
-    )
+  const wentOn = rows.some(
+    (r) =>
+      r.id > row.id &&
+      keyOf(r) === key &&
+      r.labels === row.labels &&
+      r.ladderStep !== null &&
+      r.decision !== 'duplicate' &&
+      (r.ladderStep > row.ladderStep! || r.decision === 'escalated'),
   );
+  if (wentOn) return 'went on';
+  return rows.length === 200 ? 'unknown' : 'stopped';
 }
 
 /**

@@ -11,10 +11,10 @@
  * the mark in the same transaction — the next step's decision (any, a guard's denial included: guards.ts
  * `checkDelivery`) or the escalation. A mark still held means the climb was lost (the climb failed, or the
  * process stopped or lost the lead between the two): the leader hands the episode to a person
- * (`lostClimbMessage`; engine.ts `#handOverLostClimbs`: a failed climb of its own, and the marks it finds when
- * it starts leading, CLIMB_GRACE_MS after they were made) — never a step sent late, when the on-call, paged
- * since the step's silence expired, may be at the server. A mark the journal pruned is no evidence of
- * anything: nothing follows.
+ * (`lostClimbMessage`; engine.ts `#handOverLostClimbs`: its own failed climbs, and the marks it reads when it
+ * starts leading and every CLIMB_GRACE_MS after, each CLIMB_GRACE_MS after it was made and after the lead
+ * began) — never a step sent late, when the on-call, paged since the step's silence expired, may be at the
+ * server. A mark the journal pruned is no evidence of anything: nothing follows.
  */
 import type { RemediationRule } from '../config/types.js';
 import { type JournalEntry, journalRow, type NewEntry } from '../store/rows.js';

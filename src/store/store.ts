@@ -56,9 +56,10 @@ export interface StateQueries {
   releaseDelivery(key: string, actionId: number): Promise<boolean>;
   /**
    * The claims of keys beginning with `prefix` held by rows of `account`: the row and when the key was claimed
-   * (ms). A scan of the delivery keys: for a replica that starts leading (remediation/engine.ts), not per tick.
+   * (ms). With `since` (ms), only those claimed or seen since (an index on seen_at); without, a scan of every
+   * delivery key (remediation/engine.ts: once when a replica starts leading).
    */
-  claimsOf(account: string, prefix: string): Promise<Array<{ actionId: number; createdAt: number }>>;
+  claimsOf(account: string, prefix: string, since?: number): Promise<Array<{ actionId: number; createdAt: number }>>;
   /** Upstream calls made (or maybe made) for `account` since `since` (ms): the account's budget use. */
   sentSince(account: string, since: number): Promise<number>;
   /**

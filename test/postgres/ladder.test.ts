@@ -181,6 +181,27 @@ for (const backend of backends()) {
       return { h, deliver, rows };
     }
 
+    /** Another replica's engine on `h`'s journal, leading from `at` (ms; its first tick run). */
+    async function nextLeader(h: Awaited<ReturnType<typeof setup>>['h'], at: number) {
+      const next = await engineHarness({ principals: PRINCIPALS, rules: h.config.rules }, h.journal);
+      next.clock.now = at;
+      next.engine.start(3_600_000);
+      await next.engine.tick();
+      return next;
+    }
+
+    /** Ticks `next` at `at` (ms) and expects the episode handed to a person, nothing sent. */
+    async function handedOver(next: Awaited<ReturnType<typeof nextLeader>>, at: number, rows: () => Promise<unknown>) {
+      next.clock.now = at;
+      await next.engine.tick();
+      expect(await rows()).toEqual([
+        [0, 'executed', 'ineffective'],
+        [0, 'escalated', null],
+      ]);
+      await next.engine.stop();
+      expect(next.sim.calls).toEqual([]);
+    }
+
     it('hands a lost climb to a person at a tick past the grace, and sends nothing late', async () => {
       const { h, deliver, rows } = await lostClimb([step(10, 5), step(20, 10)]);
       const first = (await h.journal.list({ limit: 1 }))[0]!;
@@ -231,23 +252,33 @@ for (const backend of backends()) {
       ]);
     });
 
-    it('hands over the marks the replica before it left when it starts leading, past the grace', async () => {
+    it('hands over the marks the replica before it left, a grace after it starts leading', async () => {
       const { h, rows } = await lostClimb([step(10, 5), step(20, 10)]);
-      // Another replica (a restart) on the same journal: it knows nothing of the failed climb but its mark.
-      const next = await engineHarness({ principals: PRINCIPALS, rules: h.config.rules }, h.journal);
-      next.clock.now = h.clock.now + CLIMB_GRACE_MS / 2;
-      next.engine.start(3_600_000);
-      await next.engine.tick();
+      // Another replica (a restart) on the same journal, long after: it knows nothing of the failed climb but its
+      // mark, and gives the one before it a grace from its own start (its climb could still be deciding).
+      const next = await nextLeader(h, h.clock.now + 30 * MIN);
       expect(await rows()).toEqual([[0, 'executed', 'ineffective']]);
-      next.clock.now += CLIMB_GRACE_MS;
-      await next.engine.tick();
-      expect(await rows()).toEqual([
-        [0, 'executed', 'ineffective'],
-        [0, 'escalated', null],
-      ]);
-      await next.engine.stop();
+      await handedOver(next, next.clock.now + CLIMB_GRACE_MS + 1000, rows);
       expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(1);
-      expect(next.sim.calls).toEqual([]);
+    });
+
+    it('hands over a mark a replica that led before left after this one started leading', async () => {
+      let failClimb = false;
+      const { h, deliver, rows } = await setup([step(10, 5), step(20, 10)], (inner) =>
+        failingStore(inner, ['transaction', 'insert'], () => failClimb),
+      );
+      expect((await deliver('firing'))[0]!.decision).toBe('executed');
+      // The new leader starts and reads the marks: none yet.
+      const next = await nextLeader(h, h.clock.now);
+      // The replica that led before settles the step late, and its climb fails.
+      h.clock.now += 11 * MIN;
+      failClimb = true;
+      await h.engine.tick();
+      failClimb = false;
+      expect(await rows()).toEqual([[0, 'executed', 'ineffective']]);
+      // The new leader reads the marks made lately again, and hands the episode over past the grace.
+      await handedOver(next, h.clock.now + CLIMB_GRACE_MS + 1000, rows);
+      expect(h.sim.callsTo(POWERCYCLE)).toHaveLength(1);
     });
 
     it('asks for nothing when the episode of a lost climb resolved: no hand-over, a firing delivery after is resolved', async () => {

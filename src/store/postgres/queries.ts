@@ -97,11 +97,15 @@ export class PgQueries implements StateQueries {
     return result.rowCount === 1;
   }
 
-  async claimsOf(account: string, prefix: string): Promise<Array<{ actionId: number; createdAt: number }>> {
+  async claimsOf(
+    account: string,
+    prefix: string,
+    since?: number,
+  ): Promise<Array<{ actionId: number; createdAt: number }>> {
     const { rows } = await this.#run(
       `SELECT d.action_id, d.created_at FROM deliveries d JOIN actions a ON a.id = d.action_id
-         WHERE left(d.key, length($1)) = $1 AND a.account = $2 ORDER BY d.action_id`,
-      [prefix, account],
+         WHERE d.seen_at >= $3 AND left(d.key, length($1)) = $1 AND a.account = $2 ORDER BY d.action_id`,
+      [prefix, account, since ?? Number.MIN_SAFE_INTEGER],
     );
     return rows.map((r) => ({ actionId: Number(r.action_id), createdAt: Number(r.created_at) }));
   }

@@ -98,16 +98,16 @@ export class SqliteQueries extends SqliteDesiredQueries {
     );
   }
 
-  /** The claims of keys beginning with `prefix` held by rows of `account` (a scan). */
-  claimsOf(account: string, prefix: string): Array<{ actionId: number; createdAt: number }> {
+  /** The claims of keys beginning with `prefix` held by rows of `account`, claimed or seen since `since` (ms). */
+  claimsOf(account: string, prefix: string, since?: number): Array<{ actionId: number; createdAt: number }> {
     const rows = this.sql.read(
       (db) =>
         db
           .prepare(
             `SELECT d.action_id, d.created_at FROM deliveries d JOIN actions a ON a.id = d.action_id
-               WHERE substr(d.key, 1, length(?)) = ? AND a.account = ? ORDER BY d.action_id`,
+               WHERE d.seen_at >= ? AND substr(d.key, 1, length(?)) = ? AND a.account = ? ORDER BY d.action_id`,
           )
-          .all(prefix, prefix, account) as Row[],
+          .all(since ?? Number.MIN_SAFE_INTEGER, prefix, prefix, account) as Row[],
     );
     return rows.map((r) => ({ actionId: Number(r.action_id), createdAt: Number(r.created_at) }));
   }
