@@ -277,7 +277,7 @@ local alerting = [
           "severity": "critical"
         },
         "annotations": {
-          "summary": "A server needs more {{ $labels.action }} than remediation may send",
+          "summary": "A {{ $labels.action }} request was escalated to a person",
           "description": "In the last hour a {{ $labels.action }} request of account {{ $labels.account }} was escalated to a person, nothing sent: the server already had remediation.safety.max_power_actions_per_server power actions within cap_window, or an escalation ladder ran out of steps, its rule changed while it ran, or its next step was lost (the climb failed or the daemon stopped in between). The row says which (GET /api/v1/actions?action={{ $labels.action }}&decision=escalated).",
           "runbook_url": "https://github.com/baremetal-exporter/baremetal-exporter/blob/main/docs/runbook.md#baremetalremediationescalated"
         }

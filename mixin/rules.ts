@@ -359,7 +359,7 @@ max by (instance, account, server_id, hostname) (label_replace(${s('baremetal_se
           'From the recorded increase over 1h, per replica, then the max: the counter of the replica that decided.\nA request escalated just before a restart is counted at the next start, where a new series shows no\nincrease; the journal keeps it.',
         expr: `max ${replicas} (${s(names.actionRequests, 'decision="escalated"')}) > 0`,
         annotations: {
-          summary: 'A server needs more {{ $labels.action }} than remediation may send',
+          summary: 'A {{ $labels.action }} request was escalated to a person',
           description:
             'In the last hour a {{ $labels.action }} request of account {{ $labels.account }} was escalated to a person, nothing sent: the server already had remediation.safety.max_power_actions_per_server power actions within cap_window, or an escalation ladder ran out of steps, its rule changed while it ran, or its next step was lost (the climb failed or the daemon stopped in between). The row says which (GET /api/v1/actions?action={{ $labels.action }}&decision=escalated).',
         },

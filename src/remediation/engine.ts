@@ -33,14 +33,8 @@ import { Housekeeping } from './housekeeping.js';
 import { DEFAULT_RESEND_INTERVAL_MS, type EpisodeAlert, Episodes, followedBy, resolutionOf } from './episode.js';
 import { SilenceKeeper, type SilenceWriter } from './silences.js';
 import { type StatusReader, Verifier } from './verify.js';
-import {
-  CLIMB_GRACE_MS,
-  CLIMB_MARK_PREFIX,
-  climbOwedKey,
-  escalationRow,
-  lostClimbMessage,
-  nextStep,
-} from './ladder.js';
+import { climbMarkKey, escalationRow, nextStep } from './ladder.js';
+import { LostClimbs } from './lost-climbs.js';
 import { makeRequest } from './request.js';
 import { askCircuitClose, closeCircuit, type OperatorDeps, readConsole } from './operator.js';
 import type { ActionDecision, ActionRequest, TargetDirectory } from './types.js';
@@ -113,17 +107,7 @@ export class RemediationEngine {
   #tickAbort: AbortController | undefined;
   /** the last tick failed on the journal (logged once until a tick succeeds) */
   #tickFailing = false;
-  /**
-   * The rows whose climb mark (ladder.ts) this leader must look at, each with the escalation's message when a
-   * climb of its own failed to write it (else the episode is handed over as a lost climb): its own climbs that
-   * failed, and the marks read from the store (`#marksReadAt`) — all of them when it starts leading, those made
-   * lately every CLIMB_GRACE_MS (a replica that led before may settle a step late)
-   */
-  readonly #owed = new Map<number, string | undefined>();
-  /** when the marks were last read (ms; -Infinity: never, since `start`); undefined while not leading */
-  #marksReadAt: number | undefined;
-  /** when this replica last started leading (ms): another replica's marks get the grace from then at least */
-  #ledSince = -Infinity;
+  readonly #lostClimbs: LostClimbs;
 
   constructor(deps: EngineDeps) {
     this.#deps = deps;
@@ -135,6 +119,11 @@ export class RemediationEngine {
       alertmanager: deps.alertList ?? deps.alertmanager,
       everyMs: deps.verifyEveryMs,
       resendIntervalMs: () => deps.config.alertmanager?.resendIntervalMs ?? DEFAULT_RESEND_INTERVAL_MS,
+    });
+    this.#lostClimbs = new LostClimbs({
+      ...deps,
+      now: this.#now,
+      escalate: (row, message, lost) => this.#escalate(row, message, lost),
     });
     this.#episodes = new Episodes({
       ...deps,
@@ -183,8 +172,7 @@ export class RemediationEngine {
   start(intervalMs = 1000): void {
     if (this.#timer !== undefined) return;
     this.#gauges.readAt = -Infinity;
-    this.#marksReadAt = -Infinity;
-    this.#ledSince = this.#now();
+    this.#lostClimbs.started();
     this.#timer = setInterval(() => void this.tick(), intervalMs).unref();
     void this.tick();
   }
@@ -198,7 +186,7 @@ export class RemediationEngine {
   async stop(): Promise<void> {
     clearInterval(this.#timer);
     this.#timer = undefined;
-    this.#marksReadAt = undefined;
+    this.#lostClimbs.stopped();
     this.#tickAbort?.abort();
     await this.#ticking;
   }
@@ -358,7 +346,7 @@ export class RemediationEngine {
       })
       .then(() => (abort.signal.aborted ? undefined : this.#housekeeping.run(this.#now())))
       .then(() => (abort.signal.aborted ? undefined : this.#approvals.expire()))
-      .then(() => (abort.signal.aborted ? undefined : this.#handOverLostClimbs()))
+      .then(() => (abort.signal.aborted ? undefined : this.#lostClimbs.handOver()))
       .then(() => (abort.signal.aborted ? undefined : this.#verify(this.#now())))
       .then(() => (abort.signal.aborted ? undefined : this.#silences.reconcile(this.#now())))
       .then(() => {
@@ -438,13 +426,15 @@ export class RemediationEngine {
       await this.#verifier.settle(judged, now, async (row, outcome) => {
         ended++;
         if (outcome !== 'ineffective') return;
-        // The outcome is journaled whatever comes next: a next step that cannot be asked for now is logged.
+        // The outcome is journaled whatever comes next: a next step that cannot be asked for now is logged, and
+        // handed to a person later (lost-climbs.ts).
         await this.#climb(row).catch((error: unknown) => {
-          // Its mark is still held: a later tick hands the episode to a person (`#handOverLostClimbs`).
-          if (!this.#owed.has(row.id)) this.#owed.set(row.id, undefined);
+          // Its mark is still held: a later tick hands the episode to a person unless it resolved or its
+          // ladder went on (lost-climbs.ts).
+          this.#lostClimbs.owe(row.id);
           this.#deps.logger.error(
             { err: error, journal_id: row.id },
-            'the next step of the escalation ladder could not be asked for: the episode is handed to a person',
+            'the next step of the escalation ladder could not be asked for: a later tick hands the episode to a person unless it resolved',
           );
         });
       });
@@ -454,90 +444,40 @@ export class RemediationEngine {
   }
 
   /**
-   * Hands to a person the episodes whose climb was lost (ladder.ts): each row of `#owed` still holding its mark
-   * more than CLIMB_GRACE_MS after it was marked (and after this replica started leading: another's climb may
-   * still be deciding), settled `ineffective`, is escalated (`#escalate`: nothing when its episode resolved or
-   * its ladder went on meanwhile); a row still verifying stays (this leader's verifier settles and climbs it, and
-   * its climb takes the mark). Runs in the tick before the verifications: no climb of this replica is deciding
-   * meanwhile. A row the journal fails on is tried again at the next tick; never rejects.
-   */
-  async #handOverLostClimbs(): Promise<void> {
-    const { account, store, logger } = this.#deps;
-    const now = this.#now();
-    if (this.#marksReadAt !== undefined && now - this.#marksReadAt >= CLIMB_GRACE_MS) {
-      try {
-        // All at the first read of a lead; then those claimed since a few reads ago (an index on seen_at).
-        const since = this.#marksReadAt === -Infinity ? undefined : this.#marksReadAt - 4 * CLIMB_GRACE_MS;
-        for (const mark of await store.claimsOf(account, CLIMB_MARK_PREFIX, since))
-          if (!this.#owed.has(mark.actionId)) this.#owed.set(mark.actionId, undefined);
-        this.#marksReadAt = now;
-      } catch (error) {
-        logger.warn({ err: error }, 'the marks of owed ladder climbs could not be read: read again at the next tick');
-      }
-    }
-    for (const [id, message] of [...this.#owed]) {
-      try {
-        const mark = await store.delivery(climbOwedKey(id));
-        const row = mark && (await store.get(id));
-        if (row?.verification === 'verifying') continue;
-        if (row?.verification !== 'ineffective') {
-          this.#owed.delete(id);
-          continue;
-        }
-        if (now - Math.max(mark!.createdAt, this.#ledSince) <= CLIMB_GRACE_MS) continue;
-        await (message !== undefined
-          ? this.#escalate(row, message)
-          : this.#escalate(row, lostClimbMessage(row, mark!.createdAt, now), 'a lost climb'));
-        this.#owed.delete(id);
-      } catch (error) {
-        logger.warn(
-          { err: error, journal_id: id },
-          'an episode whose ladder climb was lost could not be handed over: tried again at the next tick',
-        );
-      }
-    }
-  }
-
-  /**
    * After `row` ended ineffective: its ladder's next step, or the episode escalated (ladder.ts); nothing for an
    * episode that resolved (episode.ts).
    */
   async #climb(row: JournalEntry): Promise<unknown> {
-    if (await this.#episodes.hasResolved(row)) return this.#deps.store.releaseDelivery(climbOwedKey(row.id), row.id);
+    if (await this.#episodes.hasResolved(row)) return this.#deps.store.releaseDelivery(climbMarkKey(row.id), row.id);
     const next = nextStep(this.#deps.config.rules, row);
     if (next === undefined) return undefined;
     if ('request' in next) return this.request(next.request);
     return this.#escalate(row, next.escalate).catch((error: unknown) => {
-      // Handed over later with its own message, not as a lost climb (`#handOverLostClimbs`).
-      this.#owed.set(row.id, next.escalate);
+      // Handed over later with its own message, not as a lost climb (lost-climbs.ts).
+      this.#lostClimbs.owe(row.id, next.escalate);
       throw error;
     });
   }
 
   /**
    * Hands `row`'s episode to a person (ladder.ts `escalationRow`): the row journaled `escalated` with `message`
-   * in the transaction that takes `row`'s climb mark (ladder.ts `climbOwedKey`), logged and counted. Undefined,
-   * nothing written, when the mark is gone (another replica or delivery decided what follows). `lost`: why, for
-   * the log line, when the climb was lost. Throws JournalError.
+   * in the transaction that takes `row`'s climb mark (ladder.ts `climbMarkKey`), logged and counted. `lost`: a
+   * lost climb's (lost-climbs.ts), whose mark may outlive what it owed — nothing is written when its episode
+   * resolved or its ladder went on meanwhile (episode.ts `followedBy`; when the journal cannot tell, it is
+   * handed over: that sends nothing). Undefined, nothing written, when the mark is gone (another replica
+   * decided what follows). Throws JournalError.
    */
-  async #escalate(row: JournalEntry, message: string, lost?: string): Promise<ActionDecision | undefined> {
+  async #escalate(row: JournalEntry, message: string, lost = false): Promise<ActionDecision | undefined> {
     const { account, store, logger } = this.#deps;
     const id = await store.transaction(account, async (tx) => {
-      if (!(await tx.releaseDelivery(climbOwedKey(row.id), row.id))) return undefined;
-      // A lost climb's mark may outlive what it owed: the episode resolved, or its ladder went on meanwhile.
-      if (lost !== undefined && (await resolutionOf(tx, row)) !== undefined) return undefined;
-      const after = lost === undefined ? 'stopped' : await followedBy(tx, row);
-      if (after === 'unknown')
-        logger.warn(
-          { journal_id: row.id, server_id: row.serverId },
-          'cannot tell whether the ladder went on after a step whose climb mark was left (over 200 newer rows of the server): not handed over',
-        );
-      if (after !== 'stopped') return undefined;
+      if (!(await tx.releaseDelivery(climbMarkKey(row.id), row.id))) return undefined;
+      if (lost && ((await resolutionOf(tx, row)) !== undefined || (await followedBy(tx, row)) === 'went on'))
+        return undefined;
       return tx.insert(escalationRow(row, this.#now(), message));
     });
     if (id === undefined) return undefined;
     logger.warn(
-      { action: row.action, server_id: row.serverId, id, ...(lost ? { cause: lost } : {}) },
+      { action: row.action, server_id: row.serverId, id, ...(lost ? { cause: 'a lost climb' } : {}) },
       `remediation escalated: ${message}`,
     );
     return this.#record(row.action, { id, decision: 'escalated', message });

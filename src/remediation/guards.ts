@@ -7,7 +7,7 @@
 import { STALE_AFTER_FIREWALL_PERIODS } from '../collectors/firewall.js';
 import { breakerLimit, type RemediationSafety } from '../config/types.js';
 import { IdempotencyMismatchError, NoLeaderError } from '../errors.js';
-import { climbOwedKey } from './ladder.js';
+import { climbMarkKey } from './ladder.js';
 import type { CircuitState, DesiredFirewall } from '../store/rows.js';
 import type { StateQueries } from '../store/store.js';
 import type { Decision } from '../store/decisions.js';
@@ -40,7 +40,7 @@ export async function checkDelivery(
 ): Promise<Denial | undefined> {
   if (req.idempotencyKey === undefined) return undefined;
   const first = (await q.delivery(req.idempotencyKey, now)) ?? (await legacyClaim(q, req, now));
-  if (first === undefined) return takeClimb(q, req);
+  if (first === undefined) return takeClimbMark(q, req);
   if (req.source === 'operator' && first.digest !== null && first.digest !== digest) {
     throw new IdempotencyMismatchError(
       `Idempotency-Key was already used for a different request (journal entry ${first.actionId}); use a new key for a new request`,
@@ -56,11 +56,11 @@ export async function checkDelivery(
 
 /**
  * A ladder's climb (ActionRequest `climbOf`) takes the mark that its step's verification owes one (ladder.ts
- * `climbOwedKey`), in the decision's transaction, whatever the decision: a climb whose mark is gone was decided
+ * `climbMarkKey`), in the decision's transaction, whatever the decision: a climb whose mark is gone was decided
  * already (by another replica, or a guard's denial, which stops the ladder) — a duplicate.
  */
-async function takeClimb(q: StateQueries, req: ActionRequest): Promise<Denial | undefined> {
-  if (req.climbOf === undefined || (await q.releaseDelivery(climbOwedKey(req.climbOf), req.climbOf))) return undefined;
+async function takeClimbMark(q: StateQueries, req: ActionRequest): Promise<Denial | undefined> {
+  if (req.climbOf === undefined || (await q.releaseDelivery(climbMarkKey(req.climbOf), req.climbOf))) return undefined;
   return {
     decision: 'duplicate',
     message: `what follows journal entry ${req.climbOf} (ineffective) was already decided`,

@@ -7,14 +7,13 @@
  * having ended the verification (verify.ts), decides it.
  *
  * That a climb is owed is a fact in the store, not an inference from the journal: the verifier marks a step's
- * row (`climbOwedKey`, a delivery key) before it settles it `ineffective`, and whatever decides the climb takes
+ * row (`climbMarkKey`, a delivery key) before it settles it `ineffective`, and whatever decides the climb takes
  * the mark in the same transaction — the next step's decision (any, a guard's denial included: guards.ts
  * `checkDelivery`) or the escalation. A mark still held means the climb was lost (the climb failed, or the
  * process stopped or lost the lead between the two): the leader hands the episode to a person
- * (`lostClimbMessage`; engine.ts `#handOverLostClimbs`: its own failed climbs, and the marks it reads when it
- * starts leading and every CLIMB_GRACE_MS after, each CLIMB_GRACE_MS after it was made and after the lead
- * began) — never a step sent late, when the on-call, paged since the step's silence expired, may be at the
- * server. A mark the journal pruned is no evidence of anything: nothing follows.
+ * (`lostClimbMessage`, lost-climbs.ts) — never a step sent late, when the on-call, paged since the step's
+ * silence expired, may be at the server. Only a mark is evidence: a ladder whose later rows the journal pruned
+ * holds none, and a mark pruned with the delivery keys leaves nothing to follow.
  */
 import type { RemediationRule } from '../config/types.js';
 import { type JournalEntry, journalRow, type NewEntry } from '../store/rows.js';
@@ -48,7 +47,7 @@ export function nextStep(rules: readonly RemediationRule[], row: JournalEntry): 
 export const CLIMB_MARK_PREFIX = 'climb:';
 
 /** The delivery key that marks the climb journal row `rowId` (a ladder step settled `ineffective`) is owed. */
-export const climbOwedKey = (rowId: number): string => `${CLIMB_MARK_PREFIX}${rowId}`;
+export const climbMarkKey = (rowId: number): string => `${CLIMB_MARK_PREFIX}${rowId}`;
 
 /**
  * How long after a climb was marked owed the leader finds it lost, ms: a tick climbs right after it settles

@@ -54,7 +54,7 @@ export interface ActionRequest {
   ladderStep?: number;
   /**
    * the journal row whose ineffective verification this step is the climb of: deciding it takes that row's
-   * mark (ladder.ts `climbOwedKey`), and finds the climb already decided when the mark is gone (guards.ts
+   * mark (ladder.ts `climbMarkKey`), and finds the climb already decided when the mark is gone (guards.ts
    * `checkDelivery`)
    */
   climbOf?: number;

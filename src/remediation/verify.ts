@@ -33,7 +33,7 @@ import {
   resolvedEvidence,
   sameEpisode,
 } from './episode.js';
-import { climbOwedKey } from './ladder.js';
+import { climbMarkKey } from './ladder.js';
 import type { AlertReader } from './outage-gate.js';
 import type { TargetDirectory } from './types.js';
 import { attackSignal, attackVerified } from './verify-attack.js';
@@ -278,7 +278,7 @@ export class Verifier {
     // A ladder's step that was ineffective owes a climb: marked before it is settled, so that no stop between
     // the two loses it (ladder.ts); dated now, not at the tick's `now`, which the Alertmanager reads came after.
     if (outcome === 'ineffective' && row.ladderStep !== null)
-      await store.claimDelivery(climbOwedKey(row.id), '', row.id, (this.#deps.now ?? Date.now)());
+      await store.claimDelivery(climbMarkKey(row.id), '', row.id, (this.#deps.now ?? Date.now)());
     if (!(await store.settleVerification(row.id, outcome, at, kept))) return false;
     const rule = row.alertname ?? '';
     metrics.remediationVerifications.inc({ account: this.#deps.account, action: row.action, rule, outcome });

@@ -3,7 +3,7 @@
  * resolution journaled `resolved`, and the request it withdrew, are replayed as what they were — the resolved
  * delivery resolves the replayed episode again — so the same rules report no change. The rows of an escalation
  * ladder (a later step, the episode escalated) are no deliveries: the replayed engine climbs its own ladder,
- * also where the recorded climb was lost and a later firing delivery made it up (at that row's moment).
+ * also where the recorded climb was lost and handed to a person (then the two differ, said as a change).
  * With an outage gate, each decision records what the gate read (its blocking alert, or none) and replay reads
  * that again: the recorded decisions, an approval's execution among them, replay the same; a recorded reading
  * changed replays changed.

@@ -4,8 +4,9 @@
  * `GET /api/v1/servers/:server_id/console.jnlp` (the KVM/IPMI console as a download, contract §4 rule 5).
  * Each body may carry `"reason"` (at most 200 characters), journaled with the caller's principal; the journal
  * filters by `?principal=` (who asked), `?decision=`, `?approver=` (who approved or denied) and `?since=` (a
- * Prometheus duration back from now, such as `24h`). An optional `Idempotency-Key` header makes a retried operator call act once; the same key with another
- * body is refused (422). Every endpoint answers 503 while the journal is unavailable.
+ * Prometheus duration back from now, such as `24h`). An optional `Idempotency-Key` header makes a retried operator
+ * call act once: a key is the caller's (its principal, in the account: remediation/request.ts `operatorKey`), and
+ * the same key with another body is refused (422). Every endpoint answers 503 while the journal is unavailable.
  * A target is (account, server_id): the bodies take `account` (the console `?account=`), which may be left
  * out when one account is configured; missing with several, or unknown, it is a 400 and nothing acts.
  * A principal with `accounts` reads the journal of those accounts only: the list leaves the others' rows out,
