@@ -275,8 +275,7 @@ function fromApproval({ row, approver, at, reason }: ApprovalSource): ActionRequ
  * The step after `row`'s as a new request of the same alert episode: its own action, verify_within, approval
  * and cooldown, every guard walked again; keyed by the row, so a retried climb is a duplicate.
  */
-function fromLadder(source: LadderSource): ActionRequest {
-  const { row, steps } = source;
+function fromLadder({ row, steps, climb }: LadderSource): ActionRequest {
   const at = row.ladderStep! + 1;
   const step = steps[at]!;
   return {
@@ -293,7 +292,7 @@ function fromLadder(source: LadderSource): ActionRequest {
     ladderStep: at,
     rule: { index: row.ruleIndex!, digest: row.ruleDigest! },
     idempotencyKey: `ladder:${row.id}:${at}`,
-    ...(source.climb ? { climbOf: row.id } : {}),
+    ...(climb ? { climbOf: row.id } : {}),
     alert: {
       alertname: row.alertname!,
       fingerprint: row.fingerprint!,

@@ -50,6 +50,30 @@ const LADDER: RemediationRule[] = [
   }),
 ];
 
+/** Delivers LADDER's alert for server 100001, firing since T0, at T0 + `minutes`; returns the decisions. */
+async function fireLadder(h: Awaited<ReturnType<typeof engineHarness>>, minutes = 0): Promise<string[]> {
+  h.clock.now = T0 + minutes * MIN;
+  const res = await remediationApp(h).inject({
+    method: 'POST',
+    url: '/api/v1/alertmanager',
+    headers: { authorization: `Bearer ${TOKEN}` },
+    payload: {
+      version: '4',
+      status: 'firing',
+      alerts: [
+        {
+          status: 'firing',
+          labels: { alertname: 'ServerDown', server_id: '100001' },
+          startsAt: new Date(T0).toISOString(),
+          fingerprint: 'fp-l',
+        },
+      ],
+    },
+  });
+  expect(res.statusCode).toBe(200);
+  return res.json().results.map((r: { decision: string }) => r.decision);
+}
+
 for (const backend of backends()) {
   describe.skipIf(backend.skip)(`remediation replay of resolved episodes (${backend.name})`, () => {
     it('reports no change under the same rules', async () => {
@@ -93,20 +117,7 @@ for (const backend of backends()) {
       const rules = LADDER;
       const db = await backend.fresh();
       const h = await engineHarness({ principals: PRINCIPALS, rules }, await db.open());
-      const app = remediationApp(h);
-      const labels = { alertname: 'ServerDown', server_id: '100001' };
-      h.clock.now = T0;
-      const res = await app.inject({
-        method: 'POST',
-        url: '/api/v1/alertmanager',
-        headers: { authorization: `Bearer ${TOKEN}` },
-        payload: {
-          version: '4',
-          status: 'firing',
-          alerts: [{ status: 'firing', labels, startsAt: new Date(T0).toISOString(), fingerprint: 'fp-l' }],
-        },
-      });
-      expect(res.statusCode).toBe(200);
+      await fireLadder(h);
       h.clock.now += 11 * MIN;
       await h.engine.tick();
       // The same climb asked again (a second replica's tick): a duplicate row, no step of the ladder.
@@ -143,24 +154,7 @@ for (const backend of backends()) {
       let failClimb = false;
       const store = failingStore(inner, ['transaction'], () => failClimb);
       const h = await engineHarness({ principals: PRINCIPALS, rules }, store);
-      const app = remediationApp(h);
-      const labels = { alertname: 'ServerDown', server_id: '100001' };
-      const deliver = async (minutes: number) => {
-        h.clock.now = T0 + minutes * MIN;
-        const res = await app.inject({
-          method: 'POST',
-          url: '/api/v1/alertmanager',
-          headers: { authorization: `Bearer ${TOKEN}` },
-          payload: {
-            version: '4',
-            status: 'firing',
-            alerts: [{ status: 'firing', labels, startsAt: new Date(T0).toISOString(), fingerprint: 'fp-l' }],
-          },
-        });
-        expect(res.statusCode).toBe(200);
-        return res.json().results.map((r: { decision: string }) => r.decision);
-      };
-      expect(await deliver(0)).toEqual(['executed']);
+      expect(await fireLadder(h)).toEqual(['executed']);
       h.clock.now = T0 + 11 * MIN;
       failClimb = true;
       await h.engine.tick();
